@@ -1,0 +1,13 @@
+// Subcommands of the `kiln` tool, one file each. Each returns the exit status and
+// throws kiln::Error for failures, which main turns into one line on stderr.
+#pragma once
+
+namespace kiln::cli {
+
+int cmd_inspect(int argc, char** argv);
+int cmd_tensors(int argc, char** argv);
+int cmd_metadata(int argc, char** argv);
+int cmd_analyze(int argc, char** argv);
+int cmd_dequant(int argc, char** argv);
+
+}  // namespace kiln::cli

@@ -1,0 +1,77 @@
+#include "cli/common.h"
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "kiln/error.h"
+
+namespace kiln::cli {
+
+bool parse_args(CLI::App& app, int argc, char** argv, int& exit_code) {
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        exit_code = app.exit(e);
+        return false;
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "kiln %s: %s\n", app.get_name().c_str(), e.what());
+        exit_code = 1;
+        return false;
+    }
+    return true;
+}
+
+std::string models_dir() {
+    if (const char* env = std::getenv("KILN_MODELS"); env && *env) return env;
+    const char* home = std::getenv("HOME");
+    return std::string(home && *home ? home : ".") + "/.cache/kiln/models";
+}
+
+std::string default_model_path() { return models_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf"; }
+
+std::string resolve_model(const std::string& flag_value) {
+    if (!flag_value.empty()) return flag_value;
+    std::string path = default_model_path();
+    if (!std::filesystem::exists(path))
+        throw Error("no model given (-m FILE) and the default model " + path + " is missing; run ./setup.sh");
+    return path;
+}
+
+std::string human_bytes(uint64_t bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        ++u;
+    }
+    char buf[64];
+    if (u == 0)
+        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    else
+        std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+std::string human_count(uint64_t n) {
+    char buf[64];
+    if (n >= 1000000000ull)
+        std::snprintf(buf, sizeof buf, "%.2f B", static_cast<double>(n) / 1e9);
+    else if (n >= 1000000ull)
+        std::snprintf(buf, sizeof buf, "%.1f M", static_cast<double>(n) / 1e6);
+    else if (n >= 1000ull)
+        std::snprintf(buf, sizeof buf, "%.1f K", static_cast<double>(n) / 1e3);
+    else
+        std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
+    return buf;
+}
+
+std::string format_float(double v) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+}  // namespace kiln::cli

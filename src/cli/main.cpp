@@ -1,0 +1,62 @@
+// kiln — command line entry point: dispatches to one function per subcommand.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "cli/commands.h"
+#include "kiln/error.h"
+
+namespace {
+
+struct Subcommand {
+    const char* name;
+    int (*run)(int, char**);
+    const char* help;
+};
+
+const Subcommand k_subcommands[] = {
+    {"inspect", kiln::cli::cmd_inspect, "model card of a GGUF file"},
+    {"tensors", kiln::cli::cmd_tensors, "tensor table (name, type, shape, offset, bytes)"},
+    {"metadata", kiln::cli::cmd_metadata, "metadata keys and values"},
+    {"analyze", kiln::cli::cmd_analyze, "parameters, bits per weight, KV cache size, file layout"},
+    {"dequant", kiln::cli::cmd_dequant, "dequantize a tensor to f32 (text or .npy)"},
+};
+
+void usage(std::FILE* out) {
+    std::fprintf(out, "usage: kiln <command> [options]\n\ncommands:\n");
+    for (const auto& s : k_subcommands) std::fprintf(out, "  %-10s %s\n", s.name, s.help);
+    std::fprintf(out, "\nkiln <command> --help shows the options of a command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    std::string_view cmd = argv[1];
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+        usage(stdout);
+        return 0;
+    }
+    for (const auto& s : k_subcommands) {
+        if (cmd != s.name) continue;
+        try {
+            return s.run(argc - 1, argv + 1);
+        } catch (const kiln::Error& e) {
+            std::fprintf(stderr, "kiln %s: %s\n", s.name, e.what());
+            return 1;
+        } catch (const std::bad_alloc&) {
+            std::fprintf(stderr, "kiln %s: out of memory\n", s.name);
+            return 1;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "kiln %s: %s\n", s.name, e.what());
+            return 1;
+        }
+    }
+    std::fprintf(stderr, "kiln: unknown command '%s' (kiln --help lists them)\n", argv[1]);
+    return 1;
+}

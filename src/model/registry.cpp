@@ -1,0 +1,51 @@
+#include "model/registry.h"
+
+namespace kiln {
+
+namespace {
+
+// RoPE layout per architecture as llama.cpp assigns it (llama_model_rope_type):
+// NORM rotates adjacent pairs, NEOX rotates the two halves of a head.
+constexpr ArchRow k_rows[] = {
+    {"llama", RopeKind::Norm},      {"llama4", RopeKind::Norm},     {"mistral3", RopeKind::Norm},
+    {"smollm3", RopeKind::Norm},    {"granite", RopeKind::Norm},    {"granitemoe", RopeKind::Norm},
+    {"deepseek", RopeKind::Norm},   {"deepseek2", RopeKind::Norm},  {"baichuan", RopeKind::Norm},
+    {"starcoder", RopeKind::None},  {"internlm2", RopeKind::Norm},  {"minicpm", RopeKind::Norm},
+    {"xverse", RopeKind::Norm},     {"command-r", RopeKind::Norm},  {"cohere2", RopeKind::Norm},
+    {"olmo", RopeKind::Norm},       {"arctic", RopeKind::Norm},     {"chatglm", RopeKind::Norm},
+    {"glm4", RopeKind::Norm},       {"qwen", RopeKind::Neox},       {"qwen2", RopeKind::Neox},
+    {"qwen2moe", RopeKind::Neox},   {"qwen3", RopeKind::Neox},      {"qwen3moe", RopeKind::Neox},
+    {"qwen35", RopeKind::Neox},     {"qwen3next", RopeKind::Neox},  {"phi2", RopeKind::Neox},
+    {"phi3", RopeKind::Neox},       {"phimoe", RopeKind::Neox},     {"gemma", RopeKind::Neox},
+    {"gemma2", RopeKind::Neox},     {"gemma3", RopeKind::Neox},     {"gemma3n", RopeKind::Neox},
+    {"gemma4", RopeKind::Neox},     {"falcon", RopeKind::Neox},     {"stablelm", RopeKind::Neox},
+    {"starcoder2", RopeKind::Neox}, {"olmo2", RopeKind::Neox},      {"olmoe", RopeKind::Neox},
+    {"gptneox", RopeKind::Neox},    {"ernie4_5", RopeKind::Norm},   {"exaone", RopeKind::Neox},
+    {"gpt-oss", RopeKind::Neox},    {"gpt2", RopeKind::None},       {"bert", RopeKind::None},
+    {"nomic-bert", RopeKind::Neox}, {"mpt", RopeKind::None},        {"bloom", RopeKind::None},
+    {"mamba", RopeKind::None},      {"rwkv6", RopeKind::None},      {"rwkv7", RopeKind::None},
+    {"t5", RopeKind::None},         {"jais", RopeKind::None},       {"lfm2", RopeKind::Neox},
+    {"refact", RopeKind::None},
+};
+
+}  // namespace
+
+std::string_view rope_kind_name(RopeKind kind) {
+    switch (kind) {
+        case RopeKind::None: return "none";
+        case RopeKind::Norm: return "norm";
+        case RopeKind::Neox: return "neox";
+        case RopeKind::Unknown: break;
+    }
+    return "unknown";
+}
+
+std::span<const ArchRow> architecture_rows() { return k_rows; }
+
+const ArchRow* find_architecture(std::string_view name) {
+    for (const ArchRow& r : k_rows)
+        if (r.name == name) return &r;
+    return nullptr;
+}
+
+}  // namespace kiln

@@ -1,0 +1,53 @@
+#include "support/test_support.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace kiln::test {
+
+std::string data_path(const std::string& relative) { return std::string(KILN_SOURCE_DIR) + "/tests/data/" + relative; }
+std::string golden_path(const std::string& relative) { return std::string(KILN_SOURCE_DIR) + "/tests/golden/" + relative; }
+
+static std::string models_dir() {
+    if (const char* env = std::getenv("KILN_MODELS"); env && *env) return env;
+    const char* home = std::getenv("HOME");
+    return std::string(home ? home : ".") + "/.cache/kiln/models";
+}
+
+std::string smollm2_path() { return models_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf"; }
+std::string gemma3_path() { return models_dir() + "/gemma-3-270m-q4_k_m.gguf"; }
+
+std::string missing_reason(const std::string& path) {
+    if (std::filesystem::exists(path)) return "";
+    return "model not installed: " + path + " (run ./setup.sh)";
+}
+
+std::string temp_dir() {
+    static std::string dir = [] {
+        auto d = std::filesystem::temp_directory_path() / ("kiln-test-" + std::to_string(::getpid()));
+        std::filesystem::create_directories(d);
+        return d.string();
+    }();
+    return dir;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+    if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace kiln::test

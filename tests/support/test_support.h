@@ -1,0 +1,30 @@
+// Shared helpers for the tests: fixture paths, the installed real models.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kiln::test {
+
+// <repo>/tests/data/...
+std::string data_path(const std::string& relative);
+// <repo>/tests/golden/...
+std::string golden_path(const std::string& relative);
+// The installed model files (setup.sh links them into $KILN_MODELS).
+std::string smollm2_path();
+std::string gemma3_path();
+// Empty string if the file exists; otherwise the reason to print when skipping.
+std::string missing_reason(const std::string& path);
+// A scratch directory unique to this test process (created on first use).
+std::string temp_dir();
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& bytes);
+
+}  // namespace kiln::test
+
+// Skips the current test with a printed reason when a real model is not installed.
+#define KILN_REQUIRE_MODEL(path)                                                   \
+    do {                                                                           \
+        std::string _reason = ::kiln::test::missing_reason(path);                  \
+        if (!_reason.empty()) GTEST_SKIP() << _reason;                             \
+    } while (0)
