@@ -70,7 +70,7 @@ public:
     std::string read_string(const char* what) {
         uint64_t len = read<uint64_t>(what);
         if (len > remaining())
-            fail(std::string(what) + " length " + std::to_string(len) + " at byte " + std::to_string(pos_ - 8) +
+            fail("truncated or corrupt: " + std::string(what) + " length " + std::to_string(len) + " at byte " + std::to_string(pos_ - 8) +
                  " exceeds the " + std::to_string(remaining()) + " bytes left in the file");
         const uint8_t* p = take(len, what);
         return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
@@ -129,7 +129,7 @@ Value read_value(FrontCursor& c, ValueType t, const std::string& key, const Open
         c.fail("metadata '" + key + "': array of " + std::to_string(count) + " " +
                std::string(value_type_name(elem)) + " elements cannot fit in the " + std::to_string(c.remaining()) +
                " bytes left in the file");
-    if (elem != ValueType::Array && count >= opt.lazy_array_min && count > 0) {
+    if (depth == 0 && elem != ValueType::Array && count >= opt.lazy_array_min && count > 0) {
         uint64_t start = c.pos();
         if (elem == ValueType::String) {
             for (uint64_t i = 0; i < count; ++i) {
@@ -274,7 +274,8 @@ ParsedFront parse_front(const FileHandle& file, const OpenOptions& opt) {
         if (!p.tensors.empty())
             c.fail("truncated: the data section would start at byte " + std::to_string(p.data_offset) +
                    " but the file has " + std::to_string(file.size()));
-        p.data_offset = file.size();  // a vocab-only file may end right after its tensor table
+        // A file without tensors (vocab-only) may end before the padding; the data
+        // section is empty and its nominal start stays aligned, as the gguf package reports it.
     }
     validate_tensors(c, p, file.size());
     p.bytes_read = c.bytes_read();
@@ -325,12 +326,32 @@ File& File::operator=(File&&) noexcept = default;
 File::~File() = default;
 
 File File::open(const std::string& path, const OpenOptions& options) {
+    try {
+        return open_impl(path, options);
+    } catch (const Error& e) {
+        // Every error names a file: errors from typed getters get the path prefixed.
+        std::string_view msg = e.what();
+        SplitName split;
+        bool named = msg.starts_with(path) || (parse_split_name(path, split) && msg.starts_with(split.prefix));
+        if (named) throw;
+        throw Error(path + ": " + std::string(msg));
+    }
+}
+
+File File::open_impl(const std::string& path, const OpenOptions& options) {
     File f;
     f.path_ = path;
     auto add_shard = [&](const std::string& shard_path) -> ParsedFront {
         auto shard = std::make_unique<Shard>();
         shard->handle = FileHandle(shard_path);
-        ParsedFront p = parse_front(shard->handle, options);
+        ParsedFront p;
+        try {
+            p = parse_front(shard->handle, options);
+        } catch (const Error& e) {
+            // Errors raised below the cursor (typed metadata getters) do not know the path.
+            if (std::string_view(e.what()).starts_with(shard_path)) throw;
+            throw Error(shard_path + ": " + e.what());
+        }
         shard->data_offset = p.data_offset;
         ShardInfo info;
         info.path = shard_path;

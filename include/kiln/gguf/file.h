@@ -94,6 +94,7 @@ public:
 
 private:
     File();
+    static File open_impl(const std::string& path, const OpenOptions& options);
     struct Shard;
     std::vector<uint8_t> read_lazy_bytes(const Value& array) const;
 
