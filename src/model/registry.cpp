@@ -1,5 +1,10 @@
 #include "model/registry.h"
 
+#include "model/arch/families.h"
+
+#include <algorithm>
+#include <vector>
+
 namespace kiln {
 
 namespace {
@@ -7,24 +12,24 @@ namespace {
 // RoPE layout per architecture as llama.cpp assigns it (llama_model_rope_type):
 // NORM rotates adjacent pairs, NEOX rotates the two halves of a head.
 constexpr ArchRow k_rows[] = {
-    {"llama", RopeKind::Norm},      {"llama4", RopeKind::Norm},     {"mistral3", RopeKind::Norm},
-    {"smollm3", RopeKind::Norm},    {"granite", RopeKind::Norm},    {"granitemoe", RopeKind::Norm},
+    {"llama", RopeKind::Norm, MemoryKind::Kv, configure_llama},      {"llama4", RopeKind::Norm},     {"mistral3", RopeKind::Norm},
+    {"smollm3", RopeKind::Norm, MemoryKind::Kv, configure_smollm3},    {"granite", RopeKind::Norm},    {"granitemoe", RopeKind::Norm},
     {"deepseek", RopeKind::Norm},   {"deepseek2", RopeKind::Norm},  {"baichuan", RopeKind::Norm},
     {"starcoder", RopeKind::None},  {"internlm2", RopeKind::Norm},  {"minicpm", RopeKind::Norm},
     {"xverse", RopeKind::Norm},     {"command-r", RopeKind::Norm},  {"cohere2", RopeKind::Norm},
     {"olmo", RopeKind::Norm},       {"arctic", RopeKind::Norm},     {"chatglm", RopeKind::Norm},
-    {"glm4", RopeKind::Norm},       {"qwen", RopeKind::Neox},       {"qwen2", RopeKind::Neox},
-    {"qwen2moe", RopeKind::Neox},   {"qwen3", RopeKind::Neox},      {"qwen3moe", RopeKind::Neox},
-    {"qwen35", RopeKind::Neox},     {"qwen3next", RopeKind::Neox},  {"phi2", RopeKind::Neox},
+    {"glm4", RopeKind::Norm},       {"qwen", RopeKind::Neox},       {"qwen2", RopeKind::Neox, MemoryKind::Kv, configure_qwen2},
+    {"qwen2moe", RopeKind::Neox},   {"qwen3", RopeKind::Neox, MemoryKind::Kv, configure_qwen3},      {"qwen3moe", RopeKind::Neox},
+    {"qwen35", RopeKind::Neox, MemoryKind::Hybrid},     {"qwen3next", RopeKind::Neox, MemoryKind::Hybrid},  {"phi2", RopeKind::Neox},
     {"phi3", RopeKind::Neox},       {"phimoe", RopeKind::Neox},     {"gemma", RopeKind::Neox},
-    {"gemma2", RopeKind::Neox},     {"gemma3", RopeKind::Neox},     {"gemma3n", RopeKind::Neox},
+    {"gemma2", RopeKind::Neox, MemoryKind::Kv, configure_gemma2},     {"gemma3", RopeKind::Neox, MemoryKind::Kv, configure_gemma3},     {"gemma3n", RopeKind::Neox},
     {"gemma4", RopeKind::Neox},     {"falcon", RopeKind::Neox},     {"stablelm", RopeKind::Neox},
     {"starcoder2", RopeKind::Neox}, {"olmo2", RopeKind::Neox},      {"olmoe", RopeKind::Neox},
     {"gptneox", RopeKind::Neox},    {"ernie4_5", RopeKind::Norm},   {"exaone", RopeKind::Neox},
     {"gpt-oss", RopeKind::Neox},    {"gpt2", RopeKind::None},       {"bert", RopeKind::None},
     {"nomic-bert", RopeKind::Neox}, {"mpt", RopeKind::None},        {"bloom", RopeKind::None},
-    {"mamba", RopeKind::None},      {"rwkv6", RopeKind::None},      {"rwkv7", RopeKind::None},
-    {"t5", RopeKind::None},         {"jais", RopeKind::None},       {"lfm2", RopeKind::Neox},
+    {"mamba", RopeKind::None, MemoryKind::Recurrent},      {"rwkv6", RopeKind::None, MemoryKind::Recurrent},      {"rwkv7", RopeKind::None, MemoryKind::Recurrent},
+    {"t5", RopeKind::None},         {"jais", RopeKind::None},       {"lfm2", RopeKind::Neox, MemoryKind::Hybrid},
     {"refact", RopeKind::None},
 };
 
@@ -41,6 +46,16 @@ std::string_view rope_kind_name(RopeKind kind) {
 }
 
 std::span<const ArchRow> architecture_rows() { return k_rows; }
+
+std::string supported_architectures() {
+    std::vector<std::string_view> names;
+    for (const ArchRow& r : k_rows)
+        if (r.configure) names.push_back(r.name);
+    std::sort(names.begin(), names.end());
+    std::string out;
+    for (auto n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+    return out;
+}
 
 const ArchRow* find_architecture(std::string_view name) {
     for (const ArchRow& r : k_rows)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan) and runs each for SECONDS
+# (default 30: the CI smoke; use 600+ for a real campaign). Crashes land in
+# build-fuzz/artifacts/ and fail the run.
+#   fuzz/run.sh [SECONDS] [TARGET...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_PER_TARGET=${1:-30}
+shift || true
+BUILD=build-fuzz
+if [ ! -f "$BUILD/build.ninja" ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DKILN_FUZZ=ON -DKILN_TESTS=OFF -DKILN_BENCH=OFF >/dev/null
+fi
+TARGETS=("$@")
+if [ ${#TARGETS[@]} -eq 0 ]; then
+  mapfile -t TARGETS < <(sed -n 's/^kiln_fuzz_target(\([a-z_0-9]*\).*/\1/p' fuzz/CMakeLists.txt)
+fi
+cmake --build "$BUILD" --target "${TARGETS[@]}"
+mkdir -p "$BUILD/artifacts"
+for t in "${TARGETS[@]}"; do
+  corpus="$BUILD/corpus-$t"
+  mkdir -p "$corpus"
+  seeds="fuzz/seeds/${t#fuzz_}"
+  [ -d "$seeds" ] || seeds=""
+  echo "== $t for ${SECONDS_PER_TARGET}s"
+  "$BUILD/fuzz/$t" "$corpus" $seeds -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 -rss_limit_mb=2048 \
+    -timeout=10 -artifact_prefix="$BUILD/artifacts/$t-" -print_final_stats=1 2>&1 | tail -n 12
+done

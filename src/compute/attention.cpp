@@ -1,0 +1,72 @@
+#include "compute/attention.h"
+
+#include <cmath>
+
+#include "compute/ops.h"
+#include "kiln/quant.h"
+
+namespace kiln {
+
+namespace {
+
+// One head's slice of a cached row as f32.
+void head_to_f32(GgmlType type, const uint8_t* row, int head, int dim, float* out) {
+    switch (type) {
+        case GgmlType::F32: {
+            const float* r = reinterpret_cast<const float*>(row) + static_cast<int64_t>(head) * dim;
+            for (int i = 0; i < dim; ++i) out[i] = r[i];
+            return;
+        }
+        case GgmlType::F16: {
+            const uint16_t* r = reinterpret_cast<const uint16_t*>(row) + static_cast<int64_t>(head) * dim;
+            for (int i = 0; i < dim; ++i) out[i] = quant::fp16_to_fp32(r[i]);
+            return;
+        }
+        default: {
+            const GgmlTypeInfo& info = ggml_type_info(type);
+            const uint8_t* r = row + static_cast<uint64_t>(head) * dim / info.block_size * info.block_bytes;
+            quant::dequantize_row(type, r, out, dim);
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvView& kv, float* out,
+            AttentionScratch& sc) {
+    const int64_t n_keys = pos - first + 1;
+    const int group = s.n_head / s.n_head_kv;
+    sc.scores.resize(static_cast<size_t>(n_keys * group));
+    sc.kbuf.resize(static_cast<size_t>(s.head_dim_k));
+    sc.vbuf.resize(static_cast<size_t>(s.head_dim_v));
+    for (int g = 0; g < s.n_head_kv; ++g) {
+        // Scores of the group's query heads against every visible key.
+        for (int64_t j = 0; j < n_keys; ++j) {
+            head_to_f32(kv.type, kv.k_row(first + j), g, s.head_dim_k, sc.kbuf.data());
+            for (int hq = 0; hq < group; ++hq) {
+                const float* qh = q + static_cast<int64_t>(g * group + hq) * s.head_dim_k;
+                float dot = 0.0f;
+                for (int i = 0; i < s.head_dim_k; ++i) dot += qh[i] * sc.kbuf[static_cast<size_t>(i)];
+                float v = dot * s.scale;
+                if (s.softcap > 0.0f) v = std::tanh(v / s.softcap) * s.softcap;
+                sc.scores[static_cast<size_t>(hq * n_keys + j)] = v;
+            }
+        }
+        for (int hq = 0; hq < group; ++hq) ops::softmax(sc.scores.data() + hq * n_keys, n_keys);
+        for (int hq = 0; hq < group; ++hq) {
+            float* oh = out + static_cast<int64_t>(g * group + hq) * s.head_dim_v;
+            for (int d = 0; d < s.head_dim_v; ++d) oh[d] = 0.0f;
+        }
+        for (int64_t j = 0; j < n_keys; ++j) {
+            head_to_f32(kv.type, kv.v_row(first + j), g, s.head_dim_v, sc.vbuf.data());
+            for (int hq = 0; hq < group; ++hq) {
+                const float p = sc.scores[static_cast<size_t>(hq * n_keys + j)];
+                float* oh = out + static_cast<int64_t>(g * group + hq) * s.head_dim_v;
+                for (int d = 0; d < s.head_dim_v; ++d) oh[d] += p * sc.vbuf[static_cast<size_t>(d)];
+            }
+        }
+    }
+}
+
+}  // namespace kiln

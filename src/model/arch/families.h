@@ -1,0 +1,15 @@
+// Configure steps of the runnable families, one file each in this folder.
+#pragma once
+
+namespace kiln {
+
+struct ArchConfig;
+
+void configure_llama(ArchConfig& c);
+void configure_qwen2(ArchConfig& c);
+void configure_qwen3(ArchConfig& c);
+void configure_smollm3(ArchConfig& c);
+void configure_gemma2(ArchConfig& c);
+void configure_gemma3(ArchConfig& c);
+
+}  // namespace kiln

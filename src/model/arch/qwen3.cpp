@@ -1,0 +1,15 @@
+// qwen3: NEOX RoPE, per-head RMS norm of Q and K before RoPE (attn_q_norm /
+// attn_k_norm, required), and a head size from attention.key_length that need
+// not equal width / heads.
+#include "kiln/error.h"
+#include "model/arch/families.h"
+#include "model/registry.h"
+#include "model/spec.h"
+
+namespace kiln {
+
+void configure_qwen3(ArchConfig& c) {
+    c.spec.qk_norm = true;  // required: binding fails naming the tensor if absent
+}
+
+}  // namespace kiln

@@ -1,0 +1,187 @@
+#include "model/forward.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kiln/error.h"
+
+namespace kiln {
+
+Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, KvCache& cache, ThreadPool& pool, int n_batch_max)
+    : spec_(spec), w_(weights), cache_(cache), pool_(pool), n_batch_max_(n_batch_max) {
+    const size_t b = static_cast<size_t>(n_batch_max);
+    const size_t e = static_cast<size_t>(spec.n_embd);
+    x_.resize(b * e);
+    h_.resize(b * e);
+    o_.resize(b * e);
+    q_.resize(b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_k));
+    k_.resize(b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_k));
+    v_.resize(b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_v));
+    att_.resize(b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_v));
+    gate_.resize(b * static_cast<size_t>(spec.max_n_ff()));
+    up_.resize(b * static_cast<size_t>(spec.max_n_ff()));
+    attn_scratch_.resize(static_cast<size_t>(pool.size()));
+    rope_cache_.resize(b * static_cast<size_t>(spec.rope.n_dims));
+}
+
+namespace {
+
+void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* b, float* y, int n, int64_t width,
+               ThreadPool& pool) {
+    pool.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r) {
+            if (s.norm == NormKind::Rms)
+                ops::rms_norm(x + r * width, w, y + r * width, width, s.norm_eps);
+            else
+                ops::layer_norm(x + r * width, w, b, y + r * width, width, s.norm_eps);
+        }
+    });
+}
+
+void add_bias(float* y, const float* bias, int n, int64_t width) {
+    if (!bias) return;
+    for (int r = 0; r < n; ++r) ops::add(y + r * width, bias, width);
+}
+
+}  // namespace
+
+void Forward::attention_layer(int il, int n, int64_t pos0) {
+    const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
+    const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
+    const int64_t e = spec_.n_embd, dk = spec_.head_dim_k, dv = spec_.head_dim_v;
+    const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
+
+    norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
+    dump("attn_norm", il, h_.data(), e, n);
+
+    matmul(lw.wq, h_.data(), n, q_.data(), pool_, mm_);
+    matmul(lw.wk, h_.data(), n, k_.data(), pool_, mm_);
+    matmul(lw.wv, h_.data(), n, v_.data(), pool_, mm_);
+    add_bias(q_.data(), lw.bq, n, nq);
+    add_bias(k_.data(), lw.bk, n, nk);
+    add_bias(v_.data(), lw.bv, n, nv);
+    dump("Qcur", il, q_.data(), nq, n);
+    dump("Kcur", il, k_.data(), nk, n);
+    dump("Vcur", il, v_.data(), nv, n);
+
+    if (lw.q_norm) {
+        for (int r = 0; r < n; ++r) {
+            for (int h = 0; h < l.n_head; ++h) ops::rms_norm(q_.data() + r * nq + h * dk, lw.q_norm, q_.data() + r * nq + h * dk, dk, spec_.norm_eps);
+            for (int h = 0; h < l.n_head_kv; ++h) ops::rms_norm(k_.data() + r * nk + h * dk, lw.k_norm, k_.data() + r * nk + h * dk, dk, spec_.norm_eps);
+        }
+        dump("Qcur_normed", il, q_.data(), nq, n);
+        dump("Kcur_normed", il, k_.data(), nk, n);
+    }
+
+    if (l.use_rope) {
+        ops::RopeParams rp;
+        rp.layout = spec_.rope.layout;
+        rp.n_dims = spec_.rope.n_dims;
+        const bool swa_base = l.sliding && spec_.rope.freq_base_swa > 0.0f;
+        rp.freq_base = swa_base ? spec_.rope.freq_base_swa : spec_.rope.freq_base;
+        rp.freq_scale = swa_base ? spec_.rope.freq_scale_swa : spec_.rope.freq_scale;
+        rp.ext_factor = spec_.rope.yarn_ext_factor;
+        rp.attn_factor = spec_.rope.yarn_attn_factor;
+        rp.beta_fast = spec_.rope.yarn_beta_fast;
+        rp.beta_slow = spec_.rope.yarn_beta_slow;
+        rp.n_ctx_orig = spec_.rope.n_ctx_orig;
+        rp.freq_factors = w_.rope_freqs;
+        for (int r = 0; r < n; ++r) {
+            float* cache = rope_cache_.data() + static_cast<size_t>(r) * static_cast<size_t>(rp.n_dims);
+            ops::rope_cache(rp, pos0 + r, cache);
+            ops::rope_apply(rp, cache, q_.data() + r * nq, l.n_head, dk);
+            ops::rope_apply(rp, cache, k_.data() + r * nk, l.n_head_kv, dk);
+        }
+        dump("Qcur_rope", il, q_.data(), nq, n);
+        dump("Kcur_rope", il, k_.data(), nk, n);
+    }
+
+    for (int r = 0; r < n; ++r) cache_.store(il, pos0 + r, k_.data() + r * nk, v_.data() + r * nv);
+
+    AttentionShape as;
+    as.n_head = l.n_head;
+    as.n_head_kv = l.n_head_kv;
+    as.head_dim_k = static_cast<int>(dk);
+    as.head_dim_v = static_cast<int>(dv);
+    as.scale = spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(static_cast<float>(dk));
+    as.softcap = spec_.attn_softcap;
+    KvView kv;
+    kv.type = cache_.ggml_type();
+    kv.k_row = [&](int64_t p) { return cache_.k_row(il, p); };
+    kv.v_row = [&](int64_t p) { return cache_.v_row(il, p); };
+    const int window = cache_.layer(il).window;
+    pool_.run(n, [&](int64_t r, int thread) {
+        const int64_t pos = pos0 + r;
+        const int64_t first = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+        attend(as, q_.data() + r * nq, first, pos, kv, att_.data() + r * l.n_head * dv,
+               attn_scratch_[static_cast<size_t>(thread)]);
+    });
+    dump("kqv_out", il, att_.data(), l.n_head * dv, n);
+
+    matmul(lw.wo, att_.data(), n, o_.data(), pool_, mm_);
+    add_bias(o_.data(), lw.bo, n, e);
+    dump("attn_out", il, o_.data(), e, n);
+    if (lw.attn_post_norm) {
+        norm_rows(spec_, o_.data(), lw.attn_post_norm, nullptr, o_.data(), n, e, pool_);
+        dump("attn_post_norm", il, o_.data(), e, n);
+    }
+    ops::add(x_.data(), o_.data(), n * e);
+    dump("ffn_inp", il, x_.data(), e, n);
+}
+
+void Forward::ffn_layer(int il, int n) {
+    const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
+    const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
+    const int64_t e = spec_.n_embd, ff = l.n_ff;
+    norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
+    dump("ffn_norm", il, h_.data(), e, n);
+    matmul(lw.ffn_gate, h_.data(), n, gate_.data(), pool_, mm_);
+    matmul(lw.ffn_up, h_.data(), n, up_.data(), pool_, mm_);
+    pool_.parallel_for(n * ff, 4096, [&](int64_t b, int64_t end, int) {
+        if (spec_.activation == FfnActivation::Silu)
+            ops::silu_mul(gate_.data() + b, up_.data() + b, end - b);
+        else
+            ops::gelu_mul(gate_.data() + b, up_.data() + b, end - b);
+    });
+    dump("ffn_act", il, gate_.data(), ff, n);
+    matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
+    dump("ffn_out", il, o_.data(), e, n);
+    if (lw.ffn_post_norm) {
+        norm_rows(spec_, o_.data(), lw.ffn_post_norm, nullptr, o_.data(), n, e, pool_);
+        dump("ffn_post_norm", il, o_.data(), e, n);
+    }
+    ops::add(x_.data(), o_.data(), n * e);
+    dump("l_out", il, x_.data(), e, n);
+}
+
+void Forward::eval(const int32_t* tokens, int n, int64_t pos0, int first_logit_row, float* logits) {
+    if (n <= 0 || n > n_batch_max_)
+        throw Error("forward: chunk of " + std::to_string(n) + " tokens (1 to " + std::to_string(n_batch_max_) + " allowed)");
+    if (pos0 + n > cache_.n_ctx())
+        throw Error("context full: " + std::to_string(pos0 + n) + " positions needed, the context holds " +
+                    std::to_string(cache_.n_ctx()));
+    const int64_t e = spec_.n_embd;
+    for (int r = 0; r < n; ++r) {
+        if (tokens[r] < 0 || tokens[r] >= spec_.n_vocab)
+            throw Error("token id " + std::to_string(tokens[r]) + " is outside the vocabulary (" + std::to_string(spec_.n_vocab) + ")");
+        matrix_row_f32(w_.tok_embd, tokens[r], x_.data() + r * e);
+        if (spec_.embedding_scale != 1.0f) ops::scale(x_.data() + r * e, e, spec_.embedding_scale);
+    }
+    dump("inp_embd", -1, x_.data(), e, n);
+
+    for (int il = 0; il < spec_.n_layer; ++il) {
+        attention_layer(il, n, pos0);
+        ffn_layer(il, n);
+    }
+
+    const int n_out = n - first_logit_row;
+    if (n_out <= 0 || !logits) return;
+    norm_rows(spec_, x_.data() + static_cast<int64_t>(first_logit_row) * e, w_.output_norm, w_.output_norm_b, h_.data(),
+              n_out, e, pool_);
+    dump("result_norm", -1, h_.data(), e, n_out);
+    matmul(w_.output, h_.data(), n_out, logits, pool_, mm_);
+    if (spec_.final_softcap > 0.0f) ops::softcap(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.final_softcap);
+    dump("result_output", -1, logits, spec_.n_vocab, n_out);
+}
+
+}  // namespace kiln

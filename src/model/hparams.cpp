@@ -1,0 +1,152 @@
+#include "model/hparams.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kiln/error.h"
+
+namespace kiln {
+
+int ModelSpec::max_n_head() const {
+    int m = 0;
+    for (const auto& l : layers) m = std::max(m, l.n_head);
+    return m;
+}
+int ModelSpec::max_n_head_kv() const {
+    int m = 0;
+    for (const auto& l : layers) m = std::max(m, l.n_head_kv);
+    return m;
+}
+int ModelSpec::max_n_ff() const {
+    int m = 0;
+    for (const auto& l : layers) m = std::max(m, l.n_ff);
+    return m;
+}
+
+namespace {
+
+using gguf::Metadata;
+using gguf::Value;
+using gguf::ValueType;
+
+// A value bounded to int: the file decides sizes, but they must be positive
+// and fit the arithmetic that uses them.
+int to_int(const std::string& key, uint64_t v) {
+    if (v > (1u << 30)) throw Error("GGUF metadata '" + key + "': value " + std::to_string(v) + " is out of range");
+    return static_cast<int>(v);
+}
+
+// Scalar or per-layer array of integers, expanded to n_layer values.
+std::vector<int> per_layer(const Metadata& md, const std::string& key, int n_layer, std::optional<std::vector<int>> fallback) {
+    const Value* v = md.find(key);
+    if (!v) {
+        if (fallback) return *fallback;
+        md.at(key);  // throws "not found"
+    }
+    if (v->type() == ValueType::Array) {
+        if (v->lazy() || v->count() != static_cast<uint64_t>(n_layer))
+            throw Error("GGUF metadata '" + key + "': per-layer array has " + std::to_string(v->count()) +
+                        " values for " + std::to_string(n_layer) + " layers");
+        std::vector<int> out;
+        for (const Value& x : v->items()) {
+            if (!x.is_integer()) Metadata::type_error(key, "array of integers", *v);
+            out.push_back(to_int(key, x.raw_u64()));
+        }
+        return out;
+    }
+    return std::vector<int>(static_cast<size_t>(n_layer), to_int(key, md.get_uint(key)));
+}
+
+}  // namespace
+
+ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
+    const Metadata& md = file.metadata();
+    ModelSpec s;
+    s.arch = std::string(row.name);
+    const std::string p = s.arch + ".";
+    auto k = [&](const char* name) { return p + name; };
+
+    s.n_layer = to_int(k("block_count"), md.get_uint(k("block_count")));
+    s.n_embd = to_int(k("embedding_length"), md.get_uint(k("embedding_length")));
+    s.n_ctx_train = to_int(k("context_length"), md.get_uint(k("context_length")));
+    if (s.n_layer <= 0 || s.n_embd <= 0)
+        throw Error("GGUF metadata: " + k("block_count") + " and " + k("embedding_length") + " must be positive");
+
+    std::vector<int> heads = per_layer(md, k("attention.head_count"), s.n_layer, std::nullopt);
+    std::vector<int> heads_kv = per_layer(md, k("attention.head_count_kv"), s.n_layer, heads);
+    std::vector<int> ff = per_layer(md, k("feed_forward_length"), s.n_layer, std::nullopt);
+    s.layers.resize(static_cast<size_t>(s.n_layer));
+    for (int il = 0; il < s.n_layer; ++il) {
+        LayerSpec& l = s.layers[static_cast<size_t>(il)];
+        l.n_head = heads[static_cast<size_t>(il)];
+        l.n_head_kv = heads_kv[static_cast<size_t>(il)];
+        l.n_ff = ff[static_cast<size_t>(il)];
+        if (l.n_head <= 0 || l.n_head_kv <= 0 || l.n_head % l.n_head_kv != 0)
+            throw Error("layer " + std::to_string(il) + ": " + std::to_string(l.n_head) + " heads cannot be grouped over " +
+                        std::to_string(l.n_head_kv) + " KV heads (" + k("attention.head_count_kv") + ")");
+        if (l.n_ff <= 0) throw Error("GGUF metadata '" + k("feed_forward_length") + "' must be positive");
+    }
+    s.head_dim_k = md.has(k("attention.key_length")) ? to_int(k("attention.key_length"), md.get_uint(k("attention.key_length")))
+                                                      : s.n_embd / s.layers[0].n_head;
+    s.head_dim_v = md.has(k("attention.value_length"))
+                       ? to_int(k("attention.value_length"), md.get_uint(k("attention.value_length")))
+                       : s.head_dim_k;
+    if (s.head_dim_k <= 0 || s.head_dim_v <= 0) throw Error("GGUF metadata: head size must be positive");
+
+    if (md.has(k("attention.layer_norm_rms_epsilon"))) {
+        s.norm = NormKind::Rms;
+        s.norm_eps = static_cast<float>(md.get_float(k("attention.layer_norm_rms_epsilon")));
+    } else if (md.has(k("attention.layer_norm_epsilon"))) {
+        s.norm = NormKind::Layer;
+        s.norm_eps = static_cast<float>(md.get_float(k("attention.layer_norm_epsilon")));
+    } else {
+        throw Error("GGUF metadata key '" + k("attention.layer_norm_rms_epsilon") + "' not found");
+    }
+
+    // RoPE
+    switch (row.rope) {
+        case RopeKind::Norm: s.rope.layout = ops::RopeLayout::Norm; break;
+        case RopeKind::Neox: s.rope.layout = ops::RopeLayout::Neox; break;
+        default: throw Error("architecture '" + s.arch + "' has no supported RoPE layout");
+    }
+    s.rope.n_dims = md.has(k("rope.dimension_count")) ? to_int(k("rope.dimension_count"), md.get_uint(k("rope.dimension_count")))
+                                                       : s.head_dim_k;
+    if (s.rope.n_dims <= 0 || s.rope.n_dims % 2 != 0 || s.rope.n_dims > s.head_dim_k)
+        throw Error("GGUF metadata '" + k("rope.dimension_count") + "': " + std::to_string(s.rope.n_dims) +
+                    " must be even and at most the head size " + std::to_string(s.head_dim_k));
+    s.rope.freq_base = static_cast<float>(md.find_float(k("rope.freq_base")).value_or(10000.0));
+    if (!(s.rope.freq_base > 0.0f)) throw Error("GGUF metadata '" + k("rope.freq_base") + "' must be positive");
+    s.rope.scaling = md.find_string(k("rope.scaling.type")).value_or("none");
+    double factor = md.find_float(k("rope.scaling.factor")).value_or(0.0);
+    if (factor == 0.0) factor = md.find_float(k("rope.scale_linear")).value_or(0.0);  // older key
+    if (s.rope.scaling == "none" && factor > 0.0 && factor != 1.0) s.rope.scaling = "linear";
+    if (s.rope.scaling == "linear" || s.rope.scaling == "yarn") {
+        if (!(factor > 0.0)) throw Error("GGUF metadata '" + k("rope.scaling.factor") + "' must be positive for " + s.rope.scaling + " scaling");
+        s.rope.freq_scale = static_cast<float>(1.0 / factor);
+    } else if (s.rope.scaling != "none") {
+        throw Error("GGUF metadata '" + k("rope.scaling.type") + "': unsupported RoPE scaling '" + s.rope.scaling + "'");
+    }
+    s.rope.n_ctx_orig = md.has(k("rope.scaling.original_context_length"))
+                            ? to_int(k("rope.scaling.original_context_length"), md.get_uint(k("rope.scaling.original_context_length")))
+                            : s.n_ctx_train;
+    if (s.rope.scaling == "yarn") {
+        s.rope.yarn_ext_factor = static_cast<float>(md.find_float(k("rope.scaling.yarn_ext_factor")).value_or(1.0));
+        s.rope.yarn_attn_factor = static_cast<float>(md.find_float(k("rope.scaling.yarn_attn_factor")).value_or(1.0));
+        s.rope.yarn_beta_fast = static_cast<float>(md.find_float(k("rope.scaling.yarn_beta_fast")).value_or(32.0));
+        s.rope.yarn_beta_slow = static_cast<float>(md.find_float(k("rope.scaling.yarn_beta_slow")).value_or(1.0));
+    }
+    s.rope.freq_base_swa = static_cast<float>(md.find_float(k("rope.freq_base_swa")).value_or(0.0));
+
+    if (auto w = md.find_uint(k("attention.sliding_window"))) s.sliding_window = to_int(k("attention.sliding_window"), *w);
+    if (auto c = md.find_float(k("attn_logit_softcapping"))) s.attn_softcap = static_cast<float>(*c);
+    if (auto c = md.find_float(k("final_logit_softcapping"))) s.final_softcap = static_cast<float>(*c);
+
+    if (const Value* t = md.find("tokenizer.ggml.tokens"); t && t->type() == ValueType::Array)
+        s.n_vocab = to_int("tokenizer.ggml.tokens", t->count());
+
+    ArchConfig cfg{md, p, s};
+    row.configure(cfg);
+    return s;
+}
+
+}  // namespace kiln

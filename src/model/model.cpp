@@ -1,0 +1,69 @@
+#include <chrono>
+
+#include "kiln/error.h"
+#include "kiln/model.h"
+#include "model/hparams.h"
+#include "model/registry.h"
+#include "model/spec.h"
+#include "model/weights.h"
+
+namespace kiln {
+
+struct Model::Impl {
+    std::string path;
+    gguf::File file;
+    ModelSpec spec;
+    ModelWeights weights;
+    double load_seconds = 0;
+    std::vector<std::string> notes;
+};
+
+Model::Model() = default;
+Model::~Model() = default;
+
+std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
+    auto t0 = std::chrono::steady_clock::now();
+    gguf::File file = gguf::File::open(path);
+    const gguf::Metadata& md = file.metadata();
+    const std::string arch = md.get_string("general.architecture");
+    const ArchRow* row = find_architecture(arch);
+    if (!row || !row->configure)
+        throw Error(path + ": unsupported GGUF architecture '" + arch + "'; supported: " + supported_architectures());
+    std::shared_ptr<Model> m(new Model());
+    m->impl_ = std::make_unique<Impl>(Impl{path, std::move(file), {}, {}, 0, {}});
+    Impl& im = *m->impl_;
+    try {
+        im.spec = read_model_spec(im.file, *row);
+        im.file.map_all();
+        im.weights = bind_weights(im.file, im.spec);
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what());
+    }
+    im.notes = im.weights.conversion_notes;
+    if (im.weights.unused_tensors)
+        im.notes.push_back(std::to_string(im.weights.unused_tensors) + " tensors in the file are not used by " + arch);
+    if (options.prefault) {
+        volatile uint8_t sink = 0;
+        for (const auto& t : im.file.tensors()) {
+            const uint8_t* p = im.file.tensor_data(t);
+            for (uint64_t off = 0; off < t.bytes; off += 4096) sink ^= p[off];
+        }
+        (void)sink;
+    }
+    im.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return m;
+}
+
+const std::string& Model::path() const { return impl_->path; }
+const gguf::File& Model::file() const { return impl_->file; }
+const std::string& Model::architecture() const { return impl_->spec.arch; }
+int Model::n_vocab() const { return impl_->spec.n_vocab; }
+int Model::n_ctx_train() const { return impl_->spec.n_ctx_train; }
+int Model::n_embd() const { return impl_->spec.n_embd; }
+int Model::n_layer() const { return impl_->spec.n_layer; }
+double Model::load_seconds() const { return impl_->load_seconds; }
+const std::vector<std::string>& Model::load_notes() const { return impl_->notes; }
+const ModelSpec& Model::spec() const { return impl_->spec; }
+const ModelWeights& Model::weights() const { return impl_->weights; }
+
+}  // namespace kiln

@@ -1,0 +1,74 @@
+// The normalised description of a model: the registry row plus the file's
+// metadata turned into capabilities at load. The forward pass branches on these
+// capabilities, never on the architecture's name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compute/ops.h"
+
+namespace kiln {
+
+enum class NormKind { Rms, Layer };
+enum class FfnActivation { Silu, Gelu };  // gated: act(gate) * up
+
+struct RopeSpec {
+    ops::RopeLayout layout = ops::RopeLayout::Norm;
+    int n_dims = 0;                 // rotated dimensions per head
+    float freq_base = 10000.0f;     // full-attention layers
+    float freq_base_swa = 0.0f;     // sliding layers (0: same as freq_base)
+    float freq_scale = 1.0f;        // 1 / linear factor
+    float freq_scale_swa = 1.0f;
+    std::string scaling = "none";   // none | linear | yarn
+    float yarn_ext_factor = 0.0f;
+    float yarn_attn_factor = 1.0f;
+    float yarn_beta_fast = 32.0f;
+    float yarn_beta_slow = 1.0f;
+    int n_ctx_orig = 0;
+    bool has_freq_factors = false;  // rope_freqs.weight (Llama 3 scaling)
+};
+
+struct LayerSpec {
+    int n_head = 0;
+    int n_head_kv = 0;
+    int n_ff = 0;
+    bool sliding = false;  // sliding-window attention layer
+    bool use_rope = true;
+};
+
+struct ModelSpec {
+    std::string arch;
+    int n_layer = 0;
+    int n_embd = 0;
+    int n_vocab = 0;
+    int n_ctx_train = 0;
+    int head_dim_k = 0;
+    int head_dim_v = 0;
+    std::vector<LayerSpec> layers;
+
+    NormKind norm = NormKind::Rms;
+    float norm_eps = 1e-5f;
+    FfnActivation activation = FfnActivation::Silu;
+    RopeSpec rope;
+
+    float embedding_scale = 1.0f;   // gemma: sqrt(n_embd)
+    float attention_scale = 0.0f;   // 0: 1/sqrt(head_dim_k)
+    float attn_softcap = 0.0f;      // 0: none
+    float final_softcap = 0.0f;
+    int sliding_window = 0;         // tokens a sliding layer sees, current one included
+
+    // Detected by presence of tensors at load.
+    bool qk_norm = false;
+    bool post_attn_norm = false;
+    bool post_ffn_norm = false;
+    bool attn_bias = false;
+    bool tied_output = false;
+
+    int max_n_head() const;
+    int max_n_head_kv() const;
+    int max_n_ff() const;
+};
+
+}  // namespace kiln

@@ -1,0 +1,146 @@
+#include "model/weights.h"
+
+#include <set>
+
+#include "kiln/error.h"
+#include "kiln/quant.h"
+
+namespace kiln {
+
+namespace {
+
+std::string shape_text(const std::vector<uint64_t>& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+}
+
+class Binder {
+public:
+    Binder(const gguf::File& file, ModelWeights& w) : file_(file), w_(w) {}
+
+    const gguf::TensorInfo* find(const std::string& name) {
+        const gguf::TensorInfo* t = file_.find_tensor(name);
+        if (t) used_.insert(name);
+        return t;
+    }
+
+    void check_shape(const gguf::TensorInfo& t, const std::vector<uint64_t>& shape) {
+        std::vector<uint64_t> got = t.shape;
+        while (got.size() > shape.size() && got.back() == 1) got.pop_back();
+        if (got != shape)
+            throw Error("tensor '" + t.name + "': expected shape " + shape_text(shape) + ", found " + t.shape_string());
+    }
+
+    // An f32 vector (norm weights, biases), converted at load if stored otherwise.
+    const float* vector(const std::string& name, int64_t n, bool required) {
+        const gguf::TensorInfo* t = find(name);
+        if (!t) {
+            if (required) throw Error("tensor '" + name + "' not found");
+            return nullptr;
+        }
+        check_shape(*t, {static_cast<uint64_t>(n)});
+        if (t->type == GgmlType::F32) return reinterpret_cast<const float*>(file_.tensor_data(*t));
+        if (!quant::can_dequantize(t->type))
+            throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read");
+        auto v = std::make_unique<std::vector<float>>(static_cast<size_t>(n));
+        quant::dequantize_row(t->type, file_.tensor_data(*t), v->data(), n);
+        const float* p = v->data();
+        w_.converted_vectors.push_back(std::move(v));
+        return p;
+    }
+
+    Matrix matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required) {
+        const gguf::TensorInfo* t = find(name);
+        if (!t) {
+            if (required) throw Error("tensor '" + name + "' not found");
+            return {};
+        }
+        check_shape(*t, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)});
+        Matrix m;
+        m.n_in = n_in;
+        m.n_out = n_out;
+        if (matmul_supports(t->type)) {
+            m.type = t->type;
+            m.data = file_.tensor_data(*t);
+            m.row_bytes = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in));
+            return m;
+        }
+        throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) +
+                    " is not supported for matrix multiplication");
+    }
+
+    uint64_t unused() const { return file_.tensors().size() - used_.size(); }
+
+private:
+    const gguf::File& file_;
+    ModelWeights& w_;
+    std::set<std::string> used_;
+};
+
+}  // namespace
+
+ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
+    ModelWeights w;
+    Binder b(file, w);
+    const gguf::TensorInfo* embd = b.find("token_embd.weight");
+    if (!embd) throw Error("tensor 'token_embd.weight' not found");
+    if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
+    w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
+    w.output_norm = b.vector("output_norm.weight", s.n_embd, true);
+    if (s.norm == NormKind::Layer) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
+    w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, false);
+    s.tied_output = w.output.empty();
+    if (s.tied_output) w.output = w.tok_embd;
+    w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_dims / 2, false);
+    s.rope.has_freq_factors = w.rope_freqs != nullptr;
+
+    const int64_t e = s.n_embd, dk = s.head_dim_k, dv = s.head_dim_v;
+    bool any_q_norm = false, any_post_attn = false, any_post_ffn = false, any_bias = false;
+    for (int il = 0; il < s.n_layer; ++il) {
+        const LayerSpec& l = s.layers[static_cast<size_t>(il)];
+        const std::string p = "blk." + std::to_string(il) + ".";
+        LayerWeights lw;
+        lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+        if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
+        lw.wq = b.matrix(p + "attn_q.weight", e, l.n_head * dk, true);
+        lw.wk = b.matrix(p + "attn_k.weight", e, l.n_head_kv * dk, true);
+        lw.wv = b.matrix(p + "attn_v.weight", e, l.n_head_kv * dv, true);
+        lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
+        lw.bq = b.vector(p + "attn_q.bias", l.n_head * dk, false);
+        lw.bk = b.vector(p + "attn_k.bias", l.n_head_kv * dk, false);
+        lw.bv = b.vector(p + "attn_v.bias", l.n_head_kv * dv, false);
+        lw.bo = b.vector(p + "attn_output.bias", e, false);
+        any_bias |= lw.bq || lw.bk || lw.bv || lw.bo;
+        lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, s.qk_norm);
+        lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, s.qk_norm || lw.q_norm);
+        any_q_norm |= lw.q_norm != nullptr;
+        lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
+        any_post_attn |= lw.attn_post_norm != nullptr;
+        lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
+        if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
+        lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, true);
+        lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
+        lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
+        lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, false);
+        any_post_ffn |= lw.ffn_post_norm != nullptr;
+        w.layers.push_back(lw);
+    }
+    // Optional tensors must be present in every layer or none.
+    for (int il = 0; il < s.n_layer; ++il) {
+        const LayerWeights& lw = w.layers[static_cast<size_t>(il)];
+        const std::string p = "blk." + std::to_string(il) + ".";
+        if (any_q_norm && !lw.q_norm) throw Error("tensor '" + p + "attn_q_norm.weight' not found (other layers have it)");
+        if (any_post_attn && !lw.attn_post_norm)
+            throw Error("tensor '" + p + "post_attention_norm.weight' not found (other layers have it)");
+        if (any_post_ffn && !lw.ffn_post_norm) throw Error("tensor '" + p + "post_ffw_norm.weight' not found (other layers have it)");
+    }
+    s.qk_norm = any_q_norm;
+    s.post_attn_norm = any_post_attn;
+    s.post_ffn_norm = any_post_ffn;
+    s.attn_bias = any_bias;
+    w.unused_tensors = b.unused();
+    return w;
+}
+
+}  // namespace kiln
