@@ -1,0 +1,101 @@
+// Tiny random models of all six families (tests/support/tiny_models.cpp) against
+// llama.cpp's logits for the same files (tests/golden/tiny, tools/tiny_model_fixtures.py).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "kiln/model.h"
+#include "support/test_support.h"
+#include "support/tiny_models.h"
+
+namespace {
+
+// Tiny models have large random weights, so their logits spread over tens of
+// units; the bound is relative to that spread. The reasons for any difference
+// are those of the real models (order of sums, f16 attention in llama.cpp).
+constexpr float k_relative_bound = 0.01f;
+
+class TinyModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TinyModels, LogitsMatchLlamaCpp) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());  // the tokenizer source
+    const std::string family = GetParam();
+    const std::string path = kiln::test::temp_dir() + "/tiny-" + family + ".gguf";
+    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), path);
+    auto fx = nlohmann::json::parse(kiln::test::read_file(kiln::test::golden_path("tiny/" + family + ".json")));
+    auto prompt = fx["prompt"].get<std::vector<int32_t>>();
+    ASSERT_EQ(prompt, kiln::test::tiny_model_prompt());
+
+    auto model = kiln::Model::load(path);
+    kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 16});
+    std::vector<float> logits;
+    ctx.decode(prompt, &logits);
+    const int n_vocab = fx["n_vocab"];
+    ASSERT_EQ(model->n_vocab(), n_vocab);
+    float max_diff = 0, spread = 0;
+    int mismatches = 0;
+    for (size_t r = 0; r < prompt.size(); ++r) {
+        const float* row = logits.data() + r * static_cast<size_t>(n_vocab);
+        const auto& top_ids = fx["top_ids"][r];
+        const auto& top = fx["top_logits"][r];
+        spread = std::max(spread, std::fabs(top[0].get<float>()));
+        int32_t am = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
+        if (am != fx["argmax"][r].get<int32_t>()) {
+            ++mismatches;
+            EXPECT_LT(top[0].get<float>() - top[1].get<float>(), 0.01f * spread) << family << " position " << r;
+        }
+        for (size_t k = 0; k < top_ids.size(); ++k)
+            max_diff = std::max(max_diff, std::fabs(row[top_ids[k].get<int32_t>()] - top[k].get<float>()));
+        const auto& rids = fx["random_ids"];
+        for (size_t k = 0; k < rids.size(); ++k)
+            max_diff = std::max(max_diff, std::fabs(row[rids[k].get<int32_t>()] - fx["random_logits"][r][k].get<float>()));
+    }
+    std::printf("[ figures  ] tiny %s: max |logit diff| %.5f (largest logit %.2f), argmax mismatches %d\n", family.c_str(),
+                max_diff, spread, mismatches);
+    EXPECT_LE(max_diff, k_relative_bound * spread);
+}
+
+TEST_P(TinyModels, WriteReadIsBitExactAndDeterministic) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string family = GetParam();
+    const std::string a = kiln::test::temp_dir() + "/tiny-a-" + family + ".gguf";
+    const std::string b = kiln::test::temp_dir() + "/tiny-b-" + family + ".gguf";
+    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), a);
+    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), b);
+    EXPECT_EQ(kiln::test::read_file(a), kiln::test::read_file(b));
+}
+
+TEST_P(TinyModels, TokenByTokenEqualsChunkedPrefill) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string family = GetParam();
+    const std::string path = kiln::test::temp_dir() + "/tiny-c-" + family + ".gguf";
+    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), path);
+    auto model = kiln::Model::load(path);
+    auto prompt = kiln::test::tiny_model_prompt();
+    std::vector<float> chunked;
+    {
+        kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 64});
+        ctx.decode(prompt, &chunked);
+    }
+    kiln::Context one(model, {.n_ctx = 256, .n_batch = 1});
+    const size_t n_vocab = static_cast<size_t>(model->n_vocab());
+    for (size_t i = 0; i < prompt.size(); ++i) {
+        one.decode(std::span<const int32_t>(&prompt[i], 1));
+        auto l = one.last_logits();
+        ASSERT_EQ(std::memcmp(l.data(), chunked.data() + i * n_vocab, n_vocab * sizeof(float)), 0) << family << " row " << i;
+    }
+}
+
+std::vector<std::string> families() {
+    std::vector<std::string> out;
+    for (const auto& f : kiln::test::tiny_model_families()) out.push_back(f.family);
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFamilies, TinyModels, ::testing::ValuesIn(families()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace

@@ -1,0 +1,26 @@
+// Tiny random models of every runnable family, written by kiln's GGUF writer
+// with a fixed seed and SmolLM2's tokenizer copied in. The same bytes come out on
+// every machine (kiln's own RNG and quantizers), so llama.cpp's logits for them
+// can be committed (tools/tiny_model_fixtures.py) and compared in tests/model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kiln::test {
+
+struct TinyModelInfo {
+    std::string family;       // "llama", "qwen2", ...
+    std::string description;  // what it exercises
+};
+
+std::vector<TinyModelInfo> tiny_model_families();
+
+// Writes the tiny model of `family` to `path`, taking the tokenizer metadata from
+// the GGUF at `tokenizer_source`.
+void write_tiny_model(const std::string& family, const std::string& tokenizer_source, const std::string& path);
+
+// The prompt every tiny model is evaluated on (token ids valid in SmolLM2's vocabulary).
+std::vector<int32_t> tiny_model_prompt();
+
+}  // namespace kiln::test
