@@ -22,6 +22,7 @@ const Subcommand k_subcommands[] = {
     {"metadata", kiln::cli::cmd_metadata, "metadata keys and values"},
     {"analyze", kiln::cli::cmd_analyze, "parameters, bits per weight, KV cache size, file layout"},
     {"dequant", kiln::cli::cmd_dequant, "dequantize a tensor to f32 (text or .npy)"},
+    {"bench", kiln::cli::cmd_bench, "prompt processing and generation speed"},
 };
 
 void usage(std::FILE* out) {

@@ -1,0 +1,156 @@
+// kiln bench [-m FILE] [-p 512] [-n 128] [-t THREADS] [-r REPS] [--json]:
+// prompt processing (pp) and token generation (tg) speed, like llama-bench.
+//
+// pp: a prompt of -p random tokens evaluated in chunks of -b from an empty cache.
+// tg: -n tokens decoded one at a time after a one-token prompt (greedy feedback
+// would make runs depend on the model; random ids keep the work identical).
+// Each figure is the mean ± standard deviation over -r repetitions after one
+// warm-up run. The bound fractions compare with this machine's measured memory
+// bandwidth (decode reads every weight once per token) and int8 throughput.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "compute/probe.h"
+#include "kiln/model.h"
+
+namespace kiln::cli {
+
+namespace {
+
+struct Stats {
+    double mean = 0, stddev = 0;
+};
+
+Stats stats(const std::vector<double>& v) {
+    Stats s;
+    if (v.empty()) return s;
+    s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+    double sq = 0;
+    for (double x : v) sq += (x - s.mean) * (x - s.mean);
+    s.stddev = v.size() > 1 ? std::sqrt(sq / static_cast<double>(v.size() - 1)) : 0.0;
+    return s;
+}
+
+double peak_rss_bytes() {
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    return static_cast<double>(ru.ru_maxrss) * 1024.0;
+}
+
+std::vector<int32_t> random_tokens(int n, int n_vocab, uint64_t seed) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (auto& x : t) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x = static_cast<int32_t>((seed >> 33) % static_cast<uint64_t>(n_vocab));
+    }
+    return t;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+    CLI::App app{"Measure prompt processing and generation speed", "bench"};
+    std::string path;
+    int n_prompt = 512, n_gen = 128, n_threads = 0, reps = 3, n_batch = 512;
+    bool json = false, no_probe = false;
+    app.add_option("-m,--model", path, "GGUF file (default: the model setup installed)");
+    app.add_option("-p,--n-prompt", n_prompt, "prompt tokens (0 skips pp)")->check(CLI::Range(0, 1 << 20));
+    app.add_option("-n,--n-gen", n_gen, "generated tokens (0 skips tg)")->check(CLI::Range(0, 1 << 20));
+    app.add_option("-t,--threads", n_threads, "threads (default: physical cores)")->check(CLI::Range(0, 1024));
+    app.add_option("-r,--reps", reps, "repetitions")->check(CLI::Range(1, 1000));
+    app.add_option("-b,--batch", n_batch, "prefill chunk size")->check(CLI::Range(1, 1 << 16));
+    app.add_flag("--json", json, "print one JSON object");
+    app.add_flag("--no-probe", no_probe, "skip the bandwidth / int8 probes");
+    int rc = 0;
+    if (!parse_args(app, argc, argv, rc)) return rc;
+    path = resolve_model(path);
+
+    auto model = Model::load(path);
+    const double load_s = model->load_seconds();
+    const int n_ctx = std::max(n_prompt, n_gen + 1) + 1;
+    ContextOptions co;
+    co.n_ctx = std::min(n_ctx, model->n_ctx_train());
+    co.n_batch = std::min(n_batch, std::max(1, n_prompt));
+    co.n_threads = n_threads;
+    Context ctx(model, co);
+    const int threads = ctx.n_threads();
+    if (!json)
+        std::fprintf(stderr, "model %s (%s), %d threads, load %.3f s\n", path.c_str(), model->architecture().c_str(),
+                     threads, load_s);
+
+    std::vector<double> pp, tg;
+    for (int r = 0; r <= reps; ++r) {  // r == 0 is the warm-up
+        if (n_prompt > 0) {
+            auto tokens = random_tokens(n_prompt, model->n_vocab(), 1 + static_cast<uint64_t>(r));
+            ctx.clear();
+            auto t0 = std::chrono::steady_clock::now();
+            ctx.decode(tokens);
+            double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (r > 0) pp.push_back(n_prompt / s);
+        }
+        if (n_gen > 0) {
+            auto tokens = random_tokens(n_gen + 1, model->n_vocab(), 100 + static_cast<uint64_t>(r));
+            ctx.clear();
+            ctx.decode(std::span<const int32_t>(tokens.data(), 1));
+            auto t0 = std::chrono::steady_clock::now();
+            for (int i = 1; i <= n_gen; ++i) ctx.decode(std::span<const int32_t>(&tokens[static_cast<size_t>(i)], 1));
+            double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (r > 0) tg.push_back(n_gen / s);
+        }
+        if (!json && r > 0)
+            std::fprintf(stderr, "rep %d: pp %.1f t/s, tg %.1f t/s\n", r, pp.empty() ? 0.0 : pp.back(),
+                         tg.empty() ? 0.0 : tg.back());
+    }
+    Stats pps = stats(pp), tgs = stats(tg);
+
+    MachineProbe probe;
+    if (!no_probe) probe = probe_machine(threads);
+    const double weight_bytes = static_cast<double>(model_weight_bytes(*model));
+    const double tg_bound = probe.read_bandwidth > 0 ? probe.read_bandwidth / weight_bytes : 0;
+    const double pp_bound = probe.int8_ops > 0 ? probe.int8_ops / (2.0 * static_cast<double>(model_params(*model))) : 0;
+
+    if (json) {
+        nlohmann::json j = {{"model", path},
+                            {"architecture", model->architecture()},
+                            {"threads", threads},
+                            {"n_prompt", n_prompt},
+                            {"n_gen", n_gen},
+                            {"reps", reps},
+                            {"load_seconds", load_s},
+                            {"pp_tokens_per_s", pps.mean},
+                            {"pp_stddev", pps.stddev},
+                            {"tg_tokens_per_s", tgs.mean},
+                            {"tg_stddev", tgs.stddev},
+                            {"peak_rss_bytes", peak_rss_bytes()},
+                            {"weight_bytes", weight_bytes},
+                            {"read_bandwidth_bytes_per_s", probe.read_bandwidth},
+                            {"int8_ops_per_s", probe.int8_ops},
+                            {"tg_bound_tokens_per_s", tg_bound},
+                            {"pp_bound_tokens_per_s", pp_bound}};
+        std::printf("%s\n", j.dump(2).c_str());
+        return 0;
+    }
+    std::printf("| model | threads | test | t/s | of bound |\n|---|---|---|---|---|\n");
+    auto frac = [](double v, double b) { return b > 0 ? std::to_string(static_cast<int>(std::lround(100.0 * v / b))) + "% of " + std::to_string(static_cast<int>(b)) : std::string("-"); };
+    if (n_prompt > 0)
+        std::printf("| %s | %d | pp%d | %.2f ± %.2f | %s |\n", model->architecture().c_str(), threads, n_prompt, pps.mean,
+                    pps.stddev, frac(pps.mean, pp_bound).c_str());
+    if (n_gen > 0)
+        std::printf("| %s | %d | tg%d | %.2f ± %.2f | %s |\n", model->architecture().c_str(), threads, n_gen, tgs.mean,
+                    tgs.stddev, frac(tgs.mean, tg_bound).c_str());
+    std::printf("\nload %.3f s, peak RSS %s, weights %s", load_s, human_bytes(static_cast<uint64_t>(peak_rss_bytes())).c_str(),
+                human_bytes(static_cast<uint64_t>(weight_bytes)).c_str());
+    if (probe.read_bandwidth > 0)
+        std::printf(", memory read %.1f GB/s, int8 %.0f Gop/s", probe.read_bandwidth / 1e9, probe.int8_ops / 1e9);
+    std::printf("\n");
+    return 0;
+}
+
+}  // namespace kiln::cli
