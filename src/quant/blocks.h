@@ -41,6 +41,16 @@ inline void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 inline void store_f32(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
 inline void store_f16(uint8_t* p, float v) { store_u16(p, fp32_to_fp16(v)); }
 
+// A row's bytes as an array of blocks (the block types have alignment 1).
+template <typename Block>
+const Block* blocks_of(const void* p) {
+    return static_cast<const Block*>(p);
+}
+template <typename Block>
+Block* blocks_of(void* p) {
+    return static_cast<Block*>(p);
+}
+
 constexpr int k_qk = 32;    // elements per block of the legacy formats
 constexpr int k_qk_k = 256; // elements per super-block of the k- and i-quants
 

@@ -3,6 +3,7 @@
 // dequantization. Element values are the E2M1 values doubled (k_values_e2m1x2) and
 // both scale decoders return half the scale, as ggml does.
 #include <cmath>
+#include <cstring>
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
@@ -33,7 +34,7 @@ float ue4m3_to_fp32_half(uint8_t x) {
 }  // namespace
 
 void dequantize_row_mxfp4(const void* src, float* dst, int64_t n) {
-    const auto* x = static_cast<const BlockMXFP4*>(src);
+    const auto* x = blocks_of<BlockMXFP4>(src);
     for (int64_t i = 0; i < n / k_qk_mxfp4; ++i, dst += k_qk_mxfp4) {
         const float d = e8m0_to_fp32_half(x[i].e);
         for (int j = 0; j < k_qk_mxfp4 / 2; ++j) {
@@ -44,7 +45,7 @@ void dequantize_row_mxfp4(const void* src, float* dst, int64_t n) {
 }
 
 void dequantize_row_nvfp4(const void* src, float* dst, int64_t n) {
-    const auto* x = static_cast<const BlockNVFP4*>(src);
+    const auto* x = blocks_of<BlockNVFP4>(src);
     constexpr int half = k_qk_nvfp4_sub / 2;
     for (int64_t i = 0; i < n / k_qk_nvfp4; ++i) {
         for (int s = 0; s < k_qk_nvfp4 / k_qk_nvfp4_sub; ++s, dst += k_qk_nvfp4_sub) {

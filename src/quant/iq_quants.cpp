@@ -9,17 +9,13 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
-#include "quant/quant_math.h"
 #include "quant/quant_tables.h"
 
 namespace kiln::quant {
 
 namespace {
 
-template <typename Block>
-const Block* blocks_of(const void* p) {
-    return static_cast<const Block*>(p);
-}
+constexpr float k_group_max_eps = 1e-15f;  // a block whose absmax is below this is all zero
 
 inline float sign_of(uint8_t signs, int j) { return (signs >> j) & 1 ? -1.f : 1.f; }
 
@@ -225,7 +221,7 @@ static int nearest_iq4nl_level(float v) {
 // ggml's quantize_row_iq4_nl_ref: d = signed absmax / -127 picks the levels; the stored
 // scale is then the x^2-weighted least-squares fit for those levels (no search).
 void quantize_row_iq4_nl(const float* src, void* dst, int64_t n) {
-    auto* y = static_cast<BlockIQ4_NL*>(dst);
+    auto* y = blocks_of<BlockIQ4_NL>(dst);
     for (int64_t i = 0; i < n / k_qk4_nl; ++i, src += k_qk4_nl) {
         uint8_t L[k_qk4_nl] = {};
         float amax = 0, max = 0;
@@ -237,7 +233,7 @@ void quantize_row_iq4_nl(const float* src, void* dst, int64_t n) {
             }
         }
         float d = 0.0f;
-        if (!(amax < 1e-15f)) {
+        if (!(amax < k_group_max_eps)) {
             const float d0 = max / static_cast<float>(k_values_iq4nl[0]);
             const float id = 1 / d0;
             float sumqx = 0, sumq2 = 0;

@@ -21,15 +21,6 @@ namespace {
 
 constexpr float k_group_max_eps = 1e-15f;  // a group whose absmax is below this is all zero
 
-template <typename Block>
-const Block* blocks_of(const void* p) {
-    return static_cast<const Block*>(p);
-}
-template <typename Block>
-Block* blocks_of(void* p) {
-    return static_cast<Block*>(p);
-}
-
 // ---- the 6-bit scales and mins of Q4_K / Q5_K ---------------------------------------
 // Bytes 0-3: scales 0-3 (low 6 bits); bytes 4-7: mins 0-3 (low 6 bits); bytes 8-11:
 // the low nibbles of scales 4-7 and, in the high nibbles, of mins 4-7; the top two bits

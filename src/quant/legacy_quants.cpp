@@ -14,15 +14,6 @@ namespace kiln::quant {
 
 namespace {
 
-template <typename Block>
-const Block* blocks_of(const void* p) {
-    return static_cast<const Block*>(p);
-}
-template <typename Block>
-Block* blocks_of(void* p) {
-    return static_cast<Block*>(p);
-}
-
 // The value with the largest magnitude (the first one on ties), as ggml's Q4_0 / Q5_0 pick it.
 float signed_absmax(const float* x, int n) {
     float amax = 0.0f, max = 0.0f;

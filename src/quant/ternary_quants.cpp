@@ -15,7 +15,7 @@ static float tq1_level(uint8_t byte, int digit) {
 }
 
 void dequantize_row_tq1_0(const void* src, float* dst, int64_t n) {
-    const auto* x = static_cast<const BlockTQ1_0*>(src);
+    const auto* x = blocks_of<BlockTQ1_0>(src);
     for (int64_t i = 0; i < n / k_qk_k; ++i) {
         const float d = load_f16(x[i].d);
         for (int digit = 0; digit < 5; ++digit)
@@ -29,7 +29,7 @@ void dequantize_row_tq1_0(const void* src, float* dst, int64_t n) {
 
 // TQ2_0: 2 bits per element; byte m of each 32-byte group holds elements m, m+32, m+64, m+96.
 void dequantize_row_tq2_0(const void* src, float* dst, int64_t n) {
-    const auto* x = static_cast<const BlockTQ2_0*>(src);
+    const auto* x = blocks_of<BlockTQ2_0>(src);
     for (int64_t i = 0; i < n / k_qk_k; ++i) {
         const float d = load_f16(x[i].d);
         for (int j = 0; j < 64; j += 32)
