@@ -1,8 +1,13 @@
-// Block formats: dequantization to f32 and reference (round-to-nearest) quantizers.
+// Block formats: dequantization to f32, reference (round-to-nearest) quantizers and
+// scalar reference dot products.
 //
-// One traits row per ggml type (see src/quant/traits.cpp). Rows have no function
-// for what a type does not support (e.g. no reference quantizer for IQ2_XXS);
-// callers get a clear error through the helpers below.
+// One traits row per ggml type (src/quant/traits.cpp). A row has no function for
+// what a type does not support (e.g. no reference quantizer for IQ2_XXS); the
+// checked helpers below throw a kiln::Error that names the type.
+//
+// The raw function pointers in a row do no checking: n must be a multiple of the
+// type's block size (and of the activation type's, for a dot product), and the
+// buffers must hold n elements. The helpers check n.
 #pragma once
 
 #include <cstdint>
@@ -12,27 +17,62 @@
 
 namespace kiln::quant {
 
-// dst[0..n) = values of the n elements at src; n is a multiple of the block size.
+// dst[0..n) = the values of the n elements at src. Exact: bit for bit what ggml and
+// the gguf package's numpy dequantizers produce.
 using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
-// Quantizes n floats (a multiple of the block size) into blocks at dst.
+// Quantizes n floats into blocks at dst (ggml's quantize_row_*_ref algorithm).
 using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
+// The dot product of a weight row (the row's type) and an activation row of type
+// vec_dot_type, both n elements long.
+//
+// Accumulation order (fixed, so the result depends on nothing but the two rows; the
+// engine's batch invariance rests on this, and SIMD kernels must reproduce it):
+//  * block formats: per block (per super-block for the k-quants and IQ4_XS), an
+//    exact integer sum of weight level x activation level, sub-block scales applied
+//    as integers; then one float term per block, (d_w * d_a) * isum, plus the min
+//    term where the format has one, added to a single f32 accumulator in block
+//    order. Each format's kernel states its term in src/quant.
+//  * F32 / F16 / BF16: element i's product (exact for F16 and BF16) is added to
+//    accumulator i % k_float_dot_lanes; the lanes are then folded pairwise
+//    (lane l += lane l + width, width = 8, 4, 2, 1) and lane 0 is the result.
+// Every product and sum is a separately rounded f32 operation (no fused multiply-add;
+// kiln_quant is compiled with -ffp-contract=off).
+using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* act_row);
+
+constexpr int k_float_dot_lanes = 16;
 
 struct QuantTraits {
     GgmlType type;
-    DequantizeRowFn dequantize_row = nullptr;   // exact, bit-for-bit as ggml / the gguf package
-    QuantizeRowFn quantize_row_ref = nullptr;   // round-to-nearest reference, nullptr if none
+    DequantizeRowFn dequantize_row = nullptr;  // every type has one
+    QuantizeRowFn quantize_row_ref = nullptr;  // nullptr if kiln has no quantizer for it
+    GgmlType vec_dot_type = GgmlType::F32;     // activation format of vec_dot_ref
+    VecDotFn vec_dot_ref = nullptr;            // nullptr if no dot product
 };
 
+// Every row, one per entry of ggml_types(), in the same order.
+std::span<const QuantTraits> quant_traits();
 // nullptr if the type has no traits row.
 const QuantTraits* find_quant_traits(GgmlType type);
 
-// Throw kiln::Error naming the type when it lacks the operation.
-void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
-void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 bool can_dequantize(GgmlType type);
 bool can_quantize(GgmlType type);
+bool can_vec_dot(GgmlType weight_type);
 
-// fp16 / bf16 conversions (exact; round-to-nearest-even on the way down).
+// Checked entry points: throw kiln::Error naming the type when it lacks the
+// operation or n is not a whole number of blocks.
+void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
+void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
+float vec_dot(GgmlType weight_type, int64_t n, const void* weight_row, const void* act_row);
+
+// Activation quantizers (the reference quantizers of the vec_dot types); n must be
+// a multiple of 32 (Q8_0, Q8_1) or 256 (Q8_K). Unchecked, like the row functions.
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+void quantize_row_q8_1(const float* src, void* dst, int64_t n);
+void quantize_row_q8_K(const float* src, void* dst, int64_t n);
+
+// fp16 / bf16 conversions (exact; round-to-nearest-even on the way down; NaN stays
+// NaN: f32 -> f16 gives the canonical quiet NaN with the input's sign, f32 -> bf16
+// keeps the top payload bits and sets the quiet bit).
 float fp16_to_fp32(uint16_t h);
 uint16_t fp32_to_fp16(float f);
 float bf16_to_fp32(uint16_t h);

@@ -17,7 +17,9 @@ constexpr GgmlTypeInfo k_types[] = {
     {GgmlType::Q5_0, "Q5_0", 32, 22, true},
     {GgmlType::Q5_1, "Q5_1", 32, 24, true},
     {GgmlType::Q8_0, "Q8_0", 32, 34, true},
-    {GgmlType::Q8_1, "Q8_1", 32, 40, true},
+    // ggml's block_q8_1 is {f16 d, f16 s, int8 qs[32]} = 36 bytes (its type_size); the gguf
+    // Python package still lists an older 40-byte layout with f32 d and s.
+    {GgmlType::Q8_1, "Q8_1", 32, 36, true},
     {GgmlType::Q2_K, "Q2_K", 256, 84, true},
     {GgmlType::Q3_K, "Q3_K", 256, 110, true},
     {GgmlType::Q4_K, "Q4_K", 256, 144, true},

@@ -1,23 +1,77 @@
-// The quant traits table: one row per ggml type. Placeholder rows are filled in
-// by the per-family files (quant/*.cpp) as they land.
-#include <cstring>
+// The quant traits table: one row per ggml type, in the order of ggml_types().
+// Adding a type: its block struct in blocks.h, its kernels in the family's file,
+// one row here; the tests iterate this table.
 #include <string>
 
 #include "kiln/error.h"
 #include "kiln/quant.h"
+#include "quant/kernels.h"
 
 namespace kiln::quant {
 
 namespace {
 
-void dequantize_f32(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
-void quantize_f32(const float* src, void* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
+using T = GgmlType;
 
 const QuantTraits k_traits[] = {
-    {GgmlType::F32, dequantize_f32, quantize_f32},
+    // type     dequantize_row          quantize_row_ref     vec_dot_type  vec_dot_ref
+    {T::F32, dequantize_row_f32, quantize_row_f32, T::F32, vec_dot_f32},
+    {T::F16, dequantize_row_f16, quantize_row_f16, T::F16, vec_dot_f16},
+    {T::Q4_0, dequantize_row_q4_0, quantize_row_q4_0, T::Q8_0, vec_dot_q4_0_q8_0},
+    {T::Q4_1, dequantize_row_q4_1, quantize_row_q4_1, T::Q8_1, vec_dot_q4_1_q8_1},
+    {T::Q5_0, dequantize_row_q5_0, quantize_row_q5_0, T::Q8_0, vec_dot_q5_0_q8_0},
+    {T::Q5_1, dequantize_row_q5_1, quantize_row_q5_1, T::Q8_1, vec_dot_q5_1_q8_1},
+    {T::Q8_0, dequantize_row_q8_0, quantize_row_q8_0, T::Q8_0, vec_dot_q8_0_q8_0},
+    {T::Q8_1, dequantize_row_q8_1, quantize_row_q8_1},
+    {T::Q2_K, dequantize_row_q2_K, quantize_row_q2_K, T::Q8_K, vec_dot_q2_K_q8_K},
+    {T::Q3_K, dequantize_row_q3_K, quantize_row_q3_K, T::Q8_K, vec_dot_q3_K_q8_K},
+    {T::Q4_K, dequantize_row_q4_K, quantize_row_q4_K, T::Q8_K, vec_dot_q4_K_q8_K},
+    {T::Q5_K, dequantize_row_q5_K, quantize_row_q5_K, T::Q8_K, vec_dot_q5_K_q8_K},
+    {T::Q6_K, dequantize_row_q6_K, quantize_row_q6_K, T::Q8_K, vec_dot_q6_K_q8_K},
+    {T::Q8_K, dequantize_row_q8_K, quantize_row_q8_K},
+    {T::IQ2_XXS, dequantize_row_iq2_xxs},
+    {T::IQ2_XS, dequantize_row_iq2_xs},
+    {T::IQ3_XXS, dequantize_row_iq3_xxs},
+    {T::IQ1_S, dequantize_row_iq1_s},
+    {T::IQ4_NL, dequantize_row_iq4_nl, quantize_row_iq4_nl, T::Q8_0, vec_dot_iq4_nl_q8_0},
+    {T::IQ3_S, dequantize_row_iq3_s},
+    {T::IQ2_S, dequantize_row_iq2_s},
+    {T::IQ4_XS, dequantize_row_iq4_xs, nullptr, T::Q8_K, vec_dot_iq4_xs_q8_K},
+    {T::I8, dequantize_row_i8},
+    {T::I16, dequantize_row_i16},
+    {T::I32, dequantize_row_i32},
+    {T::I64, dequantize_row_i64},
+    {T::F64, dequantize_row_f64},
+    {T::IQ1_M, dequantize_row_iq1_m},
+    {T::BF16, dequantize_row_bf16, quantize_row_bf16, T::BF16, vec_dot_bf16},
+    {T::TQ1_0, dequantize_row_tq1_0},
+    {T::TQ2_0, dequantize_row_tq2_0},
+    {T::MXFP4, dequantize_row_mxfp4},
+    {T::NVFP4, dequantize_row_nvfp4},
+    {T::Q1_0, dequantize_row_q1_0},
 };
 
+const QuantTraits& require(GgmlType type) {
+    const QuantTraits* t = find_quant_traits(type);
+    if (!t) throw Error("no quantization traits for ggml type id " + std::to_string(static_cast<uint32_t>(type)));
+    return *t;
+}
+
+std::string name_of(GgmlType type) {
+    const GgmlTypeInfo* info = find_ggml_type(static_cast<uint32_t>(type));
+    return info ? std::string(info->name) : "id " + std::to_string(static_cast<uint32_t>(type));
+}
+
+void check_length(GgmlType type, int64_t n, const char* what) {
+    const uint32_t block = ggml_type_info(type).block_size;
+    if (n < 0 || n % block != 0)
+        throw Error(std::string(what) + " " + name_of(type) + ": " + std::to_string(n) +
+                    " elements is not a whole number of blocks of " + std::to_string(block));
+}
+
 }  // namespace
+
+std::span<const QuantTraits> quant_traits() { return k_traits; }
 
 const QuantTraits* find_quant_traits(GgmlType type) {
     for (const QuantTraits& t : k_traits)
@@ -35,16 +89,31 @@ bool can_quantize(GgmlType type) {
     return t && t->quantize_row_ref;
 }
 
+bool can_vec_dot(GgmlType weight_type) {
+    const QuantTraits* t = find_quant_traits(weight_type);
+    return t && t->vec_dot_ref;
+}
+
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
-    const QuantTraits* t = find_quant_traits(type);
-    if (!t || !t->dequantize_row) throw Error("no dequantizer for type " + std::string(ggml_type_name(type)));
-    t->dequantize_row(src, dst, n);
+    const QuantTraits& t = require(type);
+    if (!t.dequantize_row) throw Error("no dequantizer for type " + name_of(type));
+    check_length(type, n, "dequantize");
+    t.dequantize_row(src, dst, n);
 }
 
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
-    const QuantTraits* t = find_quant_traits(type);
-    if (!t || !t->quantize_row_ref) throw Error("no reference quantizer for type " + std::string(ggml_type_name(type)));
-    t->quantize_row_ref(src, dst, n);
+    const QuantTraits& t = require(type);
+    if (!t.quantize_row_ref) throw Error("no reference quantizer for type " + name_of(type));
+    check_length(type, n, "quantize");
+    t.quantize_row_ref(src, dst, n);
+}
+
+float vec_dot(GgmlType weight_type, int64_t n, const void* weight_row, const void* act_row) {
+    const QuantTraits& t = require(weight_type);
+    if (!t.vec_dot_ref) throw Error("no dot product for weight type " + name_of(weight_type));
+    check_length(weight_type, n, "dot product of");
+    check_length(t.vec_dot_type, n, "dot product activations");
+    return t.vec_dot_ref(n, weight_row, act_row);
 }
 
 }  // namespace kiln::quant

@@ -1,0 +1,118 @@
+// Plain number types: F32, F16, BF16, F64 and the integer types, as rows of f32;
+// F16 / BF16 quantization (round to nearest even); the F32 / F16 / BF16 dot products.
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+
+namespace kiln::quant {
+
+namespace {
+
+template <typename T>
+T load(const uint8_t* p) {
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return v;
+}
+
+// double -> float, round to nearest even; beyond the float range the result is
+// +-inf (what the hardware conversion gives, spelled out because C++ leaves an
+// out-of-range conversion undefined).
+float narrow_to_float(double v) {
+    // Half an ulp above FLT_MAX rounds up to infinity (ties to even: FLT_MAX is odd).
+    constexpr double k_overflow = 0x1.ffffffp127;
+    if (v >= k_overflow) return std::numeric_limits<float>::infinity();
+    if (v <= -k_overflow) return -std::numeric_limits<float>::infinity();
+    return static_cast<float>(v);
+}
+
+template <typename Int>
+void dequantize_ints(const void* src, float* dst, int64_t n) {
+    const auto* p = static_cast<const uint8_t*>(src);
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(load<Int>(p + i * sizeof(Int)));
+}
+
+// The lane-striped accumulation every float dot product shares (see VecDotFn).
+struct LaneSums {
+    float lane[k_float_dot_lanes] = {};
+
+    void add(int64_t i, float product) { lane[i % k_float_dot_lanes] += product; }
+
+    float fold() {
+        for (int width = k_float_dot_lanes / 2; width > 0; width /= 2)
+            for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
+        return lane[0];
+    }
+};
+
+}  // namespace
+
+void dequantize_row_f32(const void* src, float* dst, int64_t n) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+void dequantize_row_f16(const void* src, float* dst, int64_t n) {
+    const auto* p = static_cast<const uint8_t*>(src);
+    for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(load_u16(p + 2 * i));
+}
+
+void dequantize_row_bf16(const void* src, float* dst, int64_t n) {
+    const auto* p = static_cast<const uint8_t*>(src);
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(load_u16(p + 2 * i));
+}
+
+void dequantize_row_f64(const void* src, float* dst, int64_t n) {
+    const auto* p = static_cast<const uint8_t*>(src);
+    for (int64_t i = 0; i < n; ++i) dst[i] = narrow_to_float(load<double>(p + 8 * i));
+}
+
+void dequantize_row_i8(const void* src, float* dst, int64_t n) { dequantize_ints<int8_t>(src, dst, n); }
+void dequantize_row_i16(const void* src, float* dst, int64_t n) { dequantize_ints<int16_t>(src, dst, n); }
+void dequantize_row_i32(const void* src, float* dst, int64_t n) { dequantize_ints<int32_t>(src, dst, n); }
+void dequantize_row_i64(const void* src, float* dst, int64_t n) { dequantize_ints<int64_t>(src, dst, n); }
+
+void quantize_row_f32(const float* src, void* dst, int64_t n) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+void quantize_row_f16(const float* src, void* dst, int64_t n) {
+    auto* p = static_cast<uint8_t*>(dst);
+    for (int64_t i = 0; i < n; ++i) store_u16(p + 2 * i, fp32_to_fp16(src[i]));
+}
+
+void quantize_row_bf16(const float* src, void* dst, int64_t n) {
+    auto* p = static_cast<uint8_t*>(dst);
+    for (int64_t i = 0; i < n; ++i) store_u16(p + 2 * i, fp32_to_bf16(src[i]));
+}
+
+float vec_dot_f32(int64_t n, const void* w, const void* a) {
+    const auto* pw = static_cast<const uint8_t*>(w);
+    const auto* pa = static_cast<const uint8_t*>(a);
+    LaneSums sums;
+    for (int64_t i = 0; i < n; ++i) sums.add(i, load_f32(pw + 4 * i) * load_f32(pa + 4 * i));
+    return sums.fold();
+}
+
+// The products of two halves (11-bit significands) or two bfloat16s (8-bit) are
+// exact in f32, so only the additions round.
+float vec_dot_f16(int64_t n, const void* w, const void* a) {
+    const auto* pw = static_cast<const uint8_t*>(w);
+    const auto* pa = static_cast<const uint8_t*>(a);
+    LaneSums sums;
+    for (int64_t i = 0; i < n; ++i) sums.add(i, load_f16(pw + 2 * i) * load_f16(pa + 2 * i));
+    return sums.fold();
+}
+
+float vec_dot_bf16(int64_t n, const void* w, const void* a) {
+    const auto* pw = static_cast<const uint8_t*>(w);
+    const auto* pa = static_cast<const uint8_t*>(a);
+    LaneSums sums;
+    for (int64_t i = 0; i < n; ++i) sums.add(i, bf16_to_fp32(load_u16(pw + 2 * i)) * bf16_to_fp32(load_u16(pa + 2 * i)));
+    return sums.fold();
+}
+
+}  // namespace kiln::quant

@@ -1,0 +1,300 @@
+// The i-quants: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (grid formats:
+// an index selects 4 or 8 magnitudes from a fixed table), IQ4_NL and IQ4_XS (16
+// non-linear levels). Dequantization for all, ggml's reference quantizer for IQ4_NL,
+// and the IQ4_NL / IQ4_XS dot products.
+//
+// Dequantized values are computed in the same operation order as ggml and the gguf
+// package (e.g. (db * grid) * sign), which is what makes them bit-identical.
+#include <cmath>
+
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+#include "quant/quant_tables.h"
+
+namespace kiln::quant {
+
+namespace {
+
+constexpr float k_group_max_eps = 1e-15f;  // a block whose absmax is below this is all zero
+
+inline float sign_of(uint8_t signs, int j) { return (signs >> j) & 1 ? -1.f : 1.f; }
+
+// IQ2 / IQ3_XXS sub-block scale: d * (0.5 + s) * factor.
+inline float half_step_scale(float d, uint32_t s, float factor) { return d * (0.5f + static_cast<float>(s)) * factor; }
+
+}  // namespace
+
+// ---- IQ2: 8-element grid rows of {8, 25, 43} ------------------------------------------
+
+// Per 32 elements: two u32, the first four grid indices (one byte each), the second
+// four 7-bit sign indices and a 4-bit scale in the top bits.
+void dequantize_row_iq2_xxs(const void* src, float* dst, int64_t n) {
+    const auto* x = blocks_of<BlockIQ2_XXS>(src);
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        const float d = load_f16(x[i].d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t* q = x[i].qs + 8 * ib;
+            const uint32_t aux = load_u32(q + 4);
+            const float db = half_step_scale(d, aux >> 28, 0.25f);
+            for (int l = 0; l < 4; ++l) {
+                const uint8_t* grid = k_iq2xxs_grid[q[l]];
+                const uint8_t signs = k_iq2_signs[(aux >> (7 * l)) & 127];
+                for (int j = 0; j < 8; ++j) *dst++ = db * static_cast<float>(grid[j]) * sign_of(signs, j);
+            }
+        }
+    }
+}
+
+// Per 8 elements: a u16, 9-bit grid index and 7-bit sign index; a 4-bit scale per 16.
+void dequantize_row_iq2_xs(const void* src, float* dst, int64_t n) {
+    const auto* x = blocks_of<BlockIQ2_XS>(src);
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        const float d = load_f16(x[i].d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const float db[2] = {half_step_scale(d, x[i].scales[ib] & 0xF, 0.25f),
+                                 half_step_scale(d, x[i].scales[ib] >> 4, 0.25f)};
+            for (int l = 0; l < 4; ++l) {
+                const uint16_t q = load_u16(x[i].qs + 2 * (4 * ib + l));
+                const uint8_t* grid = k_iq2xs_grid[q & 511];
+                const uint8_t signs = k_iq2_signs[q >> 9];
+                for (int j = 0; j < 8; ++j) *dst++ = db[l / 2] * static_cast<float>(grid[j]) * sign_of(signs, j);
+            }
+        }
+    }
+}
+
+// Per 8 elements: a 10-bit grid index (qs byte + 2 bits of qh) and a full sign byte.
+void dequantize_row_iq2_s(const void* src, float* dst, int64_t n) {
+    const auto* x = blocks_of<BlockIQ2_S>(src);
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        const float d = load_f16(x[i].d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const float db[2] = {half_step_scale(d, x[i].scales[ib] & 0xF, 0.25f),
+                                 half_step_scale(d, x[i].scales[ib] >> 4, 0.25f)};
+            for (int l = 0; l < 4; ++l) {
+                const int index = x[i].qs[4 * ib + l] | (((x[i].qh[ib] >> (2 * l)) & 3) << 8);
+                const uint8_t* grid = k_iq2s_grid[index];
+                const uint8_t signs = x[i].signs[4 * ib + l];
+                for (int j = 0; j < 8; ++j) *dst++ = db[l / 2] * static_cast<float>(grid[j]) * sign_of(signs, j);
+            }
+        }
+    }
+}
+
+// ---- IQ3: 4-element grid rows ----------------------------------------------------------
+
+// Per 32 elements: 8 grid indices (bytes) and a u32 of four 7-bit sign indices + scale.
+void dequantize_row_iq3_xxs(const void* src, float* dst, int64_t n) {
+    const auto* x = blocks_of<BlockIQ3_XXS>(src);
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        const float d = load_f16(x[i].d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t* q = x[i].qs + 8 * ib;
+            const uint32_t aux = load_u32(x[i].scales_signs + 4 * ib);
+            const float db = half_step_scale(d, aux >> 28, 0.5f);
+            for (int l = 0; l < 4; ++l) {
+                const uint8_t signs = k_iq2_signs[(aux >> (7 * l)) & 127];
+                const uint8_t* grid1 = k_iq3xxs_grid[q[2 * l]];
+                const uint8_t* grid2 = k_iq3xxs_grid[q[2 * l + 1]];
+                for (int j = 0; j < 4; ++j) dst[j] = db * static_cast<float>(grid1[j]) * sign_of(signs, j);
+                for (int j = 0; j < 4; ++j) dst[j + 4] = db * static_cast<float>(grid2[j]) * sign_of(signs, j + 4);
+                dst += 8;
+            }
+        }
+    }
+}
+
+// Per 4 elements: a 9-bit grid index (qs byte + one bit of qh); a sign byte per 8
+// elements; a 4-bit odd scale (1 + 2 s) per 32.
+void dequantize_row_iq3_s(const void* src, float* dst, int64_t n) {
+    const auto* x = blocks_of<BlockIQ3_S>(src);
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        const float d = load_f16(x[i].d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const int s = (x[i].scales[ib / 2] >> (4 * (ib % 2))) & 0xF;
+            const float db = d * static_cast<float>(1 + 2 * s);
+            for (int k = 0; k < 8; ++k) {  // 8 grid rows of 4 elements
+                const int g = 8 * ib + k;
+                const int index = x[i].qs[g] | (((x[i].qh[g / 8] >> (g % 8)) & 1) << 8);
+                const uint8_t* grid = k_iq3s_grid[index];
+                const uint8_t signs = x[i].signs[4 * ib + k / 2];
+                for (int j = 0; j < 4; ++j) *dst++ = db * static_cast<float>(grid[j]) * sign_of(signs, 4 * (k % 2) + j);
+            }
+        }
+    }
+}
+
+// ---- IQ1: 8-element grid rows of {-1, 0, 1}, shifted by +-1/8 -----------------------------
+
+constexpr float k_iq1_delta = 0.125f;
+
+// Per 32 elements: a u16 of qh holding the high 3 bits of four 11-bit grid indices,
+// a 3-bit odd scale and the sign of the shift.
+void dequantize_row_iq1_s(const void* src, float* dst, int64_t n) {
+    const auto* x = blocks_of<BlockIQ1_S>(src);
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        const float d = load_f16(x[i].d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint16_t qh = load_u16(x[i].qh + 2 * ib);
+            const float dl = d * static_cast<float>(2 * ((qh >> 12) & 7) + 1);
+            const float delta = qh & 0x8000 ? -k_iq1_delta : k_iq1_delta;
+            for (int l = 0; l < 4; ++l) {
+                const int8_t* grid = k_iq1s_grid[x[i].qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)];
+                for (int j = 0; j < 8; ++j) *dst++ = dl * (static_cast<float>(grid[j]) + delta);
+            }
+        }
+    }
+}
+
+// IQ1_M has no f16 field: the super-scale's 16 bits are the top nibbles of the four
+// u16 scale words, whose low 12 bits hold 3-bit scales (one per 16 elements). Per 8
+// elements a nibble of qh: 3 high index bits and the shift sign.
+void dequantize_row_iq1_m(const void* src, float* dst, int64_t n) {
+    const auto* x = blocks_of<BlockIQ1_M>(src);
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        uint16_t sc[4];
+        for (int k = 0; k < 4; ++k) sc[k] = load_u16(x[i].scales + 2 * k);
+        const uint16_t d_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
+                                                      (sc[3] & 0xF000));
+        const float d = fp16_to_fp32(d_bits);
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int l = 0; l < 4; ++l) {  // 4 grid rows of 8; rows 0-1 and 2-3 share a scale
+                const int s = (sc[ib / 2] >> (6 * (ib % 2) + 3 * (l / 2))) & 7;
+                const float dl = d * static_cast<float>(2 * s + 1);
+                const int nibble = (x[i].qh[2 * ib + l / 2] >> (4 * (l % 2))) & 0xF;
+                const float delta = nibble & 0x8 ? -k_iq1_delta : k_iq1_delta;
+                const int8_t* grid = k_iq1s_grid[x[i].qs[4 * ib + l] | ((nibble & 7) << 8)];
+                for (int j = 0; j < 8; ++j) *dst++ = dl * (static_cast<float>(grid[j]) + delta);
+            }
+        }
+    }
+}
+
+// ---- IQ4: 16 non-linear levels ------------------------------------------------------------
+
+void dequantize_row_iq4_nl(const void* src, float* dst, int64_t n) {
+    const auto* x = blocks_of<BlockIQ4_NL>(src);
+    for (int64_t i = 0; i < n / k_qk4_nl; ++i, dst += k_qk4_nl) {
+        const float d = load_f16(x[i].d);
+        for (int j = 0; j < k_qk4_nl / 2; ++j) {
+            dst[j] = d * static_cast<float>(k_values_iq4nl[x[i].qs[j] & 0xF]);
+            dst[j + k_qk4_nl / 2] = d * static_cast<float>(k_values_iq4nl[x[i].qs[j] >> 4]);
+        }
+    }
+}
+
+// IQ4_XS: 8 sub-blocks of 32 with 6-bit scales (low 4 bits in scales_l, high 2 in the u16 scales_h), offset by -32.
+static int iq4_xs_scale(const BlockIQ4_XS& b, int ib) {
+    const int low = (b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
+    const int high = (load_u16(b.scales_h) >> (2 * ib)) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n) {
+    const auto* x = blocks_of<BlockIQ4_XS>(src);
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        const float d = load_f16(x[i].d);
+        for (int ib = 0; ib < 8; ++ib, dst += 32) {
+            const float dl = d * static_cast<float>(iq4_xs_scale(x[i], ib));
+            const uint8_t* qs = x[i].qs + 16 * ib;
+            for (int j = 0; j < 16; ++j) {
+                dst[j] = dl * static_cast<float>(k_values_iq4nl[qs[j] & 0xF]);
+                dst[j + 16] = dl * static_cast<float>(k_values_iq4nl[qs[j] >> 4]);
+            }
+        }
+    }
+}
+
+// The level nearest to v among the 16 sorted values: level i is picked once v
+// reaches the midpoint of values[i - 1] and values[i] (compared at double scale, so
+// exactly), as ggml's best_index_int8 does.
+static int nearest_iq4nl_level(float v) {
+    const float v2 = v + v;
+    int index = 0;
+    for (int step = 8; step > 0; step /= 2) {
+        const int j = index + step;
+        if (v2 >= static_cast<float>(k_values_iq4nl[j - 1] + k_values_iq4nl[j])) index = j;
+    }
+    return index;
+}
+
+// ggml's quantize_row_iq4_nl_ref: d = signed absmax / -127 picks the levels; the stored
+// scale is then the x^2-weighted least-squares fit for those levels (no search).
+void quantize_row_iq4_nl(const float* src, void* dst, int64_t n) {
+    auto* y = blocks_of<BlockIQ4_NL>(dst);
+    for (int64_t i = 0; i < n / k_qk4_nl; ++i, src += k_qk4_nl) {
+        uint8_t L[k_qk4_nl] = {};
+        float amax = 0, max = 0;
+        for (int j = 0; j < k_qk4_nl; ++j) {
+            const float ax = std::fabs(src[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = src[j];
+            }
+        }
+        float d = 0.0f;
+        if (!(amax < k_group_max_eps)) {
+            const float d0 = max / static_cast<float>(k_values_iq4nl[0]);
+            const float id = 1 / d0;
+            float sumqx = 0, sumq2 = 0;
+            for (int j = 0; j < k_qk4_nl; ++j) {
+                const int l = nearest_iq4nl_level(id * src[j]);
+                L[j] = static_cast<uint8_t>(l);
+                const float q = static_cast<float>(k_values_iq4nl[l]);
+                const float w = src[j] * src[j];
+                sumqx += w * q * src[j];
+                sumq2 += w * q * q;
+            }
+            d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+        }
+        store_f16(y[i].d, d);
+        for (int j = 0; j < k_qk4_nl / 2; ++j) y[i].qs[j] = static_cast<uint8_t>(L[j] | (L[j + 16] << 4));
+    }
+}
+
+// Dot products. IQ4_NL x Q8_0, per 32-block: isum = sum of level value x activation
+// level; term = (d_w * d_a) * isum (d_w * d_a exact). IQ4_XS x Q8_K, per super-block:
+// isum = sum over sub-blocks of (scale - 32) x (sum of level value x activation level);
+// term = (d_a * d_w) * isum. acc += term in block order.
+
+float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* a) {
+    const auto* x = blocks_of<BlockIQ4_NL>(w);
+    const auto* y = blocks_of<BlockQ8_0>(a);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / k_qk4_nl; ++i) {
+        int32_t isum = 0;
+        for (int j = 0; j < k_qk4_nl / 2; ++j) {
+            isum += k_values_iq4nl[x[i].qs[j] & 0xF] * y[i].qs[j];
+            isum += k_values_iq4nl[x[i].qs[j] >> 4] * y[i].qs[j + 16];
+        }
+        const float d = load_f16(x[i].d) * load_f16(y[i].d);
+        const float term = d * static_cast<float>(isum);
+        acc += term;
+    }
+    return acc;
+}
+
+float vec_dot_iq4_xs_q8_K(int64_t n, const void* w, const void* a) {
+    const auto* x = blocks_of<BlockIQ4_XS>(w);
+    const auto* y = blocks_of<BlockQ8_K>(a);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        int32_t isum = 0;
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t* qs = x[i].qs + 16 * ib;
+            const int8_t* q8 = y[i].qs + 32 * ib;
+            int32_t dot = 0;
+            for (int j = 0; j < 16; ++j) {
+                dot += k_values_iq4nl[qs[j] & 0xF] * q8[j];
+                dot += k_values_iq4nl[qs[j] >> 4] * q8[j + 16];
+            }
+            isum += iq4_xs_scale(x[i], ib) * dot;
+        }
+        const float d = load_f32(y[i].d) * load_f16(x[i].d);
+        const float term = d * static_cast<float>(isum);
+        acc += term;
+    }
+    return acc;
+}
+
+}  // namespace kiln::quant
