@@ -8,6 +8,11 @@ argmax, the 10 largest logits and the logits of 64 fixed random vocabulary ids.
 For the GREEDY prompts, 128 greedy tokens and, at each step, the margin between
 the best and second-best logit (to explain any divergence on a near-tie).
 
+It also measures llama.cpp against itself: the same prompts with flash attention
+on (a different but equally valid order and precision of the attention math).
+The largest logit difference and the argmax changes between those two runs are
+the oracle's own numerical spread, which the tests use to bound kiln's.
+
 Output: tests/golden/model/<model>.json (ids, indexes) and <model>.f32 (the
 logit values, little-endian float32, in the order the JSON describes).
 
@@ -20,6 +25,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import llama_cpp
 from llama_cpp import Llama
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,8 +40,24 @@ N_RANDOM = 64
 N_GREEDY = 128
 
 
+def self_noise(path: Path, threads: int, reference: dict) -> dict:
+    """llama.cpp with flash attention on, against the default (off) run."""
+    llm = Llama(model_path=str(path), n_ctx=2048, n_batch=512, n_ubatch=512, logits_all=True, flash_attn=True,
+                n_threads=threads, n_threads_batch=threads, verbose=False, seed=0)
+    out = {}
+    for prompt in PROMPTS:
+        tokens, logits = reference[prompt["name"]]
+        llm.reset()
+        llm.eval(tokens)
+        alt = np.array(llm.scores[: len(tokens)], dtype=np.float32)
+        out[prompt["name"]] = {"max_diff": float(np.abs(alt - logits).max()),
+                               "argmax_changes": int((alt.argmax(axis=1) != logits.argmax(axis=1)).sum())}
+    return out
+
+
 def run_model(key: str, threads: int) -> None:
     path = MODELS / FILES[key]
+    reference = {}
     llm = Llama(model_path=str(path), n_ctx=2048, n_batch=512, n_ubatch=512, logits_all=True,
                 n_threads=threads, n_threads_batch=threads, verbose=False, seed=0)
     n_vocab = llm.n_vocab()
@@ -49,6 +71,7 @@ def run_model(key: str, threads: int) -> None:
         llm.reset()
         llm.eval(tokens)
         logits = np.array(llm.scores[: len(tokens)], dtype=np.float32)  # [n_tokens, n_vocab]
+        reference[prompt["name"]] = (tokens, logits)
         top_ids = np.argsort(-logits, axis=1, kind="stable")[:, :TOP]
         top_vals = np.take_along_axis(logits, top_ids, axis=1)
         rand_vals = logits[:, random_ids]
@@ -75,8 +98,12 @@ def run_model(key: str, threads: int) -> None:
         entries.append(entry)
         print(f"{key}: {prompt['name']}: {len(tokens)} tokens", flush=True)
     (OUT / f"{key}.f32").write_bytes(np.concatenate(floats).astype("<f4").tobytes())
+    del llm
+    noise = self_noise(path, threads, reference)
+    for e in entries:
+        e["self_noise"] = noise[e["name"]]
     meta = {"model": FILES[key], "n_vocab": n_vocab, "top": TOP, "random_ids": random_ids,
-            "oracle": "llama-cpp-python", "prompts": entries}
+            "oracle": "llama-cpp-python " + llama_cpp.__version__, "prompts": entries}
     (OUT / f"{key}.json").write_text(json.dumps(meta) + "\n")
 
 

@@ -40,20 +40,37 @@ void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos,
     sc.scores.resize(static_cast<size_t>(n_keys * group));
     sc.kbuf.resize(static_cast<size_t>(s.head_dim_k));
     sc.vbuf.resize(static_cast<size_t>(s.head_dim_v));
+    sc.qbuf.resize(static_cast<size_t>(group * s.head_dim_k));
+    const bool f16 = kv.type == GgmlType::F16;
+    auto round16 = [](float v) { return quant::fp16_to_fp32(quant::fp32_to_fp16(v)); };
     for (int g = 0; g < s.n_head_kv; ++g) {
+        for (int hq = 0; hq < group; ++hq) {
+            const float* qh = q + static_cast<int64_t>(g * group + hq) * s.head_dim_k;
+            float* qb = sc.qbuf.data() + static_cast<size_t>(hq * s.head_dim_k);
+            for (int i = 0; i < s.head_dim_k; ++i) {
+                float v = s.prescale_q ? qh[i] * s.scale : qh[i];
+                qb[i] = f16 ? round16(v) : v;
+            }
+        }
+        const float score_scale = s.prescale_q ? 1.0f : s.scale;
         // Scores of the group's query heads against every visible key.
         for (int64_t j = 0; j < n_keys; ++j) {
             head_to_f32(kv.type, kv.k_row(first + j), g, s.head_dim_k, sc.kbuf.data());
             for (int hq = 0; hq < group; ++hq) {
-                const float* qh = q + static_cast<int64_t>(g * group + hq) * s.head_dim_k;
+                const float* qh = sc.qbuf.data() + static_cast<size_t>(hq * s.head_dim_k);
                 float dot = 0.0f;
                 for (int i = 0; i < s.head_dim_k; ++i) dot += qh[i] * sc.kbuf[static_cast<size_t>(i)];
-                float v = dot * s.scale;
+                float v = dot * score_scale;
                 if (s.softcap > 0.0f) v = std::tanh(v / s.softcap) * s.softcap;
                 sc.scores[static_cast<size_t>(hq * n_keys + j)] = v;
             }
         }
-        for (int hq = 0; hq < group; ++hq) ops::softmax(sc.scores.data() + hq * n_keys, n_keys);
+        for (int hq = 0; hq < group; ++hq) {
+            float* sp = sc.scores.data() + hq * n_keys;
+            ops::softmax(sp, n_keys);
+            if (f16)
+                for (int64_t j = 0; j < n_keys; ++j) sp[j] = round16(sp[j]);
+        }
         for (int hq = 0; hq < group; ++hq) {
             float* oh = out + static_cast<int64_t>(g * group + hq) * s.head_dim_v;
             for (int d = 0; d < s.head_dim_v; ++d) oh[d] = 0.0f;

@@ -29,7 +29,8 @@ void softcap(float* x, int64_t n, float cap);
 void silu_mul(float* gate, const float* up, int64_t n);
 void gelu_mul(float* gate, const float* up, int64_t n);  // tanh approximation, as ggml_gelu
 float silu(float x);
-float gelu(float x);
+float gelu(float x);        // exact tanh form
+float gelu_table(float x);  // through the f16 table ggml uses (what gelu_mul applies)
 
 // In place softmax over n values; returns nothing. Max-subtracted, sum in double.
 void softmax(float* x, int64_t n);

@@ -104,6 +104,7 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
     as.head_dim_k = static_cast<int>(dk);
     as.head_dim_v = static_cast<int>(dv);
     as.scale = spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(static_cast<float>(dk));
+    as.prescale_q = spec_.attention_scale > 0.0f;
     as.softcap = spec_.attn_softcap;
     KvView kv;
     kv.type = cache_.ggml_type();
