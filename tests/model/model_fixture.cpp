@@ -32,6 +32,10 @@ ModelFixture load_model_fixture(const std::string& key) {
             pf.top_logits.emplace_back(row, row + f.top);
             pf.random_logits.emplace_back(row + f.top, row + per_row);
         }
+        if (p.contains("self_noise")) {
+            pf.self_max_diff = p["self_noise"]["max_diff"];
+            pf.self_argmax_changes = p["self_noise"]["argmax_changes"];
+        }
         if (p.contains("greedy")) {
             pf.greedy = p["greedy"].get<std::vector<int32_t>>();
             pf.greedy_margins = p["greedy_margins"].get<std::vector<float>>();

@@ -16,6 +16,8 @@ struct PromptFixture {
     std::vector<std::vector<float>> random_logits;  // at ModelFixture::random_ids
     std::vector<int32_t> greedy;
     std::vector<float> greedy_margins;
+    float self_max_diff = 0;       // llama.cpp flash attention on vs off
+    int self_argmax_changes = 0;
 };
 
 struct ModelFixture {
