@@ -17,6 +17,7 @@ has: list methods (append / pop) allowed, a from_json filter, and the
 """
 import json
 import pathlib
+import re
 import sys
 
 import jinja2
@@ -137,17 +138,15 @@ def main():
             reply = None
             reason = None
             for string_args in (False, True):
-                for c in ([content] if content is not None else [None, ""]):
+                # Tool-only turns: "" first (None prints as "None" in many templates),
+                # then None for templates that test `content is none`.
+                for c in ([content] if content is not None else ["", None]):
                     msgs = [USER, assistant(c, calls, reasoning, string_args)]
                     try:
                         prompt = render(template, [USER], True, thinking)
                         full = render(template, msgs, False, thinking)
                     except Exception as e:  # noqa: BLE001 — any template error means: try the next shape
                         reason = f"{type(e).__name__}: {e}"
-                        continue
-                    missing = [x["name"] for x in calls if x["name"] not in full]
-                    if missing:
-                        reason = f"the template does not render {missing}"
                         continue
                     if full.startswith(prompt):
                         reply = full[len(prompt):]
@@ -156,10 +155,20 @@ def main():
                         # (Apriel's "Here are my reasoning steps:"): the reply starts
                         # where they part, unless the prompt goes on with other turns.
                         n = common_prefix(prompt, full)
-                        if "<|" in prompt[n:] or "<｜" in prompt[n:]:
-                            reason = "the assistant turn is not rendered where the generation prompt is"
-                            continue
+                        if "<" in prompt[n:] or "<" in prompt[max(0, n - 1):n]:
+                            # …or it opens one tag (<think>) the history does not show:
+                            # the reply starts at that tag.
+                            n = prompt.rfind("<", 0, n + 1)
+                            if n < 0 or not re.fullmatch(r"<[^<>]*>\s*", prompt[n:]):
+                                reply = None
+                                reason = "the assistant turn is not rendered where the generation prompt is"
+                                continue
                         reply = full[n:]
+                    missing = [x["name"] for x in calls if x["name"] not in reply]
+                    if missing:
+                        reply = None
+                        reason = f"the template does not render {missing} in the assistant turn"
+                        continue
                     break
                 if reply is not None:
                     break
@@ -180,9 +189,25 @@ def main():
                 "content": (content or "") if (content and content in reply) else "",
                 "reasoning": reasoning if (reasoning and reasoning in reply) else "",
             })
+    # Multi-turn: the assistant message kiln::assistant_message() makes for a parsed
+    # call (content "", arguments as an object) and the tool result after it go
+    # back through each template.
+    turn = [USER,
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "abc123xyz", "type": "function",
+                 "function": {"name": "get_weather", "arguments": {"location": "Paris", "days": 3}}}]},
+            {"role": "tool", "tool_call_id": "abc123xyz", "name": "get_weather", "content": '{"temperature": 21}'}]
+    results = {}
+    for path in sorted(TEMPLATES.glob("*.jinja")):
+        try:
+            out = render(env.from_string(path.read_text()), turn, True, True)
+            after = out.split(USER["content"])[-1]
+            results[path.name] = "ok" if "get_weather" in after and "temperature" in after else "drops the call or the result"
+        except Exception as e:  # noqa: BLE001
+            results[path.name] = f"{type(e).__name__}: {e}"
     OUT.parent.mkdir(parents=True, exist_ok=True)
     doc = {"generator": "tools/reply_fixtures.py", "jinja2": jinja2.__version__, "tools": TOOLS,
-           "cases": cases, "skipped": skipped}
+           "cases": cases, "skipped": skipped, "multi_turn": {"messages": turn, "results": results}}
     OUT.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
     print(f"{len(cases)} cases, {len(skipped)} skipped -> {OUT.relative_to(ROOT)}")
     for s in skipped:

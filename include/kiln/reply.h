@@ -141,8 +141,9 @@ std::vector<ReplyEvent> parse_reply(const ChatFormat& format, std::string_view t
 // The assistant message for the next render, OpenAI-shaped:
 //   {"role": "assistant", "content": "...", "reasoning_content": "...",
 //    "tool_calls": [{"id", "type": "function", "function": {"name", "arguments": {…}}}]}
-// with arguments as objects (what templates iterate over); content is null when the
-// reply only called tools; reasoning_content only when include_reasoning and non-empty.
+// with arguments as objects (what templates iterate over); content is "" (not null)
+// when the reply only called tools, since many templates fail on null;
+// reasoning_content only when include_reasoning and non-empty.
 nlohmann::json assistant_message(const ReplyMessage& reply, bool include_reasoning = true);
 
 // The tool result for the next render: {"role": "tool", "tool_call_id", "name", "content"}.

@@ -37,8 +37,10 @@ std::string ToolCallIds::next() {
 
 json assistant_message(const ReplyMessage& reply, bool include_reasoning) {
     json msg = {{"role", "assistant"}};
-    // Templates test `message.content` for tool-only turns, as OpenAI sends null.
-    msg["content"] = reply.content.empty() && !reply.tool_calls.empty() ? json() : json(reply.content);
+    // "" rather than OpenAI's null for a tool-only turn: many templates test
+    // `'…' in message.content` or concatenate it, which fails on null (Qwen 3,
+    // GPT-OSS, Mistral, LFM2.5 — see tests/golden/reply/rendered_turns.json).
+    msg["content"] = reply.content;
     if (include_reasoning && !reply.reasoning.empty()) msg["reasoning_content"] = reply.reasoning;
     if (!reply.tool_calls.empty()) {
         json calls = json::array();

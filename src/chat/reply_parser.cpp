@@ -263,7 +263,7 @@ struct ReplyParser::Impl {
             for (const std::string& m : message_ends) body_markers.add(m, Action::MessageEnd);
             body_markers.add(header_start, Action::HeaderStart);
             mode = Mode::Header;
-        } else if (tags && (options.starts_in_thinking || r.open.empty())) {
+        } else if (tags && options.starts_in_thinking) {
             mode = Mode::Reasoning;
             reasoning_from = 0;
         }

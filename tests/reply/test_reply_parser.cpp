@@ -415,19 +415,20 @@ TEST(ReplyParser, AprielReasoningThenFinalResponseAndCall) {
     std::string text =
         "The user asks for the weather. I will call the tool.\n[BEGIN FINAL RESPONSE]\nChecking now.\n"
         "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}]</tool_calls>\n<|end|>";
-    EXPECT_SPLITS(f, ReplyOptions(), text,
+    ASSERT_TRUE(kiln::prompt_opens_thinking(f, "<|begin_assistant|>\nHere are my reasoning steps:\n"));
+    EXPECT_SPLITS(f, thinking_open(), text,
                   Expect(f).thinking("The user asks for the weather. I will call the tool.")
                       .text("Checking now.")
                       .call("get_weather", {{"location", "Paris"}})
                       .end("tool_calls"));
     // A call straight out of the reasoning ends it.
-    EXPECT_SPLITS(f, ReplyOptions(), "Need weather.\n<tool_calls>[{\"name\": \"get_time\", \"arguments\": {}}]</tool_calls>",
+    EXPECT_SPLITS(f, thinking_open(), "Need weather.\n<tool_calls>[{\"name\": \"get_time\", \"arguments\": {}}]</tool_calls>",
                   Expect(f).thinking("Need weather.").call("get_time", json::object()).end("tool_calls"));
 }
 
 TEST(ReplyParser, Apriel15EndFinalResponseIsDropped) {
     ChatFormat f = format_of("unsloth-Apriel-1.5.jinja");
-    EXPECT_SPLITS(f, ReplyOptions(), "Easy.\n[BEGIN FINAL RESPONSE]\nIt is 4.\n[END FINAL RESPONSE]\n<|end|>",
+    EXPECT_SPLITS(f, thinking_open(), "Easy.\n[BEGIN FINAL RESPONSE]\nIt is 4.\n[END FINAL RESPONSE]\n<|end|>",
                   Expect(f).thinking("Easy.").text("It is 4.").end("stop"));
 }
 
