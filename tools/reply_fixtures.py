@@ -124,6 +124,25 @@ def common_prefix(a, b):
     return n
 
 
+def write_fuzz_seeds(cases):
+    """fuzz/seeds/reply: one rendered turn per template, as fuzz_reply reads its
+    input (byte 0 = 0x7F, or 0xFF when the prompt opens a think block: TEMPLATE
+    '\\0' REPLY), when it fits the fuzzer's 8 KiB."""
+    seeds = ROOT / "fuzz" / "seeds" / "reply"
+    seeds.mkdir(parents=True, exist_ok=True)
+    for old in seeds.glob("*.bin"):
+        old.unlink()
+    done = set()
+    for c in cases:
+        if c["template"] in done or not c["calls"]:
+            continue
+        head = b"\xff" if c["prompt_tail"].rstrip().endswith("<think>") else b"\x7f"
+        data = head + (TEMPLATES / c["template"]).read_bytes() + b"\0" + c["reply"].encode()
+        if len(data) <= 8192:
+            (seeds / (c["template"].removesuffix(".jinja") + ".bin")).write_bytes(data)
+            done.add(c["template"])
+
+
 def main():
     env = make_env()
     cases, skipped = [], []
@@ -209,6 +228,7 @@ def main():
     doc = {"generator": "tools/reply_fixtures.py", "jinja2": jinja2.__version__, "tools": TOOLS,
            "cases": cases, "skipped": skipped, "multi_turn": {"messages": turn, "results": results}}
     OUT.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+    write_fuzz_seeds(cases)
     print(f"{len(cases)} cases, {len(skipped)} skipped -> {OUT.relative_to(ROOT)}")
     for s in skipped:
         print(f"  skipped {s['template']} / {s['case']}: {s['reason']}", file=sys.stderr)

@@ -474,7 +474,15 @@ struct ReplyParser::Impl {
             if (buf[i] == '`' && buf.size() - i < 3 && !final) return false;
             if (buf.compare(i, 3, "```") == 0) {
                 size_t nl = buf.find('\n', i);
-                if (nl == k_npos) return false;
+                if (nl == k_npos) {
+                    Found e = find_marker(buf, scan_from, ends, final);
+                    if (!e.found) {
+                        scan_from = e.safe;
+                        return false;
+                    }
+                    close_section(e.pos, e.pos + e.marker->text.size(), true);
+                    return true;
+                }
                 json.reset(nl + 1);
                 phase = 1;
                 fenced = true;
@@ -509,9 +517,18 @@ struct ReplyParser::Impl {
             close_section(f.pos, f.pos + f.marker->text.size(), end);
             return true;
         }
+        // The call ends where its JSON ends, or, when what follows the marker is
+        // not JSON, at the end of that line; an end marker before either ends the
+        // reply. Deciding on the earliest of them keeps the result split-free.
         JsonValueScanner::State state = json.advance(buf);
+        size_t limit = k_npos;
+        if (state == JsonValueScanner::State::Complete) limit = json.end();
+        if (state == JsonValueScanner::State::Failed) {
+            limit = buf.find('\n', json.position());
+            if (limit == k_npos && final) limit = buf.size();
+        }
         Found e = find_marker(buf, scan_from, ends, final);
-        if (e.found && (state != JsonValueScanner::State::Complete || e.pos < json.end())) {
+        if (e.found && e.pos < limit) {
             close_section(e.pos, e.pos + e.marker->text.size(), true);
             return true;
         }
@@ -521,15 +538,11 @@ struct ReplyParser::Impl {
                 scan_from = json.end();
                 return true;
             }
-            close_section(json.end(), json.end(), false);
+            close_section(limit, limit, false);
             return true;
         }
-        if (state == JsonValueScanner::State::Failed) {
-            // Not JSON after the marker: the malformed call is the rest of the line.
-            size_t nl = buf.find('\n', json.position());
-            if (nl == k_npos && !final) return false;
-            size_t cut = nl == k_npos ? buf.size() : nl;
-            close_section(cut, cut, false);
+        if (limit != k_npos) {
+            close_section(limit, limit, false);  // not JSON: a malformed call
             return true;
         }
         if (!e.found) scan_from = e.safe;
@@ -551,8 +564,11 @@ struct ReplyParser::Impl {
 
     bool step_bare_json(bool final) {
         JsonValueScanner::State state = json.advance(buf);
+        size_t limit = state == JsonValueScanner::State::Complete ? json.end()
+                       : state == JsonValueScanner::State::Failed ? json.position()
+                                                                  : k_npos;
         Found e = find_marker(buf, scan_from, ends, final);
-        if (e.found && (state != JsonValueScanner::State::Complete || e.pos < json.end())) {
+        if (e.found && e.pos < limit) {
             finish_bare(e.pos);
             consume(e.marker->text.size());
             end_reply();
