@@ -39,8 +39,12 @@ std::string tool_shape(const ToolFormat& t) {
         case ToolSyntax::FunctionaryV32: return ">>>NAME\\n{…}";
         default: break;
     }
-    std::string s = shown(t.open) + " …";
-    if (!t.close.empty()) s += " " + shown(t.close);
+    std::string s = shown(t.open);
+    s += " …";
+    if (!t.close.empty()) {
+        s += ' ';
+        s += shown(t.close);
+    }
     return s;
 }
 

@@ -27,7 +27,11 @@ constexpr size_t k_npos = std::string::npos;
 // A message header longer than this is not a header: the reply is read as text.
 constexpr size_t k_max_header = 256;
 
-enum class Action { OpenReasoning, CloseReasoning, Drop, OpenSection, End, HeaderEnd, MessageEnd, HeaderStart, Fence };
+enum class Action {
+    OpenReasoning, CloseReasoning, Drop, End,  // text and reasoning
+    OpenSection, CloseSection, Args, Fence,    // tool calls
+    HeaderEnd, MessageEnd, HeaderStart,        // message framings
+};
 
 struct Marker {
     std::string text;
@@ -228,13 +232,13 @@ struct ReplyParser::Impl {
         for (const SectionSpec& s : sections) {
             MarkerSet m;
             m.add_all(ends);
-            if (s.end == SectionEnd::Close) m.add(s.close, Action::HeaderEnd);  // "ends the section"
+            if (s.end == SectionEnd::Close) m.add(s.close, Action::CloseSection);
             section_markers.push_back(std::move(m));
         }
         fence_markers.add_all(ends);
         fence_markers.add("```", Action::Fence);
         args_markers.add_all(ends);
-        args_markers.add("[ARGS]", Action::HeaderEnd);
+        args_markers.add("[ARGS]", Action::Args);
 
         switch (format.framing) {
             case ReplyFraming::Markers: break;

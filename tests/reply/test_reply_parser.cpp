@@ -706,3 +706,37 @@ TEST(ReplyParser, InvalidUtf8InArgumentsIsReplaced) {
     EXPECT_EQ(call.arguments["x"], "ab\xEF\xBF\xBD\xEF\xBF\xBD" "c");
     EXPECT_NO_THROW(call.arguments.dump());
 }
+
+// Megabytes pushed a few bytes at a time: every mode must stay linear (a
+// quadratic rescan would not finish).
+TEST(ReplyParser, LongRepliesStayLinear) {
+    std::string filler;
+    for (int i = 0; i < 200000; ++i) filler += "abc ";  // 800 KB
+    struct Case {
+        const char* tmpl;
+        std::string text;
+        bool thinking;
+    };
+    const Case cases[] = {
+        {"Qwen-Qwen3-0.6B.jinja", filler, false},                                                      // text
+        {"Qwen-Qwen3-0.6B.jinja", filler + "</think>ok", true},                                         // reasoning
+        {"Qwen-Qwen3-0.6B.jinja", "<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": \"" + filler + "\"}}</tool_call>", false},
+        {"ibm-granite-granite-3.3-2B-Instruct.jinja", "<|tool_call|>[{\"name\": \"f\", \"arguments\": {\"x\": \"" + filler + "\"}}]", false},
+        {"meta-llama-Llama-3.1-8B-Instruct.jinja", "{\"name\": \"f\", \"parameters\": {\"x\": \"" + filler + "\"}}", false},
+        {"openai-gpt-oss-120b.jinja", "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"x\": \"" + filler + "\"}<|call|>", false},
+        {"openai-gpt-oss-120b.jinja", "<|channel|>analysis<|message|>" + filler + "<|end|>", false},
+    };
+    for (const Case& c : cases) {
+        ChatFormat f = format_of(c.tmpl);
+        ReplyOptions o;
+        o.starts_in_thinking = c.thinking;
+        kiln::ReplyParser p(f, o);
+        for (size_t i = 0; i < c.text.size(); i += 4) p.push(std::string_view(c.text).substr(i, 4));
+        p.finish(ReplyFinish::Stop);
+        const kiln::ReplyMessage& m = p.message();
+        EXPECT_TRUE(m.errors.empty()) << c.tmpl;
+        EXPECT_GE(m.content.size() + m.reasoning.size() + (m.tool_calls.empty() ? 0 : m.tool_calls[0].arguments["x"].get<std::string>().size()),
+                  filler.size() - 1)
+            << c.tmpl;
+    }
+}
