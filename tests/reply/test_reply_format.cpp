@@ -178,7 +178,7 @@ std::string template_dir() { return kiln::test::data_path("shared/templates"); }
 
 }  // namespace
 
-TEST(ChatFormatDetection, EveryTemplateInTheFolderIsInTheTable) {
+TEST(ReplyFormatDetection, EveryTemplateInTheFolderIsInTheTable) {
     std::set<std::string> files;
     for (const auto& e : std::filesystem::directory_iterator(template_dir()))
         if (e.path().extension() == ".jinja") files.insert(e.path().filename().string());
@@ -187,7 +187,7 @@ TEST(ChatFormatDetection, EveryTemplateInTheFolderIsInTheTable) {
     for (const auto& [f, row] : table()) EXPECT_TRUE(files.count(f)) << f << " is in the table but not in the folder";
 }
 
-TEST(ChatFormatDetection, MatchesTheTable) {
+TEST(ReplyFormatDetection, MatchesTheTable) {
     for (const auto& [file, want] : table()) {
         SCOPED_TRACE(file);
         std::string source = kiln::test::read_file(template_dir() + "/" + file);
@@ -207,7 +207,7 @@ TEST(ChatFormatDetection, MatchesTheTable) {
     }
 }
 
-TEST(ChatFormatDetection, WrappersAndIdStyles) {
+TEST(ReplyFormatDetection, WrappersAndIdStyles) {
     auto fmt = [](const char* f) {
         return kiln::detect_chat_format(kiln::test::read_file(template_dir() + "/" + f));
     };
@@ -223,7 +223,7 @@ TEST(ChatFormatDetection, WrappersAndIdStyles) {
     EXPECT_EQ(fmt("Qwen-Qwen3-0.6B.jinja").id_style, kiln::ToolCallIdStyle::OpenAi);
 }
 
-TEST(ChatFormatDetection, VocabularyMarksSingleTokensAndGivesReasoning) {
+TEST(ReplyFormatDetection, VocabularyMarksSingleTokensAndGivesReasoning) {
     std::vector<std::string> specials = {"<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_end|>"};
     std::string qwen3 = kiln::test::read_file(template_dir() + "/Qwen-Qwen3-0.6B.jinja");
     kiln::ChatFormat f = kiln::detect_chat_format(qwen3, specials);
@@ -248,7 +248,7 @@ TEST(ChatFormatDetection, VocabularyMarksSingleTokensAndGivesReasoning) {
     EXPECT_EQ(t.tools.syntax, ToolSyntax::Hermes);
 }
 
-TEST(ChatFormatDetection, PromptOpensThinking) {
+TEST(ReplyFormatDetection, PromptOpensThinking) {
     auto fmt = [](const char* f) {
         return kiln::detect_chat_format(kiln::test::read_file(template_dir() + "/" + f));
     };
@@ -261,7 +261,7 @@ TEST(ChatFormatDetection, PromptOpensThinking) {
     EXPECT_FALSE(kiln::prompt_opens_thinking(fmt("Qwen-Qwen2.5-7B-Instruct.jinja"), "<think>"));
 }
 
-TEST(ChatFormatDetection, UntrustedTemplatesNeverThrow) {
+TEST(ReplyFormatDetection, UntrustedTemplatesNeverThrow) {
     const char* inputs[] = {"",
                             "{{",
                             "{%",
