@@ -22,6 +22,8 @@ const Subcommand k_subcommands[] = {
     {"metadata", kiln::cli::cmd_metadata, "metadata keys and values"},
     {"analyze", kiln::cli::cmd_analyze, "parameters, bits per weight, KV cache size, file layout"},
     {"dequant", kiln::cli::cmd_dequant, "dequantize a tensor to f32 (text or .npy)"},
+    {"tokenize", kiln::cli::cmd_tokenize, "token ids of a text (the file's tokenizer)"},
+    {"detokenize", kiln::cli::cmd_detokenize, "text of token ids"},
 };
 
 void usage(std::FILE* out) {
