@@ -40,7 +40,17 @@ enum class TokenType : int32_t {
 
 enum class TokenizerScheme { SentencePiece, BytePairEncoding, WordPiece, Unigram };
 
+// Whose results to reproduce where llama.cpp and Hugging Face `tokenizers` differ.
+// LlamaCpp (the default) is llama.cpp token for token. HuggingFace follows the
+// model's own tokenizer.json instead in the three places llama.cpp departs from
+// it: the original pre-tokenizer expressions where llama.cpp runs a lossy
+// rewrite (gpt-4o / o200k and Tekken: combining marks stay inside words), the
+// NFC normalizer of the Qwen 2/3 tokenizers, and token types exactly as stored
+// (llama.cpp promotes ordinary tokens such as Qwen's "</s>" to control tokens).
+enum class TokenizerCompat { LlamaCpp, HuggingFace };
+
 struct TokenizerLoadOptions {
+    TokenizerCompat compat = TokenizerCompat::LlamaCpp;
     // Refuse a vocabulary without any end-of-generation token (what a generating
     // model needs); embedding models and `kiln tokenize` switch this off.
     bool require_end_of_generation = true;

@@ -1,3 +1,6 @@
+#include <utf8proc.h>
+
+#include <cstdlib>
 #include <queue>
 
 #include "tokenizer/schemes.h"
@@ -54,7 +57,7 @@ std::string_view BpeModel::piece_text(int32_t id) const {
 
 void BpeModel::build(const Vocab& vocab) {
     vocab_ = &vocab;
-    pre_ = std::make_unique<PreTokenizer>(*vocab.pre_spec);
+    pre_ = std::make_unique<PreTokenizer>(*vocab.pre_spec, false, vocab.hugging_face);
     merges_.reserve(vocab.merges.size());
     std::string joined;
     for (size_t rank = 0; rank < vocab.merges.size(); ++rank) {
@@ -112,6 +115,19 @@ void BpeModel::tokenize(std::string_view text, std::vector<TokenId>& out) const 
             else escaped.push_back(c);
         }
         text = escaped;
+    }
+    thread_local std::string composed;
+    if (vocab_->nfc && is_valid_utf8(text)) {
+        // NFC (Hugging Face mode, Qwen). Invalid UTF-8 has no Hugging Face counterpart.
+        utf8proc_uint8_t* nfc = nullptr;
+        utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                            static_cast<utf8proc_ssize_t>(text.size()), &nfc,
+                                            static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+        if (len >= 0 && nfc) {
+            composed.assign(reinterpret_cast<const char*>(nfc), static_cast<size_t>(len));
+            text = composed;
+        }
+        std::free(nfc);
     }
     decode_utf8(text, cps);
     flags.resize(cps.size());

@@ -54,6 +54,11 @@ constexpr const char* k_tekken =
     R"([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* k_gpt4o =
     R"([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// The originals (tokenizer.json) of the two rewritten above, for TokenizerCompat::HuggingFace.
+constexpr const char* k_o200k_original =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* k_tekken_original =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* k_granite_multi =
     R"([^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))*((?=[\p{L}\p{M}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))+((?=[\p{L}\p{M}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* k_tiny_aya =
@@ -79,10 +84,12 @@ constexpr StepSpec s_number_runs{StepKind::NumberRuns, R"(\p{N}+)"};
 constexpr StepSpec s_number_triples{StepKind::NumberTriples, R"(\p{N}{1,3})"};
 constexpr StepSpec s_ascii_triples{StepKind::AsciiTriples, R"([0-9][0-9][0-9])"};
 constexpr StepSpec s_punct_runs{StepKind::PunctRuns, R"([\p{P}\$\+<=>\^~\|]+)"};
+constexpr StepSpec s_punct_tick_runs{StepKind::PunctTickRuns, R"([\p{P}\$\+<=>\^~\|`]+)"};
 constexpr StepSpec s_line_breaks{StepKind::LineBreaks, "[\r\n]"};
 constexpr StepSpec s_newlines{StepKind::Newlines, R"([^\n]+|[\n]+)"};
 constexpr StepSpec s_digit_groups{StepKind::DigitGroups, R"(\d{1,3}(?=(?:\d{3})*\b))"};
 constexpr StepSpec regex(const char* e) { return StepSpec{StepKind::Regex, e}; }
+constexpr StepSpec unicode_regex(const char* e) { return StepSpec{StepKind::Regex, e, true}; }
 
 std::vector<PreTokenizerSpec> build_table() {
     std::vector<PreTokenizerSpec> t;
@@ -119,7 +126,7 @@ std::vector<PreTokenizerSpec> build_table() {
     add("deepseek-coder", {"deepseek-coder"},
         {s_line_breaks, regex(R"(\s?\p{L}+)"), regex(R"(\s?\p{P}+)"), regex(k_deepseek_cjk), s_numbers})
         .clean_spaces = false;
-    add("falcon", {"falcon"}, {s_punct_runs, s_gpt2, s_ascii_triples});
+    add("falcon", {"falcon"}, {s_punct_tick_runs, s_gpt2, s_ascii_triples});
     add("starcoder", {"starcoder", "refact", "codeshell", "exaone", "minerva-7b", "mellum2"}, {s_numbers, s_gpt2});
     add("command-r", {"command-r", "smollm"}, {s_numbers, s_gpt2}).clean_spaces = false;
     add("gpt-2", {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum",
@@ -150,6 +157,7 @@ std::vector<PreTokenizerSpec> build_table() {
     glm4.ignore_merges = true;
     add("viking", {"viking"}, {regex(k_bloom), s_numbers}).clean_spaces = false;
     auto& tekken = add("tekken", {"tekken"}, {regex(k_tekken)});
+    tekken.hf_steps = {unicode_regex(k_tekken_original)};
     tekken.clean_spaces = false;
     tekken.ignore_merges = true;
     tekken.add_bos = true;
@@ -158,7 +166,9 @@ std::vector<PreTokenizerSpec> build_table() {
                            regex("([\\t\\n]|    |  )"), s_numbers, regex(R"([\p{P}!-/:-@\[-`{-~])"), s_gpt2});
     chameleon.add_bos = true;
     chameleon.clean_spaces = false;
-    add("gpt-4o", {"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"}, {regex(k_gpt4o)}).clean_spaces = false;
+    auto& gpt4o = add("gpt-4o", {"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"}, {regex(k_gpt4o)});
+    gpt4o.clean_spaces = false;
+    gpt4o.hf_steps = {unicode_regex(k_o200k_original)};
     auto& granite = add("granite-embed-multi-97m", {"granite-embed-multi-97m"}, {regex(k_granite_multi)});
     granite.clean_spaces = false;
     granite.ignore_merges = true;
@@ -194,6 +204,12 @@ const PreTokenizerSpec* find_pre_tokenizer(std::string_view name) {
 // PCRE2 steps
 
 namespace {
+
+std::u32string utf8_to_u32_pattern(std::string_view s) {
+    std::vector<uint32_t> cps;
+    decode_utf8(s, cps);
+    return std::u32string(cps.begin(), cps.end());
+}
 
 // Codes that stand for a non-ASCII codepoint in the collapsed text: one per
 // category an expression can name, one for the rest. Any value above 0x7F that
@@ -240,6 +256,37 @@ bool category_class(std::string_view name, std::u32string& out) {
 
 bool has_category(std::string_view expr) { return expr.find("\\p{") != std::string_view::npos; }
 
+// \s as Hugging Face's engine reads it: the White_Space property (PCRE2's UCP \s
+// leaves out U+0085).
+constexpr const char32_t* k_white_space_members =
+    UR"(\t-\r \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000})";
+
+std::u32string unicode_expression(std::string_view expr) {
+    std::u32string in = utf8_to_u32_pattern(expr), out;
+    bool in_class = false;
+    for (size_t i = 0; i < in.size(); ++i) {
+        char32_t c = in[i];
+        if (c == '\\' && i + 1 < in.size()) {
+            char32_t e = in[i + 1];
+            if (e == 's' || e == 'S') {
+                if (in_class && e == 'S') throw Error("pre-tokenizer expression: \\S inside a class is not supported");
+                if (!in_class) out += e == 's' ? U"[" : U"[^";
+                out += k_white_space_members;
+                if (!in_class) out += U"]";
+            } else {
+                out.push_back(c);
+                out.push_back(e);
+            }
+            ++i;
+            continue;
+        }
+        if (c == '[' && !in_class) in_class = true;
+        else if (c == ']' && in_class) in_class = false;
+        out.push_back(c);
+    }
+    return out;
+}
+
 // Expression for the collapsed text: \p{X} becomes [code + ASCII members], or
 // just those members inside a bracket class.
 std::u32string collapse_expression(std::string_view expr) {
@@ -277,11 +324,6 @@ std::u32string collapse_expression(std::string_view expr) {
     return out;
 }
 
-std::u32string utf8_to_u32(std::string_view s) {
-    std::vector<uint32_t> cps;
-    decode_utf8(s, cps);
-    return std::u32string(cps.begin(), cps.end());
-}
 
 struct JitStack {
     pcre2_jit_stack* stack = nullptr;
@@ -306,19 +348,29 @@ pcre2_match_context* thread_match_context() {
 }  // namespace
 
 struct PreTokenizer::CompiledRegex {
+    enum class Subject { Collapsed, Wide, Unicode };
     pcre2_code* code = nullptr;
-    bool collapsed = false;
+    Subject subject = Subject::Wide;
     bool jit = false;
 
-    CompiledRegex(std::string_view expr) {
-        collapsed = has_category(expr);
-        std::u32string pattern = collapsed ? collapse_expression(expr) : utf8_to_u32(expr);
+    CompiledRegex(std::string_view expr, bool unicode) {
+        std::u32string pattern;
+        uint32_t options = PCRE2_DOLLAR_ENDONLY;
+        if (unicode) {
+            // Real Unicode classes on the codepoints (Hugging Face's reading).
+            subject = Subject::Unicode;
+            pattern = unicode_expression(expr);
+            options |= PCRE2_UTF | PCRE2_UCP;
+        } else {
+            // Not UTF, not UCP: the code units are codepoints (or collapsed codes)
+            // and \s, \d, \w keep their ASCII meaning, as in ECMAScript.
+            subject = has_category(expr) ? Subject::Collapsed : Subject::Wide;
+            pattern = subject == Subject::Collapsed ? collapse_expression(expr) : utf8_to_u32_pattern(expr);
+        }
         int err = 0;
         PCRE2_SIZE offset = 0;
-        // Not UTF, not UCP: the code units are codepoints (or collapsed codes) and
-        // \s, \d, \w keep their ASCII meaning, as in ECMAScript.
-        code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_DOLLAR_ENDONLY, &err,
-                             &offset, nullptr);
+        code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err, &offset,
+                             nullptr);
         if (!code) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(err, msg, 256);
@@ -347,7 +399,8 @@ struct PreTokenizer::CompiledRegex {
             last = to;
         };
         while (start <= len) {
-            int rc = pcre2_match(code, s, len, start, options, md, mc);
+            // The subject of a UTF expression is checked once when it is built.
+            int rc = pcre2_match(code, s, len, start, options | PCRE2_NO_UTF_CHECK, md, mc);
             if (rc == PCRE2_ERROR_NOMATCH) {
                 if (options == 0) break;
                 // No non-empty match where the empty one was: search on from the next unit.
@@ -374,12 +427,13 @@ struct PreTokenizer::CompiledRegex {
     }
 };
 
-PreTokenizer::PreTokenizer(const PreTokenizerSpec& spec, bool force_regex) : spec_(spec) {
-    for (const StepSpec& step : spec.steps) {
+PreTokenizer::PreTokenizer(const PreTokenizerSpec& spec, bool force_regex, bool hugging_face) : spec_(spec) {
+    const auto& steps = hugging_face && !spec.hf_steps.empty() ? spec.hf_steps : spec.steps;
+    for (const StepSpec& step : steps) {
         StepKind kind = step.kind;
         if (force_regex && kind != StepKind::KimiK2 && kind != StepKind::DigitGroups) kind = StepKind::Regex;
         kinds_.push_back(kind);
-        regexes_.push_back(kind == StepKind::Regex ? std::make_unique<CompiledRegex>(step.regex) : nullptr);
+        regexes_.push_back(kind == StepKind::Regex ? std::make_unique<CompiledRegex>(step.regex, step.unicode) : nullptr);
     }
 }
 
@@ -394,7 +448,7 @@ void PreTokenizer::split(const std::vector<uint32_t>& cps, const std::vector<uin
     const SplitInput in{cps.data(), flags.data()};
 
     // The regex subjects, built once per call and only when a step needs them.
-    std::vector<uint32_t> collapsed, wide;
+    std::vector<uint32_t> collapsed, wide, unicode;
     std::vector<uint32_t> next;
     for (size_t k = 0; k < kinds_.size(); ++k) {
         next.clear();
@@ -402,12 +456,19 @@ void PreTokenizer::split(const std::vector<uint32_t>& cps, const std::vector<uin
         const CompiledRegex* re = regexes_[k].get();
         const uint32_t* subject = nullptr;
         if (re) {
-            std::vector<uint32_t>& v = re->collapsed ? collapsed : wide;
+            using S = CompiledRegex::Subject;
+            std::vector<uint32_t>& v = re->subject == S::Collapsed ? collapsed : re->subject == S::Wide ? wide : unicode;
             if (v.empty()) {
                 v.resize(n);
-                for (uint32_t i = 0; i < n; ++i)
-                    v[i] = re->collapsed ? collapse(cps[i], flags[i])
-                                         : (cps[i] > 0x7F && (flags[i] & cpt::k_whitespace)) ? k_code_space : cps[i];
+                for (uint32_t i = 0; i < n; ++i) {
+                    const uint32_t c = cps[i];
+                    switch (re->subject) {
+                        case S::Collapsed: v[i] = collapse(c, flags[i]); break;
+                        case S::Wide: v[i] = (c > 0x7F && (flags[i] & cpt::k_whitespace)) ? k_code_space : c; break;
+                        // UTF-32 must not hold surrogates (lenient decoding lets them through).
+                        case S::Unicode: v[i] = (c >= 0xD800 && c <= 0xDFFF) ? k_replacement_char : c; break;
+                    }
+                }
             }
             subject = v.data();
         }
@@ -426,7 +487,10 @@ void PreTokenizer::split(const std::vector<uint32_t>& cps, const std::vector<uin
                 case StepKind::NumberTriples: split_class(in, begin, end, ClassKind::Number, 1, 3, next); break;
                 case StepKind::AsciiTriples: split_class(in, begin, end, ClassKind::AsciiDigit, 3, 3, next); break;
                 case StepKind::PunctRuns:
-                    split_class(in, begin, end, ClassKind::PunctOrSymbolSubset, 1, UINT32_MAX, next);
+                    split_class(in, begin, end, ClassKind::PunctSymbols, 1, UINT32_MAX, next);
+                    break;
+                case StepKind::PunctTickRuns:
+                    split_class(in, begin, end, ClassKind::PunctSymbolsTick, 1, UINT32_MAX, next);
                     break;
                 case StepKind::LineBreaks: split_class(in, begin, end, ClassKind::LineBreak, 1, 1, next); break;
                 case StepKind::TrailingSpace: split_trailing_space(in, begin, end, next); break;

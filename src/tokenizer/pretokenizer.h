@@ -36,6 +36,7 @@ enum class StepKind : uint8_t {
     NumberTriples, // \p{N}{1,3}
     AsciiTriples,  // [0-9][0-9][0-9]
     PunctRuns,     // [\p{P}\$\+<=>\^~\|]+
+    PunctTickRuns, // [\p{P}\$\+<=>\^~\|`]+
     LineBreaks,    // [\r\n]
     TrailingSpace, // \s+$
     DigitLookahead,// (?=(\d{3})+(?!\d)): a cut before every group of three digits counted from the right
@@ -44,7 +45,8 @@ enum class StepKind : uint8_t {
 
 struct StepSpec {
     StepKind kind;
-    const char* regex;  // the expression (for Regex steps the one compiled; for others the one they implement)
+    const char* regex;     // the expression (for Regex steps the one compiled; for others the one they implement)
+    bool unicode = false;  // Regex: run on the codepoints with real Unicode classes (UTF + UCP)
 };
 
 // One family of tokenizer.ggml.pre names and how the tokenizer behaves with it.
@@ -52,6 +54,7 @@ struct PreTokenizerSpec {
     const char* family;  // descriptive name for docs and errors
     std::vector<std::string_view> names;
     std::vector<StepSpec> steps;
+    std::vector<StepSpec> hf_steps;  // the tokenizer.json expressions where llama.cpp's rewrite differs (empty: same)
     bool byte_encode = true;        // GPT-2 byte alphabet (false: raw UTF-8, <0xXX> byte tokens)
     bool escape_whitespace = false; // spaces become U+2581 before splitting
     bool ignore_merges = false;     // a word that is a whole token is emitted as is
@@ -71,7 +74,8 @@ class PreTokenizer {
 public:
     // force_regex: run every step that has an expression through PCRE2 instead of
     // its hand-written splitter (for the benchmark and the differential test).
-    explicit PreTokenizer(const PreTokenizerSpec& spec, bool force_regex = false);
+    // hugging_face: use the spec's hf_steps when it has them.
+    explicit PreTokenizer(const PreTokenizerSpec& spec, bool force_regex = false, bool hugging_face = false);
     ~PreTokenizer();
     PreTokenizer(const PreTokenizer&) = delete;
     PreTokenizer& operator=(const PreTokenizer&) = delete;

@@ -273,7 +273,10 @@ bool in_class(ClassKind cls, uint32_t cp, uint16_t fl) {
     switch (cls) {
         case ClassKind::Number: return fl & k_n;
         case ClassKind::AsciiDigit: return cp >= '0' && cp <= '9';
-        case ClassKind::PunctOrSymbolSubset:
+        case ClassKind::PunctSymbolsTick:
+            if (cp == '`') return true;
+            [[fallthrough]];
+        case ClassKind::PunctSymbols:
             return (fl & cpt::k_punctuation) || cp == '$' || cp == '+' || cp == '<' || cp == '=' || cp == '>' ||
                    cp == '^' || cp == '~' || cp == '|';
         case ClassKind::LineBreak: return cp == '\r' || cp == '\n';

@@ -31,7 +31,8 @@ void split_newlines(const SplitInput& in, uint32_t begin, uint32_t end, std::vec
 
 // Isolates codepoints of a class, as an expression CLASS / CLASS+ / CLASS{1,max}
 // does: matches are cut out, the runs between them become pieces.
-enum class ClassKind : uint8_t { Number, AsciiDigit, PunctOrSymbolSubset, LineBreak };
+// PunctSymbols: [\p{P}\$\+<=>\^~\|]; PunctSymbolsTick adds the backtick (Falcon).
+enum class ClassKind : uint8_t { Number, AsciiDigit, PunctSymbols, PunctSymbolsTick, LineBreak };
 void split_class(const SplitInput& in, uint32_t begin, uint32_t end, ClassKind cls, uint32_t min_run,
                  uint32_t max_run, std::vector<uint32_t>& ends);
 // \s+$ : the trailing whitespace of the piece.

@@ -57,7 +57,7 @@ void clean_up_spaces(std::string& text) {
 
 Tokenizer Tokenizer::from_gguf(const gguf::File& file, const TokenizerLoadOptions& options) {
     auto impl = std::make_shared<Impl>();
-    impl->vocab = load_vocab(file);
+    impl->vocab = load_vocab(file, options.compat);
     Vocab& v = impl->vocab;
     if (options.require_end_of_generation && v.eog_ids.empty())
         throw Error(v.path +

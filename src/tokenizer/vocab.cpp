@@ -151,9 +151,11 @@ TokenType token_type_of(uint16_t a) {
     return TokenType::Undefined;
 }
 
-Vocab load_vocab(const gguf::File& file) {
+Vocab load_vocab(const gguf::File& file, TokenizerCompat compat) {
     Vocab v;
     v.path = file.path();
+    v.hugging_face = compat == TokenizerCompat::HuggingFace;
+    std::vector<uint16_t> stored_attrs;  // types as the file stores them
     const gguf::Metadata& md = file.metadata();
     try {
         if (!md.has("tokenizer.ggml.model"))
@@ -260,6 +262,9 @@ Vocab load_vocab(const gguf::File& file) {
             std::vector<int32_t> types = file.read_i32s("tokenizer.ggml.token_type");
             for (size_t i = 0; i < n; ++i) v.attrs[i] = attr_of_type(types[i]);
         }
+        stored_attrs = v.attrs;
+        // Qwen's tokenizer.json normalizes to NFC; llama.cpp does not.
+        v.nfc = v.hugging_face && v.scheme == Scheme::Bpe && in_list(v.pre, {"qwen2", "deepseek-r1-qwen", "qwen35"});
         v.text_to_id.reserve(n);
         for (size_t i = 0; i < n; ++i) {
             if (v.texts[i].empty()) v.texts[i] = "[EMPTY_" + std::to_string(i) + "]";
@@ -404,6 +409,9 @@ Vocab load_vocab(const gguf::File& file) {
         }
     }
     v.eog_ids = std::move(eog);
+    // Hugging Face cuts out exactly the added tokens, which the converter stored as
+    // control / user-defined: no promotion by text there.
+    if (v.hugging_face) v.attrs = stored_attrs;
 
     // Special tokens are cut out of the text longest first. std::sort (not stable)
     // on ascending ids with this comparator gives the same order as llama.cpp's

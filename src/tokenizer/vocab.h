@@ -59,6 +59,8 @@ struct Vocab {
     bool clean_spaces = false;
     bool ignore_merges = false;
     bool byte_encode = true;
+    bool hugging_face = false;  // TokenizerCompat::HuggingFace
+    bool nfc = false;           // Hugging Face's NFC normalizer (Qwen), in that mode only
     bool lowercase = true;      // WordPiece normalizer
     bool strip_accents = true;  // WordPiece normalizer
 
@@ -77,7 +79,7 @@ struct Vocab {
 };
 
 // Reads and checks tokenizer.ggml.*; errors name the file and key.
-Vocab load_vocab(const gguf::File& file);
+Vocab load_vocab(const gguf::File& file, TokenizerCompat compat = TokenizerCompat::LlamaCpp);
 
 // TokenType of an attribute set (the inverse of the GGUF mapping, after fix-ups).
 TokenType token_type_of(uint16_t attrs);

@@ -23,7 +23,7 @@ std::string vocab_path(const std::string& name);
 std::vector<std::string> all_vocab_names();
 
 // Tokenizers are loaded once per process (some vocabularies take 100+ ms).
-const Tokenizer& cached_tokenizer(const std::string& path);
+const Tokenizer& cached_tokenizer(const std::string& path, TokenizerCompat compat = TokenizerCompat::LlamaCpp);
 
 struct VocabVector {
     std::string text;
@@ -35,5 +35,20 @@ std::vector<VocabVector> read_vectors(const std::string& name);
 
 std::string format_ids(const std::vector<TokenId>& ids);
 std::string escape_text(const std::string& text);  // for failure messages
+
+}  // namespace kiln::test
+
+namespace kiln::test {
+
+// A vocabulary of the golden fixtures by its key: ggml-vocab-NAME, model-smollm2,
+// model-gemma3, hf-NAME (decompressed once from tests/golden/tokenizer/vocabs).
+// Empty when it is not available here; `why` then says what is missing.
+std::string fixture_vocab_path(const std::string& key, std::string& why);
+
+// Bytes of a corpus entry by id (tests/golden/tokenizer/corpus.json).
+const std::string& corpus_text(const std::string& id);
+
+// Keys of the JSON files in tests/golden/tokenizer/<dir> (without .json).
+std::vector<std::string> golden_keys(const std::string& dir);
 
 }  // namespace kiln::test
