@@ -11,6 +11,9 @@ Writes
                            found: ids with add_special+parse_special and with neither, detokenized
                            text, end-of-generation ids, special ids, token attributes
   hf/NAME.json             Hugging Face tokenizers' ids for the hf-tokenizers families
+  pre/NAME.json            llama.cpp's ids for every pre-tokenizer family: the committed GPT-2
+                           vocabulary with tokenizer.ggml.pre set to NAME (the first name of each
+                           row of kiln's table), so every expression is checked, PCRE2 ones included
 
 Vocabularies: tests/data/shared/tokenizer/ggml-vocab-*.gguf (key ggml-vocab-X),
 $KILN_VOCABS or ~/.cache/kiln/vocabs/ggml-vocab-*.gguf (tools/fetch_llamacpp_vocabs.sh),
@@ -37,6 +40,16 @@ from tokenizer_corpus import CORPUS  # noqa: E402
 
 HF_DIR = ROOT / "tests" / "data" / "shared" / "hf-tokenizers"
 HF_NAMES = ["llama-3.1", "qwen3", "gpt-oss", "gemma-3"]
+# First name of each row of kiln's pre-tokenizer table (src/tokenizer/pretokenizer.cpp);
+# the tokenizer test fails for a row without its fixture.
+PRE_FAMILIES = [
+    "default", "llama3", "dbrx", "jais-2", "deepseek-llm", "deepseek-v3", "spark2_5", "youtu", "deepseek-coder",
+    "falcon", "starcoder", "command-r", "gpt-2", "trillion", "jina-v1-en", "gemma4", "sarvam-moe", "whitespace",
+    "qwen2", "stablelm2", "qwen35", "bloom", "poro-chat", "chatglm-bpe", "glm4", "viking", "tekken", "chameleon",
+    "gpt-4o", "granite-embed-multi-97m", "tiny_aya", "kimi-k2", "superbpe", "bailingmoe", "seed-coder", "ufakzeka",
+    "afmoe", "laguna", "exaone-moe", "minicpm5",
+]
+GPT2_VOCAB = ROOT / "tests" / "data" / "shared" / "tokenizer" / "ggml-vocab-gpt-2.gguf"
 
 
 def as_bytes(text) -> bytes:
@@ -147,6 +160,72 @@ def llamacpp_fixture(key: str, path: Path) -> dict:
     }
 
 
+def with_pre(src: Path, dst: Path, pre: str) -> None:
+    """A copy of a GGUF (no tensors) with tokenizer.ggml.pre replaced."""
+    import gguf
+
+    r = gguf.GGUFReader(str(src))
+    w = gguf.GGUFWriter(str(dst), str(r.fields["general.architecture"].contents()))
+    for name, field in r.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        if name == "tokenizer.ggml.pre":
+            continue
+        vtype = field.types[0]
+        sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(name, field.contents(), vtype, sub_type=sub)
+    w.add_tokenizer_pre(pre)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def tokenize_cases(path: Path, ids: list[str]) -> list[dict] | None:
+    """llama.cpp's ids for corpus entries, in a child process: some pre-tokenizers
+    make it abort (an assertion on spaces inside BPE pieces). None if the child died."""
+    code = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'tools')!r})\n"
+        "from tokenizer_corpus import CORPUS\n"
+        "from llama_cpp import Llama\n"
+        f"llm = Llama(model_path={str(path)!r}, vocab_only=True, verbose=False)\n"
+        f"want = set({ids!r})\n"
+        "out = []\n"
+        "for cid, text in CORPUS:\n"
+        "    if cid not in want: continue\n"
+        "    b = text if isinstance(text, bytes) else text.encode()\n"
+        "    out.append({'id': cid, 'special': llm.tokenize(b, add_bos=True, special=True),\n"
+        "                'plain': llm.tokenize(b, add_bos=False, special=False)})\n"
+        "print(json.dumps(out))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def pre_fixture(name: str, tmp: Path) -> dict:
+    import llama_cpp
+
+    path = tmp / f"gpt-2-{name}.gguf"
+    with_pre(GPT2_VOCAB, path, name)
+    ids = [cid for cid, _ in CORPUS]
+    cases = tokenize_cases(path, ids)
+    if cases is None:
+        cases = []
+        for cid in ids:
+            one = tokenize_cases(path, [cid])
+            cases.append(one[0] if one else {"id": cid, "error": "llama.cpp aborts on this input"})
+    return {
+        "pre": name,
+        "vocab": GPT2_VOCAB.name + " with tokenizer.ggml.pre = " + name,
+        "oracle": f"llama-cpp-python {llama_cpp.__version__}, vocab_only; special = (add_special, parse_special), "
+                  "plain = neither",
+        "cases": cases,
+    }
+
+
 def hf_fixture(name: str) -> dict:
     from tokenizers import Tokenizer
     import tokenizers
@@ -182,6 +261,11 @@ def main() -> int:
                 continue
             print(f"llama.cpp: {key} ({path})", file=sys.stderr)
             write_json(GOLDEN / "llamacpp" / f"{key}.json", llamacpp_fixture(key, path))
+        for name in PRE_FAMILIES:
+            if a.only and f"pre-{name}" not in a.only:
+                continue
+            print(f"llama.cpp pre-tokenizer: {name}", file=sys.stderr)
+            write_json(GOLDEN / "pre" / f"{name}.json", pre_fixture(name, Path(tmp)))
     for name in HF_NAMES:
         if a.only and f"hf-{name}" not in a.only:
             continue
