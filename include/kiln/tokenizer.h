@@ -64,6 +64,9 @@ struct EncodeOptions {
 struct DecodeOptions {
     bool show_special = false;    // render control and unknown tokens as their text
     bool remove_special = false;  // drop a leading BOS and a trailing EOS the model adds itself
+    // llama.cpp's clean-up (" ," -> "," ...) where the vocabulary asks for it
+    // (clean_up_tokenization_spaces); false gives the tokens' bytes exactly.
+    bool clean_up_spaces = true;
 };
 
 // Special token ids; k_no_token where the vocabulary has none.
@@ -127,8 +130,9 @@ private:
 // Turns tokens into text as they are generated, never emitting part of a UTF-8
 // sequence: bytes of an incomplete sequence are held until the next token
 // completes it. Ill-formed bytes come out as U+FFFD, so the output is always
-// valid UTF-8. The concatenated output equals decode() of the same ids without
-// its clean-up of spaces (streamed text cannot take back a space already sent).
+// valid UTF-8. The concatenated output equals decode() of the same ids with
+// clean_up_spaces off (streamed text cannot take back a space already sent)
+// wherever that text is valid UTF-8.
 class StreamDecoder {
 public:
     explicit StreamDecoder(const Tokenizer& tokenizer, const DecodeOptions& options = {});

@@ -170,7 +170,7 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, const DecodeOptions&
         strip_space = false;
         text.append(p);
     }
-    if (v.clean_spaces) clean_up_spaces(text);
+    if (v.clean_spaces && options.clean_up_spaces) clean_up_spaces(text);
     return text;
 }
 
