@@ -75,7 +75,6 @@ std::string decode_gpt2_text(std::string_view text) {
     std::string out;
     size_t pos = 0;
     while (pos < text.size()) {
-        size_t start = pos;
         uint32_t cp = decode_utf8(text, pos);
         int b = gpt2_codepoint_to_byte(cp);
         if (b >= 0) {
@@ -83,8 +82,7 @@ std::string decode_gpt2_text(std::string_view text) {
             continue;
         }
         std::string utf8;
-        if (cp == k_replacement_char && !(pos - start == 3)) utf8 = "\xEF\xBF\xBD";
-        else append_utf8(utf8, cp);
+        append_utf8(utf8, cp);
         out += "[UNK_BYTE_0x";
         static const char* hex = "0123456789abcdef";
         for (unsigned char c : utf8) {
@@ -318,10 +316,17 @@ Vocab load_vocab(const gguf::File& file, TokenizerCompat compat) {
 
     const size_t n = v.size();
     SpecialTokens& sp = v.special;
-    // Ids in ascending order whose text maps back to them (one per distinct text).
+    // Ids whose text maps back to them (one per distinct text), as llama.cpp
+    // walks its text -> id map.
+    std::vector<uint8_t> canonical(n);
+    for (size_t i = 0; i < n; ++i) canonical[i] = v.text_to_id.get(v.texts[i]) == static_cast<TokenId>(i);
     auto for_each_text = [&](auto&& fn) {
         for (size_t i = 0; i < n; ++i)
-            if (v.text_to_id.get(v.texts[i]) == static_cast<TokenId>(i)) fn(static_cast<TokenId>(i), v.texts[i]);
+            if (canonical[i]) fn(static_cast<TokenId>(i), v.texts[i]);
+    };
+    // Every text the lists below recognise starts with one of these bytes.
+    auto maybe_listed = [](const std::string& t) {
+        return !t.empty() && (t[0] == '<' || t[0] == '[' || t[0] == '_' || t[0] == '\xE2');
     };
     auto promote = [&](TokenId id) { v.attrs[static_cast<size_t>(id)] |= attr::k_control; };
 
@@ -348,7 +353,7 @@ Vocab load_vocab(const gguf::File& file, TokenizerCompat compat) {
     for (const Detect& d : detect) {
         if (*d.id != k_no_token) continue;
         for_each_text([&](TokenId id, const std::string& text) {
-            if (*d.id == k_no_token && in_list(text, d.texts)) {
+            if (*d.id == k_no_token && maybe_listed(text) && in_list(text, d.texts)) {
                 *d.id = id;
                 promote(id);
             }
@@ -365,7 +370,7 @@ Vocab load_vocab(const gguf::File& file, TokenizerCompat compat) {
     for (TokenId id : {sp.fim_pad, sp.fim_rep, sp.fim_sep})
         if (id != k_no_token) eog.push_back(id);
     for_each_text([&](TokenId id, const std::string& text) {
-        if (in_list(text, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+        if (maybe_listed(text) && in_list(text, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
                            "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
                            "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
                            "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~["})) {
@@ -375,7 +380,7 @@ Vocab load_vocab(const gguf::File& file, TokenizerCompat compat) {
     });
     // gpt-oss (harmony) markers are always rendered.
     for_each_text([&](TokenId id, const std::string& text) {
-        if (in_list(text, {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}))
+        if (maybe_listed(text) && in_list(text, {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}))
             v.attrs[static_cast<size_t>(id)] = attr::k_user_defined;
     });
     for (TokenId id : {sp.eos, sp.eot, sp.eom})
