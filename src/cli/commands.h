@@ -10,5 +10,7 @@ int cmd_metadata(int argc, char** argv);
 int cmd_analyze(int argc, char** argv);
 int cmd_dequant(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
+int cmd_detokenize(int argc, char** argv);
 
 }  // namespace kiln::cli

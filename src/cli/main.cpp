@@ -23,6 +23,8 @@ const Subcommand k_subcommands[] = {
     {"analyze", kiln::cli::cmd_analyze, "parameters, bits per weight, KV cache size, file layout"},
     {"dequant", kiln::cli::cmd_dequant, "dequantize a tensor to f32 (text or .npy)"},
     {"bench", kiln::cli::cmd_bench, "prompt processing and generation speed"},
+    {"tokenize", kiln::cli::cmd_tokenize, "token ids of a text (the file's tokenizer)"},
+    {"detokenize", kiln::cli::cmd_detokenize, "text of token ids"},
 };
 
 void usage(std::FILE* out) {
