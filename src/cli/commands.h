@@ -9,5 +9,6 @@ int cmd_tensors(int argc, char** argv);
 int cmd_metadata(int argc, char** argv);
 int cmd_analyze(int argc, char** argv);
 int cmd_dequant(int argc, char** argv);
+int cmd_template(int argc, char** argv);
 
 }  // namespace kiln::cli

@@ -22,6 +22,7 @@ const Subcommand k_subcommands[] = {
     {"metadata", kiln::cli::cmd_metadata, "metadata keys and values"},
     {"analyze", kiln::cli::cmd_analyze, "parameters, bits per weight, KV cache size, file layout"},
     {"dequant", kiln::cli::cmd_dequant, "dequantize a tensor to f32 (text or .npy)"},
+    {"template", kiln::cli::cmd_template, "render a chat prompt with a model's chat template"},
 };
 
 void usage(std::FILE* out) {
