@@ -14,7 +14,7 @@ step() { printf '\033[1m== %s\033[0m\n' "$*"; }
 
 # 1. Debian packages the build needs.
 PKGS=(cmake ninja-build g++ pkg-config python3-venv libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libutf8proc-dev libpcre2-dev)
+      nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libutf8proc-dev libpcre2-dev liblzma-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

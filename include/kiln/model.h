@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kiln/gguf/file.h"
+#include "kiln/tokenizer.h"
 
 namespace kiln {
 
@@ -34,6 +35,7 @@ public:
 
     const std::string& path() const;
     const gguf::File& file() const;
+    const Tokenizer& tokenizer() const;
     const std::string& architecture() const;
     int n_vocab() const;
     int n_ctx_train() const;

@@ -25,6 +25,7 @@ const Subcommand k_subcommands[] = {
     {"bench", kiln::cli::cmd_bench, "prompt processing and generation speed"},
     {"tokenize", kiln::cli::cmd_tokenize, "token ids of a text (the file's tokenizer)"},
     {"detokenize", kiln::cli::cmd_detokenize, "text of token ids"},
+    {"template", kiln::cli::cmd_template, "render a chat prompt with a model's chat template"},
 };
 
 void usage(std::FILE* out) {

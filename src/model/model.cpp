@@ -1,4 +1,5 @@
 #include <chrono>
+#include <optional>
 
 #include "kiln/error.h"
 #include "kiln/model.h"
@@ -12,6 +13,7 @@ namespace kiln {
 struct Model::Impl {
     std::string path;
     gguf::File file;
+    std::optional<Tokenizer> tokenizer;
     ModelSpec spec;
     ModelWeights weights;
     double load_seconds = 0;
@@ -30,10 +32,14 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     if (!row || !row->configure)
         throw Error(path + ": unsupported GGUF architecture '" + arch + "'; supported: " + supported_architectures());
     std::shared_ptr<Model> m(new Model());
-    m->impl_ = std::make_unique<Impl>(Impl{path, std::move(file), {}, {}, 0, {}});
+    m->impl_ = std::make_unique<Impl>(Impl{path, std::move(file), std::nullopt, {}, {}, 0, {}});
     Impl& im = *m->impl_;
     try {
+        im.tokenizer = Tokenizer::from_gguf(im.file);
         im.spec = read_model_spec(im.file, *row);
+        if (im.spec.n_vocab != 0 && static_cast<size_t>(im.spec.n_vocab) != im.tokenizer->n_vocab())
+            throw Error("the tokenizer has " + std::to_string(im.tokenizer->n_vocab()) + " tokens but the model " +
+                        std::to_string(im.spec.n_vocab));
         im.file.map_all();
         im.weights = bind_weights(im.file, im.spec);
     } catch (const Error& e) {
@@ -56,6 +62,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
 
 const std::string& Model::path() const { return impl_->path; }
 const gguf::File& Model::file() const { return impl_->file; }
+const Tokenizer& Model::tokenizer() const { return *impl_->tokenizer; }
 const std::string& Model::architecture() const { return impl_->spec.arch; }
 int Model::n_vocab() const { return impl_->spec.n_vocab; }
 int Model::n_ctx_train() const { return impl_->spec.n_ctx_train; }

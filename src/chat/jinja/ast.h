@@ -1,0 +1,259 @@
+// The parsed template: expression and statement nodes, evaluated by the
+// interpreter with a switch on their kind. Names are interned to symbol ids at
+// parse time; filters and tests are resolved to functions; attribute names are
+// resolved to method ids, so rendering does no string lookups for them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "chat/jinja/builtins.h"
+#include "chat/jinja/value.h"
+
+namespace kiln::jinja {
+
+enum class ExprKind : uint8_t {
+    Const, Name, GetAttr, GetItem, Slice, Call, Filter, Test, Not, Neg, Pos,
+    Binary, And, Or, Compare, Concat, Cond, List, Tuple, Dict,
+};
+enum class BinOp : uint8_t { Add, Sub, Mul, Div, FloorDiv, Mod, Pow };
+enum class CmpOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, In, NotIn };
+
+struct Expr {
+    ExprKind kind;
+    uint32_t pos;  // byte offset in the normalized source
+    Expr(ExprKind k, uint32_t p) : kind(k), pos(p) {}
+    virtual ~Expr() = default;
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct KwExpr {
+    std::string name;
+    ExprPtr value;
+};
+
+struct ArgExprs {
+    std::vector<ExprPtr> pos;
+    std::vector<KwExpr> kw;
+    ExprPtr dyn_args;    // *args
+    ExprPtr dyn_kwargs;  // **kwargs
+};
+
+struct ConstExpr : Expr {
+    Value value;
+    ConstExpr(uint32_t p, Value v) : Expr(ExprKind::Const, p), value(std::move(v)) {}
+};
+
+struct NameExpr : Expr {
+    uint32_t sym;
+    NameExpr(uint32_t p, uint32_t s) : Expr(ExprKind::Name, p), sym(s) {}
+};
+
+struct GetAttrExpr : Expr {
+    ExprPtr obj;
+    std::string name;
+    int str_method = -1, list_method = -1, dict_method = -1;
+    GetAttrExpr(uint32_t p) : Expr(ExprKind::GetAttr, p) {}
+};
+
+struct GetItemExpr : Expr {
+    ExprPtr obj, key;
+    GetItemExpr(uint32_t p) : Expr(ExprKind::GetItem, p) {}
+};
+
+struct SliceExpr : Expr {
+    ExprPtr start, stop, step;
+    SliceExpr(uint32_t p) : Expr(ExprKind::Slice, p) {}
+};
+
+struct CallExpr : Expr {
+    ExprPtr callee;
+    ArgExprs args;
+    CallExpr(uint32_t p) : Expr(ExprKind::Call, p) {}
+};
+
+struct FilterExpr : Expr {
+    ExprPtr subject;  // null inside filter blocks and {% set x | f %}: the block's output
+    std::string name;
+    FilterFn fn = nullptr;
+    ArgExprs args;
+    FilterExpr(uint32_t p) : Expr(ExprKind::Filter, p) {}
+};
+
+struct TestExpr : Expr {
+    ExprPtr subject;
+    std::string name;
+    TestFn fn = nullptr;
+    ArgExprs args;
+    TestExpr(uint32_t p) : Expr(ExprKind::Test, p) {}
+};
+
+struct UnaryExpr : Expr {
+    ExprPtr operand;
+    UnaryExpr(ExprKind k, uint32_t p) : Expr(k, p) {}
+};
+
+struct BinaryExpr : Expr {
+    BinOp op;
+    ExprPtr left, right;
+    BinaryExpr(uint32_t p, BinOp o) : Expr(ExprKind::Binary, p), op(o) {}
+};
+
+struct LogicExpr : Expr {
+    ExprPtr left, right;
+    LogicExpr(ExprKind k, uint32_t p) : Expr(k, p) {}
+};
+
+struct CompareExpr : Expr {
+    ExprPtr first;
+    std::vector<std::pair<CmpOp, ExprPtr>> rest;
+    CompareExpr(uint32_t p) : Expr(ExprKind::Compare, p) {}
+};
+
+struct ConcatExpr : Expr {
+    std::vector<ExprPtr> parts;
+    ConcatExpr(uint32_t p) : Expr(ExprKind::Concat, p) {}
+};
+
+struct CondExpr : Expr {
+    ExprPtr test, then, otherwise;  // otherwise may be null: undefined
+    CondExpr(uint32_t p) : Expr(ExprKind::Cond, p) {}
+};
+
+struct SeqExpr : Expr {  // List or Tuple
+    std::vector<ExprPtr> items;
+    SeqExpr(ExprKind k, uint32_t p) : Expr(k, p) {}
+};
+
+struct DictExpr : Expr {
+    std::vector<std::pair<ExprPtr, ExprPtr>> items;
+    DictExpr(uint32_t p) : Expr(ExprKind::Dict, p) {}
+};
+
+// --- statements --------------------------------------------------------------------
+
+enum class StmtKind : uint8_t {
+    Text, Output, If, For, Set, SetBlock, Macro, CallBlock, FilterBlock, With, Break, Continue, Scope,
+};
+
+struct Stmt {
+    StmtKind kind;
+    uint32_t pos;
+    Stmt(StmtKind k, uint32_t p) : kind(k), pos(p) {}
+    virtual ~Stmt() = default;
+};
+using StmtPtr = std::unique_ptr<Stmt>;
+using Body = std::vector<StmtPtr>;
+
+// An assignment target: a name, a tuple of targets, or namespace.attr.
+struct Target {
+    enum class Kind : uint8_t { Name, Tuple, NsAttr } kind = Kind::Name;
+    uint32_t sym = 0;
+    std::string attr;  // NsAttr
+    std::vector<Target> items;  // Tuple
+    uint32_t pos = 0;
+};
+
+struct TextStmt : Stmt {
+    std::string text;
+    TextStmt(uint32_t p, std::string t) : Stmt(StmtKind::Text, p), text(std::move(t)) {}
+};
+
+struct OutputStmt : Stmt {
+    ExprPtr expr;
+    OutputStmt(uint32_t p, ExprPtr e) : Stmt(StmtKind::Output, p), expr(std::move(e)) {}
+};
+
+struct IfStmt : Stmt {
+    std::vector<std::pair<ExprPtr, Body>> branches;
+    Body else_body;
+    IfStmt(uint32_t p) : Stmt(StmtKind::If, p) {}
+};
+
+struct ForStmt : Stmt {
+    Target target;
+    ExprPtr iter;
+    ExprPtr filter;  // {% for x in y if cond %}
+    bool recursive = false;
+    Body body, else_body;
+    ForStmt(uint32_t p) : Stmt(StmtKind::For, p) {}
+};
+
+struct SetStmt : Stmt {
+    Target target;
+    ExprPtr value;
+    SetStmt(uint32_t p) : Stmt(StmtKind::Set, p) {}
+};
+
+struct SetBlockStmt : Stmt {
+    Target target;
+    std::vector<std::unique_ptr<FilterExpr>> filters;  // applied in order to the captured text
+    Body body;
+    SetBlockStmt(uint32_t p) : Stmt(StmtKind::SetBlock, p) {}
+};
+
+struct MacroDef {
+    std::string name;
+    std::vector<uint32_t> params;
+    std::vector<std::string> param_names;
+    std::vector<ExprPtr> defaults;  // for the last defaults.size() params
+    Body body;
+    bool uses_varargs = false, uses_kwargs = false, uses_caller = false;
+};
+
+struct MacroStmt : Stmt {
+    uint32_t sym = 0;
+    MacroDef def;
+    MacroStmt(uint32_t p) : Stmt(StmtKind::Macro, p) {}
+};
+
+struct CallBlockStmt : Stmt {
+    MacroDef caller;  // the block body, callable as caller(...)
+    ExprPtr call;     // a CallExpr
+    CallBlockStmt(uint32_t p) : Stmt(StmtKind::CallBlock, p) {}
+};
+
+struct FilterBlockStmt : Stmt {
+    std::vector<std::unique_ptr<FilterExpr>> filters;
+    Body body;
+    FilterBlockStmt(uint32_t p) : Stmt(StmtKind::FilterBlock, p) {}
+};
+
+struct WithStmt : Stmt {
+    std::vector<std::pair<Target, ExprPtr>> assigns;
+    Body body;
+    WithStmt(uint32_t p) : Stmt(StmtKind::With, p) {}
+};
+
+// {% generation %} (Hugging Face) and {% block %}: the body, rendered in place.
+struct ScopeStmt : Stmt {
+    Body body;
+    bool new_scope = false;
+    ScopeStmt(uint32_t p) : Stmt(StmtKind::Scope, p) {}
+};
+
+struct BareStmt : Stmt {  // break / continue
+    using Stmt::Stmt;
+};
+
+// A parsed template.
+struct Program {
+    // Declared first so it is destroyed last: the tree's constants point into it.
+    std::vector<std::unique_ptr<StrObj>> literals;  // immortal string constants
+    std::string source;  // normalized
+    Body body;
+    std::vector<std::string> symbols;  // symbol id -> name
+    std::unordered_map<std::string, uint32_t> symbol_ids;
+    std::vector<Value> globals;        // symbol id -> built-in global (undefined if none)
+    uint32_t sym_loop = 0, sym_caller = 0, sym_varargs = 0, sym_kwargs = 0;
+
+    uint32_t intern(const std::string& name);
+    Value literal(std::string s);  // an immortal string Value
+};
+
+// Parses a template; throws TemplateError with line and column.
+std::unique_ptr<Program> parse_program(std::string_view source);
+
+}  // namespace kiln::jinja

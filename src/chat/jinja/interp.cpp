@@ -1,0 +1,966 @@
+#include "chat/jinja/interp.h"
+
+#include <cstring>
+
+#include "chat/jinja/error.h"
+#include "chat/jinja/lexer.h"
+#include "chat/jinja/ops.h"
+#include "chat/jinja/text.h"
+
+namespace kiln::jinja {
+
+// --- object representations ----------------------------------------------------------
+
+void BuiltinObj::repr(std::string& out) const {
+    out += "<built-in function ";
+    out += name;
+    out += ">";
+}
+
+void BoundMethodObj::repr(std::string& out) const {
+    out += "<built-in method ";
+    out += builtin_type ? method_name(owner, id) : std::string_view("method");
+    out += " of ";
+    out += kiln::jinja::type_name(self);
+    out += " object>";
+}
+
+void MacroObj::repr(std::string& out) const {
+    out += "<Macro ";
+    append_repr(out, Value::string(def->name));
+    out += ">";
+}
+
+void NamespaceObj::repr(std::string& out) const {
+    out += "<Namespace ";
+    append_repr(out, attrs);
+    out += ">";
+}
+
+void LoopObj::repr(std::string& out) const {
+    out += "<LoopContext " + std::to_string(index0 + 1) + "/" + std::to_string(items.size()) + ">";
+}
+
+void IteratorObj::repr(std::string& out) const {
+    out += "<";
+    out += kind;
+    out += " object>";
+}
+
+// --- setup ----------------------------------------------------------------------------
+
+namespace {
+
+// Deep-copies containers so that a render never modifies its caller's values.
+Value copy_in(const Value& v, int depth) {
+    if (depth > k_max_nesting) fail("context nested too deeply (more than " + std::to_string(k_max_nesting) + " levels)");
+    if (v.is_list()) {
+        Value out = Value::new_list();
+        ListObj& l = out.list();
+        const ListObj& src = v.list();
+        l.seq = src.seq;
+        l.range_start = src.range_start;
+        l.range_stop = src.range_stop;
+        l.range_step = src.range_step;
+        l.items.reserve(src.items.size());
+        for (const Value& x : src.items) l.items.push_back(copy_in(x, depth + 1));
+        return out;
+    }
+    if (v.is_dict()) {
+        Value out = Value::new_dict();
+        for (const auto& [k, x] : v.dict().entries) out.dict().set(k, copy_in(x, depth + 1));
+        return out;
+    }
+    return v;
+}
+
+}  // namespace
+
+Interp::Interp(const Program& prog, const RenderOptions& options) : prog_(prog), options_(options) {}
+
+std::string Interp::render(const Value& context) {
+    RenderRegistry registry;
+    char base_marker = 0;
+    stack_base_ = &base_marker;
+    if (options_.limits.max_milliseconds) {
+        has_deadline_ = true;
+        deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.limits.max_milliseconds);
+    }
+    std::string out;
+    out_ = &out;
+    try {
+        root_.assign(prog_.symbols.size(), Value());
+        root_set_.assign(prog_.symbols.size(), 0);
+        if (context.is_dict()) {
+            for (const auto& [k, v] : context.dict().entries) {
+                if (!k.is_string()) continue;
+                auto it = prog_.symbol_ids.find(k.str());
+                if (it == prog_.symbol_ids.end()) continue;  // the template never names it
+                root_[it->second] = copy_in(v, 0);
+                root_set_[it->second] = 1;
+            }
+        } else if (!context.is_undefined() && !context.is_none()) {
+            fail("the render context must be a dict, not " + std::string(type_name(context)));
+        }
+        exec_body(prog_.body);
+    } catch (const TemplateError& e) {
+        root_.clear();
+        if (e.line() != 0) throw;
+        uint32_t line, col;
+        offset_to_line_col(prog_.source, pos_, line, col);
+        throw TemplateError(e.message(), line, col, e.raised());
+    } catch (const std::bad_alloc&) {
+        root_.clear();
+        uint32_t line, col;
+        offset_to_line_col(prog_.source, pos_, line, col);
+        throw TemplateError("out of memory", line, col);
+    } catch (const std::length_error&) {
+        root_.clear();
+        uint32_t line, col;
+        offset_to_line_col(prog_.source, pos_, line, col);
+        throw TemplateError("value too large", line, col);
+    }
+    root_.clear();
+    return out;
+}
+
+// --- limits -----------------------------------------------------------------------------
+
+void Interp::tick(uint64_t iterations) {
+    iterations_ += iterations;
+    if (iterations_ > options_.limits.max_loop_iterations)
+        fail("template exceeded the limit of " + std::to_string(options_.limits.max_loop_iterations) +
+             " loop iterations");
+    if (has_deadline_ && ++tick_count_ % 256 == 0 && std::chrono::steady_clock::now() > deadline_)
+        fail("template exceeded the time limit of " + std::to_string(options_.limits.max_milliseconds) + " ms");
+}
+
+void Interp::check_size(uint64_t bytes) {
+    if (bytes > options_.limits.max_output_bytes)
+        fail("value of " + std::to_string(bytes) + " bytes exceeds the limit of " +
+             std::to_string(options_.limits.max_output_bytes) + " bytes");
+}
+
+void Interp::check_output() {
+    if (out_->size() > options_.limits.max_output_bytes)
+        fail("output exceeds the limit of " + std::to_string(options_.limits.max_output_bytes) + " bytes");
+}
+
+void Interp::check_stack() {
+    char probe = 0;
+    const char* here = &probe;
+    if (stack_base_ && stack_base_ - here > static_cast<std::ptrdiff_t>(options_.limits.max_stack_bytes))
+        fail("template nested too deeply (stack limit of " + std::to_string(options_.limits.max_stack_bytes) +
+             " bytes reached)");
+}
+
+// --- variables --------------------------------------------------------------------------
+
+const Value* Interp::lookup(uint32_t sym) const {
+    for (const Scope* s = scope_; s; s = s->parent)
+        for (const auto& [k, v] : s->vars)
+            if (k == sym) return &v;
+    if (root_set_[sym]) return &root_[sym];
+    const Value& g = prog_.globals[sym];
+    if (!g.is_undefined()) return &g;
+    return nullptr;
+}
+
+void Interp::assign(uint32_t sym, Value v) {
+    if (!scope_) {
+        root_[sym] = std::move(v);
+        root_set_[sym] = 1;
+        return;
+    }
+    for (auto& [k, x] : scope_->vars) {
+        if (k == sym) {
+            x = std::move(v);
+            return;
+        }
+    }
+    scope_->vars.emplace_back(sym, std::move(v));
+}
+
+Value Interp::undefined_name(uint32_t sym) const {
+    return Value::undefined("'" + prog_.symbols[sym] + "' is undefined");
+}
+
+// --- statements ---------------------------------------------------------------------------
+
+Flow Interp::exec_body(const Body& body) {
+    for (const StmtPtr& s : body) {
+        Flow f = exec(s.get());
+        if (f != Flow::Normal) return f;
+    }
+    return Flow::Normal;
+}
+
+namespace {
+
+// Restores the output buffer and scope on every exit path.
+struct FrameSave {
+    std::string*& out;
+    Scope*& scope;
+    std::string* saved_out;
+    Scope* saved_scope;
+    FrameSave(std::string*& o, Scope*& s) : out(o), scope(s), saved_out(o), saved_scope(s) {}
+    ~FrameSave() {
+        out = saved_out;
+        scope = saved_scope;
+    }
+};
+
+}  // namespace
+
+std::string Interp::capture(const Body& body, bool new_scope) {
+    std::string buf;
+    FrameSave save(out_, scope_);
+    ScopeRef sc;
+    if (new_scope) {
+        sc = ScopeRef(new Scope(scope_));
+        scope_ = sc.get();
+    }
+    out_ = &buf;
+    exec_body(body);
+    return buf;
+}
+
+void Interp::emit(const Value& v) {
+    if (v.is_string()) out_->append(v.str());
+    else append_str(*out_, v);
+    check_output();
+}
+
+Flow Interp::exec(const Stmt* s) {
+    check_stack();
+    pos_ = s->pos;
+    switch (s->kind) {
+        case StmtKind::Text: {
+            const auto* t = static_cast<const TextStmt*>(s);
+            out_->append(t->text);
+            check_output();
+            return Flow::Normal;
+        }
+        case StmtKind::Output: {
+            Value v = eval(static_cast<const OutputStmt*>(s)->expr.get());
+            emit(v);
+            return Flow::Normal;
+        }
+        case StmtKind::If: {
+            const auto* i = static_cast<const IfStmt*>(s);
+            for (const auto& [test, body] : i->branches)
+                if (truthy(eval(test.get()))) return exec_body(body);
+            return exec_body(i->else_body);
+        }
+        case StmtKind::For: {
+            const auto* f = static_cast<const ForStmt*>(s);
+            Value iterable = eval(f->iter.get());
+            exec_for(f, iterable, 0, scope_);
+            return Flow::Normal;
+        }
+        case StmtKind::Set: {
+            const auto* st = static_cast<const SetStmt*>(s);
+            exec_set(st->target, eval(st->value.get()));
+            return Flow::Normal;
+        }
+        case StmtKind::SetBlock: {
+            const auto* st = static_cast<const SetBlockStmt*>(s);
+            Value v = Value::string(capture(st->body, true));
+            for (const auto& f : st->filters) v = eval_filter(f.get(), &v);
+            pos_ = s->pos;
+            exec_set(st->target, std::move(v));
+            return Flow::Normal;
+        }
+        case StmtKind::Macro: exec_macro_def(static_cast<const MacroStmt*>(s)); return Flow::Normal;
+        case StmtKind::CallBlock: exec_call_block(static_cast<const CallBlockStmt*>(s)); return Flow::Normal;
+        case StmtKind::FilterBlock: {
+            const auto* fb = static_cast<const FilterBlockStmt*>(s);
+            Value v = Value::string(capture(fb->body, true));
+            for (const auto& f : fb->filters) v = eval_filter(f.get(), &v);
+            emit(v);
+            return Flow::Normal;
+        }
+        case StmtKind::With: {
+            const auto* w = static_cast<const WithStmt*>(s);
+            std::vector<Value> values;
+            values.reserve(w->assigns.size());
+            for (const auto& a : w->assigns) values.push_back(eval(a.second.get()));
+            FrameSave save(out_, scope_);
+            ScopeRef sc(new Scope(scope_));
+            scope_ = sc.get();
+            for (size_t n = 0; n < values.size(); ++n) exec_set(w->assigns[n].first, std::move(values[n]));
+            return exec_body(w->body);
+        }
+        case StmtKind::Break: return Flow::Break;
+        case StmtKind::Continue: return Flow::Continue;
+        case StmtKind::Scope: {
+            const auto* sc = static_cast<const ScopeStmt*>(s);
+            if (!sc->new_scope) return exec_body(sc->body);
+            FrameSave save(out_, scope_);
+            ScopeRef inner(new Scope(scope_));
+            scope_ = inner.get();
+            exec_body(sc->body);
+            return Flow::Normal;
+        }
+    }
+    return Flow::Normal;
+}
+
+void Interp::exec_set(const Target& t, Value v) {
+    switch (t.kind) {
+        case Target::Kind::Name: assign(t.sym, std::move(v)); return;
+        case Target::Kind::Tuple: {
+            std::vector<Value> items = to_list(v);
+            if (items.size() != t.items.size()) {
+                if (items.size() > t.items.size())
+                    fail("too many values to unpack (expected " + std::to_string(t.items.size()) + ")");
+                fail("not enough values to unpack (expected " + std::to_string(t.items.size()) + ", got " +
+                     std::to_string(items.size()) + ")");
+            }
+            for (size_t n = 0; n < items.size(); ++n) exec_set(t.items[n], std::move(items[n]));
+            return;
+        }
+        case Target::Kind::NsAttr: {
+            const Value* ns = lookup(t.sym);
+            if (!ns || !ns->is_object() || ns->object().otype != ObjType::Namespace)
+                fail("cannot assign attribute on non-namespace object");
+            if (!t.attr.empty() && t.attr[0] == '_')
+                fail("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + t.attr +
+                     "'. Please rename the attribute.");
+            static_cast<NamespaceObj&>(ns->object()).attrs.dict().set_str(t.attr, std::move(v));
+            return;
+        }
+    }
+}
+
+void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope* outer) {
+    std::vector<Value> items = to_list(iterable);
+    FrameSave save(out_, scope_);
+    ScopeRef iter_scope(new Scope(outer));
+    auto fresh_scope = [&]() {
+        // A macro defined in the previous iteration may hold on to its scope.
+        if (iter_scope->refs > 1) iter_scope = ScopeRef(new Scope(outer));
+        else iter_scope->vars.clear();
+        scope_ = iter_scope.get();
+    };
+    if (f->filter) {
+        std::vector<Value> kept;
+        for (Value& item : items) {
+            tick();
+            fresh_scope();
+            exec_set(f->target, item);
+            if (truthy(eval(f->filter.get()))) kept.push_back(std::move(item));
+        }
+        items.swap(kept);
+    }
+    if (items.empty()) {
+        scope_ = outer;
+        ScopeRef else_scope(new Scope(outer));
+        scope_ = else_scope.get();
+        exec_body(f->else_body);
+        return;
+    }
+    Value loop_value = Value::from_obj(new LoopObj());
+    auto& loop = static_cast<LoopObj&>(loop_value.object());
+    loop.items = std::move(items);
+    loop.depth0 = depth0;
+    if (f->recursive) {
+        loop.stmt = f;
+        loop.scope = outer;
+        if (outer) ref_inc(outer);
+    }
+    for (size_t n = 0; n < loop.items.size(); ++n) {
+        tick();
+        fresh_scope();
+        loop.index0 = n;
+        scope_->vars.emplace_back(prog_.sym_loop, loop_value);
+        exec_set(f->target, loop.items[n]);
+        if (exec_body(f->body) == Flow::Break) break;
+    }
+}
+
+void Interp::exec_macro_def(const MacroStmt* s) {
+    assign(s->sym, Value::from_obj(new MacroObj(&s->def, scope_)));
+}
+
+void Interp::exec_call_block(const CallBlockStmt* s) {
+    Value caller = Value::from_obj(new MacroObj(&s->caller, scope_));
+    const auto* call = static_cast<const CallExpr*>(s->call.get());
+    std::vector<Value> pos;
+    std::vector<KwArg> kw;
+    Value callee;
+    Value self;
+    bool is_method = false;
+    const GetAttrExpr* g = nullptr;
+    if (call->callee->kind == ExprKind::GetAttr) {
+        g = static_cast<const GetAttrExpr*>(call->callee.get());
+        self = eval(g->obj.get());
+        is_method = true;
+    } else {
+        callee = eval(call->callee.get());
+    }
+    eval_args(call->args, pos, kw);
+    kw.push_back(KwArg{"caller", caller, Value()});
+    pos_ = s->pos;
+    if (is_method) callee = getattr(self, g->name);
+    Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+    emit(this->call(callee, args));
+}
+
+// --- expressions ---------------------------------------------------------------------------
+
+Value Interp::eval(const Expr* e) {
+    check_stack();
+    switch (e->kind) {
+        case ExprKind::Const: return static_cast<const ConstExpr*>(e)->value;
+        case ExprKind::Name: return eval_name(static_cast<const NameExpr*>(e));
+        case ExprKind::GetAttr: return eval_getattr(static_cast<const GetAttrExpr*>(e));
+        case ExprKind::GetItem: {
+            const auto* g = static_cast<const GetItemExpr*>(e);
+            Value obj = eval(g->obj.get());
+            if (g->key->kind == ExprKind::Slice) return eval_slice(obj, static_cast<const SliceExpr*>(g->key.get()));
+            Value key = eval(g->key.get());
+            pos_ = e->pos;
+            return getitem(obj, key);
+        }
+        case ExprKind::Slice: fail("slice outside a subscript");
+        case ExprKind::Call: return eval_call(static_cast<const CallExpr*>(e));
+        case ExprKind::Filter: return eval_filter(static_cast<const FilterExpr*>(e), nullptr);
+        case ExprKind::Test: return Value::boolean(eval_test(static_cast<const TestExpr*>(e)));
+        case ExprKind::Not: return Value::boolean(!truthy(eval(static_cast<const UnaryExpr*>(e)->operand.get())));
+        case ExprKind::Neg: {
+            Value v = eval(static_cast<const UnaryExpr*>(e)->operand.get());
+            pos_ = e->pos;
+            return unary_minus(v);
+        }
+        case ExprKind::Pos: {
+            Value v = eval(static_cast<const UnaryExpr*>(e)->operand.get());
+            pos_ = e->pos;
+            return unary_plus(v);
+        }
+        case ExprKind::Binary: {
+            const auto* b = static_cast<const BinaryExpr*>(e);
+            Value l = eval(b->left.get());
+            Value r = eval(b->right.get());
+            pos_ = e->pos;
+            return binary_op(*this, b->op, l, r);
+        }
+        case ExprKind::And: {
+            const auto* b = static_cast<const LogicExpr*>(e);
+            Value l = eval(b->left.get());
+            if (!truthy(l)) return l;
+            return eval(b->right.get());
+        }
+        case ExprKind::Or: {
+            const auto* b = static_cast<const LogicExpr*>(e);
+            Value l = eval(b->left.get());
+            if (truthy(l)) return l;
+            return eval(b->right.get());
+        }
+        case ExprKind::Compare: return eval_compare(static_cast<const CompareExpr*>(e));
+        case ExprKind::Concat: {
+            std::string s;
+            for (const ExprPtr& p : static_cast<const ConcatExpr*>(e)->parts) {
+                Value v = eval(p.get());
+                append_str(s, v);
+                check_size(s.size());
+            }
+            return Value::string(std::move(s));
+        }
+        case ExprKind::Cond: {
+            const auto* c = static_cast<const CondExpr*>(e);
+            if (truthy(eval(c->test.get()))) return eval(c->then.get());
+            if (c->otherwise) return eval(c->otherwise.get());
+            return Value::undefined("the inline if-expression on line evaluated to false and no else section was defined.");
+        }
+        case ExprKind::List:
+        case ExprKind::Tuple: {
+            const auto* l = static_cast<const SeqExpr*>(e);
+            Value out = e->kind == ExprKind::List ? Value::new_list() : Value::new_tuple();
+            out.list().items.reserve(l->items.size());
+            for (const ExprPtr& x : l->items) out.list().items.push_back(eval(x.get()));
+            return out;
+        }
+        case ExprKind::Dict: {
+            const auto* d = static_cast<const DictExpr*>(e);
+            Value out = Value::new_dict();
+            for (const auto& [k, v] : d->items) {
+                Value key = eval(k.get());
+                Value val = eval(v.get());
+                pos_ = k->pos;
+                out.dict().set(std::move(key), std::move(val));
+            }
+            return out;
+        }
+    }
+    return Value();
+}
+
+Value Interp::eval_name(const NameExpr* e) {
+    if (const Value* v = lookup(e->sym)) return *v;
+    return undefined_name(e->sym);
+}
+
+Value Interp::eval_getattr(const GetAttrExpr* e) {
+    Value obj = eval(e->obj.get());
+    pos_ = e->pos;
+    switch (obj.kind()) {
+        case Kind::Dict:
+            if (e->dict_method >= 0) return Value::from_obj(new BoundMethodObj(obj, MethodOwner::Dict, e->dict_method));
+            if (const Value* v = obj.dict().find_str(e->name)) return *v;
+            return Value::undefined("'dict object' has no attribute '" + e->name + "'");
+        case Kind::String:
+            if (e->str_method >= 0) return Value::from_obj(new BoundMethodObj(obj, MethodOwner::Str, e->str_method));
+            return Value::undefined("'str object' has no attribute '" + e->name + "'");
+        case Kind::List:
+            if (e->list_method >= 0) return Value::from_obj(new BoundMethodObj(obj, MethodOwner::List, e->list_method));
+            return getattr(obj, e->name);
+        default: return getattr(obj, e->name);
+    }
+}
+
+void Interp::eval_args(const ArgExprs& a, std::vector<Value>& pos, std::vector<KwArg>& kw) {
+    pos.reserve(a.pos.size());
+    for (const ExprPtr& x : a.pos) pos.push_back(eval(x.get()));
+    if (a.dyn_args) {
+        Value extra = eval(a.dyn_args.get());
+        for (Value& x : to_list(extra)) pos.push_back(std::move(x));
+    }
+    kw.reserve(a.kw.size());
+    for (const KwExpr& k : a.kw) kw.push_back(KwArg{k.name, eval(k.value.get()), Value()});
+    if (a.dyn_kwargs) {
+        Value extra = eval(a.dyn_kwargs.get());
+        if (!extra.is_dict()) fail_type("argument after ** must be a mapping, not " + std::string(type_name(extra)));
+        // Keep the dict alive while its keys are referenced by name.
+        for (const auto& [k, v] : extra.dict().entries) {
+            if (!k.is_string()) fail_type("keywords must be strings");
+            kw.push_back(KwArg{k.str(), v, k});
+        }
+    }
+}
+
+Value Interp::method_call(const GetAttrExpr* g, const Value& obj, const ArgExprs& a) {
+    MethodOwner owner;
+    int id = -1;
+    if (obj.is_string()) owner = MethodOwner::Str, id = g->str_method;
+    else if (obj.is_list()) owner = MethodOwner::List, id = g->list_method;
+    else if (obj.is_dict()) owner = MethodOwner::Dict, id = g->dict_method;
+    std::vector<Value> pos;
+    std::vector<KwArg> kw;
+    if (id >= 0) {
+        eval_args(a, pos, kw);
+        pos_ = g->pos;
+        Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+        return call_method(*this, obj, owner, id, args);
+    }
+    pos_ = g->pos;
+    Value callee = obj.is_dict() ? (obj.dict().find_str(g->name) ? *obj.dict().find_str(g->name)
+                                                                   : Value::undefined("'dict object' has no attribute '" + g->name + "'"))
+                                 : getattr(obj, g->name);
+    eval_args(a, pos, kw);
+    pos_ = g->pos;
+    Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+    return call(callee, args);
+}
+
+Value Interp::eval_call(const CallExpr* e) {
+    if (e->callee->kind == ExprKind::GetAttr) {
+        const auto* g = static_cast<const GetAttrExpr*>(e->callee.get());
+        Value obj = eval(g->obj.get());
+        if (obj.is_undefined()) {
+            pos_ = g->pos;
+            fail_undefined(obj);
+        }
+        return method_call(g, obj, e->args);
+    }
+    Value callee = eval(e->callee.get());
+    std::vector<Value> pos;
+    std::vector<KwArg> kw;
+    eval_args(e->args, pos, kw);
+    pos_ = e->pos;
+    Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+    return call(callee, args);
+}
+
+Value Interp::eval_filter(const FilterExpr* e, const Value* input) {
+    Value subject = input ? *input : (e->subject ? eval(e->subject.get()) : Value());
+    std::vector<Value> pos;
+    std::vector<KwArg> kw;
+    eval_args(e->args, pos, kw);
+    pos_ = e->pos;
+    if (!e->fn) fail("No filter named '" + e->name + "'.");
+    Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+    return e->fn(*this, subject, args);
+}
+
+bool Interp::eval_test(const TestExpr* e) {
+    Value subject = eval(e->subject.get());
+    std::vector<Value> pos;
+    std::vector<KwArg> kw;
+    eval_args(e->args, pos, kw);
+    pos_ = e->pos;
+    if (!e->fn) fail("No test named '" + e->name + "'.");
+    Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+    return e->fn(*this, subject, args);
+}
+
+Value Interp::eval_compare(const CompareExpr* e) {
+    Value left = eval(e->first.get());
+    for (const auto& [op, expr] : e->rest) {
+        Value right = eval(expr.get());
+        pos_ = e->pos;
+        bool ok = false;
+        switch (op) {
+            case CmpOp::Eq: ok = equal(left, right); break;
+            case CmpOp::Ne: ok = !equal(left, right); break;
+            case CmpOp::Lt: ok = less(left, right); break;
+            case CmpOp::Gt: ok = less(right, left); break;
+            case CmpOp::Le: ok = less(left, right) || equal(left, right); break;
+            case CmpOp::Ge: ok = less(right, left) || equal(left, right); break;
+            case CmpOp::In: ok = contains(*this, right, left); break;
+            case CmpOp::NotIn: ok = !contains(*this, right, left); break;
+        }
+        if (!ok) return Value::boolean(false);
+        left = std::move(right);
+    }
+    return Value::boolean(true);
+}
+
+Value Interp::eval_slice(const Value& obj, const SliceExpr* s) {
+    Value start = s->start ? eval(s->start.get()) : Value::none();
+    Value stop = s->stop ? eval(s->stop.get()) : Value::none();
+    Value step = s->step ? eval(s->step.get()) : Value::none();
+    pos_ = s->pos;
+    return slice_value(*this, obj, start, stop, step);
+}
+
+// --- services -----------------------------------------------------------------------------
+
+Value Interp::getattr(const Value& obj, std::string_view name) {
+    auto missing = [&]() {
+        return Value::undefined("'" + std::string(type_name(obj)) + " object' has no attribute '" + std::string(name) + "'");
+    };
+    switch (obj.kind()) {
+        case Kind::Undefined: fail_undefined(obj);
+        case Kind::String: {
+            int id = find_method(MethodOwner::Str, name);
+            if (id >= 0) return Value::from_obj(new BoundMethodObj(obj, MethodOwner::Str, id));
+            return missing();
+        }
+        case Kind::List: {
+            int id = find_method(MethodOwner::List, name);
+            if (id >= 0) return Value::from_obj(new BoundMethodObj(obj, MethodOwner::List, id));
+            if (obj.list().seq == SeqKind::Group && obj.list().items.size() == 2) {
+                if (name == "grouper") return obj.list().items[0];
+                if (name == "list") return obj.list().items[1];
+            }
+            return missing();
+        }
+        case Kind::Dict: {
+            int id = find_method(MethodOwner::Dict, name);
+            if (id >= 0) return Value::from_obj(new BoundMethodObj(obj, MethodOwner::Dict, id));
+            if (const Value* v = obj.dict().find_str(name)) return *v;
+            return missing();
+        }
+        case Kind::Object: {
+            Object& o = obj.object();
+            switch (o.otype) {
+                case ObjType::Namespace: {
+                    if (!name.empty() && name[0] == '_') return missing();
+                    if (const Value* v = static_cast<NamespaceObj&>(o).attrs.dict().find_str(name)) return *v;
+                    return missing();
+                }
+                case ObjType::Loop: return loop_attr(static_cast<LoopObj&>(o), name);
+                case ObjType::Cycler: {
+                    auto& c = static_cast<CyclerObj&>(o);
+                    if (name == "current") return c.items.empty() ? Value() : c.items[c.pos];
+                    if (name == "next") return Value::from_obj(new BoundMethodObj(obj, ObjMethod::CyclerNext));
+                    if (name == "reset") return Value::from_obj(new BoundMethodObj(obj, ObjMethod::CyclerReset));
+                    return missing();
+                }
+                case ObjType::Macro: {
+                    auto& m = static_cast<MacroObj&>(o);
+                    if (name == "name") return Value::string(m.def->name);
+                    if (name == "arguments") {
+                        Value t = Value::new_tuple();
+                        for (const auto& p : m.def->param_names) t.list().items.push_back(Value::string(p));
+                        return t;
+                    }
+                    if (name == "catch_kwargs") return Value::boolean(m.def->uses_kwargs);
+                    if (name == "catch_varargs") return Value::boolean(m.def->uses_varargs);
+                    if (name == "caller") return Value::boolean(m.def->uses_caller);
+                    return missing();
+                }
+                case ObjType::Builtin: {
+                    auto& b = static_cast<BuiltinObj&>(o);
+                    if (b.name == "dict" && name == "fromkeys")
+                        return Value::from_obj(new BoundMethodObj(obj, ObjMethod::DictFromkeys));
+                    return missing();
+                }
+                default: return missing();
+            }
+        }
+        default: return missing();
+    }
+}
+
+Value Interp::getitem(const Value& obj, const Value& key) {
+    switch (obj.kind()) {
+        case Kind::Undefined: fail_undefined(obj);
+        case Kind::Dict: {
+            if (key.is_list() && key.list().seq != SeqKind::Tuple) break;  // unhashable: TypeError, then attribute
+            if (key.is_dict()) break;
+            if (const Value* v = obj.dict().find(key)) return *v;
+            break;
+        }
+        case Kind::List:
+        case Kind::String:
+            if (key.is_integral()) {
+                Value v = index_value(obj, key.as_int());
+                if (!v.is_undefined()) return v;
+                return Value::undefined("'" + std::string(type_name(obj)) + " object' has no element " + to_repr(key));
+            }
+            break;
+        default: break;
+    }
+    if (key.is_string()) return getattr(obj, key.str());
+    return Value::undefined("'" + std::string(type_name(obj)) + " object' has no element " + to_repr(key));
+}
+
+std::vector<Value> Interp::to_list(const Value& v) {
+    switch (v.kind()) {
+        case Kind::Undefined: return {};
+        case Kind::List: return v.list().items;
+        case Kind::Dict: {
+            std::vector<Value> keys;
+            keys.reserve(v.dict().size());
+            for (const auto& e : v.dict().entries) keys.push_back(e.first);
+            return keys;
+        }
+        case Kind::String: {
+            std::vector<Value> out;
+            const std::string& s = v.str();
+            out.reserve(s.size());
+            for (size_t i = 0; i < s.size();) {
+                size_t start = i;
+                text::decode(s, i);
+                out.push_back(Value::string(std::string_view(s).substr(start, i - start)));
+            }
+            return out;
+        }
+        case Kind::Object:
+            if (v.object().otype == ObjType::Iterator) {
+                auto& it = static_cast<IteratorObj&>(v.object());
+                std::vector<Value> out;
+                Value x;
+                while (it.next && it.next(*this, x)) {
+                    tick();
+                    out.push_back(std::move(x));
+                }
+                it.next = nullptr;
+                return out;
+            }
+            break;
+        default: break;
+    }
+    fail_type("'" + std::string(type_name(v)) + "' object is not iterable");
+}
+
+Value Interp::make_iterator(std::string_view kind, std::function<bool(Interp&, Value&)> next) {
+    return Value::from_obj(new IteratorObj(kind, std::move(next)));
+}
+
+Value Interp::call(const Value& callee, Args& args) {
+    if (callee.is_undefined()) fail_undefined(callee);
+    if (callee.is_object()) {
+        Object& o = callee.object();
+        switch (o.otype) {
+            case ObjType::Builtin: return static_cast<BuiltinObj&>(o).fn(*this, args);
+            case ObjType::BoundMethod: {
+                auto& m = static_cast<BoundMethodObj&>(o);
+                if (m.builtin_type) return call_method(*this, m.self, m.owner, m.id, args);
+                return call_object_method(m, args);
+            }
+            case ObjType::Macro: return call_macro(static_cast<MacroObj&>(o), args);
+            case ObjType::Loop: {
+                auto& loop = static_cast<LoopObj&>(o);
+                if (!loop.stmt) fail_type("Tried to call non recursive loop.  Maybe you forgot the 'recursive' modifier.");
+                if (args.n_pos != 1 || args.n_kw != 0) fail_type("loop() takes exactly one argument");
+                if (++call_depth_ > options_.limits.max_depth)
+                    fail("template exceeded the recursion limit of " + std::to_string(options_.limits.max_depth));
+                tick();
+                std::string buf;
+                {
+                    FrameSave save(out_, scope_);
+                    out_ = &buf;
+                    exec_for(loop.stmt, args.pos[0], loop.depth0 + 1, loop.scope);
+                }
+                --call_depth_;
+                return Value::string(std::move(buf));
+            }
+            case ObjType::Joiner: {
+                auto& j = static_cast<JoinerObj&>(o);
+                if (!j.used) {
+                    j.used = true;
+                    return Value::string(std::string());
+                }
+                return Value::string(j.sep);
+            }
+            default: break;
+        }
+    }
+    fail_type("'" + std::string(type_name(callee)) + "' object is not callable");
+}
+
+Value Interp::call_object_method(BoundMethodObj& m, Args& args) {
+    switch (static_cast<ObjMethod>(m.id)) {
+        case ObjMethod::LoopCycle: {
+            auto& loop = static_cast<LoopObj&>(m.self.object());
+            if (args.n_pos == 0) fail_type("no items for cycling given");
+            return args.pos[loop.index0 % args.n_pos];
+        }
+        case ObjMethod::LoopChanged: {
+            auto& loop = static_cast<LoopObj&>(m.self.object());
+            Value now = Value::new_list();
+            for (size_t n = 0; n < args.n_pos; ++n) now.list().items.push_back(args.pos[n]);
+            if (!loop.changed_seen || !equal(now, loop.last_changed)) {
+                loop.changed_seen = true;
+                loop.last_changed = now;
+                return Value::boolean(true);
+            }
+            return Value::boolean(false);
+        }
+        case ObjMethod::CyclerNext: {
+            auto& c = static_cast<CyclerObj&>(m.self.object());
+            if (c.items.empty()) return Value();
+            Value rv = c.items[c.pos];
+            c.pos = (c.pos + 1) % c.items.size();
+            return rv;
+        }
+        case ObjMethod::CyclerReset: static_cast<CyclerObj&>(m.self.object()).pos = 0; return Value::none();
+        case ObjMethod::DictFromkeys: {
+            Params p(args, "fromkeys", {"iterable", "value"}, 1);
+            Value out = Value::new_dict();
+            Value fill = p.has(1) ? *p.get(1) : Value::none();
+            for (Value& k : to_list(*p.get(0))) out.dict().set(std::move(k), fill);
+            return out;
+        }
+    }
+    return Value();
+}
+
+Value Interp::loop_attr(LoopObj& loop, std::string_view name) {
+    const size_t n = loop.items.size();
+    const auto i = static_cast<int64_t>(loop.index0);
+    if (name == "index") return Value::integer(i + 1);
+    if (name == "index0") return Value::integer(i);
+    if (name == "first") return Value::boolean(loop.index0 == 0);
+    if (name == "last") return Value::boolean(loop.index0 + 1 == n);
+    if (name == "length") return Value::integer(static_cast<int64_t>(n));
+    if (name == "revindex") return Value::integer(static_cast<int64_t>(n) - i);
+    if (name == "revindex0") return Value::integer(static_cast<int64_t>(n) - i - 1);
+    if (name == "depth") return Value::integer(loop.depth0 + 1);
+    if (name == "depth0") return Value::integer(loop.depth0);
+    if (name == "previtem") return loop.index0 > 0 ? loop.items[loop.index0 - 1] : Value::undefined("there is no previous item");
+    if (name == "nextitem") return loop.index0 + 1 < n ? loop.items[loop.index0 + 1] : Value::undefined("there is no next item");
+    Value self = Value::from_obj(&loop);
+    ref_inc(&loop);
+    if (name == "cycle") return Value::from_obj(new BoundMethodObj(self, ObjMethod::LoopCycle));
+    if (name == "changed") return Value::from_obj(new BoundMethodObj(self, ObjMethod::LoopChanged));
+    return Value::undefined("'LoopContext object' has no attribute '" + std::string(name) + "'");
+}
+
+Value Interp::call_macro(MacroObj& m, Args& args) {
+    const MacroDef& d = *m.def;
+    if (++call_depth_ > options_.limits.max_depth)
+        fail("template exceeded the recursion limit of " + std::to_string(options_.limits.max_depth) + " nested calls");
+    tick();
+    const size_t n_params = d.params.size();
+    std::vector<Value> bound(n_params);
+    std::vector<uint8_t> given(n_params, 0);
+    const size_t n_positional = std::min(args.n_pos, n_params);
+    for (size_t k = 0; k < n_positional; ++k) {
+        bound[k] = args.pos[k];
+        given[k] = 1;
+    }
+    Value kwargs = d.uses_kwargs ? Value::new_dict() : Value();
+    Value caller;
+    bool have_caller = false;
+    bool explicit_caller = false;
+    for (const auto& p : d.param_names)
+        if (p == "caller") explicit_caller = true;
+    for (size_t k = 0; k < args.n_kw; ++k) {
+        const KwArg& kw = args.kw[k];
+        bool matched = false;
+        if (n_positional < n_params) {
+            for (size_t j = n_positional; j < n_params; ++j) {
+                if (d.param_names[j] == kw.name) {
+                    if (given[j]) fail_type("macro '" + d.name + "' got multiple values for argument '" + d.param_names[j] + "'");
+                    bound[j] = kw.value;
+                    given[j] = 1;
+                    matched = true;
+                    break;
+                }
+            }
+        }
+        if (matched) continue;
+        if (kw.name == "caller" && d.uses_caller && !explicit_caller && !have_caller) {
+            caller = kw.value;
+            have_caller = true;
+            continue;
+        }
+        if (d.uses_kwargs) {
+            kwargs.dict().set_str(kw.name, kw.value);
+            continue;
+        }
+        if (kw.name == "caller")
+            fail_type("macro '" + d.name + "' was invoked with two values for the special caller argument. This is most likely a bug.");
+        fail_type("macro '" + d.name + "' takes no keyword argument '" + std::string(kw.name) + "'");
+    }
+    Value varargs;
+    if (d.uses_varargs) {
+        varargs = Value::new_tuple();
+        for (size_t k = n_params; k < args.n_pos; ++k) varargs.list().items.push_back(args.pos[k]);
+    } else if (args.n_pos > n_params) {
+        fail_type("macro '" + d.name + "' takes not more than " + std::to_string(n_params) + " argument(s)");
+    }
+
+    std::string buf;
+    {
+        FrameSave save(out_, scope_);
+        ScopeRef sc(new Scope(m.closure));
+        scope_ = sc.get();
+        out_ = &buf;
+        const size_t first_default = n_params - d.defaults.size();
+        for (size_t k = 0; k < n_params; ++k) {
+            if (given[k]) {
+                assign(d.params[k], std::move(bound[k]));
+            } else if (k >= first_default) {
+                assign(d.params[k], eval(d.defaults[k - first_default].get()));
+            } else {
+                assign(d.params[k], Value::undefined("parameter '" + d.param_names[k] + "' was not provided"));
+            }
+        }
+        if (d.uses_caller && !explicit_caller)
+            assign(prog_.sym_caller, have_caller ? caller : Value::undefined("No caller defined"));
+        if (d.uses_kwargs) assign(prog_.sym_kwargs, kwargs);
+        if (d.uses_varargs) assign(prog_.sym_varargs, varargs);
+        exec_body(d.body);
+    }
+    --call_depth_;
+    return Value::string(std::move(buf));
+}
+
+Value Interp::filter_by_name(std::string_view name, const Value& v, Args& args) {
+    FilterFn f = find_filter(name);
+    if (!f) fail("No filter named '" + std::string(name) + "'.");
+    return f(*this, v, args);
+}
+
+bool Interp::test_by_name(std::string_view name, const Value& v, Args& args) {
+    TestFn t = find_test(name);
+    if (!t) fail("No test named '" + std::string(name) + "'.");
+    return t(*this, v, args);
+}
+
+}  // namespace kiln::jinja

@@ -1,0 +1,46 @@
+// The public API: Template (parse once, render many) and render().
+#include "chat/jinja/ast.h"
+#include "chat/jinja/error.h"
+#include "chat/jinja/interp.h"
+#include "chat/jinja/ops.h"
+#include "kiln/jinja.h"
+
+namespace kiln::jinja {
+
+Template::Template(std::string_view source) {
+    try {
+        program_ = parse_program(source);
+    } catch (const TemplateError&) {
+        throw;
+    } catch (const std::bad_alloc&) {
+        throw TemplateError("out of memory while parsing the template", 0, 0);
+    }
+}
+
+Template::Template(Template&&) noexcept = default;
+Template& Template::operator=(Template&&) noexcept = default;
+Template::~Template() = default;
+
+const std::string& Template::source() const { return program_->source; }
+
+std::string Template::render(const Value& context, const RenderOptions& options) const {
+    Interp interp(*program_, options);
+    return interp.render(context);
+}
+
+std::string Template::render_json(std::string_view context_json, const RenderOptions& options) const {
+    Value context;
+    try {
+        context = json_parse(context_json);
+    } catch (const TemplateError& e) {
+        throw TemplateError("context JSON: " + e.message(), 0, 0);
+    }
+    if (!context.is_dict()) throw TemplateError("context JSON must be an object", 0, 0);
+    return render(context, options);
+}
+
+std::string render(std::string_view source, std::string_view context_json, const RenderOptions& options) {
+    return Template(source).render_json(context_json, options);
+}
+
+}  // namespace kiln::jinja

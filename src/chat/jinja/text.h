@@ -1,0 +1,50 @@
+// UTF-8 and Python string helpers: code points, Python's notion of whitespace,
+// case mapping and character classes. Standard library only, so Unicode coverage
+// is approximate outside the common scripts (see docs/jinja.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::jinja::text {
+
+// Decodes the code point at s[i]; advances i. Invalid bytes decode as themselves
+// (one byte, value 0xDC80 + byte, as Python's surrogateescape would) so that
+// indexing and slicing never lose or invent bytes.
+uint32_t decode(std::string_view s, size_t& i);
+void encode(std::string& out, uint32_t cp);
+bool is_ascii(std::string_view s);
+int64_t length(std::string_view s);               // code points
+std::vector<uint32_t> code_points(std::string_view s);
+// Byte offsets of every code point boundary (size = length + 1).
+std::vector<size_t> boundaries(std::string_view s);
+
+bool is_space(uint32_t cp);       // str.isspace
+bool is_alpha(uint32_t cp);       // str.isalpha (approximate outside common scripts)
+bool is_digit(uint32_t cp);       // str.isdigit
+bool is_decimal(uint32_t cp);     // str.isdecimal
+bool is_numeric(uint32_t cp);     // str.isnumeric
+bool is_upper_cp(uint32_t cp);
+bool is_lower_cp(uint32_t cp);
+bool is_cased(uint32_t cp);
+bool is_printable(uint32_t cp);   // str.isprintable, for repr()
+bool is_identifier_start(uint32_t cp);
+bool is_identifier_char(uint32_t cp);
+uint32_t to_upper_cp(uint32_t cp);
+uint32_t to_lower_cp(uint32_t cp);
+
+std::string upper(std::string_view s);
+std::string lower(std::string_view s);
+std::string capitalize(std::string_view s);   // str.capitalize
+std::string title(std::string_view s);        // str.title
+std::string swapcase(std::string_view s);
+
+// str.strip family: chars == nullptr strips Python whitespace.
+std::string_view strip(std::string_view s, const std::string* chars, bool left, bool right);
+
+// HTML escaping as markupsafe does: & < > ' "
+std::string html_escape(std::string_view s);
+
+}  // namespace kiln::jinja::text
