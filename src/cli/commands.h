@@ -13,5 +13,7 @@ int cmd_bench(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
 int cmd_template(int argc, char** argv);
+int cmd_run(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
 
 }  // namespace kiln::cli

@@ -1,0 +1,131 @@
+#include <chrono>
+
+#include "chat/builtin_templates.h"
+#include "kiln/chat.h"
+#include "kiln/chat_template.h"
+#include "kiln/error.h"
+#include "kiln/jinja.h"
+
+namespace kiln {
+
+struct ChatSession::Impl {
+    std::shared_ptr<const Model> model;
+    Session session;
+    std::optional<jinja::Template> tmpl;
+    std::string origin;
+    std::string bos_text, eos_text;
+    ChatFormat format;
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+
+    Impl(std::shared_ptr<const Model> m, const ContextOptions& c) : model(m), session(m, c) {}
+};
+
+ChatSession::ChatSession(std::shared_ptr<const Model> model, const ChatOptions& options)
+    : impl_(std::make_unique<Impl>(model, options.context)) {
+    Impl& im = *impl_;
+    const Tokenizer& tok = model->tokenizer();
+    chat::ModelTemplate mt = chat::model_template(model->file());
+    im.bos_text = mt.bos_token;
+    im.eos_text = mt.eos_token;
+    std::string source;
+    if (options.template_source) {
+        source = *options.template_source;
+        im.origin = "option";
+    } else if (mt.source) {
+        source = *mt.source;
+        im.origin = "file";
+    } else if (auto b = chat::builtin_template_for(tok)) {
+        source = b->source;
+        im.origin = "built-in " + b->name + " (the file has no tokenizer.chat_template)";
+    } else {
+        throw Error(model->path() + ": the model has no chat template (tokenizer.chat_template) and its vocabulary "
+                    "has no known turn markers; give a template file");
+    }
+    im.tmpl.emplace(source);
+    im.format = detect_chat_format(source, [&](std::string_view t) { return tok.find_token(t) != k_no_token; });
+}
+
+ChatSession::~ChatSession() = default;
+
+const ChatFormat& ChatSession::format() const { return impl_->format; }
+const std::string& ChatSession::template_origin() const { return impl_->origin; }
+Session& ChatSession::session() { return impl_->session; }
+nlohmann::ordered_json& ChatSession::messages() { return impl_->messages; }
+
+void ChatSession::set_system(const std::string& text) {
+    auto& m = impl_->messages;
+    if (!m.empty() && m[0].value("role", "") == "system") {
+        m[0]["content"] = text;
+        return;
+    }
+    m.insert(m.begin(), nlohmann::ordered_json{{"role", "system"}, {"content", text}});
+}
+
+void ChatSession::add_user(const std::string& text) {
+    impl_->messages.push_back(nlohmann::ordered_json{{"role", "user"}, {"content", text}});
+}
+
+void ChatSession::add_message(nlohmann::ordered_json message) { impl_->messages.push_back(std::move(message)); }
+
+void ChatSession::add_tool_result(const ToolCall& call, const std::string& content) {
+    impl_->messages.push_back(nlohmann::ordered_json(tool_result_message(call, content)));
+}
+
+void ChatSession::reset() { impl_->messages = nlohmann::ordered_json::array(); }
+
+std::string ChatSession::render(const ChatTurnOptions& o) const {
+    const Impl& im = *impl_;
+    chat::ChatRequest req;
+    req.messages = im.messages;
+    if (!o.tools.is_null() && !o.tools.empty()) req.tools = o.tools;
+    req.add_generation_prompt = true;
+    req.enable_thinking = o.thinking;
+    req.bos_token = im.bos_text;
+    req.eos_token = im.eos_text;
+    return chat::apply_chat_template(*im.tmpl, req);
+}
+
+ChatReply ChatSession::reply(const ChatTurnOptions& o, const ReplyCallback& on_event) {
+    Impl& im = *impl_;
+    const std::string prompt = render(o);
+    std::vector<TokenId> ids = im.model->tokenizer().encode(prompt);
+    ReplyOptions ro;
+    ro.starts_in_thinking = prompt_opens_thinking(im.format, prompt);
+    ro.stop = o.generate.stop;
+    ro.tools = o.tools;
+    ReplyParser parser(im.format, ro);
+    bool stopped_by_callback = false;
+    auto deliver = [&](std::vector<ReplyEvent> events) {
+        for (const ReplyEvent& ev : events)
+            if (on_event && !on_event(ev)) stopped_by_callback = true;
+    };
+    GenerateOptions go = o.generate;
+    go.stop.clear();  // the parser holds stop strings back itself
+    GenerationResult r = im.session.generate(ids, go, [&](const TokenEvent& e) {
+        deliver(parser.push(e.text));
+        return !parser.done() && !stopped_by_callback;
+    });
+    ReplyFinish finish = ReplyFinish::Stop;
+    switch (r.finish) {
+        case FinishReason::Stop: finish = ReplyFinish::Stop; break;
+        case FinishReason::Length:
+        case FinishReason::ContextFull: finish = ReplyFinish::Length; break;
+        case FinishReason::Cancelled: finish = ReplyFinish::Cancelled; break;
+    }
+    Usage usage{r.prompt_tokens, r.reused_tokens, r.completion_tokens, 0};
+    ChatReply out;
+    for (const ReplyEvent& ev : parser.finish(finish, usage)) {
+        if (const auto* end = std::get_if<ReplyEnd>(&ev)) {
+            out.finish = end->finish;
+            out.usage = end->usage;
+        }
+        if (on_event) on_event(ev);
+    }
+    out.message = parser.message();
+    out.prefill_seconds = r.prefill_seconds;
+    out.decode_seconds = r.decode_seconds;
+    im.messages.push_back(nlohmann::ordered_json(assistant_message(out.message, o.include_reasoning_in_history)));
+    return out;
+}
+
+}  // namespace kiln

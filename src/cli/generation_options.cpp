@@ -1,0 +1,82 @@
+#include "cli/generation_options.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace kiln::cli {
+
+void GenerationFlags::add_to(CLI::App& app) {
+    app.add_option("-m,--model", model, "GGUF file (default: the model setup installed)");
+    app.add_option("-n,--n-predict", n_predict, "tokens to generate (-1: until the end of the reply)");
+    app.add_option("--temp", temperature, "temperature; 0 is greedy")->check(CLI::Range(0.0f, 100.0f));
+    app.add_option("--top-k", top_k, "top-k (0: off)")->check(CLI::Range(0, 1 << 30));
+    app.add_option("--top-p", top_p, "top-p (1: off)")->check(CLI::Range(0.0f, 1.0f));
+    app.add_option("--min-p", min_p, "min-p (0: off)")->check(CLI::Range(0.0f, 1.0f));
+    app.add_option("--typical-p", typical_p, "typical-p (1: off)")->check(CLI::Range(0.0f, 1.0f));
+    app.add_option("--repeat-penalty", repeat_penalty, "repetition penalty (1: off)")->check(CLI::Range(0.0f, 10.0f));
+    app.add_option("--presence-penalty", presence_penalty, "presence penalty")->check(CLI::Range(-10.0f, 10.0f));
+    app.add_option("--frequency-penalty", frequency_penalty, "frequency penalty")->check(CLI::Range(-10.0f, 10.0f));
+    app.add_option("--repeat-last-n", repeat_last_n, "tokens the penalties look back (-1: all)")->check(CLI::Range(-1, 1 << 30));
+    app.add_option("-s,--seed", seed, "random seed (-1: random)");
+    app.add_option("-c,--ctx-size", n_ctx, "context size (0: the model's, at most 4096)")->check(CLI::Range(0, 1 << 24));
+    app.add_option("-b,--batch-size", n_batch, "prompt chunk size")->check(CLI::Range(1, 1 << 16));
+    app.add_option("-t,--threads", n_threads, "threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    app.add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
+    app.add_option("--stop", stop, "stop string (repeatable)");
+    app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
+    app.add_flag("-v,--verbose", verbose, "load and speed figures on stderr");
+}
+
+uint64_t GenerationFlags::resolved_seed() const {
+    if (seed >= 0) return static_cast<uint64_t>(seed);
+    static const uint64_t random_seed =
+        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(::getpid()) << 32);
+    return random_seed;
+}
+
+SamplingParams GenerationFlags::sampling() const {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.typical_p = typical_p;
+    p.repeat_penalty = repeat_penalty;
+    p.presence_penalty = presence_penalty;
+    p.frequency_penalty = frequency_penalty;
+    p.penalty_last_n = repeat_last_n;
+    p.seed = resolved_seed();
+    return p;
+}
+
+ContextOptions GenerationFlags::context() const {
+    ContextOptions c;
+    c.n_ctx = n_ctx;
+    c.n_batch = n_batch;
+    c.kv_type = kv_type;
+    c.n_threads = n_threads;
+    return c;
+}
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+
+void on_sigint(int) {
+    if (g_interrupted.load()) std::_Exit(130);
+    g_interrupted.store(true);
+}
+}  // namespace
+
+const std::atomic<bool>& install_interrupt_handler() {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    return g_interrupted;
+}
+
+void clear_interrupt() { g_interrupted.store(false); }
+
+}  // namespace kiln::cli

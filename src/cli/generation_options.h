@@ -1,0 +1,47 @@
+// Options shared by the commands that generate (run, chat): sampling, context,
+// threads. Registered on a CLI11 app and turned into the library's structs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "kiln/engine.h"
+#include "kiln/model.h"
+
+namespace kiln::cli {
+
+struct GenerationFlags {
+    std::string model;
+    int n_predict = -1;  // -1: command default
+    float temperature = 0.8f;
+    int top_k = 40;
+    float top_p = 0.95f;
+    float min_p = 0.05f;
+    float typical_p = 1.0f;
+    float repeat_penalty = 1.0f;
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    int repeat_last_n = 64;
+    int64_t seed = -1;  // -1: random
+    int n_ctx = 0;
+    int n_batch = 256;
+    int n_threads = 0;
+    std::string kv_type = "f16";
+    std::vector<std::string> stop;
+    bool ignore_eos = false;
+    bool verbose = false;
+
+    void add_to(CLI::App& app);
+    SamplingParams sampling() const;
+    ContextOptions context() const;
+    uint64_t resolved_seed() const;
+};
+
+// Ctrl-C sets the flag (the reply stops, not the program); a second Ctrl-C
+// while the flag is still set exits.
+const std::atomic<bool>& install_interrupt_handler();
+void clear_interrupt();
+
+}  // namespace kiln::cli
