@@ -33,6 +33,9 @@ struct ChatTurnOptions {
     std::optional<bool> thinking;         // enable_thinking / thinking for the template
     nlohmann::json tools;                 // OpenAI tool definitions (array) or null
     bool include_reasoning_in_history = false;  // send reasoning back to the template next turn
+    // Assistant prefill: text the reply starts with (appended after the generation
+    // prompt; the model continues it). It is part of the reply's events and message.
+    std::string assistant_prefix;
 };
 
 struct ChatReply {
@@ -65,7 +68,9 @@ public:
     std::string render(const ChatTurnOptions& options) const;
 
     // Generates the assistant's reply to the conversation so far, streams its
-    // events, and appends the assistant message to the history.
+    // events, and appends the assistant message to the history. A reply with
+    // complete tool calls finishes with ToolCalls (also when it then ran to the
+    // token limit).
     ChatReply reply(const ChatTurnOptions& options, const ReplyCallback& on_event = nullptr);
 
 private:

@@ -87,7 +87,7 @@ std::string ChatSession::render(const ChatTurnOptions& o) const {
 
 ChatReply ChatSession::reply(const ChatTurnOptions& o, const ReplyCallback& on_event) {
     Impl& im = *impl_;
-    const std::string prompt = render(o);
+    const std::string prompt = render(o) + o.assistant_prefix;
     std::vector<TokenId> ids = im.model->tokenizer().encode(prompt);
     ReplyOptions ro;
     ro.starts_in_thinking = prompt_opens_thinking(im.format, prompt);
@@ -99,6 +99,7 @@ ChatReply ChatSession::reply(const ChatTurnOptions& o, const ReplyCallback& on_e
         for (const ReplyEvent& ev : events)
             if (on_event && !on_event(ev)) stopped_by_callback = true;
     };
+    if (!o.assistant_prefix.empty()) deliver(parser.push(o.assistant_prefix));
     GenerateOptions go = o.generate;
     go.stop.clear();  // the parser holds stop strings back itself
     GenerationResult r = im.session.generate(ids, go, [&](const TokenEvent& e) {
@@ -112,6 +113,10 @@ ChatReply ChatSession::reply(const ChatTurnOptions& o, const ReplyCallback& on_e
         case FinishReason::ContextFull: finish = ReplyFinish::Length; break;
         case FinishReason::Cancelled: finish = ReplyFinish::Cancelled; break;
     }
+    // A reply that made complete tool calls finishes with tool_calls even when the
+    // model rambled on to the token limit afterwards: the calls are what the
+    // client acts on (text after them stays in the message's content).
+    if (finish == ReplyFinish::Length && !parser.message().tool_calls.empty()) finish = ReplyFinish::Stop;
     Usage usage{r.prompt_tokens, r.reused_tokens, r.completion_tokens, 0};
     ChatReply out;
     for (const ReplyEvent& ev : parser.finish(finish, usage)) {

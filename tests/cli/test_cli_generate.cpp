@@ -1,0 +1,95 @@
+// kiln run / kiln chat / kiln bench as a user runs them.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_runner.h"
+#include "support/test_support.h"
+
+using kiln::test::run_kiln;
+
+namespace {
+
+std::string quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+}  // namespace
+
+// Greedy completion equals llama.cpp's greedy continuation (the fixture's 16
+// first tokens of the gemma_turn prompt, where the two agree for 128 tokens).
+TEST(CliRun, GreedyCompletionEqualsLlamaCpp) {
+    KILN_REQUIRE_MODEL(kiln::test::gemma3_path());
+    auto fx = nlohmann::json::parse(kiln::test::read_file(kiln::test::golden_path("model/gemma3.json")));
+    nlohmann::json prompt;
+    for (const auto& p : fx["prompts"])
+        if (p["name"] == "gemma_turn") prompt = p;
+    ASSERT_FALSE(prompt.is_null());
+    std::string ids;
+    for (size_t i = 0; i < 16; ++i) ids += " " + std::to_string(prompt["greedy"][i].get<int>());
+    auto expected = run_kiln("detokenize -m " + kiln::test::gemma3_path() + ids);
+    ASSERT_EQ(expected.status, 0) << expected.err;
+    const std::string text = "<start_of_turn>user\nWrite a haiku about autumn leaves.<end_of_turn>\n<start_of_turn>model\n";
+    auto r = run_kiln("run -m " + kiln::test::gemma3_path() + " -p " + quote(text) + " --temp 0 -n 16");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, expected.out);  // both end with one newline
+    EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(CliRun, SameSeedSameText) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto a = run_kiln("run -p 'Once upon a time' -n 12 --seed 42 --temp 0.9");
+    auto b = run_kiln("run -p 'Once upon a time' -n 12 --seed 42 --temp 0.9");
+    ASSERT_EQ(a.status, 0) << a.err;
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_FALSE(a.out.empty());
+}
+
+TEST(CliRun, VerboseFiguresGoToStderr) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto r = run_kiln("run -p 'Hello' -n 4 --temp 0 -v");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("KV cache f16"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("per position"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("t/s"), std::string::npos) << r.err;
+}
+
+TEST(CliRun, ContextAboveTheModelsMaximumIsRefused) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto r = run_kiln("run -p 'Hello' -c 100000");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("100000"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("8192"), std::string::npos) << r.err;
+}
+
+TEST(CliRun, MissingPromptAndBadModel) {
+    EXPECT_EQ(run_kiln("run").status, 1);
+    auto r = run_kiln("run -m /no/such.gguf -p hi");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("/no/such.gguf"), std::string::npos);
+}
+
+TEST(CliChat, ConversationWithCommands) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto r = run_kiln("chat --temp 0 -n 12 -v", "/system You are terse.\nHello!\nWhat is 2+2?\n/reset\nHi\n/exit\nnever read\n");
+    ASSERT_EQ(r.status, 0) << r.err;
+    // Three replies, each ending with a newline, and usage lines on stderr.
+    size_t replies = 0;
+    for (size_t at = 0; (at = r.err.find("prompt ", at)) != std::string::npos; ++at) ++replies;
+    EXPECT_EQ(replies, 3u) << r.err;
+    // The second turn reuses the first turn's cached prefix.
+    EXPECT_NE(r.err.find("reused"), std::string::npos);
+    EXPECT_EQ(r.err.find("(0 reused), 12 generated"), r.err.rfind("(0 reused), 12 generated")) << r.err;
+}
+
+TEST(CliBench, JsonHasTheFigures) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto r = run_kiln("bench -p 16 -n 4 -r 1 --no-probe --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_GT(j["pp_tokens_per_s"].get<double>(), 0);
+    EXPECT_GT(j["tg_tokens_per_s"].get<double>(), 0);
+    EXPECT_GT(j["peak_rss_bytes"].get<double>(), 0);
+}
