@@ -2,6 +2,7 @@
 // prompt and writes it to stdout exactly, with nothing added.
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -10,6 +11,8 @@
 #include "cli/common.h"
 #include "kiln/chat_template.h"
 #include "kiln/error.h"
+#include "kiln/reply_format.h"
+#include "kiln/tokenizer.h"
 #include "kiln/gguf/file.h"
 
 namespace kiln::cli {
@@ -52,8 +55,10 @@ int cmd_template(int argc, char** argv) {
     bool no_gen = false;
     app.add_option("file", path, "GGUF model (its tokenizer.chat_template and BOS / EOS) or a Jinja template file")->required();
     app.add_option("--messages", messages_path,
-                   "JSON file ('-' for stdin): an array of OpenAI-style messages, or an object with \"messages\" (and \"tools\")")
-        ->required();
+                   "JSON file ('-' for stdin): an array of OpenAI-style messages, or an object with \"messages\" (and \"tools\")");
+    bool capabilities = false;
+    app.add_flag("--capabilities", capabilities,
+                 "print the reasoning markers, tool-call syntax and end markers detected from the template (and the GGUF's vocabulary)");
     app.add_option("--tools", tools_path, "JSON file: an array of tool definitions (without it `tools` is undefined)");
     app.add_option("--thinking", thinking, "set enable_thinking (and thinking) to true or false")->check(CLI::IsMember({"on", "off"}));
     app.add_flag("--no-generation-prompt", no_gen, "add_generation_prompt = false (for assistant prefill)");
@@ -66,8 +71,14 @@ int cmd_template(int argc, char** argv) {
 
     chat::ChatRequest req;
     std::string source;
+    std::optional<Tokenizer> vocab;
     if (is_gguf(path)) {
         gguf::File file = gguf::File::open(path);
+        if (capabilities) {
+            TokenizerLoadOptions lo;
+            lo.require_end_of_generation = false;
+            vocab = Tokenizer::from_gguf(file, lo);
+        }
         chat::ModelTemplate mt = chat::model_template(file, name);
         if (!mt.source)
             throw Error(path + " has no chat template (" +
@@ -80,6 +91,16 @@ int cmd_template(int argc, char** argv) {
         if (!name.empty()) throw Error("--template-name applies to GGUF files only");
         source = read_text(path);
     }
+    if (capabilities) {
+        ChatFormat format = detect_chat_format(source, [&](std::string_view t) {
+            return vocab && vocab->find_token(t) != k_no_token;
+        });
+        std::string report = describe_chat_format(format);
+        std::fwrite(report.data(), 1, report.size(), stdout);
+        if (!report.empty() && report.back() != '\n') std::fputc('\n', stdout);
+        return 0;
+    }
+    if (messages_path.empty()) throw Error("--messages is required (or --capabilities)");
     if (app.count("--bos-token")) req.bos_token = bos;
     if (app.count("--eos-token")) req.eos_token = eos;
 

@@ -93,3 +93,15 @@ TEST(CliBench, JsonHasTheFigures) {
     EXPECT_GT(j["tg_tokens_per_s"].get<double>(), 0);
     EXPECT_GT(j["peak_rss_bytes"].get<double>(), 0);
 }
+
+TEST(CliTemplate, CapabilitiesReport) {
+    auto r = run_kiln("template " + kiln::test::data_path("shared/templates/Qwen3.5-4B.jinja") + " --capabilities");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("<think>"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("qwen-xml"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("reasoning=yes can_disable_thinking=yes tools=yes"), std::string::npos) << r.out;
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    r = run_kiln("template " + kiln::test::smollm2_path() + " --capabilities");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("reasoning=no can_disable_thinking=no tools=no"), std::string::npos) << r.out;
+}
