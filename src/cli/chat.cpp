@@ -57,6 +57,8 @@ int cmd_chat(int argc, char** argv) {
     Style style{tty_out};
     if (tty_out) std::fprintf(stderr, "loading %s ...\n", path.c_str());
     auto model = Model::load(path);
+    for (const auto& note : model->load_notes())
+        if (note.find("converted") != std::string::npos) std::fprintf(stderr, "note: %s\n", note.c_str());
     ChatOptions co;
     co.context = flags.context();
     if (!template_file.empty()) co.template_source = read_text_file(template_file);

@@ -34,6 +34,8 @@ int cmd_run(int argc, char** argv) {
 
     const std::string path = resolve_model(flags.model);
     auto model = Model::load(path);
+    for (const auto& note : model->load_notes())
+        if (note.find("converted") != std::string::npos) std::fprintf(stderr, "note: %s\n", note.c_str());
     Session session(model, flags.context());
     EncodeOptions eo;
     eo.parse_special = !no_special;
@@ -42,7 +44,8 @@ int cmd_run(int argc, char** argv) {
         const Context& ctx = session.context();
         std::fprintf(stderr, "model %s (%s), loaded in %.3f s\n", path.c_str(), model->architecture().c_str(),
                      model->load_seconds());
-        for (const auto& note : model->load_notes()) std::fprintf(stderr, "note: %s\n", note.c_str());
+        for (const auto& note : model->load_notes())
+            if (note.find("converted") == std::string::npos) std::fprintf(stderr, "note: %s\n", note.c_str());
         std::fprintf(stderr, "context %d tokens, KV cache %s: %.1f KiB per position, %.1f MiB allocated; %d threads\n",
                      ctx.n_ctx(), flags.kv_type.c_str(), ctx.kv_bytes_per_position() / 1024.0, ctx.kv_bytes() / 1048576.0,
                      ctx.n_threads());

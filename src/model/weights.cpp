@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <map>
 #include <set>
 
 #include "kiln/error.h"
@@ -66,8 +67,34 @@ public:
             m.row_bytes = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in));
             return m;
         }
-        throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) +
-                    " is not supported for matrix multiplication");
+        // No dot product for this type: convert once at load, to Q8_0 (8.5 bits per
+        // weight, close to every source format's precision) or f32 for odd row sizes.
+        if (!quant::can_dequantize(t->type))
+            throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read");
+        const GgmlType target = n_in % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F32;
+        const uint64_t src_row = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in));
+        m.type = target;
+        m.row_bytes = ggml_row_bytes(target, static_cast<uint64_t>(n_in));
+        auto bytes = std::make_unique<std::vector<uint8_t>>(static_cast<size_t>(m.row_bytes * static_cast<uint64_t>(n_out)));
+        std::vector<float> row(static_cast<size_t>(n_in));
+        const uint8_t* src = file_.tensor_data(*t);
+        for (int64_t r = 0; r < n_out; ++r) {
+            quant::dequantize_row(t->type, src + static_cast<uint64_t>(r) * src_row, row.data(), n_in);
+            quant::quantize_row(target, row.data(), bytes->data() + static_cast<uint64_t>(r) * m.row_bytes, n_in);
+        }
+        m.data = bytes->data();
+        w_.converted_matrices.push_back(std::move(bytes));
+        converted_[std::string(ggml_type_name(t->type)) + " -> " + std::string(ggml_type_name(target))]++;
+        return m;
+    }
+
+    // "3 tensors converted at load: IQ2_XXS -> Q8_0 (no dot product for IQ2_XXS)"
+    std::vector<std::string> conversion_notes() const {
+        std::vector<std::string> notes;
+        for (const auto& [what, count] : converted_)
+            notes.push_back(std::to_string(count) + " tensor" + (count > 1 ? "s" : "") + " converted at load: " + what +
+                            " (kiln has no dot product for " + what.substr(0, what.find(' ')) + ")");
+        return notes;
     }
 
     uint64_t unused() const { return file_.tensors().size() - used_.size(); }
@@ -76,6 +103,7 @@ private:
     const gguf::File& file_;
     ModelWeights& w_;
     std::set<std::string> used_;
+    std::map<std::string, int> converted_;
 };
 
 }  // namespace
@@ -140,6 +168,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     s.post_ffn_norm = any_post_ffn;
     s.attn_bias = any_bias;
     w.unused_tensors = b.unused();
+    w.conversion_notes = b.conversion_notes();
     return w;
 }
 
