@@ -14,7 +14,7 @@ step() { printf '\033[1m== %s\033[0m\n' "$*"; }
 
 # 1. Debian packages the build needs.
 PKGS=(cmake ninja-build g++ pkg-config python3-venv libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libutf8proc-dev libpcre2-dev)
+      nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libutf8proc-dev libpcre2-dev liblzma-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -68,4 +68,10 @@ if [ ! -f "$GEMMA.ok" ] || [ "$(cat "$GEMMA.ok")" != "$GEMMA_SHA" ] || [ ! -f "$
   echo "$GEMMA_SHA" > "$GEMMA.ok"
 fi
 ls -l "$MODELS"
+
+# 5. llama.cpp's larger tokenizer test vocabularies (llama-bpe, qwen2, gemma-4, ...;
+#    58 MB, from the llama-cpp-python source distribution). Their tests skip without them.
+step "fetching llama.cpp's tokenizer test vocabularies"
+tools/fetch_llamacpp_vocabs.sh .venv/bin/python ||
+  echo "setup: could not fetch the llama.cpp vocabularies; their tokenizer tests will skip" >&2
 step "ready: $ROOT/$BUILD_DIR/kiln"
