@@ -68,4 +68,10 @@ if [ ! -f "$GEMMA.ok" ] || [ "$(cat "$GEMMA.ok")" != "$GEMMA_SHA" ] || [ ! -f "$
   echo "$GEMMA_SHA" > "$GEMMA.ok"
 fi
 ls -l "$MODELS"
+
+# 5. llama.cpp's larger tokenizer test vocabularies (llama-bpe, qwen2, gemma-4, ...;
+#    58 MB, from the llama-cpp-python source distribution). Their tests skip without them.
+step "fetching llama.cpp's tokenizer test vocabularies"
+tools/fetch_llamacpp_vocabs.sh .venv/bin/python ||
+  echo "setup: could not fetch the llama.cpp vocabularies; their tokenizer tests will skip" >&2
 step "ready: $ROOT/$BUILD_DIR/kiln"

@@ -44,8 +44,8 @@ int cmd_tokenize(int argc, char** argv) {
     auto* t = app.add_option("--text", text, "text to tokenize");
     auto* f = app.add_option("--file", file, "file whose bytes are tokenized");
     t->excludes(f);
-    app.add_flag("--json", json, "print one JSON array of ids");
-    app.add_flag("--pieces", pieces, "print each id with the text it stands for");
+    auto* j = app.add_flag("--json", json, "print exactly one JSON array of ids");
+    app.add_flag("--pieces", pieces, "print each id with the text it stands for")->excludes(j);
     app.add_flag("--no-bos", no_bos, "do not add BOS / EOS even if the metadata asks for them");
     app.add_flag("--no-special", no_special, "treat special-token text as plain text");
     int rc = 0;
@@ -65,11 +65,7 @@ int cmd_tokenize(int argc, char** argv) {
     Tokenizer tok = Tokenizer::load(resolve_model(model), TokenizerLoadOptions{.require_end_of_generation = false});
     std::vector<TokenId> ids = tok.encode(text, EncodeOptions{.add_special = !no_bos, .parse_special = !no_special});
 
-    if (json && pieces) {
-        nlohmann::json arr = nlohmann::json::array();
-        for (TokenId id : ids) arr.push_back({{"id", id}, {"piece", printable_piece(tok.token_piece(id, true))}});
-        std::printf("%s\n", arr.dump().c_str());
-    } else if (json) {
+    if (json) {
         std::printf("%s\n", nlohmann::json(ids).dump().c_str());
     } else if (pieces) {
         for (TokenId id : ids) {

@@ -386,9 +386,8 @@ struct PreTokenizer::CompiledRegex {
 
     // Cuts [begin, end) of subject into matches and gaps, with std::regex_iterator's
     // rules for empty matches (retry non-empty at the same place, else move on).
-    void split(const uint32_t* subject, uint32_t begin, uint32_t end, std::vector<uint32_t>& ends) const {
-        pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
-        if (!md) throw Error("pre-tokenizer: out of memory");
+    void split(const uint32_t* subject, uint32_t begin, uint32_t end, pcre2_match_data* md,
+               std::vector<uint32_t>& ends) const {
         const auto* s = reinterpret_cast<PCRE2_SPTR>(subject + begin);
         const PCRE2_SIZE len = end - begin;
         PCRE2_SIZE start = 0, last = 0;
@@ -409,7 +408,6 @@ struct PreTokenizer::CompiledRegex {
                 continue;
             }
             if (rc < 0) {
-                pcre2_match_data_free(md);
                 throw Error("pre-tokenizer expression failed on the input (PCRE2 error " + std::to_string(rc) + ")");
             }
             const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
@@ -423,7 +421,6 @@ struct PreTokenizer::CompiledRegex {
             start = ov[1];
         }
         close(len);
-        pcre2_match_data_free(md);
     }
 };
 
@@ -472,6 +469,10 @@ void PreTokenizer::split(const std::vector<uint32_t>& cps, const std::vector<uin
             }
             subject = v.data();
         }
+        // One match block per step, not per piece.
+        std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
+            re ? pcre2_match_data_create_from_pattern(re->code, nullptr) : nullptr, &pcre2_match_data_free);
+        if (re && !md) throw Error("pre-tokenizer: out of memory");
         uint32_t begin = 0;
         for (uint32_t end : bounds) {
             switch (kinds_[k]) {
@@ -495,7 +496,7 @@ void PreTokenizer::split(const std::vector<uint32_t>& cps, const std::vector<uin
                 case StepKind::LineBreaks: split_class(in, begin, end, ClassKind::LineBreak, 1, 1, next); break;
                 case StepKind::TrailingSpace: split_trailing_space(in, begin, end, next); break;
                 case StepKind::DigitLookahead: split_digit_lookahead(in, begin, end, next); break;
-                case StepKind::Regex: re->split(subject, begin, end, next); break;
+                case StepKind::Regex: re->split(subject, begin, end, md.get(), next); break;
             }
             begin = end;
         }

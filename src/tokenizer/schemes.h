@@ -34,8 +34,6 @@ public:
     void tokenize_word(std::string_view word, std::vector<TokenId>& out) const;
 
     const PreTokenizer& pre_tokenizer() const { return *pre_; }
-    // Replaces the pre-tokenizer (benchmark: hand-written splitters vs PCRE2).
-    void set_pre_tokenizer(std::unique_ptr<PreTokenizer> pre) { pre_ = std::move(pre); }
 
 private:
     int32_t piece_id(std::string_view text);  // build time: vocab id, or an extra id past the vocabulary

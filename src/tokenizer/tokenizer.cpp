@@ -154,7 +154,7 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, const DecodeOptions&
     const Vocab& v = im.vocab;
     for (TokenId id : ids)
         if (id < 0 || static_cast<size_t>(id) >= v.size())
-            throw Error("detokenize: token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+            throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
                         std::to_string(v.size() - 1) + ")");
     bool strip_space = v.add_space_prefix;  // the space SentencePiece put in front of the text
     if (options.remove_special && v.add_bos && !ids.empty() && ids.front() == v.special.bos) {

@@ -22,7 +22,6 @@ struct Tokenizer::Impl {
 
 struct TokenizerAccess {
     static const Tokenizer::Impl& impl(const Tokenizer& t) { return *t.impl_; }
-    static Tokenizer::Impl& mutable_impl(Tokenizer& t) { return const_cast<Tokenizer::Impl&>(*t.impl_); }
 };
 
 }  // namespace kiln
