@@ -1,0 +1,178 @@
+// AVX-512 (F/BW/VL/DQ/VNNI) products of the k-quants (Q4_K, Q5_K, Q6_K) with Q8_K
+// activations over packed panels: per 256-element super-block and token, exact
+// integer sums per sub-block (vpdpbusd), scaled by the sub-block's integer scale
+// (vpmulld) into isum, the mins' sum through a 16-bit dot product (vpdpwssd), then
+// the scalar reference's float steps lane by lane (kiln/quant.h).
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "compute/kernels/x86.h"
+
+namespace kiln::avx512 {
+
+namespace {
+
+KILN_TARGET_AVX512 inline __m512i bcast_i32(const uint8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+KILN_TARGET_AVX512 inline __m512 bcast_f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_ps(v);
+}
+
+KILN_TARGET_AVX512 inline __m512 load_f16x16(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+KILN_TARGET_AVX512 inline __mmask64 load_mask64(const uint8_t* p) {
+    uint64_t m;
+    std::memcpy(&m, p, 8);
+    return _cvtu64_mask64(m);
+}
+
+// Q4_K / Q5_K: 8 sub-blocks of 32. Offsets as layout.h.
+template <bool fifth_bit, int T>
+KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride, float* y,
+                                int64_t ldy, __mmask16 rows) {
+    constexpr int qs_off = fifth_bit ? 832 : 320;
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i bit = _mm512_set1_epi8(0x10);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        for (int sb = 0; sb < 8; ++sb) {
+            __m512i dot[T];
+            for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
+            const uint8_t* qs = w + qs_off + 512 * (sb / 2);
+            for (int c = 0; c < 8; ++c) {
+                const __m512i raw = _mm512_loadu_si512(qs + 64 * c);
+                __m512i q = (sb % 2) ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4) : _mm512_and_si512(raw, low4);
+                if constexpr (fifth_bit) q = _mm512_mask_add_epi8(q, load_mask64(w + 320 + 8 * (8 * sb + c)), q, bit);
+                for (int t = 0; t < T; ++t) dot[t] = _mm512_dpbusd_epi32(dot[t], q, bcast_i32(a + 256 * t + 32 * sb + 4 * c));
+            }
+            const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 64 + 16 * sb)));
+            for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
+        }
+        __m512i m[4];
+        for (int p = 0; p < 4; ++p)
+            m[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 192 + 32 * p)));
+        const __m512 dw = load_f16x16(w);
+        const __m512 dmw = load_f16x16(w + 32);
+        for (int t = 0; t < T; ++t) {
+            __m512i msum = _mm512_setzero_si512();
+            for (int p = 0; p < 4; ++p) msum = _mm512_dpwssd_epi32(msum, m[p], bcast_i32(a + act_aux_offset(256) + 16 * t + 4 * p));
+            const __m512 da = bcast_f32(a + act_d_offset(256) + 4 * t);
+            const __m512 dall = _mm512_mul_ps(da, dw);
+            const __m512 dmin = _mm512_mul_ps(da, dmw);
+            const __m512 scaled = _mm512_mul_ps(dall, _mm512_cvtepi32_ps(isum[t]));
+            const __m512 mins = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(msum));
+            acc[t] = _mm512_add_ps(acc[t], _mm512_sub_ps(scaled, mins));
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
+}
+
+// Q6_K: 16 sub-blocks of 16, processed as 8 pairs (layout.h).
+template <int T>
+KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride, float* y,
+                                 int64_t ldy, __mmask16 rows) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i two_bits = _mm512_set1_epi8(0x30);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; ++s) {
+            const uint8_t* pair = w + 288 + 384 * s;
+            for (int half = 0; half < 2; ++half) {
+                const int sb = 2 * s + half;
+                const __m512i h = _mm512_loadu_si512(pair + 256 + 64 * half);
+                __m512i dot[T];
+                for (int t = 0; t < T; ++t) dot[t] = bcast_i32(a + act_aux_offset(256) + 64 * t + 4 * sb);
+                for (int k = 0; k < 4; ++k) {
+                    __m512i nib = _mm512_loadu_si512(pair + 64 * k);
+                    if (half) nib = _mm512_srli_epi16(nib, 4);
+                    __m512i hs;
+                    if (k < 3)
+                        hs = _mm512_slli_epi16(h, 4 - 2 * k);
+                    else
+                        hs = _mm512_srli_epi16(h, 2);
+                    hs = _mm512_and_si512(hs, two_bits);
+                    // (nib & 0x0F) | hs: bit-select with the low-nibble mask.
+                    const __m512i q = _mm512_ternarylogic_epi32(nib, hs, low4, 0xE4);
+                    for (int t = 0; t < T; ++t)
+                        dot[t] = _mm512_dpbusd_epi32(dot[t], q, bcast_i32(a + 256 * t + 32 * s + 16 * half + 4 * k));
+                }
+                const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 16 * sb)));
+                for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
+            }
+        }
+        const __m512 dw = load_f16x16(w);
+        for (int t = 0; t < T; ++t) {
+            const __m512 d = _mm512_mul_ps(bcast_f32(a + act_d_offset(256) + 4 * t), dw);
+            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t])));
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
+}
+
+using TileFn = void (*)(const uint8_t*, const uint8_t*, int64_t, uint64_t, uint64_t, float*, int64_t, __mmask16);
+
+KILN_TARGET_AVX512 void run_tiles(const TileFn (&tiles)[9], const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1,
+                                  float* y, int64_t ldy) {
+    for (int64_t p = p0; p < p1; ++p) {
+        const int64_t left = w.n_out - p * k_panel_rows;
+        const __mmask16 rows = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+        for (int64_t g = 0; g < a.n_groups(); ++g) {
+            const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+            tiles[n](w.panel(p), a.group(g), w.n_blocks, w.block_bytes, a.format.block_stride,
+                     y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows);
+        }
+    }
+}
+
+template <bool fifth_bit>
+constexpr TileFn k4_tiles[9] = {nullptr,
+                                k4_tile<fifth_bit, 1>,
+                                k4_tile<fifth_bit, 2>,
+                                k4_tile<fifth_bit, 3>,
+                                k4_tile<fifth_bit, 4>,
+                                k4_tile<fifth_bit, 5>,
+                                k4_tile<fifth_bit, 6>,
+                                k4_tile<fifth_bit, 7>,
+                                k4_tile<fifth_bit, 8>};
+
+constexpr TileFn q6k_tiles[9] = {nullptr,     q6k_tile<1>, q6k_tile<2>, q6k_tile<3>, q6k_tile<4>,
+                                 q6k_tile<5>, q6k_tile<6>, q6k_tile<7>, q6k_tile<8>};
+
+}  // namespace
+
+void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(k4_tiles<false>, w, a, p0, p1, y, ldy);
+}
+void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(k4_tiles<true>, w, a, p0, p1, y, ldy);
+}
+void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(q6k_tiles, w, a, p0, p1, y, ldy);
+}
+
+}  // namespace kiln::avx512
+
+#endif  // KILN_HAVE_X86_KERNELS
