@@ -36,6 +36,15 @@ struct AttentionScratch {
     std::vector<float> qbuf;    // q of the group's heads, rounded as the cache type asks
 };
 
+// out[h*head_dim_v + d] for every head h, for the query at `pos` that sees keys
+// [first, pos]. q is f32 [n_head * head_dim_k]. The scalar reference.
+//
+// With an f16 cache, q is rounded to f16 for the q·k products and the softmax
+// weights are rounded to f16 for the weighted sum of values, as llama.cpp's CPU
+// attention does: both sides of each product then have the cache's precision.
+void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvView& kv, float* out,
+            AttentionScratch& scratch);
+
 // Where the SIMD attention reads keys and values: rows of F32 or F16 elements,
 // position p at slot (p - base) % capacity (the cache's ring for sliding-window
 // layers). q8_0 caches are first converted to f32 (exact) by kv_rows_f32.

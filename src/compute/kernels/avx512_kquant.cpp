@@ -87,7 +87,9 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, const uint8_t* a, int64_t nb, 
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
 }
 
-// Q6_K: 16 sub-blocks of 16, processed as 8 pairs (layout.h).
+// Q6_K: 16 sub-blocks of 16, processed as 8 pairs (layout.h). Levels are stored
+// unsigned (q + 32): isum = sum sc (dot_u - 32 asum) = sum sc dot_u + sum (-32 sc) asum,
+// the second part by a 16-bit dot product of the scale pairs with the activation sums.
 template <int T>
 KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride, float* y,
                                  int64_t ldy, __mmask16 rows) {
@@ -100,11 +102,14 @@ KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, const uint8_t* a, int64_t nb,
         for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
         for (int s = 0; s < 8; ++s) {
             const uint8_t* pair = w + 288 + 384 * s;
+            const __m512i sc_pair = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32 + 32 * s)));
+            const __m512i sc_bias = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc_pair, 5));
+            for (int t = 0; t < T; ++t)
+                isum[t] = _mm512_dpwssd_epi32(isum[t], sc_bias, bcast_i32(a + act_aux_offset(256) + 32 * t + 4 * s));
             for (int half = 0; half < 2; ++half) {
-                const int sb = 2 * s + half;
                 const __m512i h = _mm512_loadu_si512(pair + 256 + 64 * half);
                 __m512i dot[T];
-                for (int t = 0; t < T; ++t) dot[t] = bcast_i32(a + act_aux_offset(256) + 64 * t + 4 * sb);
+                for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
                 for (int k = 0; k < 4; ++k) {
                     __m512i nib = _mm512_loadu_si512(pair + 64 * k);
                     if (half) nib = _mm512_srli_epi16(nib, 4);
@@ -119,7 +124,8 @@ KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, const uint8_t* a, int64_t nb,
                     for (int t = 0; t < T; ++t)
                         dot[t] = _mm512_dpbusd_epi32(dot[t], q, bcast_i32(a + 256 * t + 32 * s + 16 * half + 4 * k));
                 }
-                const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 16 * sb)));
+                // The half's scale: the low or high 16 bits of each pair, sign-extended.
+                const __m512i sc = half ? _mm512_srai_epi32(sc_pair, 16) : _mm512_srai_epi32(_mm512_slli_epi32(sc_pair, 16), 16);
                 for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
             }
         }

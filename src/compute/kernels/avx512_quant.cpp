@@ -99,7 +99,7 @@ KILN_TARGET_AVX512 void quantize_block256(const float* x, const ActFormat& f, ui
         if (f.aux == ActAux::KPairs)
             std::memset(aux + 16 * t, 0, 16);
         else
-            std::memset(aux + 64 * t, 0, 64);
+            std::memset(aux + 32 * t, 0, 32);
         return;
     }
     // The first element whose magnitude is amax.
@@ -128,9 +128,9 @@ KILN_TARGET_AVX512 void quantize_block256(const float* x, const ActFormat& f, ui
         for (int j = 0; j < 8; ++j) pairs[j] = static_cast<int16_t>(sums[2 * j] + sums[2 * j + 1]);
         std::memcpy(aux + 16 * t, pairs, 16);
     } else {
-        int32_t bias[16];
-        for (int j = 0; j < 16; ++j) bias[j] = -f.offset * sums[j];
-        std::memcpy(aux + 64 * t, bias, 64);
+        int16_t s16[16];
+        for (int j = 0; j < 16; ++j) s16[j] = static_cast<int16_t>(sums[j]);
+        std::memcpy(aux + 32 * t, s16, 32);
     }
 }
 

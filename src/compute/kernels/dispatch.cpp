@@ -34,8 +34,26 @@ const KernelTable& scalar_kernels() {
         {GgmlType::Q4_K, ns::gemm_q4_K}, {GgmlType::Q5_K, ns::gemm_q5_K}, {GgmlType::Q6_K, ns::gemm_q6_K}
 
 namespace {
+const QuantKernel k_avx2_quant[] = {KILN_QUANT_KERNELS(avx2)};
 const QuantKernel k_avx512_quant[] = {KILN_QUANT_KERNELS(avx512)};
 }  // namespace
+
+const KernelTable& avx2_kernels() {
+    static const KernelTable t = [] {
+        KernelTable k = scalar_kernels();
+        k.isa = Isa::Avx2;
+        k.quant = k_avx2_quant;
+        k.prep_act = avx2::prep_act;
+        k.gemm_float = avx2::gemm_float;
+        k.silu_mul = avx2::silu_mul;
+        k.gelu_mul = avx2::gelu_mul;
+        k.rms_norm = avx2::rms_norm;
+        k.softmax = avx2::softmax;
+        k.attend_row = avx2::attend_row;
+        return k;
+    }();
+    return t;
+}
 
 const KernelTable& avx512_kernels() {
     static const KernelTable t = [] {
@@ -64,7 +82,7 @@ const KernelTable* compiled_table(Isa isa) {
     switch (isa) {
         case Isa::Scalar: return &scalar_kernels();
 #if KILN_HAVE_X86_KERNELS
-        case Isa::Avx2: return nullptr;
+        case Isa::Avx2: return &avx2_kernels();
         case Isa::Avx512: return &avx512_kernels();
 #else
         default: return nullptr;

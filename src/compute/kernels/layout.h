@@ -29,8 +29,8 @@
 //        gives the int16 pairs of a 16-bit dot product)
 //   Q5_K   as Q4_K, with 8x8 fifth-bit masks u64 (sub-block s, chunk c) before the
 //        nibble chunks                                                        2880
-//   Q6_K   d[16] f16 | sc[16][16] s8 | 8 pairs of sub-blocks, each N[4] nibble chunks
-//        then H[2] high-bit chunks                                            3360
+//   Q6_K   d[16] f16 | sc[8][16][2] s8 (pairs of sub-blocks) | 8 pairs of sub-blocks,
+//        each N[4] nibble chunks then H[2] high-bit chunks                   3360
 //        pair s, chunk k lane i byte j: N low nibble = element 32s+4k+j, high
 //        nibble = element 32s+16+4k+j; H0 bits 2k..2k+1 = the two high bits of
 //        element 32s+4k+j, H1 those of element 32s+16+4k+j
@@ -81,7 +81,7 @@ enum class ActAux {
     Bias32,   // 32-element blocks, aux = -offset * sum(a) as i32
     Sum32,    // 32-element blocks (Q8_1), aux = s = f16(d * sum(a)) as f32
     KPairs,   // Q8_K, aux = sums of each 32-element sub-block as int16 [8 tokens][8]
-    KBias16,  // Q8_K, aux = -offset * (sum of each 16-element sub-block) as i32 [8 tokens][16]
+    KSums16,  // Q8_K, aux = sums of each 16-element sub-block as int16 [8 tokens][16]
 };
 
 struct ActFormat {

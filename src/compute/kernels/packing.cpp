@@ -140,7 +140,7 @@ void pack_q6_K(const uint8_t* const* rows, uint8_t* dst) {
     put_f16_lanes(rows, 208, dst);
     for (int i = 0; i < k_panel_rows; ++i) {
         if (!rows[i]) continue;
-        for (int sb = 0; sb < 16; ++sb) dst[32 + 16 * sb + i] = rows[i][192 + sb];
+        for (int sb = 0; sb < 16; ++sb) dst[32 + 32 * (sb / 2) + 2 * i + (sb % 2)] = rows[i][192 + sb];
         for (int s = 0; s < 8; ++s) {
             uint8_t* pair = dst + 288 + 384 * s;
             for (int k = 0; k < 4; ++k)
@@ -195,12 +195,12 @@ ActFormat act_format(GgmlType weight_type) {
         case GgmlType::Q5_1: f = {GgmlType::Q8_1, ActAux::Sum32, 0, 32, 0}; break;
         case GgmlType::Q4_K:
         case GgmlType::Q5_K: f = {GgmlType::Q8_K, ActAux::KPairs, 0, 256, 0}; break;
-        case GgmlType::Q6_K: f = {GgmlType::Q8_K, ActAux::KBias16, 32, 256, 0}; break;
+        case GgmlType::Q6_K: f = {GgmlType::Q8_K, ActAux::KSums16, 32, 256, 0}; break;
         default: throw Error("no packed activation format for " + std::string(ggml_type_name(weight_type)));
     }
     uint64_t aux = 4 * k_act_group;
     if (f.aux == ActAux::KPairs) aux = 2 * 8 * k_act_group;
-    if (f.aux == ActAux::KBias16) aux = 4 * 16 * k_act_group;
+    if (f.aux == ActAux::KSums16) aux = 2 * 16 * k_act_group;
     f.block_stride = act_aux_offset(f.block) + aux;
     return f;
 }
