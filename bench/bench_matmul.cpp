@@ -75,7 +75,7 @@ void register_all() {
             for (int64_t n_tokens : {1, 64, 512}) {
                 if (isa == Isa::Scalar && n_tokens > 1) continue;
                 for (int threads : {1, 2}) {
-                    const int64_t n_in = n_tokens == 1 ? 4096 : 2048, n_out = n_tokens == 1 ? 16384 : 2048;
+                    const int64_t n_in = n_tokens == 1 ? 8192 : 2048, n_out = n_tokens == 1 ? 16384 : 2048;
                     std::string name = "matmul/" + std::string(isa_name(isa)) + "/" + std::string(ggml_type_name(t)) + "/" + std::to_string(n_in) + "x" +
                                        std::to_string(n_out) + "/tokens:" + std::to_string(n_tokens) + "/threads:" + std::to_string(threads);
                     benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, isa, n_in, n_out, n_tokens, threads)->UseRealTime();

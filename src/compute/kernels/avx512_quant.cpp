@@ -223,9 +223,76 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
 }
 
+// Decode: one token against P panels at once. Each panel is its own sequential
+// stream; a core keeps several streams in flight where one stream alone stalls
+// on memory latency (about a third of the bandwidth: docs/perf.md). Per lane the
+// operations are legacy_tile's, in the same order.
+template <Legacy F, int P>
+KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
+                                      uint64_t a_stride, float* y, const __mmask16* rows) {
+    constexpr LegacyLayout L = legacy_layout(F);
+    constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm512_setzero_si512();
+    __m512 acc[P];
+    for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        const __m512i bias = unsigned_levels ? _mm512_setzero_si512() : bcast_i32(a + act_aux_offset(32));
+        const __m512 da = bcast_f32(a + act_d_offset(32));
+        for (int p = 0; p < P; ++p) {
+            const uint8_t* wp = w + p * panel_bytes;
+            __m512i isum = bias;
+            if constexpr (F == Legacy::Q8_0) {
+                const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+                for (int c = 0; c < 8; ++c)
+                    isum = _mm512_dpbusd_epi32(isum, _mm512_xor_si512(_mm512_loadu_si512(wp + L.qs + 64 * c), flip), bcast_i32(a + 4 * c));
+            } else {
+                for (int c = 0; c < 4; ++c) {
+                    const __m512i raw = _mm512_loadu_si512(wp + L.qs + 64 * c);
+                    __m512i lo = _mm512_and_si512(raw, low4);
+                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+                    if constexpr (L.fifth_bit) {
+                        const uint8_t* masks = wp + (L.has_min ? 64 : 32);
+                        const __m512i bit = _mm512_set1_epi8(0x10);
+                        lo = _mm512_mask_add_epi8(lo, load_mask64(masks + 16 * c), lo, bit);
+                        hi = _mm512_mask_add_epi8(hi, load_mask64(masks + 16 * c + 8), hi, bit);
+                    }
+                    if constexpr (F == Legacy::IQ4_NL) {
+                        lo = _mm512_shuffle_epi8(lut, lo);
+                        hi = _mm512_shuffle_epi8(lut, hi);
+                    }
+                    isum = _mm512_dpbusd_epi32(isum, lo, bcast_i32(a + 4 * c));
+                    isum = _mm512_dpbusd_epi32(isum, hi, bcast_i32(a + 16 + 4 * c));
+                }
+            }
+            const __m512 d = _mm512_mul_ps(load_f16x16(wp), da);
+            __m512 term = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum));
+            if constexpr (L.has_min) term = _mm512_add_ps(term, _mm512_mul_ps(load_f16x16(wp + 32), bcast_f32(a + act_aux_offset(32))));
+            acc[p] = _mm512_add_ps(acc[p], term);
+        }
+    }
+    for (int p = 0; p < P; ++p) _mm512_mask_storeu_ps(y + p * k_panel_rows, rows[p], acc[p]);
+}
+
 template <Legacy F>
 KILN_TARGET_AVX512 void legacy_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     const uint64_t a_stride = a.format.block_stride;
+    auto rows_of = [&](int64_t p) {
+        const int64_t left = w.n_out - p * k_panel_rows;
+        return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+    };
+    if (a.n_tokens == 1) {
+        int64_t p = p0;
+        for (; p + 4 <= p1; p += 4) {
+            const __mmask16 rows[4] = {rows_of(p), rows_of(p + 1), rows_of(p + 2), rows_of(p + 3)};
+            legacy_decode<F, 4>(w.panel(p), w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a_stride, y + p * k_panel_rows, rows);
+        }
+        for (; p < p1; ++p) {
+            const __mmask16 rows[1] = {rows_of(p)};
+            legacy_decode<F, 1>(w.panel(p), w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a_stride, y + p * k_panel_rows, rows);
+        }
+        return;
+    }
     for (int64_t p = p0; p < p1; ++p) {
         const int64_t left = w.n_out - p * k_panel_rows;
         const __mmask16 rows = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
