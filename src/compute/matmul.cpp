@@ -69,37 +69,48 @@ void matmul_reference(const quant::QuantTraits& t, const Matrix& w, const float*
 // Packed path: activations quantized into groups of 8 tokens, then tiles of 16
 // rows x up to 8 tokens. Work is split into contiguous runs of panels (each
 // thread writes whole 64-byte row runs of y: no false sharing) and, when panels
-// are few, into runs of token groups as well.
-void matmul_packed(const KernelTable& k, PackedGemmFn gemm, const Matrix& w, const float* x, int64_t n_tokens, float* y,
-                   ThreadPool& pool, MatmulScratch& scratch) {
-    const PackedMatrix& pm = *w.packed;
+// are few, into runs of token groups as well. Several matrices of one type that
+// read the same input (q / k / v, gate / up) share the activation conversion and
+// one parallel region.
+void matmul_packed(const KernelTable& k, PackedGemmFn gemm, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens,
+                   std::span<float* const> ys, ThreadPool& pool, MatmulScratch& scratch) {
+    const Matrix& w0 = *ws[0];
     ActPack a;
-    a.format = act_format(w.type);
+    a.format = act_format(w0.type);
     a.n_tokens = n_tokens;
-    a.n_blocks = w.n_in / a.format.block;
+    a.n_blocks = w0.n_in / a.format.block;
     a.group_bytes = a.format.block_stride * static_cast<uint64_t>(a.n_blocks);
     const int64_t n_groups = a.n_groups();
     scratch.activations.resize(static_cast<size_t>(a.group_bytes * static_cast<uint64_t>(n_groups) + 64));
     a.data = scratch.activations.data() + (64 - reinterpret_cast<uintptr_t>(scratch.activations.data()) % 64) % 64;
-    pool.parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1, int) { k.prep_act(x, w.n_in, g0, g1, a); });
+    pool.parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1, int) { k.prep_act(x, w0.n_in, g0, g1, a); });
 
-    const int64_t n_panels = pm.n_panels;
+    using Task = MatmulScratch::Task;
+    std::vector<Task>& tasks = scratch.tasks;
+    tasks.clear();
+    int64_t total_panels = 0;
+    for (const Matrix* w : ws) total_panels += w->packed->n_panels;
     const int64_t want = static_cast<int64_t>(pool.size()) * 4;
-    int64_t panel_chunks = std::min(n_panels, want);
-    int64_t group_chunks = 1;
-    if (panel_chunks < want && n_groups > 1) group_chunks = std::min(n_groups, (want + panel_chunks - 1) / panel_chunks);
-    const int64_t panels_per = (n_panels + panel_chunks - 1) / panel_chunks;
-    panel_chunks = (n_panels + panels_per - 1) / panels_per;
-    const int64_t groups_per = (n_groups + group_chunks - 1) / group_chunks;
-    group_chunks = (n_groups + groups_per - 1) / groups_per;
-    pool.run(panel_chunks * group_chunks, [&](int64_t task, int) {
-        const int64_t pc = task / group_chunks, gc = task % group_chunks;
-        const int64_t p0 = pc * panels_per, p1 = std::min(n_panels, p0 + panels_per);
-        const int64_t g0 = gc * groups_per, g1 = std::min(n_groups, g0 + groups_per);
+    for (size_t m = 0; m < ws.size(); ++m) {
+        const int64_t n_panels = ws[m]->packed->n_panels;
+        // This matrix's share of the chunks, by panel count.
+        const int64_t share = std::max<int64_t>(1, want * n_panels / total_panels);
+        int64_t panel_chunks = std::min(n_panels, share);
+        int64_t group_chunks = 1;
+        if (panel_chunks < share && n_groups > 1) group_chunks = std::min(n_groups, (share + panel_chunks - 1) / panel_chunks);
+        const int64_t panels_per = (n_panels + panel_chunks - 1) / panel_chunks;
+        const int64_t groups_per = (n_groups + group_chunks - 1) / group_chunks;
+        for (int64_t p0 = 0; p0 < n_panels; p0 += panels_per)
+            for (int64_t g0 = 0; g0 < n_groups; g0 += groups_per)
+                tasks.push_back({static_cast<int>(m), p0, std::min(n_panels, p0 + panels_per), g0, std::min(n_groups, g0 + groups_per)});
+    }
+    pool.run(static_cast<int64_t>(tasks.size()), [&](int64_t i, int) {
+        const Task& t = tasks[static_cast<size_t>(i)];
+        const Matrix& w = *ws[static_cast<size_t>(t.m)];
         ActPack part = a;
-        part.data = a.data + static_cast<uint64_t>(g0) * a.group_bytes;
-        part.n_tokens = std::min(n_tokens, g1 * k_act_group) - g0 * k_act_group;
-        gemm(pm, part, p0, p1, y + g0 * k_act_group * w.n_out, w.n_out);
+        part.data = a.data + static_cast<uint64_t>(t.g0) * a.group_bytes;
+        part.n_tokens = std::min(n_tokens, t.g1 * k_act_group) - t.g0 * k_act_group;
+        gemm(*w.packed, part, t.p0, t.p1, ys[static_cast<size_t>(t.m)] + t.g0 * k_act_group * w.n_out, w.n_out);
     });
 }
 
@@ -132,7 +143,11 @@ void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t 
                  MatmulScratch& scratch) {
     if (n_tokens <= 0) return;
     if (w.packed && k.prep_act)
-        if (PackedGemmFn gemm = k.find_quant(w.type)) return matmul_packed(k, gemm, w, x, n_tokens, y, pool, scratch);
+        if (PackedGemmFn gemm = k.find_quant(w.type)) {
+            const Matrix* ws[] = {&w};
+            float* ys[] = {y};
+            return matmul_packed(k, gemm, ws, x, n_tokens, ys, pool, scratch);
+        }
     if (k.gemm_float && is_float(w.type)) return matmul_float(k, w, x, n_tokens, y, pool, scratch);
     const quant::QuantTraits* t = quant::find_quant_traits(w.type);
     if (!t || !t->vec_dot_ref) throw Error("matmul: no dot product for " + std::string(ggml_type_name(w.type)));
@@ -141,6 +156,17 @@ void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t 
 
 void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch) {
     matmul_with(kernels(), w, x, n_tokens, y, pool, scratch);
+}
+
+void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool,
+                 MatmulScratch& scratch) {
+    if (n_tokens <= 0 || ws.empty()) return;
+    const KernelTable& k = kernels();
+    const PackedGemmFn gemm = k.prep_act ? k.find_quant(ws[0]->type) : nullptr;
+    bool fused = gemm != nullptr;
+    for (const Matrix* w : ws) fused = fused && w->packed && w->type == ws[0]->type && w->n_in == ws[0]->n_in;
+    if (fused) return matmul_packed(k, gemm, ws, x, n_tokens, ys, pool, scratch);
+    for (size_t i = 0; i < ws.size(); ++i) matmul_with(k, *ws[i], x, n_tokens, ys[i], pool, scratch);
 }
 
 uint64_t prepare_matrices(std::span<Matrix* const> matrices) {

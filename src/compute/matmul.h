@@ -40,8 +40,13 @@ struct Matrix {
 
 // Reusable buffers so the forward pass does not allocate per operation.
 struct MatmulScratch {
+    struct Task {
+        int m;
+        int64_t p0, p1, g0, g1;
+    };
     std::vector<uint8_t> activations;
     std::vector<float> rounded;  // activations rounded to f16 / bf16 for float weights
+    std::vector<Task> tasks;
 };
 
 // Whether matmul supports `type` directly (others are converted at load).
@@ -57,6 +62,12 @@ uint64_t prepare_matrices(std::span<Matrix* const> matrices);
 void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch);
 // The same with a given kernel table (tests, benchmarks).
 void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                 MatmulScratch& scratch);
+
+// Several matrices that read the same input (q / k / v, gate / up): ys[i] = ws[i] x.
+// Bit-identical to separate matmul calls; when they share a packed type, the
+// input is converted once and all run in one parallel region (fewer waits).
+void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool,
                  MatmulScratch& scratch);
 
 // Row r of w as f32 (embedding lookup).

@@ -40,6 +40,11 @@ void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* 
     });
 }
 
+// y += x over n floats (the residual adds), split across the pool.
+void add_rows(float* y, const float* x, int64_t n, ThreadPool& pool) {
+    pool.parallel_for(n, 16384, [&](int64_t b, int64_t e, int) { ops::add(y + b, x + b, e - b); });
+}
+
 void add_bias(float* y, const float* bias, int n, int64_t width) {
     if (!bias) return;
     for (int r = 0; r < n; ++r) ops::add(y + r * width, bias, width);
@@ -90,9 +95,11 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
     norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
     dump("attn_norm", il, h_.data(), e, n);
 
-    matmul(lw.wq, h_.data(), n, q_.data(), pool_, mm_);
-    matmul(lw.wk, h_.data(), n, k_.data(), pool_, mm_);
-    matmul(lw.wv, h_.data(), n, v_.data(), pool_, mm_);
+    {
+        const Matrix* ws[] = {&lw.wq, &lw.wk, &lw.wv};
+        float* ys[] = {q_.data(), k_.data(), v_.data()};
+        matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+    }
     add_bias(q_.data(), lw.bq, n, nq);
     add_bias(k_.data(), lw.bk, n, nk);
     add_bias(v_.data(), lw.bv, n, nv);
@@ -117,18 +124,21 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
         const ops::RopeParams rp = rope_params(swa_base);
         // The angles depend only on the position: computed once per chunk (eval).
         const std::vector<float>& caches = swa_base ? rope_cache_swa_ : rope_cache_;
+        const auto rope_apply = kernels().rope_apply;
         pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
             for (int64_t r = r0; r < r1; ++r) {
                 const float* cache = caches.data() + static_cast<size_t>(r) * static_cast<size_t>(rp.n_dims);
-                ops::rope_apply(rp, cache, q_.data() + r * nq, l.n_head, dk);
-                ops::rope_apply(rp, cache, k_.data() + r * nk, l.n_head_kv, dk);
+                rope_apply(rp, cache, q_.data() + r * nq, l.n_head, dk);
+                rope_apply(rp, cache, k_.data() + r * nk, l.n_head_kv, dk);
             }
         });
         dump("Qcur_rope", il, q_.data(), nq, n);
         dump("Kcur_rope", il, k_.data(), nk, n);
     }
 
-    for (int r = 0; r < n; ++r) cache_.store(il, pos0 + r, k_.data() + r * nk, v_.data() + r * nv);
+    pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r) cache_.store(il, pos0 + r, k_.data() + r * nk, v_.data() + r * nv);
+    });
 
     AttentionShape as;
     as.n_head = l.n_head;
@@ -173,7 +183,7 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
         norm_rows(spec_, o_.data(), lw.attn_post_norm, nullptr, o_.data(), n, e, pool_);
         dump("attn_post_norm", il, o_.data(), e, n);
     }
-    ops::add(x_.data(), o_.data(), n * e);
+    add_rows(x_.data(), o_.data(), n * e, pool_);
     dump("ffn_inp", il, x_.data(), e, n);
 }
 
@@ -183,8 +193,11 @@ void Forward::ffn_layer(int il, int n) {
     const int64_t e = spec_.n_embd, ff = l.n_ff;
     norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
     dump("ffn_norm", il, h_.data(), e, n);
-    matmul(lw.ffn_gate, h_.data(), n, gate_.data(), pool_, mm_);
-    matmul(lw.ffn_up, h_.data(), n, up_.data(), pool_, mm_);
+    {
+        const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
+        float* ys[] = {gate_.data(), up_.data()};
+        matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+    }
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
     pool_.parallel_for(n * ff, 4096, [&](int64_t b, int64_t end, int) { act(gate_.data() + b, up_.data() + b, end - b); });
     dump("ffn_act", il, gate_.data(), ff, n);
@@ -194,7 +207,7 @@ void Forward::ffn_layer(int il, int n) {
         norm_rows(spec_, o_.data(), lw.ffn_post_norm, nullptr, o_.data(), n, e, pool_);
         dump("ffn_post_norm", il, o_.data(), e, n);
     }
-    ops::add(x_.data(), o_.data(), n * e);
+    add_rows(x_.data(), o_.data(), n * e, pool_);
     dump("l_out", il, x_.data(), e, n);
 }
 

@@ -99,6 +99,51 @@ TEST(OpKernels, ActivationsAndNorms) {
     }
 }
 
+TEST(OpKernels, F16ConversionIsExact) {
+    std::mt19937 rng(3);
+    std::vector<float> x = random_values(1003, 100.0f, rng);
+    const float specials[] = {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -70000.0f, 1e-8f, -3e-8f, 5.96e-8f, 2.98e-8f,
+                              6.1e-5f, INFINITY, -INFINITY, NAN, -NAN, std::nanf("0x12345"), 1e-45f};
+    for (size_t i = 0; i < std::size(specials); ++i) x[i * 7] = specials[i];
+    for (uint32_t i = 0; i < 64; ++i) {  // every low-bit pattern around f16 rounding ties
+        const uint32_t bits = 0x3F800000u + (i << 9) + (i & 1 ? 0x1000u : 0x0FFFu);
+        std::memcpy(&x[500 + i], &bits, 4);
+    }
+    std::vector<uint16_t> ref(x.size());
+    for (size_t i = 0; i < x.size(); ++i) ref[i] = quant::fp32_to_fp16(x[i]);
+    for (const KernelTable* k : simd_tables()) {
+        std::vector<uint16_t> got(x.size(), 0xFFFF);
+        k->f32_to_f16(x.data(), got.data(), static_cast<int64_t>(x.size()));
+        for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(got[i], ref[i]) << isa_name(k->isa) << " element " << i << " = " << x[i];
+    }
+}
+
+TEST(OpKernels, RopeIsBitIdentical) {
+    std::mt19937 rng(8);
+    for (ops::RopeLayout layout : {ops::RopeLayout::Norm, ops::RopeLayout::Neox}) {
+        for (int head_dim : {16, 64, 80, 128, 256}) {
+            for (int n_dims : {head_dim, head_dim / 2, 20}) {
+                if (n_dims > head_dim || n_dims % 2) continue;
+                ops::RopeParams p;
+                p.layout = layout;
+                p.n_dims = n_dims;
+                p.freq_base = 10000.0f;
+                std::vector<float> cache(static_cast<size_t>(n_dims));
+                ops::rope_cache(p, 1234, cache.data());
+                const std::vector<float> x = random_values(static_cast<size_t>(5 * head_dim), 2.0f, rng);
+                std::vector<float> ref = x;
+                ops::rope_apply(p, cache.data(), ref.data(), 5, head_dim);
+                for (const KernelTable* k : simd_tables()) {
+                    std::vector<float> got = x;
+                    k->rope_apply(p, cache.data(), got.data(), 5, head_dim);
+                    EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size() * 4), 0)
+                        << isa_name(k->isa) << (layout == ops::RopeLayout::Norm ? " norm" : " neox") << " head " << head_dim << " dims " << n_dims;
+                }
+            }
+        }
+    }
+}
+
 struct AttentionCase {
     int n_head, n_head_kv, dk, dv;
     int64_t n_keys;

@@ -14,6 +14,7 @@
 #include "compute/kernels/avx2_common.h"
 #include "compute/kernels/x86.h"
 #include "compute/ops.h"
+#include "kiln/quant.h"
 
 namespace kiln::avx2 {
 
@@ -211,6 +212,52 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
 }
 
 }  // namespace
+
+// As avx512_ops.cpp: F16C conversion, NaNs made canonical.
+KILN_TARGET_AVX2 void f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(src + i);
+        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+        if (_mm256_movemask_ps(nan)) {
+            alignas(16) uint16_t tmp[8];
+            _mm_store_si128(reinterpret_cast<__m128i*>(tmp), h);
+            for (int k = 0; k < 8; ++k)
+                if (src[i + k] != src[i + k]) tmp[k] = quant::fp32_to_fp16(src[i + k]);
+            h = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+    }
+    for (; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
+}
+
+// As avx512_ops.cpp's rope_apply (bit-identical to ops::rope_apply); vaddsubps
+// gives x0 c - x1 s in even lanes and x1 c + x0 s in odd ones.
+KILN_TARGET_AVX2 void rope_apply(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim) {
+    const int n_dims = p.n_dims;
+    for (int64_t h = 0; h < n_heads; ++h) {
+        float* v = x + h * head_dim;
+        if (p.layout == ops::RopeLayout::Norm) {
+            for (int i = 0; i < n_dims; i += 8) {
+                const __m256i m = tail_mask(n_dims - i);
+                const __m256 xv = load_m(v + i, m);
+                const __m256 cs = load_m(cache + i, m);
+                const __m256 t1 = _mm256_mul_ps(xv, _mm256_moveldup_ps(cs));
+                const __m256 t2 = _mm256_mul_ps(_mm256_permute_ps(xv, 0xB1), _mm256_movehdup_ps(cs));
+                store_m(v + i, m, _mm256_addsub_ps(t1, t2));
+            }
+        } else {
+            const int half = n_dims / 2;
+            for (int a = 0; a < half; ++a) {
+                const float c = cache[2 * a], s = cache[2 * a + 1];
+                const float x0 = v[a], x1 = v[a + half];
+                v[a] = x0 * c - x1 * s;
+                v[a + half] = x0 * s + x1 * c;
+            }
+        }
+    }
+}
 
 KILN_TARGET_AVX2 void silu_mul(float* gate, const float* up, int64_t n) {
     const __m256 one = _mm256_set1_ps(1.0f);

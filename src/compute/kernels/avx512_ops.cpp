@@ -150,6 +150,42 @@ template <bool f16>
 constexpr ValueTileFn k_value_tiles[7] = {nullptr,           value_tile<1, f16>, value_tile<2, f16>, value_tile<3, f16>,
                                           value_tile<4, f16>, value_tile<5, f16>, value_tile<6, f16>};
 
+// Scores of 16 keys for every head of a group, head size 16 NC: each key row is
+// loaded and converted once, then multiplied with every head's q (from L1).
+template <bool f16, int NC>
+KILN_TARGET_AVX512 void score_block(const float* q, int group, const uint8_t* const* rows, __m512 scale, float* scores,
+                                    int64_t stride) {
+    constexpr int dk = 16 * NC;
+    for (int h0 = 0; h0 < group; h0 += 8) {
+        const int nh = std::min(8, group - h0);
+        __m512 parts[8][16];
+        for (int jj = 0; jj < 16; ++jj) {
+            __m512 k[NC];
+            for (int c = 0; c < NC; ++c) k[c] = load_row16<f16>(rows[jj], 16 * c, 0xFFFF);
+            for (int h = 0; h < nh; ++h) {
+                const float* qh = q + (h0 + h) * dk;
+                __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), k[0]);
+                for (int c = 1; c < NC; ++c) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qh + 16 * c), k[c], acc);
+                parts[h][jj] = acc;
+            }
+        }
+        for (int h = 0; h < nh; ++h) _mm512_storeu_ps(scores + (h0 + h) * stride, _mm512_mul_ps(reduce16(parts[h]), scale));
+    }
+}
+
+using ScoreFn = void (*)(const float*, int, const uint8_t* const*, __m512, float*, int64_t);
+
+template <bool f16>
+ScoreFn score_block_for(int dk) {
+    switch (dk) {
+        case 32: return score_block<f16, 2>;
+        case 64: return score_block<f16, 4>;
+        case 128: return score_block<f16, 8>;
+        case 256: return score_block<f16, 16>;
+        default: return nullptr;
+    }
+}
+
 template <bool f16>
 KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv,
                                     float* out, AttentionScratch& sc) {
@@ -177,24 +213,36 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
             }
         }
         const uint64_t k_col = static_cast<uint64_t>(g) * dk * esize;
-        // Scores, 16 keys at a time.
-        for (int hq = 0; hq < group; ++hq) {
-            const float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
-            float* sp = sc.scores.data() + hq * stride;
-            int64_t j = 0, slot = kv.slot(first);
-            auto next_row = [&]() {
-                const uint8_t* r = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
+        // Scores, 16 keys at a time; each key row is converted once for all the
+        // group's heads when the head size is one the fixed-size kernels take.
+        const ScoreFn fixed = score_block_for<f16>(dk);
+        int64_t j = 0, slot = kv.slot(first);
+        for (; j + 16 <= n_keys; j += 16) {
+            const uint8_t* rows[16];
+            for (int jj = 0; jj < 16; ++jj) {
+                rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
                 if (++slot == kv.capacity) slot = 0;
-                return r;
-            };
-            for (; j + 16 <= n_keys; j += 16) {
-                const uint8_t* rows[16];
-                for (int jj = 0; jj < 16; ++jj) rows[jj] = next_row();
-                __m512 part[16];
-                for (int jj = 0; jj < 16; ++jj) part[jj] = dot_lanes<f16>(qb, rows[jj], dk);
-                _mm512_storeu_ps(sp + j, _mm512_mul_ps(reduce16(part), vscale));
             }
-            for (; j < n_keys; ++j) sp[j] = _mm512_reduce_add_ps(dot_lanes<f16>(qb, next_row(), dk)) * score_scale;
+            if (fixed) {
+                fixed(sc.qbuf.data(), group, rows, vscale, sc.scores.data() + j, stride);
+            } else {
+                for (int hq = 0; hq < group; ++hq) {
+                    const float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
+                    __m512 part[16];
+                    for (int jj = 0; jj < 16; ++jj) part[jj] = dot_lanes<f16>(qb, rows[jj], dk);
+                    _mm512_storeu_ps(sc.scores.data() + hq * stride + j, _mm512_mul_ps(reduce16(part), vscale));
+                }
+            }
+        }
+        for (; j < n_keys; ++j) {
+            const uint8_t* row = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
+            if (++slot == kv.capacity) slot = 0;
+            for (int hq = 0; hq < group; ++hq)
+                sc.scores[static_cast<size_t>(hq * stride + j)] =
+                    _mm512_reduce_add_ps(dot_lanes<f16>(sc.qbuf.data() + static_cast<size_t>(hq * dk), row, dk)) * score_scale;
+        }
+        for (int hq = 0; hq < group; ++hq) {
+            float* sp = sc.scores.data() + hq * stride;
             if (s.softcap > 0.0f)
                 for (int64_t jj = 0; jj < n_keys; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
             softmax_row(sp, n_keys, round);
@@ -211,6 +259,58 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
 }
 
 }  // namespace
+
+// F16C rounds to nearest even like quant::fp32_to_fp16; only NaNs differ (the
+// hardware keeps payload bits), so they are replaced by the canonical quiet NaN.
+KILN_TARGET_AVX512 void f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 v = _mm512_maskz_loadu_ps(k, src + i);
+        __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        if (nan) {
+            const __m256i sign = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+            const __m256i qnan = _mm256_or_si256(_mm256_and_si256(sign, _mm256_set1_epi16(static_cast<short>(0x8000))), _mm256_set1_epi16(0x7E00));
+            h = _mm256_mask_mov_epi16(h, nan, qnan);
+        }
+        _mm256_mask_storeu_epi16(dst + i, k, h);
+    }
+}
+
+// ops::rope_apply with the same multiplies and adds per element (no fused
+// multiply-add): bit-identical. Norm layout: 8 (x0, x1) pairs per vector against
+// the cache's 8 (cos, sin) pairs; NeoX: 16 first-half and 16 second-half elements
+// against 16 cos and 16 sin deinterleaved from the cache.
+KILN_TARGET_AVX512 void rope_apply(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim) {
+    const int n_dims = p.n_dims;
+    const __mmask16 even = 0x5555;
+    const __m512i idx_cos = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i idx_sin = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (int64_t h = 0; h < n_heads; ++h) {
+        float* v = x + h * head_dim;
+        if (p.layout == ops::RopeLayout::Norm) {
+            for (int i = 0; i < n_dims; i += 16) {
+                const __mmask16 k = tail_mask(n_dims - i);
+                const __m512 xv = _mm512_maskz_loadu_ps(k, v + i);
+                const __m512 cs = _mm512_maskz_loadu_ps(k, cache + i);
+                const __m512 t1 = _mm512_mul_ps(xv, _mm512_moveldup_ps(cs));                            // x0 c, x1 c
+                const __m512 t2 = _mm512_mul_ps(_mm512_permute_ps(xv, 0xB1), _mm512_movehdup_ps(cs));  // x1 s, x0 s
+                _mm512_mask_storeu_ps(v + i, k, _mm512_mask_sub_ps(_mm512_add_ps(t1, t2), even, t1, t2));
+            }
+        } else {
+            const int half = n_dims / 2;
+            for (int a = 0; a < half; a += 16) {
+                const __mmask16 k = tail_mask(half - a);
+                const __mmask16 k2 = tail_mask(2 * (half - a)), k2h = tail_mask(2 * (half - a) - 16);
+                const __m512 lo = _mm512_maskz_loadu_ps(k2, cache + 2 * a), hi = _mm512_maskz_loadu_ps(k2h, cache + 2 * a + 16);
+                const __m512 c = _mm512_permutex2var_ps(lo, idx_cos, hi), s = _mm512_permutex2var_ps(lo, idx_sin, hi);
+                const __m512 x0 = _mm512_maskz_loadu_ps(k, v + a), x1 = _mm512_maskz_loadu_ps(k, v + a + half);
+                _mm512_mask_storeu_ps(v + a, k, _mm512_sub_ps(_mm512_mul_ps(x0, c), _mm512_mul_ps(x1, s)));
+                _mm512_mask_storeu_ps(v + a + half, k, _mm512_add_ps(_mm512_mul_ps(x0, s), _mm512_mul_ps(x1, c)));
+            }
+        }
+    }
+}
 
 KILN_TARGET_AVX512 void silu_mul(float* gate, const float* up, int64_t n) {
     const __m512 one = _mm512_set1_ps(1.0f);

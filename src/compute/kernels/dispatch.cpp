@@ -9,6 +9,7 @@
 #include "compute/kernels/x86.h"
 #include "compute/ops.h"
 #include "kiln/error.h"
+#include "kiln/quant.h"
 
 namespace kiln {
 
@@ -17,6 +18,10 @@ const KernelTable& scalar_kernels() {
         KernelTable k;
         k.isa = Isa::Scalar;
         k.silu_mul = ops::silu_mul;
+        k.rope_apply = ops::rope_apply;
+        k.f32_to_f16 = [](const float* src, uint16_t* dst, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
+        };
         k.gelu_mul = ops::gelu_mul;
         k.rms_norm = ops::rms_norm;
         k.softmax = ops::softmax;
@@ -46,6 +51,8 @@ const KernelTable& avx2_kernels() {
         k.prep_act = avx2::prep_act;
         k.gemm_float = avx2::gemm_float;
         k.silu_mul = avx2::silu_mul;
+        k.f32_to_f16 = avx2::f32_to_f16;
+        k.rope_apply = avx2::rope_apply;
         k.gelu_mul = avx2::gelu_mul;
         k.rms_norm = avx2::rms_norm;
         k.softmax = avx2::softmax;
@@ -63,6 +70,8 @@ const KernelTable& avx512_kernels() {
         k.prep_act = avx512::prep_act;
         k.gemm_float = avx512::gemm_float;
         k.silu_mul = avx512::silu_mul;
+        k.f32_to_f16 = avx512::f32_to_f16;
+        k.rope_apply = avx512::rope_apply;
         k.gelu_mul = avx512::gelu_mul;
         k.rms_norm = avx512::rms_norm;
         k.softmax = avx512::softmax;

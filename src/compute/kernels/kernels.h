@@ -14,6 +14,7 @@
 
 #include "compute/cpu_features.h"
 #include "compute/kernels/layout.h"
+#include "compute/ops.h"
 
 namespace kiln {
 
@@ -51,6 +52,10 @@ struct KernelTable {
     // equivalent.
     void (*silu_mul)(float* gate, const float* up, int64_t n) = nullptr;
     void (*gelu_mul)(float* gate, const float* up, int64_t n) = nullptr;
+    // RoPE of n_heads heads in place, bit-identical to ops::rope_apply.
+    void (*rope_apply)(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim) = nullptr;
+    // f32 -> f16, bit-identical to quant::fp32_to_fp16 (NaN included).
+    void (*f32_to_f16)(const float* src, uint16_t* dst, int64_t n) = nullptr;
     // One row.
     void (*rms_norm)(const float* x, const float* w, float* y, int64_t n, float eps) = nullptr;
     void (*softmax)(float* x, int64_t n) = nullptr;
