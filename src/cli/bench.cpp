@@ -17,8 +17,10 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "compute/kernels/kernels.h"
 #include "compute/probe.h"
 #include "kiln/model.h"
+#include "model/weights.h"
 
 namespace kiln::cli {
 
@@ -109,12 +111,17 @@ int cmd_bench(int argc, char** argv) {
                          tg.empty() ? 0.0 : tg.back());
     }
     Stats pps = stats(pp), tgs = stats(tg);
+    const double peak_rss = peak_rss_bytes();  // before the probes' own buffers
 
     MachineProbe probe;
     if (!no_probe) probe = probe_machine(threads);
     const double weight_bytes = static_cast<double>(model_weight_bytes(*model));
     const double tg_bound = probe.read_bandwidth > 0 ? probe.read_bandwidth / weight_bytes : 0;
-    const double pp_bound = probe.int8_ops > 0 ? probe.int8_ops / (2.0 * static_cast<double>(model_params(*model))) : 0;
+    // Prefill is bound by int8 dot products for quantized weights, by f32
+    // multiply-adds for float ones (2 operations per weight and prompt token).
+    const bool float_weights = model_float_weights(*model);
+    const double compute_rate = float_weights ? probe.f32_flops : probe.int8_ops;
+    const double pp_bound = compute_rate > 0 ? compute_rate / (2.0 * static_cast<double>(model_layer_params(*model))) : 0;
 
     if (json) {
         nlohmann::json j = {{"model", path},
@@ -128,10 +135,14 @@ int cmd_bench(int argc, char** argv) {
                             {"pp_stddev", pps.stddev},
                             {"tg_tokens_per_s", tgs.mean},
                             {"tg_stddev", tgs.stddev},
-                            {"peak_rss_bytes", peak_rss_bytes()},
+                            {"peak_rss_bytes", peak_rss},
                             {"weight_bytes", weight_bytes},
+                            {"repacked_bytes", static_cast<double>(model->weights().packed_bytes)},
+                            {"kernels", std::string(isa_name(kernels().isa))},
                             {"read_bandwidth_bytes_per_s", probe.read_bandwidth},
                             {"int8_ops_per_s", probe.int8_ops},
+                            {"f32_flops_per_s", probe.f32_flops},
+                            {"pp_bound_kind", float_weights ? "f32 fma" : "int8"},
                             {"tg_bound_tokens_per_s", tg_bound},
                             {"pp_bound_tokens_per_s", pp_bound}};
         std::printf("%s\n", j.dump(2).c_str());
@@ -145,10 +156,11 @@ int cmd_bench(int argc, char** argv) {
     if (n_gen > 0)
         std::printf("| %s | %d | tg%d | %.2f ± %.2f | %s |\n", model->architecture().c_str(), threads, n_gen, tgs.mean,
                     tgs.stddev, frac(tgs.mean, tg_bound).c_str());
-    std::printf("\nload %.3f s, peak RSS %s, weights %s", load_s, human_bytes(static_cast<uint64_t>(peak_rss_bytes())).c_str(),
-                human_bytes(static_cast<uint64_t>(weight_bytes)).c_str());
+    std::printf("\nload %.3f s, peak RSS %s, weights %s, %s kernels", load_s, human_bytes(static_cast<uint64_t>(peak_rss)).c_str(),
+                human_bytes(static_cast<uint64_t>(weight_bytes)).c_str(), std::string(isa_name(kernels().isa)).c_str());
     if (probe.read_bandwidth > 0)
-        std::printf(", memory read %.1f GB/s, int8 %.0f Gop/s", probe.read_bandwidth / 1e9, probe.int8_ops / 1e9);
+        std::printf(", memory read %.1f GB/s, int8 %.0f Gop/s, f32 fma %.0f GFLOP/s", probe.read_bandwidth / 1e9, probe.int8_ops / 1e9,
+                    probe.f32_flops / 1e9);
     std::printf("\n");
     return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "compute/kernels/kernels.h"
 #include "compute/ops.h"
 #include "kiln/quant.h"
 
@@ -41,7 +42,7 @@ void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos,
     sc.kbuf.resize(static_cast<size_t>(s.head_dim_k));
     sc.vbuf.resize(static_cast<size_t>(s.head_dim_v));
     sc.qbuf.resize(static_cast<size_t>(group * s.head_dim_k));
-    const bool f16 = kv.type == GgmlType::F16;
+    const bool f16 = kv.type == GgmlType::F16 || kv.f16_rounding;
     auto round16 = [](float v) { return quant::fp16_to_fp32(quant::fp32_to_fp16(v)); };
     for (int g = 0; g < s.n_head_kv; ++g) {
         for (int hq = 0; hq < group; ++hq) {
@@ -84,6 +85,48 @@ void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos,
             }
         }
     }
+}
+
+KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int64_t last, std::vector<float>& kbuf,
+                   std::vector<float>& vbuf) {
+    const int64_t n = last - first + 1;
+    const int64_t ks = static_cast<int64_t>(s.n_head_kv) * s.head_dim_k, vs = static_cast<int64_t>(s.n_head_kv) * s.head_dim_v;
+    kbuf.resize(static_cast<size_t>(n * ks));
+    vbuf.resize(static_cast<size_t>(n * vs));
+    for (int64_t p = first; p <= last; ++p) {
+        const uint8_t* kr = kv.k_row(p);
+        const uint8_t* vr = kv.v_row(p);
+        for (int g = 0; g < s.n_head_kv; ++g) {
+            head_to_f32(kv.type, kr, g, s.head_dim_k, kbuf.data() + (p - first) * ks + g * s.head_dim_k);
+            head_to_f32(kv.type, vr, g, s.head_dim_v, vbuf.data() + (p - first) * vs + g * s.head_dim_v);
+        }
+    }
+    KvRows r;
+    r.type = GgmlType::F32;
+    r.k = reinterpret_cast<const uint8_t*>(kbuf.data());
+    r.v = reinterpret_cast<const uint8_t*>(vbuf.data());
+    r.k_row_bytes = static_cast<uint64_t>(ks) * 4;
+    r.v_row_bytes = static_cast<uint64_t>(vs) * 4;
+    r.base = first;
+    r.capacity = n;
+    r.f16_rounding = kv.type == GgmlType::F16;
+    return r;
+}
+
+// attend() over KvRows: the same operations in the same order.
+void attend_rows_scalar(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
+                        AttentionScratch& sc) {
+    KvView view;
+    view.type = kv.type;
+    view.f16_rounding = kv.f16_rounding;
+    view.k_row = [&](int64_t p) { return kv.k_row(p); };
+    view.v_row = [&](int64_t p) { return kv.v_row(p); };
+    attend(s, q, first, pos, view, out, sc);
+}
+
+void attend_rows(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
+                 AttentionScratch& scratch) {
+    kernels().attend_row(s, q, first, pos, kv, out, scratch);
 }
 
 }  // namespace kiln

@@ -24,6 +24,7 @@ struct AttentionShape {
 // Where the keys and values of positions live.
 struct KvView {
     GgmlType type = GgmlType::F16;
+    bool f16_rounding = false;  // round as for an f16 cache although rows are f32 (rows converted from one)
     std::function<const uint8_t*(int64_t pos)> k_row;  // [n_head_kv * head_dim_k]
     std::function<const uint8_t*(int64_t pos)> v_row;  // [n_head_kv * head_dim_v]
 };
@@ -36,12 +37,44 @@ struct AttentionScratch {
 };
 
 // out[h*head_dim_v + d] for every head h, for the query at `pos` that sees keys
-// [first, pos]. q is f32 [n_head * head_dim_k].
+// [first, pos]. q is f32 [n_head * head_dim_k]. The scalar reference.
 //
 // With an f16 cache, q is rounded to f16 for the q·k products and the softmax
 // weights are rounded to f16 for the weighted sum of values, as llama.cpp's CPU
 // attention does: both sides of each product then have the cache's precision.
 void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvView& kv, float* out,
             AttentionScratch& scratch);
+
+// Where the SIMD attention reads keys and values: rows of F32 or F16 elements,
+// position p at slot (p - base) % capacity (the cache's ring for sliding-window
+// layers). q8_0 caches are first converted to f32 (exact) by kv_rows_f32.
+struct KvRows {
+    GgmlType type = GgmlType::F16;  // F16 or F32
+    const uint8_t* k = nullptr;
+    const uint8_t* v = nullptr;
+    uint64_t k_row_bytes = 0, v_row_bytes = 0;
+    int64_t base = 0, capacity = 0;
+    bool f16_rounding = false;  // the cache is f16: round q and the softmax weights to f16 (see attend)
+
+    int64_t slot(int64_t pos) const { return (pos - base) % capacity; }
+    const uint8_t* k_row(int64_t pos) const { return k + static_cast<uint64_t>(slot(pos)) * k_row_bytes; }
+    const uint8_t* v_row(int64_t pos) const { return v + static_cast<uint64_t>(slot(pos)) * v_row_bytes; }
+};
+
+// Positions [first, last] of kv dequantized to f32 rows in the given buffers.
+KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int64_t last, std::vector<float>& kbuf,
+                   std::vector<float>& vbuf);
+
+// The table-dispatched attention of one query row: the semantics of attend()
+// (f16 rounding of q and of the weights with an f16 cache, masks, soft-cap) with
+// SIMD dot products, softmax and weighted sums. A query's result depends only on
+// its row and the cache (batch invariance). It differs from attend() only by the
+// order of the q.k sums and the exponential's last bits (tests/compute states the
+// bound); the weighted sum of values is attend()'s, operation for operation.
+void attend_rows(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
+                 AttentionScratch& scratch);
+// The scalar version (the scalar kernel table's; bit-identical to attend()).
+void attend_rows_scalar(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
+                        AttentionScratch& scratch);
 
 }  // namespace kiln

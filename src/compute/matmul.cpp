@@ -1,8 +1,16 @@
 #include "compute/matmul.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <map>
+#include <thread>
 
 #include "compute/activation_quant.h"
+#include "compute/kernels/packing.h"
 #include "kiln/error.h"
 #include "kiln/quant.h"
 
@@ -13,6 +21,17 @@ bool matmul_supports(GgmlType type) { return quant::can_vec_dot(type); }
 void matrix_row_f32(const Matrix& w, int64_t r, float* out) { quant::dequantize_row(w.type, w.row(r), out, w.n_in); }
 
 namespace {
+
+bool is_float(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+
+// Drops the resident pages of [p, p + n) that lie wholly inside the range. The
+// mapping is a read-only file mapping, so they are only unmapped, never lost.
+void release_pages(const uint8_t* p, uint64_t n) {
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t begin = (reinterpret_cast<uint64_t>(p) + page - 1) / page * page;
+    const uint64_t end = (reinterpret_cast<uint64_t>(p) + n) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
 
 // Activation rows converted to the weight's dot-product format, once per call.
 const uint8_t* convert_activations(const quant::QuantTraits& t, const float* x, int64_t n_in, int64_t n_tokens,
@@ -31,18 +50,13 @@ const uint8_t* convert_activations(const quant::QuantTraits& t, const float* x, 
     return out;
 }
 
-}  // namespace
-
-// Reference path: every output element is vec_dot_ref(weight row, activation
-// row). Rows are split across threads in chunks; the dot products do not depend
-// on the split or on n_tokens, so results are batch invariant.
-void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch) {
-    const quant::QuantTraits* t = quant::find_quant_traits(w.type);
-    if (!t || !t->vec_dot_ref) throw Error("matmul: no dot product for " + std::string(ggml_type_name(w.type)));
+// Reference path: every output element is vec_dot_ref(weight row, activation row).
+void matmul_reference(const quant::QuantTraits& t, const Matrix& w, const float* x, int64_t n_tokens, float* y,
+                      ThreadPool& pool, MatmulScratch& scratch) {
     uint64_t act_row_bytes = 0;
-    const uint8_t* act = convert_activations(*t, x, w.n_in, n_tokens, pool, scratch, act_row_bytes);
+    const uint8_t* act = convert_activations(t, x, w.n_in, n_tokens, pool, scratch, act_row_bytes);
     const int64_t n_out = w.n_out;
-    const quant::VecDotFn dot = t->vec_dot_ref;
+    const quant::VecDotFn dot = t.vec_dot_ref;
     pool.parallel_for(n_out, 16, [&](int64_t b, int64_t e, int) {
         for (int64_t tkn = 0; tkn < n_tokens; ++tkn) {
             const uint8_t* a = act + static_cast<uint64_t>(tkn) * act_row_bytes;
@@ -50,6 +64,150 @@ void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadP
             for (int64_t o = b; o < e; ++o) yt[o] = dot(w.n_in, w.row(o), a);
         }
     });
+}
+
+// Packed path: activations quantized into groups of 8 tokens, then tiles of 16
+// rows x up to 8 tokens. Work is split into contiguous runs of panels (each
+// thread writes whole 64-byte row runs of y: no false sharing) and, when panels
+// are few, into runs of token groups as well. Several matrices of one type that
+// read the same input (q / k / v, gate / up) share the activation conversion and
+// one parallel region.
+void matmul_packed(const KernelTable& k, PackedGemmFn gemm, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens,
+                   std::span<float* const> ys, ThreadPool& pool, MatmulScratch& scratch) {
+    const Matrix& w0 = *ws[0];
+    ActPack a;
+    a.format = act_format(w0.type);
+    a.n_tokens = n_tokens;
+    a.n_blocks = w0.n_in / a.format.block;
+    a.group_bytes = a.format.block_stride * static_cast<uint64_t>(a.n_blocks);
+    const int64_t n_groups = a.n_groups();
+    scratch.activations.resize(static_cast<size_t>(a.group_bytes * static_cast<uint64_t>(n_groups) + 64));
+    a.data = scratch.activations.data() + (64 - reinterpret_cast<uintptr_t>(scratch.activations.data()) % 64) % 64;
+    pool.parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1, int) { k.prep_act(x, w0.n_in, g0, g1, a); });
+
+    using Task = MatmulScratch::Task;
+    std::vector<Task>& tasks = scratch.tasks;
+    tasks.clear();
+    int64_t total_panels = 0;
+    for (const Matrix* w : ws) total_panels += w->packed->n_panels;
+    const int64_t want = static_cast<int64_t>(pool.size()) * 4;
+    for (size_t m = 0; m < ws.size(); ++m) {
+        const int64_t n_panels = ws[m]->packed->n_panels;
+        // This matrix's share of the chunks, by panel count.
+        const int64_t share = std::max<int64_t>(1, want * n_panels / total_panels);
+        int64_t panel_chunks = std::min(n_panels, share);
+        int64_t group_chunks = 1;
+        if (panel_chunks < share && n_groups > 1) group_chunks = std::min(n_groups, (share + panel_chunks - 1) / panel_chunks);
+        const int64_t panels_per = (n_panels + panel_chunks - 1) / panel_chunks;
+        const int64_t groups_per = (n_groups + group_chunks - 1) / group_chunks;
+        for (int64_t p0 = 0; p0 < n_panels; p0 += panels_per)
+            for (int64_t g0 = 0; g0 < n_groups; g0 += groups_per)
+                tasks.push_back({static_cast<int>(m), p0, std::min(n_panels, p0 + panels_per), g0, std::min(n_groups, g0 + groups_per)});
+    }
+    pool.run(static_cast<int64_t>(tasks.size()), [&](int64_t i, int) {
+        const Task& t = tasks[static_cast<size_t>(i)];
+        const Matrix& w = *ws[static_cast<size_t>(t.m)];
+        ActPack part = a;
+        part.data = a.data + static_cast<uint64_t>(t.g0) * a.group_bytes;
+        part.n_tokens = std::min(n_tokens, t.g1 * k_act_group) - t.g0 * k_act_group;
+        gemm(*w.packed, part, t.p0, t.p1, ys[static_cast<size_t>(t.m)] + t.g0 * k_act_group * w.n_out, w.n_out);
+    });
+}
+
+// Float weights in place; activations rounded to the weight's type first, as the
+// reference's conversion to vec_dot_type does.
+void matmul_float(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                  MatmulScratch& scratch) {
+    const float* xr = x;
+    if (w.type != GgmlType::F32) {
+        const int64_t n = w.n_in * n_tokens;
+        scratch.rounded.resize(static_cast<size_t>(n));
+        float* out = scratch.rounded.data();
+        const bool f16 = w.type == GgmlType::F16;
+        pool.parallel_for(n, 4096, [&](int64_t b, int64_t e, int) {
+            for (int64_t i = b; i < e; ++i)
+                out[i] = f16 ? quant::fp16_to_fp32(quant::fp32_to_fp16(x[i])) : quant::bf16_to_fp32(quant::fp32_to_bf16(x[i]));
+        });
+        xr = out;
+    }
+    const int64_t n_out = w.n_out;
+    const int64_t blocks = (n_out + 3) / 4;
+    pool.parallel_for(blocks, 2, [&](int64_t b, int64_t e, int) {
+        k.gemm_float(w.type, w.data, w.row_bytes, w.n_in, 4 * b, std::min(n_out, 4 * e), xr, n_tokens, y, n_out);
+    });
+}
+
+}  // namespace
+
+void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                 MatmulScratch& scratch) {
+    if (n_tokens <= 0) return;
+    if (w.packed && k.prep_act)
+        if (PackedGemmFn gemm = k.find_quant(w.type)) {
+            const Matrix* ws[] = {&w};
+            float* ys[] = {y};
+            return matmul_packed(k, gemm, ws, x, n_tokens, ys, pool, scratch);
+        }
+    if (k.gemm_float && is_float(w.type)) return matmul_float(k, w, x, n_tokens, y, pool, scratch);
+    const quant::QuantTraits* t = quant::find_quant_traits(w.type);
+    if (!t || !t->vec_dot_ref) throw Error("matmul: no dot product for " + std::string(ggml_type_name(w.type)));
+    matmul_reference(*t, w, x, n_tokens, y, pool, scratch);
+}
+
+void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch) {
+    matmul_with(kernels(), w, x, n_tokens, y, pool, scratch);
+}
+
+void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool,
+                 MatmulScratch& scratch) {
+    if (n_tokens <= 0 || ws.empty()) return;
+    const KernelTable& k = kernels();
+    const PackedGemmFn gemm = k.prep_act ? k.find_quant(ws[0]->type) : nullptr;
+    bool fused = gemm != nullptr;
+    for (const Matrix* w : ws) fused = fused && w->packed && w->type == ws[0]->type && w->n_in == ws[0]->n_in;
+    if (fused) return matmul_packed(k, gemm, ws, x, n_tokens, ys, pool, scratch);
+    for (size_t i = 0; i < ws.size(); ++i) matmul_with(k, *ws[i], x, n_tokens, ys[i], pool, scratch);
+}
+
+uint64_t prepare_matrices(std::span<Matrix* const> matrices) {
+    const KernelTable& k = kernels();
+    std::vector<Matrix*> todo;
+    for (Matrix* m : matrices)
+        if (m && !m->empty() && !m->packed && has_packed_layout(m->type) && k.find_quant(m->type)) todo.push_back(m);
+    if (todo.empty()) return 0;
+    // One packed copy per distinct tensor (a tied output shares the embedding's bytes).
+    std::map<const uint8_t*, std::shared_ptr<const PackedMatrix>> done;
+    std::vector<Matrix*> unique;
+    for (Matrix* m : todo)
+        if (done.emplace(m->data, nullptr).second) unique.push_back(m);
+    std::vector<std::shared_ptr<const PackedMatrix>> packed(unique.size());
+    std::atomic<size_t> next{0};
+    std::exception_ptr failure;
+    std::atomic<bool> failed{false};
+    auto worker = [&] {
+        for (size_t i; (i = next.fetch_add(1)) < unique.size() && !failed;) {
+            const Matrix& m = *unique[i];
+            try {
+                packed[i] = pack_matrix(m.type, m.data, m.row_bytes, m.n_in, m.n_out);
+                release_pages(m.data, m.row_bytes * static_cast<uint64_t>(m.n_out));
+            } catch (...) {
+                if (!failed.exchange(true)) failure = std::current_exception();
+            }
+        }
+    };
+    const unsigned n_threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8));
+    std::vector<std::thread> threads;
+    for (unsigned t = 1; t < n_threads; ++t) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
+    if (failure) std::rethrow_exception(failure);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < unique.size(); ++i) {
+        done[unique[i]->data] = packed[i];
+        bytes += packed[i]->bytes();
+    }
+    for (Matrix* m : todo) m->packed = done[m->data];
+    return bytes;
 }
 
 }  // namespace kiln

@@ -1,18 +1,26 @@
-// Matrix x vector / matrix x matrix with weights in any supported block format,
-// used in place from the file mapping.
+// Matrix x vector / matrix x matrix with weights in any supported block format.
 //
 //   y[t][o] = sum_i W[o][i] * x[t][i]      W: [n_in, n_out] (GGUF order), x: f32 [n_in, n_tokens]
 //
 // Activations are converted once per call to the format the weight's dot
 // product expects (Q8_0 / Q8_1 / Q8_K / F16 / ...; see the quant traits), and
-// every output element is one dot product of a weight row with an activation
-// row, computed the same way whatever n_tokens is: results are bit-identical
-// between a prefill of many rows and a decode of one (batch invariance).
+// every output element is computed exactly as the scalar reference dot product of
+// its weight row and activation row (kiln/quant.h states the order), whichever
+// kernel runs: results are bit-identical between a prefill of many rows and a
+// decode of one (batch invariance), for any thread count, on any CPU level.
+//
+// Fast paths (compute/kernels): quantized weights repacked at load into 16-row
+// panels (prepare_matrices), multiplied by SIMD kernels that tile rows x tokens;
+// float weights used in place from the file mapping.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
+#include "compute/kernels/kernels.h"
+#include "compute/kernels/layout.h"
 #include "compute/thread_pool.h"
 #include "kiln/gguf/ggml_type.h"
 
@@ -20,10 +28,11 @@ namespace kiln {
 
 struct Matrix {
     GgmlType type = GgmlType::F32;
-    const uint8_t* data = nullptr;
+    const uint8_t* data = nullptr;  // the file's rows (always kept: embedding lookups, reference path)
     int64_t n_in = 0;   // ne0: elements per row
     int64_t n_out = 0;  // ne1: rows
     uint64_t row_bytes = 0;
+    std::shared_ptr<const PackedMatrix> packed;  // the same rows repacked for the SIMD kernels, if any
 
     bool empty() const { return data == nullptr; }
     const uint8_t* row(int64_t r) const { return data + static_cast<uint64_t>(r) * row_bytes; }
@@ -31,13 +40,35 @@ struct Matrix {
 
 // Reusable buffers so the forward pass does not allocate per operation.
 struct MatmulScratch {
+    struct Task {
+        int m;
+        int64_t p0, p1, g0, g1;
+    };
     std::vector<uint8_t> activations;
+    std::vector<float> rounded;  // activations rounded to f16 / bf16 for float weights
+    std::vector<Task> tasks;
 };
 
 // Whether matmul supports `type` directly (others are converted at load).
 bool matmul_supports(GgmlType type);
 
+// Repacks the matrices whose type the active kernels take in packed form (in
+// parallel; once per model at load). The file's pages of a repacked matrix are
+// released from the process's resident set (the mapping stays valid: they come
+// back from the page cache if read again), so resident memory stays about the
+// file size. Returns the bytes of repacked weights.
+uint64_t prepare_matrices(std::span<Matrix* const> matrices);
+
 void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch);
+// The same with a given kernel table (tests, benchmarks).
+void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                 MatmulScratch& scratch);
+
+// Several matrices that read the same input (q / k / v, gate / up): ys[i] = ws[i] x.
+// Bit-identical to separate matmul calls; when they share a packed type, the
+// input is converted once and all run in one parallel region (fewer waits).
+void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool,
+                 MatmulScratch& scratch);
 
 // Row r of w as f32 (embedding lookup).
 void matrix_row_f32(const Matrix& w, int64_t r, float* out);

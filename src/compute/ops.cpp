@@ -69,23 +69,20 @@ void silu_mul(float* gate, const float* up, int64_t n) {
     for (int64_t i = 0; i < n; ++i) gate[i] = silu(gate[i]) * up[i];
 }
 
-namespace {
-
 // GELU of every f16 value, rounded to f16: ggml's CPU GELU (GGML_GELU_FP16)
 // rounds the input to f16 and looks the result up, so llama.cpp's Gemma output
 // carries this approximation (relative error up to ~4e-3). kiln uses the same
 // table so its logits track llama.cpp's instead of differing systematically.
+// One padding entry lets SIMD gathers read 32 bits at the last index.
 const uint16_t* gelu_f16_table() {
     static const std::vector<uint16_t> table = [] {
-        std::vector<uint16_t> t(1 << 16);
-        for (uint32_t i = 0; i < t.size(); ++i)
+        std::vector<uint16_t> t((1 << 16) + 1, 0);
+        for (uint32_t i = 0; i < (1u << 16); ++i)
             t[i] = quant::fp32_to_fp16(gelu(quant::fp16_to_fp32(static_cast<uint16_t>(i))));
         return t;
     }();
     return table.data();
 }
-
-}  // namespace
 
 float gelu_table(float x) {
     if (x <= -10.0f) return 0.0f;

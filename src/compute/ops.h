@@ -31,6 +31,8 @@ void gelu_mul(float* gate, const float* up, int64_t n);  // tanh approximation, 
 float silu(float x);
 float gelu(float x);        // exact tanh form
 float gelu_table(float x);  // through the f16 table ggml uses (what gelu_mul applies)
+// That table: GELU of every f16 bit pattern, as f16 (65536 entries + 1 padding).
+const uint16_t* gelu_f16_table();
 
 // In place softmax over n values; returns nothing. Max-subtracted, sum in double.
 void softmax(float* x, int64_t n);

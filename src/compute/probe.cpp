@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -40,26 +41,80 @@ __attribute__((target("avx2"))) uint64_t read_slice_avx2(const uint8_t* p, size_
     return static_cast<uint64_t>(_mm256_extract_epi64(x, 0));
 }
 
+// Eight independent accumulators hide the instructions' latency; the loops are
+// unrolled so they stay in registers.
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) double int8_vnni_512(int64_t iters) {
     __m512i acc[8];
-    for (auto& r : acc) r = _mm512_set1_epi32(1);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) acc[k] = _mm512_set1_epi32(k);
     const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(5);
     for (int64_t i = 0; i < iters; ++i)
-        for (auto& r : acc) r = _mm512_dpbusd_epi32(r, a, b);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) acc[k] = _mm512_dpbusd_epi32(acc[k], a, b);
     __m512i s = acc[0];
+#pragma GCC unroll 8
     for (int k = 1; k < 8; ++k) s = _mm512_add_epi32(s, acc[k]);
     return static_cast<double>(_mm512_reduce_add_epi32(s));
 }
 
 __attribute__((target("avx2"))) double int8_avx2(int64_t iters) {
     __m256i acc[8];
-    for (auto& r : acc) r = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_set1_epi16(1);
     const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(5);
     for (int64_t i = 0; i < iters; ++i)
-        for (auto& r : acc) r = _mm256_add_epi16(r, _mm256_maddubs_epi16(a, b));
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_epi16(acc[k], _mm256_maddubs_epi16(a, b));
     __m256i s = acc[0];
+#pragma GCC unroll 8
     for (int k = 1; k < 8; ++k) s = _mm256_add_epi16(s, acc[k]);
     return static_cast<double>(_mm256_extract_epi16(s, 0));
+}
+
+__attribute__((target("avx512f"))) double fma_512(int64_t iters) {
+    __m512 acc[12];
+#pragma GCC unroll 12
+    for (int k = 0; k < 12; ++k) acc[k] = _mm512_set1_ps(static_cast<float>(k));
+    const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.001f);
+    for (int64_t i = 0; i < iters; ++i)
+#pragma GCC unroll 12
+        for (int k = 0; k < 12; ++k) acc[k] = _mm512_fmadd_ps(acc[k], a, b);
+    __m512 s = acc[0];
+#pragma GCC unroll 12
+    for (int k = 1; k < 12; ++k) s = _mm512_add_ps(s, acc[k]);
+    return static_cast<double>(_mm512_reduce_add_ps(s));
+}
+
+__attribute__((target("avx2,fma"))) double fma_256(int64_t iters) {
+    __m256 acc[12];
+#pragma GCC unroll 12
+    for (int k = 0; k < 12; ++k) acc[k] = _mm256_set1_ps(static_cast<float>(k));
+    const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(0.001f);
+    for (int64_t i = 0; i < iters; ++i)
+#pragma GCC unroll 12
+        for (int k = 0; k < 12; ++k) acc[k] = _mm256_fmadd_ps(acc[k], a, b);
+    __m256 s = acc[0];
+#pragma GCC unroll 12
+    for (int k = 1; k < 12; ++k) s = _mm256_add_ps(s, acc[k]);
+    alignas(32) float out[8];
+    _mm256_store_ps(out, s);
+    return static_cast<double>(out[0]);
+}
+
+// Runs fn(iters) on every thread of the pool; the best of 3 rates of `per_iter`
+// operations per iteration per thread.
+template <typename Fn>
+double rate(ThreadPool& pool, Fn fn, double per_iter) {
+    const int64_t iters = 2000000;
+    double best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+        std::atomic<double> sink{0};
+        const auto t0 = std::chrono::steady_clock::now();
+        pool.run(pool.size(), [&](int64_t, int) { sink.store(fn(iters), std::memory_order_relaxed); });
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        best = std::max(best, per_iter * static_cast<double>(iters) * pool.size() / s);
+    }
+    return best;
 }
 
 }  // namespace
@@ -72,7 +127,7 @@ MachineProbe probe_machine(int n_threads) {
     std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t*>(std::aligned_alloc(64, k_bytes)), &std::free);
     std::memset(buf.get(), 1, k_bytes);
     double best = 0;
-    volatile uint64_t sink = 0;
+    std::atomic<uint64_t> sink{0};
     for (int rep = 0; rep < 3; ++rep) {
         auto t0 = std::chrono::steady_clock::now();
         const size_t per = k_bytes / static_cast<size_t>(pool.size()) / 256 * 256;
@@ -80,18 +135,15 @@ MachineProbe probe_machine(int n_threads) {
         double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         best = std::max(best, static_cast<double>(per * static_cast<size_t>(pool.size())) / s);
     }
+    buf.reset();
     p.read_bandwidth = best;
 
     const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
-    const int64_t iters = 2000000;
-    volatile double sink2 = 0;
-    auto t0 = std::chrono::steady_clock::now();
-    pool.run(pool.size(), [&](int64_t, int) { sink2 = sink2 + (vnni ? int8_vnni_512(iters) : int8_avx2(iters)); });
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    // vpdpbusd: 64 multiply-adds per instruction; vpmaddubsw + vpaddw: 32.
-    const double per_instr = vnni ? 64.0 : 32.0;
-    p.int8_ops = 2.0 * per_instr * 8.0 * static_cast<double>(iters) * pool.size() / s;
+    // vpdpbusd: 64 multiply-adds per instruction; vpmaddubsw + vpaddw: 32; 8 per iteration.
+    p.int8_ops = vnni ? rate(pool, int8_vnni_512, 2.0 * 64 * 8) : rate(pool, int8_avx2, 2.0 * 32 * 8);
     p.int8_kind = vnni ? "avx512-vnni" : "avx2";
+    const bool avx512 = __builtin_cpu_supports("avx512f");
+    p.f32_flops = avx512 ? rate(pool, fma_512, 2.0 * 16 * 12) : (__builtin_cpu_supports("fma") ? rate(pool, fma_256, 2.0 * 8 * 12) : 0);
     return p;
 }
 
@@ -104,13 +156,20 @@ uint64_t model_weight_bytes(const Model& model) {
     return total;
 }
 
-uint64_t model_params(const Model& model) {
+uint64_t model_layer_params(const Model& model) {
     const ModelWeights& w = model.weights();
     auto n = [](const Matrix& m) { return static_cast<uint64_t>(m.n_in) * static_cast<uint64_t>(m.n_out); };
-    uint64_t total = n(w.output);
+    uint64_t total = 0;
     for (const LayerWeights& l : w.layers)
         total += n(l.wq) + n(l.wk) + n(l.wv) + n(l.wo) + n(l.ffn_gate) + n(l.ffn_up) + n(l.ffn_down);
     return total;
+}
+
+bool model_float_weights(const Model& model) {
+    const ModelWeights& w = model.weights();
+    if (w.layers.empty()) return false;
+    const GgmlType t = w.layers[0].ffn_up.type;
+    return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
 }
 
 }  // namespace kiln

@@ -16,6 +16,7 @@ namespace kiln {
 
 namespace {
 constexpr int k_spin_iterations = 1 << 14;  // ~tens of microseconds before parking
+constexpr int k_wait_spins = 1 << 12;       // the caller's wait for the last tasks, before yielding
 }
 
 int ThreadPool::physical_cores() {
@@ -93,7 +94,15 @@ void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& f
     }
     wake_.notify_all();
     work(0);
-    while (active_.load(std::memory_order_acquire) != 0) KILN_CPU_RELAX();
+    // Wait for the workers still busy. On a machine with more runnable threads
+    // than cores a worker may have been descheduled mid-task: after a short spin,
+    // give the core away instead of spinning through the rest of the time slice.
+    for (int spins = 0; active_.load(std::memory_order_acquire) != 0; ++spins) {
+        if (spins < k_wait_spins)
+            KILN_CPU_RELAX();
+        else
+            std::this_thread::yield();
+    }
     job_ = nullptr;
 }
 

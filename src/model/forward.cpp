@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compute/kernels/kernels.h"
 #include "kiln/error.h"
 
 namespace kiln {
@@ -28,14 +29,20 @@ namespace {
 
 void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* b, float* y, int n, int64_t width,
                ThreadPool& pool) {
+    const auto rms_norm = kernels().rms_norm;
     pool.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
         for (int64_t r = r0; r < r1; ++r) {
             if (s.norm == NormKind::Rms)
-                ops::rms_norm(x + r * width, w, y + r * width, width, s.norm_eps);
+                rms_norm(x + r * width, w, y + r * width, width, s.norm_eps);
             else
                 ops::layer_norm(x + r * width, w, b, y + r * width, width, s.norm_eps);
         }
     });
+}
+
+// y += x over n floats (the residual adds), split across the pool.
+void add_rows(float* y, const float* x, int64_t n, ThreadPool& pool) {
+    pool.parallel_for(n, 16384, [&](int64_t b, int64_t e, int) { ops::add(y + b, x + b, e - b); });
 }
 
 void add_bias(float* y, const float* bias, int n, int64_t width) {
@@ -44,6 +51,40 @@ void add_bias(float* y, const float* bias, int n, int64_t width) {
 }
 
 }  // namespace
+
+ops::RopeParams Forward::rope_params(bool swa_base) const {
+    ops::RopeParams rp;
+    rp.layout = spec_.rope.layout;
+    rp.n_dims = spec_.rope.n_dims;
+    rp.freq_base = swa_base ? spec_.rope.freq_base_swa : spec_.rope.freq_base;
+    rp.freq_scale = swa_base ? spec_.rope.freq_scale_swa : spec_.rope.freq_scale;
+    rp.ext_factor = spec_.rope.yarn_ext_factor;
+    rp.attn_factor = spec_.rope.yarn_attn_factor;
+    rp.beta_fast = spec_.rope.yarn_beta_fast;
+    rp.beta_slow = spec_.rope.yarn_beta_slow;
+    rp.n_ctx_orig = spec_.rope.n_ctx_orig;
+    rp.freq_factors = w_.rope_freqs;
+    return rp;
+}
+
+void Forward::prepare_rope(int64_t pos0, int n) {
+    bool any = false, any_swa = false;
+    for (const LayerSpec& l : spec_.layers) {
+        if (!l.use_rope) continue;
+        if (l.sliding && spec_.rope.freq_base_swa > 0.0f)
+            any_swa = true;
+        else
+            any = true;
+    }
+    const size_t dims = static_cast<size_t>(spec_.rope.n_dims);
+    for (int pass = 0; pass < 2; ++pass) {
+        if (!(pass == 0 ? any : any_swa)) continue;
+        const ops::RopeParams rp = rope_params(pass == 1);
+        std::vector<float>& caches = pass == 0 ? rope_cache_ : rope_cache_swa_;
+        caches.resize(static_cast<size_t>(n) * dims);
+        for (int r = 0; r < n; ++r) ops::rope_cache(rp, pos0 + r, caches.data() + static_cast<size_t>(r) * dims);
+    }
+}
 
 void Forward::attention_layer(int il, int n, int64_t pos0) {
     const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
@@ -54,9 +95,11 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
     norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
     dump("attn_norm", il, h_.data(), e, n);
 
-    matmul(lw.wq, h_.data(), n, q_.data(), pool_, mm_);
-    matmul(lw.wk, h_.data(), n, k_.data(), pool_, mm_);
-    matmul(lw.wv, h_.data(), n, v_.data(), pool_, mm_);
+    {
+        const Matrix* ws[] = {&lw.wq, &lw.wk, &lw.wv};
+        float* ys[] = {q_.data(), k_.data(), v_.data()};
+        matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+    }
     add_bias(q_.data(), lw.bq, n, nq);
     add_bias(k_.data(), lw.bk, n, nk);
     add_bias(v_.data(), lw.bv, n, nv);
@@ -65,38 +108,37 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
     dump("Vcur", il, v_.data(), nv, n);
 
     if (lw.q_norm) {
-        for (int r = 0; r < n; ++r) {
-            for (int h = 0; h < l.n_head; ++h) ops::rms_norm(q_.data() + r * nq + h * dk, lw.q_norm, q_.data() + r * nq + h * dk, dk, spec_.norm_eps);
-            for (int h = 0; h < l.n_head_kv; ++h) ops::rms_norm(k_.data() + r * nk + h * dk, lw.k_norm, k_.data() + r * nk + h * dk, dk, spec_.norm_eps);
-        }
+        const auto rms_norm = kernels().rms_norm;
+        pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) {
+                for (int h = 0; h < l.n_head; ++h) rms_norm(q_.data() + r * nq + h * dk, lw.q_norm, q_.data() + r * nq + h * dk, dk, spec_.norm_eps);
+                for (int h = 0; h < l.n_head_kv; ++h) rms_norm(k_.data() + r * nk + h * dk, lw.k_norm, k_.data() + r * nk + h * dk, dk, spec_.norm_eps);
+            }
+        });
         dump("Qcur_normed", il, q_.data(), nq, n);
         dump("Kcur_normed", il, k_.data(), nk, n);
     }
 
     if (l.use_rope) {
-        ops::RopeParams rp;
-        rp.layout = spec_.rope.layout;
-        rp.n_dims = spec_.rope.n_dims;
         const bool swa_base = l.sliding && spec_.rope.freq_base_swa > 0.0f;
-        rp.freq_base = swa_base ? spec_.rope.freq_base_swa : spec_.rope.freq_base;
-        rp.freq_scale = swa_base ? spec_.rope.freq_scale_swa : spec_.rope.freq_scale;
-        rp.ext_factor = spec_.rope.yarn_ext_factor;
-        rp.attn_factor = spec_.rope.yarn_attn_factor;
-        rp.beta_fast = spec_.rope.yarn_beta_fast;
-        rp.beta_slow = spec_.rope.yarn_beta_slow;
-        rp.n_ctx_orig = spec_.rope.n_ctx_orig;
-        rp.freq_factors = w_.rope_freqs;
-        for (int r = 0; r < n; ++r) {
-            float* cache = rope_cache_.data() + static_cast<size_t>(r) * static_cast<size_t>(rp.n_dims);
-            ops::rope_cache(rp, pos0 + r, cache);
-            ops::rope_apply(rp, cache, q_.data() + r * nq, l.n_head, dk);
-            ops::rope_apply(rp, cache, k_.data() + r * nk, l.n_head_kv, dk);
-        }
+        const ops::RopeParams rp = rope_params(swa_base);
+        // The angles depend only on the position: computed once per chunk (eval).
+        const std::vector<float>& caches = swa_base ? rope_cache_swa_ : rope_cache_;
+        const auto rope_apply = kernels().rope_apply;
+        pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) {
+                const float* cache = caches.data() + static_cast<size_t>(r) * static_cast<size_t>(rp.n_dims);
+                rope_apply(rp, cache, q_.data() + r * nq, l.n_head, dk);
+                rope_apply(rp, cache, k_.data() + r * nk, l.n_head_kv, dk);
+            }
+        });
         dump("Qcur_rope", il, q_.data(), nq, n);
         dump("Kcur_rope", il, k_.data(), nk, n);
     }
 
-    for (int r = 0; r < n; ++r) cache_.store(il, pos0 + r, k_.data() + r * nk, v_.data() + r * nv);
+    pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r) cache_.store(il, pos0 + r, k_.data() + r * nk, v_.data() + r * nv);
+    });
 
     AttentionShape as;
     as.n_head = l.n_head;
@@ -106,16 +148,31 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
     as.scale = spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(static_cast<float>(dk));
     as.prescale_q = spec_.attention_scale > 0.0f;
     as.softcap = spec_.attn_softcap;
-    KvView kv;
-    kv.type = cache_.ggml_type();
-    kv.k_row = [&](int64_t p) { return cache_.k_row(il, p); };
-    kv.v_row = [&](int64_t p) { return cache_.v_row(il, p); };
-    const int window = cache_.layer(il).window;
+    const KvLayer& kl = cache_.layer(il);
+    const int window = kl.window;
+    auto first_of = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
+    KvRows rows;
+    if (cache_.ggml_type() == GgmlType::Q8_0) {
+        // Dequantized once per chunk for all its queries (exact).
+        KvView kv;
+        kv.type = cache_.ggml_type();
+        kv.k_row = [&](int64_t p) { return cache_.k_row(il, p); };
+        kv.v_row = [&](int64_t p) { return cache_.v_row(il, p); };
+        rows = kv_rows_f32(as, kv, first_of(pos0), pos0 + n - 1, kv_k_f32_, kv_v_f32_);
+    } else {
+        rows.type = cache_.ggml_type();
+        rows.k = kl.k.data();
+        rows.v = kl.v.data();
+        rows.k_row_bytes = kl.k_row_bytes;
+        rows.v_row_bytes = kl.v_row_bytes;
+        rows.base = 0;
+        rows.capacity = kl.capacity;
+        rows.f16_rounding = rows.type == GgmlType::F16;
+    }
     pool_.run(n, [&](int64_t r, int thread) {
         const int64_t pos = pos0 + r;
-        const int64_t first = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
-        attend(as, q_.data() + r * nq, first, pos, kv, att_.data() + r * l.n_head * dv,
-               attn_scratch_[static_cast<size_t>(thread)]);
+        attend_rows(as, q_.data() + r * nq, first_of(pos), pos, rows, att_.data() + r * l.n_head * dv,
+                    attn_scratch_[static_cast<size_t>(thread)]);
     });
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);
 
@@ -126,7 +183,7 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
         norm_rows(spec_, o_.data(), lw.attn_post_norm, nullptr, o_.data(), n, e, pool_);
         dump("attn_post_norm", il, o_.data(), e, n);
     }
-    ops::add(x_.data(), o_.data(), n * e);
+    add_rows(x_.data(), o_.data(), n * e, pool_);
     dump("ffn_inp", il, x_.data(), e, n);
 }
 
@@ -136,14 +193,13 @@ void Forward::ffn_layer(int il, int n) {
     const int64_t e = spec_.n_embd, ff = l.n_ff;
     norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
     dump("ffn_norm", il, h_.data(), e, n);
-    matmul(lw.ffn_gate, h_.data(), n, gate_.data(), pool_, mm_);
-    matmul(lw.ffn_up, h_.data(), n, up_.data(), pool_, mm_);
-    pool_.parallel_for(n * ff, 4096, [&](int64_t b, int64_t end, int) {
-        if (spec_.activation == FfnActivation::Silu)
-            ops::silu_mul(gate_.data() + b, up_.data() + b, end - b);
-        else
-            ops::gelu_mul(gate_.data() + b, up_.data() + b, end - b);
-    });
+    {
+        const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
+        float* ys[] = {gate_.data(), up_.data()};
+        matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+    }
+    const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
+    pool_.parallel_for(n * ff, 4096, [&](int64_t b, int64_t end, int) { act(gate_.data() + b, up_.data() + b, end - b); });
     dump("ffn_act", il, gate_.data(), ff, n);
     matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
     dump("ffn_out", il, o_.data(), e, n);
@@ -151,7 +207,7 @@ void Forward::ffn_layer(int il, int n) {
         norm_rows(spec_, o_.data(), lw.ffn_post_norm, nullptr, o_.data(), n, e, pool_);
         dump("ffn_post_norm", il, o_.data(), e, n);
     }
-    ops::add(x_.data(), o_.data(), n * e);
+    add_rows(x_.data(), o_.data(), n * e, pool_);
     dump("l_out", il, x_.data(), e, n);
 }
 
@@ -162,6 +218,7 @@ void Forward::eval(const int32_t* tokens, int n, int64_t pos0, int first_logit_r
         throw Error("context full: " + std::to_string(pos0 + n) + " positions needed, the context holds " +
                     std::to_string(cache_.n_ctx()));
     const int64_t e = spec_.n_embd;
+    prepare_rope(pos0, n);
     for (int r = 0; r < n; ++r) {
         if (tokens[r] < 0 || tokens[r] >= spec_.n_vocab)
             throw Error("token id " + std::to_string(tokens[r]) + " is outside the vocabulary (" + std::to_string(spec_.n_vocab) + ")");

@@ -14,6 +14,7 @@
 #include "cache/kv_cache.h"
 #include "compute/attention.h"
 #include "compute/matmul.h"
+#include "compute/ops.h"
 #include "compute/thread_pool.h"
 #include "model/spec.h"
 #include "model/weights.h"
@@ -38,6 +39,8 @@ public:
 private:
     void attention_layer(int il, int n, int64_t pos0);
     void ffn_layer(int il, int n);
+    void prepare_rope(int64_t pos0, int n);
+    ops::RopeParams rope_params(bool swa_base) const;
     void dump(const char* name, int layer, const float* data, int64_t per_row, int64_t rows) const {
         if (hook_) hook_(name, layer, data, per_row, rows);
     }
@@ -52,7 +55,8 @@ private:
     MatmulScratch mm_;
     std::vector<AttentionScratch> attn_scratch_;  // per thread
     std::vector<float> x_, h_, q_, k_, v_, att_, o_, gate_, up_, out_rows_;
-    std::vector<float> rope_cache_;
+    std::vector<float> rope_cache_, rope_cache_swa_;  // cos / sin per row of the chunk
+    std::vector<float> kv_k_f32_, kv_v_f32_;          // a q8_0 cache's rows as f32, per layer and chunk
 };
 
 }  // namespace kiln

@@ -169,6 +169,13 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     s.attn_bias = any_bias;
     w.unused_tensors = b.unused();
     w.conversion_notes = b.conversion_notes();
+    // Matrices the kernels take in a repacked layout are repacked now, once
+    // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
+    // output head gets its own packed copy).
+    std::vector<Matrix*> products = {&w.output};
+    for (LayerWeights& lw : w.layers)
+        for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down}) products.push_back(m);
+    w.packed_bytes = prepare_matrices(products);
     return w;
 }
 

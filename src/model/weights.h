@@ -44,6 +44,7 @@ struct ModelWeights {
     std::vector<std::unique_ptr<std::vector<uint8_t>>> converted_matrices;
     std::vector<std::string> conversion_notes;  // "blk.0.ffn_down.weight: IQ1_S -> F32"
     uint64_t unused_tensors = 0;
+    uint64_t packed_bytes = 0;  // weights repacked at load for the SIMD kernels
 };
 
 // Binds every tensor the spec needs; sets spec's presence flags. Errors name

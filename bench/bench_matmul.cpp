@@ -1,0 +1,94 @@
+// Microbenchmarks of the matrix kernels: one weight matrix of each fast-path type
+// against 1 token (decode, bandwidth-bound) and 512 tokens (prefill, int8-bound),
+// for every kernel level this CPU runs. Figures only; not a test.
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "compute/kernels/kernels.h"
+#include "compute/kernels/packing.h"
+#include "compute/matmul.h"
+#include "kiln/quant.h"
+
+namespace {
+
+using namespace kiln;
+
+struct Fixture {
+    std::vector<uint8_t> bytes;
+    Matrix m;
+};
+
+Fixture make(GgmlType type, int64_t n_in, int64_t n_out) {
+    Fixture f;
+    const uint64_t rb = ggml_row_bytes(type, static_cast<uint64_t>(n_in));
+    f.bytes.resize(rb * static_cast<uint64_t>(n_out));
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd;
+    std::vector<float> row(static_cast<size_t>(n_in));
+    for (int64_t r = 0; r < n_out; ++r) {
+        for (auto& v : row) v = nd(rng);
+        quant::quantize_row(type, row.data(), f.bytes.data() + r * rb, n_in);
+    }
+    f.m.type = type;
+    f.m.data = f.bytes.data();
+    f.m.n_in = n_in;
+    f.m.n_out = n_out;
+    f.m.row_bytes = rb;
+    f.m.packed = pack_matrix(type, f.m.data, rb, n_in, n_out);
+    return f;
+}
+
+void bm_matmul(benchmark::State& state, GgmlType type, Isa isa, int64_t n_in, int64_t n_out, int64_t n_tokens, int threads) {
+    const KernelTable* k = kernel_table(isa);
+    if (!k) {
+        state.SkipWithError("level not available");
+        return;
+    }
+    static std::map<std::tuple<int, int64_t, int64_t>, Fixture> cache;
+    auto key = std::make_tuple(static_cast<int>(type), n_in, n_out);
+    if (!cache.count(key)) cache.emplace(key, make(type, n_in, n_out));
+    const Fixture& f = cache.at(key);
+    std::vector<float> x(static_cast<size_t>(n_in * n_tokens)), y(static_cast<size_t>(n_out * n_tokens));
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd;
+    for (auto& v : x) v = nd(rng);
+    ThreadPool pool(threads);
+    MatmulScratch scratch;
+    for (auto _ : state) {
+        matmul_with(*k, f.m, x.data(), n_tokens, y.data(), pool, scratch);
+        benchmark::DoNotOptimize(y.data());
+    }
+    const double macs = static_cast<double>(n_in) * static_cast<double>(n_out) * static_cast<double>(n_tokens);
+    state.counters["Gop/s"] = benchmark::Counter(2 * macs * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+    state.counters["GB/s"] = benchmark::Counter(static_cast<double>(f.bytes.size()) * static_cast<double>(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
+void register_all() {
+    const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
+                              GgmlType::Q6_K, GgmlType::F16};
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+        if (!kernel_table(isa)) continue;
+        for (GgmlType t : types)
+            for (int64_t n_tokens : {1, 64, 512}) {
+                if (isa == Isa::Scalar && n_tokens > 1) continue;
+                for (int threads : {1, 2}) {
+                    const int64_t n_in = n_tokens == 1 ? 8192 : 2048, n_out = n_tokens == 1 ? 16384 : 2048;
+                    std::string name = "matmul/" + std::string(isa_name(isa)) + "/" + std::string(ggml_type_name(t)) + "/" + std::to_string(n_in) + "x" +
+                                       std::to_string(n_out) + "/tokens:" + std::to_string(n_tokens) + "/threads:" + std::to_string(threads);
+                    benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, isa, n_in, n_out, n_tokens, threads)->UseRealTime();
+                }
+            }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    register_all();
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    return 0;
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""kiln vs llama.cpp, side by side on the same GGUF files, threads and workload.
+
+    bench/vs_llamacpp.py [--models all|smollm2,gemma3,q4_0,q8_0,q4_k,f16] [-t 2]
+                         [-p 512] [-n 128] [--rounds 3] [--kiln build/kiln]
+
+Runs with the oracle virtual environment's python (llama-cpp-python built from
+source with native CPU flags: tools/setup_oracle.sh). For every model and round,
+kiln (`kiln bench --json`) and llama.cpp (this script in a fresh process, through
+llama.cpp's C API) run one after the other, alternating which goes first: each
+process loads the model, runs a warm-up prompt and generation, then one timed
+prompt of -p random tokens in one batch (pp) and -n single-token decode steps
+(tg). The machine is shared, so only ratios from interleaved rounds mean much;
+the table gives the median over rounds of each figure and of the per-round
+ratios kiln / llama.cpp.
+
+The synthetic ~1B llama-shaped models (random weights, fixed seed) are written on
+first use by build/bench/make_bench_model into ~/.cache/kiln/bench-models.
+
+It also prints this machine's probes (main-memory read bandwidth, int8 and f32
+multiply-add rates, from kiln bench) and, per model, the decode bound (weight
+bytes read per token / bandwidth) and the prefill bound (2 x layer weights per
+token / int8 or f32 rate), with the fraction of each that both engines reach.
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS_DIR = os.environ.get("KILN_MODELS", os.path.expanduser("~/.cache/kiln/models"))
+BENCH_DIR = os.path.expanduser("~/.cache/kiln/bench-models")
+REAL = {
+    "smollm2": ("SmolLM2-135M Q4_1", os.path.join(MODELS_DIR, "SmolLM2-135M-Instruct.Q4_1.gguf")),
+    "gemma3": ("Gemma 3 270M Q4_K_M", os.path.join(MODELS_DIR, "gemma-3-270m-q4_k_m.gguf")),
+}
+SYNTHETIC = {"q4_0": "Q4_0", "q8_0": "Q8_0", "q4_k": "Q4_K", "f16": "F16"}
+
+
+def model_path(key, kiln_build):
+    if key in REAL:
+        return REAL[key]
+    t = SYNTHETIC[key]
+    path = os.path.join(BENCH_DIR, f"llama-1b-{t}.gguf")
+    if not os.path.exists(path):
+        os.makedirs(BENCH_DIR, exist_ok=True)
+        tool = os.path.join(kiln_build, "bench", "make_bench_model")
+        print(f"writing {path} ...", file=sys.stderr)
+        subprocess.run([tool, "--type", t, "--tokenizer", REAL["smollm2"][1], "--out", path], check=True)
+    return (f"llama 1B {t} (synthetic)", path)
+
+
+# ---- llama.cpp worker (runs in its own process) ------------------------------------------
+
+def llama_worker(path, threads, n_prompt, n_gen):
+    import llama_cpp as L
+
+    L.llama_backend_init()
+    t0 = time.perf_counter()
+    mp = L.llama_model_default_params()
+    model = L.llama_model_load_from_file(path.encode(), mp)
+    if not model:
+        raise SystemExit(f"llama.cpp could not load {path}")
+    cp = L.llama_context_default_params()
+    cp.n_ctx = max(n_prompt, n_gen + 1) + 16
+    cp.n_batch = max(n_prompt, 1)
+    cp.n_ubatch = max(n_prompt, 1)
+    cp.n_threads = threads
+    cp.n_threads_batch = threads
+    ctx = L.llama_init_from_model(model, cp)
+    load_s = time.perf_counter() - t0
+    n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+    mem = L.llama_get_memory(ctx)
+    rng = random.Random(7)
+
+    def decode(tokens):
+        arr = (L.llama_token * len(tokens))(*tokens)
+        if L.llama_decode(ctx, L.llama_batch_get_one(arr, len(tokens))) != 0:
+            raise SystemExit("llama_decode failed")
+
+    def run():
+        pp = tg = 0.0
+        if n_prompt > 0:
+            toks = [rng.randrange(n_vocab) for _ in range(n_prompt)]
+            L.llama_memory_clear(mem, True)
+            t = time.perf_counter()
+            decode(toks)
+            L.llama_synchronize(ctx)
+            pp = n_prompt / (time.perf_counter() - t)
+        if n_gen > 0:
+            toks = [rng.randrange(n_vocab) for _ in range(n_gen + 1)]
+            L.llama_memory_clear(mem, True)
+            decode(toks[:1])
+            t = time.perf_counter()
+            for tok in toks[1:]:
+                decode([tok])
+            L.llama_synchronize(ctx)
+            tg = n_gen / (time.perf_counter() - t)
+        return pp, tg
+
+    run()  # warm-up, as kiln bench does
+    pp, tg = run()
+    print(json.dumps({"pp_tokens_per_s": pp, "tg_tokens_per_s": tg, "load_seconds": load_s}))
+
+
+# ---- driver ----------------------------------------------------------------------------------
+
+def run_kiln(kiln, path, threads, n_prompt, n_gen, probe):
+    cmd = [kiln, "bench", "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-r", "1", "--json"]
+    if not probe:
+        cmd.append("--no-probe")
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def run_llama(path, threads, n_prompt, n_gen):
+    cmd = [sys.executable, os.path.abspath(__file__), "--llama-worker", path, "-t", str(threads), "-p", str(n_prompt),
+           "-n", str(n_gen)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def median(xs):
+    return statistics.median(xs) if xs else 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="all")
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("-p", "--n-prompt", type=int, default=512)
+    ap.add_argument("-n", "--n-gen", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
+    ap.add_argument("--json", help="also write the raw results to this file")
+    ap.add_argument("--llama-worker", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.llama_worker:
+        llama_worker(a.llama_worker, a.threads, a.n_prompt, a.n_gen)
+        return
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode()
+    keys = list(REAL) + list(SYNTHETIC) if a.models == "all" else a.models.split(",")
+    kiln_build = os.path.dirname(os.path.abspath(a.kiln))
+    print(f"llama.cpp (llama-cpp-python {llama_cpp.__version__}): {info.strip()}")
+    print(f"threads {a.threads}, pp{a.n_prompt}, tg{a.n_gen}, {a.rounds} interleaved rounds\n")
+    results = []
+    probe = None
+    for key in keys:
+        name, path = model_path(key, kiln_build)
+        if not os.path.exists(path):
+            print(f"{name}: {path} missing, skipped")
+            continue
+        kiln_runs, llama_runs = [], []
+        for r in range(a.rounds):
+            order = ["kiln", "llama"] if r % 2 == 0 else ["llama", "kiln"]
+            for who in order:
+                if who == "kiln":
+                    k = run_kiln(a.kiln, path, a.threads, a.n_prompt, a.n_gen, probe=(r == 0))
+                    if r == 0:
+                        probe = probe or k
+                        bounds = k
+                    kiln_runs.append(k)
+                else:
+                    llama_runs.append(run_llama(path, a.threads, a.n_prompt, a.n_gen))
+        row = {"key": key, "name": name, "path": path, "kiln": kiln_runs, "llama": llama_runs,
+               "pp_bound": bounds.get("pp_bound_tokens_per_s", 0), "tg_bound": bounds.get("tg_bound_tokens_per_s", 0),
+               "pp_bound_kind": bounds.get("pp_bound_kind", ""), "weight_bytes": bounds.get("weight_bytes", 0)}
+        for test in ("pp", "tg"):
+            f = f"{test}_tokens_per_s"
+            row[f"kiln_{test}"] = median([x[f] for x in kiln_runs])
+            row[f"llama_{test}"] = median([x[f] for x in llama_runs])
+            row[f"ratio_{test}"] = median([k[f] / l[f] for k, l in zip(kiln_runs, llama_runs) if l[f] > 0])
+        row["kiln_load"] = median([x["load_seconds"] for x in kiln_runs])
+        row["llama_load"] = median([x["load_seconds"] for x in llama_runs])
+        row["kiln_rss"] = median([x["peak_rss_bytes"] for x in kiln_runs])
+        results.append(row)
+        print(f"{name}: pp {row['kiln_pp']:.1f} vs {row['llama_pp']:.1f} (x{row['ratio_pp']:.2f}), "
+              f"tg {row['kiln_tg']:.1f} vs {row['llama_tg']:.1f} (x{row['ratio_tg']:.2f})", flush=True)
+
+    if probe:
+        print(f"\nprobes (kiln bench, {a.threads} threads): memory read {probe['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, "
+              f"int8 {probe['int8_ops_per_s'] / 1e9:.0f} Gop/s, f32 fma {probe.get('f32_flops_per_s', 0) / 1e9:.0f} GFLOP/s")
+
+    def pct(v, b):
+        return f"{100 * v / b:.0f}%" if b else "-"
+
+    print("\n| model | test | kiln t/s | llama.cpp t/s | kiln / llama.cpp | bound t/s | kiln of bound | llama.cpp of bound |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in results:
+        for test in ("pp", "tg"):
+            n = a.n_prompt if test == "pp" else a.n_gen
+            b = row[f"{test}_bound"]
+            kind = row["pp_bound_kind"] if test == "pp" else "bandwidth"
+            print(f"| {row['name']} | {test}{n} | {row[f'kiln_{test}']:.1f} | {row[f'llama_{test}']:.1f} | "
+                  f"{row[f'ratio_{test}']:.2f} | {b:.0f} ({kind}) | {pct(row[f'kiln_{test}'], b)} | "
+                  f"{pct(row[f'llama_{test}'], b)} |")
+    print("\n| model | weights | kiln load s | llama.cpp load s | kiln peak RSS |")
+    print("|---|---|---|---|---|")
+    for row in results:
+        print(f"| {row['name']} | {row['weight_bytes'] / 2**20:.0f} MiB | {row['kiln_load']:.2f} | {row['llama_load']:.2f} | "
+              f"{row['kiln_rss'] / 2**20:.0f} MiB |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"probe": probe, "results": results, "llama_cpp": info}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

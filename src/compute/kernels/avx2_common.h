@@ -1,0 +1,110 @@
+// Helpers shared by the AVX2 kernel files (all inline, all AVX2-targeted).
+#pragma once
+
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "compute/kernels/layout.h"
+
+namespace kiln::avx2 {
+
+KILN_TARGET_AVX2 inline uint32_t load_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+KILN_TARGET_AVX2 inline __m256i bcast_i32(const uint8_t* p) { return _mm256_set1_epi32(static_cast<int32_t>(load_u32(p))); }
+
+KILN_TARGET_AVX2 inline __m256 bcast_f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_ps(v);
+}
+
+KILN_TARGET_AVX2 inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+KILN_TARGET_AVX2 inline __m256 load_f16x8(const uint8_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+KILN_TARGET_AVX2 inline __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+KILN_TARGET_AVX2 inline float hmax_ps(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+}
+
+KILN_TARGET_AVX2 inline int32_t hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// 32 int32 (in element order a, b, c, d) -> 32 int8 in order, saturating.
+KILN_TARGET_AVX2 inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
+    const __m256i ab = _mm256_packs_epi32(a, b);  // a0-3 b0-3 | a4-7 b4-7
+    const __m256i cd = _mm256_packs_epi32(c, d);
+    const __m256i abcd = _mm256_packs_epi16(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7
+    return _mm256_permutevar8x32_epi32(abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// f32 -> f16 -> f32, round to nearest even.
+KILN_TARGET_AVX2 inline float round_f16(float v) { return _cvtsh_ss(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT)); }
+
+// 0x10 in byte b where bit b of `bits` is set (the fifth bit of 32 levels).
+KILN_TARGET_AVX2 inline __m256i fifth_bits(uint32_t bits) {
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(static_cast<int32_t>(bits)),
+        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// Stores the first n (1..8) lanes.
+KILN_TARGET_AVX2 inline void store_rows(float* y, __m256 v, int n) {
+    if (n >= 8) {
+        _mm256_storeu_ps(y, v);
+        return;
+    }
+    alignas(32) float tmp[8];
+    _mm256_store_ps(tmp, v);
+    for (int i = 0; i < n; ++i) y[i] = tmp[i];
+}
+
+// An 8-row x T-token tile: panel p's rows 8h.., tokens t0.. of group a.
+using TileFn = void (*)(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride, uint64_t a_stride,
+                        float* y, int64_t ldy, int n_rows);
+
+// Panels [p0, p1) x every token: two 8-row halves per panel, up to 4 tokens per tile.
+KILN_TARGET_AVX2 inline void run_tiles(const TileFn (&tiles)[5], const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1,
+                                       float* y, int64_t ldy) {
+    for (int64_t p = p0; p < p1; ++p)
+        for (int h = 0; h < 2; ++h) {
+            const int64_t rows = std::min<int64_t>(8, w.n_out - p * k_panel_rows - 8 * h);
+            if (rows <= 0) continue;
+            for (int64_t g = 0; g < a.n_groups(); ++g) {
+                const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+                for (int t0 = 0; t0 < n; t0 += 4) {
+                    const int T = std::min(4, n - t0);
+                    tiles[T](w.panel(p), h, a.group(g), t0, w.n_blocks, w.block_bytes, a.format.block_stride,
+                             y + (g * k_act_group + t0) * ldy + p * k_panel_rows + 8 * h, ldy, static_cast<int>(rows));
+                }
+            }
+        }
+}
+
+}  // namespace kiln::avx2
+
+#endif  // KILN_HAVE_X86_KERNELS

@@ -1,0 +1,319 @@
+// AVX2 element-wise and row kernels (as avx512_ops.cpp, 8 lanes). Partial last
+// vectors go through masked loads and stores, so each element's result depends on
+// its value only.
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "compute/attention.h"
+#include "compute/kernels/avx2_common.h"
+#include "compute/kernels/x86.h"
+#include "compute/ops.h"
+#include "kiln/quant.h"
+
+namespace kiln::avx2 {
+
+namespace {
+
+// All-ones in lanes [0, left) of 8.
+KILN_TARGET_AVX2 inline __m256i tail_mask(int64_t left) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const int l = static_cast<int>(std::clamp<int64_t>(left, 0, 8));
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(l), idx);
+}
+
+KILN_TARGET_AVX2 inline __m256 load_m(const float* p, __m256i m) { return _mm256_maskload_ps(p, m); }
+KILN_TARGET_AVX2 inline void store_m(float* p, __m256i m, __m256 v) { _mm256_maskstore_ps(p, m, v); }
+
+// 2^n for integral n in [-75, 64] as a float.
+KILN_TARGET_AVX2 inline __m256 pow2i(__m256i n) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23)); }
+
+// e^x as avx512_ops.cpp's exp_ps; 2^n applied in two exact-then-rounded steps so
+// that results in the subnormal range round once, as vscalefps does.
+KILN_TARGET_AVX2 inline __m256 exp_ps(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(89.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1);
+    const __m256i n2 = _mm256_sub_epi32(ni, n1);
+    return _mm256_mul_ps(_mm256_mul_ps(y, pow2i(n1)), pow2i(n2));
+}
+
+KILN_TARGET_AVX2 inline __m256 round_f16_ps(__m256 v) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// 8 vectors -> one vector of their 8 horizontal sums.
+KILN_TARGET_AVX2 inline __m256 reduce8(const __m256* v) {
+    const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
+KILN_TARGET_AVX2 inline float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+KILN_TARGET_AVX2 inline double hsum_pd(__m256d v) {
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+    return _mm_cvtsd_f64(s);
+}
+
+KILN_TARGET_AVX2 void softmax_row(float* x, int64_t n, bool f16) {
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i m = tail_mask(n - i);
+        mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), load_m(x + i, m), _mm256_castsi256_ps(m)));
+    }
+    const float top = hmax_ps(mx);
+    if (top == -INFINITY) {
+        for (int64_t i = 0; i < n; i += 8) store_m(x + i, tail_mask(n - i), _mm256_setzero_ps());
+        return;
+    }
+    const __m256 vm = _mm256_set1_ps(top);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i m = tail_mask(n - i);
+        const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(load_m(x + i, m), vm)), _mm256_castsi256_ps(m));
+        store_m(x + i, m, e);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / hsum_pd(_mm256_add_pd(s0, s1))));
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i m = tail_mask(n - i);
+        __m256 v = _mm256_mul_ps(load_m(x + i, m), inv);
+        if (f16) v = round_f16_ps(v);
+        store_m(x + i, m, v);
+    }
+}
+
+template <bool f16>
+KILN_TARGET_AVX2 inline __m256 load_row8(const uint8_t* row, int i, __m256i m, int left) {
+    if constexpr (f16) {
+        if (left >= 8) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
+        alignas(16) uint16_t tmp[8] = {};
+        std::memcpy(tmp, row + 2 * i, static_cast<size_t>(std::max(0, left)) * 2);
+        return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
+    } else {
+        return _mm256_maskload_ps(reinterpret_cast<const float*>(row) + i, m);
+    }
+}
+
+template <bool f16>
+KILN_TARGET_AVX2 inline __m256 dot_lanes(const float* q, const uint8_t* k, int n) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8) {
+        const __m256i m = tail_mask(n - i);
+        acc = _mm256_fmadd_ps(load_m(q + i, m), load_row8<f16>(k, i, m, n - i), acc);
+    }
+    return acc;
+}
+
+// out[h][d] for NH heads and up to 32 elements, keys in order (see avx512_ops.cpp).
+template <int NH, bool f16>
+KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
+                                 int width, float* out, int64_t out_stride) {
+    __m256i masks[4];
+    for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 8 * c);
+    __m256 acc[NH * 4];
+    for (int k = 0; k < NH * 4; ++k) acc[k] = _mm256_setzero_ps();
+    const uint64_t esize = f16 ? 2 : 4;
+    int64_t slot = kv.slot(first);
+    for (int64_t j = 0; j < n_keys; ++j) {
+        const uint8_t* vr = kv.v + static_cast<uint64_t>(slot) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize;
+        if (++slot == kv.capacity) slot = 0;
+        __m256 vv[4];
+        for (int c = 0; c < 4; ++c) vv[c] = load_row8<f16>(vr, 8 * c, masks[c], width - 8 * c);
+        for (int h = 0; h < NH; ++h) {
+            const __m256 w = _mm256_set1_ps(p[h * p_stride + j]);
+            for (int c = 0; c < 4; ++c)
+                acc[4 * h + c] = f16 ? _mm256_fmadd_ps(w, vv[c], acc[4 * h + c]) : _mm256_add_ps(acc[4 * h + c], _mm256_mul_ps(w, vv[c]));
+        }
+    }
+    for (int h = 0; h < NH; ++h)
+        for (int c = 0; c < 4; ++c) store_m(out + h * out_stride + 8 * c, masks[c], acc[4 * h + c]);
+}
+
+using ValueTileFn = void (*)(const float*, int64_t, const KvRows&, int64_t, int64_t, int64_t, int, float*, int64_t);
+template <bool f16>
+constexpr ValueTileFn k_value_tiles[4] = {nullptr, value_tile<1, f16>, value_tile<2, f16>, value_tile<3, f16>};
+
+template <bool f16>
+KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
+                                  AttentionScratch& sc) {
+    const int64_t n_keys = pos - first + 1;
+    const int group = s.n_head / s.n_head_kv;
+    const int dk = s.head_dim_k, dv = s.head_dim_v;
+    const int64_t stride = (n_keys + 7) / 8 * 8;
+    sc.scores.resize(static_cast<size_t>(stride * group));
+    sc.qbuf.resize(static_cast<size_t>(group * dk));
+    const bool round = kv.f16_rounding;
+    const float score_scale = s.prescale_q ? 1.0f : s.scale;
+    const __m256 vscale = _mm256_set1_ps(score_scale);
+    const uint64_t esize = f16 ? 2 : 4;
+    for (int g = 0; g < s.n_head_kv; ++g) {
+        for (int hq = 0; hq < group; ++hq) {
+            const float* qh = q + static_cast<int64_t>(g * group + hq) * dk;
+            float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
+            for (int i = 0; i < dk; i += 8) {
+                const __m256i m = tail_mask(dk - i);
+                __m256 v = load_m(qh + i, m);
+                if (s.prescale_q) v = _mm256_mul_ps(v, _mm256_set1_ps(s.scale));
+                if (round) v = round_f16_ps(v);
+                store_m(qb + i, m, v);
+            }
+        }
+        const uint64_t k_col = static_cast<uint64_t>(g) * dk * esize;
+        for (int hq = 0; hq < group; ++hq) {
+            const float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
+            float* sp = sc.scores.data() + hq * stride;
+            int64_t j = 0, slot = kv.slot(first);
+            auto next_row = [&]() {
+                const uint8_t* r = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
+                if (++slot == kv.capacity) slot = 0;
+                return r;
+            };
+            for (; j + 8 <= n_keys; j += 8) {
+                __m256 part[8];
+                for (int jj = 0; jj < 8; ++jj) part[jj] = dot_lanes<f16>(qb, next_row(), dk);
+                _mm256_storeu_ps(sp + j, _mm256_mul_ps(reduce8(part), vscale));
+            }
+            for (; j < n_keys; ++j) sp[j] = hsum_ps(dot_lanes<f16>(qb, next_row(), dk)) * score_scale;
+            if (s.softcap > 0.0f)
+                for (int64_t jj = 0; jj < n_keys; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
+            softmax_row(sp, n_keys, round);
+        }
+        for (int d0 = 0; d0 < dv; d0 += 32)
+            for (int h0 = 0; h0 < group; h0 += 3) {
+                const int nh = std::min(3, group - h0);
+                k_value_tiles<f16>[nh](sc.scores.data() + h0 * stride, stride, kv, first, n_keys, static_cast<int64_t>(g) * dv + d0,
+                                       std::min(32, dv - d0), out + static_cast<int64_t>(g * group + h0) * dv + d0, dv);
+            }
+    }
+}
+
+}  // namespace
+
+// As avx512_ops.cpp: F16C conversion, NaNs made canonical.
+KILN_TARGET_AVX2 void f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(src + i);
+        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+        if (_mm256_movemask_ps(nan)) {
+            alignas(16) uint16_t tmp[8];
+            _mm_store_si128(reinterpret_cast<__m128i*>(tmp), h);
+            for (int k = 0; k < 8; ++k)
+                if (src[i + k] != src[i + k]) tmp[k] = quant::fp32_to_fp16(src[i + k]);
+            h = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+    }
+    for (; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
+}
+
+// As avx512_ops.cpp's rope_apply (bit-identical to ops::rope_apply); vaddsubps
+// gives x0 c - x1 s in even lanes and x1 c + x0 s in odd ones.
+KILN_TARGET_AVX2 void rope_apply(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim) {
+    const int n_dims = p.n_dims;
+    for (int64_t h = 0; h < n_heads; ++h) {
+        float* v = x + h * head_dim;
+        if (p.layout == ops::RopeLayout::Norm) {
+            for (int i = 0; i < n_dims; i += 8) {
+                const __m256i m = tail_mask(n_dims - i);
+                const __m256 xv = load_m(v + i, m);
+                const __m256 cs = load_m(cache + i, m);
+                const __m256 t1 = _mm256_mul_ps(xv, _mm256_moveldup_ps(cs));
+                const __m256 t2 = _mm256_mul_ps(_mm256_permute_ps(xv, 0xB1), _mm256_movehdup_ps(cs));
+                store_m(v + i, m, _mm256_addsub_ps(t1, t2));
+            }
+        } else {
+            const int half = n_dims / 2;
+            for (int a = 0; a < half; ++a) {
+                const float c = cache[2 * a], s = cache[2 * a + 1];
+                const float x0 = v[a], x1 = v[a + half];
+                v[a] = x0 * c - x1 * s;
+                v[a + half] = x0 * s + x1 * c;
+            }
+        }
+    }
+}
+
+KILN_TARGET_AVX2 void silu_mul(float* gate, const float* up, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i m = tail_mask(n - i);
+        const __m256 x = load_m(gate + i, m);
+        const __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+        store_m(gate + i, m, _mm256_mul_ps(s, load_m(up + i, m)));
+    }
+}
+
+// Exactly ops::gelu_mul: the f16 table looked up with a gather.
+KILN_TARGET_AVX2 void gelu_mul(float* gate, const float* up, int64_t n) {
+    const int* table = reinterpret_cast<const int*>(ops::gelu_f16_table());
+    const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i m = tail_mask(n - i);
+        const __m256 x = load_m(gate + i, m);
+        const __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m256i g = _mm256_and_si256(_mm256_i32gather_epi32(table, h, 2), _mm256_set1_epi32(0xFFFF));
+        __m256 v = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
+        v = _mm256_blendv_ps(v, x, _mm256_cmp_ps(x, hi, _CMP_GE_OQ));
+        v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LE_OQ));
+        store_m(gate + i, m, _mm256_mul_ps(v, load_m(up + i, m)));
+    }
+}
+
+KILN_TARGET_AVX2 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256 v = load_m(x + i, tail_mask(n - i));
+        const __m256 sq = _mm256_mul_ps(v, v);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    const double sum = hsum_pd(_mm256_add_pd(s0, s1));
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    const __m256 s = _mm256_set1_ps(1.0f / std::sqrt(mean + eps));
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i m = tail_mask(n - i);
+        __m256 v = _mm256_mul_ps(load_m(x + i, m), s);
+        if (w) v = _mm256_mul_ps(v, load_m(w + i, m));
+        store_m(y + i, m, v);
+    }
+}
+
+KILN_TARGET_AVX2 void softmax(float* x, int64_t n) { softmax_row(x, n, false); }
+
+void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
+                AttentionScratch& sc) {
+    if (kv.type == GgmlType::F16)
+        attend_impl<true>(s, q, first, pos, kv, out, sc);
+    else
+        attend_impl<false>(s, q, first, pos, kv, out, sc);
+}
+
+}  // namespace kiln::avx2
+
+#endif  // KILN_HAVE_X86_KERNELS

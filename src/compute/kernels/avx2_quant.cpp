@@ -1,0 +1,259 @@
+// AVX2 (+ FMA, F16C): activation quantization into the grouped layout and the
+// products of the legacy 32-element formats over packed panels.
+//
+// The panel layouts are the AVX-512 ones (layout.h); a ymm holds one half of a
+// chunk (rows 0-7 or 8-15), so a panel is processed as two 8-row tiles. Integer
+// sums use vpmaddubsw (unsigned weight level x signed activation, pairs summed to
+// int16) and vpmaddwd (to int32). vpmaddubsw saturates, so int16 partial sums
+// are only accumulated as far as they provably fit: 8 chunks of 4-bit levels, 4
+// of 5-bit ones; 8-bit weights (Q8_0, IQ4_NL) use the sign trick (|w| x sign(a, w))
+// one chunk at a time. The sums are exact, and the float steps are the scalar
+// reference's, lane by lane (kiln/quant.h).
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "compute/kernels/avx2_common.h"
+#include "compute/kernels/x86.h"
+#include "quant/quant_tables.h"
+
+namespace kiln::avx2 {
+
+namespace {
+
+// ---- activation quantization (see avx512_quant.cpp for the rules) --------------------
+
+KILN_TARGET_AVX2 void quantize_block32(const float* x, const ActFormat& f, uint8_t* blk, int t) {
+    __m256 v[4];
+    __m256 a = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+        v[k] = _mm256_loadu_ps(x + 8 * k);
+        a = _mm256_max_ps(a, abs_ps(v[k]));
+    }
+    const float amax = hmax_ps(a);
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], vid));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(blk + act_qs_offset(t, 32)), pack_i32_to_i8(q[0], q[1], q[2], q[3]));
+    const float dr = round_f16(d);
+    std::memcpy(blk + act_d_offset(32) + 4 * t, &dr, 4);
+    const int32_t sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+    if (f.aux == ActAux::Sum32) {
+        const float s = round_f16(d * static_cast<float>(sum));
+        std::memcpy(blk + act_aux_offset(32) + 4 * t, &s, 4);
+    } else {
+        const int32_t bias = -f.offset * sum;
+        std::memcpy(blk + act_aux_offset(32) + 4 * t, &bias, 4);
+    }
+}
+
+KILN_TARGET_AVX2 void quantize_block256(const float* x, const ActFormat& f, uint8_t* blk, int t) {
+    __m256 a = _mm256_setzero_ps();
+    for (int k = 0; k < 32; ++k) a = _mm256_max_ps(a, abs_ps(_mm256_loadu_ps(x + 8 * k)));
+    const float amax = hmax_ps(a);
+    int8_t* qs = reinterpret_cast<int8_t*>(blk + act_qs_offset(t, 256));
+    uint8_t* aux = blk + act_aux_offset(256);
+    if (amax == 0.0f) {
+        std::memset(qs, 0, 256);
+        const float zero = 0.0f;
+        std::memcpy(blk + act_d_offset(256) + 4 * t, &zero, 4);
+        std::memset(aux + (f.aux == ActAux::KPairs ? 16 : 32) * t, 0, f.aux == ActAux::KPairs ? 16 : 32);
+        return;
+    }
+    float max = 0.0f;
+    const __m256 va = _mm256_set1_ps(amax);
+    for (int k = 0; k < 32; ++k) {
+        const int m = _mm256_movemask_ps(_mm256_cmp_ps(abs_ps(_mm256_loadu_ps(x + 8 * k)), va, _CMP_EQ_OQ));
+        if (m) {
+            max = x[8 * k + __builtin_ctz(static_cast<unsigned>(m))];
+            break;
+        }
+    }
+    const float iscale = -127.0f / max;
+    const __m256 vs = _mm256_set1_ps(iscale);
+    int32_t sums[16];
+    for (int k = 0; k < 8; ++k) {
+        __m256i q[4];
+        for (int j = 0; j < 4; ++j) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8 * j), vs));
+        // Saturating packs clamp to [-128, 127] as the reference does.
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * k), pack_i32_to_i8(q[0], q[1], q[2], q[3]));
+    }
+    for (int j = 0; j < 16; ++j) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * j));
+        sums[j] = hsum_epi32(_mm256_add_epi32(_mm256_cvtepi8_epi32(b), _mm256_cvtepi8_epi32(_mm_srli_si128(b, 8))));
+    }
+    const float d = 1.0f / iscale;
+    std::memcpy(blk + act_d_offset(256) + 4 * t, &d, 4);
+    if (f.aux == ActAux::KPairs) {
+        int16_t pairs[8];
+        for (int j = 0; j < 8; ++j) pairs[j] = static_cast<int16_t>(sums[2 * j] + sums[2 * j + 1]);
+        std::memcpy(aux + 16 * t, pairs, 16);
+    } else {
+        int16_t s16[16];
+        for (int j = 0; j < 16; ++j) s16[j] = static_cast<int16_t>(sums[j]);
+        std::memcpy(aux + 32 * t, s16, 32);
+    }
+}
+
+// ---- legacy formats ------------------------------------------------------------------
+
+enum class Legacy { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
+
+struct LegacyLayout {
+    bool has_min, fifth_bit;
+    int qs;
+};
+
+constexpr LegacyLayout legacy_layout(Legacy f) {
+    switch (f) {
+        case Legacy::Q4_0: return {false, false, 32};
+        case Legacy::IQ4_NL: return {false, false, 32};
+        case Legacy::Q4_1: return {true, false, 64};
+        case Legacy::Q5_0: return {false, true, 96};
+        case Legacy::Q5_1: return {true, true, 128};
+        case Legacy::Q8_0: return {false, false, 32};
+    }
+    return {};
+}
+
+KILN_TARGET_AVX2 inline __m256i iq4nl_lut() {
+    alignas(16) int8_t t[16];
+    for (int i = 0; i < 16; ++i) t[i] = quant::k_values_iq4nl[i];
+    return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
+// Rows 8h .. 8h + 7 of one panel x T tokens of one group, over all blocks.
+template <Legacy F, int T>
+KILN_TARGET_AVX2 void legacy_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
+                                  uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
+    constexpr LegacyLayout L = legacy_layout(F);
+    constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
+    constexpr bool signed_bytes = F == Legacy::Q8_0 || F == Legacy::IQ4_NL;
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm256_setzero_si256();
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        // This tile's tokens t0 .. t0 + T - 1 of the group.
+        const uint8_t* aq = a + 32 * t0;
+        const uint8_t* ad = a + act_d_offset(32) + 4 * t0;
+        const uint8_t* ax = a + act_aux_offset(32) + 4 * t0;
+        __m256i isum[T];
+        for (int t = 0; t < T; ++t)
+            isum[t] = unsigned_levels || signed_bytes ? _mm256_setzero_si256() : bcast_i32(ax + 4 * t);
+        if constexpr (F == Legacy::Q8_0) {
+            for (int c = 0; c < 8; ++c) {
+                const __m256i q = load256(w + L.qs + 64 * c + 32 * h);
+                const __m256i absq = _mm256_abs_epi8(q);
+                for (int t = 0; t < T; ++t) {
+                    const __m256i s = _mm256_sign_epi8(bcast_i32(aq + 32 * t + 4 * c), q);
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(absq, s), ones));
+                }
+            }
+        } else if constexpr (F == Legacy::IQ4_NL) {
+            for (int c = 0; c < 4; ++c) {
+                const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
+                const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(raw, low4));
+                const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
+                const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+                for (int t = 0; t < T; ++t) {
+                    const __m256i slo = _mm256_sign_epi8(bcast_i32(aq + 32 * t + 4 * c), lo);
+                    const __m256i shi = _mm256_sign_epi8(bcast_i32(aq + 32 * t + 16 + 4 * c), hi);
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(alo, slo), ones));
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, shi), ones));
+                }
+            }
+        } else {
+            // 4-bit levels: the 8 chunks of a block fit one int16 sum; 5-bit: 4.
+            constexpr int per_sum = L.fifth_bit ? 2 : 4;
+            __m256i s16[T];
+            for (int c = 0; c < 4; ++c) {
+                const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
+                __m256i lo = _mm256_and_si256(raw, low4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+                if constexpr (L.fifth_bit) {
+                    const uint8_t* masks = w + (L.has_min ? 64 : 32);
+                    lo = _mm256_or_si256(lo, fifth_bits(load_u32(masks + 16 * c + 4 * h)));
+                    hi = _mm256_or_si256(hi, fifth_bits(load_u32(masks + 16 * c + 8 + 4 * h)));
+                }
+                for (int t = 0; t < T; ++t) {
+                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_i32(aq + 32 * t + 4 * c)),
+                                                       _mm256_maddubs_epi16(hi, bcast_i32(aq + 32 * t + 16 + 4 * c)));
+                    s16[t] = c % per_sum == 0 ? p : _mm256_add_epi16(s16[t], p);
+                    if (c % per_sum == per_sum - 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], ones));
+                }
+            }
+        }
+        const __m256 dw = load_f16x8(w + 16 * h);
+        if constexpr (L.has_min) {
+            const __m256 mw = load_f16x8(w + 32 + 16 * h);
+            for (int t = 0; t < T; ++t) {
+                const __m256 d = _mm256_mul_ps(dw, bcast_f32(ad + 4 * t));
+                const __m256 scaled = _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t]));
+                const __m256 min_term = _mm256_mul_ps(mw, bcast_f32(ax + 4 * t));
+                acc[t] = _mm256_add_ps(acc[t], _mm256_add_ps(scaled, min_term));
+            }
+        } else {
+            for (int t = 0; t < T; ++t) {
+                const __m256 d = _mm256_mul_ps(dw, bcast_f32(ad + 4 * t));
+                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
+}
+
+template <Legacy F>
+constexpr TileFn k_legacy_tiles[5] = {nullptr, legacy_tile<F, 1>, legacy_tile<F, 2>, legacy_tile<F, 3>, legacy_tile<F, 4>};
+
+}  // namespace
+
+KILN_TARGET_AVX2 void prep_act(const float* x, int64_t n_in, int64_t g0, int64_t g1, ActPack& a) {
+    const ActFormat& f = a.format;
+    const int64_t nb = n_in / f.block;
+    for (int64_t g = g0; g < g1; ++g) {
+        uint8_t* grp = a.group(g);
+        const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+        for (int t = 0; t < n; ++t) {
+            const float* xt = x + (g * k_act_group + t) * n_in;
+            for (int64_t b = 0; b < nb; ++b) {
+                uint8_t* blk = grp + static_cast<uint64_t>(b) * f.block_stride;
+                if (f.block == 32)
+                    quantize_block32(xt + 32 * b, f, blk, t);
+                else
+                    quantize_block256(xt + 256 * b, f, blk, t);
+            }
+        }
+    }
+}
+
+void gemm_q4_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(k_legacy_tiles<Legacy::Q4_0>, w, a, p0, p1, y, ldy);
+}
+void gemm_q4_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(k_legacy_tiles<Legacy::Q4_1>, w, a, p0, p1, y, ldy);
+}
+void gemm_q5_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(k_legacy_tiles<Legacy::Q5_0>, w, a, p0, p1, y, ldy);
+}
+void gemm_q5_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(k_legacy_tiles<Legacy::Q5_1>, w, a, p0, p1, y, ldy);
+}
+void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(k_legacy_tiles<Legacy::Q8_0>, w, a, p0, p1, y, ldy);
+}
+void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(k_legacy_tiles<Legacy::IQ4_NL>, w, a, p0, p1, y, ldy);
+}
+
+}  // namespace kiln::avx2
+
+#endif  // KILN_HAVE_X86_KERNELS

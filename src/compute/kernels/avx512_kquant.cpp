@@ -1,0 +1,211 @@
+// AVX-512 (F/BW/VL/DQ/VNNI) products of the k-quants (Q4_K, Q5_K, Q6_K) with Q8_K
+// activations over packed panels: per 256-element super-block and token, exact
+// integer sums per sub-block (vpdpbusd), scaled by the sub-block's integer scale
+// (vpmulld) into isum, the mins' sum through a 16-bit dot product (vpdpwssd), then
+// the scalar reference's float steps lane by lane (kiln/quant.h).
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "compute/kernels/x86.h"
+
+namespace kiln::avx512 {
+
+namespace {
+
+KILN_TARGET_AVX512 inline __m512i bcast_i32(const uint8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+KILN_TARGET_AVX512 inline __m512 bcast_f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_ps(v);
+}
+
+KILN_TARGET_AVX512 inline __m512 load_f16x16(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+KILN_TARGET_AVX512 inline __mmask64 load_mask64(const uint8_t* p) {
+    uint64_t m;
+    std::memcpy(&m, p, 8);
+    return _cvtu64_mask64(m);
+}
+
+// A tile is P panels x T tokens (P > 1 only for decode, T = 1: each panel is its
+// own sequential stream, and a core needs several in flight to approach the
+// memory bandwidth). Index k = p * T + t.
+
+// Q4_K / Q5_K: 8 sub-blocks of 32. Offsets as layout.h.
+template <bool fifth_bit, int P, int T>
+KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
+                                uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows) {
+    constexpr int qs_off = fifth_bit ? 832 : 320;
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i bit = _mm512_set1_epi8(0x10);
+    __m512 acc[P * T];
+    for (int k = 0; k < P * T; ++k) acc[k] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        __m512i isum[P * T];
+        for (int k = 0; k < P * T; ++k) isum[k] = _mm512_setzero_si512();
+        for (int sb = 0; sb < 8; ++sb) {
+            __m512i dot[P * T];
+            for (int k = 0; k < P * T; ++k) dot[k] = _mm512_setzero_si512();
+            for (int c = 0; c < 8; ++c)
+                for (int p = 0; p < P; ++p) {
+                    const uint8_t* wp = w + p * panel_bytes;
+                    const __m512i raw = _mm512_loadu_si512(wp + qs_off + 512 * (sb / 2) + 64 * c);
+                    __m512i q = (sb % 2) ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4) : _mm512_and_si512(raw, low4);
+                    if constexpr (fifth_bit) q = _mm512_mask_add_epi8(q, load_mask64(wp + 320 + 8 * (8 * sb + c)), q, bit);
+                    for (int t = 0; t < T; ++t)
+                        dot[p * T + t] = _mm512_dpbusd_epi32(dot[p * T + t], q, bcast_i32(a + 256 * t + 32 * sb + 4 * c));
+                }
+            for (int p = 0; p < P; ++p) {
+                const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + p * panel_bytes + 64 + 16 * sb)));
+                for (int t = 0; t < T; ++t) isum[p * T + t] = _mm512_add_epi32(isum[p * T + t], _mm512_mullo_epi32(dot[p * T + t], sc));
+            }
+        }
+        for (int p = 0; p < P; ++p) {
+            const uint8_t* wp = w + p * panel_bytes;
+            __m512i m[4];
+            for (int q = 0; q < 4; ++q)
+                m[q] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 192 + 32 * q)));
+            const __m512 dw = load_f16x16(wp);
+            const __m512 dmw = load_f16x16(wp + 32);
+            for (int t = 0; t < T; ++t) {
+                __m512i msum = _mm512_setzero_si512();
+                for (int q = 0; q < 4; ++q) msum = _mm512_dpwssd_epi32(msum, m[q], bcast_i32(a + act_aux_offset(256) + 16 * t + 4 * q));
+                const __m512 da = bcast_f32(a + act_d_offset(256) + 4 * t);
+                const __m512 dall = _mm512_mul_ps(da, dw);
+                const __m512 dmin = _mm512_mul_ps(da, dmw);
+                const __m512 scaled = _mm512_mul_ps(dall, _mm512_cvtepi32_ps(isum[p * T + t]));
+                const __m512 mins = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(msum));
+                acc[p * T + t] = _mm512_add_ps(acc[p * T + t], _mm512_sub_ps(scaled, mins));
+            }
+        }
+    }
+    for (int p = 0; p < P; ++p)
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * k_panel_rows, rows[p], acc[p * T + t]);
+}
+
+// Q6_K: 16 sub-blocks of 16, processed as 8 pairs (layout.h). Levels are stored
+// unsigned (q + 32): isum = sum sc (dot_u - 32 asum) = sum sc dot_u + sum (-32 sc) asum,
+// the second part by a 16-bit dot product of the scale pairs with the activation sums.
+template <int P, int T>
+KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
+                                 uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i two_bits = _mm512_set1_epi8(0x30);
+    __m512 acc[P * T];
+    for (int k = 0; k < P * T; ++k) acc[k] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        __m512i isum[P * T];
+        for (int k = 0; k < P * T; ++k) isum[k] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; ++s) {
+            __m512i sc_pair[P];
+            for (int p = 0; p < P; ++p) {
+                sc_pair[p] = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + p * panel_bytes + 32 + 32 * s)));
+                const __m512i sc_bias = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc_pair[p], 5));
+                for (int t = 0; t < T; ++t)
+                    isum[p * T + t] = _mm512_dpwssd_epi32(isum[p * T + t], sc_bias, bcast_i32(a + act_aux_offset(256) + 32 * t + 4 * s));
+            }
+            for (int half = 0; half < 2; ++half) {
+                __m512i dot[P * T];
+                for (int k = 0; k < P * T; ++k) dot[k] = _mm512_setzero_si512();
+                for (int p = 0; p < P; ++p) {
+                    const uint8_t* pair = w + p * panel_bytes + 288 + 384 * s;
+                    const __m512i h = _mm512_loadu_si512(pair + 256 + 64 * half);
+                    for (int k = 0; k < 4; ++k) {
+                        __m512i nib = _mm512_loadu_si512(pair + 64 * k);
+                        if (half) nib = _mm512_srli_epi16(nib, 4);
+                        __m512i hs;
+                        if (k < 3)
+                            hs = _mm512_slli_epi16(h, 4 - 2 * k);
+                        else
+                            hs = _mm512_srli_epi16(h, 2);
+                        hs = _mm512_and_si512(hs, two_bits);
+                        // (nib & 0x0F) | hs: bit-select with the low-nibble mask.
+                        const __m512i q = _mm512_ternarylogic_epi32(nib, hs, low4, 0xE4);
+                        for (int t = 0; t < T; ++t)
+                            dot[p * T + t] = _mm512_dpbusd_epi32(dot[p * T + t], q, bcast_i32(a + 256 * t + 32 * s + 16 * half + 4 * k));
+                    }
+                }
+                for (int p = 0; p < P; ++p) {
+                    // The half's scale: the low or high 16 bits of each pair, sign-extended.
+                    const __m512i sc = half ? _mm512_srai_epi32(sc_pair[p], 16) : _mm512_srai_epi32(_mm512_slli_epi32(sc_pair[p], 16), 16);
+                    for (int t = 0; t < T; ++t) isum[p * T + t] = _mm512_add_epi32(isum[p * T + t], _mm512_mullo_epi32(dot[p * T + t], sc));
+                }
+            }
+        }
+        for (int p = 0; p < P; ++p) {
+            const __m512 dw = load_f16x16(w + p * panel_bytes);
+            for (int t = 0; t < T; ++t) {
+                const __m512 d = _mm512_mul_ps(bcast_f32(a + act_d_offset(256) + 4 * t), dw);
+                acc[p * T + t] = _mm512_add_ps(acc[p * T + t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[p * T + t])));
+            }
+        }
+    }
+    for (int p = 0; p < P; ++p)
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * k_panel_rows, rows[p], acc[p * T + t]);
+}
+
+using TileFn = void (*)(const uint8_t*, uint64_t, const uint8_t*, int64_t, uint64_t, uint64_t, float*, int64_t, const __mmask16*);
+
+// tiles[0] decodes 4 panels x 1 token; tiles[T] is 1 panel x T tokens.
+KILN_TARGET_AVX512 void run_tiles(const TileFn (&tiles)[9], const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1,
+                                  float* y, int64_t ldy) {
+    auto rows_of = [&](int64_t p) {
+        const int64_t left = w.n_out - p * k_panel_rows;
+        return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+    };
+    int64_t p = p0;
+    if (a.n_tokens == 1)
+        for (; p + 4 <= p1; p += 4) {
+            const __mmask16 rows[4] = {rows_of(p), rows_of(p + 1), rows_of(p + 2), rows_of(p + 3)};
+            tiles[0](w.panel(p), w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a.format.block_stride, y + p * k_panel_rows,
+                     ldy, rows);
+        }
+    for (; p < p1; ++p) {
+        const __mmask16 rows[1] = {rows_of(p)};
+        for (int64_t g = 0; g < a.n_groups(); ++g) {
+            const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+            tiles[n](w.panel(p), w.panel_bytes, a.group(g), w.n_blocks, w.block_bytes, a.format.block_stride,
+                     y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows);
+        }
+    }
+}
+
+template <bool fifth_bit>
+constexpr TileFn k4_tiles[9] = {k4_tile<fifth_bit, 4, 1>, k4_tile<fifth_bit, 1, 1>, k4_tile<fifth_bit, 1, 2>,
+                                k4_tile<fifth_bit, 1, 3>, k4_tile<fifth_bit, 1, 4>, k4_tile<fifth_bit, 1, 5>,
+                                k4_tile<fifth_bit, 1, 6>, k4_tile<fifth_bit, 1, 7>, k4_tile<fifth_bit, 1, 8>};
+
+constexpr TileFn q6k_tiles[9] = {q6k_tile<4, 1>, q6k_tile<1, 1>, q6k_tile<1, 2>, q6k_tile<1, 3>, q6k_tile<1, 4>,
+                                 q6k_tile<1, 5>, q6k_tile<1, 6>, q6k_tile<1, 7>, q6k_tile<1, 8>};
+
+}  // namespace
+
+void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(k4_tiles<false>, w, a, p0, p1, y, ldy);
+}
+void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(k4_tiles<true>, w, a, p0, p1, y, ldy);
+}
+void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    run_tiles(q6k_tiles, w, a, p0, p1, y, ldy);
+}
+
+}  // namespace kiln::avx512
+
+#endif  // KILN_HAVE_X86_KERNELS

@@ -1,0 +1,375 @@
+// AVX-512 element-wise and row kernels: exp-based activations, the GELU table,
+// RMSNorm, softmax and the attention of one query row over f32 keys and values.
+//
+// Every element-wise kernel treats a partial last vector with masks, so each
+// element's result depends on its value only, never on where a row was split
+// (batch invariance). Reference and tolerance of each: tests/compute.
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "compute/attention.h"
+#include "compute/kernels/x86.h"
+#include "compute/ops.h"
+
+namespace kiln::avx512 {
+
+namespace {
+
+// Lanes [0, left) of 16 (none when left <= 0).
+KILN_TARGET_AVX512 inline __mmask16 tail_mask(int64_t left) {
+    if (left <= 0) return 0;
+    return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// e^x within about 1 ulp: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two so n
+// ln2 is exact), e^r by Cephes' degree-6 polynomial, times 2^n by vscalefps (which
+// saturates to inf and flushes to 0 like the libm function).
+KILN_TARGET_AVX512 inline __m512 exp_ps(__m512 x) {
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(y, n);
+}
+
+KILN_TARGET_AVX512 inline __m512 round_f16(__m512 v) {
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// 16 vectors -> one vector of their 16 horizontal sums.
+KILN_TARGET_AVX512 inline __m512 sum4_per_lane(__m512 a, __m512 b, __m512 c, __m512 d) {
+    const __m512 s1 = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+    const __m512 s2 = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+    return _mm512_add_ps(_mm512_shuffle_ps(s1, s2, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(s1, s2, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+KILN_TARGET_AVX512 inline __m512 reduce16(const __m512* v) {
+    const __m512 w0 = sum4_per_lane(v[0], v[1], v[2], v[3]);
+    const __m512 w1 = sum4_per_lane(v[4], v[5], v[6], v[7]);
+    const __m512 w2 = sum4_per_lane(v[8], v[9], v[10], v[11]);
+    const __m512 w3 = sum4_per_lane(v[12], v[13], v[14], v[15]);
+    const __m512 y01 = _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, 0x44), _mm512_shuffle_f32x4(w0, w1, 0xEE));
+    const __m512 y23 = _mm512_add_ps(_mm512_shuffle_f32x4(w2, w3, 0x44), _mm512_shuffle_f32x4(w2, w3, 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, 0x88), _mm512_shuffle_f32x4(y01, y23, 0xDD));
+}
+
+// 16 elements of a cached row as f32 (masked).
+template <bool f16>
+KILN_TARGET_AVX512 inline __m512 load_row16(const uint8_t* row, int i, __mmask16 m) {
+    if constexpr (f16)
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
+    else
+        return _mm512_maskz_loadu_ps(m, row + 4 * i);
+}
+
+// Partial products of q and a cached row (n elements) in 16 lanes.
+template <bool f16>
+KILN_TARGET_AVX512 inline __m512 dot_lanes(const float* q, const uint8_t* k, int n) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), load_row16<f16>(k, i, m), acc);
+    }
+    return acc;
+}
+
+KILN_TARGET_AVX512 void softmax_row(float* x, int64_t n, bool f16) {
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i));
+    const float m = _mm512_reduce_max_ps(mx);
+    if (m == -INFINITY) {
+        for (int64_t i = 0; i < n; i += 16) _mm512_mask_storeu_ps(x + i, tail_mask(n - i), _mm512_setzero_ps());
+        return;
+    }
+    const __m512 vm = _mm512_set1_ps(m);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 e = _mm512_maskz_mov_ps(k, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm)));
+        _mm512_mask_storeu_ps(x + i, k, e);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+    }
+    const double sum = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), inv);
+        if (f16) v = round_f16(v);
+        _mm512_mask_storeu_ps(x + i, k, v);
+    }
+}
+
+// out[h][d] = sum over keys j of p[h][j] * v[j][d] for NH heads and up to 64
+// elements, keys in order (attend()'s order for every element). With an f16 cache
+// both factors are f16 values, so a fused multiply-add rounds exactly as attend()'s
+// separate multiply and add.
+template <int NH, bool f16>
+KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
+                                   int width, float* out, int64_t out_stride) {
+    __mmask16 masks[4];
+    for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 16 * c);
+    __m512 acc[NH * 4];
+    for (int k = 0; k < NH * 4; ++k) acc[k] = _mm512_setzero_ps();
+    const uint64_t esize = f16 ? 2 : 4;
+    int64_t slot = kv.slot(first);  // the ring index, advanced without a division per key
+    for (int64_t j = 0; j < n_keys; ++j) {
+        const uint8_t* vr = kv.v + static_cast<uint64_t>(slot) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize;
+        if (++slot == kv.capacity) slot = 0;
+        __m512 vv[4];
+        for (int c = 0; c < 4; ++c) vv[c] = load_row16<f16>(vr, 16 * c, masks[c]);
+        for (int h = 0; h < NH; ++h) {
+            const __m512 w = _mm512_set1_ps(p[h * p_stride + j]);
+            for (int c = 0; c < 4; ++c)
+                acc[4 * h + c] = f16 ? _mm512_fmadd_ps(w, vv[c], acc[4 * h + c]) : _mm512_add_ps(acc[4 * h + c], _mm512_mul_ps(w, vv[c]));
+        }
+    }
+    for (int h = 0; h < NH; ++h)
+        for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(out + h * out_stride + 16 * c, masks[c], acc[4 * h + c]);
+}
+
+using ValueTileFn = void (*)(const float*, int64_t, const KvRows&, int64_t, int64_t, int64_t, int, float*, int64_t);
+template <bool f16>
+constexpr ValueTileFn k_value_tiles[7] = {nullptr,           value_tile<1, f16>, value_tile<2, f16>, value_tile<3, f16>,
+                                          value_tile<4, f16>, value_tile<5, f16>, value_tile<6, f16>};
+
+// Scores of 16 keys for every head of a group, head size 16 NC: each key row is
+// loaded and converted once, then multiplied with every head's q (from L1).
+template <bool f16, int NC>
+KILN_TARGET_AVX512 void score_block(const float* q, int group, const uint8_t* const* rows, __m512 scale, float* scores,
+                                    int64_t stride) {
+    constexpr int dk = 16 * NC;
+    for (int h0 = 0; h0 < group; h0 += 8) {
+        const int nh = std::min(8, group - h0);
+        __m512 parts[8][16];
+        for (int jj = 0; jj < 16; ++jj) {
+            __m512 k[NC];
+            for (int c = 0; c < NC; ++c) k[c] = load_row16<f16>(rows[jj], 16 * c, 0xFFFF);
+            for (int h = 0; h < nh; ++h) {
+                const float* qh = q + (h0 + h) * dk;
+                __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), k[0]);
+                for (int c = 1; c < NC; ++c) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qh + 16 * c), k[c], acc);
+                parts[h][jj] = acc;
+            }
+        }
+        for (int h = 0; h < nh; ++h) _mm512_storeu_ps(scores + (h0 + h) * stride, _mm512_mul_ps(reduce16(parts[h]), scale));
+    }
+}
+
+using ScoreFn = void (*)(const float*, int, const uint8_t* const*, __m512, float*, int64_t);
+
+template <bool f16>
+ScoreFn score_block_for(int dk) {
+    switch (dk) {
+        case 32: return score_block<f16, 2>;
+        case 64: return score_block<f16, 4>;
+        case 128: return score_block<f16, 8>;
+        case 256: return score_block<f16, 16>;
+        default: return nullptr;
+    }
+}
+
+template <bool f16>
+KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv,
+                                    float* out, AttentionScratch& sc) {
+    const int64_t n_keys = pos - first + 1;
+    const int group = s.n_head / s.n_head_kv;
+    const int dk = s.head_dim_k, dv = s.head_dim_v;
+    const int64_t stride = (n_keys + 15) / 16 * 16;
+    sc.scores.resize(static_cast<size_t>(stride * group));
+    sc.qbuf.resize(static_cast<size_t>(group * dk));
+    const bool round = kv.f16_rounding;
+    const float score_scale = s.prescale_q ? 1.0f : s.scale;
+    const __m512 vscale = _mm512_set1_ps(score_scale);
+    const uint64_t esize = f16 ? 2 : 4;
+    for (int g = 0; g < s.n_head_kv; ++g) {
+        // q of the group's heads, prescaled and rounded as attend() does.
+        for (int hq = 0; hq < group; ++hq) {
+            const float* qh = q + static_cast<int64_t>(g * group + hq) * dk;
+            float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
+            for (int i = 0; i < dk; i += 16) {
+                const __mmask16 k = tail_mask(dk - i);
+                __m512 v = _mm512_maskz_loadu_ps(k, qh + i);
+                if (s.prescale_q) v = _mm512_mul_ps(v, _mm512_set1_ps(s.scale));
+                if (round) v = round_f16(v);
+                _mm512_mask_storeu_ps(qb + i, k, v);
+            }
+        }
+        const uint64_t k_col = static_cast<uint64_t>(g) * dk * esize;
+        // Scores, 16 keys at a time; each key row is converted once for all the
+        // group's heads when the head size is one the fixed-size kernels take.
+        const ScoreFn fixed = score_block_for<f16>(dk);
+        int64_t j = 0, slot = kv.slot(first);
+        for (; j + 16 <= n_keys; j += 16) {
+            const uint8_t* rows[16];
+            for (int jj = 0; jj < 16; ++jj) {
+                rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
+                if (++slot == kv.capacity) slot = 0;
+            }
+            if (fixed) {
+                fixed(sc.qbuf.data(), group, rows, vscale, sc.scores.data() + j, stride);
+            } else {
+                for (int hq = 0; hq < group; ++hq) {
+                    const float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
+                    __m512 part[16];
+                    for (int jj = 0; jj < 16; ++jj) part[jj] = dot_lanes<f16>(qb, rows[jj], dk);
+                    _mm512_storeu_ps(sc.scores.data() + hq * stride + j, _mm512_mul_ps(reduce16(part), vscale));
+                }
+            }
+        }
+        for (; j < n_keys; ++j) {
+            const uint8_t* row = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
+            if (++slot == kv.capacity) slot = 0;
+            for (int hq = 0; hq < group; ++hq)
+                sc.scores[static_cast<size_t>(hq * stride + j)] =
+                    _mm512_reduce_add_ps(dot_lanes<f16>(sc.qbuf.data() + static_cast<size_t>(hq * dk), row, dk)) * score_scale;
+        }
+        for (int hq = 0; hq < group; ++hq) {
+            float* sp = sc.scores.data() + hq * stride;
+            if (s.softcap > 0.0f)
+                for (int64_t jj = 0; jj < n_keys; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
+            softmax_row(sp, n_keys, round);
+        }
+        // Weighted sums of values.
+        for (int d0 = 0; d0 < dv; d0 += 64)
+            for (int h0 = 0; h0 < group; h0 += 6) {
+                const int nh = std::min(6, group - h0);
+                k_value_tiles<f16>[nh](sc.scores.data() + h0 * stride, stride, kv, first, n_keys,
+                                       static_cast<int64_t>(g) * dv + d0, std::min(64, dv - d0),
+                                       out + static_cast<int64_t>(g * group + h0) * dv + d0, dv);
+            }
+    }
+}
+
+}  // namespace
+
+// F16C rounds to nearest even like quant::fp32_to_fp16; only NaNs differ (the
+// hardware keeps payload bits), so they are replaced by the canonical quiet NaN.
+KILN_TARGET_AVX512 void f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 v = _mm512_maskz_loadu_ps(k, src + i);
+        __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        if (nan) {
+            const __m256i sign = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+            const __m256i qnan = _mm256_or_si256(_mm256_and_si256(sign, _mm256_set1_epi16(static_cast<short>(0x8000))), _mm256_set1_epi16(0x7E00));
+            h = _mm256_mask_mov_epi16(h, nan, qnan);
+        }
+        _mm256_mask_storeu_epi16(dst + i, k, h);
+    }
+}
+
+// ops::rope_apply with the same multiplies and adds per element (no fused
+// multiply-add): bit-identical. Norm layout: 8 (x0, x1) pairs per vector against
+// the cache's 8 (cos, sin) pairs; NeoX: 16 first-half and 16 second-half elements
+// against 16 cos and 16 sin deinterleaved from the cache.
+KILN_TARGET_AVX512 void rope_apply(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim) {
+    const int n_dims = p.n_dims;
+    const __mmask16 even = 0x5555;
+    const __m512i idx_cos = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i idx_sin = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (int64_t h = 0; h < n_heads; ++h) {
+        float* v = x + h * head_dim;
+        if (p.layout == ops::RopeLayout::Norm) {
+            for (int i = 0; i < n_dims; i += 16) {
+                const __mmask16 k = tail_mask(n_dims - i);
+                const __m512 xv = _mm512_maskz_loadu_ps(k, v + i);
+                const __m512 cs = _mm512_maskz_loadu_ps(k, cache + i);
+                const __m512 t1 = _mm512_mul_ps(xv, _mm512_moveldup_ps(cs));                            // x0 c, x1 c
+                const __m512 t2 = _mm512_mul_ps(_mm512_permute_ps(xv, 0xB1), _mm512_movehdup_ps(cs));  // x1 s, x0 s
+                _mm512_mask_storeu_ps(v + i, k, _mm512_mask_sub_ps(_mm512_add_ps(t1, t2), even, t1, t2));
+            }
+        } else {
+            const int half = n_dims / 2;
+            for (int a = 0; a < half; a += 16) {
+                const __mmask16 k = tail_mask(half - a);
+                const __mmask16 k2 = tail_mask(2 * (half - a)), k2h = tail_mask(2 * (half - a) - 16);
+                const __m512 lo = _mm512_maskz_loadu_ps(k2, cache + 2 * a), hi = _mm512_maskz_loadu_ps(k2h, cache + 2 * a + 16);
+                const __m512 c = _mm512_permutex2var_ps(lo, idx_cos, hi), s = _mm512_permutex2var_ps(lo, idx_sin, hi);
+                const __m512 x0 = _mm512_maskz_loadu_ps(k, v + a), x1 = _mm512_maskz_loadu_ps(k, v + a + half);
+                _mm512_mask_storeu_ps(v + a, k, _mm512_sub_ps(_mm512_mul_ps(x0, c), _mm512_mul_ps(x1, s)));
+                _mm512_mask_storeu_ps(v + a + half, k, _mm512_add_ps(_mm512_mul_ps(x0, s), _mm512_mul_ps(x1, c)));
+            }
+        }
+    }
+}
+
+KILN_TARGET_AVX512 void silu_mul(float* gate, const float* up, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 x = _mm512_maskz_loadu_ps(k, gate + i);
+        const __m512 s = _mm512_div_ps(x, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+        _mm512_mask_storeu_ps(gate + i, k, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(k, up + i)));
+    }
+}
+
+// Exactly ops::gelu_mul: the f16 table looked up with a gather.
+KILN_TARGET_AVX512 void gelu_mul(float* gate, const float* up, int64_t n) {
+    const uint16_t* table = ops::gelu_f16_table();
+    const __m512 lo = _mm512_set1_ps(-10.0f), hi = _mm512_set1_ps(10.0f);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 x = _mm512_maskz_loadu_ps(k, gate + i);
+        const __m512i h = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, h, table, 2);
+        __m512 v = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(x, hi, _CMP_GE_OQ), x);
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(x, lo, _CMP_LE_OQ), _mm512_setzero_ps());
+        _mm512_mask_storeu_ps(gate + i, k, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, up + i)));
+    }
+}
+
+// ops::rms_norm with the sum of squares in 16 double lanes (the reference adds in
+// one double, in order: the two agree to the last bit of the float mean almost
+// always; tests/compute bounds the rest).
+KILN_TARGET_AVX512 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __m512 v = _mm512_maskz_loadu_ps(tail_mask(n - i), x + i);
+        const __m512 sq = _mm512_mul_ps(v, v);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(sq, 1)));
+    }
+    const double sum = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    const __m512 s = _mm512_set1_ps(1.0f / std::sqrt(mean + eps));
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), s);
+        if (w) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, w + i));
+        _mm512_mask_storeu_ps(y + i, k, v);
+    }
+}
+
+KILN_TARGET_AVX512 void softmax(float* x, int64_t n) { softmax_row(x, n, false); }
+
+void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
+                AttentionScratch& sc) {
+    if (kv.type == GgmlType::F16)
+        attend_impl<true>(s, q, first, pos, kv, out, sc);
+    else
+        attend_impl<false>(s, q, first, pos, kv, out, sc);
+}
+
+}  // namespace kiln::avx512
+
+#endif  // KILN_HAVE_X86_KERNELS

@@ -1,0 +1,360 @@
+// AVX-512 (F/BW/VL/DQ/VNNI): activation quantization into the grouped layout and
+// the products of the legacy 32-element formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// IQ4_NL) over packed panels.
+//
+// One zmm holds one int32 or f32 per row of a 16-row panel. Per block and token:
+// vpdpbusd accumulates the exact integer sum of the 16 rows against one broadcast
+// activation dword, starting from the activation's bias; then, lane by lane, the
+// scalar reference's float steps: d = d_w * d_a, term = d * isum [+ m_w * s_a],
+// acc += term. Nothing depends on how many tokens or rows are processed together.
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "compute/kernels/x86.h"
+#include "quant/quant_tables.h"
+
+namespace kiln::avx512 {
+
+namespace {
+
+KILN_TARGET_AVX512 inline __m512i bcast_i32(const uint8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+KILN_TARGET_AVX512 inline __m512 bcast_f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_ps(v);
+}
+
+KILN_TARGET_AVX512 inline __m512 load_f16x16(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+KILN_TARGET_AVX512 inline __mmask64 load_mask64(const uint8_t* p) {
+    uint64_t m;
+    std::memcpy(&m, p, 8);
+    return _cvtu64_mask64(m);
+}
+
+// f32 -> f16 -> f32, round to nearest even (the value the scalar kernels read back).
+KILN_TARGET_AVX512 inline float round_f16(float v) { return _cvtsh_ss(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT)); }
+
+// ---- activation quantization --------------------------------------------------------
+//
+// Q8_0 / Q8_1 as ggml's x86 runtime (compute/activation_quant.cpp): d = amax / 127,
+// levels = round-to-nearest-even(x * (127 / amax)). Q8_K as the reference quantizer
+// (quant/k_quants.cpp): the first value of largest magnitude sets iscale = -127 / max,
+// levels = nearest(iscale * x) clamped to [-128, 127], d = 1 / iscale.
+
+KILN_TARGET_AVX512 void quantize_block32(const float* x, const ActFormat& f, uint8_t* blk, int t) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const __m512 a = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1));
+    const float amax = _mm512_reduce_max_ps(a);
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const __m512 vid = _mm512_set1_ps(id);
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid));
+    const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
+    int8_t* qs = reinterpret_cast<int8_t*>(blk + act_qs_offset(t, 32));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtepi32_epi8(q1));
+    const float dr = round_f16(d);
+    std::memcpy(blk + act_d_offset(32) + 4 * t, &dr, 4);
+    const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    if (f.aux == ActAux::Sum32) {
+        const float s = round_f16(d * static_cast<float>(sum));
+        std::memcpy(blk + act_aux_offset(32) + 4 * t, &s, 4);
+    } else {
+        const int32_t bias = -f.offset * sum;
+        std::memcpy(blk + act_aux_offset(32) + 4 * t, &bias, 4);
+    }
+}
+
+KILN_TARGET_AVX512 void quantize_block256(const float* x, const ActFormat& f, uint8_t* blk, int t) {
+    __m512 v[16];
+    __m512 a = _mm512_setzero_ps();
+    for (int k = 0; k < 16; ++k) {
+        v[k] = _mm512_loadu_ps(x + 16 * k);
+        a = _mm512_max_ps(a, _mm512_abs_ps(v[k]));
+    }
+    const float amax = _mm512_reduce_max_ps(a);
+    int8_t* qs = reinterpret_cast<int8_t*>(blk + act_qs_offset(t, 256));
+    uint8_t* aux = blk + act_aux_offset(256);
+    if (amax == 0.0f) {
+        std::memset(qs, 0, 256);
+        const float zero = 0.0f;
+        std::memcpy(blk + act_d_offset(256) + 4 * t, &zero, 4);
+        if (f.aux == ActAux::KPairs)
+            std::memset(aux + 16 * t, 0, 16);
+        else
+            std::memset(aux + 32 * t, 0, 32);
+        return;
+    }
+    // The first element whose magnitude is amax.
+    float max = 0.0f;
+    const __m512 va = _mm512_set1_ps(amax);
+    for (int k = 0; k < 16; ++k) {
+        const __mmask16 m = _mm512_cmp_ps_mask(_mm512_abs_ps(v[k]), va, _CMP_EQ_OQ);
+        if (m) {
+            max = x[16 * k + __builtin_ctz(m)];
+            break;
+        }
+    }
+    const float iscale = -127.0f / max;
+    const __m512 vs = _mm512_set1_ps(iscale);
+    int32_t sums[16];
+    for (int k = 0; k < 16; ++k) {
+        const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(v[k], vs));
+        const __m128i q8 = _mm512_cvtsepi32_epi8(q);  // saturates to [-128, 127], the reference's clamp
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16 * k), q8);
+        sums[k] = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q8));
+    }
+    const float d = 1.0f / iscale;
+    std::memcpy(blk + act_d_offset(256) + 4 * t, &d, 4);
+    if (f.aux == ActAux::KPairs) {
+        int16_t pairs[8];
+        for (int j = 0; j < 8; ++j) pairs[j] = static_cast<int16_t>(sums[2 * j] + sums[2 * j + 1]);
+        std::memcpy(aux + 16 * t, pairs, 16);
+    } else {
+        int16_t s16[16];
+        for (int j = 0; j < 16; ++j) s16[j] = static_cast<int16_t>(sums[j]);
+        std::memcpy(aux + 32 * t, s16, 32);
+    }
+}
+
+// ---- legacy formats ------------------------------------------------------------------
+
+enum class Legacy { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
+
+struct LegacyLayout {
+    bool has_min;      // m[16] f16 after d
+    bool fifth_bit;    // 8 masks before the chunks
+    int qs;            // offset of the chunks
+};
+
+constexpr LegacyLayout legacy_layout(Legacy f) {
+    switch (f) {
+        case Legacy::Q4_0: return {false, false, 32};
+        case Legacy::IQ4_NL: return {false, false, 32};
+        case Legacy::Q4_1: return {true, false, 64};
+        case Legacy::Q5_0: return {false, true, 96};
+        case Legacy::Q5_1: return {true, true, 128};
+        case Legacy::Q8_0: return {false, false, 32};
+    }
+    return {};
+}
+
+// IQ4_NL's level table plus 128 (unsigned for vpdpbusd; the bias removes 128 x sum(a)).
+KILN_TARGET_AVX512 inline __m512i iq4nl_lut() {
+    alignas(16) uint8_t t[16];
+    for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(quant::k_values_iq4nl[i] + 128);
+    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
+// One panel (16 rows) x T tokens of one group, over all blocks.
+template <Legacy F, int T>
+KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride,
+                                    float* y, int64_t ldy, __mmask16 rows) {
+    constexpr LegacyLayout L = legacy_layout(F);
+    constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm512_setzero_si512();
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t)
+            isum[t] = unsigned_levels ? _mm512_setzero_si512() : bcast_i32(a + act_aux_offset(32) + 4 * t);
+        if constexpr (F == Legacy::Q8_0) {
+            const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+            for (int c = 0; c < 8; ++c) {
+                const __m512i q = _mm512_xor_si512(_mm512_loadu_si512(w + L.qs + 64 * c), flip);
+                for (int t = 0; t < T; ++t) isum[t] = _mm512_dpbusd_epi32(isum[t], q, bcast_i32(a + 32 * t + 4 * c));
+            }
+        } else {
+            for (int c = 0; c < 4; ++c) {
+                const __m512i raw = _mm512_loadu_si512(w + L.qs + 64 * c);
+                __m512i lo = _mm512_and_si512(raw, low4);
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+                if constexpr (L.fifth_bit) {
+                    const uint8_t* masks = w + (L.has_min ? 64 : 32);
+                    const __m512i bit = _mm512_set1_epi8(0x10);
+                    lo = _mm512_mask_add_epi8(lo, load_mask64(masks + 16 * c), lo, bit);
+                    hi = _mm512_mask_add_epi8(hi, load_mask64(masks + 16 * c + 8), hi, bit);
+                }
+                if constexpr (F == Legacy::IQ4_NL) {
+                    lo = _mm512_shuffle_epi8(lut, lo);
+                    hi = _mm512_shuffle_epi8(lut, hi);
+                }
+                for (int t = 0; t < T; ++t) {
+                    isum[t] = _mm512_dpbusd_epi32(isum[t], lo, bcast_i32(a + 32 * t + 4 * c));
+                    isum[t] = _mm512_dpbusd_epi32(isum[t], hi, bcast_i32(a + 32 * t + 16 + 4 * c));
+                }
+            }
+        }
+        const __m512 dw = load_f16x16(w);
+        if constexpr (L.has_min) {
+            const __m512 mw = load_f16x16(w + 32);
+            for (int t = 0; t < T; ++t) {
+                const __m512 d = _mm512_mul_ps(dw, bcast_f32(a + act_d_offset(32) + 4 * t));
+                const __m512 scaled = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t]));
+                const __m512 min_term = _mm512_mul_ps(mw, bcast_f32(a + act_aux_offset(32) + 4 * t));
+                acc[t] = _mm512_add_ps(acc[t], _mm512_add_ps(scaled, min_term));
+            }
+        } else {
+            for (int t = 0; t < T; ++t) {
+                const __m512 d = _mm512_mul_ps(dw, bcast_f32(a + act_d_offset(32) + 4 * t));
+                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t])));
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
+}
+
+// Decode: one token against P panels at once. Each panel is its own sequential
+// stream; a core keeps several streams in flight where one stream alone stalls
+// on memory latency (about a third of the bandwidth: docs/perf.md). Per lane the
+// operations are legacy_tile's, in the same order.
+template <Legacy F, int P>
+KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
+                                      uint64_t a_stride, float* y, const __mmask16* rows) {
+    constexpr LegacyLayout L = legacy_layout(F);
+    constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm512_setzero_si512();
+    __m512 acc[P];
+    for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        const __m512i bias = unsigned_levels ? _mm512_setzero_si512() : bcast_i32(a + act_aux_offset(32));
+        const __m512 da = bcast_f32(a + act_d_offset(32));
+        for (int p = 0; p < P; ++p) {
+            const uint8_t* wp = w + p * panel_bytes;
+            __m512i isum = bias;
+            if constexpr (F == Legacy::Q8_0) {
+                const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+                for (int c = 0; c < 8; ++c)
+                    isum = _mm512_dpbusd_epi32(isum, _mm512_xor_si512(_mm512_loadu_si512(wp + L.qs + 64 * c), flip), bcast_i32(a + 4 * c));
+            } else {
+                for (int c = 0; c < 4; ++c) {
+                    const __m512i raw = _mm512_loadu_si512(wp + L.qs + 64 * c);
+                    __m512i lo = _mm512_and_si512(raw, low4);
+                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+                    if constexpr (L.fifth_bit) {
+                        const uint8_t* masks = wp + (L.has_min ? 64 : 32);
+                        const __m512i bit = _mm512_set1_epi8(0x10);
+                        lo = _mm512_mask_add_epi8(lo, load_mask64(masks + 16 * c), lo, bit);
+                        hi = _mm512_mask_add_epi8(hi, load_mask64(masks + 16 * c + 8), hi, bit);
+                    }
+                    if constexpr (F == Legacy::IQ4_NL) {
+                        lo = _mm512_shuffle_epi8(lut, lo);
+                        hi = _mm512_shuffle_epi8(lut, hi);
+                    }
+                    isum = _mm512_dpbusd_epi32(isum, lo, bcast_i32(a + 4 * c));
+                    isum = _mm512_dpbusd_epi32(isum, hi, bcast_i32(a + 16 + 4 * c));
+                }
+            }
+            const __m512 d = _mm512_mul_ps(load_f16x16(wp), da);
+            __m512 term = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum));
+            if constexpr (L.has_min) term = _mm512_add_ps(term, _mm512_mul_ps(load_f16x16(wp + 32), bcast_f32(a + act_aux_offset(32))));
+            acc[p] = _mm512_add_ps(acc[p], term);
+        }
+    }
+    for (int p = 0; p < P; ++p) _mm512_mask_storeu_ps(y + p * k_panel_rows, rows[p], acc[p]);
+}
+
+template <Legacy F>
+KILN_TARGET_AVX512 void legacy_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    const uint64_t a_stride = a.format.block_stride;
+    auto rows_of = [&](int64_t p) {
+        const int64_t left = w.n_out - p * k_panel_rows;
+        return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+    };
+    if (a.n_tokens == 1) {
+        int64_t p = p0;
+        for (; p + 4 <= p1; p += 4) {
+            const __mmask16 rows[4] = {rows_of(p), rows_of(p + 1), rows_of(p + 2), rows_of(p + 3)};
+            legacy_decode<F, 4>(w.panel(p), w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a_stride, y + p * k_panel_rows, rows);
+        }
+        for (; p < p1; ++p) {
+            const __mmask16 rows[1] = {rows_of(p)};
+            legacy_decode<F, 1>(w.panel(p), w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a_stride, y + p * k_panel_rows, rows);
+        }
+        return;
+    }
+    for (int64_t p = p0; p < p1; ++p) {
+        const int64_t left = w.n_out - p * k_panel_rows;
+        const __mmask16 rows = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+        for (int64_t g = 0; g < a.n_groups(); ++g) {
+            const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+            float* yt = y + g * k_act_group * ldy + p * k_panel_rows;
+            const uint8_t* wp = w.panel(p);
+            const uint8_t* ap = a.group(g);
+            switch (n) {
+                case 8: legacy_tile<F, 8>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
+                case 7: legacy_tile<F, 7>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
+                case 6: legacy_tile<F, 6>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
+                case 5: legacy_tile<F, 5>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
+                case 4: legacy_tile<F, 4>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
+                case 3: legacy_tile<F, 3>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
+                case 2: legacy_tile<F, 2>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
+                default: legacy_tile<F, 1>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+KILN_TARGET_AVX512 void prep_act(const float* x, int64_t n_in, int64_t g0, int64_t g1, ActPack& a) {
+    const ActFormat& f = a.format;
+    const int64_t nb = n_in / f.block;
+    for (int64_t g = g0; g < g1; ++g) {
+        uint8_t* grp = a.group(g);
+        const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+        for (int t = 0; t < n; ++t) {
+            const float* xt = x + (g * k_act_group + t) * n_in;
+            for (int64_t b = 0; b < nb; ++b) {
+                uint8_t* blk = grp + static_cast<uint64_t>(b) * f.block_stride;
+                if (f.block == 32)
+                    quantize_block32(xt + 32 * b, f, blk, t);
+                else
+                    quantize_block256(xt + 256 * b, f, blk, t);
+            }
+        }
+    }
+}
+
+void gemm_q4_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::Q4_0>(w, a, p0, p1, y, ldy);
+}
+void gemm_q4_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::Q4_1>(w, a, p0, p1, y, ldy);
+}
+void gemm_q5_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::Q5_0>(w, a, p0, p1, y, ldy);
+}
+void gemm_q5_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::Q5_1>(w, a, p0, p1, y, ldy);
+}
+void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::Q8_0>(w, a, p0, p1, y, ldy);
+}
+void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::IQ4_NL>(w, a, p0, p1, y, ldy);
+}
+
+}  // namespace kiln::avx512
+
+#endif  // KILN_HAVE_X86_KERNELS

@@ -1,0 +1,135 @@
+// The per-level kernel tables and the choice of the active one.
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "compute/attention.h"
+#include "compute/kernels/kernels.h"
+#include "compute/kernels/target.h"
+#include "compute/kernels/x86.h"
+#include "compute/ops.h"
+#include "kiln/error.h"
+#include "kiln/quant.h"
+
+namespace kiln {
+
+const KernelTable& scalar_kernels() {
+    static const KernelTable t = [] {
+        KernelTable k;
+        k.isa = Isa::Scalar;
+        k.silu_mul = ops::silu_mul;
+        k.rope_apply = ops::rope_apply;
+        k.f32_to_f16 = [](const float* src, uint16_t* dst, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
+        };
+        k.gelu_mul = ops::gelu_mul;
+        k.rms_norm = ops::rms_norm;
+        k.softmax = ops::softmax;
+        k.attend_row = attend_rows_scalar;
+        return k;
+    }();
+    return t;
+}
+
+#if KILN_HAVE_X86_KERNELS
+
+#define KILN_QUANT_KERNELS(ns)                                                                                           \
+    {GgmlType::Q4_0, ns::gemm_q4_0}, {GgmlType::Q4_1, ns::gemm_q4_1}, {GgmlType::Q5_0, ns::gemm_q5_0},                  \
+        {GgmlType::Q5_1, ns::gemm_q5_1}, {GgmlType::Q8_0, ns::gemm_q8_0}, {GgmlType::IQ4_NL, ns::gemm_iq4_nl},          \
+        {GgmlType::Q4_K, ns::gemm_q4_K}, {GgmlType::Q5_K, ns::gemm_q5_K}, {GgmlType::Q6_K, ns::gemm_q6_K}
+
+namespace {
+const QuantKernel k_avx2_quant[] = {KILN_QUANT_KERNELS(avx2)};
+const QuantKernel k_avx512_quant[] = {KILN_QUANT_KERNELS(avx512)};
+}  // namespace
+
+const KernelTable& avx2_kernels() {
+    static const KernelTable t = [] {
+        KernelTable k = scalar_kernels();
+        k.isa = Isa::Avx2;
+        k.quant = k_avx2_quant;
+        k.prep_act = avx2::prep_act;
+        k.gemm_float = avx2::gemm_float;
+        k.silu_mul = avx2::silu_mul;
+        k.f32_to_f16 = avx2::f32_to_f16;
+        k.rope_apply = avx2::rope_apply;
+        k.gelu_mul = avx2::gelu_mul;
+        k.rms_norm = avx2::rms_norm;
+        k.softmax = avx2::softmax;
+        k.attend_row = avx2::attend_row;
+        return k;
+    }();
+    return t;
+}
+
+const KernelTable& avx512_kernels() {
+    static const KernelTable t = [] {
+        KernelTable k = scalar_kernels();
+        k.isa = Isa::Avx512;
+        k.quant = k_avx512_quant;
+        k.prep_act = avx512::prep_act;
+        k.gemm_float = avx512::gemm_float;
+        k.silu_mul = avx512::silu_mul;
+        k.f32_to_f16 = avx512::f32_to_f16;
+        k.rope_apply = avx512::rope_apply;
+        k.gelu_mul = avx512::gelu_mul;
+        k.rms_norm = avx512::rms_norm;
+        k.softmax = avx512::softmax;
+        k.attend_row = avx512::attend_row;
+        return k;
+    }();
+    return t;
+}
+
+#undef KILN_QUANT_KERNELS
+
+#endif
+
+namespace {
+
+const KernelTable* compiled_table(Isa isa) {
+    switch (isa) {
+        case Isa::Scalar: return &scalar_kernels();
+#if KILN_HAVE_X86_KERNELS
+        case Isa::Avx2: return &avx2_kernels();
+        case Isa::Avx512: return &avx512_kernels();
+#else
+        default: return nullptr;
+#endif
+    }
+    return nullptr;
+}
+
+// KILN_ISA=scalar|avx2|avx512 lowers the level (never raises it past the CPU's).
+const KernelTable* initial_table() {
+    Isa isa = best_isa();
+    if (const char* env = std::getenv("KILN_ISA")) {
+        const std::string v = env;
+        Isa want = isa;
+        if (v == "scalar") want = Isa::Scalar;
+        if (v == "avx2") want = Isa::Avx2;
+        if (v == "avx512") want = Isa::Avx512;
+        if (static_cast<int>(want) < static_cast<int>(isa)) isa = want;
+    }
+    while (!compiled_table(isa) || !isa_supported(isa)) isa = static_cast<Isa>(static_cast<int>(isa) - 1);
+    return compiled_table(isa);
+}
+
+std::atomic<const KernelTable*>& active() {
+    static std::atomic<const KernelTable*> a{initial_table()};
+    return a;
+}
+
+}  // namespace
+
+const KernelTable& kernels() { return *active().load(std::memory_order_relaxed); }
+
+const KernelTable* kernel_table(Isa isa) { return isa_supported(isa) ? compiled_table(isa) : nullptr; }
+
+void set_active_isa(Isa isa) {
+    const KernelTable* t = kernel_table(isa);
+    if (!t) throw Error("kernel level " + std::string(isa_name(isa)) + " is not available on this CPU");
+    active().store(t, std::memory_order_relaxed);
+}
+
+}  // namespace kiln

@@ -1,0 +1,88 @@
+// The kernel dispatch table: one table per instruction-set level, the active one
+// chosen once at start-up from the CPU's features (and the KILN_ISA environment
+// variable, which can only lower it: docs/perf.md).
+//
+// Every quantized and float matrix kernel gives results bit-identical to the
+// scalar reference dot products of src/quant (their accumulation order is stated
+// in kiln/quant.h); tests/compute checks each compiled variant against them. The
+// element-wise kernels (SiLU, GELU, softmax, norms, attention) have scalar
+// references in compute/ops.h and compute/attention.h and stated tolerances.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "compute/cpu_features.h"
+#include "compute/kernels/layout.h"
+#include "compute/ops.h"
+
+namespace kiln {
+
+// y[t * ldy + o] for panels [p0, p1) (rows 16 p0 .. min(16 p1, n_out)) and every
+// token of `a`. Rows past n_out are not written.
+using PackedGemmFn = void (*)(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);
+
+// Quantizes the tokens of groups [g0, g1) of x (f32 [n_in, a.n_tokens]) into a.
+using ActPrepFn = void (*)(const float* x, int64_t n_in, int64_t g0, int64_t g1, ActPack& a);
+
+// Float weights used in place: rows [r0, r1) of `type` (F32 / F16 / BF16), n_in
+// elements, row_bytes apart, against activations x (f32 [n_in, n_tokens], already
+// rounded to the weight type as the reference's activation conversion does).
+using FloatGemmFn = void (*)(GgmlType type, const uint8_t* w, uint64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1,
+                             const float* x, int64_t n_tokens, float* y, int64_t ldy);
+
+struct QuantKernel {
+    GgmlType type;
+    PackedGemmFn gemm;
+};
+
+// Attention (compute/attention.h).
+struct AttentionShape;
+struct KvRows;
+struct AttentionScratch;
+
+struct KernelTable {
+    Isa isa = Isa::Scalar;
+    std::span<const QuantKernel> quant;  // packed quantized products (empty: scalar)
+    ActPrepFn prep_act = nullptr;
+    FloatGemmFn gemm_float = nullptr;    // nullptr: scalar reference
+
+    // Element-wise kernels over n floats; each element's result depends on its
+    // value only (tails are handled as full vectors), so any split of a row is
+    // equivalent.
+    void (*silu_mul)(float* gate, const float* up, int64_t n) = nullptr;
+    void (*gelu_mul)(float* gate, const float* up, int64_t n) = nullptr;
+    // RoPE of n_heads heads in place, bit-identical to ops::rope_apply.
+    void (*rope_apply)(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim) = nullptr;
+    // f32 -> f16, bit-identical to quant::fp32_to_fp16 (NaN included).
+    void (*f32_to_f16)(const float* src, uint16_t* dst, int64_t n) = nullptr;
+    // One row.
+    void (*rms_norm)(const float* x, const float* w, float* y, int64_t n, float eps) = nullptr;
+    void (*softmax)(float* x, int64_t n) = nullptr;
+    // One query row over f32 keys and values (attend_rows); nullptr: the scalar attend().
+    void (*attend_row)(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
+                       AttentionScratch& scratch) = nullptr;
+
+    PackedGemmFn find_quant(GgmlType type) const {
+        for (const QuantKernel& k : quant)
+            if (k.type == type) return k.gemm;
+        return nullptr;
+    }
+};
+
+// The active table.
+const KernelTable& kernels();
+// The table of a level if it is compiled in and this CPU runs it, else nullptr.
+const KernelTable* kernel_table(Isa isa);
+// Makes `isa` the active level (tests and benchmarks; not thread-safe). Throws
+// kiln::Error if the CPU cannot run it.
+void set_active_isa(Isa isa);
+
+// Per-level tables, defined in the level's files.
+const KernelTable& scalar_kernels();
+#if defined(__x86_64__)
+const KernelTable& avx2_kernels();
+const KernelTable& avx512_kernels();
+#endif
+
+}  // namespace kiln

@@ -1,0 +1,114 @@
+// Kernel-friendly layouts of weights (repacked once at load) and of activations
+// (quantized once per matrix product), shared by the packer and every SIMD
+// kernel family.
+//
+// Weights: 16 rows form a panel; a panel stores its rows' blocks interleaved, block
+// by block, so that one 64-byte load gives "lane i = 4 consecutive elements of row
+// i" (a *chunk*). A VNNI dot-product instruction then accumulates 16 rows at once
+// against one broadcast group of 4 activation bytes, and every row's integer sum
+// and float accumulator stays in its own lane: no horizontal reduction, and each
+// output element goes through exactly the operations of the scalar reference
+// (kiln/quant.h), whatever the number of tokens or threads.
+//
+// Panel block layouts (16 rows; all multi-byte fields little-endian; sizes are 16x
+// the GGUF block except where noted):
+//
+//   Q4_0, IQ4_NL (32 elements)  d[16] f16 | 4 chunks of nibbles                 288
+//        chunk c, lane i = bytes 4c..4c+3 of row i's qs: low nibbles are elements
+//        4c..4c+3, high nibbles elements 16+4c..16+4c+3
+//   Q4_1   d[16] f16 | m[16] f16 | 4 nibble chunks                              320
+//   Q5_0   d[16] | 8 fifth-bit masks u64 | 4 nibble chunks                      352
+//        mask 2c (low nibbles of chunk c) and 2c+1 (high): bit 4i+j = fifth bit of
+//        that element of row i
+//   Q5_1   d[16] | m[16] | 8 masks | 4 nibble chunks                            384
+//   Q8_0   d[16] | 8 chunks of int8 (chunk c = elements 4c..4c+3)               544
+//   Q4_K (256 elements)  d[16] f16 | dmin[16] f16 | sc[8][16] u8 | m[4][16][2] u8
+//        | 4 pairs x 8 nibble chunks: pair p chunk c lane i = bytes 32p+4c.. of row
+//        i's qs (low nibbles: sub-block 2p elements 4c..; high: sub-block 2p+1)  2368
+//        (m is stored as pairs of sub-blocks so that a zero-extension to 16 bits
+//        gives the int16 pairs of a 16-bit dot product)
+//   Q5_K   as Q4_K, with 8x8 fifth-bit masks u64 (sub-block s, chunk c) before the
+//        nibble chunks                                                        2880
+//   Q6_K   d[16] f16 | sc[8][16][2] s8 (pairs of sub-blocks) | 8 pairs of sub-blocks,
+//        each N[4] nibble chunks then H[2] high-bit chunks                   3360
+//        pair s, chunk k lane i byte j: N low nibble = element 32s+4k+j, high
+//        nibble = element 32s+16+4k+j; H0 bits 2k..2k+1 = the two high bits of
+//        element 32s+4k+j, H1 those of element 32s+16+4k+j
+//
+// Activations: tokens in groups of 8; per group, block after block:
+//   32-element blocks  qs[8][32] s8 | d[8] f32 | aux[8] (i32 bias or f32 s)     320
+//   Q8_K blocks        qs[8][256] s8 | d[8] f32 | aux                            2080 + aux
+// d is the activation block's scale as the scalar dot product reads it (the f16
+// value for Q8_0 / Q8_1). The bias folds the offset of unsigned weight levels
+// into the integer sum (e.g. Q4_0: sum (q - 8) a = sum q a - 8 sum a): the
+// kernel starts its sum at -offset x sum(a).
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#include "kiln/gguf/ggml_type.h"
+
+namespace kiln {
+
+constexpr int k_panel_rows = 16;
+constexpr int k_chunk_bytes = 64;
+constexpr int k_act_group = 8;
+
+struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<uint8_t[], FreeDeleter>;
+// 64-byte aligned, uninitialised; throws kiln::Error when out of memory.
+AlignedBytes aligned_bytes(uint64_t n);
+
+struct PackedMatrix {
+    GgmlType type = GgmlType::F32;
+    int64_t n_in = 0, n_out = 0;
+    int64_t n_panels = 0;       // ceil(n_out / 16); rows past n_out are zero
+    int64_t n_blocks = 0;       // blocks per row
+    uint64_t block_bytes = 0;   // one block of 16 rows
+    uint64_t panel_bytes = 0;   // n_blocks * block_bytes
+    AlignedBytes data;
+
+    const uint8_t* panel(int64_t p) const { return data.get() + static_cast<uint64_t>(p) * panel_bytes; }
+    uint64_t bytes() const { return panel_bytes * static_cast<uint64_t>(n_panels); }
+};
+
+// How activations are laid out for a weight type's kernel.
+enum class ActAux {
+    Bias32,   // 32-element blocks, aux = -offset * sum(a) as i32
+    Sum32,    // 32-element blocks (Q8_1), aux = s = f16(d * sum(a)) as f32
+    KPairs,   // Q8_K, aux = sums of each 32-element sub-block as int16 [8 tokens][8]
+    KSums16,  // Q8_K, aux = sums of each 16-element sub-block as int16 [8 tokens][16]
+};
+
+struct ActFormat {
+    GgmlType act_type = GgmlType::Q8_0;  // the scalar dot product's activation type
+    ActAux aux = ActAux::Bias32;
+    int offset = 0;                      // weight level offset folded into the bias
+    int block = 32;                      // elements per activation block
+    uint64_t block_stride = 0;           // bytes per block of one group of 8 tokens
+};
+
+// The activation format of a packed weight type (block_stride filled in).
+ActFormat act_format(GgmlType weight_type);
+
+struct ActPack {
+    ActFormat format;
+    int64_t n_tokens = 0, n_blocks = 0;
+    uint64_t group_bytes = 0;
+    uint8_t* data = nullptr;
+
+    uint8_t* group(int64_t g) { return data + static_cast<uint64_t>(g) * group_bytes; }
+    const uint8_t* group(int64_t g) const { return data + static_cast<uint64_t>(g) * group_bytes; }
+    int64_t n_groups() const { return (n_tokens + k_act_group - 1) / k_act_group; }
+};
+
+// Offsets inside one activation block of a group.
+constexpr uint64_t act_qs_offset(int token, int block) { return static_cast<uint64_t>(token) * static_cast<uint64_t>(block); }
+constexpr uint64_t act_d_offset(int block) { return static_cast<uint64_t>(k_act_group) * static_cast<uint64_t>(block); }
+constexpr uint64_t act_aux_offset(int block) { return act_d_offset(block) + 4 * k_act_group; }
+
+}  // namespace kiln

@@ -1,0 +1,256 @@
+// Repacking of weight matrices into the panel layouts of layout.h, done once at
+// load. Plain byte shuffling, no arithmetic: the packed bytes hold exactly the
+// values of the file's blocks, only in another order.
+#include "compute/kernels/packing.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kiln/error.h"
+#include "quant/blocks.h"
+
+namespace kiln {
+
+namespace {
+
+using quant::load_u32;
+
+// Writes the packed block of 16 rows for block index b; `rows[i]` is row i's
+// source block (nullptr for a padding row, which packs as zeros).
+using PackBlockFn = void (*)(const uint8_t* const* rows, uint8_t* dst);
+
+void put_f16_lanes(const uint8_t* const* rows, int field, uint8_t* dst) {
+    for (int i = 0; i < k_panel_rows; ++i)
+        if (rows[i]) std::memcpy(dst + 2 * i, rows[i] + field, 2);
+}
+
+// chunk c, lane i = bytes [4c, 4c+4) of row i's `qs` field.
+void put_chunks(const uint8_t* const* rows, int field, int n_chunks, uint8_t* dst) {
+    for (int c = 0; c < n_chunks; ++c)
+        for (int i = 0; i < k_panel_rows; ++i)
+            if (rows[i]) std::memcpy(dst + k_chunk_bytes * c + 4 * i, rows[i] + field + 4 * c, 4);
+}
+
+// The 8 fifth-bit masks of a legacy 5-bit block (qh at `field`).
+void put_legacy_masks(const uint8_t* const* rows, int field, uint8_t* dst) {
+    for (int c = 0; c < 4; ++c)
+        for (int h = 0; h < 2; ++h) {
+            uint64_t mask = 0;
+            for (int i = 0; i < k_panel_rows; ++i) {
+                if (!rows[i]) continue;
+                const uint32_t qh = load_u32(rows[i] + field);
+                for (int j = 0; j < 4; ++j) mask |= static_cast<uint64_t>((qh >> (4 * c + j + 16 * h)) & 1) << (4 * i + j);
+            }
+            std::memcpy(dst + 8 * (2 * c + h), &mask, 8);
+        }
+}
+
+void pack_q4_0(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 0, dst);
+    put_chunks(rows, 2, 4, dst + 32);
+}
+
+void pack_q4_1(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 0, dst);
+    put_f16_lanes(rows, 2, dst + 32);
+    put_chunks(rows, 4, 4, dst + 64);
+}
+
+void pack_q5_0(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 0, dst);
+    put_legacy_masks(rows, 2, dst + 32);
+    put_chunks(rows, 6, 4, dst + 96);
+}
+
+void pack_q5_1(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 0, dst);
+    put_f16_lanes(rows, 2, dst + 32);
+    put_legacy_masks(rows, 4, dst + 64);
+    put_chunks(rows, 8, 4, dst + 128);
+}
+
+void pack_q8_0(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 0, dst);
+    put_chunks(rows, 2, 8, dst + 32);
+}
+
+// Scale and min of sub-block j of a Q4_K / Q5_K block (12 packed bytes).
+void k4_scale_min(const uint8_t* q, int j, uint8_t& sc, uint8_t& m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+// d, dmin, sc[8][16], m[4][16][2] of Q4_K / Q5_K (block fields at 0, 2, 4).
+void put_k4_header(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 0, dst);
+    put_f16_lanes(rows, 2, dst + 32);
+    for (int i = 0; i < k_panel_rows; ++i) {
+        if (!rows[i]) continue;
+        for (int sb = 0; sb < 8; ++sb) {
+            uint8_t sc, m;
+            k4_scale_min(rows[i] + 4, sb, sc, m);
+            dst[64 + 16 * sb + i] = sc;
+            dst[192 + 32 * (sb / 2) + 2 * i + (sb % 2)] = m;
+        }
+    }
+}
+
+// 4 pairs x 8 nibble chunks of a 128-byte qs field.
+void put_k4_chunks(const uint8_t* const* rows, int field, uint8_t* dst) {
+    for (int p = 0; p < 4; ++p) put_chunks(rows, field + 32 * p, 8, dst + 512 * p);
+}
+
+void pack_q4_K(const uint8_t* const* rows, uint8_t* dst) {
+    put_k4_header(rows, dst);
+    put_k4_chunks(rows, 16, dst + 320);
+}
+
+void pack_q5_K(const uint8_t* const* rows, uint8_t* dst) {
+    put_k4_header(rows, dst);
+    for (int sb = 0; sb < 8; ++sb)
+        for (int c = 0; c < 8; ++c) {
+            uint64_t mask = 0;
+            for (int i = 0; i < k_panel_rows; ++i) {
+                if (!rows[i]) continue;
+                const uint8_t* qh = rows[i] + 16;
+                for (int j = 0; j < 4; ++j) mask |= static_cast<uint64_t>((qh[4 * c + j] >> sb) & 1) << (4 * i + j);
+            }
+            std::memcpy(dst + 320 + 8 * (8 * sb + c), &mask, 8);
+        }
+    put_k4_chunks(rows, 48, dst + 832);
+}
+
+// The unsigned 6-bit level of element e of a Q6_K block (ql at 0, qh at 128).
+int q6_level(const uint8_t* b, int e) {
+    const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    const int low = (b[64 * h + l + 32 * (k % 2)] >> (4 * (k / 2))) & 0xF;
+    const int high = (b[128 + 32 * h + l] >> (2 * k)) & 3;
+    return low | (high << 4);
+}
+
+void pack_q6_K(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 208, dst);
+    for (int i = 0; i < k_panel_rows; ++i) {
+        if (!rows[i]) continue;
+        for (int sb = 0; sb < 16; ++sb) dst[32 + 32 * (sb / 2) + 2 * i + (sb % 2)] = rows[i][192 + sb];
+        for (int s = 0; s < 8; ++s) {
+            uint8_t* pair = dst + 288 + 384 * s;
+            for (int k = 0; k < 4; ++k)
+                for (int j = 0; j < 4; ++j) {
+                    const int lo = q6_level(rows[i], 32 * s + 4 * k + j);
+                    const int hi = q6_level(rows[i], 32 * s + 16 + 4 * k + j);
+                    pair[64 * k + 4 * i + j] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+                    pair[256 + 4 * i + j] |= static_cast<uint8_t>((lo >> 4) << (2 * k));
+                    pair[320 + 4 * i + j] |= static_cast<uint8_t>((hi >> 4) << (2 * k));
+                }
+        }
+    }
+}
+
+struct PackRow {
+    GgmlType type;
+    uint64_t block_bytes;  // packed, 16 rows
+    PackBlockFn pack;
+};
+
+const PackRow k_pack_rows[] = {
+    {GgmlType::Q4_0, 288, pack_q4_0},  {GgmlType::IQ4_NL, 288, pack_q4_0}, {GgmlType::Q4_1, 320, pack_q4_1},
+    {GgmlType::Q5_0, 352, pack_q5_0},  {GgmlType::Q5_1, 384, pack_q5_1},   {GgmlType::Q8_0, 544, pack_q8_0},
+    {GgmlType::Q4_K, 2368, pack_q4_K}, {GgmlType::Q5_K, 2880, pack_q5_K},  {GgmlType::Q6_K, 3360, pack_q6_K},
+};
+
+const PackRow* find_pack_row(GgmlType type) {
+    for (const PackRow& r : k_pack_rows)
+        if (r.type == type) return &r;
+    return nullptr;
+}
+
+}  // namespace
+
+AlignedBytes aligned_bytes(uint64_t n) {
+    const uint64_t rounded = std::max<uint64_t>(64, (n + 63) / 64 * 64);
+    void* p = std::aligned_alloc(64, static_cast<size_t>(rounded));
+    if (!p) throw Error("out of memory allocating " + std::to_string(rounded) + " bytes for repacked weights");
+    return AlignedBytes(static_cast<uint8_t*>(p));
+}
+
+bool has_packed_layout(GgmlType type) { return find_pack_row(type) != nullptr; }
+
+ActFormat act_format(GgmlType weight_type) {
+    ActFormat f;
+    switch (weight_type) {
+        case GgmlType::Q4_0: f = {GgmlType::Q8_0, ActAux::Bias32, 8, 32, 0}; break;
+        case GgmlType::Q5_0: f = {GgmlType::Q8_0, ActAux::Bias32, 16, 32, 0}; break;
+        case GgmlType::Q8_0:
+        case GgmlType::IQ4_NL: f = {GgmlType::Q8_0, ActAux::Bias32, 128, 32, 0}; break;
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1: f = {GgmlType::Q8_1, ActAux::Sum32, 0, 32, 0}; break;
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K: f = {GgmlType::Q8_K, ActAux::KPairs, 0, 256, 0}; break;
+        case GgmlType::Q6_K: f = {GgmlType::Q8_K, ActAux::KSums16, 32, 256, 0}; break;
+        default: throw Error("no packed activation format for " + std::string(ggml_type_name(weight_type)));
+    }
+    uint64_t aux = 4 * k_act_group;
+    if (f.aux == ActAux::KPairs) aux = 2 * 8 * k_act_group;
+    if (f.aux == ActAux::KSums16) aux = 2 * 16 * k_act_group;
+    f.block_stride = act_aux_offset(f.block) + aux;
+    return f;
+}
+
+std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out) {
+    const PackRow* row = find_pack_row(type);
+    if (!row) return nullptr;
+    const GgmlTypeInfo& info = ggml_type_info(type);
+    if (n_in <= 0 || n_out <= 0 || n_in % info.block_size != 0)
+        throw Error("cannot repack a " + std::string(info.name) + " matrix of " + std::to_string(n_in) + " x " +
+                    std::to_string(n_out));
+    auto m = std::make_unique<PackedMatrix>();
+    m->type = type;
+    m->n_in = n_in;
+    m->n_out = n_out;
+    m->n_panels = (n_out + k_panel_rows - 1) / k_panel_rows;
+    m->n_blocks = n_in / info.block_size;
+    m->block_bytes = row->block_bytes;
+    m->panel_bytes = m->block_bytes * static_cast<uint64_t>(m->n_blocks);
+    m->data = aligned_bytes(m->bytes());
+    std::memset(m->data.get(), 0, m->bytes());
+
+    auto pack_panels = [&](int64_t p0, int64_t p1) {
+        const uint8_t* rows[k_panel_rows];
+        for (int64_t p = p0; p < p1; ++p) {
+            uint8_t* dst = m->data.get() + static_cast<uint64_t>(p) * m->panel_bytes;
+            for (int64_t b = 0; b < m->n_blocks; ++b) {
+                for (int i = 0; i < k_panel_rows; ++i) {
+                    const int64_t r = p * k_panel_rows + i;
+                    rows[i] = r < n_out ? data + static_cast<uint64_t>(r) * row_bytes + static_cast<uint64_t>(b) * info.block_bytes
+                                        : nullptr;
+                }
+                row->pack(rows, dst + static_cast<uint64_t>(b) * m->block_bytes);
+            }
+        }
+    };
+    // Large matrices are packed by several threads (load time); small ones inline.
+    const int n_threads = m->bytes() < (uint64_t{8} << 20) ? 1 : std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+    if (n_threads == 1) {
+        pack_panels(0, m->n_panels);
+    } else {
+        std::vector<std::thread> threads;
+        const int64_t per = (m->n_panels + n_threads - 1) / n_threads;
+        for (int t = 0; t < n_threads; ++t) {
+            const int64_t p0 = std::min<int64_t>(m->n_panels, t * per), p1 = std::min<int64_t>(m->n_panels, p0 + per);
+            if (p0 < p1) threads.emplace_back(pack_panels, p0, p1);
+        }
+        for (auto& t : threads) t.join();
+    }
+    return m;
+}
+
+}  // namespace kiln

@@ -1,0 +1,40 @@
+// The x86 kernel functions, one namespace per level; the tables in dispatch.cpp
+// collect them. Signatures are those of kernels.h.
+#pragma once
+
+#include "compute/kernels/kernels.h"
+
+namespace kiln {
+
+#define KILN_DECLARE_X86_KERNELS                                                                                     \
+    void prep_act(const float* x, int64_t n_in, int64_t g0, int64_t g1, ActPack& a);                                  \
+    void gemm_q4_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_q4_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_q5_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_q5_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);         \
+    void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_float(GgmlType type, const uint8_t* w, uint64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1,        \
+                    const float* x, int64_t n_tokens, float* y, int64_t ldy);                                        \
+    void silu_mul(float* gate, const float* up, int64_t n);                                                           \
+    void f32_to_f16(const float* src, uint16_t* dst, int64_t n);                                                      \
+    void rope_apply(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim);          \
+    void gelu_mul(float* gate, const float* up, int64_t n);                                                           \
+    void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);                                    \
+    void softmax(float* x, int64_t n);                                                                                \
+    void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out, \
+                    AttentionScratch& scratch);
+
+namespace avx2 {
+KILN_DECLARE_X86_KERNELS
+}
+namespace avx512 {
+KILN_DECLARE_X86_KERNELS
+}
+
+#undef KILN_DECLARE_X86_KERNELS
+
+}  // namespace kiln

@@ -1,0 +1,198 @@
+// Differential tests of the SIMD matrix kernels: every compiled and supported
+// level must give results bit-identical to the scalar reference dot products
+// (kiln/quant.h states their order), over random data and edge shapes (one row,
+// partial panels, partial token groups, one block), for 1 and 3 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "compute/activation_quant.h"
+#include "compute/kernels/kernels.h"
+#include "compute/kernels/packing.h"
+#include "compute/matmul.h"
+#include "kiln/quant.h"
+
+namespace kiln {
+namespace {
+
+std::vector<Isa> simd_levels() {
+    std::vector<Isa> out;
+    for (Isa isa : {Isa::Avx2, Isa::Avx512})
+        if (kernel_table(isa)) out.push_back(isa);
+    return out;
+}
+
+// Offsets of the f16 scale fields of one block, set to sane values in raw blocks.
+std::vector<int> f16_fields(GgmlType t) {
+    switch (t) {
+        case GgmlType::Q4_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q8_0:
+        case GgmlType::IQ4_NL: return {0};
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1:
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K: return {0, 2};
+        case GgmlType::Q6_K: return {208};
+        case GgmlType::Q2_K: return {80, 82};
+        case GgmlType::Q3_K: return {108};
+        case GgmlType::IQ4_XS: return {0};
+        default: return {};
+    }
+}
+
+struct Case {
+    GgmlType type;
+    int64_t n_in, n_out, n_tokens;
+    bool raw;  // random block bytes (every bit pattern of the levels and sub-scales)
+};
+
+std::vector<uint8_t> make_weights(const Case& c, std::mt19937& rng) {
+    const uint64_t row_bytes = ggml_row_bytes(c.type, static_cast<uint64_t>(c.n_in));
+    std::vector<uint8_t> w(row_bytes * static_cast<uint64_t>(c.n_out));
+    const GgmlTypeInfo& info = ggml_type_info(c.type);
+    if (c.raw && info.quantized) {
+        for (auto& b : w) b = static_cast<uint8_t>(rng());
+        std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+        for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk)
+            for (int off : f16_fields(c.type)) {
+                const uint16_t h = quant::fp32_to_fp16(scale(rng));
+                std::memcpy(w.data() + blk * info.block_bytes + off, &h, 2);
+            }
+        return w;
+    }
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> row(static_cast<size_t>(c.n_in));
+    for (int64_t r = 0; r < c.n_out; ++r) {
+        const float s = std::exp(nd(rng));
+        for (auto& v : row) v = nd(rng) * s;
+        if (r % 7 == 3) std::fill(row.begin(), row.begin() + std::min<int64_t>(c.n_in, 32), 0.0f);
+        quant::quantize_row(c.type, row.data(), w.data() + static_cast<uint64_t>(r) * row_bytes, c.n_in);
+    }
+    return w;
+}
+
+std::vector<float> make_activations(const Case& c, std::mt19937& rng) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(c.n_in * c.n_tokens));
+    for (int64_t t = 0; t < c.n_tokens; ++t) {
+        const float s = t % 5 == 4 ? 300.0f : std::exp(2.0f * nd(rng));
+        for (int64_t i = 0; i < c.n_in; ++i) x[static_cast<size_t>(t * c.n_in + i)] = nd(rng) * s;
+        if (t % 4 == 2)  // a zero block and a lone outlier
+            for (int64_t i = 0; i < std::min<int64_t>(c.n_in, 256); ++i) x[static_cast<size_t>(t * c.n_in + i)] = i == 5 ? 1e3f : 0.0f;
+        if (t == 6)
+            for (int64_t i = 0; i < c.n_in; ++i) x[static_cast<size_t>(t * c.n_in + i)] = 0.0f;
+    }
+    return x;
+}
+
+void check_case(const Case& c, std::mt19937& rng) {
+    SCOPED_TRACE(std::string(ggml_type_name(c.type)) + " n_in " + std::to_string(c.n_in) + " n_out " + std::to_string(c.n_out) +
+                 " tokens " + std::to_string(c.n_tokens) + (c.raw ? " raw" : ""));
+    const std::vector<uint8_t> bytes = make_weights(c, rng);
+    const std::vector<float> x = make_activations(c, rng);
+    Matrix m;
+    m.type = c.type;
+    m.data = bytes.data();
+    m.n_in = c.n_in;
+    m.n_out = c.n_out;
+    m.row_bytes = ggml_row_bytes(c.type, static_cast<uint64_t>(c.n_in));
+    ThreadPool one(1);
+    MatmulScratch scratch;
+    std::vector<float> expected(static_cast<size_t>(c.n_out * c.n_tokens));
+    matmul_with(scalar_kernels(), m, x.data(), c.n_tokens, expected.data(), one, scratch);
+    m.packed = pack_matrix(c.type, m.data, m.row_bytes, m.n_in, m.n_out);
+    for (Isa isa : simd_levels()) {
+        for (int threads : {1, 3}) {
+            ThreadPool pool(threads);
+            std::vector<float> got(expected.size(), -1.0f);
+            matmul_with(*kernel_table(isa), m, x.data(), c.n_tokens, got.data(), pool, scratch);
+            size_t bad = 0, first = 0;
+            for (size_t i = 0; i < got.size(); ++i)
+                if (std::memcmp(&got[i], &expected[i], 4) != 0 && bad++ == 0) first = i;
+            EXPECT_EQ(bad, 0u) << isa_name(isa) << ", " << threads << " threads: first mismatch at token "
+                               << first / static_cast<size_t>(c.n_out) << " row " << first % static_cast<size_t>(c.n_out)
+                               << ": " << got[first] << " vs reference " << expected[first];
+        }
+    }
+}
+
+const GgmlType k_types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                            GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                            GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::F32, GgmlType::F16, GgmlType::BF16};
+
+class MatmulKernels : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(MatmulKernels, BitIdenticalToReference) {
+    if (simd_levels().empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+    const GgmlType type = GetParam();
+    const int64_t block = ggml_type_info(type).quantized ? ggml_type_info(type).block_size : 16;
+    std::mt19937 rng(1234 + static_cast<unsigned>(type));
+    const int64_t widths[] = {block, 2 * block, 7 * block, block == 16 ? 37 : 12 * block};
+    const int64_t rows[] = {1, 15, 16, 17, 40, 100};  // 100: the 4-panel decode tiles
+    const int64_t tokens[] = {1, 3, 8, 9, 17};
+    for (int64_t n_in : widths)
+        for (int64_t n_out : rows)
+            for (int64_t n_tokens : tokens) {
+                if (n_in > 4 * block && n_out > 17 && n_tokens > 9) continue;  // keep the test quick
+                if (n_out == 100 && n_tokens > 3) continue;
+                if (quant::can_quantize(type)) check_case({type, n_in, n_out, n_tokens, false}, rng);
+                if (ggml_type_info(type).quantized) check_case({type, n_in, n_out, n_tokens, true}, rng);
+            }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulKernels, ::testing::ValuesIn(k_types),
+                         [](const auto& info) { return std::string(ggml_type_name(info.param)); });
+
+// The packed activation layouts hold exactly what the reference activation
+// quantizers produce (levels, scales, sums).
+TEST(ActivationPacking, MatchesReferenceQuantizers) {
+    std::mt19937 rng(99);
+    for (Isa isa : simd_levels()) {
+        const KernelTable& k = *kernel_table(isa);
+        for (GgmlType wt : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::Q6_K}) {
+            SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(ggml_type_name(wt)));
+            const ActFormat f = act_format(wt);
+            const int64_t n_in = 4 * 256, n_tokens = 11;
+            const std::vector<float> x = make_activations({wt, n_in, 1, n_tokens, false}, rng);
+            ActPack a;
+            a.format = f;
+            a.n_tokens = n_tokens;
+            a.n_blocks = n_in / f.block;
+            a.group_bytes = f.block_stride * static_cast<uint64_t>(a.n_blocks);
+            std::vector<uint8_t> buf(a.group_bytes * static_cast<uint64_t>(a.n_groups()));
+            a.data = buf.data();
+            k.prep_act(x.data(), n_in, 0, a.n_groups(), a);
+            std::vector<uint8_t> ref(ggml_row_bytes(f.act_type, n_in));
+            for (int64_t t = 0; t < n_tokens; ++t) {
+                quantize_activations(f.act_type, x.data() + t * n_in, ref.data(), n_in);
+                const uint8_t* g = a.group(t / k_act_group);
+                const int tt = static_cast<int>(t % k_act_group);
+                const GgmlTypeInfo& info = ggml_type_info(f.act_type);
+                for (int64_t b = 0; b < a.n_blocks; ++b) {
+                    const uint8_t* blk = g + static_cast<uint64_t>(b) * f.block_stride;
+                    const uint8_t* rb = ref.data() + static_cast<uint64_t>(b) * info.block_bytes;
+                    const int qs_off = f.act_type == GgmlType::Q8_0 ? 2 : f.act_type == GgmlType::Q8_1 ? 4 : 4;
+                    ASSERT_EQ(std::memcmp(blk + act_qs_offset(tt, f.block), rb + qs_off, static_cast<size_t>(f.block)), 0)
+                        << "levels of token " << t << " block " << b;
+                    float d_ref, d_got;
+                    std::memcpy(&d_got, blk + act_d_offset(f.block) + 4 * tt, 4);
+                    if (f.act_type == GgmlType::Q8_K) {
+                        std::memcpy(&d_ref, rb, 4);
+                    } else {
+                        uint16_t h;
+                        std::memcpy(&h, rb, 2);
+                        d_ref = quant::fp16_to_fp32(h);
+                    }
+                    EXPECT_EQ(std::memcmp(&d_ref, &d_got, 4), 0) << "scale of token " << t << " block " << b;
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,229 @@
+// Differential tests of the element-wise and attention kernels against their
+// scalar references (compute/ops.h, compute/attention.h), for every compiled and
+// supported level, with a named tolerance per kernel:
+//  * GELU: exact (the same f16 table, the same f16 rounding of the input);
+//  * SiLU: 4e-7 relative + 1e-30 absolute: the vector exp is within ~1 ulp of libm's,
+//    then one add, one division and one multiply;
+//  * RMSNorm: 1e-6 relative: the sum of squares is added in 8 or 16 double lanes
+//    instead of one (the float mean then differs in its last bit at most);
+//  * softmax: 1e-6 relative + 1e-30: exp's last bit and the double sum's order;
+//  * attention: f32 keys 2e-5 x max|v|; f16 keys 2e-3 x max|v|: q.k is summed in
+//    lanes instead of in order, which moves a score by a few ulps, and with an f16
+//    cache the weights are rounded to f16 (as llama.cpp does), so such a nudge can
+//    flip one weight by one f16 ulp (2^-11 relative).
+// Every kernel must also give the same result for an element whatever the split
+// of its row (batch invariance).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "compute/attention.h"
+#include "compute/kernels/kernels.h"
+#include "compute/ops.h"
+#include "kiln/quant.h"
+
+namespace kiln {
+namespace {
+
+std::vector<const KernelTable*> simd_tables() {
+    std::vector<const KernelTable*> out;
+    for (Isa isa : {Isa::Avx2, Isa::Avx512})
+        if (const KernelTable* t = kernel_table(isa)) out.push_back(t);
+    return out;
+}
+
+std::vector<float> random_values(size_t n, float scale, std::mt19937& rng) {
+    std::normal_distribution<float> nd(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = nd(rng);
+    return v;
+}
+
+float rel_diff(float a, float b) { return std::fabs(a - b) / std::max(std::fabs(b), 1e-30f); }
+
+TEST(OpKernels, ActivationsAndNorms) {
+    std::mt19937 rng(5);
+    for (const KernelTable* k : simd_tables()) {
+        SCOPED_TRACE(std::string(isa_name(k->isa)));
+        for (int64_t n : {1, 7, 16, 33, 1000, 4099}) {
+            std::vector<float> gate = random_values(static_cast<size_t>(n), 4.0f, rng);
+            if (n > 20) {
+                gate[3] = -12.0f;  // beyond the GELU table's range, both sides
+                gate[4] = 11.0f;
+                gate[5] = 95.0f;   // exp overflow in SiLU
+                gate[6] = -95.0f;
+                gate[7] = 0.0f;
+            }
+            const std::vector<float> up = random_values(static_cast<size_t>(n), 1.0f, rng);
+            // SiLU
+            std::vector<float> ref = gate, got = gate;
+            ops::silu_mul(ref.data(), up.data(), n);
+            k->silu_mul(got.data(), up.data(), n);
+            float worst = 0;
+            for (int64_t i = 0; i < n; ++i) {
+                const float d = std::fabs(got[i] - ref[i]);
+                EXPECT_LE(d, 4e-7f * std::fabs(ref[i]) + 1e-30f) << "silu element " << i << " of " << n << " (x " << gate[i] << ")";
+                worst = std::max(worst, rel_diff(got[i], ref[i]));
+            }
+            if (n == 4099) std::printf("[ figures  ] %s silu: max relative difference %.3g\n", isa_name(k->isa).data(), worst);
+            // GELU: exact
+            ref = gate;
+            got = gate;
+            ops::gelu_mul(ref.data(), up.data(), n);
+            k->gelu_mul(got.data(), up.data(), n);
+            EXPECT_EQ(std::memcmp(ref.data(), got.data(), static_cast<size_t>(n) * 4), 0) << "gelu, n " << n;
+            // RMSNorm
+            const std::vector<float> w = random_values(static_cast<size_t>(n), 1.0f, rng);
+            ref.assign(static_cast<size_t>(n), 0);
+            got.assign(static_cast<size_t>(n), 0);
+            ops::rms_norm(gate.data(), w.data(), ref.data(), n, 1e-6f);
+            k->rms_norm(gate.data(), w.data(), got.data(), n, 1e-6f);
+            for (int64_t i = 0; i < n; ++i) EXPECT_LE(rel_diff(got[i], ref[i]), 1e-6f) << "rms_norm element " << i;
+            // softmax
+            ref = gate;
+            got = gate;
+            ops::softmax(ref.data(), n);
+            k->softmax(got.data(), n);
+            for (int64_t i = 0; i < n; ++i) EXPECT_LE(std::fabs(got[i] - ref[i]), 1e-6f * ref[i] + 1e-30f) << "softmax element " << i;
+        }
+        // Split invariance: a row in one call or in pieces of any size.
+        std::vector<float> gate = random_values(777, 3.0f, rng), up = random_values(777, 1.0f, rng);
+        std::vector<float> whole = gate, pieces = gate;
+        k->silu_mul(whole.data(), up.data(), 777);
+        for (int64_t b = 0; b < 777; b += 37) k->silu_mul(pieces.data() + b, up.data() + b, std::min<int64_t>(37, 777 - b));
+        EXPECT_EQ(std::memcmp(whole.data(), pieces.data(), whole.size() * 4), 0);
+    }
+}
+
+TEST(OpKernels, F16ConversionIsExact) {
+    std::mt19937 rng(3);
+    std::vector<float> x = random_values(1003, 100.0f, rng);
+    const float specials[] = {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -70000.0f, 1e-8f, -3e-8f, 5.96e-8f, 2.98e-8f,
+                              6.1e-5f, INFINITY, -INFINITY, NAN, -NAN, std::nanf("0x12345"), 1e-45f};
+    for (size_t i = 0; i < std::size(specials); ++i) x[i * 7] = specials[i];
+    for (uint32_t i = 0; i < 64; ++i) {  // every low-bit pattern around f16 rounding ties
+        const uint32_t bits = 0x3F800000u + (i << 9) + (i & 1 ? 0x1000u : 0x0FFFu);
+        std::memcpy(&x[500 + i], &bits, 4);
+    }
+    std::vector<uint16_t> ref(x.size());
+    for (size_t i = 0; i < x.size(); ++i) ref[i] = quant::fp32_to_fp16(x[i]);
+    for (const KernelTable* k : simd_tables()) {
+        std::vector<uint16_t> got(x.size(), 0xFFFF);
+        k->f32_to_f16(x.data(), got.data(), static_cast<int64_t>(x.size()));
+        for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(got[i], ref[i]) << isa_name(k->isa) << " element " << i << " = " << x[i];
+    }
+}
+
+TEST(OpKernels, RopeIsBitIdentical) {
+    std::mt19937 rng(8);
+    for (ops::RopeLayout layout : {ops::RopeLayout::Norm, ops::RopeLayout::Neox}) {
+        for (int head_dim : {16, 64, 80, 128, 256}) {
+            for (int n_dims : {head_dim, head_dim / 2, 20}) {
+                if (n_dims > head_dim || n_dims % 2) continue;
+                ops::RopeParams p;
+                p.layout = layout;
+                p.n_dims = n_dims;
+                p.freq_base = 10000.0f;
+                std::vector<float> cache(static_cast<size_t>(n_dims));
+                ops::rope_cache(p, 1234, cache.data());
+                const std::vector<float> x = random_values(static_cast<size_t>(5 * head_dim), 2.0f, rng);
+                std::vector<float> ref = x;
+                ops::rope_apply(p, cache.data(), ref.data(), 5, head_dim);
+                for (const KernelTable* k : simd_tables()) {
+                    std::vector<float> got = x;
+                    k->rope_apply(p, cache.data(), got.data(), 5, head_dim);
+                    EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size() * 4), 0)
+                        << isa_name(k->isa) << (layout == ops::RopeLayout::Norm ? " norm" : " neox") << " head " << head_dim << " dims " << n_dims;
+                }
+            }
+        }
+    }
+}
+
+struct AttentionCase {
+    int n_head, n_head_kv, dk, dv;
+    int64_t n_keys;
+    GgmlType cache;
+    float softcap;
+    bool prescale;
+};
+
+TEST(OpKernels, AttentionTracksScalarReference) {
+    std::mt19937 rng(11);
+    const AttentionCase cases[] = {
+        {9, 3, 64, 64, 1, GgmlType::F16, 0, false},     {9, 3, 64, 64, 17, GgmlType::F16, 0, false},
+        {9, 3, 64, 64, 300, GgmlType::F16, 0, false},   {4, 1, 256, 256, 129, GgmlType::F16, 0, true},
+        {4, 2, 16, 16, 40, GgmlType::F16, 0, false},    {4, 2, 64, 64, 33, GgmlType::F32, 0, false},
+        {4, 2, 64, 64, 50, GgmlType::F16, 50.0f, true}, {8, 1, 128, 128, 64, GgmlType::F16, 0, false},
+        {2, 1, 24, 40, 23, GgmlType::F32, 0, false},
+    };
+    for (const AttentionCase& c : cases) {
+        SCOPED_TRACE("heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dk " + std::to_string(c.dk) +
+                     " keys " + std::to_string(c.n_keys) + " " + std::string(ggml_type_name(c.cache)));
+        AttentionShape s;
+        s.n_head = c.n_head;
+        s.n_head_kv = c.n_head_kv;
+        s.head_dim_k = c.dk;
+        s.head_dim_v = c.dv;
+        s.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+        s.prescale_q = c.prescale;
+        s.softcap = c.softcap;
+        const size_t esize = c.cache == GgmlType::F16 ? 2 : 4;
+        const int64_t ks = static_cast<int64_t>(c.n_head_kv) * c.dk, vs = static_cast<int64_t>(c.n_head_kv) * c.dv;
+        // A ring of capacity n_keys + 5 whose window starts mid-ring, so reads wrap.
+        const int64_t capacity = c.n_keys + 5, first = 7, pos = first + c.n_keys - 1;
+        std::vector<uint8_t> kbytes(static_cast<size_t>(capacity * ks) * esize), vbytes(static_cast<size_t>(capacity * vs) * esize);
+        float vmax = 0;
+        for (int64_t p = first; p <= pos; ++p) {
+            const std::vector<float> kr = random_values(static_cast<size_t>(ks), 1.0f, rng);
+            const std::vector<float> vr = random_values(static_cast<size_t>(vs), 1.0f, rng);
+            for (float v : vr) vmax = std::max(vmax, std::fabs(v));
+            uint8_t* kd = kbytes.data() + static_cast<size_t>((p % capacity) * ks) * esize;
+            uint8_t* vd = vbytes.data() + static_cast<size_t>((p % capacity) * vs) * esize;
+            if (c.cache == GgmlType::F16) {
+                quant::quantize_row(GgmlType::F16, kr.data(), kd, ks);
+                quant::quantize_row(GgmlType::F16, vr.data(), vd, vs);
+            } else {
+                std::memcpy(kd, kr.data(), kr.size() * 4);
+                std::memcpy(vd, vr.data(), vr.size() * 4);
+            }
+        }
+        KvRows rows;
+        rows.type = c.cache;
+        rows.k = kbytes.data();
+        rows.v = vbytes.data();
+        rows.k_row_bytes = static_cast<uint64_t>(ks) * esize;
+        rows.v_row_bytes = static_cast<uint64_t>(vs) * esize;
+        rows.capacity = capacity;
+        rows.f16_rounding = c.cache == GgmlType::F16;
+        KvView view;
+        view.type = c.cache;
+        view.k_row = [&](int64_t p) { return rows.k_row(p); };
+        view.v_row = [&](int64_t p) { return rows.v_row(p); };
+        const std::vector<float> q = random_values(static_cast<size_t>(c.n_head * c.dk), 3.0f, rng);
+        std::vector<float> ref(static_cast<size_t>(c.n_head * c.dv)), got(ref.size());
+        AttentionScratch scratch;
+        attend(s, q.data(), first, pos, view, ref.data(), scratch);
+        // The scalar table's entry is the reference itself.
+        std::vector<float> scalar(ref.size());
+        scalar_kernels().attend_row(s, q.data(), first, pos, rows, scalar.data(), scratch);
+        EXPECT_EQ(std::memcmp(scalar.data(), ref.data(), ref.size() * 4), 0);
+        const float tol = (c.cache == GgmlType::F16 ? 2e-3f : 2e-5f) * vmax;
+        for (const KernelTable* k : simd_tables()) {
+            std::fill(got.begin(), got.end(), -1.0f);
+            k->attend_row(s, q.data(), first, pos, rows, got.data(), scratch);
+            float worst = 0;
+            for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(got[i] - ref[i]));
+            EXPECT_LE(worst, tol) << isa_name(k->isa);
+            std::printf("[ figures  ] %s attention %s dk %d keys %lld: max |difference| %.3g (max |v| %.3g)\n",
+                        isa_name(k->isa).data(), ggml_type_name(c.cache).data(), c.dk, static_cast<long long>(c.n_keys), worst, vmax);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace kiln
