@@ -23,6 +23,9 @@ enum class CmpOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, In, NotIn };
 
 struct Expr {
     ExprKind kind;
+    // No call in the subtree: evaluating it runs no statements and modifies no
+    // container, so values borrowed before it stay valid (set after parsing).
+    bool pure = true;
     uint32_t pos;  // byte offset in the normalized source
     Expr(ExprKind k, uint32_t p) : kind(k), pos(p) {}
     virtual ~Expr() = default;
@@ -39,6 +42,7 @@ struct ArgExprs {
     std::vector<KwExpr> kw;
     ExprPtr dyn_args;    // *args
     ExprPtr dyn_kwargs;  // **kwargs
+    bool pure = true;    // every argument is pure (set after parsing)
 };
 
 struct ConstExpr : Expr {
@@ -55,6 +59,7 @@ struct GetAttrExpr : Expr {
     ExprPtr obj;
     std::string name;
     int str_method = -1, list_method = -1, dict_method = -1;
+    Value dict_missing;  // the undefined a dict without this key yields (immortal: no allocation per miss)
     GetAttrExpr(uint32_t p) : Expr(ExprKind::GetAttr, p) {}
 };
 
@@ -201,6 +206,7 @@ struct MacroDef {
     std::vector<ExprPtr> defaults;  // for the last defaults.size() params
     Body body;
     bool uses_varargs = false, uses_kwargs = false, uses_caller = false;
+    bool explicit_caller = false;  // a parameter is named "caller"
 };
 
 struct MacroStmt : Stmt {
@@ -247,10 +253,12 @@ struct Program {
     std::vector<std::string> symbols;  // symbol id -> name
     std::unordered_map<std::string, uint32_t> symbol_ids;
     std::vector<Value> globals;        // symbol id -> built-in global (undefined if none)
+    std::vector<Value> undefined_names;  // symbol id -> "'name' is undefined" (immortal)
     uint32_t sym_loop = 0, sym_caller = 0, sym_varargs = 0, sym_kwargs = 0;
 
     uint32_t intern(const std::string& name);
     Value literal(std::string s);  // an immortal string Value
+    Value undefined_literal(std::string hint);  // an immortal undefined Value carrying a hint
 };
 
 // Parses a template; throws TemplateError with line and column.

@@ -138,7 +138,9 @@ Value f_trim(Interp&, const Value& v, Args& a) {
         set = chars->str();
         cs = &set;
     }
-    return Value::string(std::string(text::strip(s.str(), cs, true, true)), s.safe());
+    std::string_view stripped = text::strip(s.str(), cs, true, true);
+    if (stripped.size() == s.str().size()) return s;  // nothing stripped: the same string
+    return Value::string(std::string(stripped), s.safe());
 }
 
 std::string py_replace(const std::string& s, const std::string& old, const std::string& repl, int64_t count,
@@ -182,7 +184,11 @@ Value f_replace(Interp& in, const Value& v, Args& a) {
     Params p(a, "do_replace", {"old", "new", "count"}, 2);
     int64_t count = -1;
     if (p.has(2) && !p.get(2)->is_none()) count = arg_int(*p.get(2), "count");
-    return Value::string(py_replace(to_str(v), to_str(*p.get(0)), to_str(*p.get(1)), count, in));
+    const Value& old = *p.get(0);
+    if (v.is_string() && !v.safe() && old.is_string() && !old.str().empty() && count != 0 &&
+        v.str().find(old.str()) == std::string::npos)
+        return v;  // nothing to replace: the same string
+    return Value::string(py_replace(to_str(v), to_str(old), to_str(*p.get(1)), count, in));
 }
 
 Value f_center(Interp& in, const Value& v, Args& a) {

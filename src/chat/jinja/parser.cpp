@@ -18,11 +18,25 @@ uint32_t Program::intern(const std::string& name) {
     symbols.push_back(name);
     symbol_ids.emplace(name, id);
     globals.push_back(find_global(name));
+    undefined_names.push_back(undefined_literal("'" + name + "' is undefined"));
     return id;
+}
+
+Value Program::undefined_literal(std::string hint) {
+    auto obj = std::make_unique<StrObj>(std::move(hint));
+    obj->is_ascii();
+    obj->length();
+    obj->refs = HeapObject::k_immortal;
+    StrObj* raw = obj.get();
+    literals.push_back(std::move(obj));
+    return Value::undefined_from(raw);
 }
 
 Value Program::literal(std::string s) {
     auto obj = std::make_unique<StrObj>(std::move(s));
+    // Fill the lazy caches now: threads rendering the template only read them.
+    obj->is_ascii();
+    obj->length();
     obj->refs = HeapObject::k_immortal;
     StrObj* raw = obj.get();
     literals.push_back(std::move(obj));
@@ -258,8 +272,11 @@ private:
         while (cur().type != Tok::RParen) {
             if (!def.params.empty()) expect(Tok::Comma);
             const Token& n = expect(Tok::Name);
+            for (const auto& existing : def.param_names)
+                if (existing == n.text) fail_at(n, "duplicate argument '" + n.text + "' in function definition");
             def.params.push_back(prog_.intern(n.text));
             def.param_names.push_back(n.text);
+            if (n.text == "caller") def.explicit_caller = true;
             if (skip_if(Tok::Assign)) def.defaults.push_back(parse_expression(true));
             else if (!def.defaults.empty()) fail_at(n, "non-default argument follows default argument");
         }
@@ -734,6 +751,7 @@ private:
                 g->str_method = find_method(MethodOwner::Str, a.text);
                 g->list_method = find_method(MethodOwner::List, a.text);
                 g->dict_method = find_method(MethodOwner::Dict, a.text);
+                g->dict_missing = prog_.undefined_literal("'dict object' has no attribute '" + a.text + "'");
                 return g;
             }
             if (a.type != Tok::Int) fail_at(a, "expected name or number");
@@ -894,88 +912,109 @@ private:
         throw TemplateError(msg, line, col);
     }
 
-    void args(const ArgExprs& a, bool soft) {
-        for (const ExprPtr& e : a.pos) expr(e.get(), soft);
-        for (const KwExpr& k : a.kw) expr(k.value.get(), soft);
-        if (a.dyn_args) expr(a.dyn_args.get(), soft);
-        if (a.dyn_kwargs) expr(a.dyn_kwargs.get(), soft);
+    bool args(const ArgExprs& a, bool soft) {
+        bool pure = true;
+        for (const ExprPtr& e : a.pos) pure &= expr(e.get(), soft);
+        for (const KwExpr& k : a.kw) pure &= expr(k.value.get(), soft);
+        if (a.dyn_args) pure &= expr(a.dyn_args.get(), soft);
+        if (a.dyn_kwargs) pure &= expr(a.dyn_kwargs.get(), soft);
+        const_cast<ArgExprs&>(a).pure = pure;
+        return pure;
     }
 
-    void filter(const FilterExpr* f, bool soft) {
+    bool filter(const FilterExpr* f, bool soft) {
         if (!f->fn && !soft) fail(f->pos, "No filter named '" + f->name + "'.");
-        if (f->subject) expr(f->subject.get(), soft);
-        args(f->args, soft);
+        bool pure = true;
+        if (f->subject) pure &= expr(f->subject.get(), soft);
+        pure &= args(f->args, soft);
+        const_cast<FilterExpr*>(f)->pure = pure;
+        return pure;
     }
 
-    void expr(const Expr* e, bool soft) {
-        if (!e) return;
+    // Checks unknown filters and tests; returns (and records) whether e is pure.
+    bool expr(const Expr* e, bool soft) {
+        if (!e) return true;
+        bool pure = expr_children(e, soft);
+        const_cast<Expr*>(e)->pure = pure;
+        return pure;
+    }
+
+    bool expr_children(const Expr* e, bool soft) {
         switch (e->kind) {
             case ExprKind::Const:
-            case ExprKind::Name: return;
+            case ExprKind::Name: return true;
             case ExprKind::GetAttr: return expr(static_cast<const GetAttrExpr*>(e)->obj.get(), soft);
             case ExprKind::GetItem: {
                 const auto* g = static_cast<const GetItemExpr*>(e);
-                expr(g->obj.get(), soft);
-                return expr(g->key.get(), soft);
+                bool a = expr(g->obj.get(), soft);
+                return expr(g->key.get(), soft) && a;
             }
             case ExprKind::Slice: {
                 const auto* s = static_cast<const SliceExpr*>(e);
-                expr(s->start.get(), soft);
-                expr(s->stop.get(), soft);
-                return expr(s->step.get(), soft);
+                bool a = expr(s->start.get(), soft);
+                bool b = expr(s->stop.get(), soft);
+                return expr(s->step.get(), soft) && a && b;
             }
             case ExprKind::Call: {
                 const auto* c = static_cast<const CallExpr*>(e);
                 expr(c->callee.get(), soft);
-                return args(c->args, soft);
+                args(c->args, soft);
+                return false;
             }
             case ExprKind::Filter: return filter(static_cast<const FilterExpr*>(e), soft);
             case ExprKind::Test: {
                 const auto* t = static_cast<const TestExpr*>(e);
                 if (!t->fn && !soft) fail(t->pos, "No test named '" + t->name + "'.");
-                expr(t->subject.get(), soft);
-                return args(t->args, soft);
+                bool a = expr(t->subject.get(), soft);
+                return args(t->args, soft) && a;
             }
             case ExprKind::Not:
             case ExprKind::Neg:
             case ExprKind::Pos: return expr(static_cast<const UnaryExpr*>(e)->operand.get(), soft);
             case ExprKind::Binary: {
                 const auto* b = static_cast<const BinaryExpr*>(e);
-                expr(b->left.get(), soft);
-                return expr(b->right.get(), soft);
+                bool a = expr(b->left.get(), soft);
+                return expr(b->right.get(), soft) && a;
             }
             case ExprKind::And:
             case ExprKind::Or: {
                 const auto* b = static_cast<const LogicExpr*>(e);
-                expr(b->left.get(), soft);
-                return expr(b->right.get(), soft);
+                bool a = expr(b->left.get(), soft);
+                return expr(b->right.get(), soft) && a;
             }
             case ExprKind::Compare: {
                 const auto* c = static_cast<const CompareExpr*>(e);
-                expr(c->first.get(), soft);
-                for (const auto& r : c->rest) expr(r.second.get(), soft);
-                return;
+                bool pure = expr(c->first.get(), soft);
+                for (const auto& r : c->rest) pure &= expr(r.second.get(), soft);
+                return pure;
             }
-            case ExprKind::Concat:
-                for (const ExprPtr& p : static_cast<const ConcatExpr*>(e)->parts) expr(p.get(), soft);
-                return;
+            case ExprKind::Concat: {
+                bool pure = true;
+                for (const ExprPtr& p : static_cast<const ConcatExpr*>(e)->parts) pure &= expr(p.get(), soft);
+                return pure;
+            }
             case ExprKind::Cond: {
                 const auto* c = static_cast<const CondExpr*>(e);
-                expr(c->test.get(), true);
-                expr(c->then.get(), true);
-                return expr(c->otherwise.get(), true);
+                bool a = expr(c->test.get(), true);
+                bool b = expr(c->then.get(), true);
+                return expr(c->otherwise.get(), true) && a && b;
             }
             case ExprKind::List:
-            case ExprKind::Tuple:
-                for (const ExprPtr& x : static_cast<const SeqExpr*>(e)->items) expr(x.get(), soft);
-                return;
-            case ExprKind::Dict:
+            case ExprKind::Tuple: {
+                bool pure = true;
+                for (const ExprPtr& x : static_cast<const SeqExpr*>(e)->items) pure &= expr(x.get(), soft);
+                return pure;
+            }
+            case ExprKind::Dict: {
+                bool pure = true;
                 for (const auto& [k, v] : static_cast<const DictExpr*>(e)->items) {
-                    expr(k.get(), soft);
-                    expr(v.get(), soft);
+                    pure &= expr(k.get(), soft);
+                    pure &= expr(v.get(), soft);
                 }
-                return;
+                return pure;
+            }
         }
+        return false;
     }
 
     void macro(const MacroDef& d) {
@@ -988,7 +1027,7 @@ private:
             case StmtKind::Text:
             case StmtKind::Break:
             case StmtKind::Continue: return;
-            case StmtKind::Output: return expr(static_cast<const OutputStmt*>(s)->expr.get(), soft);
+            case StmtKind::Output: expr(static_cast<const OutputStmt*>(s)->expr.get(), soft); return;
             case StmtKind::If: {
                 const auto* i = static_cast<const IfStmt*>(s);
                 for (const auto& [test, b] : i->branches) {
@@ -1004,7 +1043,7 @@ private:
                 body(f->body, false);
                 return body(f->else_body, false);
             }
-            case StmtKind::Set: return expr(static_cast<const SetStmt*>(s)->value.get(), soft);
+            case StmtKind::Set: expr(static_cast<const SetStmt*>(s)->value.get(), soft); return;
             case StmtKind::SetBlock: {
                 const auto* b = static_cast<const SetBlockStmt*>(s);
                 for (const auto& f : b->filters) filter(f.get(), soft);
@@ -1014,7 +1053,8 @@ private:
             case StmtKind::CallBlock: {
                 const auto* c = static_cast<const CallBlockStmt*>(s);
                 macro(c->caller);
-                return expr(c->call.get(), soft);
+                expr(c->call.get(), soft);
+                return;
             }
             case StmtKind::FilterBlock: {
                 const auto* f = static_cast<const FilterBlockStmt*>(s);

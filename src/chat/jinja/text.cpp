@@ -1,13 +1,11 @@
 #include "chat/jinja/text.h"
 
+#include <cstring>
+
 namespace kiln::jinja::text {
 
-uint32_t decode(std::string_view s, size_t& i) {
+uint32_t decode_multibyte(std::string_view s, size_t& i) {
     const auto b0 = static_cast<unsigned char>(s[i]);
-    if (b0 < 0x80) {
-        ++i;
-        return b0;
-    }
     size_t n = 0;
     uint32_t cp = 0, min = 0;
     if ((b0 & 0xE0) == 0xC0) n = 1, cp = b0 & 0x1F, min = 0x80;
@@ -54,17 +52,27 @@ void encode(std::string& out, uint32_t cp) {
 }
 
 bool is_ascii(std::string_view s) {
-    for (char c : s)
-        if (static_cast<unsigned char>(c) >= 0x80) return false;
+    // eight bytes at a time
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+        uint64_t w;
+        std::memcpy(&w, s.data() + i, 8);
+        if (w & 0x8080808080808080ull) return false;
+    }
+    for (; i < s.size(); ++i)
+        if (static_cast<unsigned char>(s[i]) >= 0x80) return false;
     return true;
 }
 
 int64_t length(std::string_view s) {
-    if (is_ascii(s)) return static_cast<int64_t>(s.size());
     int64_t n = 0;
     for (size_t i = 0; i < s.size();) {
-        decode(s, i);
-        ++n;
+        // runs of ASCII, then one (possibly invalid) multi-byte code point
+        while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) ++i, ++n;
+        if (i < s.size()) {
+            decode_multibyte(s, i);
+            ++n;
+        }
     }
     return n;
 }
