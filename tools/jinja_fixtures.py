@@ -154,6 +154,8 @@ SNIPPETS = [
     ("mod_by_zero", "{{ 1 % 0 }}", {}),
     ("add_int_str", "{{ 1 + 'a' }}", {}),
     ("add_undefined", "{{ missing + 1 }}", {}),
+    ("pow_negative_constant_base", "{{ (-2.5) ** z }} {{ (-2) ** n }} {{ (-2) ** 2 }} {{ x ** 2 }}", {"z": 0, "n": 2, "x": -3}),
+    ("percent_list_arg", "{{ 'abc' % [] }}|{{ 'a%sb' % [1] }}|{{ 'abc' % {} }}", {}),
     ("string_percent", "{{ '%s and %d' % ('x', 3) }}|{{ '%05.2f' % 3.14159 }}|{{ '%(a)s' % {'a': 1} }}", {}),
     # comparisons and logic
     ("compare", "{{ 1 < 2 }} {{ 2 <= 2 }} {{ 3 > 4 }} {{ 'a' < 'b' }} {{ [1, 2] < [1, 3] }} {{ 1 == 1.0 }} {{ 1 != 2 }}", {}),
@@ -179,6 +181,12 @@ SNIPPETS = [
     ("slice_list", "{{ l[1:] }} {{ l[:2] }} {{ l[::2] }} {{ l[::-1] }} {{ l[-2:] }} {{ l[1:-1] }}", {"l": [1, 2, 3, 4, 5]}),
     ("slice_string", "{{ s[::-1] }} {{ s[1:3] }} {{ s[:-1] }} {{ s[10:] }}", {"s": "héllo✓"}),
     ("slice_step_zero", "{{ [1, 2][::0] }}", {}),
+    ("slice_int_error", "{{ n[1:] }}", {"n": 5}),
+    ("slice_none_error", "{{ x[:1] }}", {"x": None}),
+    ("slice_dict_error", "{{ d[1:] }}", {"d": {"a": 1}}),
+    ("slice_constant_folded", "[{{ (1)[1:] }}][{{ (none)[::-1] }}][{{ ({})[::2] }}][{{ (true and 1)[:1] }}][{{ (2.5|int)[::2] }}][{{ (1)[1:] == 2 }}]", {}),
+    ("slice_constant_not_output", "{{ (1)[1:] == n }}", {"n": 2}),
+    ("truncate_non_string", "{{ d|truncate(5, true, '..', 0) }} {{ l|truncate(3) }}", {"d": {"a": 1}, "l": [1, 2]}),
     ("private_attr_blocked", "[{{ ''.__class__ }}][{{ d.__len__ }}]", {"d": {}}),
     ("message_fields", "{% for m in messages %}{{ m.role }}:{{ m['content'] }};{% endfor %}", {"messages": MSGS}),
     # if / for

@@ -16,8 +16,9 @@ using ojson = nlohmann::ordered_json;
 jinja::Value key_value(const std::string& key) {
     // bucketed by length: a lookup compares a handful of candidates at most
     constexpr size_t k_max_len = 24;
-    static const std::vector<std::vector<std::pair<std::string_view, jinja::Value>>> common = [] {
-        std::vector<std::vector<std::pair<std::string_view, jinja::Value>>> out(k_max_len + 1);
+    // Never destroyed: the strings are immortal and shared by every thread.
+    static const auto& common = *[] {
+        auto* out = new std::vector<std::vector<std::pair<std::string_view, jinja::Value>>>(k_max_len + 1);
         for (const char* k : {"role", "content", "name", "tool_calls", "tool_call_id", "id", "type", "function",
                               "arguments", "description", "parameters", "properties", "required", "enum", "items",
                               "text", "image", "image_url", "url", "thinking", "reasoning_content", "default", "title",
@@ -26,7 +27,7 @@ jinja::Value key_value(const std::string& key) {
             s->is_ascii();
             s->length();
             s->refs = jinja::HeapObject::k_immortal;
-            out[s->s.size()].emplace_back(s->s, jinja::Value::from_obj(s));
+            (*out)[s->s.size()].emplace_back(s->s, jinja::Value::from_obj(s));
         }
         return out;
     }();

@@ -26,6 +26,10 @@ struct Expr {
     // No call in the subtree: evaluating it runs no statements and modifies no
     // container, so values borrowed before it stay valid (set after parsing).
     bool pure = true;
+    // Built from constants only. jinja2 evaluates such an expression when it compiles
+    // a {{ }} (its "as_const"), where slicing goes through its getitem and yields
+    // undefined instead of raising as at run time (set after parsing).
+    bool constant = false;
     uint32_t pos;  // byte offset in the normalized source
     Expr(ExprKind k, uint32_t p) : kind(k), pos(p) {}
     virtual ~Expr() = default;
@@ -60,6 +64,7 @@ struct GetAttrExpr : Expr {
     std::string name;
     int str_method = -1, list_method = -1, dict_method = -1;
     Value dict_missing;  // the undefined a dict without this key yields (immortal: no allocation per miss)
+    int loop_attr = -1;  // index in k_loop_attrs when the name is a loop attribute
     GetAttrExpr(uint32_t p) : Expr(ExprKind::GetAttr, p) {}
 };
 
@@ -137,6 +142,11 @@ struct DictExpr : Expr {
     DictExpr(uint32_t p) : Expr(ExprKind::Dict, p) {}
 };
 
+// loop.<name>, resolved when parsing (order matters: Interp::loop_attr switches on it).
+inline constexpr std::string_view k_loop_attrs[] = {"index",  "index0", "first",    "last",     "length", "revindex",
+                                                     "revindex0", "depth", "depth0", "previtem", "nextitem", "cycle",
+                                                     "changed"};
+
 // --- statements --------------------------------------------------------------------
 
 enum class StmtKind : uint8_t {
@@ -157,6 +167,7 @@ struct Target {
     enum class Kind : uint8_t { Name, Tuple, NsAttr } kind = Kind::Name;
     uint32_t sym = 0;
     std::string attr;  // NsAttr
+    Value attr_key;    // NsAttr: the name as an immortal string (no allocation per assignment)
     std::vector<Target> items;  // Tuple
     uint32_t pos = 0;
 };

@@ -243,6 +243,21 @@ Flow Interp::exec(const Stmt* s) {
         }
         case StmtKind::Output: {
             const Expr* e = static_cast<const OutputStmt*>(s)->expr.get();
+            if (e->constant) {
+                // jinja2 evaluates a constant {{ }} when compiling, with its getitem for
+                // slices; if that raises, it evaluates again at run time.
+                Value v;
+                bool folded = true;
+                folding_ = true;
+                try {
+                    v = eval(e);
+                } catch (const TemplateError&) {
+                    folded = false;
+                }
+                folding_ = false;
+                emit(folded ? v : eval(e));
+                return Flow::Normal;
+            }
             if (e->kind == ExprKind::Concat) {
                 // {{ a ~ b ~ c }}: str() of each part straight into the output
                 for (const ExprPtr& p : static_cast<const ConcatExpr*>(e)->parts) {
@@ -275,6 +290,10 @@ Flow Interp::exec(const Stmt* s) {
                     emit(call(callee, args));
                     return Flow::Normal;
                 }
+            }
+            if (e->kind == ExprKind::Binary && static_cast<const BinaryExpr*>(e)->op == BinOp::Add) {
+                emit_add(static_cast<const BinaryExpr*>(e));
+                return Flow::Normal;
             }
             Value tmp;
             emit(*borrow(e, tmp));
@@ -367,7 +386,9 @@ void Interp::exec_set(const Target& t, Value v) {
             if (!t.attr.empty() && t.attr[0] == '_')
                 fail("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + t.attr +
                      "'. Please rename the attribute.");
-            static_cast<NamespaceObj&>(ns->object()).attrs.dict().set_str(t.attr, std::move(v));
+            DictObj& attrs = static_cast<NamespaceObj&>(ns->object()).attrs.dict();
+            if (Value* slot = const_cast<Value*>(attrs.find_str(t.attr))) *slot = std::move(v);
+            else attrs.set(t.attr_key, std::move(v));
             return;
         }
     }
@@ -470,7 +491,7 @@ Value Interp::eval(const Expr* e) {
             Value obj_tmp, key_tmp;
             if (g->key->kind == ExprKind::Slice) {
                 const Value* obj = g->key->pure ? borrow(g->obj.get(), obj_tmp) : &(obj_tmp = eval(g->obj.get()));
-                return eval_slice(*obj, static_cast<const SliceExpr*>(g->key.get()));
+                return eval_slice(*obj, static_cast<const SliceExpr*>(g->key.get()), folding_);
             }
             const Value* obj = g->key->pure ? borrow(g->obj.get(), obj_tmp) : &(obj_tmp = eval(g->obj.get()));
             const Value* key = borrow(g->key.get(), key_tmp);
@@ -501,6 +522,12 @@ Value Interp::eval(const Expr* e) {
             Value l = eval(b->left.get());
             Value r = eval(b->right.get());
             pos_ = e->pos;
+            if (b->op == BinOp::Pow && b->left->constant && !b->right->constant && !folding_ && l.is_number() &&
+                l.as_float() < 0) {
+                // jinja2 folds a constant base to a literal and writes "-2.5 ** x" into the
+                // Python it compiles, which Python reads as -(2.5 ** x). Reproduced as is.
+                return unary_minus(binary_op(*this, BinOp::Pow, unary_minus(l), r));
+            }
             return binary_op(*this, b->op, l, r);
         }
         case ExprKind::And: {
@@ -618,6 +645,58 @@ Value Interp::eval_add(const BinaryExpr* top) {
     return acc;
 }
 
+// {{ a + b + ... }}: while the operands are plain strings they are appended to the
+// output directly; on anything else the text so far becomes the accumulated value
+// and evaluation continues exactly as eval_add does.
+void Interp::emit_add(const BinaryExpr* top) {
+    constexpr size_t k_inline = 32;
+    const BinaryExpr* inline_nodes[k_inline];
+    std::vector<const BinaryExpr*> more;
+    size_t n = 0;
+    const Expr* cur = top;
+    while (cur->kind == ExprKind::Binary && static_cast<const BinaryExpr*>(cur)->op == BinOp::Add) {
+        const auto* b = static_cast<const BinaryExpr*>(cur);
+        if (n < k_inline) inline_nodes[n] = b;
+        else more.push_back(b);
+        ++n;
+        cur = b->left.get();
+    }
+    auto node = [&](size_t i) { return i < k_inline ? inline_nodes[i] : more[i - k_inline]; };
+    std::string& out = *out_;
+    const size_t start = out.size();
+    Value acc;
+    bool direct;  // the operands so far are in `out` from `start` on
+    {
+        Value tmp;
+        const Value* first = borrow(cur, tmp);
+        direct = first->is_string() && !first->safe();
+        if (direct) out.append(first->str());
+        else acc = *first;
+    }
+    for (size_t i = n; i-- > 0;) {
+        const BinaryExpr* b = node(i);
+        Value r_tmp;
+        const Value& r = *borrow(b->right.get(), r_tmp);
+        pos_ = b->pos;
+        if (direct) {
+            if (r.is_string() && !r.safe()) {
+                out.append(r.str());
+                check_output();
+                continue;
+            }
+            acc = Value::string(out.substr(start));
+            out.resize(start);
+            direct = false;
+        }
+        acc = binary_op(*this, BinOp::Add, acc, r);
+    }
+    if (direct) {
+        check_output();
+        return;
+    }
+    emit(acc);
+}
+
 Value Interp::eval_name(const NameExpr* e) {
     if (const Value* v = lookup(e->sym)) return *v;
     return undefined_name(e->sym);
@@ -635,6 +714,8 @@ const Value* Interp::peek(const Expr* e) const {
 // obj.name for an evaluated obj (dict keys, methods, object attributes).
 Value Interp::attr_of(const GetAttrExpr* e, const Value& obj) {
     pos_ = e->pos;
+    if (e->loop_attr >= 0 && obj.is_object() && obj.object().otype == ObjType::Loop)
+        return loop_attr_id(static_cast<LoopObj&>(obj.object()), e->loop_attr);
     switch (obj.kind()) {
         case Kind::Dict:
             if (e->dict_method >= 0) return Value::from_obj(new BoundMethodObj(obj, MethodOwner::Dict, e->dict_method));
@@ -829,12 +910,12 @@ Value Interp::eval_compare(const CompareExpr* e) {
     return Value::boolean(true);
 }
 
-Value Interp::eval_slice(const Value& obj, const SliceExpr* s) {
+Value Interp::eval_slice(const Value& obj, const SliceExpr* s, bool folded) {
     Value start = s->start ? eval(s->start.get()) : Value::none();
     Value stop = s->stop ? eval(s->stop.get()) : Value::none();
     Value step = s->step ? eval(s->step.get()) : Value::none();
     pos_ = s->pos;
-    return slice_value(*this, obj, start, stop, step);
+    return slice_value(*this, obj, start, stop, step, folded);
 }
 
 // --- services -----------------------------------------------------------------------------
@@ -1053,24 +1134,31 @@ Value Interp::call_object_method(BoundMethodObj& m, Args& args) {
 }
 
 Value Interp::loop_attr(LoopObj& loop, std::string_view name) {
+    for (size_t k = 0; k < std::size(k_loop_attrs); ++k)
+        if (k_loop_attrs[k] == name) return loop_attr_id(loop, static_cast<int>(k));
+    return Value::undefined("'LoopContext object' has no attribute '" + std::string(name) + "'");
+}
+
+Value Interp::loop_attr_id(LoopObj& loop, int id) {
     const size_t n = loop.items.size();
     const auto i = static_cast<int64_t>(loop.index0);
-    if (name == "index") return Value::integer(i + 1);
-    if (name == "index0") return Value::integer(i);
-    if (name == "first") return Value::boolean(loop.index0 == 0);
-    if (name == "last") return Value::boolean(loop.index0 + 1 == n);
-    if (name == "length") return Value::integer(static_cast<int64_t>(n));
-    if (name == "revindex") return Value::integer(static_cast<int64_t>(n) - i);
-    if (name == "revindex0") return Value::integer(static_cast<int64_t>(n) - i - 1);
-    if (name == "depth") return Value::integer(loop.depth0 + 1);
-    if (name == "depth0") return Value::integer(loop.depth0);
-    if (name == "previtem") return loop.index0 > 0 ? loop.items[loop.index0 - 1] : Value::undefined("there is no previous item");
-    if (name == "nextitem") return loop.index0 + 1 < n ? loop.items[loop.index0 + 1] : Value::undefined("there is no next item");
+    switch (id) {
+        case 0: return Value::integer(i + 1);
+        case 1: return Value::integer(i);
+        case 2: return Value::boolean(loop.index0 == 0);
+        case 3: return Value::boolean(loop.index0 + 1 == n);
+        case 4: return Value::integer(static_cast<int64_t>(n));
+        case 5: return Value::integer(static_cast<int64_t>(n) - i);
+        case 6: return Value::integer(static_cast<int64_t>(n) - i - 1);
+        case 7: return Value::integer(loop.depth0 + 1);
+        case 8: return Value::integer(loop.depth0);
+        case 9: return loop.index0 > 0 ? loop.items[loop.index0 - 1] : Value::undefined("there is no previous item");
+        case 10: return loop.index0 + 1 < n ? loop.items[loop.index0 + 1] : Value::undefined("there is no next item");
+        default: break;
+    }
     Value self = Value::from_obj(&loop);
     ref_inc(&loop);
-    if (name == "cycle") return Value::from_obj(new BoundMethodObj(self, ObjMethod::LoopCycle));
-    if (name == "changed") return Value::from_obj(new BoundMethodObj(self, ObjMethod::LoopChanged));
-    return Value::undefined("'LoopContext object' has no attribute '" + std::string(name) + "'");
+    return Value::from_obj(new BoundMethodObj(self, id == 11 ? ObjMethod::LoopCycle : ObjMethod::LoopChanged));
 }
 
 Value Interp::call_macro(MacroObj& m, Args& args, std::string* sink) {

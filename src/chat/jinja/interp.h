@@ -316,6 +316,7 @@ private:
     std::vector<Value> root_;
     std::vector<uint8_t> root_set_;
     uint32_t pos_ = 0;
+    bool folding_ = false;  // evaluating a constant {{ }} as jinja2's compiler does
     uint32_t call_depth_ = 0;
     uint64_t iterations_ = 0;
     uint32_t tick_count_ = 0;
@@ -342,9 +343,10 @@ private:
     Value eval_filter(const FilterExpr* e, const Value* input);
     bool eval_test(const TestExpr* e);
     Value eval_compare(const CompareExpr* e);
-    Value eval_slice(const Value& obj, const SliceExpr* s);
+    Value eval_slice(const Value& obj, const SliceExpr* s, bool folded = false);
     void eval_args(const ArgExprs& a, ArgStore& store);
     Value eval_add(const BinaryExpr* e);
+    void emit_add(const BinaryExpr* e);
     Value method_call(const GetAttrExpr* g, const Value& obj, const ArgExprs& a);
 
     // objects
@@ -352,6 +354,7 @@ private:
     Value call_macro(MacroObj& m, Args& args, std::string* sink = nullptr);
     Value call_object_method(BoundMethodObj& m, Args& args);
     Value loop_attr(LoopObj& loop, std::string_view name);
+    Value loop_attr_id(LoopObj& loop, int id);
 
     const Value* lookup(uint32_t sym) const;
     const Value* peek(const Expr* e) const;

@@ -408,6 +408,7 @@ private:
                 const Token& attr = expect(Tok::Name);
                 out.kind = Target::Kind::NsAttr;
                 out.attr = attr.text;
+                out.attr_key = prog_.literal(attr.text);
             }
             return out;
         }
@@ -752,6 +753,8 @@ private:
                 g->list_method = find_method(MethodOwner::List, a.text);
                 g->dict_method = find_method(MethodOwner::Dict, a.text);
                 g->dict_missing = prog_.undefined_literal("'dict object' has no attribute '" + a.text + "'");
+                for (size_t k = 0; k < std::size(k_loop_attrs); ++k)
+                    if (k_loop_attrs[k] == a.text) g->loop_attr = static_cast<int>(k);
                 return g;
             }
             if (a.type != Tok::Int) fail_at(a, "expected name or number");
@@ -895,6 +898,98 @@ private:
 // jinja2 resolves filters and tests when it compiles a template: an unknown one is
 // an error then, except inside an if statement or an inline if expression (a
 // "soft" frame, reset by loops, macros and blocks), where it fails only if it runs.
+// jinja2's as_const: which expressions its optimizer folds while compiling.
+bool compute_constant(const Expr* e) {
+    if (!e) return true;
+    bool c = true;
+    auto all = [&](std::initializer_list<const Expr*> xs) {
+        bool r = true;
+        for (const Expr* x : xs) r &= compute_constant(x);
+        return r;
+    };
+    auto args_const = [&](const ArgExprs& a) {
+        bool r = true;
+        for (const ExprPtr& x : a.pos) r &= compute_constant(x.get());
+        for (const KwExpr& k : a.kw) r &= compute_constant(k.value.get());
+        if (a.dyn_args) r &= compute_constant(a.dyn_args.get());
+        if (a.dyn_kwargs) r &= compute_constant(a.dyn_kwargs.get());
+        return r;
+    };
+    switch (e->kind) {
+        case ExprKind::Const: c = true; break;
+        case ExprKind::Name: c = false; break;
+        case ExprKind::Call: {
+            const auto* call = static_cast<const CallExpr*>(e);
+            compute_constant(call->callee.get());
+            args_const(call->args);
+            c = false;
+            break;
+        }
+        case ExprKind::GetAttr: c = compute_constant(static_cast<const GetAttrExpr*>(e)->obj.get()); break;
+        case ExprKind::GetItem: {
+            const auto* g = static_cast<const GetItemExpr*>(e);
+            c = all({g->obj.get(), g->key.get()});
+            break;
+        }
+        case ExprKind::Slice: {
+            const auto* sl = static_cast<const SliceExpr*>(e);
+            c = all({sl->start.get(), sl->stop.get(), sl->step.get()});
+            break;
+        }
+        case ExprKind::Filter: {
+            const auto* f = static_cast<const FilterExpr*>(e);
+            // filters that need the render context are never folded
+            static const std::string_view k_context_filters[] = {"map", "select", "reject", "selectattr", "rejectattr", "random"};
+            bool ctx = !f->fn;
+            for (auto n : k_context_filters) ctx |= f->name == n;
+            c = compute_constant(f->subject.get()) && args_const(f->args) && f->subject && !ctx;
+            break;
+        }
+        case ExprKind::Test: {
+            const auto* t = static_cast<const TestExpr*>(e);
+            c = compute_constant(t->subject.get()) && args_const(t->args) && t->fn;
+            break;
+        }
+        case ExprKind::Not:
+        case ExprKind::Neg:
+        case ExprKind::Pos: c = compute_constant(static_cast<const UnaryExpr*>(e)->operand.get()); break;
+        case ExprKind::Binary: {
+            const auto* b = static_cast<const BinaryExpr*>(e);
+            c = all({b->left.get(), b->right.get()});
+            break;
+        }
+        case ExprKind::And:
+        case ExprKind::Or: {
+            const auto* b = static_cast<const LogicExpr*>(e);
+            c = all({b->left.get(), b->right.get()});
+            break;
+        }
+        case ExprKind::Compare: {
+            const auto* cmp = static_cast<const CompareExpr*>(e);
+            c = compute_constant(cmp->first.get());
+            for (const auto& r : cmp->rest) c &= compute_constant(r.second.get());
+            break;
+        }
+        case ExprKind::Concat:
+            for (const ExprPtr& p : static_cast<const ConcatExpr*>(e)->parts) c &= compute_constant(p.get());
+            break;
+        case ExprKind::Cond: {
+            const auto* cd = static_cast<const CondExpr*>(e);
+            c = all({cd->test.get(), cd->then.get()}) && cd->otherwise && compute_constant(cd->otherwise.get());
+            break;
+        }
+        case ExprKind::List:
+        case ExprKind::Tuple:
+            for (const ExprPtr& x : static_cast<const SeqExpr*>(e)->items) c &= compute_constant(x.get());
+            break;
+        case ExprKind::Dict:
+            for (const auto& [k, v] : static_cast<const DictExpr*>(e)->items) c &= compute_constant(k.get()) & compute_constant(v.get());
+            break;
+    }
+    const_cast<Expr*>(e)->constant = c;
+    return c;
+}
+
 class UnknownCheck {
 public:
     explicit UnknownCheck(const Program& p) : prog_(p) {}
@@ -934,6 +1029,7 @@ private:
     // Checks unknown filters and tests; returns (and records) whether e is pure.
     bool expr(const Expr* e, bool soft) {
         if (!e) return true;
+        compute_constant(e);
         bool pure = expr_children(e, soft);
         const_cast<Expr*>(e)->pure = pure;
         return pure;

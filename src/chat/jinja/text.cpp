@@ -302,25 +302,33 @@ std::string_view strip(std::string_view s, const std::string* chars, bool left, 
             if (x == c) return true;
         return false;
     };
-    if (is_ascii(s)) {
-        size_t b = 0, e = s.size();
-        if (left)
-            while (b < e && in_set(static_cast<unsigned char>(s[b]))) ++b;
-        if (right)
-            while (e > b && in_set(static_cast<unsigned char>(s[e - 1]))) --e;
-        return s.substr(b, e - b);
+    // Forward from the left; backward from the right one code point at a time (a
+    // lead byte with exactly its continuation bytes, else a lone byte: how the
+    // forward decoder splits the same bytes). Only the stripped ends are read.
+    size_t b = 0, e = s.size();
+    if (left) {
+        while (b < e) {
+            size_t j = b;
+            if (!in_set(decode(s, j))) break;
+            b = j;
+        }
     }
-    std::vector<size_t> bounds = boundaries(s);
-    size_t first = 0, last = bounds.size() - 1;  // code point indices [first, last)
-    auto cp_at = [&](size_t k) {
-        size_t i = bounds[k];
-        return decode(s, i);
-    };
-    if (left)
-        while (first < last && in_set(cp_at(first))) ++first;
-    if (right)
-        while (last > first && in_set(cp_at(last - 1))) --last;
-    return s.substr(bounds[first], bounds[last] - bounds[first]);
+    if (right) {
+        while (e > b) {
+            size_t k = e - 1;
+            while (k > b && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80 && e - k < 4) --k;
+            size_t j = k;
+            uint32_t c = decode(s, j);
+            if (j != e) {
+                k = e - 1;
+                j = k;
+                c = decode(s, j);
+            }
+            if (!in_set(c)) break;
+            e = k;
+        }
+    }
+    return s.substr(b, e - b);
 }
 
 std::string html_escape(std::string_view s) {
