@@ -347,6 +347,7 @@ SNIPPETS = [
     ("m_join", "{{ ', '.join(['a', 'b']) }} {{ ''.join('abc') }}", {}),
     ("m_join_type_error", "{{ ', '.join([1, 2]) }}", {}),
     ("m_format", "{{ '{} {}'.format('a', 'b') }} {{ '{1}{0}'.format('a', 'b') }} {{ '{x}!'.format(x=1) }} {{ '{:>5}|{:<4}|{:^5}|{:.2f}|{:05d}|{:,}'.format('ab', 'c', 'd', 3.14159, 42, 1234567) }} {{ '{0[0]}{0[1]}'.format('xy') }} {{ '{!r}'.format('q') }}", {}),
+    ("m_format_huge_index", "[{{ '{0[99999999999999999999999]}'.format('ab') }}]", {}),
     ("m_format_attr", "{{ '{0.a}'.format(d) }}", {"d": {"a": 5}}),
     ("m_splitlines", "{{ 'a\\nb\\r\\nc\\n'.splitlines() }} {{ 'a\\nb'.splitlines(true) }}", {}),
     ("m_partition", "{{ 'a=b=c'.partition('=') }} {{ 'a=b=c'.rpartition('=') }} {{ 'abc'.partition('x') }}", {}),

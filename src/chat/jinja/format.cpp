@@ -417,7 +417,13 @@ std::string str_format(Interp& in, std::string_view fmt, const Args& args, bool 
                 bool numeric = !key.empty();
                 for (char c : key)
                     if (c < '0' || c > '9') numeric = false;
-                v = numeric ? in.getitem(v, Value::integer(std::stoll(std::string(key)))) : in.getitem(v, Value::string(key));
+                if (numeric) {
+                    if (key.size() > 18) fail("Too many decimal digits in format string");
+                    int64_t index = std::stoll(std::string(key));
+                    v = in.getitem(v, Value::integer(index));
+                } else {
+                    v = in.getitem(v, Value::string(key));
+                }
                 i = close + 1;
             }
         }

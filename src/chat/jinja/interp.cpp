@@ -120,6 +120,12 @@ std::string Interp::render(const Value& context, bool copy) {
         uint32_t line, col;
         offset_to_line_col(prog_.source, pos_, line, col);
         throw TemplateError("value too large", line, col);
+    } catch (const std::exception& e) {
+        // Not expected: callers still get a kiln::Error, and the fuzzer flags the prefix.
+        root_.clear();
+        uint32_t line, col;
+        offset_to_line_col(prog_.source, pos_, line, col);
+        throw TemplateError(std::string("internal error: ") + e.what(), line, col);
     }
     root_.clear();
     return out;

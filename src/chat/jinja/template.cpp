@@ -14,6 +14,8 @@ Template::Template(std::string_view source) {
         throw;
     } catch (const std::bad_alloc&) {
         throw TemplateError("out of memory while parsing the template", 0, 0);
+    } catch (const std::exception& e) {
+        throw TemplateError(std::string("internal error: ") + e.what(), 0, 0);  // not expected
     }
 }
 
