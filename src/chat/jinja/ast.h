@@ -274,5 +274,7 @@ struct Program {
 
 // Parses a template; throws TemplateError with line and column.
 std::unique_ptr<Program> parse_program(std::string_view source);
+// Checks unknown filters / tests and marks pure and constant expressions (analyze.cpp).
+void analyze_program(Program& prog);
 
 }  // namespace kiln::jinja
