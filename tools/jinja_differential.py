@@ -77,6 +77,31 @@ def expr(rng, depth=0):
     return f"{a}"
 
 
+def stmt(rng, depth=0):
+    """A random statement sequence: loops, sets, namespaces, macros, ifs around expressions."""
+    if depth > 2 or rng.random() < 0.25:
+        return "{{ " + expr(rng, 1) + " }}"
+    k = rng.random()
+    body = stmt(rng, depth + 1) + rng.choice(["", ",", "\n", " {{ loop.index if loop is defined }}"]) + stmt(rng, depth + 1)
+    if k < 0.25:
+        it = rng.choice(["l", "w", "users", "d", "s", "range(3)", "d.items()", "[]", "missing", "l|select('odd')"])
+        target = rng.choice(["x", "x", "k, v"]) if "items" in it else "x"
+        cond = rng.choice(["", " if x", " if loop is undefined"])
+        els = rng.choice(["", "{% else %}E"])
+        return f"{{% for {target} in {it}{cond} %}}{{{{ x if x is defined }}}}{body}{els}{{% endfor %}}"
+    if k < 0.4:
+        return f"{{% set y = {expr(rng, 1)} %}}{body}{{{{ y }}}}"
+    if k < 0.55:
+        return (f"{{% set ns = namespace(c=0) %}}{{% for x in l %}}{{% set ns.c = ns.c + x %}}{body}{{% endfor %}}"
+                "{{ ns.c }}")
+    if k < 0.7:
+        return (f"{{% macro m(a, b={expr(rng, 2)}) %}}[{{{{ a }}}}|{{{{ b }}}}]{body}{{% endmacro %}}"
+                f"{{{{ m({expr(rng, 2)}) }}}}{{{{ m(1, b=2) }}}}")
+    if k < 0.85:
+        return f"{{% if {expr(rng, 1)} %}}{body}{{% elif {expr(rng, 1)} %}}B{{% else %}}C{{% endif %}}"
+    return f"{{%- filter upper -%}}{body}{{%- endfilter %}} {{# c #}}  {{%+ if true %}}x{{% endif %}}"
+
+
 def kiln_render(kiln, source, context):
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "t.jinja").write_text(source)
@@ -95,12 +120,13 @@ def main():
     ap.add_argument("--kiln", default=str(ROOT / "build/kiln"))
     ap.add_argument("-n", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--statements", action="store_true", help="random statement sequences instead of expressions")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     full = dict(CONTEXT, messages=[], add_generation_prompt=True, bos_token="", eos_token="")
     mismatches = 0
     for i in range(args.n):
-        source = "{{ " + expr(rng) + " }}"
+        source = stmt(rng) if args.statements else "{{ " + expr(rng) + " }}"
         py_out, py_err = fx.render(source, full)
         k_out, k_err = kiln_render(args.kiln, source, CONTEXT)
         if (py_err is None) != (k_err is None) or (py_err is None and py_out != k_out):
