@@ -72,6 +72,10 @@ public:
     // The context is copied on entry, so templates cannot modify the caller's values.
     std::string render(const Value& context, const RenderOptions& options = {}) const;
 
+    // Renders with a context built for this render alone (fresh containers, made
+    // under a RenderRegistry): used as is, without the defensive copy.
+    std::string render_owned(const Value& context, const RenderOptions& options = {}) const;
+
     // Renders with a context given as JSON text (an object), parsed keeping key order.
     std::string render_json(std::string_view context_json, const RenderOptions& options = {}) const;
 

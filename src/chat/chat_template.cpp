@@ -11,8 +11,35 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
+// The keys every chat request repeats, as shared immortal strings: building the
+// context then allocates nothing for them.
+jinja::Value key_value(const std::string& key) {
+    // bucketed by length: a lookup compares a handful of candidates at most
+    constexpr size_t k_max_len = 24;
+    // Never destroyed: the strings are immortal and shared by every thread.
+    static const auto& common = *[] {
+        auto* out = new std::vector<std::vector<std::pair<std::string_view, jinja::Value>>>(k_max_len + 1);
+        for (const char* k : {"role", "content", "name", "tool_calls", "tool_call_id", "id", "type", "function",
+                              "arguments", "description", "parameters", "properties", "required", "enum", "items",
+                              "text", "image", "image_url", "url", "thinking", "reasoning_content", "default", "title",
+                              "additionalProperties", "minimum", "maximum"}) {
+            auto* s = new jinja::StrObj(k);
+            s->is_ascii();
+            s->length();
+            s->refs = jinja::HeapObject::k_immortal;
+            (*out)[s->s.size()].emplace_back(s->s, jinja::Value::from_obj(s));
+        }
+        return out;
+    }();
+    if (key.size() <= k_max_len)
+        for (const auto& [k, v] : common[key.size()])
+            if (k == key) return v;
+    return jinja::Value::string(key);
+}
+
 jinja::Value to_value(const ojson& j, int depth) {
-    if (depth > jinja::k_max_nesting) throw kiln::Error("chat request: JSON nested more than " + std::to_string(jinja::k_max_nesting) + " levels");
+    if (depth > jinja::k_max_nesting)
+        throw kiln::Error("chat request: JSON nested more than " + std::to_string(jinja::k_max_nesting) + " levels");
     switch (j.type()) {
         case ojson::value_t::null: return jinja::Value::none();
         case ojson::value_t::boolean: return jinja::Value::boolean(j.get<bool>());
@@ -32,45 +59,91 @@ jinja::Value to_value(const ojson& j, int depth) {
         }
         case ojson::value_t::object: {
             jinja::Value out = jinja::Value::new_dict();
-            for (auto it = j.begin(); it != j.end(); ++it) out.dict().set_str(it.key(), to_value(it.value(), depth + 1));
+            out.dict().entries.reserve(j.size());
+            for (auto it = j.begin(); it != j.end(); ++it)
+                out.dict().append_unique(key_value(it.key()), to_value(it.value(), depth + 1));
             return out;
         }
         default: throw kiln::Error("chat request: unsupported JSON value (binary)");
     }
 }
 
-// Hugging Face's normalization of one message: drop null fields, decode string
-// tool-call arguments, alias reasoning under `thinking` and `reasoning_content`.
-ojson normalize_message(const ojson& m, size_t index, bool parse_arguments) {
-    if (!m.is_object()) throw kiln::Error("chat messages[" + std::to_string(index) + "]: expected an object, found " + m.type_name());
-    ojson out = ojson::object();
-    for (auto it = m.begin(); it != m.end(); ++it)
-        if (!it.value().is_null()) out[it.key()] = it.value();
-    if (parse_arguments && out.contains("tool_calls") && out["tool_calls"].is_array()) {
-        for (auto& call : out["tool_calls"]) {
-            if (!call.is_object()) continue;
-            ojson* fn = call.contains("function") && call["function"].is_object() ? &call["function"] : &call;
-            if (fn->contains("arguments") && (*fn)["arguments"].is_string()) {
-                ojson parsed = ojson::parse((*fn)["arguments"].get<std::string>(), nullptr, false);
-                if (!parsed.is_discarded() && parsed.is_object()) (*fn)["arguments"] = std::move(parsed);
+// tool_calls with JSON-string arguments decoded into objects (OpenAI clients send
+// strings; templates expect mappings).
+jinja::Value tool_calls_value(const ojson& calls) {
+    jinja::Value out = jinja::Value::new_list();
+    for (const auto& call : calls) {
+        if (!call.is_object()) {
+            out.list().items.push_back(to_value(call, 2));
+            continue;
+        }
+        auto decode_args = [](const ojson& fn) {
+            jinja::Value v = jinja::Value::new_dict();
+            for (auto it = fn.begin(); it != fn.end(); ++it) {
+                jinja::Value x;
+                if (it.key() == "arguments" && it.value().is_string()) {
+                    ojson parsed = ojson::parse(it.value().get_ref<const std::string&>(), nullptr, false);
+                    x = (!parsed.is_discarded() && parsed.is_object()) ? to_value(parsed, 4) : to_value(it.value(), 4);
+                } else {
+                    x = to_value(it.value(), 4);
+                }
+                v.dict().append_unique(key_value(it.key()), std::move(x));
             }
+            return v;
+        };
+        const bool nested = call.contains("function") && call["function"].is_object();
+        if (!nested) {
+            out.list().items.push_back(decode_args(call));
+            continue;
         }
+        jinja::Value c = jinja::Value::new_dict();
+        for (auto it = call.begin(); it != call.end(); ++it)
+            c.dict().append_unique(key_value(it.key()),
+                                   it.key() == "function" ? decode_args(it.value()) : to_value(it.value(), 3));
+        out.list().items.push_back(std::move(c));
     }
-    const ojson* reasoning = nullptr;
-    for (const char* key : {"reasoning_content", "thinking", "reasoning"}) {
-        if (out.contains(key)) {
-            reasoning = &out[key];
-            break;
+    return out;
+}
+
+// One message, normalized as Hugging Face does before rendering: fields whose
+// value is null are dropped; reasoning given as reasoning_content, thinking or
+// reasoning is exposed as {"thinking": r, **message, "reasoning_content": r}.
+jinja::Value message_value(const ojson& m, size_t index, bool parse_arguments) {
+    if (!m.is_object())
+        throw kiln::Error("chat messages[" + std::to_string(index) + "]: expected an object, found " + m.type_name());
+    // Reasoning under the first of reasoning_content, thinking, reasoning that is set
+    // (one pass over the keys: messages are small).
+    const ojson* by_name[3] = {nullptr, nullptr, nullptr};
+    for (auto it = m.begin(); it != m.end(); ++it) {
+        const std::string& k = it.key();
+        if (k.size() < 7 || it.value().is_null()) continue;
+        if (k == "reasoning_content") by_name[0] = &it.value();
+        else if (k == "thinking") by_name[1] = &it.value();
+        else if (k == "reasoning") by_name[2] = &it.value();
+    }
+    const ojson* reasoning = by_name[0] ? by_name[0] : (by_name[1] ? by_name[1] : by_name[2]);
+    jinja::Value out = jinja::Value::new_dict();
+    jinja::DictObj& d = out.dict();
+    d.entries.reserve(m.size() + 2);
+    if (reasoning) d.append_unique(key_value("thinking"), to_value(by_name[1] ? *by_name[1] : *reasoning, 2));
+    bool has_reasoning_content = false;
+    for (auto it = m.begin(); it != m.end(); ++it) {
+        if (it.value().is_null()) continue;
+        const std::string& key = it.key();
+        if (reasoning && key == "thinking") continue;  // placed first above
+        jinja::Value v;
+        if (reasoning && key == "reasoning_content") {
+            v = to_value(*reasoning, 2);
+            has_reasoning_content = true;
+        } else if (parse_arguments && key == "tool_calls" && it.value().is_array()) {
+            v = tool_calls_value(it.value());
+        } else {
+            v = to_value(it.value(), 2);
         }
+        d.append_unique(key_value(key), std::move(v));
     }
-    if (!reasoning) return out;
-    // {"thinking": r, **message, "reasoning_content": r}
-    const ojson r = *reasoning;
-    ojson aliased = ojson::object();
-    aliased["thinking"] = r;
-    for (auto it = out.begin(); it != out.end(); ++it) aliased[it.key()] = it.value();
-    aliased["reasoning_content"] = r;
-    return aliased;
+    if (reasoning && !has_reasoning_content) d.append_unique(key_value("reasoning_content"), to_value(*reasoning, 2));
+    return out;
 }
 
 }  // namespace
@@ -81,12 +154,15 @@ std::string apply_chat_template(const jinja::Template& tmpl, const ChatRequest& 
         throw kiln::Error(std::string("chat tools: expected an array, found ") + req.tools->type_name());
     if (!req.extra.is_object()) throw kiln::Error(std::string("chat extra variables: expected an object, found ") + req.extra.type_name());
 
+    // The context is built afresh for this render, under its own registry (which
+    // breaks any cycle a template makes through it), so it is used without a copy.
+    jinja::RenderRegistry registry;
     jinja::Value ctx = jinja::Value::new_dict();
     jinja::DictObj& d = ctx.dict();
     jinja::Value messages = jinja::Value::new_list();
     messages.list().items.reserve(req.messages.size());
     for (size_t n = 0; n < req.messages.size(); ++n)
-        messages.list().items.push_back(to_value(normalize_message(req.messages[n], n, req.parse_tool_arguments), 1));
+        messages.list().items.push_back(message_value(req.messages[n], n, req.parse_tool_arguments));
     d.set_str("messages", std::move(messages));
     if (req.tools && !req.tools->is_null()) d.set_str("tools", to_value(*req.tools, 0));
     else if (req.tools_none_when_absent) d.set_str("tools", jinja::Value::none());
@@ -98,7 +174,9 @@ std::string apply_chat_template(const jinja::Template& tmpl, const ChatRequest& 
     d.set_str("bos_token", jinja::Value::string(req.bos_token));
     d.set_str("eos_token", jinja::Value::string(req.eos_token));
     for (auto it = req.extra.begin(); it != req.extra.end(); ++it) d.set_str(it.key(), to_value(it.value(), 0));
-    return tmpl.render(ctx, req.render);
+    std::string out = tmpl.render_owned(ctx, req.render);
+    ctx = jinja::Value();
+    return out;
 }
 
 std::string apply_chat_template(std::string_view template_source, const ChatRequest& req) {

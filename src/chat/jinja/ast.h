@@ -23,6 +23,13 @@ enum class CmpOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, In, NotIn };
 
 struct Expr {
     ExprKind kind;
+    // No call in the subtree: evaluating it runs no statements and modifies no
+    // container, so values borrowed before it stay valid (set after parsing).
+    bool pure = true;
+    // Built from constants only. jinja2 evaluates such an expression when it compiles
+    // a {{ }} (its "as_const"), where slicing goes through its getitem and yields
+    // undefined instead of raising as at run time (set after parsing).
+    bool constant = false;
     uint32_t pos;  // byte offset in the normalized source
     Expr(ExprKind k, uint32_t p) : kind(k), pos(p) {}
     virtual ~Expr() = default;
@@ -39,6 +46,7 @@ struct ArgExprs {
     std::vector<KwExpr> kw;
     ExprPtr dyn_args;    // *args
     ExprPtr dyn_kwargs;  // **kwargs
+    bool pure = true;    // every argument is pure (set after parsing)
 };
 
 struct ConstExpr : Expr {
@@ -55,6 +63,8 @@ struct GetAttrExpr : Expr {
     ExprPtr obj;
     std::string name;
     int str_method = -1, list_method = -1, dict_method = -1;
+    Value dict_missing;  // the undefined a dict without this key yields (immortal: no allocation per miss)
+    int loop_attr = -1;  // index in k_loop_attrs when the name is a loop attribute
     GetAttrExpr(uint32_t p) : Expr(ExprKind::GetAttr, p) {}
 };
 
@@ -132,6 +142,11 @@ struct DictExpr : Expr {
     DictExpr(uint32_t p) : Expr(ExprKind::Dict, p) {}
 };
 
+// loop.<name>, resolved when parsing (order matters: Interp::loop_attr switches on it).
+inline constexpr std::string_view k_loop_attrs[] = {"index",  "index0", "first",    "last",     "length", "revindex",
+                                                     "revindex0", "depth", "depth0", "previtem", "nextitem", "cycle",
+                                                     "changed"};
+
 // --- statements --------------------------------------------------------------------
 
 enum class StmtKind : uint8_t {
@@ -152,6 +167,7 @@ struct Target {
     enum class Kind : uint8_t { Name, Tuple, NsAttr } kind = Kind::Name;
     uint32_t sym = 0;
     std::string attr;  // NsAttr
+    Value attr_key;    // NsAttr: the name as an immortal string (no allocation per assignment)
     std::vector<Target> items;  // Tuple
     uint32_t pos = 0;
 };
@@ -201,6 +217,7 @@ struct MacroDef {
     std::vector<ExprPtr> defaults;  // for the last defaults.size() params
     Body body;
     bool uses_varargs = false, uses_kwargs = false, uses_caller = false;
+    bool explicit_caller = false;  // a parameter is named "caller"
 };
 
 struct MacroStmt : Stmt {
@@ -247,13 +264,17 @@ struct Program {
     std::vector<std::string> symbols;  // symbol id -> name
     std::unordered_map<std::string, uint32_t> symbol_ids;
     std::vector<Value> globals;        // symbol id -> built-in global (undefined if none)
+    std::vector<Value> undefined_names;  // symbol id -> "'name' is undefined" (immortal)
     uint32_t sym_loop = 0, sym_caller = 0, sym_varargs = 0, sym_kwargs = 0;
 
     uint32_t intern(const std::string& name);
     Value literal(std::string s);  // an immortal string Value
+    Value undefined_literal(std::string hint);  // an immortal undefined Value carrying a hint
 };
 
 // Parses a template; throws TemplateError with line and column.
 std::unique_ptr<Program> parse_program(std::string_view source);
+// Checks unknown filters / tests and marks pure and constant expressions (analyze.cpp).
+void analyze_program(Program& prog);
 
 }  // namespace kiln::jinja

@@ -138,7 +138,9 @@ Value f_trim(Interp&, const Value& v, Args& a) {
         set = chars->str();
         cs = &set;
     }
-    return Value::string(std::string(text::strip(s.str(), cs, true, true)), s.safe());
+    std::string_view stripped = text::strip(s.str(), cs, true, true);
+    if (stripped.size() == s.str().size()) return s;  // nothing stripped: the same string
+    return Value::string(std::string(stripped), s.safe());
 }
 
 std::string py_replace(const std::string& s, const std::string& old, const std::string& repl, int64_t count,
@@ -182,7 +184,11 @@ Value f_replace(Interp& in, const Value& v, Args& a) {
     Params p(a, "do_replace", {"old", "new", "count"}, 2);
     int64_t count = -1;
     if (p.has(2) && !p.get(2)->is_none()) count = arg_int(*p.get(2), "count");
-    return Value::string(py_replace(to_str(v), to_str(*p.get(0)), to_str(*p.get(1)), count, in));
+    const Value& old = *p.get(0);
+    if (v.is_string() && !v.safe() && old.is_string() && !old.str().empty() && count != 0 &&
+        v.str().find(old.str()) == std::string::npos)
+        return v;  // nothing to replace: the same string
+    return Value::string(py_replace(to_str(v), to_str(old), to_str(*p.get(1)), count, in));
 }
 
 Value f_center(Interp& in, const Value& v, Args& a) {
@@ -258,10 +264,6 @@ Value f_indent(Interp& in, const Value& v, Args& a) {
 
 Value f_truncate(Interp&, const Value& v, Args& a) {
     Params p(a, "do_truncate", {"length", "killwords", "end", "leeway"});
-    if (!v.is_string()) {
-        if (v.is_undefined()) return Value::string(std::string());  // len(Undefined) == 0
-        fail_type("object of type '" + std::string(type_name(v)) + "' has no len()");
-    }
     int64_t length = p.has(0) ? arg_int(*p.get(0), "length") : 255;
     bool killwords = p.has(1) && truthy(*p.get(1));
     std::string end = p.has(2) ? to_str(*p.get(2)) : "...";
@@ -269,6 +271,17 @@ Value f_truncate(Interp&, const Value& v, Args& a) {
     const int64_t end_len = text::length(end);
     if (length < end_len) fail("expected length >= " + std::to_string(end_len) + ", got " + std::to_string(length));
     if (leeway < 0) fail("expected leeway >= 0, got " + std::to_string(leeway));
+    if (!v.is_string()) {
+        // len() of a list, dict or undefined; short enough: returned as is, else jinja2's
+        // slicing and rsplit fail on it
+        int64_t n = -1;
+        if (v.is_undefined()) n = 0;
+        else if (v.is_list()) n = static_cast<int64_t>(v.list().items.size());
+        else if (v.is_dict()) n = static_cast<int64_t>(v.dict().size());
+        if (n < 0) fail_type("object of type '" + std::string(type_name(v)) + "' has no len()");
+        if (n <= length + leeway) return v;
+        fail_type("object of type '" + std::string(type_name(v)) + "' cannot be truncated");
+    }
     const std::string& s = v.str();
     std::vector<size_t> b = text::boundaries(s);
     const int64_t n = static_cast<int64_t>(b.size()) - 1;

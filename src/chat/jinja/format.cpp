@@ -201,9 +201,16 @@ std::string format_spec(const Value& v, std::string_view spec) {
 std::string percent_format(Interp& in, std::string_view fmt, const Value& args, bool safe) {
     std::vector<Value> positional;
     const Value* mapping = nullptr;
-    if (args.is_list() && args.list().seq == SeqKind::Tuple) positional = args.list().items;
-    else if (args.is_dict()) mapping = &args, positional.push_back(args);
-    else positional.push_back(args);
+    // CPython: a tuple gives the arguments; any other object is the one argument, and
+    // when it supports item access (a dict, a list) leftover arguments are no error.
+    bool mapping_like = false;
+    if (args.is_list() && (args.list().seq == SeqKind::Tuple || args.list().seq == SeqKind::Group)) {
+        positional = args.list().items;
+    } else {
+        if (args.is_dict()) mapping = &args;
+        mapping_like = args.is_dict() || args.is_list();
+        positional.push_back(args);
+    }
     size_t next_arg = 0;
     bool used_mapping = false;
     auto take = [&]() -> Value {
@@ -226,7 +233,7 @@ std::string percent_format(Interp& in, std::string_view fmt, const Value& args, 
         if (fmt[i] == '(') {
             size_t close = fmt.find(')', i);
             if (close == std::string_view::npos) fail("incomplete format key");
-            if (!mapping) fail_type("format requires a mapping");
+            if (!mapping) fail_type(args.is_list() ? "list indices must be integers or slices, not str" : "format requires a mapping");
             std::string key(fmt.substr(i + 1, close - i - 1));
             const Value* v = mapping->dict().find_str(key);
             if (!v) fail("KeyError: '" + key + "'");
@@ -354,7 +361,7 @@ std::string percent_format(Interp& in, std::string_view fmt, const Value& args, 
         in.check_size(out.size());
     }
     (void)used_mapping;
-    if (!mapping && next_arg < positional.size()) fail_type("not all arguments converted during string formatting");
+    if (!mapping_like && next_arg < positional.size()) fail_type("not all arguments converted during string formatting");
     return out;
 }
 
@@ -410,7 +417,13 @@ std::string str_format(Interp& in, std::string_view fmt, const Args& args, bool 
                 bool numeric = !key.empty();
                 for (char c : key)
                     if (c < '0' || c > '9') numeric = false;
-                v = numeric ? in.getitem(v, Value::integer(std::stoll(std::string(key)))) : in.getitem(v, Value::string(key));
+                if (numeric) {
+                    if (key.size() > 18) fail("Too many decimal digits in format string");
+                    int64_t index = std::stoll(std::string(key));
+                    v = in.getitem(v, Value::integer(index));
+                } else {
+                    v = in.getitem(v, Value::string(key));
+                }
                 i = close + 1;
             }
         }

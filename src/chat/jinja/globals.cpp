@@ -18,6 +18,7 @@ Params::Params(const Args& args, std::string_view func, std::initializer_list<st
         fail_type(std::string(func) + "() takes at most " + std::to_string(n_) + " argument(s) (" +
                   std::to_string(args.n_pos) + " given)");
     for (size_t i = 0; i < args.n_pos; ++i) bound_[i] = &args.pos[i];
+    if (args.n_kw == 0 && args.n_pos >= n_required) return;  // the common case: nothing else to check
     for (size_t k = 0; k < args.n_kw; ++k) {
         size_t j = 0;
         for (std::string_view n : names) {
@@ -184,7 +185,7 @@ Value find_global(std::string_view name) {
     static BuiltinObj* objects = [] {
         auto* arr = static_cast<BuiltinObj*>(::operator new(sizeof(BuiltinObj) * std::size(k_globals)));
         for (size_t i = 0; i < std::size(k_globals); ++i) {
-            auto* b = new (&arr[i]) BuiltinObj(k_globals[i].name, k_globals[i].fn);
+            auto* b = ::new (static_cast<void*>(&arr[i])) BuiltinObj(k_globals[i].name, k_globals[i].fn);
             b->refs = HeapObject::k_immortal;
         }
         return arr;

@@ -78,7 +78,7 @@ Value copy_in(const Value& v, int depth) {
 
 Interp::Interp(const Program& prog, const RenderOptions& options) : prog_(prog), options_(options) {}
 
-std::string Interp::render(const Value& context) {
+std::string Interp::render(const Value& context, bool copy) {
     RenderRegistry registry;
     char base_marker = 0;
     stack_base_ = &base_marker;
@@ -87,6 +87,7 @@ std::string Interp::render(const Value& context) {
         deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.limits.max_milliseconds);
     }
     std::string out;
+    out.reserve(4096);
     out_ = &out;
     try {
         root_.assign(prog_.symbols.size(), Value());
@@ -96,7 +97,7 @@ std::string Interp::render(const Value& context) {
                 if (!k.is_string()) continue;
                 auto it = prog_.symbol_ids.find(k.str());
                 if (it == prog_.symbol_ids.end()) continue;  // the template never names it
-                root_[it->second] = copy_in(v, 0);
+                root_[it->second] = copy ? copy_in(v, 0) : v;
                 root_set_[it->second] = 1;
             }
         } else if (!context.is_undefined() && !context.is_none()) {
@@ -119,6 +120,12 @@ std::string Interp::render(const Value& context) {
         uint32_t line, col;
         offset_to_line_col(prog_.source, pos_, line, col);
         throw TemplateError("value too large", line, col);
+    } catch (const std::exception& e) {
+        // Not expected: callers still get a kiln::Error, and the fuzzer flags the prefix.
+        root_.clear();
+        uint32_t line, col;
+        offset_to_line_col(prog_.source, pos_, line, col);
+        throw TemplateError(std::string("internal error: ") + e.what(), line, col);
     }
     root_.clear();
     return out;
@@ -181,9 +188,7 @@ void Interp::assign(uint32_t sym, Value v) {
     scope_->vars.emplace_back(sym, std::move(v));
 }
 
-Value Interp::undefined_name(uint32_t sym) const {
-    return Value::undefined("'" + prog_.symbols[sym] + "' is undefined");
-}
+Value Interp::undefined_name(uint32_t sym) const { return prog_.undefined_names[sym]; }
 
 // --- statements ---------------------------------------------------------------------------
 
@@ -231,8 +236,9 @@ void Interp::emit(const Value& v) {
     check_output();
 }
 
+// The stack is checked where recursion can happen (macro calls, loops); between
+// those points the parser's nesting limit bounds what a statement can use.
 Flow Interp::exec(const Stmt* s) {
-    check_stack();
     pos_ = s->pos;
     switch (s->kind) {
         case StmtKind::Text: {
@@ -242,14 +248,73 @@ Flow Interp::exec(const Stmt* s) {
             return Flow::Normal;
         }
         case StmtKind::Output: {
-            Value v = eval(static_cast<const OutputStmt*>(s)->expr.get());
-            emit(v);
+            const Expr* e = static_cast<const OutputStmt*>(s)->expr.get();
+            if (e->constant) {
+                // jinja2 evaluates a constant {{ }} when compiling, with its getitem for
+                // slices; if that raises, it evaluates again at run time.
+                Value v;
+                bool folded = true;
+                folding_ = true;
+                try {
+                    v = eval(e);
+                } catch (const TemplateError&) {
+                    folded = false;
+                }
+                folding_ = false;
+                emit(folded ? v : eval(e));
+                return Flow::Normal;
+            }
+            if (e->kind == ExprKind::Concat) {
+                // {{ a ~ b ~ c }}: str() of each part straight into the output
+                for (const ExprPtr& p : static_cast<const ConcatExpr*>(e)->parts) {
+                    Value tmp;
+                    const Value* v = borrow(p.get(), tmp);
+                    if (v->is_string()) out_->append(v->str());
+                    else append_str(*out_, *v);
+                }
+                check_output();
+                return Flow::Normal;
+            }
+            if (e->kind == ExprKind::Call) {
+                // {{ macro(...) }}: the macro renders straight into the output
+                const auto* c = static_cast<const CallExpr*>(e);
+                if (c->callee->kind == ExprKind::Name) {
+                    Value callee = eval(c->callee.get());
+                    if (callee.is_object() && callee.object().otype == ObjType::Macro) {
+                        ArgStore store;
+                        eval_args(c->args, store);
+                        pos_ = c->pos;
+                        Args args = store.args();
+                        call_macro(static_cast<MacroObj&>(callee.object()), args, out_);
+                        check_output();
+                        return Flow::Normal;
+                    }
+                    ArgStore store;
+                    eval_args(c->args, store);
+                    pos_ = c->pos;
+                    Args args = store.args();
+                    emit(call(callee, args));
+                    return Flow::Normal;
+                }
+            }
+            if (e->kind == ExprKind::Binary && static_cast<const BinaryExpr*>(e)->op == BinOp::Add) {
+                emit_add(static_cast<const BinaryExpr*>(e));
+                return Flow::Normal;
+            }
+            Value tmp;
+            emit(*borrow(e, tmp));
             return Flow::Normal;
         }
         case StmtKind::If: {
             const auto* i = static_cast<const IfStmt*>(s);
-            for (const auto& [test, body] : i->branches)
-                if (truthy(eval(test.get()))) return exec_body(body);
+            for (const auto& [test, body] : i->branches) {
+                bool hit;
+                {
+                    Value tmp;
+                    hit = truthy(*borrow(test.get(), tmp));
+                }
+                if (hit) return exec_body(body);
+            }
             return exec_body(i->else_body);
         }
         case StmtKind::For: {
@@ -327,13 +392,16 @@ void Interp::exec_set(const Target& t, Value v) {
             if (!t.attr.empty() && t.attr[0] == '_')
                 fail("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + t.attr +
                      "'. Please rename the attribute.");
-            static_cast<NamespaceObj&>(ns->object()).attrs.dict().set_str(t.attr, std::move(v));
+            DictObj& attrs = static_cast<NamespaceObj&>(ns->object()).attrs.dict();
+            if (Value* slot = const_cast<Value*>(attrs.find_str(t.attr))) *slot = std::move(v);
+            else attrs.set(t.attr_key, std::move(v));
             return;
         }
     }
 }
 
 void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope* outer) {
+    check_stack();
     std::vector<Value> items = to_list(iterable);
     FrameSave save(out_, scope_);
     ScopeRef iter_scope(new Scope(outer));
@@ -369,12 +437,21 @@ void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope
         loop.scope = outer;
         if (outer) ref_inc(outer);
     }
+    const bool simple_target = f->target.kind == Target::Kind::Name;
     for (size_t n = 0; n < loop.items.size(); ++n) {
         tick();
-        fresh_scope();
         loop.index0 = n;
-        scope_->vars.emplace_back(prog_.sym_loop, loop_value);
-        exec_set(f->target, loop.items[n]);
+        if (simple_target && iter_scope->refs == 1 && iter_scope->vars.size() >= 2) {
+            // Same scope as the last iteration: keep the two slots, drop what the body set.
+            ScopeVars& vars = iter_scope->vars;
+            vars.truncate(2);
+            vars[1].second = loop.items[n];
+            scope_ = iter_scope.get();
+        } else {
+            fresh_scope();
+            scope_->vars.emplace_back(prog_.sym_loop, loop_value);
+            exec_set(f->target, loop.items[n]);
+        }
         if (exec_body(f->body) == Flow::Break) break;
     }
 }
@@ -386,8 +463,7 @@ void Interp::exec_macro_def(const MacroStmt* s) {
 void Interp::exec_call_block(const CallBlockStmt* s) {
     Value caller = Value::from_obj(new MacroObj(&s->caller, scope_));
     const auto* call = static_cast<const CallExpr*>(s->call.get());
-    std::vector<Value> pos;
-    std::vector<KwArg> kw;
+    ArgStore store;
     Value callee;
     Value self;
     bool is_method = false;
@@ -399,35 +475,43 @@ void Interp::exec_call_block(const CallBlockStmt* s) {
     } else {
         callee = eval(call->callee.get());
     }
-    eval_args(call->args, pos, kw);
-    kw.push_back(KwArg{"caller", caller, Value()});
+    eval_args(call->args, store);
+    store.push_kw(KwArg{"caller", caller, Value()});
     pos_ = s->pos;
     if (is_method) callee = getattr(self, g->name);
-    Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+    Args args = store.args();
     emit(this->call(callee, args));
 }
 
 // --- expressions ---------------------------------------------------------------------------
 
+// No stack check here: the parser bounds expression nesting, so the checks in
+// exec() and macro calls, between which only bounded nesting happens, suffice.
 Value Interp::eval(const Expr* e) {
-    check_stack();
     switch (e->kind) {
         case ExprKind::Const: return static_cast<const ConstExpr*>(e)->value;
         case ExprKind::Name: return eval_name(static_cast<const NameExpr*>(e));
         case ExprKind::GetAttr: return eval_getattr(static_cast<const GetAttrExpr*>(e));
         case ExprKind::GetItem: {
             const auto* g = static_cast<const GetItemExpr*>(e);
-            Value obj = eval(g->obj.get());
-            if (g->key->kind == ExprKind::Slice) return eval_slice(obj, static_cast<const SliceExpr*>(g->key.get()));
-            Value key = eval(g->key.get());
+            Value obj_tmp, key_tmp;
+            if (g->key->kind == ExprKind::Slice) {
+                const Value* obj = g->key->pure ? borrow(g->obj.get(), obj_tmp) : &(obj_tmp = eval(g->obj.get()));
+                return eval_slice(*obj, static_cast<const SliceExpr*>(g->key.get()), folding_);
+            }
+            const Value* obj = g->key->pure ? borrow(g->obj.get(), obj_tmp) : &(obj_tmp = eval(g->obj.get()));
+            const Value* key = borrow(g->key.get(), key_tmp);
             pos_ = e->pos;
-            return getitem(obj, key);
+            return getitem(*obj, *key);
         }
         case ExprKind::Slice: fail("slice outside a subscript");
         case ExprKind::Call: return eval_call(static_cast<const CallExpr*>(e));
         case ExprKind::Filter: return eval_filter(static_cast<const FilterExpr*>(e), nullptr);
         case ExprKind::Test: return Value::boolean(eval_test(static_cast<const TestExpr*>(e)));
-        case ExprKind::Not: return Value::boolean(!truthy(eval(static_cast<const UnaryExpr*>(e)->operand.get())));
+        case ExprKind::Not: {
+            Value tmp;
+            return Value::boolean(!truthy(*borrow(static_cast<const UnaryExpr*>(e)->operand.get(), tmp)));
+        }
         case ExprKind::Neg: {
             Value v = eval(static_cast<const UnaryExpr*>(e)->operand.get());
             pos_ = e->pos;
@@ -440,9 +524,16 @@ Value Interp::eval(const Expr* e) {
         }
         case ExprKind::Binary: {
             const auto* b = static_cast<const BinaryExpr*>(e);
+            if (b->op == BinOp::Add) return eval_add(b);
             Value l = eval(b->left.get());
             Value r = eval(b->right.get());
             pos_ = e->pos;
+            if (b->op == BinOp::Pow && b->left->constant && !b->right->constant && !folding_ && l.is_number() &&
+                l.as_float() < 0) {
+                // jinja2 folds a constant base to a literal and writes "-2.5 ** x" into the
+                // Python it compiles, which Python reads as -(2.5 ** x). Reproduced as is.
+                return unary_minus(binary_op(*this, BinOp::Pow, unary_minus(l), r));
+            }
             return binary_op(*this, b->op, l, r);
         }
         case ExprKind::And: {
@@ -459,17 +550,33 @@ Value Interp::eval(const Expr* e) {
         }
         case ExprKind::Compare: return eval_compare(static_cast<const CompareExpr*>(e));
         case ExprKind::Concat: {
-            std::string s;
-            for (const ExprPtr& p : static_cast<const ConcatExpr*>(e)->parts) {
+            // str() of each part, joined; sized once when the parts are strings.
+            const auto& parts = static_cast<const ConcatExpr*>(e)->parts;
+            ArgStore vals;
+            size_t total = 0;
+            for (const ExprPtr& p : parts) {
                 Value v = eval(p.get());
-                append_str(s, v);
+                if (v.is_string()) total += v.str().size();
+                vals.push(std::move(v));
+            }
+            Args a = vals.args();
+            std::string s;
+            s.reserve(total + 16);
+            for (size_t i = 0; i < a.n_pos; ++i) {
+                if (a.pos[i].is_string()) s += a.pos[i].str();
+                else append_str(s, a.pos[i]);
                 check_size(s.size());
             }
             return Value::string(std::move(s));
         }
         case ExprKind::Cond: {
             const auto* c = static_cast<const CondExpr*>(e);
-            if (truthy(eval(c->test.get()))) return eval(c->then.get());
+            bool test;
+            {
+                Value tmp;
+                test = truthy(*borrow(c->test.get(), tmp));
+            }
+            if (test) return eval(c->then.get());
             if (c->otherwise) return eval(c->otherwise.get());
             return Value::undefined("the inline if-expression on line evaluated to false and no else section was defined.");
         }
@@ -496,19 +603,130 @@ Value Interp::eval(const Expr* e) {
     return Value();
 }
 
+// a + b + c + ...: the left-leaning chain is walked iteratively, and runs of plain
+// strings are appended into one buffer instead of building every intermediate
+// string. Operands are evaluated and combined in Python's order, so errors and
+// Markup escaping are the same as pairwise evaluation.
+Value Interp::eval_add(const BinaryExpr* top) {
+    constexpr size_t k_inline = 32;
+    const BinaryExpr* inline_nodes[k_inline];
+    std::vector<const BinaryExpr*> more;
+    size_t n = 0;
+    const Expr* cur = top;
+    while (cur->kind == ExprKind::Binary && static_cast<const BinaryExpr*>(cur)->op == BinOp::Add) {
+        const auto* b = static_cast<const BinaryExpr*>(cur);
+        if (n < k_inline) inline_nodes[n] = b;
+        else more.push_back(b);
+        ++n;
+        cur = b->left.get();
+    }
+    auto node = [&](size_t i) { return i < k_inline ? inline_nodes[i] : more[i - k_inline]; };  // i = 0: the top
+    Value acc = eval(cur);
+    std::string buf;
+    bool building = false;  // buf holds acc's text (acc is a plain string)
+    for (size_t i = n; i-- > 0;) {
+        const BinaryExpr* b = node(i);
+        Value r_tmp;
+        const Value& r = *borrow(b->right.get(), r_tmp);
+        pos_ = b->pos;
+        const bool r_plain = r.is_string() && !r.safe();
+        if (r_plain && (building || (acc.is_string() && !acc.safe()))) {
+            if (!building) {
+                buf.reserve(acc.str().size() + r.str().size() + 64);
+                buf = acc.str();
+                building = true;
+            }
+            buf += r.str();
+            check_size(buf.size());
+            continue;
+        }
+        if (building) {
+            acc = Value::string(std::move(buf));
+            buf.clear();
+            building = false;
+        }
+        acc = binary_op(*this, BinOp::Add, acc, r);
+    }
+    if (building) return Value::string(std::move(buf));
+    return acc;
+}
+
+// {{ a + b + ... }}: while the operands are plain strings they are appended to the
+// output directly; on anything else the text so far becomes the accumulated value
+// and evaluation continues exactly as eval_add does.
+void Interp::emit_add(const BinaryExpr* top) {
+    constexpr size_t k_inline = 32;
+    const BinaryExpr* inline_nodes[k_inline];
+    std::vector<const BinaryExpr*> more;
+    size_t n = 0;
+    const Expr* cur = top;
+    while (cur->kind == ExprKind::Binary && static_cast<const BinaryExpr*>(cur)->op == BinOp::Add) {
+        const auto* b = static_cast<const BinaryExpr*>(cur);
+        if (n < k_inline) inline_nodes[n] = b;
+        else more.push_back(b);
+        ++n;
+        cur = b->left.get();
+    }
+    auto node = [&](size_t i) { return i < k_inline ? inline_nodes[i] : more[i - k_inline]; };
+    std::string& out = *out_;
+    const size_t start = out.size();
+    Value acc;
+    bool direct;  // the operands so far are in `out` from `start` on
+    {
+        Value tmp;
+        const Value* first = borrow(cur, tmp);
+        direct = first->is_string() && !first->safe();
+        if (direct) out.append(first->str());
+        else acc = *first;
+    }
+    for (size_t i = n; i-- > 0;) {
+        const BinaryExpr* b = node(i);
+        Value r_tmp;
+        const Value& r = *borrow(b->right.get(), r_tmp);
+        pos_ = b->pos;
+        if (direct) {
+            if (r.is_string() && !r.safe()) {
+                out.append(r.str());
+                check_output();
+                continue;
+            }
+            acc = Value::string(out.substr(start));
+            out.resize(start);
+            direct = false;
+        }
+        acc = binary_op(*this, BinOp::Add, acc, r);
+    }
+    if (direct) {
+        check_output();
+        return;
+    }
+    emit(acc);
+}
+
 Value Interp::eval_name(const NameExpr* e) {
     if (const Value* v = lookup(e->sym)) return *v;
     return undefined_name(e->sym);
 }
 
-Value Interp::eval_getattr(const GetAttrExpr* e) {
-    Value obj = eval(e->obj.get());
+// A variable's or constant's Value in place, without a copy; nullptr for other
+// expressions. Safe to hold while other expressions are evaluated: expressions
+// never rebind a variable (only statements do) and constants are immutable.
+const Value* Interp::peek(const Expr* e) const {
+    if (e->kind == ExprKind::Name) return lookup(static_cast<const NameExpr*>(e)->sym);
+    if (e->kind == ExprKind::Const) return &static_cast<const ConstExpr*>(e)->value;
+    return nullptr;
+}
+
+// obj.name for an evaluated obj (dict keys, methods, object attributes).
+Value Interp::attr_of(const GetAttrExpr* e, const Value& obj) {
     pos_ = e->pos;
+    if (e->loop_attr >= 0 && obj.is_object() && obj.object().otype == ObjType::Loop)
+        return loop_attr_id(static_cast<LoopObj&>(obj.object()), e->loop_attr);
     switch (obj.kind()) {
         case Kind::Dict:
             if (e->dict_method >= 0) return Value::from_obj(new BoundMethodObj(obj, MethodOwner::Dict, e->dict_method));
             if (const Value* v = obj.dict().find_str(e->name)) return *v;
-            return Value::undefined("'dict object' has no attribute '" + e->name + "'");
+            return e->dict_missing;
         case Kind::String:
             if (e->str_method >= 0) return Value::from_obj(new BoundMethodObj(obj, MethodOwner::Str, e->str_method));
             return Value::undefined("'str object' has no attribute '" + e->name + "'");
@@ -519,22 +737,79 @@ Value Interp::eval_getattr(const GetAttrExpr* e) {
     }
 }
 
-void Interp::eval_args(const ArgExprs& a, std::vector<Value>& pos, std::vector<KwArg>& kw) {
-    pos.reserve(a.pos.size());
-    for (const ExprPtr& x : a.pos) pos.push_back(eval(x.get()));
+Value Interp::eval_getattr(const GetAttrExpr* e) {
+    Value tmp;
+    const Value* base = borrow(e->obj.get(), tmp);
+    return attr_of(e, *base);
+}
+
+// The value of e without copying it when it already lives somewhere: a variable,
+// a constant, or an entry of a dict or list reachable from one (when a temporary
+// has to be made, it is kept in `tmp`, which then owns what the pointer reaches).
+// The pointer stays valid while only pure expressions are evaluated: nothing but
+// statements rebinds variables, and only calls modify containers.
+const Value* Interp::borrow(const Expr* e, Value& tmp) {
+    switch (e->kind) {
+        case ExprKind::Const: return &static_cast<const ConstExpr*>(e)->value;
+        case ExprKind::Name: {
+            const auto* n = static_cast<const NameExpr*>(e);
+            if (const Value* v = lookup(n->sym)) return v;
+            tmp = prog_.undefined_names[n->sym];
+            return &tmp;
+        }
+        case ExprKind::GetAttr: {
+            const auto* g = static_cast<const GetAttrExpr*>(e);
+            const Value* base = borrow(g->obj.get(), tmp);
+            if (base->is_dict() && g->dict_method < 0) {
+                if (const Value* v = base->dict().find_str(g->name)) return v;
+                tmp = g->dict_missing;
+                return &tmp;
+            }
+            Value r = attr_of(g, *base);
+            tmp = std::move(r);
+            return &tmp;
+        }
+        case ExprKind::GetItem: {
+            const auto* g = static_cast<const GetItemExpr*>(e);
+            if (g->key->kind == ExprKind::Slice || !g->key->pure) break;
+            const Value* base = borrow(g->obj.get(), tmp);
+            Value key_tmp;
+            const Value* key = borrow(g->key.get(), key_tmp);
+            pos_ = e->pos;
+            if (base->is_dict() && key->is_string()) {
+                if (const Value* v = base->dict().find_str(key->str())) return v;
+            } else if (base->is_list() && key->is_integral()) {
+                const ListObj& l = base->list();
+                if (l.seq != SeqKind::DictKeys && l.seq != SeqKind::DictValues && l.seq != SeqKind::DictItems) {
+                    const auto n = static_cast<int64_t>(l.items.size());
+                    int64_t i = key->as_int();
+                    if (i < 0) i += n;
+                    if (i >= 0 && i < n) return &l.items[static_cast<size_t>(i)];
+                }
+            }
+            Value r = getitem(*base, *key);
+            tmp = std::move(r);
+            return &tmp;
+        }
+        default: break;
+    }
+    tmp = eval(e);
+    return &tmp;
+}
+
+void Interp::eval_args(const ArgExprs& a, ArgStore& store) {
+    for (const ExprPtr& x : a.pos) store.push(eval(x.get()));
     if (a.dyn_args) {
         Value extra = eval(a.dyn_args.get());
-        for (Value& x : to_list(extra)) pos.push_back(std::move(x));
+        for (Value& x : to_list(extra)) store.push(std::move(x));
     }
-    kw.reserve(a.kw.size());
-    for (const KwExpr& k : a.kw) kw.push_back(KwArg{k.name, eval(k.value.get()), Value()});
+    for (const KwExpr& k : a.kw) store.push_kw(KwArg{k.name, eval(k.value.get()), Value()});
     if (a.dyn_kwargs) {
         Value extra = eval(a.dyn_kwargs.get());
         if (!extra.is_dict()) fail_type("argument after ** must be a mapping, not " + std::string(type_name(extra)));
-        // Keep the dict alive while its keys are referenced by name.
         for (const auto& [k, v] : extra.dict().entries) {
             if (!k.is_string()) fail_type("keywords must be strings");
-            kw.push_back(KwArg{k.str(), v, k});
+            store.push_kw(KwArg{k.str(), v, k});  // `keep` owns the name's storage
         }
     }
 }
@@ -545,21 +820,20 @@ Value Interp::method_call(const GetAttrExpr* g, const Value& obj, const ArgExprs
     if (obj.is_string()) owner = MethodOwner::Str, id = g->str_method;
     else if (obj.is_list()) owner = MethodOwner::List, id = g->list_method;
     else if (obj.is_dict()) owner = MethodOwner::Dict, id = g->dict_method;
-    std::vector<Value> pos;
-    std::vector<KwArg> kw;
+    ArgStore store;
     if (id >= 0) {
-        eval_args(a, pos, kw);
+        eval_args(a, store);
         pos_ = g->pos;
-        Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+        Args args = store.args();
         return call_method(*this, obj, owner, id, args);
     }
     pos_ = g->pos;
     Value callee = obj.is_dict() ? (obj.dict().find_str(g->name) ? *obj.dict().find_str(g->name)
                                                                    : Value::undefined("'dict object' has no attribute '" + g->name + "'"))
                                  : getattr(obj, g->name);
-    eval_args(a, pos, kw);
+    eval_args(a, store);
     pos_ = g->pos;
-    Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+    Args args = store.args();
     return call(callee, args);
 }
 
@@ -574,40 +848,53 @@ Value Interp::eval_call(const CallExpr* e) {
         return method_call(g, obj, e->args);
     }
     Value callee = eval(e->callee.get());
-    std::vector<Value> pos;
-    std::vector<KwArg> kw;
-    eval_args(e->args, pos, kw);
+    ArgStore store;
+    eval_args(e->args, store);
     pos_ = e->pos;
-    Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+    Args args = store.args();
     return call(callee, args);
 }
 
 Value Interp::eval_filter(const FilterExpr* e, const Value* input) {
-    Value subject = input ? *input : (e->subject ? eval(e->subject.get()) : Value());
-    std::vector<Value> pos;
-    std::vector<KwArg> kw;
-    eval_args(e->args, pos, kw);
+    Value tmp;
+    const Value* peeked = input;
+    if (!peeked) {
+        if (!e->subject) peeked = &tmp;
+        else if (e->args.pure) peeked = borrow(e->subject.get(), tmp);
+        else peeked = &(tmp = eval(e->subject.get()));
+    }
+    const Value& subject = *peeked;
+    ArgStore store;
+    eval_args(e->args, store);
     pos_ = e->pos;
     if (!e->fn) fail("No filter named '" + e->name + "'.");
-    Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+    Args args = store.args();
     return e->fn(*this, subject, args);
 }
 
 bool Interp::eval_test(const TestExpr* e) {
-    Value subject = eval(e->subject.get());
-    std::vector<Value> pos;
-    std::vector<KwArg> kw;
-    eval_args(e->args, pos, kw);
+    Value tmp;
+    const Value& subject = e->args.pure ? *borrow(e->subject.get(), tmp) : (tmp = eval(e->subject.get()));
+    ArgStore store;
+    eval_args(e->args, store);
     pos_ = e->pos;
     if (!e->fn) fail("No test named '" + e->name + "'.");
-    Args args{pos.data(), pos.size(), kw.data(), kw.size()};
+    Args args = store.args();
     return e->fn(*this, subject, args);
 }
 
 Value Interp::eval_compare(const CompareExpr* e) {
-    Value left = eval(e->first.get());
-    for (const auto& [op, expr] : e->rest) {
-        Value right = eval(expr.get());
+    // Operands are borrowed when what is evaluated after them is pure (see borrow).
+    bool rest_pure = true;
+    for (const auto& r : e->rest) rest_pure &= r.second->pure;
+    Value left_tmp;
+    const Value* left_p = rest_pure ? borrow(e->first.get(), left_tmp) : &(left_tmp = eval(e->first.get()));
+    for (size_t k = 0; k < e->rest.size(); ++k) {
+        const auto& [op, expr] = e->rest[k];
+        Value right_tmp;
+        const Value* right_p = borrow(expr.get(), right_tmp);
+        const Value& left = *left_p;
+        const Value& right = *right_p;
         pos_ = e->pos;
         bool ok = false;
         switch (op) {
@@ -621,17 +908,20 @@ Value Interp::eval_compare(const CompareExpr* e) {
             case CmpOp::NotIn: ok = !contains(*this, right, left); break;
         }
         if (!ok) return Value::boolean(false);
-        left = std::move(right);
+        if (k + 1 < e->rest.size()) {
+            left_tmp = *right_p;  // the next comparison's left operand, owned
+            left_p = &left_tmp;
+        }
     }
     return Value::boolean(true);
 }
 
-Value Interp::eval_slice(const Value& obj, const SliceExpr* s) {
+Value Interp::eval_slice(const Value& obj, const SliceExpr* s, bool folded) {
     Value start = s->start ? eval(s->start.get()) : Value::none();
     Value stop = s->stop ? eval(s->stop.get()) : Value::none();
     Value step = s->step ? eval(s->step.get()) : Value::none();
     pos_ = s->pos;
-    return slice_value(*this, obj, start, stop, step);
+    return slice_value(*this, obj, start, stop, step, folded);
 }
 
 // --- services -----------------------------------------------------------------------------
@@ -850,34 +1140,68 @@ Value Interp::call_object_method(BoundMethodObj& m, Args& args) {
 }
 
 Value Interp::loop_attr(LoopObj& loop, std::string_view name) {
-    const size_t n = loop.items.size();
-    const auto i = static_cast<int64_t>(loop.index0);
-    if (name == "index") return Value::integer(i + 1);
-    if (name == "index0") return Value::integer(i);
-    if (name == "first") return Value::boolean(loop.index0 == 0);
-    if (name == "last") return Value::boolean(loop.index0 + 1 == n);
-    if (name == "length") return Value::integer(static_cast<int64_t>(n));
-    if (name == "revindex") return Value::integer(static_cast<int64_t>(n) - i);
-    if (name == "revindex0") return Value::integer(static_cast<int64_t>(n) - i - 1);
-    if (name == "depth") return Value::integer(loop.depth0 + 1);
-    if (name == "depth0") return Value::integer(loop.depth0);
-    if (name == "previtem") return loop.index0 > 0 ? loop.items[loop.index0 - 1] : Value::undefined("there is no previous item");
-    if (name == "nextitem") return loop.index0 + 1 < n ? loop.items[loop.index0 + 1] : Value::undefined("there is no next item");
-    Value self = Value::from_obj(&loop);
-    ref_inc(&loop);
-    if (name == "cycle") return Value::from_obj(new BoundMethodObj(self, ObjMethod::LoopCycle));
-    if (name == "changed") return Value::from_obj(new BoundMethodObj(self, ObjMethod::LoopChanged));
+    for (size_t k = 0; k < std::size(k_loop_attrs); ++k)
+        if (k_loop_attrs[k] == name) return loop_attr_id(loop, static_cast<int>(k));
     return Value::undefined("'LoopContext object' has no attribute '" + std::string(name) + "'");
 }
 
-Value Interp::call_macro(MacroObj& m, Args& args) {
+Value Interp::loop_attr_id(LoopObj& loop, int id) {
+    const size_t n = loop.items.size();
+    const auto i = static_cast<int64_t>(loop.index0);
+    switch (id) {
+        case 0: return Value::integer(i + 1);
+        case 1: return Value::integer(i);
+        case 2: return Value::boolean(loop.index0 == 0);
+        case 3: return Value::boolean(loop.index0 + 1 == n);
+        case 4: return Value::integer(static_cast<int64_t>(n));
+        case 5: return Value::integer(static_cast<int64_t>(n) - i);
+        case 6: return Value::integer(static_cast<int64_t>(n) - i - 1);
+        case 7: return Value::integer(loop.depth0 + 1);
+        case 8: return Value::integer(loop.depth0);
+        case 9: return loop.index0 > 0 ? loop.items[loop.index0 - 1] : Value::undefined("there is no previous item");
+        case 10: return loop.index0 + 1 < n ? loop.items[loop.index0 + 1] : Value::undefined("there is no next item");
+        default: break;
+    }
+    Value self = Value::from_obj(&loop);
+    ref_inc(&loop);
+    return Value::from_obj(new BoundMethodObj(self, id == 11 ? ObjMethod::LoopCycle : ObjMethod::LoopChanged));
+}
+
+Value Interp::call_macro(MacroObj& m, Args& args, std::string* sink) {
+    check_stack();
     const MacroDef& d = *m.def;
     if (++call_depth_ > options_.limits.max_depth)
         fail("template exceeded the recursion limit of " + std::to_string(options_.limits.max_depth) + " nested calls");
     tick();
     const size_t n_params = d.params.size();
-    std::vector<Value> bound(n_params);
-    std::vector<uint8_t> given(n_params, 0);
+    if (args.n_kw == 0 && args.n_pos == n_params && !d.uses_caller && !d.uses_kwargs && !d.uses_varargs) {
+        // The common call: every parameter given by position. Bind straight into the scope.
+        std::string buf;
+        {
+            FrameSave save(out_, scope_);
+            ScopeRef sc(new Scope(m.closure));
+            scope_ = sc.get();
+            out_ = sink ? sink : &buf;
+            for (size_t k = 0; k < n_params; ++k) scope_->vars.emplace_back(d.params[k], std::move(args.pos[k]));
+            exec_body(d.body);
+        }
+        --call_depth_;
+        return sink ? Value() : Value::string(std::move(buf));
+    }
+    // Parameters bound so far; small macros keep them on the stack.
+    constexpr size_t k_inline = 8;
+    Value bound_inline[k_inline];
+    uint8_t given_inline[k_inline] = {};
+    std::vector<Value> bound_heap;
+    std::vector<uint8_t> given_heap;
+    Value* bound = bound_inline;
+    uint8_t* given = given_inline;
+    if (n_params > k_inline) {
+        bound_heap.resize(n_params);
+        given_heap.assign(n_params, 0);
+        bound = bound_heap.data();
+        given = given_heap.data();
+    }
     const size_t n_positional = std::min(args.n_pos, n_params);
     for (size_t k = 0; k < n_positional; ++k) {
         bound[k] = args.pos[k];
@@ -886,9 +1210,7 @@ Value Interp::call_macro(MacroObj& m, Args& args) {
     Value kwargs = d.uses_kwargs ? Value::new_dict() : Value();
     Value caller;
     bool have_caller = false;
-    bool explicit_caller = false;
-    for (const auto& p : d.param_names)
-        if (p == "caller") explicit_caller = true;
+    const bool explicit_caller = d.explicit_caller;
     for (size_t k = 0; k < args.n_kw; ++k) {
         const KwArg& kw = args.kw[k];
         bool matched = false;
@@ -930,7 +1252,7 @@ Value Interp::call_macro(MacroObj& m, Args& args) {
         FrameSave save(out_, scope_);
         ScopeRef sc(new Scope(m.closure));
         scope_ = sc.get();
-        out_ = &buf;
+        out_ = sink ? sink : &buf;
         const size_t first_default = n_params - d.defaults.size();
         for (size_t k = 0; k < n_params; ++k) {
             if (given[k]) {

@@ -19,9 +19,55 @@
 
 namespace kiln::jinja {
 
+// A scope's variables: a few inline slots (macro parameters, loop variables),
+// spilling to the heap beyond that.
+class ScopeVars {
+public:
+    using Entry = std::pair<uint32_t, Value>;
+    Entry* begin() { return data(); }
+    Entry* end() { return data() + n_; }
+    const Entry* begin() const { return data(); }
+    const Entry* end() const { return data() + n_; }
+    void emplace_back(uint32_t sym, Value v) {
+        if (heap_.empty() && n_ < k_inline) {
+            inline_[n_].first = sym;
+            inline_[n_].second = std::move(v);
+            ++n_;
+            return;
+        }
+        if (heap_.empty()) {
+            heap_.reserve(2 * k_inline);
+            for (size_t i = 0; i < n_; ++i) heap_.push_back(std::move(inline_[i]));
+        }
+        heap_.emplace_back(sym, std::move(v));
+        ++n_;
+    }
+    void clear() { truncate(0); }
+    // Drops the entries from `n` on (the variables a loop body set in the last iteration).
+    void truncate(size_t n) {
+        if (n >= n_) return;
+        if (heap_.empty()) {
+            for (size_t i = n; i < n_; ++i) inline_[i].second = Value();
+        } else {
+            heap_.resize(n);
+        }
+        n_ = n;
+    }
+    size_t size() const { return n_; }
+    Entry& operator[](size_t i) { return data()[i]; }
+
+private:
+    static constexpr size_t k_inline = 4;
+    Entry* data() { return heap_.empty() ? inline_ : heap_.data(); }
+    const Entry* data() const { return heap_.empty() ? inline_ : heap_.data(); }
+    Entry inline_[k_inline];
+    std::vector<Entry> heap_;
+    size_t n_ = 0;
+};
+
 struct Scope final : HeapObject {
     Scope* parent;  // counted reference; nullptr: the template's top level
-    std::vector<std::pair<uint32_t, Value>> vars;
+    ScopeVars vars;
     explicit Scope(Scope* p) : parent(p) {
         if (parent) ref_inc(parent);
         join_registry();
@@ -30,8 +76,7 @@ struct Scope final : HeapObject {
         if (parent) ref_dec(parent);
     }
     void clear_refs() override {
-        std::vector<std::pair<uint32_t, Value>> tmp;
-        tmp.swap(vars);
+        vars.clear();
         if (parent) {
             Scope* p = parent;
             parent = nullptr;
@@ -182,10 +227,72 @@ struct IteratorObj final : Object {
 
 enum class Flow : uint8_t { Normal, Break, Continue };
 
+// The evaluated arguments of one call. Calls with few arguments (nearly all) keep
+// them in raw inline storage, constructed only as used: no allocation and little
+// work per filter, method or macro call.
+class ArgStore {
+public:
+    ArgStore() = default;
+    ArgStore(const ArgStore&) = delete;
+    ArgStore& operator=(const ArgStore&) = delete;
+    ~ArgStore() {
+        if (!big_pos_)
+            for (size_t i = 0; i < n_pos_; ++i) pos_small()[i].~Value();
+        if (!big_kw_)
+            for (size_t i = 0; i < n_kw_; ++i) kw_small()[i].~KwArg();
+    }
+    void push(Value v) {
+        if (!big_pos_ && n_pos_ < k_pos) {
+            new (&pos_small()[n_pos_++]) Value(std::move(v));
+            return;
+        }
+        if (!big_pos_) {
+            pos_big_.reserve(2 * k_pos);
+            for (size_t i = 0; i < n_pos_; ++i) {
+                pos_big_.push_back(std::move(pos_small()[i]));
+                pos_small()[i].~Value();
+            }
+            big_pos_ = true;
+        }
+        pos_big_.push_back(std::move(v));
+        ++n_pos_;
+    }
+    void push_kw(KwArg k) {
+        if (!big_kw_ && n_kw_ < k_kw) {
+            new (&kw_small()[n_kw_++]) KwArg(std::move(k));
+            return;
+        }
+        if (!big_kw_) {
+            for (size_t i = 0; i < n_kw_; ++i) {
+                kw_big_.push_back(std::move(kw_small()[i]));
+                kw_small()[i].~KwArg();
+            }
+            big_kw_ = true;
+        }
+        kw_big_.push_back(std::move(k));
+        ++n_kw_;
+    }
+    Args args() {
+        return Args{big_pos_ ? pos_big_.data() : pos_small(), n_pos_, big_kw_ ? kw_big_.data() : kw_small(), n_kw_};
+    }
+
+private:
+    static constexpr size_t k_pos = 4, k_kw = 2;
+    Value* pos_small() { return reinterpret_cast<Value*>(pos_raw_); }
+    KwArg* kw_small() { return reinterpret_cast<KwArg*>(kw_raw_); }
+    alignas(Value) unsigned char pos_raw_[k_pos * sizeof(Value)];
+    alignas(KwArg) unsigned char kw_raw_[k_kw * sizeof(KwArg)];
+    std::vector<Value> pos_big_;
+    std::vector<KwArg> kw_big_;
+    size_t n_pos_ = 0, n_kw_ = 0;
+    bool big_pos_ = false, big_kw_ = false;
+};
+
 class Interp {
 public:
     Interp(const Program& prog, const RenderOptions& options);
-    std::string render(const Value& context);
+    // copy: deep-copy the context's containers first (they belong to the caller).
+    std::string render(const Value& context, bool copy);
 
     // --- services for the built-ins (Python / jinja2 semantics) -----------------------
     Value getattr(const Value& obj, std::string_view name);  // jinja2's sandboxed getattr
@@ -209,6 +316,7 @@ private:
     std::vector<Value> root_;
     std::vector<uint8_t> root_set_;
     uint32_t pos_ = 0;
+    bool folding_ = false;  // evaluating a constant {{ }} as jinja2's compiler does
     uint32_t call_depth_ = 0;
     uint64_t iterations_ = 0;
     uint32_t tick_count_ = 0;
@@ -235,16 +343,23 @@ private:
     Value eval_filter(const FilterExpr* e, const Value* input);
     bool eval_test(const TestExpr* e);
     Value eval_compare(const CompareExpr* e);
-    Value eval_slice(const Value& obj, const SliceExpr* s);
-    void eval_args(const ArgExprs& a, std::vector<Value>& pos, std::vector<KwArg>& kw);
+    Value eval_slice(const Value& obj, const SliceExpr* s, bool folded = false);
+    void eval_args(const ArgExprs& a, ArgStore& store);
+    Value eval_add(const BinaryExpr* e);
+    void emit_add(const BinaryExpr* e);
     Value method_call(const GetAttrExpr* g, const Value& obj, const ArgExprs& a);
 
     // objects
-    Value call_macro(MacroObj& m, Args& args);
+    // Renders the macro; into `sink` when given (the result is then undefined).
+    Value call_macro(MacroObj& m, Args& args, std::string* sink = nullptr);
     Value call_object_method(BoundMethodObj& m, Args& args);
     Value loop_attr(LoopObj& loop, std::string_view name);
+    Value loop_attr_id(LoopObj& loop, int id);
 
     const Value* lookup(uint32_t sym) const;
+    const Value* peek(const Expr* e) const;
+    const Value* borrow(const Expr* e, Value& tmp);
+    Value attr_of(const GetAttrExpr* e, const Value& obj);
     void assign(uint32_t sym, Value v);
     void emit(const Value& v);
     void check_output();

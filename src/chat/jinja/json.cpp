@@ -14,8 +14,40 @@ namespace kiln::jinja {
 
 namespace {
 
+// Bytes JSON writes as they are (ensure_ascii off): printable ASCII but '"' and
+// '\\', and every byte of a multi-byte UTF-8 sequence.
+bool plain_json_byte(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
+
 void dump_string(std::string& out, std::string_view s, bool ensure_ascii) {
     out.push_back('"');
+    if (!ensure_ascii) {
+        // Copy runs of plain bytes at once; escapes are rare.
+        size_t i = 0;
+        while (i < s.size()) {
+            size_t j = i;
+            while (j < s.size() && plain_json_byte(static_cast<unsigned char>(s[j]))) ++j;
+            out.append(s.data() + i, j - i);
+            if (j >= s.size()) break;
+            const auto c = static_cast<unsigned char>(s[j]);
+            switch (c) {
+                case '"': out += "\\\""; break;
+                case '\\': out += "\\\\"; break;
+                case '\n': out += "\\n"; break;
+                case '\r': out += "\\r"; break;
+                case '\t': out += "\\t"; break;
+                case '\b': out += "\\b"; break;
+                case '\f': out += "\\f"; break;
+                default: {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                }
+            }
+            i = j + 1;
+        }
+        out.push_back('"');
+        return;
+    }
     for (size_t i = 0; i < s.size();) {
         const auto c = static_cast<unsigned char>(s[i]);
         if (c < 0x80) {

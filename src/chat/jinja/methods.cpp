@@ -42,6 +42,13 @@ Value str_result(std::string s, bool safe) { return Value::string(std::move(s), 
 // Python's handling of start/end arguments of find, count, startswith, ...: code
 // point positions clamped as slice indices. Returns byte offsets.
 void bounds(const std::string& s, const Params& p, size_t i_start, size_t& b, size_t& e, std::vector<size_t>& cps) {
+    const Value* st_v = p.get(i_start);
+    const Value* en_v = p.get(i_start + 1);
+    if ((!st_v || st_v->is_none()) && (!en_v || en_v->is_none())) {
+        b = 0;  // the whole string: no code point table needed
+        e = s.size();
+        return;
+    }
     cps = text::boundaries(s);
     const auto n = static_cast<int64_t>(cps.size() - 1);
     auto clamp = [&](const Value* v, int64_t def) {
@@ -56,7 +63,9 @@ void bounds(const std::string& s, const Params& p, size_t i_start, size_t& b, si
     e = en < st ? b : cps[static_cast<size_t>(en)];
 }
 
-int64_t cp_index(const std::vector<size_t>& cps, size_t byte) {
+// The code point index of a byte offset (cps empty: count from the start).
+int64_t cp_index(const std::string& s, const std::vector<size_t>& cps, size_t byte) {
+    if (cps.empty()) return text::length(std::string_view(s).substr(0, byte));
     return static_cast<int64_t>(std::lower_bound(cps.begin(), cps.end(), byte) - cps.begin());
 }
 
@@ -216,7 +225,9 @@ Value call_str(Interp& in, const Value& self, int id, Args& a) {
                 set = c->str();
                 cs = &set;
             }
-            return str_result(std::string(text::strip(s, cs, id != S_rstrip, id != S_lstrip)), safe);
+            std::string_view stripped = text::strip(s, cs, id != S_rstrip, id != S_lstrip);
+            if (stripped.size() == s.size()) return self;  // unchanged: the same string
+            return str_result(std::string(stripped), safe);
         }
         case S_split:
         case S_rsplit: {
@@ -282,7 +293,7 @@ Value call_str(Interp& in, const Value& self, int id, Args& a) {
                 if (id == S_index || id == S_rindex) fail("substring not found");
                 return Value::integer(-1);
             }
-            return Value::integer(cp_index(cps, b + hit));
+            return Value::integer(cp_index(s, cps, b + hit));
         }
         case S_replace: {
             Params p(a, name, {"old", "new", "count"}, 2);

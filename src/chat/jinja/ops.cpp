@@ -320,7 +320,7 @@ void slice_positions(int64_t n, const Value& start_v, const Value& stop_v, const
 
 }  // namespace
 
-Value slice_value(Interp& in, const Value& obj, const Value& start, const Value& stop, const Value& step) {
+Value slice_value(Interp& in, const Value& obj, const Value& start, const Value& stop, const Value& step, bool folded) {
     if (obj.is_undefined()) fail_undefined(obj);
     std::vector<int64_t> pos;
     if (obj.is_string()) {
@@ -349,7 +349,12 @@ Value slice_value(Interp& in, const Value& obj, const Value& start, const Value&
         return out;
     }
     (void)in;
-    return Value::undefined("'" + std::string(type_name(obj)) + " object' is not subscriptable");
+    // jinja2 compiles slicing to plain Python subscription (not its getitem with the
+    // attribute fallback), so slicing anything else raises -- unless its optimizer
+    // folded the expression, which goes through getitem and yields undefined.
+    if (folded) return Value::undefined("'" + std::string(type_name(obj)) + " object' is not subscriptable");
+    if (obj.is_dict()) fail_type("unhashable type: 'slice'");
+    fail_type("'" + std::string(type_name(obj)) + "' object is not subscriptable");
 }
 
 Value index_value(const Value& obj, int64_t index) {

@@ -21,7 +21,10 @@ Value unary_minus(const Value& v);
 Value unary_plus(const Value& v);
 bool contains(Interp& in, const Value& container, const Value& item);  // item in container
 // Python slicing of str / list / tuple; missing bounds are undefined Values.
-Value slice_value(Interp& in, const Value& obj, const Value& start, const Value& stop, const Value& step);
+// folded: the object is a compile-time constant in jinja2 (see Expr::constant),
+// where an unsliceable object gives undefined instead of a TypeError.
+Value slice_value(Interp& in, const Value& obj, const Value& start, const Value& stop, const Value& step,
+                  bool folded = false);
 // The element at a Python index (negative from the end); undefined when out of range.
 Value index_value(const Value& obj, int64_t index);
 

@@ -18,11 +18,25 @@ uint32_t Program::intern(const std::string& name) {
     symbols.push_back(name);
     symbol_ids.emplace(name, id);
     globals.push_back(find_global(name));
+    undefined_names.push_back(undefined_literal("'" + name + "' is undefined"));
     return id;
+}
+
+Value Program::undefined_literal(std::string hint) {
+    auto obj = std::make_unique<StrObj>(std::move(hint));
+    obj->is_ascii();
+    obj->length();
+    obj->refs = HeapObject::k_immortal;
+    StrObj* raw = obj.get();
+    literals.push_back(std::move(obj));
+    return Value::undefined_from(raw);
 }
 
 Value Program::literal(std::string s) {
     auto obj = std::make_unique<StrObj>(std::move(s));
+    // Fill the lazy caches now: threads rendering the template only read them.
+    obj->is_ascii();
+    obj->length();
     obj->refs = HeapObject::k_immortal;
     StrObj* raw = obj.get();
     literals.push_back(std::move(obj));
@@ -258,8 +272,11 @@ private:
         while (cur().type != Tok::RParen) {
             if (!def.params.empty()) expect(Tok::Comma);
             const Token& n = expect(Tok::Name);
+            for (const auto& existing : def.param_names)
+                if (existing == n.text) fail_at(n, "duplicate argument '" + n.text + "' in function definition");
             def.params.push_back(prog_.intern(n.text));
             def.param_names.push_back(n.text);
+            if (n.text == "caller") def.explicit_caller = true;
             if (skip_if(Tok::Assign)) def.defaults.push_back(parse_expression(true));
             else if (!def.defaults.empty()) fail_at(n, "non-default argument follows default argument");
         }
@@ -391,6 +408,7 @@ private:
                 const Token& attr = expect(Tok::Name);
                 out.kind = Target::Kind::NsAttr;
                 out.attr = attr.text;
+                out.attr_key = prog_.literal(attr.text);
             }
             return out;
         }
@@ -734,6 +752,9 @@ private:
                 g->str_method = find_method(MethodOwner::Str, a.text);
                 g->list_method = find_method(MethodOwner::List, a.text);
                 g->dict_method = find_method(MethodOwner::Dict, a.text);
+                g->dict_missing = prog_.undefined_literal("'dict object' has no attribute '" + a.text + "'");
+                for (size_t k = 0; k < std::size(k_loop_attrs); ++k)
+                    if (k_loop_attrs[k] == a.text) g->loop_attr = static_cast<int>(k);
                 return g;
             }
             if (a.type != Tok::Int) fail_at(a, "expected name or number");
@@ -841,7 +862,7 @@ private:
         f->name = dotted_name();
         f->fn = find_filter(f->name);
         // An unknown filter is an error when the template is compiled, unless it sits
-        // in an if statement or an inline if (jinja2's "soft" frames): see check_unknown.
+        // in an if statement or an inline if (jinja2's "soft" frames): see analyze.cpp.
         if (cur().type == Tok::LParen) parse_call_args(f->args);
         return f;
     }
@@ -874,166 +895,6 @@ private:
     }
 };
 
-// jinja2 resolves filters and tests when it compiles a template: an unknown one is
-// an error then, except inside an if statement or an inline if expression (a
-// "soft" frame, reset by loops, macros and blocks), where it fails only if it runs.
-class UnknownCheck {
-public:
-    explicit UnknownCheck(const Program& p) : prog_(p) {}
-
-    void body(const Body& b, bool soft) {
-        for (const StmtPtr& s : b) stmt(s.get(), soft);
-    }
-
-private:
-    const Program& prog_;
-
-    [[noreturn]] void fail(uint32_t offset, const std::string& msg) {
-        uint32_t line, col;
-        offset_to_line_col(prog_.source, offset, line, col);
-        throw TemplateError(msg, line, col);
-    }
-
-    void args(const ArgExprs& a, bool soft) {
-        for (const ExprPtr& e : a.pos) expr(e.get(), soft);
-        for (const KwExpr& k : a.kw) expr(k.value.get(), soft);
-        if (a.dyn_args) expr(a.dyn_args.get(), soft);
-        if (a.dyn_kwargs) expr(a.dyn_kwargs.get(), soft);
-    }
-
-    void filter(const FilterExpr* f, bool soft) {
-        if (!f->fn && !soft) fail(f->pos, "No filter named '" + f->name + "'.");
-        if (f->subject) expr(f->subject.get(), soft);
-        args(f->args, soft);
-    }
-
-    void expr(const Expr* e, bool soft) {
-        if (!e) return;
-        switch (e->kind) {
-            case ExprKind::Const:
-            case ExprKind::Name: return;
-            case ExprKind::GetAttr: return expr(static_cast<const GetAttrExpr*>(e)->obj.get(), soft);
-            case ExprKind::GetItem: {
-                const auto* g = static_cast<const GetItemExpr*>(e);
-                expr(g->obj.get(), soft);
-                return expr(g->key.get(), soft);
-            }
-            case ExprKind::Slice: {
-                const auto* s = static_cast<const SliceExpr*>(e);
-                expr(s->start.get(), soft);
-                expr(s->stop.get(), soft);
-                return expr(s->step.get(), soft);
-            }
-            case ExprKind::Call: {
-                const auto* c = static_cast<const CallExpr*>(e);
-                expr(c->callee.get(), soft);
-                return args(c->args, soft);
-            }
-            case ExprKind::Filter: return filter(static_cast<const FilterExpr*>(e), soft);
-            case ExprKind::Test: {
-                const auto* t = static_cast<const TestExpr*>(e);
-                if (!t->fn && !soft) fail(t->pos, "No test named '" + t->name + "'.");
-                expr(t->subject.get(), soft);
-                return args(t->args, soft);
-            }
-            case ExprKind::Not:
-            case ExprKind::Neg:
-            case ExprKind::Pos: return expr(static_cast<const UnaryExpr*>(e)->operand.get(), soft);
-            case ExprKind::Binary: {
-                const auto* b = static_cast<const BinaryExpr*>(e);
-                expr(b->left.get(), soft);
-                return expr(b->right.get(), soft);
-            }
-            case ExprKind::And:
-            case ExprKind::Or: {
-                const auto* b = static_cast<const LogicExpr*>(e);
-                expr(b->left.get(), soft);
-                return expr(b->right.get(), soft);
-            }
-            case ExprKind::Compare: {
-                const auto* c = static_cast<const CompareExpr*>(e);
-                expr(c->first.get(), soft);
-                for (const auto& r : c->rest) expr(r.second.get(), soft);
-                return;
-            }
-            case ExprKind::Concat:
-                for (const ExprPtr& p : static_cast<const ConcatExpr*>(e)->parts) expr(p.get(), soft);
-                return;
-            case ExprKind::Cond: {
-                const auto* c = static_cast<const CondExpr*>(e);
-                expr(c->test.get(), true);
-                expr(c->then.get(), true);
-                return expr(c->otherwise.get(), true);
-            }
-            case ExprKind::List:
-            case ExprKind::Tuple:
-                for (const ExprPtr& x : static_cast<const SeqExpr*>(e)->items) expr(x.get(), soft);
-                return;
-            case ExprKind::Dict:
-                for (const auto& [k, v] : static_cast<const DictExpr*>(e)->items) {
-                    expr(k.get(), soft);
-                    expr(v.get(), soft);
-                }
-                return;
-        }
-    }
-
-    void macro(const MacroDef& d) {
-        for (const ExprPtr& x : d.defaults) expr(x.get(), false);
-        body(d.body, false);
-    }
-
-    void stmt(const Stmt* s, bool soft) {
-        switch (s->kind) {
-            case StmtKind::Text:
-            case StmtKind::Break:
-            case StmtKind::Continue: return;
-            case StmtKind::Output: return expr(static_cast<const OutputStmt*>(s)->expr.get(), soft);
-            case StmtKind::If: {
-                const auto* i = static_cast<const IfStmt*>(s);
-                for (const auto& [test, b] : i->branches) {
-                    expr(test.get(), true);
-                    body(b, true);
-                }
-                return body(i->else_body, true);
-            }
-            case StmtKind::For: {
-                const auto* f = static_cast<const ForStmt*>(s);
-                expr(f->iter.get(), soft);
-                expr(f->filter.get(), false);
-                body(f->body, false);
-                return body(f->else_body, false);
-            }
-            case StmtKind::Set: return expr(static_cast<const SetStmt*>(s)->value.get(), soft);
-            case StmtKind::SetBlock: {
-                const auto* b = static_cast<const SetBlockStmt*>(s);
-                for (const auto& f : b->filters) filter(f.get(), soft);
-                return body(b->body, false);
-            }
-            case StmtKind::Macro: return macro(static_cast<const MacroStmt*>(s)->def);
-            case StmtKind::CallBlock: {
-                const auto* c = static_cast<const CallBlockStmt*>(s);
-                macro(c->caller);
-                return expr(c->call.get(), soft);
-            }
-            case StmtKind::FilterBlock: {
-                const auto* f = static_cast<const FilterBlockStmt*>(s);
-                for (const auto& x : f->filters) filter(x.get(), soft);
-                return body(f->body, false);
-            }
-            case StmtKind::With: {
-                const auto* w = static_cast<const WithStmt*>(s);
-                for (const auto& a : w->assigns) expr(a.second.get(), soft);
-                return body(w->body, false);
-            }
-            case StmtKind::Scope: {
-                const auto* sc = static_cast<const ScopeStmt*>(s);
-                return body(sc->body, sc->new_scope ? false : soft);
-            }
-        }
-    }
-};
-
 }  // namespace
 
 std::unique_ptr<Program> parse_program(std::string_view source) {
@@ -1046,7 +907,7 @@ std::unique_ptr<Program> parse_program(std::string_view source) {
     std::vector<Token> toks = tokenize(prog->source);
     Parser parser(*prog, std::move(toks));
     prog->body = parser.parse_template();
-    UnknownCheck(*prog).body(prog->body, false);
+    analyze_program(*prog);
     return prog;
 }
 

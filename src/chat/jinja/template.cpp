@@ -14,6 +14,8 @@ Template::Template(std::string_view source) {
         throw;
     } catch (const std::bad_alloc&) {
         throw TemplateError("out of memory while parsing the template", 0, 0);
+    } catch (const std::exception& e) {
+        throw TemplateError(std::string("internal error: ") + e.what(), 0, 0);  // not expected
     }
 }
 
@@ -25,10 +27,16 @@ const std::string& Template::source() const { return program_->source; }
 
 std::string Template::render(const Value& context, const RenderOptions& options) const {
     Interp interp(*program_, options);
-    return interp.render(context);
+    return interp.render(context, true);
+}
+
+std::string Template::render_owned(const Value& context, const RenderOptions& options) const {
+    Interp interp(*program_, options);
+    return interp.render(context, false);
 }
 
 std::string Template::render_json(std::string_view context_json, const RenderOptions& options) const {
+    RenderRegistry registry;  // owns the parsed context's containers
     Value context;
     try {
         context = json_parse(context_json);
@@ -36,7 +44,7 @@ std::string Template::render_json(std::string_view context_json, const RenderOpt
         throw TemplateError("context JSON: " + e.message(), 0, 0);
     }
     if (!context.is_dict()) throw TemplateError("context JSON must be an object", 0, 0);
-    return render(context, options);
+    return render_owned(context, options);
 }
 
 std::string render(std::string_view source, std::string_view context_json, const RenderOptions& options) {

@@ -1,13 +1,11 @@
 #include "chat/jinja/text.h"
 
+#include <cstring>
+
 namespace kiln::jinja::text {
 
-uint32_t decode(std::string_view s, size_t& i) {
+uint32_t decode_multibyte(std::string_view s, size_t& i) {
     const auto b0 = static_cast<unsigned char>(s[i]);
-    if (b0 < 0x80) {
-        ++i;
-        return b0;
-    }
     size_t n = 0;
     uint32_t cp = 0, min = 0;
     if ((b0 & 0xE0) == 0xC0) n = 1, cp = b0 & 0x1F, min = 0x80;
@@ -54,17 +52,27 @@ void encode(std::string& out, uint32_t cp) {
 }
 
 bool is_ascii(std::string_view s) {
-    for (char c : s)
-        if (static_cast<unsigned char>(c) >= 0x80) return false;
+    // eight bytes at a time
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+        uint64_t w;
+        std::memcpy(&w, s.data() + i, 8);
+        if (w & 0x8080808080808080ull) return false;
+    }
+    for (; i < s.size(); ++i)
+        if (static_cast<unsigned char>(s[i]) >= 0x80) return false;
     return true;
 }
 
 int64_t length(std::string_view s) {
-    if (is_ascii(s)) return static_cast<int64_t>(s.size());
     int64_t n = 0;
     for (size_t i = 0; i < s.size();) {
-        decode(s, i);
-        ++n;
+        // runs of ASCII, then one (possibly invalid) multi-byte code point
+        while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) ++i, ++n;
+        if (i < s.size()) {
+            decode_multibyte(s, i);
+            ++n;
+        }
     }
     return n;
 }
@@ -294,25 +302,33 @@ std::string_view strip(std::string_view s, const std::string* chars, bool left, 
             if (x == c) return true;
         return false;
     };
-    if (is_ascii(s)) {
-        size_t b = 0, e = s.size();
-        if (left)
-            while (b < e && in_set(static_cast<unsigned char>(s[b]))) ++b;
-        if (right)
-            while (e > b && in_set(static_cast<unsigned char>(s[e - 1]))) --e;
-        return s.substr(b, e - b);
+    // Forward from the left; backward from the right one code point at a time (a
+    // lead byte with exactly its continuation bytes, else a lone byte: how the
+    // forward decoder splits the same bytes). Only the stripped ends are read.
+    size_t b = 0, e = s.size();
+    if (left) {
+        while (b < e) {
+            size_t j = b;
+            if (!in_set(decode(s, j))) break;
+            b = j;
+        }
     }
-    std::vector<size_t> bounds = boundaries(s);
-    size_t first = 0, last = bounds.size() - 1;  // code point indices [first, last)
-    auto cp_at = [&](size_t k) {
-        size_t i = bounds[k];
-        return decode(s, i);
-    };
-    if (left)
-        while (first < last && in_set(cp_at(first))) ++first;
-    if (right)
-        while (last > first && in_set(cp_at(last - 1))) --last;
-    return s.substr(bounds[first], bounds[last] - bounds[first]);
+    if (right) {
+        while (e > b) {
+            size_t k = e - 1;
+            while (k > b && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80 && e - k < 4) --k;
+            size_t j = k;
+            uint32_t c = decode(s, j);
+            if (j != e) {
+                k = e - 1;
+                j = k;
+                c = decode(s, j);
+            }
+            if (!in_set(c)) break;
+            e = k;
+        }
+    }
+    return s.substr(b, e - b);
 }
 
 std::string html_escape(std::string_view s) {

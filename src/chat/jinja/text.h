@@ -13,7 +13,15 @@ namespace kiln::jinja::text {
 // Decodes the code point at s[i]; advances i. Invalid bytes decode as themselves
 // (one byte, value 0xDC80 + byte, as Python's surrogateescape would) so that
 // indexing and slicing never lose or invent bytes.
-uint32_t decode(std::string_view s, size_t& i);
+uint32_t decode_multibyte(std::string_view s, size_t& i);
+inline uint32_t decode(std::string_view s, size_t& i) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+        ++i;
+        return b;
+    }
+    return decode_multibyte(s, i);
+}
 void encode(std::string& out, uint32_t cp);
 bool is_ascii(std::string_view s);
 int64_t length(std::string_view s);               // code points

@@ -28,6 +28,60 @@ HeapObject::~HeapObject() {
     if (registered) unlink(this);
 }
 
+namespace {
+
+// Free lists per 16-byte size class. The state is trivially destructible so it
+// stays usable for the whole thread; a separate object drains it at thread exit,
+// after which frees go straight to the allocator.
+constexpr size_t k_pool_classes = 16;  // 16 .. 256 bytes
+constexpr size_t k_pool_depth = 128;
+
+struct PoolState {
+    void* free[k_pool_classes][k_pool_depth];
+    uint16_t n[k_pool_classes];
+    bool armed;
+    bool dead;
+};
+thread_local PoolState t_pool;
+
+struct PoolDrain {
+    bool active = false;
+    ~PoolDrain() {
+        for (size_t c = 0; c < k_pool_classes; ++c) {
+            for (size_t i = 0; i < t_pool.n[c]; ++i) ::operator delete(t_pool.free[c][i]);
+            t_pool.n[c] = 0;
+        }
+        t_pool.dead = true;
+    }
+};
+thread_local PoolDrain t_drain;
+
+size_t pool_class(size_t bytes) { return (bytes + 15) / 16 - 1; }
+
+}  // namespace
+
+void* HeapObject::operator new(size_t bytes) {
+    const size_t c = pool_class(bytes);
+    if (c < k_pool_classes) {
+        if (t_pool.n[c]) return t_pool.free[c][--t_pool.n[c]];
+        return ::operator new((c + 1) * 16);
+    }
+    return ::operator new(bytes);
+}
+
+void HeapObject::operator delete(void* p, size_t bytes) {
+    const size_t c = pool_class(bytes);
+    if (c < k_pool_classes && !t_pool.dead && t_pool.n[c] < k_pool_depth) {
+        if (!t_pool.armed) {
+            t_drain.active = true;  // first use constructs the drain for this thread
+            t_pool.armed = true;
+        }
+        t_pool.free[c][t_pool.n[c]++] = p;
+        return;
+    }
+    ::operator delete(p);
+}
+
 void HeapObject::join_registry() {
     RenderRegistry* r = t_registry;
     if (!r) return;
@@ -63,6 +117,10 @@ void RenderRegistry::sweep() {
 // Releasing a container releases its elements; doing that recursively would let a
 // deeply nested value overflow the stack, so nested releases are queued.
 void release_object(HeapObject* p) {
+    if (p->leaf) {
+        delete p;
+        return;
+    }
     thread_local bool active = false;
     thread_local std::vector<HeapObject*> pending;
     if (active) {
@@ -101,6 +159,12 @@ void Object::repr(std::string& out) const {
 Value Value::undefined(std::string hint) {
     Value v;
     v.p_ = new StrObj(std::move(hint));
+    return v;
+}
+
+Value Value::undefined_from(StrObj* hint) {
+    Value v;
+    v.p_ = hint;
     return v;
 }
 
@@ -201,8 +265,14 @@ const Value* DictObj::find(const Value& key) const {
 
 const Value* DictObj::find_str(std::string_view key) const {
     if (index_.empty()) {
-        for (const auto& e : entries)
-            if (e.first.is_string() && e.first.str() == key) return &e.second;
+        // Small dicts (chat messages): sizes and first bytes rule out most keys cheaply.
+        const size_t n = key.size();
+        for (const auto& e : entries) {
+            if (!e.first.is_string()) continue;
+            const std::string& k = e.first.str();
+            if (k.size() == n && (n == 0 || (k[0] == key[0] && std::memcmp(k.data(), key.data(), n) == 0)))
+                return &e.second;
+        }
         return nullptr;
     }
     const uint64_t h = hash_bytes(key);
@@ -233,9 +303,15 @@ void DictObj::rebuild_index() {
     }
 }
 
+void DictObj::append_unique(Value key, Value value) {
+    entries.emplace_back(std::move(key), std::move(value));
+    if (entries.size() > k_linear_max && entries.size() * 2 > index_.size()) rebuild_index();
+    else if (!index_.empty()) index_[find_slot(entries.back().first, hash_value(entries.back().first))] = static_cast<int32_t>(entries.size() - 1);
+}
+
 void DictObj::set(Value key, Value value) {
     if (index_.empty()) {
-        hash_value(key);  // rejects unhashable keys as Python does
+        if (!key.is_string()) hash_value(key);  // rejects unhashable keys as Python does
         for (auto& e : entries) {
             if (equal(e.first, key)) {
                 e.second = std::move(value);

@@ -32,6 +32,7 @@ struct HeapObject {
     static constexpr uint32_t k_immortal = 0xFFFFFFFFu;
     uint32_t refs = 1;
     bool registered = false;
+    bool leaf = false;  // holds no references (strings): released without the queue
     HeapObject* reg_prev = nullptr;
     HeapObject* reg_next = nullptr;
 
@@ -41,6 +42,11 @@ struct HeapObject {
     virtual ~HeapObject();
     // Drops every reference this object holds (breaks cycles at the end of a render).
     virtual void clear_refs() {}
+
+    // Objects come from small per-thread free lists: a render allocates and frees
+    // many short-lived strings, dicts and scopes.
+    static void* operator new(size_t bytes);
+    static void operator delete(void* p, size_t bytes);
 
 protected:
     void join_registry();  // containers call this from their constructor
@@ -95,6 +101,7 @@ public:
     // --- construction ---------------------------------------------------------
     static Value undefined() { return Value(); }
     static Value undefined(std::string hint);  // remembers what was missing, for error messages
+    static Value undefined_from(StrObj* hint);  // takes one reference (or an immortal hint)
     static Value none() { Value v; v.kind_ = Kind::None; v.i_ = 0; return v; }
     static Value boolean(bool b) { Value v; v.kind_ = Kind::Bool; v.i_ = 0; v.b_ = b; return v; }
     static Value integer(int64_t i) { Value v; v.kind_ = Kind::Int; v.i_ = i; return v; }
@@ -157,7 +164,7 @@ struct StrObj final : HeapObject {
     std::string s;
     mutable int8_t ascii = -1;     // -1 unknown, 0 no, 1 yes (cached)
     mutable int64_t n_cp = -1;     // code points (cached)
-    explicit StrObj(std::string v) : s(std::move(v)) {}
+    explicit StrObj(std::string v) : s(std::move(v)) { leaf = true; }
     bool is_ascii() const;
     int64_t length() const;  // in code points, as Python's len()
 };
@@ -185,6 +192,8 @@ struct DictObj final : HeapObject {
     Value* find_mut(const Value& key) { return const_cast<Value*>(find(key)); }
     void set(Value key, Value value);
     void set_str(std::string_view key, Value value) { set(Value::string(key), std::move(value)); }
+    // Appends a key known to be absent and hashable (building a dict from unique keys).
+    void append_unique(Value key, Value value);
     bool erase(const Value& key);
     size_t size() const { return entries.size(); }
 

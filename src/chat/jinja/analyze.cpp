@@ -1,0 +1,291 @@
+// Analysis after parsing, as jinja2's compiler does it: unknown filters and
+// tests (errors unless inside an if), and per-expression facts the interpreter
+// uses: purity (no calls) and constness (what jinja2 folds at compile time).
+#include "chat/jinja/ast.h"
+#include "chat/jinja/error.h"
+#include "chat/jinja/lexer.h"
+
+namespace kiln::jinja {
+
+namespace {
+
+// jinja2's as_const: which expressions its optimizer folds while compiling.
+bool compute_constant(const Expr* e) {
+    if (!e) return true;
+    bool c = true;
+    auto all = [&](std::initializer_list<const Expr*> xs) {
+        bool r = true;
+        for (const Expr* x : xs) r &= compute_constant(x);
+        return r;
+    };
+    auto args_const = [&](const ArgExprs& a) {
+        bool r = true;
+        for (const ExprPtr& x : a.pos) r &= compute_constant(x.get());
+        for (const KwExpr& k : a.kw) r &= compute_constant(k.value.get());
+        if (a.dyn_args) r &= compute_constant(a.dyn_args.get());
+        if (a.dyn_kwargs) r &= compute_constant(a.dyn_kwargs.get());
+        return r;
+    };
+    switch (e->kind) {
+        case ExprKind::Const: c = true; break;
+        case ExprKind::Name: c = false; break;
+        case ExprKind::Call: {
+            const auto* call = static_cast<const CallExpr*>(e);
+            compute_constant(call->callee.get());
+            args_const(call->args);
+            c = false;
+            break;
+        }
+        case ExprKind::GetAttr: c = compute_constant(static_cast<const GetAttrExpr*>(e)->obj.get()); break;
+        case ExprKind::GetItem: {
+            const auto* g = static_cast<const GetItemExpr*>(e);
+            c = all({g->obj.get(), g->key.get()});
+            break;
+        }
+        case ExprKind::Slice: {
+            const auto* sl = static_cast<const SliceExpr*>(e);
+            c = all({sl->start.get(), sl->stop.get(), sl->step.get()});
+            break;
+        }
+        case ExprKind::Filter: {
+            const auto* f = static_cast<const FilterExpr*>(e);
+            // filters that need the render context are never folded
+            static const std::string_view k_context_filters[] = {"map", "select", "reject", "selectattr", "rejectattr", "random"};
+            bool ctx = !f->fn;
+            for (auto n : k_context_filters) ctx |= f->name == n;
+            c = compute_constant(f->subject.get()) && args_const(f->args) && f->subject && !ctx;
+            break;
+        }
+        case ExprKind::Test: {
+            const auto* t = static_cast<const TestExpr*>(e);
+            c = compute_constant(t->subject.get()) && args_const(t->args) && t->fn;
+            break;
+        }
+        case ExprKind::Not:
+        case ExprKind::Neg:
+        case ExprKind::Pos: c = compute_constant(static_cast<const UnaryExpr*>(e)->operand.get()); break;
+        case ExprKind::Binary: {
+            const auto* b = static_cast<const BinaryExpr*>(e);
+            c = all({b->left.get(), b->right.get()});
+            break;
+        }
+        case ExprKind::And:
+        case ExprKind::Or: {
+            const auto* b = static_cast<const LogicExpr*>(e);
+            c = all({b->left.get(), b->right.get()});
+            break;
+        }
+        case ExprKind::Compare: {
+            const auto* cmp = static_cast<const CompareExpr*>(e);
+            c = compute_constant(cmp->first.get());
+            for (const auto& r : cmp->rest) c &= compute_constant(r.second.get());
+            break;
+        }
+        case ExprKind::Concat:
+            for (const ExprPtr& p : static_cast<const ConcatExpr*>(e)->parts) c &= compute_constant(p.get());
+            break;
+        case ExprKind::Cond: {
+            const auto* cd = static_cast<const CondExpr*>(e);
+            c = all({cd->test.get(), cd->then.get()}) && cd->otherwise && compute_constant(cd->otherwise.get());
+            break;
+        }
+        case ExprKind::List:
+        case ExprKind::Tuple:
+            for (const ExprPtr& x : static_cast<const SeqExpr*>(e)->items) c &= compute_constant(x.get());
+            break;
+        case ExprKind::Dict:
+            for (const auto& [k, v] : static_cast<const DictExpr*>(e)->items) c &= compute_constant(k.get()) & compute_constant(v.get());
+            break;
+    }
+    const_cast<Expr*>(e)->constant = c;
+    return c;
+}
+
+// jinja2 resolves filters and tests when it compiles a template: an unknown one is
+// an error then, except inside an if statement or an inline if expression (a
+// "soft" frame, reset by loops, macros and blocks), where it fails only if it runs.
+class UnknownCheck {
+public:
+    explicit UnknownCheck(const Program& p) : prog_(p) {}
+
+    void body(const Body& b, bool soft) {
+        for (const StmtPtr& s : b) stmt(s.get(), soft);
+    }
+
+private:
+    const Program& prog_;
+
+    [[noreturn]] void fail(uint32_t offset, const std::string& msg) {
+        uint32_t line, col;
+        offset_to_line_col(prog_.source, offset, line, col);
+        throw TemplateError(msg, line, col);
+    }
+
+    bool args(const ArgExprs& a, bool soft) {
+        bool pure = true;
+        for (const ExprPtr& e : a.pos) pure &= expr(e.get(), soft);
+        for (const KwExpr& k : a.kw) pure &= expr(k.value.get(), soft);
+        if (a.dyn_args) pure &= expr(a.dyn_args.get(), soft);
+        if (a.dyn_kwargs) pure &= expr(a.dyn_kwargs.get(), soft);
+        const_cast<ArgExprs&>(a).pure = pure;
+        return pure;
+    }
+
+    bool filter(const FilterExpr* f, bool soft) {
+        if (!f->fn && !soft) fail(f->pos, "No filter named '" + f->name + "'.");
+        bool pure = true;
+        if (f->subject) pure &= expr(f->subject.get(), soft);
+        pure &= args(f->args, soft);
+        const_cast<FilterExpr*>(f)->pure = pure;
+        return pure;
+    }
+
+    // Checks unknown filters and tests; returns (and records) whether e is pure.
+    bool expr(const Expr* e, bool soft) {
+        if (!e) return true;
+        compute_constant(e);
+        bool pure = expr_children(e, soft);
+        const_cast<Expr*>(e)->pure = pure;
+        return pure;
+    }
+
+    bool expr_children(const Expr* e, bool soft) {
+        switch (e->kind) {
+            case ExprKind::Const:
+            case ExprKind::Name: return true;
+            case ExprKind::GetAttr: return expr(static_cast<const GetAttrExpr*>(e)->obj.get(), soft);
+            case ExprKind::GetItem: {
+                const auto* g = static_cast<const GetItemExpr*>(e);
+                bool a = expr(g->obj.get(), soft);
+                return expr(g->key.get(), soft) && a;
+            }
+            case ExprKind::Slice: {
+                const auto* s = static_cast<const SliceExpr*>(e);
+                bool a = expr(s->start.get(), soft);
+                bool b = expr(s->stop.get(), soft);
+                return expr(s->step.get(), soft) && a && b;
+            }
+            case ExprKind::Call: {
+                const auto* c = static_cast<const CallExpr*>(e);
+                expr(c->callee.get(), soft);
+                args(c->args, soft);
+                return false;
+            }
+            case ExprKind::Filter: return filter(static_cast<const FilterExpr*>(e), soft);
+            case ExprKind::Test: {
+                const auto* t = static_cast<const TestExpr*>(e);
+                if (!t->fn && !soft) fail(t->pos, "No test named '" + t->name + "'.");
+                bool a = expr(t->subject.get(), soft);
+                return args(t->args, soft) && a;
+            }
+            case ExprKind::Not:
+            case ExprKind::Neg:
+            case ExprKind::Pos: return expr(static_cast<const UnaryExpr*>(e)->operand.get(), soft);
+            case ExprKind::Binary: {
+                const auto* b = static_cast<const BinaryExpr*>(e);
+                bool a = expr(b->left.get(), soft);
+                return expr(b->right.get(), soft) && a;
+            }
+            case ExprKind::And:
+            case ExprKind::Or: {
+                const auto* b = static_cast<const LogicExpr*>(e);
+                bool a = expr(b->left.get(), soft);
+                return expr(b->right.get(), soft) && a;
+            }
+            case ExprKind::Compare: {
+                const auto* c = static_cast<const CompareExpr*>(e);
+                bool pure = expr(c->first.get(), soft);
+                for (const auto& r : c->rest) pure &= expr(r.second.get(), soft);
+                return pure;
+            }
+            case ExprKind::Concat: {
+                bool pure = true;
+                for (const ExprPtr& p : static_cast<const ConcatExpr*>(e)->parts) pure &= expr(p.get(), soft);
+                return pure;
+            }
+            case ExprKind::Cond: {
+                const auto* c = static_cast<const CondExpr*>(e);
+                bool a = expr(c->test.get(), true);
+                bool b = expr(c->then.get(), true);
+                return expr(c->otherwise.get(), true) && a && b;
+            }
+            case ExprKind::List:
+            case ExprKind::Tuple: {
+                bool pure = true;
+                for (const ExprPtr& x : static_cast<const SeqExpr*>(e)->items) pure &= expr(x.get(), soft);
+                return pure;
+            }
+            case ExprKind::Dict: {
+                bool pure = true;
+                for (const auto& [k, v] : static_cast<const DictExpr*>(e)->items) {
+                    pure &= expr(k.get(), soft);
+                    pure &= expr(v.get(), soft);
+                }
+                return pure;
+            }
+        }
+        return false;
+    }
+
+    void macro(const MacroDef& d) {
+        for (const ExprPtr& x : d.defaults) expr(x.get(), false);
+        body(d.body, false);
+    }
+
+    void stmt(const Stmt* s, bool soft) {
+        switch (s->kind) {
+            case StmtKind::Text:
+            case StmtKind::Break:
+            case StmtKind::Continue: return;
+            case StmtKind::Output: expr(static_cast<const OutputStmt*>(s)->expr.get(), soft); return;
+            case StmtKind::If: {
+                const auto* i = static_cast<const IfStmt*>(s);
+                for (const auto& [test, b] : i->branches) {
+                    expr(test.get(), true);
+                    body(b, true);
+                }
+                return body(i->else_body, true);
+            }
+            case StmtKind::For: {
+                const auto* f = static_cast<const ForStmt*>(s);
+                expr(f->iter.get(), soft);
+                expr(f->filter.get(), false);
+                body(f->body, false);
+                return body(f->else_body, false);
+            }
+            case StmtKind::Set: expr(static_cast<const SetStmt*>(s)->value.get(), soft); return;
+            case StmtKind::SetBlock: {
+                const auto* b = static_cast<const SetBlockStmt*>(s);
+                for (const auto& f : b->filters) filter(f.get(), soft);
+                return body(b->body, false);
+            }
+            case StmtKind::Macro: return macro(static_cast<const MacroStmt*>(s)->def);
+            case StmtKind::CallBlock: {
+                const auto* c = static_cast<const CallBlockStmt*>(s);
+                macro(c->caller);
+                expr(c->call.get(), soft);
+                return;
+            }
+            case StmtKind::FilterBlock: {
+                const auto* f = static_cast<const FilterBlockStmt*>(s);
+                for (const auto& x : f->filters) filter(x.get(), soft);
+                return body(f->body, false);
+            }
+            case StmtKind::With: {
+                const auto* w = static_cast<const WithStmt*>(s);
+                for (const auto& a : w->assigns) expr(a.second.get(), soft);
+                return body(w->body, false);
+            }
+            case StmtKind::Scope: {
+                const auto* sc = static_cast<const ScopeStmt*>(s);
+                return body(sc->body, sc->new_scope ? false : soft);
+            }
+        }
+    }
+};
+
+}  // namespace
+
+void analyze_program(Program& prog) { UnknownCheck(prog).body(prog.body, false); }
+
+}  // namespace kiln::jinja
