@@ -69,10 +69,20 @@ GenerationResult Session::generate(std::span<const TokenId> prompt, const Genera
         return on_token ? on_token(e) : true;
     };
     r.finish = FinishReason::Length;
+    // A sampled token is evaluated at the start of the next step, so a reply that
+    // ends (length, stop, cancel) does not pay for one more forward pass.
+    TokenId pending = k_no_token;
     for (int i = 0; o.max_tokens < 0 || i < o.max_tokens; ++i) {
         if (o.cancel && o.cancel->load()) {
             r.finish = FinishReason::Cancelled;
             break;
+        }
+        if (pending != k_no_token) {
+            if (ctx.n_past() >= ctx.n_ctx()) {
+                r.finish = FinishReason::ContextFull;
+                break;
+            }
+            ctx.decode(std::span<const TokenId>(&pending, 1));
         }
         TokenEvent e;
         e.token = sampler.sample(ctx.last_logits(), ctx.history());
@@ -94,11 +104,7 @@ GenerationResult Session::generate(std::span<const TokenId> prompt, const Genera
             r.finish = FinishReason::Cancelled;
             break;
         }
-        if (ctx.n_past() >= ctx.n_ctx()) {
-            r.finish = FinishReason::ContextFull;
-            break;
-        }
-        ctx.decode(std::span<const TokenId>(&e.token, 1));
+        pending = e.token;
     }
     if (!stops.stopped()) {
         TokenEvent tail;
