@@ -1,5 +1,7 @@
 #include "compute/probe.h"
 
+#include "compute/cpu_features.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -122,7 +124,7 @@ double rate(ThreadPool& pool, Fn fn, double per_iter) {
 MachineProbe probe_machine(int n_threads) {
     MachineProbe p;
     ThreadPool pool(n_threads);
-    if (!__builtin_cpu_supports("avx2")) return p;
+    if (!cpu_features().avx2) return p;
     constexpr size_t k_bytes = size_t{512} << 20;
     std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t*>(std::aligned_alloc(64, k_bytes)), &std::free);
     std::memset(buf.get(), 1, k_bytes);
@@ -138,12 +140,12 @@ MachineProbe probe_machine(int n_threads) {
     buf.reset();
     p.read_bandwidth = best;
 
-    const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+    const bool vnni = cpu_features().avx512vnni && cpu_features().avx512bw;
     // vpdpbusd: 64 multiply-adds per instruction; vpmaddubsw + vpaddw: 32; 8 per iteration.
     p.int8_ops = vnni ? rate(pool, int8_vnni_512, 2.0 * 64 * 8) : rate(pool, int8_avx2, 2.0 * 32 * 8);
     p.int8_kind = vnni ? "avx512-vnni" : "avx2";
-    const bool avx512 = __builtin_cpu_supports("avx512f");
-    p.f32_flops = avx512 ? rate(pool, fma_512, 2.0 * 16 * 12) : (__builtin_cpu_supports("fma") ? rate(pool, fma_256, 2.0 * 8 * 12) : 0);
+    const bool avx512 = cpu_features().avx512f;
+    p.f32_flops = avx512 ? rate(pool, fma_512, 2.0 * 16 * 12) : (cpu_features().fma ? rate(pool, fma_256, 2.0 * 8 * 12) : 0);
     return p;
 }
 
