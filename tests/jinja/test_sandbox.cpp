@@ -200,6 +200,21 @@ TEST(Api, ContextIsNotModified) {
     EXPECT_EQ(ctx.dict().find_str("l")->list().items.size(), 2u);
 }
 
+TEST(Api, ContextModifiedMidRenderStartsOverOnACopy) {
+    // A render first runs on the caller's containers; modifying one of them (here deep
+    // inside, after output was written) starts it over on a copy: same output, caller
+    // untouched, lists the template made itself still modifiable in place.
+    jinja::Template t(
+        "a{% set own = [] %}{% for m in messages %}{{ m.x|length }}{% set _ = own.append(1) %}"
+        "{% if loop.last %}{% set _ = m.x.append(own|length) %}{% endif %}{{ m.x }}{% endfor %}{{ messages }}");
+    jinja::Value ctx = to_value(ojson::parse(R"({"messages": [{"x": []}, {"x": [0]}]})"));
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(t.render(ctx), "a0[]1[0, 2][{'x': []}, {'x': [0, 2]}]");
+    EXPECT_EQ(to_str(ctx), "{'messages': [{'x': []}, {'x': [0]}]}");
+    jinja::Template pop("{% set l = messages %}{{ l.pop() }}{{ messages|length }}");
+    EXPECT_EQ(pop.render(ctx), "{'x': [0]}1");
+    EXPECT_EQ(to_str(ctx), "{'messages': [{'x': []}, {'x': [0]}]}");
+}
+
 TEST(Api, ConcurrentRenders) {
     jinja::Template t(
         "{% for m in messages %}<|{{ m.role }}|>{{ m.content|trim }}{{ loop.index }}{% endfor %}{{ 'x'|upper }}");

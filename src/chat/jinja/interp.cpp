@@ -79,13 +79,32 @@ Value copy_in(const Value& v, int depth) {
 Interp::Interp(const Program& prog, const RenderOptions& options) : prog_(prog), options_(options) {}
 
 std::string Interp::render(const Value& context, bool copy) {
-    RenderRegistry registry;
-    char base_marker = 0;
-    stack_base_ = &base_marker;
-    if (options_.limits.max_milliseconds) {
+    if (options_.limits.max_milliseconds) {  // one deadline, should the render start over
         has_deadline_ = true;
         deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.limits.max_milliseconds);
     }
+    if (!copy) return render_pass(context, false, false);
+    // Copying the caller's context costs as much as a tenth of a render, and templates
+    // almost never modify it: render on the caller's containers, and start over on a
+    // copy if the template does modify one (will_modify). Nothing of the first pass is
+    // visible: it has changed nothing and its output is dropped.
+    try {
+        return render_pass(context, true, false);
+    } catch (const ContextModified&) {
+    }
+    return render_pass(context, false, true);
+}
+
+std::string Interp::render_pass(const Value& context, bool shared, bool copy) {
+    RenderRegistry registry;
+    serial_ = registry.serial();
+    shared_context_ = shared;
+    char base_marker = 0;
+    stack_base_ = &base_marker;
+    scope_ = nullptr;
+    call_depth_ = 0;
+    iterations_ = 0;
+    folding_ = false;
     std::string out;
     out.reserve(4096);
     out_ = &out;
@@ -104,6 +123,9 @@ std::string Interp::render(const Value& context, bool copy) {
             fail("the render context must be a dict, not " + std::string(type_name(context)));
         }
         exec_body(prog_.body);
+    } catch (const ContextModified&) {
+        root_.clear();
+        throw;
     } catch (const TemplateError& e) {
         root_.clear();
         if (e.line() != 0) throw;
@@ -392,6 +414,7 @@ void Interp::exec_set(const Target& t, Value v) {
             if (!t.attr.empty() && t.attr[0] == '_')
                 fail("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + t.attr +
                      "'. Please rename the attribute.");
+            will_modify(ns->object());
             DictObj& attrs = static_cast<NamespaceObj&>(ns->object()).attrs.dict();
             if (Value* slot = const_cast<Value*>(attrs.find_str(t.attr))) *slot = std::move(v);
             else attrs.set(t.attr_key, std::move(v));

@@ -227,6 +227,10 @@ struct IteratorObj final : Object {
 
 enum class Flow : uint8_t { Normal, Break, Continue };
 
+// Thrown (never beyond Interp::render) when a render sharing its caller's context
+// is about to modify one of the caller's containers.
+struct ContextModified {};
+
 // The evaluated arguments of one call. Calls with few arguments (nearly all) keep
 // them in raw inline storage, constructed only as used: no allocation and little
 // work per filter, method or macro call.
@@ -307,6 +311,11 @@ public:
     void tick(uint64_t iterations = 1);  // counts loop iterations, checks the deadline
     void check_size(uint64_t bytes);     // refuses a string or list over the output limit
     const RenderOptions& options() const { return options_; }
+    // Call before modifying a container in place (list.append, set ns.attr): a render
+    // on its caller's containers then starts over on a copy of them.
+    void will_modify(const HeapObject& o) const {
+        if (shared_context_ && o.serial != serial_) throw ContextModified{};
+    }
 
 private:
     const Program& prog_;
@@ -315,6 +324,8 @@ private:
     Scope* scope_ = nullptr;  // innermost scope; nullptr: the top level
     std::vector<Value> root_;
     std::vector<uint8_t> root_set_;
+    uint32_t serial_ = 0;          // the render registry's: containers this render made
+    bool shared_context_ = false;  // the context's containers are the caller's
     uint32_t pos_ = 0;
     bool folding_ = false;  // evaluating a constant {{ }} as jinja2's compiler does
     uint32_t call_depth_ = 0;
@@ -325,6 +336,8 @@ private:
     const char* stack_base_ = nullptr;
 
     struct StackGuard;
+
+    std::string render_pass(const Value& context, bool shared, bool copy);
 
     // statements
     Flow exec_body(const Body& body);

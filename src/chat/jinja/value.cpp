@@ -19,13 +19,13 @@ void unlink(HeapObject* o) {
     o->reg_prev->reg_next = o->reg_next;
     o->reg_next->reg_prev = o->reg_prev;
     o->reg_prev = o->reg_next = nullptr;
-    o->registered = false;
+    o->serial = 0;
 }
 
 }  // namespace
 
 HeapObject::~HeapObject() {
-    if (registered) unlink(this);
+    if (serial) unlink(this);
 }
 
 namespace {
@@ -90,10 +90,14 @@ void HeapObject::join_registry() {
     reg_prev = head;
     head->reg_next->reg_prev = this;
     head->reg_next = this;
-    registered = true;
+    serial = r->serial_;
 }
 
 RenderRegistry::RenderRegistry() : previous_(t_registry) {
+    thread_local uint32_t last_serial = 0;
+    last_serial = (last_serial + 1) & 0x7FFFFFFFu;
+    if (last_serial == 0) last_serial = 1;
+    serial_ = last_serial;
     head_.refs = HeapObject::k_immortal;
     head_.reg_next = head_.reg_prev = &head_;
     t_registry = this;

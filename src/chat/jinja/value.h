@@ -31,8 +31,10 @@ enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dic
 struct HeapObject {
     static constexpr uint32_t k_immortal = 0xFFFFFFFFu;
     uint32_t refs = 1;
-    bool registered = false;
-    bool leaf = false;  // holds no references (strings): released without the queue
+    // The serial of the render registry the object joined (0: none). A render that
+    // shares its caller's context modifies in place only what it made itself.
+    uint32_t serial : 31 = 0;
+    uint32_t leaf : 1 = 0;  // holds no references (strings): released without the queue
     HeapObject* reg_prev = nullptr;
     HeapObject* reg_next = nullptr;
 
@@ -164,7 +166,7 @@ struct StrObj final : HeapObject {
     std::string s;
     mutable int8_t ascii = -1;     // -1 unknown, 0 no, 1 yes (cached)
     mutable int64_t n_cp = -1;     // code points (cached)
-    explicit StrObj(std::string v) : s(std::move(v)) { leaf = true; }
+    explicit StrObj(std::string v) : s(std::move(v)) { leaf = 1; }
     bool is_ascii() const;
     int64_t length() const;  // in code points, as Python's len()
 };
@@ -224,11 +226,14 @@ public:
     RenderRegistry(const RenderRegistry&) = delete;
     RenderRegistry& operator=(const RenderRegistry&) = delete;
     void sweep();
+    // Nonzero, distinct from the serials of the last 2^31 - 1 registries of this thread.
+    uint32_t serial() const { return serial_; }
 
 private:
     struct Head final : HeapObject {};
     Head head_;
     RenderRegistry* previous_;
+    uint32_t serial_;
     friend struct HeapObject;
 };
 
