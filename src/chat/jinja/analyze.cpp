@@ -128,6 +128,7 @@ private:
         if (a.dyn_args) pure &= expr(a.dyn_args.get(), soft);
         if (a.dyn_kwargs) pure &= expr(a.dyn_kwargs.get(), soft);
         const_cast<ArgExprs&>(a).pure = pure;
+        const_cast<ArgExprs&>(a).none = a.pos.empty() && a.kw.empty() && !a.dyn_args && !a.dyn_kwargs;
         return pure;
     }
 

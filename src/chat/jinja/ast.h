@@ -47,6 +47,7 @@ struct ArgExprs {
     ExprPtr dyn_args;    // *args
     ExprPtr dyn_kwargs;  // **kwargs
     bool pure = true;    // every argument is pure (set after parsing)
+    bool none = false;   // no arguments at all (set after parsing)
 };
 
 struct ConstExpr : Expr {

@@ -155,24 +155,22 @@ std::string Interp::render_pass(const Value& context, bool shared, bool copy) {
 
 // --- limits -----------------------------------------------------------------------------
 
-void Interp::tick(uint64_t iterations) {
-    iterations_ += iterations;
-    if (iterations_ > options_.limits.max_loop_iterations)
-        fail("template exceeded the limit of " + std::to_string(options_.limits.max_loop_iterations) +
-             " loop iterations");
-    if (has_deadline_ && ++tick_count_ % 256 == 0 && std::chrono::steady_clock::now() > deadline_)
+void Interp::fail_iterations() const {
+    fail("template exceeded the limit of " + std::to_string(options_.limits.max_loop_iterations) + " loop iterations");
+}
+
+void Interp::check_deadline() const {
+    if (std::chrono::steady_clock::now() > deadline_)
         fail("template exceeded the time limit of " + std::to_string(options_.limits.max_milliseconds) + " ms");
 }
 
-void Interp::check_size(uint64_t bytes) {
-    if (bytes > options_.limits.max_output_bytes)
-        fail("value of " + std::to_string(bytes) + " bytes exceeds the limit of " +
-             std::to_string(options_.limits.max_output_bytes) + " bytes");
+void Interp::fail_size(uint64_t bytes) const {
+    fail("value of " + std::to_string(bytes) + " bytes exceeds the limit of " +
+         std::to_string(options_.limits.max_output_bytes) + " bytes");
 }
 
-void Interp::check_output() {
-    if (out_->size() > options_.limits.max_output_bytes)
-        fail("output exceeds the limit of " + std::to_string(options_.limits.max_output_bytes) + " bytes");
+void Interp::fail_output() const {
+    fail("output exceeds the limit of " + std::to_string(options_.limits.max_output_bytes) + " bytes");
 }
 
 void Interp::check_stack() {
@@ -215,8 +213,15 @@ Value Interp::undefined_name(uint32_t sym) const { return prog_.undefined_names[
 // --- statements ---------------------------------------------------------------------------
 
 Flow Interp::exec_body(const Body& body) {
-    for (const StmtPtr& s : body) {
-        Flow f = exec(s.get());
+    for (const StmtPtr& p : body) {
+        const Stmt* s = p.get();
+        if (s->kind == StmtKind::Text) {  // the commonest statement, without a call
+            pos_ = s->pos;
+            out_->append(static_cast<const TextStmt*>(s)->text);
+            check_output();
+            continue;
+        }
+        Flow f = exec(s);
         if (f != Flow::Normal) return f;
     }
     return Flow::Normal;
@@ -329,14 +334,8 @@ Flow Interp::exec(const Stmt* s) {
         }
         case StmtKind::If: {
             const auto* i = static_cast<const IfStmt*>(s);
-            for (const auto& [test, body] : i->branches) {
-                bool hit;
-                {
-                    Value tmp;
-                    hit = truthy(*borrow(test.get(), tmp));
-                }
-                if (hit) return exec_body(body);
-            }
+            for (const auto& [test, body] : i->branches)
+                if (cond(test.get())) return exec_body(body);
             return exec_body(i->else_body);
         }
         case StmtKind::For: {
@@ -440,7 +439,7 @@ void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope
             tick();
             fresh_scope();
             exec_set(f->target, item);
-            if (truthy(eval(f->filter.get()))) kept.push_back(std::move(item));
+            if (cond(f->filter.get())) kept.push_back(std::move(item));
         }
         items.swap(kept);
     }
@@ -531,10 +530,7 @@ Value Interp::eval(const Expr* e) {
         case ExprKind::Call: return eval_call(static_cast<const CallExpr*>(e));
         case ExprKind::Filter: return eval_filter(static_cast<const FilterExpr*>(e), nullptr);
         case ExprKind::Test: return Value::boolean(eval_test(static_cast<const TestExpr*>(e)));
-        case ExprKind::Not: {
-            Value tmp;
-            return Value::boolean(!truthy(*borrow(static_cast<const UnaryExpr*>(e)->operand.get(), tmp)));
-        }
+        case ExprKind::Not: return Value::boolean(!cond(static_cast<const UnaryExpr*>(e)->operand.get()));
         case ExprKind::Neg: {
             Value v = eval(static_cast<const UnaryExpr*>(e)->operand.get());
             pos_ = e->pos;
@@ -571,7 +567,7 @@ Value Interp::eval(const Expr* e) {
             if (truthy(l)) return l;
             return eval(b->right.get());
         }
-        case ExprKind::Compare: return eval_compare(static_cast<const CompareExpr*>(e));
+        case ExprKind::Compare: return Value::boolean(compare(static_cast<const CompareExpr*>(e)));
         case ExprKind::Concat: {
             // str() of each part, joined; sized once when the parts are strings.
             const auto& parts = static_cast<const ConcatExpr*>(e)->parts;
@@ -594,12 +590,7 @@ Value Interp::eval(const Expr* e) {
         }
         case ExprKind::Cond: {
             const auto* c = static_cast<const CondExpr*>(e);
-            bool test;
-            {
-                Value tmp;
-                test = truthy(*borrow(c->test.get(), tmp));
-            }
-            if (test) return eval(c->then.get());
+            if (cond(c->test.get())) return eval(c->then.get());
             if (c->otherwise) return eval(c->otherwise.get());
             return Value::undefined("the inline if-expression on line evaluated to false and no else section was defined.");
         }
@@ -887,6 +878,12 @@ Value Interp::eval_filter(const FilterExpr* e, const Value* input) {
         else peeked = &(tmp = eval(e->subject.get()));
     }
     const Value& subject = *peeked;
+    if (e->args.none) {
+        pos_ = e->pos;
+        if (!e->fn) fail("No filter named '" + e->name + "'.");
+        Args args;
+        return e->fn(*this, subject, args);
+    }
     ArgStore store;
     eval_args(e->args, store);
     pos_ = e->pos;
@@ -898,6 +895,12 @@ Value Interp::eval_filter(const FilterExpr* e, const Value* input) {
 bool Interp::eval_test(const TestExpr* e) {
     Value tmp;
     const Value& subject = e->args.pure ? *borrow(e->subject.get(), tmp) : (tmp = eval(e->subject.get()));
+    if (e->args.none) {
+        pos_ = e->pos;
+        if (!e->fn) fail("No test named '" + e->name + "'.");
+        Args args;
+        return e->fn(*this, subject, args);
+    }
     ArgStore store;
     eval_args(e->args, store);
     pos_ = e->pos;
@@ -906,8 +909,59 @@ bool Interp::eval_test(const TestExpr* e) {
     return e->fn(*this, subject, args);
 }
 
-Value Interp::eval_compare(const CompareExpr* e) {
+// truthy(eval(e)) for the conditions of if, elif, inline if, loop filters and not:
+// comparisons, tests and and / or chains give their truth without building the
+// Values they would return (same evaluation order, same errors).
+bool Interp::cond(const Expr* e) {
+    switch (e->kind) {
+        case ExprKind::Compare: return compare(static_cast<const CompareExpr*>(e));
+        case ExprKind::Test: return eval_test(static_cast<const TestExpr*>(e));
+        case ExprKind::Not: return !cond(static_cast<const UnaryExpr*>(e)->operand.get());
+        case ExprKind::And: {
+            const auto* b = static_cast<const LogicExpr*>(e);
+            return cond(b->left.get()) && cond(b->right.get());
+        }
+        case ExprKind::Or: {
+            const auto* b = static_cast<const LogicExpr*>(e);
+            return cond(b->left.get()) || cond(b->right.get());
+        }
+        default: {
+            Value tmp;
+            return truthy(*borrow(e, tmp));
+        }
+    }
+}
+
+bool Interp::compare_op(CmpOp op, const Value& left, const Value& right) {
+    switch (op) {
+        case CmpOp::Eq:
+            if (left.is_string() && right.is_string())
+                return left.str_obj() == right.str_obj() || text::same(left.str(), right.str());
+            return equal(left, right);
+        case CmpOp::Ne:
+            if (left.is_string() && right.is_string())
+                return left.str_obj() != right.str_obj() && !text::same(left.str(), right.str());
+            return !equal(left, right);
+        case CmpOp::Lt: return less(left, right);
+        case CmpOp::Gt: return less(right, left);
+        case CmpOp::Le: return less(left, right) || equal(left, right);
+        case CmpOp::Ge: return less(right, left) || equal(left, right);
+        case CmpOp::In: return contains(*this, right, left);
+        case CmpOp::NotIn: return !contains(*this, right, left);
+    }
+    return false;
+}
+
+bool Interp::compare(const CompareExpr* e) {
     // Operands are borrowed when what is evaluated after them is pure (see borrow).
+    if (e->rest.size() == 1) {  // a op b: nearly every comparison
+        const auto& [op, expr] = e->rest[0];
+        Value left_tmp, right_tmp;
+        const Value* left = expr->pure ? borrow(e->first.get(), left_tmp) : &(left_tmp = eval(e->first.get()));
+        const Value* right = borrow(expr.get(), right_tmp);
+        pos_ = e->pos;
+        return compare_op(op, *left, *right);
+    }
     bool rest_pure = true;
     for (const auto& r : e->rest) rest_pure &= r.second->pure;
     Value left_tmp;
@@ -916,27 +970,14 @@ Value Interp::eval_compare(const CompareExpr* e) {
         const auto& [op, expr] = e->rest[k];
         Value right_tmp;
         const Value* right_p = borrow(expr.get(), right_tmp);
-        const Value& left = *left_p;
-        const Value& right = *right_p;
         pos_ = e->pos;
-        bool ok = false;
-        switch (op) {
-            case CmpOp::Eq: ok = equal(left, right); break;
-            case CmpOp::Ne: ok = !equal(left, right); break;
-            case CmpOp::Lt: ok = less(left, right); break;
-            case CmpOp::Gt: ok = less(right, left); break;
-            case CmpOp::Le: ok = less(left, right) || equal(left, right); break;
-            case CmpOp::Ge: ok = less(right, left) || equal(left, right); break;
-            case CmpOp::In: ok = contains(*this, right, left); break;
-            case CmpOp::NotIn: ok = !contains(*this, right, left); break;
-        }
-        if (!ok) return Value::boolean(false);
+        if (!compare_op(op, *left_p, *right_p)) return false;
         if (k + 1 < e->rest.size()) {
             left_tmp = *right_p;  // the next comparison's left operand, owned
             left_p = &left_tmp;
         }
     }
-    return Value::boolean(true);
+    return true;
 }
 
 Value Interp::eval_slice(const Value& obj, const SliceExpr* s, bool folded) {

@@ -308,8 +308,16 @@ public:
     bool test_by_name(std::string_view name, const Value& v, Args& args);
     Value make_iterator(std::string_view kind, std::function<bool(Interp&, Value&)> next);
 
-    void tick(uint64_t iterations = 1);  // counts loop iterations, checks the deadline
-    void check_size(uint64_t bytes);     // refuses a string or list over the output limit
+    // Counts loop iterations and macro calls, and checks the deadline now and then.
+    void tick(uint64_t iterations = 1) {
+        iterations_ += iterations;
+        if (iterations_ > options_.limits.max_loop_iterations) fail_iterations();
+        if (has_deadline_ && ++tick_count_ % 256 == 0) check_deadline();
+    }
+    // Refuses a string or list over the output limit (before it is built).
+    void check_size(uint64_t bytes) {
+        if (bytes > options_.limits.max_output_bytes) fail_size(bytes);
+    }
     const RenderOptions& options() const { return options_; }
     // Call before modifying a container in place (list.append, set ns.attr): a render
     // on its caller's containers then starts over on a copy of them.
@@ -355,7 +363,9 @@ private:
     Value eval_call(const CallExpr* e);
     Value eval_filter(const FilterExpr* e, const Value* input);
     bool eval_test(const TestExpr* e);
-    Value eval_compare(const CompareExpr* e);
+    bool cond(const Expr* e);  // truthy(eval(e))
+    bool compare(const CompareExpr* e);
+    bool compare_op(CmpOp op, const Value& left, const Value& right);
     Value eval_slice(const Value& obj, const SliceExpr* s, bool folded = false);
     void eval_args(const ArgExprs& a, ArgStore& store);
     Value eval_add(const BinaryExpr* e);
@@ -375,7 +385,13 @@ private:
     Value attr_of(const GetAttrExpr* e, const Value& obj);
     void assign(uint32_t sym, Value v);
     void emit(const Value& v);
-    void check_output();
+    void check_output() {
+        if (out_->size() > options_.limits.max_output_bytes) fail_output();
+    }
+    [[noreturn]] void fail_iterations() const;
+    [[noreturn]] void fail_size(uint64_t bytes) const;
+    [[noreturn]] void fail_output() const;
+    void check_deadline() const;
     void check_stack();
     Value undefined_name(uint32_t sym) const;
 };

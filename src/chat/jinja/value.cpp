@@ -215,8 +215,6 @@ Value Value::new_tuple() {
 
 Value Value::new_dict() { return from_obj(new DictObj()); }
 
-const std::string& Value::str() const { return reinterpret_cast<StrObj*>(p_)->s; }
-
 const std::string* Value::undefined_hint() const {
     if (kind_ != Kind::Undefined || !p_) return nullptr;
     return &reinterpret_cast<StrObj*>(p_)->s;
@@ -270,13 +268,8 @@ const Value* DictObj::find(const Value& key) const {
 const Value* DictObj::find_str(std::string_view key) const {
     if (index_.empty()) {
         // Small dicts (chat messages): sizes and first bytes rule out most keys cheaply.
-        const size_t n = key.size();
-        for (const auto& e : entries) {
-            if (!e.first.is_string()) continue;
-            const std::string& k = e.first.str();
-            if (k.size() == n && (n == 0 || (k[0] == key[0] && std::memcmp(k.data(), key.data(), n) == 0)))
-                return &e.second;
-        }
+        for (const auto& e : entries)
+            if (e.first.is_string() && text::same(e.first.str(), key)) return &e.second;
         return nullptr;
     }
     const uint64_t h = hash_bytes(key);
@@ -642,7 +635,7 @@ bool equal(const Value& a, const Value& b, int depth) {
     switch (a.kind()) {
         case Kind::Undefined:
         case Kind::None: return true;
-        case Kind::String: return a.str_obj() == b.str_obj() || a.str() == b.str();
+        case Kind::String: return a.str_obj() == b.str_obj() || text::same(a.str(), b.str());
         case Kind::List: {
             const ListObj& x = a.list();
             const ListObj& y = b.list();

@@ -138,7 +138,7 @@ public:
     bool as_bool() const { return b_; }
     int64_t as_int() const { return kind_ == Kind::Bool ? (b_ ? 1 : 0) : i_; }  // Int or Bool
     double as_float() const { return kind_ == Kind::Float ? f_ : static_cast<double>(as_int()); }
-    const std::string& str() const;  // String only
+    inline const std::string& str() const;  // String only
     StrObj* str_obj() const { return reinterpret_cast<StrObj*>(p_); }
     ListObj& list() const { return *reinterpret_cast<ListObj*>(p_); }
     DictObj& dict() const { return *reinterpret_cast<DictObj*>(p_); }
@@ -170,6 +170,8 @@ struct StrObj final : HeapObject {
     bool is_ascii() const;
     int64_t length() const;  // in code points, as Python's len()
 };
+
+inline const std::string& Value::str() const { return reinterpret_cast<StrObj*>(p_)->s; }
 
 // What a list prints as: Python has several sequence types templates can see.
 // Group: groupby's (grouper, list) named tuple.
