@@ -215,6 +215,27 @@ TEST(Api, ContextModifiedMidRenderStartsOverOnACopy) {
     EXPECT_EQ(to_str(ctx), "{'messages': [{'x': []}, {'x': [0]}]}");
 }
 
+TEST(Loops, IterateTheItemsTheyStartedWith) {
+    // Loops iterate a list in place; a list modified while it is iterated is copied
+    // first, so the loop still sees the items it started with (docs/jinja.md).
+    EXPECT_EQ(render_str("{% set l = [1, 2, 3] %}{% for x in l %}{{ x }}{% set _ = l.append(x * 10) %}"
+                         "{% if loop.first %}{% set _ = l.pop(0) %}{% endif %}{{ loop.nextitem }};{% endfor %}{{ l }}"),
+              "12;23;3;[2, 3, 10, 20, 30]");
+    EXPECT_EQ(render_str("{% set l = [1, 2] %}{% for x in l %}{% for y in l %}{% set _ = l.append(y) %}{{ y }}"
+                         "{% endfor %}|{{ x }}{{ loop.previtem }}/{% endfor %}{{ l|length }}"),
+              "12|1/1212|21/8");
+    EXPECT_EQ(render_str("{% set l = [[1, 2], [3, 4]] %}{% for a, b in l %}{{ a }}{{ b }}{% set _ = l.pop() %}"
+                         "{% endfor %}{{ l }}"),
+              "1234[]");
+    // A loop object that escapes its statement, and one kept by a macro defined in it.
+    EXPECT_EQ(render_str("{% set ns = namespace() %}{% for x in [1, 2] %}{% set ns.l = loop %}{% endfor %}"
+                         "{{ ns.l.index }}{{ ns.l.length }}"),
+              "22");
+    EXPECT_EQ(render_str("{% set ns = namespace() %}{% for x in [1, 2] %}{% macro m() %}{{ x }}{{ loop.index }}"
+                         "{% endmacro %}{% set ns.m = m %}{% endfor %}{{ ns.m() }}"),
+              "22");
+}
+
 TEST(Api, ConcurrentRenders) {
     jinja::Template t(
         "{% for m in messages %}<|{{ m.role }}|>{{ m.content|trim }}{{ loop.index }}{% endfor %}{{ 'x'|upper }}");

@@ -194,6 +194,13 @@ struct ForStmt : Stmt {
     ExprPtr iter;
     ExprPtr filter;  // {% for x in y if cond %}
     bool recursive = false;
+    // Set after parsing (conservative until then). captures: the body can keep its
+    // scope alive past the loop (defines a macro or call block, or has a recursive
+    // loop). loop_var: the body names `loop`. loop_escapes: the body uses `loop`
+    // other than through a plain attribute (loop.index, loop.last, ...), so the loop
+    // object may outlive the statement. Without either, the loop's scope and loop
+    // object live on the native stack.
+    bool captures = true, loop_var = true, loop_escapes = true;
     Body body, else_body;
     ForStmt(uint32_t p) : Stmt(StmtKind::For, p) {}
 };
@@ -219,6 +226,7 @@ struct MacroDef {
     Body body;
     bool uses_varargs = false, uses_kwargs = false, uses_caller = false;
     bool explicit_caller = false;  // a parameter is named "caller"
+    bool captures = true;  // the body can keep its scope alive (see ForStmt); set after parsing
 };
 
 struct MacroStmt : Stmt {

@@ -38,7 +38,7 @@ void NamespaceObj::repr(std::string& out) const {
 }
 
 void LoopObj::repr(std::string& out) const {
-    out += "<LoopContext " + std::to_string(index0 + 1) + "/" + std::to_string(items.size()) + ">";
+    out += "<LoopContext " + std::to_string(index0 + 1) + "/" + std::to_string(n_items) + ">";
 }
 
 void IteratorObj::repr(std::string& out) const {
@@ -396,14 +396,24 @@ void Interp::exec_set(const Target& t, Value v) {
     switch (t.kind) {
         case Target::Kind::Name: assign(t.sym, std::move(v)); return;
         case Target::Kind::Tuple: {
-            std::vector<Value> items = to_list(v);
-            if (items.size() != t.items.size()) {
-                if (items.size() > t.items.size())
+            std::vector<Value> copied;
+            const Value* items;  // a list's or tuple's own items (assigning names cannot change them)
+            size_t n_items;
+            if (v.is_list()) {
+                items = v.list().items.data();
+                n_items = v.list().items.size();
+            } else {
+                copied = to_list(v);
+                items = copied.data();
+                n_items = copied.size();
+            }
+            if (n_items != t.items.size()) {
+                if (n_items > t.items.size())
                     fail("too many values to unpack (expected " + std::to_string(t.items.size()) + ")");
                 fail("not enough values to unpack (expected " + std::to_string(t.items.size()) + ", got " +
-                     std::to_string(items.size()) + ")");
+                     std::to_string(n_items) + ")");
             }
-            for (size_t n = 0; n < items.size(); ++n) exec_set(t.items[n], std::move(items[n]));
+            for (size_t n = 0; n < n_items; ++n) exec_set(t.items[n], items[n]);
             return;
         }
         case Target::Kind::NsAttr: {
@@ -422,7 +432,84 @@ void Interp::exec_set(const Target& t, Value v) {
     }
 }
 
+// Most loops keep their scope and loop object on the native stack and iterate a
+// list's items in place: nothing in their body can keep either (ForStmt::captures,
+// loop_escapes), and a list modified while it is iterated is copied first
+// (detach_loops), so the loop still sees the items it started with.
 void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope* outer) {
+    if (f->captures || f->loop_escapes) {
+        exec_for_on_heap(f, iterable, depth0, outer);
+        return;
+    }
+    check_stack();
+    FrameSave save(out_, scope_);
+    Scope frame(outer, OnStack{});
+    LoopObj loop{OnStack{}};
+    loop.depth0 = depth0;
+    if (f->filter) {
+        std::vector<Value> items = to_list(iterable);
+        std::vector<Value> kept;
+        for (Value& item : items) {
+            tick();
+            frame.vars.clear();
+            scope_ = &frame;
+            exec_set(f->target, item);
+            if (cond(f->filter.get())) kept.push_back(std::move(item));
+        }
+        loop.own(std::move(kept));
+    } else if (iterable.is_list()) {
+        loop.items = iterable.list().items.data();
+        loop.n_items = iterable.list().items.size();
+        loop.borrowed = &iterable.list();
+    } else {
+        loop.own(to_list(iterable));
+    }
+    if (loop.n_items == 0) {
+        frame.vars.clear();
+        scope_ = &frame;
+        exec_body(f->else_body);
+        return;
+    }
+    struct Borrowing {  // registered while the loop iterates a list in place
+        std::vector<LoopObj*>& loops;
+        bool on;
+        Borrowing(std::vector<LoopObj*>& l, LoopObj* loop) : loops(l), on(loop->borrowed != nullptr) {
+            if (on) loops.push_back(loop);
+        }
+        ~Borrowing() {
+            if (on) loops.pop_back();
+        }
+    } borrowing(borrowing_loops_, &loop);
+
+    frame.vars.clear();
+    size_t fixed = 0;  // the entries kept from one iteration to the next
+    if (f->loop_var) {
+        frame.vars.emplace_back(prog_.sym_loop, Value::from_obj(static_cast<Object*>(&loop)));
+        fixed = 1;
+    }
+    const bool simple_target = f->target.kind == Target::Kind::Name;
+    if (simple_target) frame.vars.emplace_back(f->target.sym, Value());
+    for (size_t n = 0; n < loop.n_items; ++n) {
+        tick();
+        loop.index0 = n;
+        scope_ = &frame;
+        if (simple_target) {
+            frame.vars.truncate(fixed + 1);  // drop what the body set in the last iteration
+            frame.vars[fixed].second = loop.items[n];
+        } else {
+            frame.vars.truncate(fixed);
+            exec_set(f->target, loop.items[n]);
+        }
+        if (exec_body(f->body) == Flow::Break) break;
+    }
+}
+
+void Interp::detach_loops(const HeapObject& list) {
+    for (LoopObj* loop : borrowing_loops_)
+        if (loop->borrowed == &list) loop->own(std::vector<Value>(loop->items, loop->items + loop->n_items));
+}
+
+void Interp::exec_for_on_heap(const ForStmt* f, const Value& iterable, int depth0, Scope* outer) {
     check_stack();
     std::vector<Value> items = to_list(iterable);
     FrameSave save(out_, scope_);
@@ -452,7 +539,7 @@ void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope
     }
     Value loop_value = Value::from_obj(new LoopObj());
     auto& loop = static_cast<LoopObj&>(loop_value.object());
-    loop.items = std::move(items);
+    loop.own(std::move(items));
     loop.depth0 = depth0;
     if (f->recursive) {
         loop.stmt = f;
@@ -460,7 +547,7 @@ void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope
         if (outer) ref_inc(outer);
     }
     const bool simple_target = f->target.kind == Target::Kind::Name;
-    for (size_t n = 0; n < loop.items.size(); ++n) {
+    for (size_t n = 0; n < loop.n_items; ++n) {
         tick();
         loop.index0 = n;
         if (simple_target && iter_scope->refs == 1 && iter_scope->vars.size() >= 2) {
@@ -1210,7 +1297,7 @@ Value Interp::loop_attr(LoopObj& loop, std::string_view name) {
 }
 
 Value Interp::loop_attr_id(LoopObj& loop, int id) {
-    const size_t n = loop.items.size();
+    const size_t n = loop.n_items;
     const auto i = static_cast<int64_t>(loop.index0);
     switch (id) {
         case 0: return Value::integer(i + 1);
@@ -1243,11 +1330,11 @@ Value Interp::call_macro(MacroObj& m, Args& args, std::string* sink) {
         std::string buf;
         {
             FrameSave save(out_, scope_);
-            ScopeRef sc(new Scope(m.closure));
-            scope_ = sc.get();
             out_ = sink ? sink : &buf;
-            for (size_t k = 0; k < n_params; ++k) scope_->vars.emplace_back(d.params[k], std::move(args.pos[k]));
-            exec_body(d.body);
+            with_scope(!d.captures, m.closure, [&] {
+                for (size_t k = 0; k < n_params; ++k) scope_->vars.emplace_back(d.params[k], std::move(args.pos[k]));
+                exec_body(d.body);
+            });
         }
         --call_depth_;
         return sink ? Value() : Value::string(std::move(buf));
@@ -1314,24 +1401,24 @@ Value Interp::call_macro(MacroObj& m, Args& args, std::string* sink) {
     std::string buf;
     {
         FrameSave save(out_, scope_);
-        ScopeRef sc(new Scope(m.closure));
-        scope_ = sc.get();
         out_ = sink ? sink : &buf;
-        const size_t first_default = n_params - d.defaults.size();
-        for (size_t k = 0; k < n_params; ++k) {
-            if (given[k]) {
-                assign(d.params[k], std::move(bound[k]));
-            } else if (k >= first_default) {
-                assign(d.params[k], eval(d.defaults[k - first_default].get()));
-            } else {
-                assign(d.params[k], Value::undefined("parameter '" + d.param_names[k] + "' was not provided"));
+        with_scope(!d.captures, m.closure, [&] {
+            const size_t first_default = n_params - d.defaults.size();
+            for (size_t k = 0; k < n_params; ++k) {
+                if (given[k]) {
+                    assign(d.params[k], std::move(bound[k]));
+                } else if (k >= first_default) {
+                    assign(d.params[k], eval(d.defaults[k - first_default].get()));
+                } else {
+                    assign(d.params[k], Value::undefined("parameter '" + d.param_names[k] + "' was not provided"));
+                }
             }
-        }
-        if (d.uses_caller && !explicit_caller)
-            assign(prog_.sym_caller, have_caller ? caller : Value::undefined("No caller defined"));
-        if (d.uses_kwargs) assign(prog_.sym_kwargs, kwargs);
-        if (d.uses_varargs) assign(prog_.sym_varargs, varargs);
-        exec_body(d.body);
+            if (d.uses_caller && !explicit_caller)
+                assign(prog_.sym_caller, have_caller ? caller : Value::undefined("No caller defined"));
+            if (d.uses_kwargs) assign(prog_.sym_kwargs, kwargs);
+            if (d.uses_varargs) assign(prog_.sym_varargs, varargs);
+            exec_body(d.body);
+        });
     }
     --call_depth_;
     return Value::string(std::move(buf));

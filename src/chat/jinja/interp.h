@@ -65,12 +65,21 @@ private:
     size_t n_ = 0;
 };
 
+// Marks an object that lives on the native stack for one statement or call: not
+// counted (immortal), not registered. Only for scopes and loops nothing can keep
+// (see ForStmt::captures).
+struct OnStack {};
+
 struct Scope final : HeapObject {
     Scope* parent;  // counted reference; nullptr: the template's top level
     ScopeVars vars;
     explicit Scope(Scope* p) : parent(p) {
         if (parent) ref_inc(parent);
         join_registry();
+    }
+    Scope(Scope* p, OnStack) : parent(p) {
+        refs = k_immortal;
+        if (parent) ref_inc(parent);
     }
     ~Scope() override {
         if (parent) ref_dec(parent);
@@ -167,7 +176,12 @@ struct NamespaceObj final : Object {
 };
 
 struct LoopObj final : Object {
-    std::vector<Value> items;
+    // The items iterated: `owned`, or (a loop on the stack) the items of the list
+    // iterated, until that list is modified (Interp::will_modify makes the copy then).
+    std::vector<Value> owned;
+    const Value* items = nullptr;
+    size_t n_items = 0;
+    const ListObj* borrowed = nullptr;  // the list whose items these are, if any
     size_t index0 = 0;
     int depth0 = 0;
     Value last_changed;
@@ -175,12 +189,21 @@ struct LoopObj final : Object {
     const ForStmt* stmt = nullptr;  // recursive loops: the loop to re-enter
     Scope* scope = nullptr;         // counted: where the loop statement runs
     LoopObj() : Object(ObjType::Loop) { join_registry(); }
+    explicit LoopObj(OnStack) : Object(ObjType::Loop) { refs = k_immortal; }
     ~LoopObj() override {
         if (scope) ref_dec(scope);
     }
+    void own(std::vector<Value> v) {
+        owned = std::move(v);
+        items = owned.data();
+        n_items = owned.size();
+        borrowed = nullptr;
+    }
     void clear_refs() override {
         std::vector<Value> tmp;
-        tmp.swap(items);
+        tmp.swap(owned);
+        items = nullptr;
+        n_items = 0;
         last_changed = Value();
         if (scope) {
             Scope* s = scope;
@@ -321,8 +344,9 @@ public:
     const RenderOptions& options() const { return options_; }
     // Call before modifying a container in place (list.append, set ns.attr): a render
     // on its caller's containers then starts over on a copy of them.
-    void will_modify(const HeapObject& o) const {
+    void will_modify(const HeapObject& o) {
         if (shared_context_ && o.serial != serial_) throw ContextModified{};
+        if (!borrowing_loops_.empty()) detach_loops(o);
     }
 
 private:
@@ -332,6 +356,7 @@ private:
     Scope* scope_ = nullptr;  // innermost scope; nullptr: the top level
     std::vector<Value> root_;
     std::vector<uint8_t> root_set_;
+    std::vector<LoopObj*> borrowing_loops_;  // running loops that iterate a list's own items
     uint32_t serial_ = 0;          // the render registry's: containers this render made
     bool shared_context_ = false;  // the context's containers are the caller's
     uint32_t pos_ = 0;
@@ -347,10 +372,27 @@ private:
 
     std::string render_pass(const Value& context, bool shared, bool copy);
 
+    // Runs body() in a new scope under `parent`: on the native stack when nothing
+    // the body does can keep the scope (see ForStmt::captures).
+    template <class F>
+    void with_scope(bool on_stack, Scope* parent, F&& body) {
+        if (on_stack) {
+            Scope s(parent, OnStack{});
+            scope_ = &s;
+            body();
+        } else {
+            ScopeRef s(new Scope(parent));
+            scope_ = s.get();
+            body();
+        }
+    }
+
     // statements
     Flow exec_body(const Body& body);
     Flow exec(const Stmt* s);
     void exec_for(const ForStmt* s, const Value& iterable, int depth0, Scope* outer);
+    void exec_for_on_heap(const ForStmt* s, const Value& iterable, int depth0, Scope* outer);
+    void detach_loops(const HeapObject& list);
     void exec_set(const Target& t, Value v);
     void exec_macro_def(const MacroStmt* s);
     void exec_call_block(const CallBlockStmt* s);
