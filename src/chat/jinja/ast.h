@@ -268,6 +268,7 @@ struct BareStmt : Stmt {  // break / continue
 struct Program {
     // Declared first so it is destroyed last: the tree's constants point into it.
     std::vector<std::unique_ptr<StrObj>> literals;  // immortal string constants
+    std::vector<std::unique_ptr<ListObj>> constants;  // folded tuples (their strings are literals)
     std::string source;  // normalized
     Body body;
     std::vector<std::string> symbols;  // symbol id -> name
@@ -285,5 +286,7 @@ struct Program {
 std::unique_ptr<Program> parse_program(std::string_view source);
 // Checks unknown filters / tests and marks pure and constant expressions (analyze.cpp).
 void analyze_program(Program& prog);
+// Folds constant output and constant tuples after analysis (fold.cpp).
+void fold_constants(Program& prog);
 
 }  // namespace kiln::jinja

@@ -153,6 +153,33 @@ std::string Interp::render_pass(const Value& context, bool shared, bool copy) {
     return out;
 }
 
+bool Interp::evaluate_constant(const Expr* e, bool folding, const std::function<bool(const Value&)>& keep) {
+    RenderRegistry registry;
+    serial_ = registry.serial();
+    shared_context_ = false;
+    char base_marker = 0;
+    stack_base_ = &base_marker;
+    scope_ = nullptr;
+    call_depth_ = 0;
+    iterations_ = 0;
+    std::string sink;
+    out_ = &sink;
+    root_.assign(prog_.symbols.size(), Value());
+    root_set_.assign(prog_.symbols.size(), 0);
+    folding_ = folding;
+    bool ok = false;
+    try {
+        Value v = eval(e);
+        ok = keep(v);
+    } catch (const TemplateError&) {
+    } catch (const std::exception&) {  // out of memory, too large: left for the render
+    }
+    folding_ = false;
+    root_.clear();
+    out_ = nullptr;
+    return ok;
+}
+
 // --- limits -----------------------------------------------------------------------------
 
 void Interp::fail_iterations() const {

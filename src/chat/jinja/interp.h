@@ -320,6 +320,10 @@ public:
     Interp(const Program& prog, const RenderOptions& options);
     // copy: deep-copy the context's containers first (they belong to the caller).
     std::string render(const Value& context, bool copy);
+    // Evaluates an expression without a context, as a render would (folding: with
+    // jinja2's compile-time getitem, see Expr::constant); keep(value) runs before
+    // the temporaries go. False when evaluation raises or keep refuses (fold.cpp).
+    bool evaluate_constant(const Expr* e, bool folding, const std::function<bool(const Value&)>& keep);
 
     // --- services for the built-ins (Python / jinja2 semantics) -----------------------
     Value getattr(const Value& obj, std::string_view name);  // jinja2's sandboxed getattr

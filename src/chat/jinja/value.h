@@ -177,11 +177,16 @@ inline const std::string& Value::str() const { return reinterpret_cast<StrObj*>(
 // Group: groupby's (grouper, list) named tuple.
 enum class SeqKind : uint8_t { List, Tuple, DictKeys, DictValues, DictItems, Range, Group };
 
+// Marks an object owned by a parsed template (a folded constant): never counted,
+// never registered, shared by every render.
+struct Permanent {};
+
 struct ListObj final : HeapObject {
     std::vector<Value> items;
     SeqKind seq = SeqKind::List;
     int64_t range_start = 0, range_stop = 0, range_step = 1;  // SeqKind::Range
     ListObj() { join_registry(); }
+    explicit ListObj(Permanent) { refs = k_immortal; }
     void clear_refs() override;
 };
 
