@@ -210,16 +210,6 @@ void Interp::check_stack() {
 
 // --- variables --------------------------------------------------------------------------
 
-const Value* Interp::lookup(uint32_t sym) const {
-    for (const Scope* s = scope_; s; s = s->parent)
-        for (const auto& [k, v] : s->vars)
-            if (k == sym) return &v;
-    if (root_set_[sym]) return &root_[sym];
-    const Value& g = prog_.globals[sym];
-    if (!g.is_undefined()) return &g;
-    return nullptr;
-}
-
 void Interp::assign(uint32_t sym, Value v) {
     if (!scope_) {
         root_[sym] = std::move(v);
@@ -836,15 +826,6 @@ Value Interp::eval_name(const NameExpr* e) {
     return undefined_name(e->sym);
 }
 
-// A variable's or constant's Value in place, without a copy; nullptr for other
-// expressions. Safe to hold while other expressions are evaluated: expressions
-// never rebind a variable (only statements do) and constants are immutable.
-const Value* Interp::peek(const Expr* e) const {
-    if (e->kind == ExprKind::Name) return lookup(static_cast<const NameExpr*>(e)->sym);
-    if (e->kind == ExprKind::Const) return &static_cast<const ConstExpr*>(e)->value;
-    return nullptr;
-}
-
 // obj.name for an evaluated obj (dict keys, methods, object attributes).
 Value Interp::attr_of(const GetAttrExpr* e, const Value& obj) {
     pos_ = e->pos;
@@ -876,7 +857,7 @@ Value Interp::eval_getattr(const GetAttrExpr* e) {
 // has to be made, it is kept in `tmp`, which then owns what the pointer reaches).
 // The pointer stays valid while only pure expressions are evaluated: nothing but
 // statements rebinds variables, and only calls modify containers.
-const Value* Interp::borrow(const Expr* e, Value& tmp) {
+const Value* Interp::borrow_slow(const Expr* e, Value& tmp) {
     switch (e->kind) {
         case ExprKind::Const: return &static_cast<const ConstExpr*>(e)->value;
         case ExprKind::Name: {

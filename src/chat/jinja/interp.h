@@ -425,9 +425,9 @@ private:
     Value loop_attr(LoopObj& loop, std::string_view name);
     Value loop_attr_id(LoopObj& loop, int id);
 
-    const Value* lookup(uint32_t sym) const;
-    const Value* peek(const Expr* e) const;
-    const Value* borrow(const Expr* e, Value& tmp);
+    inline const Value* lookup(uint32_t sym) const;
+    inline const Value* borrow(const Expr* e, Value& tmp);
+    const Value* borrow_slow(const Expr* e, Value& tmp);
     Value attr_of(const GetAttrExpr* e, const Value& obj);
     void assign(uint32_t sym, Value v);
     void emit(const Value& v);
@@ -441,5 +441,39 @@ private:
     void check_stack();
     Value undefined_name(uint32_t sym) const;
 };
+
+// A variable: the innermost scope that has it, then the top level, then the globals.
+inline const Value* Interp::lookup(uint32_t sym) const {
+    for (const Scope* s = scope_; s; s = s->parent)
+        for (const auto& [k, v] : s->vars)
+            if (k == sym) return &v;
+    if (root_set_[sym]) return &root_[sym];
+    const Value& g = prog_.globals[sym];
+    if (!g.is_undefined()) return &g;
+    return nullptr;
+}
+
+// The value of e without copying it when it already lives somewhere (see
+// borrow_slow). Constants, variables and name.key on a dict, most of what
+// templates read, are handled here without a call.
+inline const Value* Interp::borrow(const Expr* e, Value& tmp) {
+    switch (e->kind) {
+        case ExprKind::Const: return &static_cast<const ConstExpr*>(e)->value;
+        case ExprKind::Name:
+            if (const Value* v = lookup(static_cast<const NameExpr*>(e)->sym)) return v;
+            break;
+        case ExprKind::GetAttr: {
+            const auto* g = static_cast<const GetAttrExpr*>(e);
+            if (g->obj->kind != ExprKind::Name || g->dict_method >= 0) break;
+            const Value* base = lookup(static_cast<const NameExpr*>(g->obj.get())->sym);
+            if (!base || !base->is_dict()) break;
+            if (const Value* v = base->dict().find_str(g->name)) return v;
+            tmp = g->dict_missing;
+            return &tmp;
+        }
+        default: break;
+    }
+    return borrow_slow(e, tmp);
+}
 
 }  // namespace kiln::jinja

@@ -265,13 +265,7 @@ const Value* DictObj::find(const Value& key) const {
     return slot >= 0 && index_[slot] >= 0 ? &entries[index_[slot]].second : nullptr;
 }
 
-const Value* DictObj::find_str(std::string_view key) const {
-    if (index_.empty()) {
-        // Small dicts (chat messages): sizes and first bytes rule out most keys cheaply.
-        for (const auto& e : entries)
-            if (e.first.is_string() && text::same(e.first.str(), key)) return &e.second;
-        return nullptr;
-    }
+const Value* DictObj::find_str_indexed(std::string_view key) const {
     const uint64_t h = hash_bytes(key);
     const size_t mask = index_.size() - 1;
     for (size_t i = mix(h) & mask;; i = (i + 1) & mask) {

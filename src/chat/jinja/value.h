@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "chat/jinja/text.h"
+
 namespace kiln::jinja {
 
 enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Object };
@@ -197,7 +199,7 @@ struct DictObj final : HeapObject {
     void clear_refs() override;
 
     const Value* find(const Value& key) const;
-    const Value* find_str(std::string_view key) const;
+    inline const Value* find_str(std::string_view key) const;
     Value* find_mut(const Value& key) { return const_cast<Value*>(find(key)); }
     void set(Value key, Value value);
     void set_str(std::string_view key, Value value) { set(Value::string(key), std::move(value)); }
@@ -209,9 +211,18 @@ struct DictObj final : HeapObject {
 private:
     // Open-addressed index of entry positions, built once a dict outgrows a linear scan.
     std::vector<int32_t> index_;
+    const Value* find_str_indexed(std::string_view key) const;
     void rebuild_index();
     int64_t find_slot(const Value& key, uint64_t h) const;
 };
+
+// Small dicts (chat messages, tool calls) are scanned: the sizes rule out most keys.
+inline const Value* DictObj::find_str(std::string_view key) const {
+    if (!index_.empty()) return find_str_indexed(key);
+    for (const auto& e : entries)
+        if (e.first.is_string() && text::same(e.first.str(), key)) return &e.second;
+    return nullptr;
+}
 
 enum class ObjType : uint8_t { Builtin, BoundMethod, Macro, Namespace, Loop, Cycler, Joiner, Iterator, Scope };
 
