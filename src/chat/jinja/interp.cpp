@@ -672,26 +672,7 @@ Value Interp::eval(const Expr* e) {
             return eval(b->right.get());
         }
         case ExprKind::Compare: return Value::boolean(compare(static_cast<const CompareExpr*>(e)));
-        case ExprKind::Concat: {
-            // str() of each part, joined; sized once when the parts are strings.
-            const auto& parts = static_cast<const ConcatExpr*>(e)->parts;
-            ArgStore vals;
-            size_t total = 0;
-            for (const ExprPtr& p : parts) {
-                Value v = eval(p.get());
-                if (v.is_string()) total += v.str().size();
-                vals.push(std::move(v));
-            }
-            Args a = vals.args();
-            std::string s;
-            s.reserve(total + 16);
-            for (size_t i = 0; i < a.n_pos; ++i) {
-                if (a.pos[i].is_string()) s += a.pos[i].str();
-                else append_str(s, a.pos[i]);
-                check_size(s.size());
-            }
-            return Value::string(std::move(s));
-        }
+        case ExprKind::Concat: return eval_concat(static_cast<const ConcatExpr*>(e));
         case ExprKind::Cond: {
             const auto* c = static_cast<const CondExpr*>(e);
             if (cond(c->test.get())) return eval(c->then.get());
@@ -719,6 +700,48 @@ Value Interp::eval(const Expr* e) {
         }
     }
     return Value();
+}
+
+// a ~ b ~ c: str() of each part, joined, sized once. Parts are borrowed in place
+// while what follows them is pure (see borrow), which is nearly always.
+Value Interp::eval_concat(const ConcatExpr* e) {
+    const auto& parts = e->parts;
+    constexpr size_t k_inline = 8;
+    if (parts.size() <= k_inline) {
+        Value tmps[k_inline];
+        const Value* vals[k_inline];
+        size_t total = 0;
+        for (size_t i = 0; i < parts.size(); ++i) {
+            bool rest_pure = true;
+            for (size_t j = i + 1; j < parts.size(); ++j) rest_pure &= parts[j]->pure;
+            vals[i] = rest_pure ? borrow(parts[i].get(), tmps[i]) : &(tmps[i] = eval(parts[i].get()));
+            if (vals[i]->is_string()) total += vals[i]->str().size();
+        }
+        std::string s;
+        s.reserve(total + 16);
+        for (size_t i = 0; i < parts.size(); ++i) {
+            if (vals[i]->is_string()) s += vals[i]->str();
+            else append_str(s, *vals[i]);
+            check_size(s.size());
+        }
+        return Value::string(std::move(s));
+    }
+    ArgStore store;
+    size_t total = 0;
+    for (const ExprPtr& p : parts) {
+        Value v = eval(p.get());
+        if (v.is_string()) total += v.str().size();
+        store.push(std::move(v));
+    }
+    Args a = store.args();
+    std::string s;
+    s.reserve(total + 16);
+    for (size_t i = 0; i < a.n_pos; ++i) {
+        if (a.pos[i].is_string()) s += a.pos[i].str();
+        else append_str(s, a.pos[i]);
+        check_size(s.size());
+    }
+    return Value::string(std::move(s));
 }
 
 // a + b + c + ...: the left-leaning chain is walked iteratively, and runs of plain
@@ -844,6 +867,22 @@ Value Interp::attr_of(const GetAttrExpr* e, const Value& obj) {
             return getattr(obj, e->name);
         default: return getattr(obj, e->name);
     }
+}
+
+// obj.name on a loop or a namespace, in place where the value lives somewhere.
+const Value* Interp::object_attr(const GetAttrExpr* g, const Value& obj, Value& tmp) {
+    Object& o = obj.object();
+    if (o.otype == ObjType::Loop && g->loop_attr >= 0) {
+        auto& loop = static_cast<LoopObj&>(o);
+        if (g->loop_attr == 9 && loop.index0 > 0) return &loop.items[loop.index0 - 1];  // previtem
+        if (g->loop_attr == 10 && loop.index0 + 1 < loop.n_items) return &loop.items[loop.index0 + 1];  // nextitem
+        tmp = loop_attr_id(loop, g->loop_attr);
+        return &tmp;
+    }
+    if (o.otype == ObjType::Namespace && !g->name.empty() && g->name[0] != '_')
+        if (const Value* v = static_cast<NamespaceObj&>(o).attrs.dict().find_str(g->name)) return v;
+    tmp = attr_of(g, obj);
+    return &tmp;
 }
 
 Value Interp::eval_getattr(const GetAttrExpr* e) {
@@ -1028,6 +1067,18 @@ bool Interp::cond(const Expr* e) {
 }
 
 bool Interp::compare_op(CmpOp op, const Value& left, const Value& right) {
+    if (left.is_int() && right.is_int()) {  // indices and counters
+        const int64_t a = left.as_int(), b = right.as_int();
+        switch (op) {
+            case CmpOp::Eq: return a == b;
+            case CmpOp::Ne: return a != b;
+            case CmpOp::Lt: return a < b;
+            case CmpOp::Gt: return a > b;
+            case CmpOp::Le: return a <= b;
+            case CmpOp::Ge: return a >= b;
+            default: break;
+        }
+    }
     switch (op) {
         case CmpOp::Eq:
             if (left.is_string() && right.is_string())

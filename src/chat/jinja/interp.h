@@ -415,6 +415,7 @@ private:
     Value eval_slice(const Value& obj, const SliceExpr* s, bool folded = false);
     void eval_args(const ArgExprs& a, ArgStore& store);
     Value eval_add(const BinaryExpr* e);
+    Value eval_concat(const ConcatExpr* e);
     void emit_add(const BinaryExpr* e);
     Value method_call(const GetAttrExpr* g, const Value& obj, const ArgExprs& a);
 
@@ -428,6 +429,7 @@ private:
     inline const Value* lookup(uint32_t sym) const;
     inline const Value* borrow(const Expr* e, Value& tmp);
     const Value* borrow_slow(const Expr* e, Value& tmp);
+    const Value* object_attr(const GetAttrExpr* g, const Value& obj, Value& tmp);
     Value attr_of(const GetAttrExpr* e, const Value& obj);
     void assign(uint32_t sym, Value v);
     void emit(const Value& v);
@@ -464,12 +466,16 @@ inline const Value* Interp::borrow(const Expr* e, Value& tmp) {
             break;
         case ExprKind::GetAttr: {
             const auto* g = static_cast<const GetAttrExpr*>(e);
-            if (g->obj->kind != ExprKind::Name || g->dict_method >= 0) break;
+            if (g->obj->kind != ExprKind::Name) break;
             const Value* base = lookup(static_cast<const NameExpr*>(g->obj.get())->sym);
-            if (!base || !base->is_dict()) break;
-            if (const Value* v = base->dict().find_str(g->name)) return v;
-            tmp = g->dict_missing;
-            return &tmp;
+            if (!base) break;
+            if (base->is_dict() && g->dict_method < 0) {
+                if (const Value* v = base->dict().find_str(g->name)) return v;
+                tmp = g->dict_missing;
+                return &tmp;
+            }
+            if (base->is_object()) return object_attr(g, *base, tmp);
+            break;
         }
         default: break;
     }
