@@ -236,6 +236,28 @@ TEST(Loops, IterateTheItemsTheyStartedWith) {
               "22");
 }
 
+TEST(Loops, DictItemsBindPairs) {
+    // for k, v in d|items / d.items() binds the pairs straight from the dict; other
+    // values go the general way with the same results and errors.
+    const std::string ctx = R"({"d": {"a": 1, "b": [2]}, "e": {}, "s": "xy", "l": [[1, 2]]})";
+    EXPECT_EQ(render_str("{% for k, v in d|items %}{{ k }}={{ v }};{% set z = k %}{% if k == 'b' %}{% break %}{% endif %}"
+                         "{% else %}E{% endfor %}{{ z }}",
+                         ctx),
+              "a=1;b=[2];");
+    EXPECT_EQ(render_str("{% for k, v in e|items %}x{% else %}E{% endfor %}{% for k, v in e.items() %}x{% else %}F{% endfor %}"
+                         "{% for k, v in nothing|items %}x{% else %}U{% endfor %}",
+                         ctx),
+              "EFU");
+    EXPECT_EQ(render_str("{% for k, v in d.items() %}{{ k }}{{ v }}{% for a, b in d|items %}{{ a }}{% endfor %}{% endfor %}", ctx),
+              "a1abb[2]ab");
+    EXPECT_NE(error_of("{% for k, v in l|items %}x{% endfor %}", {}, ctx).find("Can only get item pairs from a mapping"),
+              std::string::npos);
+    EXPECT_NE(error_of("{% for k, v in s.items() %}x{% endfor %}", {}, ctx).find("'str object' has no attribute 'items'"),
+              std::string::npos);
+    EXPECT_NE(error_of("{% for k, v in nothing.items() %}x{% endfor %}", {}, ctx).find("'nothing' is undefined"),
+              std::string::npos);
+}
+
 TEST(Api, FoldedConstants) {
     // Constant {{ }} become text and constant tuples are built once when parsing;
     // renders see the same output as evaluating them each time.

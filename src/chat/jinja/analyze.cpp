@@ -430,6 +430,28 @@ private:
         return t.sym == sym_loop_ ? LoopUse::Escapes : LoopUse::None;
     }
 
+    // for k, v in X|items / X.items(), with a plain loop binding two names.
+    static ForStmt::Items items_source(const ForStmt& f) {
+        const Target& t = f.target;
+        if (f.captures || f.loop_var || f.loop_escapes || f.filter || t.kind != Target::Kind::Tuple ||
+            t.items.size() != 2 || t.items[0].kind != Target::Kind::Name || t.items[1].kind != Target::Kind::Name ||
+            t.items[0].sym == t.items[1].sym)
+            return ForStmt::Items::No;
+        const Expr* it = f.iter.get();
+        if (it->kind == ExprKind::Filter) {
+            const auto* fe = static_cast<const FilterExpr*>(it);
+            if (fe->name == "items" && fe->fn && fe->subject && fe->args.none) return ForStmt::Items::Filter;
+        }
+        if (it->kind == ExprKind::Call) {
+            const auto* c = static_cast<const CallExpr*>(it);
+            if (c->callee->kind == ExprKind::GetAttr && c->args.none) {
+                const auto* g = static_cast<const GetAttrExpr*>(c->callee.get());
+                if (g->name == "items" && g->dict_method >= 0) return ForStmt::Items::Method;
+            }
+        }
+        return ForStmt::Items::No;
+    }
+
     Facts macro(const MacroDef& d) {
         Facts f = body(d.body);
         const_cast<MacroDef&>(d).captures = f.captures;
@@ -464,6 +486,7 @@ private:
                 fs->captures = fs->recursive || in_body.captures || in_else.captures;
                 fs->loop_var = in_body.loop_use != LoopUse::None;
                 fs->loop_escapes = in_body.loop_use == LoopUse::Escapes || in_target != LoopUse::None;
+                fs->items = items_source(*fs);
                 f.add(in_body);
                 f.add(in_else);
                 f.captures = fs->captures;

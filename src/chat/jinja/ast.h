@@ -201,6 +201,9 @@ struct ForStmt : Stmt {
     // object may outlive the statement. Without either, the loop's scope and loop
     // object live on the native stack.
     bool captures = true, loop_var = true, loop_escapes = true;
+    // `for k, v in d|items` or `d.items()` (set after parsing): the pairs of a dict
+    // can be bound without building them (Interp::exec_for_items).
+    enum class Items : uint8_t { No, Filter, Method } items = Items::No;
     Body body, else_body;
     ForStmt(uint32_t p) : Stmt(StmtKind::For, p) {}
 };

@@ -357,6 +357,10 @@ Flow Interp::exec(const Stmt* s) {
         }
         case StmtKind::For: {
             const auto* f = static_cast<const ForStmt*>(s);
+            if (f->items != ForStmt::Items::No) {
+                exec_for_items(f);
+                return Flow::Normal;
+            }
             Value iterable = eval(f->iter.get());
             exec_for(f, iterable, 0, scope_);
             return Flow::Normal;
@@ -517,6 +521,55 @@ void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope
             frame.vars.truncate(fixed);
             exec_set(f->target, loop.items[n]);
         }
+        if (exec_body(f->body) == Flow::Break) break;
+    }
+}
+
+// for k, v in d|items / d.items() over a dict: k and v are bound from the dict's
+// entries without the iterator, tuples and list that evaluating the expression
+// builds (plain dicts cannot change while a template runs). Anything but a dict
+// goes the general way, from the object already evaluated.
+void Interp::exec_for_items(const ForStmt* f) {
+    const bool by_filter = f->items == ForStmt::Items::Filter;
+    const FilterExpr* fe = by_filter ? static_cast<const FilterExpr*>(f->iter.get()) : nullptr;
+    const CallExpr* call = by_filter ? nullptr : static_cast<const CallExpr*>(f->iter.get());
+    const GetAttrExpr* g = by_filter ? nullptr : static_cast<const GetAttrExpr*>(call->callee.get());
+    Value obj = eval(by_filter ? fe->subject.get() : g->obj.get());
+    if (!obj.is_dict()) {
+        Value iterable;
+        if (by_filter) {
+            pos_ = fe->pos;
+            Args none;
+            iterable = fe->fn(*this, obj, none);
+        } else {
+            if (obj.is_undefined()) {
+                pos_ = g->pos;
+                fail_undefined(obj);
+            }
+            iterable = method_call(g, obj, call->args);
+        }
+        exec_for(f, iterable, 0, scope_);
+        return;
+    }
+    check_stack();
+    const DictObj& d = obj.dict();
+    const size_t n = d.size();
+    if (by_filter) tick(n);  // the general way consumes the iterator before the loop
+    FrameSave save(out_, scope_);
+    Scope frame(scope_, OnStack{});
+    scope_ = &frame;
+    if (n == 0) {
+        exec_body(f->else_body);
+        return;
+    }
+    frame.vars.emplace_back(f->target.items[0].sym, Value());
+    frame.vars.emplace_back(f->target.items[1].sym, Value());
+    for (size_t i = 0; i < n && i < d.entries.size(); ++i) {
+        tick();
+        scope_ = &frame;
+        frame.vars.truncate(2);  // drop what the body set in the last iteration
+        frame.vars[0].second = d.entries[i].first;
+        frame.vars[1].second = d.entries[i].second;
         if (exec_body(f->body) == Flow::Break) break;
     }
 }

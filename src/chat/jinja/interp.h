@@ -396,6 +396,7 @@ private:
     Flow exec(const Stmt* s);
     void exec_for(const ForStmt* s, const Value& iterable, int depth0, Scope* outer);
     void exec_for_on_heap(const ForStmt* s, const Value& iterable, int depth0, Scope* outer);
+    void exec_for_items(const ForStmt* s);
     void detach_loops(const HeapObject& list);
     void exec_set(const Target& t, Value v);
     void exec_macro_def(const MacroStmt* s);
