@@ -200,9 +200,80 @@ TEST(Api, ContextIsNotModified) {
     EXPECT_EQ(ctx.dict().find_str("l")->list().items.size(), 2u);
 }
 
+TEST(Api, ContextModifiedMidRenderStartsOverOnACopy) {
+    // A render first runs on the caller's containers; modifying one of them (here deep
+    // inside, after output was written) starts it over on a copy: same output, caller
+    // untouched, lists the template made itself still modifiable in place.
+    jinja::Template t(
+        "a{% set own = [] %}{% for m in messages %}{{ m.x|length }}{% set _ = own.append(1) %}"
+        "{% if loop.last %}{% set _ = m.x.append(own|length) %}{% endif %}{{ m.x }}{% endfor %}{{ messages }}");
+    jinja::Value ctx = to_value(ojson::parse(R"({"messages": [{"x": []}, {"x": [0]}]})"));
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(t.render(ctx), "a0[]1[0, 2][{'x': []}, {'x': [0, 2]}]");
+    EXPECT_EQ(to_str(ctx), "{'messages': [{'x': []}, {'x': [0]}]}");
+    jinja::Template pop("{% set l = messages %}{{ l.pop() }}{{ messages|length }}");
+    EXPECT_EQ(pop.render(ctx), "{'x': [0]}1");
+    EXPECT_EQ(to_str(ctx), "{'messages': [{'x': []}, {'x': [0]}]}");
+}
+
+TEST(Loops, IterateTheItemsTheyStartedWith) {
+    // Loops iterate a list in place; a list modified while it is iterated is copied
+    // first, so the loop still sees the items it started with (docs/jinja.md).
+    EXPECT_EQ(render_str("{% set l = [1, 2, 3] %}{% for x in l %}{{ x }}{% set _ = l.append(x * 10) %}"
+                         "{% if loop.first %}{% set _ = l.pop(0) %}{% endif %}{{ loop.nextitem }};{% endfor %}{{ l }}"),
+              "12;23;3;[2, 3, 10, 20, 30]");
+    EXPECT_EQ(render_str("{% set l = [1, 2] %}{% for x in l %}{% for y in l %}{% set _ = l.append(y) %}{{ y }}"
+                         "{% endfor %}|{{ x }}{{ loop.previtem }}/{% endfor %}{{ l|length }}"),
+              "12|1/1212|21/8");
+    EXPECT_EQ(render_str("{% set l = [[1, 2], [3, 4]] %}{% for a, b in l %}{{ a }}{{ b }}{% set _ = l.pop() %}"
+                         "{% endfor %}{{ l }}"),
+              "1234[]");
+    // A loop object that escapes its statement, and one kept by a macro defined in it.
+    EXPECT_EQ(render_str("{% set ns = namespace() %}{% for x in [1, 2] %}{% set ns.l = loop %}{% endfor %}"
+                         "{{ ns.l.index }}{{ ns.l.length }}"),
+              "22");
+    EXPECT_EQ(render_str("{% set ns = namespace() %}{% for x in [1, 2] %}{% macro m() %}{{ x }}{{ loop.index }}"
+                         "{% endmacro %}{% set ns.m = m %}{% endfor %}{{ ns.m() }}"),
+              "22");
+}
+
+TEST(Loops, DictItemsBindPairs) {
+    // for k, v in d|items / d.items() binds the pairs straight from the dict; other
+    // values go the general way with the same results and errors.
+    const std::string ctx = R"({"d": {"a": 1, "b": [2]}, "e": {}, "s": "xy", "l": [[1, 2]]})";
+    EXPECT_EQ(render_str("{% for k, v in d|items %}{{ k }}={{ v }};{% set z = k %}{% if k == 'b' %}{% break %}{% endif %}"
+                         "{% else %}E{% endfor %}{{ z }}",
+                         ctx),
+              "a=1;b=[2];");
+    EXPECT_EQ(render_str("{% for k, v in e|items %}x{% else %}E{% endfor %}{% for k, v in e.items() %}x{% else %}F{% endfor %}"
+                         "{% for k, v in nothing|items %}x{% else %}U{% endfor %}",
+                         ctx),
+              "EFU");
+    EXPECT_EQ(render_str("{% for k, v in d.items() %}{{ k }}{{ v }}{% for a, b in d|items %}{{ a }}{% endfor %}{% endfor %}", ctx),
+              "a1abb[2]ab");
+    EXPECT_NE(error_of("{% for k, v in l|items %}x{% endfor %}", {}, ctx).find("Can only get item pairs from a mapping"),
+              std::string::npos);
+    EXPECT_NE(error_of("{% for k, v in s.items() %}x{% endfor %}", {}, ctx).find("'str object' has no attribute 'items'"),
+              std::string::npos);
+    EXPECT_NE(error_of("{% for k, v in nothing.items() %}x{% endfor %}", {}, ctx).find("'nothing' is undefined"),
+              std::string::npos);
+}
+
+TEST(Api, FoldedConstants) {
+    // Constant {{ }} become text and constant tuples are built once when parsing;
+    // renders see the same output as evaluating them each time.
+    jinja::Template t(
+        "{{ 'a' ~ 'b' }}{% for k, v in [('x', 1), ('y', (2, 3))] %}{{ k }}{{ v }}{% endfor %}{{ 'x' in ['x', 'z'] }}"
+        "{{ ('p', 'q')|join }}{% set t = ('m',) %}{{ t + t }}{{ (1)[1:] }}|{{ ('a', 'b')[5] is undefined }}"
+        "{{ 1 / 0 if false else 2 }}{% if x %}{{ (1, 'é') }}{% endif %}");
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(t.render_json(R"({"x": true})"), "abx1y(2, 3)Truepq('m', 'm')|True2(1, 'é')");
+    EXPECT_NE(error_of("{% if x %}{{ 1 / 0 }}{% endif %}", {}, R"({"x": true})").find("division"), std::string::npos);
+    EXPECT_EQ(render_str("{% if x %}{{ 1 / 0 }}{% endif %}"), "");  // folding errors wait for the render
+}
+
 TEST(Api, ConcurrentRenders) {
     jinja::Template t(
-        "{% for m in messages %}<|{{ m.role }}|>{{ m.content|trim }}{{ loop.index }}{% endfor %}{{ 'x'|upper }}");
+        "{% for m in messages %}<|{{ m.role }}|>{{ m.content|trim }}{{ loop.index }}{% endfor %}{{ 'x'|upper }}"
+        "{% for a, b in [('p', 1), ('q', 2)] %}{{ a }}{{ b }}{% endfor %}");
     const std::string ctx = R"({"messages": [{"role": "user", "content": " a "}, {"role": "assistant", "content": "b"}]})";
     const std::string want = t.render_json(ctx);
     std::vector<std::thread> threads;
@@ -214,7 +285,7 @@ TEST(Api, ConcurrentRenders) {
         });
     for (auto& th : threads) th.join();
     EXPECT_EQ(bad.load(), 0);
-    EXPECT_EQ(want, "<|user|>a1<|assistant|>b2X");
+    EXPECT_EQ(want, "<|user|>a1<|assistant|>b2Xp1q2");
 }
 
 TEST(Api, StrftimeNowUsesTheClock) {

@@ -47,6 +47,7 @@ struct ArgExprs {
     ExprPtr dyn_args;    // *args
     ExprPtr dyn_kwargs;  // **kwargs
     bool pure = true;    // every argument is pure (set after parsing)
+    bool none = false;   // no arguments at all (set after parsing)
 };
 
 struct ConstExpr : Expr {
@@ -193,6 +194,16 @@ struct ForStmt : Stmt {
     ExprPtr iter;
     ExprPtr filter;  // {% for x in y if cond %}
     bool recursive = false;
+    // Set after parsing (conservative until then). captures: the body can keep its
+    // scope alive past the loop (defines a macro or call block, or has a recursive
+    // loop). loop_var: the body names `loop`. loop_escapes: the body uses `loop`
+    // other than through a plain attribute (loop.index, loop.last, ...), so the loop
+    // object may outlive the statement. Without either, the loop's scope and loop
+    // object live on the native stack.
+    bool captures = true, loop_var = true, loop_escapes = true;
+    // `for k, v in d|items` or `d.items()` (set after parsing): the pairs of a dict
+    // can be bound without building them (Interp::exec_for_items).
+    enum class Items : uint8_t { No, Filter, Method } items = Items::No;
     Body body, else_body;
     ForStmt(uint32_t p) : Stmt(StmtKind::For, p) {}
 };
@@ -218,6 +229,7 @@ struct MacroDef {
     Body body;
     bool uses_varargs = false, uses_kwargs = false, uses_caller = false;
     bool explicit_caller = false;  // a parameter is named "caller"
+    bool captures = true;  // the body can keep its scope alive (see ForStmt); set after parsing
 };
 
 struct MacroStmt : Stmt {
@@ -259,6 +271,7 @@ struct BareStmt : Stmt {  // break / continue
 struct Program {
     // Declared first so it is destroyed last: the tree's constants point into it.
     std::vector<std::unique_ptr<StrObj>> literals;  // immortal string constants
+    std::vector<std::unique_ptr<ListObj>> constants;  // folded tuples (their strings are literals)
     std::string source;  // normalized
     Body body;
     std::vector<std::string> symbols;  // symbol id -> name
@@ -276,5 +289,7 @@ struct Program {
 std::unique_ptr<Program> parse_program(std::string_view source);
 // Checks unknown filters / tests and marks pure and constant expressions (analyze.cpp).
 void analyze_program(Program& prog);
+// Folds constant output and constant tuples after analysis (fold.cpp).
+void fold_constants(Program& prog);
 
 }  // namespace kiln::jinja

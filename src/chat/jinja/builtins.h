@@ -32,7 +32,15 @@ struct Args {
 class Params {
 public:
     Params(const Args& args, std::string_view func, std::initializer_list<std::string_view> names,
-           size_t n_required = 0);
+           size_t n_required = 0)
+        : n_(names.size()) {
+        if (args.n_kw == 0 && args.n_pos <= n_ && args.n_pos >= n_required && n_ <= k_max) {
+            // the common call: positional arguments only, nothing to check
+            for (size_t i = 0; i < args.n_pos; ++i) bound_[i] = &args.pos[i];
+            return;
+        }
+        bind(args, func, names, n_required);
+    }
     // The argument bound to parameter i, or nullptr when not given.
     const Value* get(size_t i) const { return i < n_ ? bound_[i] : nullptr; }
     Value get_or(size_t i, const Value& fallback) const {
@@ -43,6 +51,8 @@ public:
 
 private:
     static constexpr size_t k_max = 8;
+    void bind(const Args& args, std::string_view func, std::initializer_list<std::string_view> names,
+              size_t n_required);
     const Value* bound_[k_max] = {};
     size_t n_ = 0;
 };

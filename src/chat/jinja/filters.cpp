@@ -1186,6 +1186,7 @@ Value f_tojson(Interp&, const Value& v, Args& a) {
     }
     o.sort_keys = p.has(3) && truthy(*p.get(3));
     std::string out;
+    out.reserve(v.is_string() ? v.str().size() + 8 : 128);
     json_dump(out, v, o);
     return Value::string(std::move(out));
 }

@@ -10,9 +10,8 @@
 
 namespace kiln::jinja {
 
-Params::Params(const Args& args, std::string_view func, std::initializer_list<std::string_view> names,
-               size_t n_required) {
-    n_ = names.size();
+void Params::bind(const Args& args, std::string_view func, std::initializer_list<std::string_view> names,
+                  size_t n_required) {
     if (n_ > k_max) fail("internal: too many parameters for " + std::string(func));
     if (args.n_pos > n_)
         fail_type(std::string(func) + "() takes at most " + std::to_string(n_) + " argument(s) (" +

@@ -38,7 +38,7 @@ void NamespaceObj::repr(std::string& out) const {
 }
 
 void LoopObj::repr(std::string& out) const {
-    out += "<LoopContext " + std::to_string(index0 + 1) + "/" + std::to_string(items.size()) + ">";
+    out += "<LoopContext " + std::to_string(index0 + 1) + "/" + std::to_string(n_items) + ">";
 }
 
 void IteratorObj::repr(std::string& out) const {
@@ -79,13 +79,32 @@ Value copy_in(const Value& v, int depth) {
 Interp::Interp(const Program& prog, const RenderOptions& options) : prog_(prog), options_(options) {}
 
 std::string Interp::render(const Value& context, bool copy) {
-    RenderRegistry registry;
-    char base_marker = 0;
-    stack_base_ = &base_marker;
-    if (options_.limits.max_milliseconds) {
+    if (options_.limits.max_milliseconds) {  // one deadline, should the render start over
         has_deadline_ = true;
         deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.limits.max_milliseconds);
     }
+    if (!copy) return render_pass(context, false, false);
+    // Copying the caller's context costs as much as a tenth of a render, and templates
+    // almost never modify it: render on the caller's containers, and start over on a
+    // copy if the template does modify one (will_modify). Nothing of the first pass is
+    // visible: it has changed nothing and its output is dropped.
+    try {
+        return render_pass(context, true, false);
+    } catch (const ContextModified&) {
+    }
+    return render_pass(context, false, true);
+}
+
+std::string Interp::render_pass(const Value& context, bool shared, bool copy) {
+    RenderRegistry registry;
+    serial_ = registry.serial();
+    shared_context_ = shared;
+    char base_marker = 0;
+    stack_base_ = &base_marker;
+    scope_ = nullptr;
+    call_depth_ = 0;
+    iterations_ = 0;
+    folding_ = false;
     std::string out;
     out.reserve(4096);
     out_ = &out;
@@ -104,6 +123,9 @@ std::string Interp::render(const Value& context, bool copy) {
             fail("the render context must be a dict, not " + std::string(type_name(context)));
         }
         exec_body(prog_.body);
+    } catch (const ContextModified&) {
+        root_.clear();
+        throw;
     } catch (const TemplateError& e) {
         root_.clear();
         if (e.line() != 0) throw;
@@ -131,26 +153,51 @@ std::string Interp::render(const Value& context, bool copy) {
     return out;
 }
 
+bool Interp::evaluate_constant(const Expr* e, bool folding, const std::function<bool(const Value&)>& keep) {
+    RenderRegistry registry;
+    serial_ = registry.serial();
+    shared_context_ = false;
+    char base_marker = 0;
+    stack_base_ = &base_marker;
+    scope_ = nullptr;
+    call_depth_ = 0;
+    iterations_ = 0;
+    std::string sink;
+    out_ = &sink;
+    root_.assign(prog_.symbols.size(), Value());
+    root_set_.assign(prog_.symbols.size(), 0);
+    folding_ = folding;
+    bool ok = false;
+    try {
+        Value v = eval(e);
+        ok = keep(v);
+    } catch (const TemplateError&) {
+    } catch (const std::exception&) {  // out of memory, too large: left for the render
+    }
+    folding_ = false;
+    root_.clear();
+    out_ = nullptr;
+    return ok;
+}
+
 // --- limits -----------------------------------------------------------------------------
 
-void Interp::tick(uint64_t iterations) {
-    iterations_ += iterations;
-    if (iterations_ > options_.limits.max_loop_iterations)
-        fail("template exceeded the limit of " + std::to_string(options_.limits.max_loop_iterations) +
-             " loop iterations");
-    if (has_deadline_ && ++tick_count_ % 256 == 0 && std::chrono::steady_clock::now() > deadline_)
+void Interp::fail_iterations() const {
+    fail("template exceeded the limit of " + std::to_string(options_.limits.max_loop_iterations) + " loop iterations");
+}
+
+void Interp::check_deadline() const {
+    if (std::chrono::steady_clock::now() > deadline_)
         fail("template exceeded the time limit of " + std::to_string(options_.limits.max_milliseconds) + " ms");
 }
 
-void Interp::check_size(uint64_t bytes) {
-    if (bytes > options_.limits.max_output_bytes)
-        fail("value of " + std::to_string(bytes) + " bytes exceeds the limit of " +
-             std::to_string(options_.limits.max_output_bytes) + " bytes");
+void Interp::fail_size(uint64_t bytes) const {
+    fail("value of " + std::to_string(bytes) + " bytes exceeds the limit of " +
+         std::to_string(options_.limits.max_output_bytes) + " bytes");
 }
 
-void Interp::check_output() {
-    if (out_->size() > options_.limits.max_output_bytes)
-        fail("output exceeds the limit of " + std::to_string(options_.limits.max_output_bytes) + " bytes");
+void Interp::fail_output() const {
+    fail("output exceeds the limit of " + std::to_string(options_.limits.max_output_bytes) + " bytes");
 }
 
 void Interp::check_stack() {
@@ -162,16 +209,6 @@ void Interp::check_stack() {
 }
 
 // --- variables --------------------------------------------------------------------------
-
-const Value* Interp::lookup(uint32_t sym) const {
-    for (const Scope* s = scope_; s; s = s->parent)
-        for (const auto& [k, v] : s->vars)
-            if (k == sym) return &v;
-    if (root_set_[sym]) return &root_[sym];
-    const Value& g = prog_.globals[sym];
-    if (!g.is_undefined()) return &g;
-    return nullptr;
-}
 
 void Interp::assign(uint32_t sym, Value v) {
     if (!scope_) {
@@ -193,8 +230,15 @@ Value Interp::undefined_name(uint32_t sym) const { return prog_.undefined_names[
 // --- statements ---------------------------------------------------------------------------
 
 Flow Interp::exec_body(const Body& body) {
-    for (const StmtPtr& s : body) {
-        Flow f = exec(s.get());
+    for (const StmtPtr& p : body) {
+        const Stmt* s = p.get();
+        if (s->kind == StmtKind::Text) {  // the commonest statement, without a call
+            pos_ = s->pos;
+            out_->append(static_cast<const TextStmt*>(s)->text);
+            check_output();
+            continue;
+        }
+        Flow f = exec(s);
         if (f != Flow::Normal) return f;
     }
     return Flow::Normal;
@@ -307,18 +351,16 @@ Flow Interp::exec(const Stmt* s) {
         }
         case StmtKind::If: {
             const auto* i = static_cast<const IfStmt*>(s);
-            for (const auto& [test, body] : i->branches) {
-                bool hit;
-                {
-                    Value tmp;
-                    hit = truthy(*borrow(test.get(), tmp));
-                }
-                if (hit) return exec_body(body);
-            }
+            for (const auto& [test, body] : i->branches)
+                if (cond(test.get())) return exec_body(body);
             return exec_body(i->else_body);
         }
         case StmtKind::For: {
             const auto* f = static_cast<const ForStmt*>(s);
+            if (f->items != ForStmt::Items::No) {
+                exec_for_items(f);
+                return Flow::Normal;
+            }
             Value iterable = eval(f->iter.get());
             exec_for(f, iterable, 0, scope_);
             return Flow::Normal;
@@ -375,14 +417,24 @@ void Interp::exec_set(const Target& t, Value v) {
     switch (t.kind) {
         case Target::Kind::Name: assign(t.sym, std::move(v)); return;
         case Target::Kind::Tuple: {
-            std::vector<Value> items = to_list(v);
-            if (items.size() != t.items.size()) {
-                if (items.size() > t.items.size())
+            std::vector<Value> copied;
+            const Value* items;  // a list's or tuple's own items (assigning names cannot change them)
+            size_t n_items;
+            if (v.is_list()) {
+                items = v.list().items.data();
+                n_items = v.list().items.size();
+            } else {
+                copied = to_list(v);
+                items = copied.data();
+                n_items = copied.size();
+            }
+            if (n_items != t.items.size()) {
+                if (n_items > t.items.size())
                     fail("too many values to unpack (expected " + std::to_string(t.items.size()) + ")");
                 fail("not enough values to unpack (expected " + std::to_string(t.items.size()) + ", got " +
-                     std::to_string(items.size()) + ")");
+                     std::to_string(n_items) + ")");
             }
-            for (size_t n = 0; n < items.size(); ++n) exec_set(t.items[n], std::move(items[n]));
+            for (size_t n = 0; n < n_items; ++n) exec_set(t.items[n], items[n]);
             return;
         }
         case Target::Kind::NsAttr: {
@@ -392,6 +444,7 @@ void Interp::exec_set(const Target& t, Value v) {
             if (!t.attr.empty() && t.attr[0] == '_')
                 fail("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + t.attr +
                      "'. Please rename the attribute.");
+            will_modify(ns->object());
             DictObj& attrs = static_cast<NamespaceObj&>(ns->object()).attrs.dict();
             if (Value* slot = const_cast<Value*>(attrs.find_str(t.attr))) *slot = std::move(v);
             else attrs.set(t.attr_key, std::move(v));
@@ -400,7 +453,133 @@ void Interp::exec_set(const Target& t, Value v) {
     }
 }
 
+// Most loops keep their scope and loop object on the native stack and iterate a
+// list's items in place: nothing in their body can keep either (ForStmt::captures,
+// loop_escapes), and a list modified while it is iterated is copied first
+// (detach_loops), so the loop still sees the items it started with.
 void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope* outer) {
+    if (f->captures || f->loop_escapes) {
+        exec_for_on_heap(f, iterable, depth0, outer);
+        return;
+    }
+    check_stack();
+    FrameSave save(out_, scope_);
+    Scope frame(outer, OnStack{});
+    LoopObj loop{OnStack{}};
+    loop.depth0 = depth0;
+    if (f->filter) {
+        std::vector<Value> items = to_list(iterable);
+        std::vector<Value> kept;
+        for (Value& item : items) {
+            tick();
+            frame.vars.clear();
+            scope_ = &frame;
+            exec_set(f->target, item);
+            if (cond(f->filter.get())) kept.push_back(std::move(item));
+        }
+        loop.own(std::move(kept));
+    } else if (iterable.is_list()) {
+        loop.items = iterable.list().items.data();
+        loop.n_items = iterable.list().items.size();
+        loop.borrowed = &iterable.list();
+    } else {
+        loop.own(to_list(iterable));
+    }
+    if (loop.n_items == 0) {
+        frame.vars.clear();
+        scope_ = &frame;
+        exec_body(f->else_body);
+        return;
+    }
+    struct Borrowing {  // registered while the loop iterates a list in place
+        std::vector<LoopObj*>& loops;
+        bool on;
+        Borrowing(std::vector<LoopObj*>& l, LoopObj* loop) : loops(l), on(loop->borrowed != nullptr) {
+            if (on) loops.push_back(loop);
+        }
+        ~Borrowing() {
+            if (on) loops.pop_back();
+        }
+    } borrowing(borrowing_loops_, &loop);
+
+    frame.vars.clear();
+    size_t fixed = 0;  // the entries kept from one iteration to the next
+    if (f->loop_var) {
+        frame.vars.emplace_back(prog_.sym_loop, Value::from_obj(static_cast<Object*>(&loop)));
+        fixed = 1;
+    }
+    const bool simple_target = f->target.kind == Target::Kind::Name;
+    if (simple_target) frame.vars.emplace_back(f->target.sym, Value());
+    for (size_t n = 0; n < loop.n_items; ++n) {
+        tick();
+        loop.index0 = n;
+        scope_ = &frame;
+        if (simple_target) {
+            frame.vars.truncate(fixed + 1);  // drop what the body set in the last iteration
+            frame.vars[fixed].second = loop.items[n];
+        } else {
+            frame.vars.truncate(fixed);
+            exec_set(f->target, loop.items[n]);
+        }
+        if (exec_body(f->body) == Flow::Break) break;
+    }
+}
+
+// for k, v in d|items / d.items() over a dict: k and v are bound from the dict's
+// entries without the iterator, tuples and list that evaluating the expression
+// builds (plain dicts cannot change while a template runs). Anything but a dict
+// goes the general way, from the object already evaluated.
+void Interp::exec_for_items(const ForStmt* f) {
+    const bool by_filter = f->items == ForStmt::Items::Filter;
+    const FilterExpr* fe = by_filter ? static_cast<const FilterExpr*>(f->iter.get()) : nullptr;
+    const CallExpr* call = by_filter ? nullptr : static_cast<const CallExpr*>(f->iter.get());
+    const GetAttrExpr* g = by_filter ? nullptr : static_cast<const GetAttrExpr*>(call->callee.get());
+    Value obj = eval(by_filter ? fe->subject.get() : g->obj.get());
+    if (!obj.is_dict()) {
+        Value iterable;
+        if (by_filter) {
+            pos_ = fe->pos;
+            Args none;
+            iterable = fe->fn(*this, obj, none);
+        } else {
+            if (obj.is_undefined()) {
+                pos_ = g->pos;
+                fail_undefined(obj);
+            }
+            iterable = method_call(g, obj, call->args);
+        }
+        exec_for(f, iterable, 0, scope_);
+        return;
+    }
+    check_stack();
+    const DictObj& d = obj.dict();
+    const size_t n = d.size();
+    if (by_filter) tick(n);  // the general way consumes the iterator before the loop
+    FrameSave save(out_, scope_);
+    Scope frame(scope_, OnStack{});
+    scope_ = &frame;
+    if (n == 0) {
+        exec_body(f->else_body);
+        return;
+    }
+    frame.vars.emplace_back(f->target.items[0].sym, Value());
+    frame.vars.emplace_back(f->target.items[1].sym, Value());
+    for (size_t i = 0; i < n && i < d.entries.size(); ++i) {
+        tick();
+        scope_ = &frame;
+        frame.vars.truncate(2);  // drop what the body set in the last iteration
+        frame.vars[0].second = d.entries[i].first;
+        frame.vars[1].second = d.entries[i].second;
+        if (exec_body(f->body) == Flow::Break) break;
+    }
+}
+
+void Interp::detach_loops(const HeapObject& list) {
+    for (LoopObj* loop : borrowing_loops_)
+        if (loop->borrowed == &list) loop->own(std::vector<Value>(loop->items, loop->items + loop->n_items));
+}
+
+void Interp::exec_for_on_heap(const ForStmt* f, const Value& iterable, int depth0, Scope* outer) {
     check_stack();
     std::vector<Value> items = to_list(iterable);
     FrameSave save(out_, scope_);
@@ -417,7 +596,7 @@ void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope
             tick();
             fresh_scope();
             exec_set(f->target, item);
-            if (truthy(eval(f->filter.get()))) kept.push_back(std::move(item));
+            if (cond(f->filter.get())) kept.push_back(std::move(item));
         }
         items.swap(kept);
     }
@@ -430,7 +609,7 @@ void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope
     }
     Value loop_value = Value::from_obj(new LoopObj());
     auto& loop = static_cast<LoopObj&>(loop_value.object());
-    loop.items = std::move(items);
+    loop.own(std::move(items));
     loop.depth0 = depth0;
     if (f->recursive) {
         loop.stmt = f;
@@ -438,7 +617,7 @@ void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope
         if (outer) ref_inc(outer);
     }
     const bool simple_target = f->target.kind == Target::Kind::Name;
-    for (size_t n = 0; n < loop.items.size(); ++n) {
+    for (size_t n = 0; n < loop.n_items; ++n) {
         tick();
         loop.index0 = n;
         if (simple_target && iter_scope->refs == 1 && iter_scope->vars.size() >= 2) {
@@ -508,10 +687,7 @@ Value Interp::eval(const Expr* e) {
         case ExprKind::Call: return eval_call(static_cast<const CallExpr*>(e));
         case ExprKind::Filter: return eval_filter(static_cast<const FilterExpr*>(e), nullptr);
         case ExprKind::Test: return Value::boolean(eval_test(static_cast<const TestExpr*>(e)));
-        case ExprKind::Not: {
-            Value tmp;
-            return Value::boolean(!truthy(*borrow(static_cast<const UnaryExpr*>(e)->operand.get(), tmp)));
-        }
+        case ExprKind::Not: return Value::boolean(!cond(static_cast<const UnaryExpr*>(e)->operand.get()));
         case ExprKind::Neg: {
             Value v = eval(static_cast<const UnaryExpr*>(e)->operand.get());
             pos_ = e->pos;
@@ -548,35 +724,11 @@ Value Interp::eval(const Expr* e) {
             if (truthy(l)) return l;
             return eval(b->right.get());
         }
-        case ExprKind::Compare: return eval_compare(static_cast<const CompareExpr*>(e));
-        case ExprKind::Concat: {
-            // str() of each part, joined; sized once when the parts are strings.
-            const auto& parts = static_cast<const ConcatExpr*>(e)->parts;
-            ArgStore vals;
-            size_t total = 0;
-            for (const ExprPtr& p : parts) {
-                Value v = eval(p.get());
-                if (v.is_string()) total += v.str().size();
-                vals.push(std::move(v));
-            }
-            Args a = vals.args();
-            std::string s;
-            s.reserve(total + 16);
-            for (size_t i = 0; i < a.n_pos; ++i) {
-                if (a.pos[i].is_string()) s += a.pos[i].str();
-                else append_str(s, a.pos[i]);
-                check_size(s.size());
-            }
-            return Value::string(std::move(s));
-        }
+        case ExprKind::Compare: return Value::boolean(compare(static_cast<const CompareExpr*>(e)));
+        case ExprKind::Concat: return eval_concat(static_cast<const ConcatExpr*>(e));
         case ExprKind::Cond: {
             const auto* c = static_cast<const CondExpr*>(e);
-            bool test;
-            {
-                Value tmp;
-                test = truthy(*borrow(c->test.get(), tmp));
-            }
-            if (test) return eval(c->then.get());
+            if (cond(c->test.get())) return eval(c->then.get());
             if (c->otherwise) return eval(c->otherwise.get());
             return Value::undefined("the inline if-expression on line evaluated to false and no else section was defined.");
         }
@@ -601,6 +753,48 @@ Value Interp::eval(const Expr* e) {
         }
     }
     return Value();
+}
+
+// a ~ b ~ c: str() of each part, joined, sized once. Parts are borrowed in place
+// while what follows them is pure (see borrow), which is nearly always.
+Value Interp::eval_concat(const ConcatExpr* e) {
+    const auto& parts = e->parts;
+    constexpr size_t k_inline = 8;
+    if (parts.size() <= k_inline) {
+        Value tmps[k_inline];
+        const Value* vals[k_inline];
+        size_t total = 0;
+        for (size_t i = 0; i < parts.size(); ++i) {
+            bool rest_pure = true;
+            for (size_t j = i + 1; j < parts.size(); ++j) rest_pure &= parts[j]->pure;
+            vals[i] = rest_pure ? borrow(parts[i].get(), tmps[i]) : &(tmps[i] = eval(parts[i].get()));
+            if (vals[i]->is_string()) total += vals[i]->str().size();
+        }
+        std::string s;
+        s.reserve(total + 16);
+        for (size_t i = 0; i < parts.size(); ++i) {
+            if (vals[i]->is_string()) s += vals[i]->str();
+            else append_str(s, *vals[i]);
+            check_size(s.size());
+        }
+        return Value::string(std::move(s));
+    }
+    ArgStore store;
+    size_t total = 0;
+    for (const ExprPtr& p : parts) {
+        Value v = eval(p.get());
+        if (v.is_string()) total += v.str().size();
+        store.push(std::move(v));
+    }
+    Args a = store.args();
+    std::string s;
+    s.reserve(total + 16);
+    for (size_t i = 0; i < a.n_pos; ++i) {
+        if (a.pos[i].is_string()) s += a.pos[i].str();
+        else append_str(s, a.pos[i]);
+        check_size(s.size());
+    }
+    return Value::string(std::move(s));
 }
 
 // a + b + c + ...: the left-leaning chain is walked iteratively, and runs of plain
@@ -708,15 +902,6 @@ Value Interp::eval_name(const NameExpr* e) {
     return undefined_name(e->sym);
 }
 
-// A variable's or constant's Value in place, without a copy; nullptr for other
-// expressions. Safe to hold while other expressions are evaluated: expressions
-// never rebind a variable (only statements do) and constants are immutable.
-const Value* Interp::peek(const Expr* e) const {
-    if (e->kind == ExprKind::Name) return lookup(static_cast<const NameExpr*>(e)->sym);
-    if (e->kind == ExprKind::Const) return &static_cast<const ConstExpr*>(e)->value;
-    return nullptr;
-}
-
 // obj.name for an evaluated obj (dict keys, methods, object attributes).
 Value Interp::attr_of(const GetAttrExpr* e, const Value& obj) {
     pos_ = e->pos;
@@ -737,6 +922,22 @@ Value Interp::attr_of(const GetAttrExpr* e, const Value& obj) {
     }
 }
 
+// obj.name on a loop or a namespace, in place where the value lives somewhere.
+const Value* Interp::object_attr(const GetAttrExpr* g, const Value& obj, Value& tmp) {
+    Object& o = obj.object();
+    if (o.otype == ObjType::Loop && g->loop_attr >= 0) {
+        auto& loop = static_cast<LoopObj&>(o);
+        if (g->loop_attr == 9 && loop.index0 > 0) return &loop.items[loop.index0 - 1];  // previtem
+        if (g->loop_attr == 10 && loop.index0 + 1 < loop.n_items) return &loop.items[loop.index0 + 1];  // nextitem
+        tmp = loop_attr_id(loop, g->loop_attr);
+        return &tmp;
+    }
+    if (o.otype == ObjType::Namespace && !g->name.empty() && g->name[0] != '_')
+        if (const Value* v = static_cast<NamespaceObj&>(o).attrs.dict().find_str(g->name)) return v;
+    tmp = attr_of(g, obj);
+    return &tmp;
+}
+
 Value Interp::eval_getattr(const GetAttrExpr* e) {
     Value tmp;
     const Value* base = borrow(e->obj.get(), tmp);
@@ -748,7 +949,7 @@ Value Interp::eval_getattr(const GetAttrExpr* e) {
 // has to be made, it is kept in `tmp`, which then owns what the pointer reaches).
 // The pointer stays valid while only pure expressions are evaluated: nothing but
 // statements rebinds variables, and only calls modify containers.
-const Value* Interp::borrow(const Expr* e, Value& tmp) {
+const Value* Interp::borrow_slow(const Expr* e, Value& tmp) {
     switch (e->kind) {
         case ExprKind::Const: return &static_cast<const ConstExpr*>(e)->value;
         case ExprKind::Name: {
@@ -864,6 +1065,12 @@ Value Interp::eval_filter(const FilterExpr* e, const Value* input) {
         else peeked = &(tmp = eval(e->subject.get()));
     }
     const Value& subject = *peeked;
+    if (e->args.none) {
+        pos_ = e->pos;
+        if (!e->fn) fail("No filter named '" + e->name + "'.");
+        Args args;
+        return e->fn(*this, subject, args);
+    }
     ArgStore store;
     eval_args(e->args, store);
     pos_ = e->pos;
@@ -875,6 +1082,12 @@ Value Interp::eval_filter(const FilterExpr* e, const Value* input) {
 bool Interp::eval_test(const TestExpr* e) {
     Value tmp;
     const Value& subject = e->args.pure ? *borrow(e->subject.get(), tmp) : (tmp = eval(e->subject.get()));
+    if (e->args.none) {
+        pos_ = e->pos;
+        if (!e->fn) fail("No test named '" + e->name + "'.");
+        Args args;
+        return e->fn(*this, subject, args);
+    }
     ArgStore store;
     eval_args(e->args, store);
     pos_ = e->pos;
@@ -883,8 +1096,71 @@ bool Interp::eval_test(const TestExpr* e) {
     return e->fn(*this, subject, args);
 }
 
-Value Interp::eval_compare(const CompareExpr* e) {
+// truthy(eval(e)) for the conditions of if, elif, inline if, loop filters and not:
+// comparisons, tests and and / or chains give their truth without building the
+// Values they would return (same evaluation order, same errors).
+bool Interp::cond(const Expr* e) {
+    switch (e->kind) {
+        case ExprKind::Compare: return compare(static_cast<const CompareExpr*>(e));
+        case ExprKind::Test: return eval_test(static_cast<const TestExpr*>(e));
+        case ExprKind::Not: return !cond(static_cast<const UnaryExpr*>(e)->operand.get());
+        case ExprKind::And: {
+            const auto* b = static_cast<const LogicExpr*>(e);
+            return cond(b->left.get()) && cond(b->right.get());
+        }
+        case ExprKind::Or: {
+            const auto* b = static_cast<const LogicExpr*>(e);
+            return cond(b->left.get()) || cond(b->right.get());
+        }
+        default: {
+            Value tmp;
+            return truthy(*borrow(e, tmp));
+        }
+    }
+}
+
+bool Interp::compare_op(CmpOp op, const Value& left, const Value& right) {
+    if (left.is_int() && right.is_int()) {  // indices and counters
+        const int64_t a = left.as_int(), b = right.as_int();
+        switch (op) {
+            case CmpOp::Eq: return a == b;
+            case CmpOp::Ne: return a != b;
+            case CmpOp::Lt: return a < b;
+            case CmpOp::Gt: return a > b;
+            case CmpOp::Le: return a <= b;
+            case CmpOp::Ge: return a >= b;
+            default: break;
+        }
+    }
+    switch (op) {
+        case CmpOp::Eq:
+            if (left.is_string() && right.is_string())
+                return left.str_obj() == right.str_obj() || text::same(left.str(), right.str());
+            return equal(left, right);
+        case CmpOp::Ne:
+            if (left.is_string() && right.is_string())
+                return left.str_obj() != right.str_obj() && !text::same(left.str(), right.str());
+            return !equal(left, right);
+        case CmpOp::Lt: return less(left, right);
+        case CmpOp::Gt: return less(right, left);
+        case CmpOp::Le: return less(left, right) || equal(left, right);
+        case CmpOp::Ge: return less(right, left) || equal(left, right);
+        case CmpOp::In: return contains(*this, right, left);
+        case CmpOp::NotIn: return !contains(*this, right, left);
+    }
+    return false;
+}
+
+bool Interp::compare(const CompareExpr* e) {
     // Operands are borrowed when what is evaluated after them is pure (see borrow).
+    if (e->rest.size() == 1) {  // a op b: nearly every comparison
+        const auto& [op, expr] = e->rest[0];
+        Value left_tmp, right_tmp;
+        const Value* left = expr->pure ? borrow(e->first.get(), left_tmp) : &(left_tmp = eval(e->first.get()));
+        const Value* right = borrow(expr.get(), right_tmp);
+        pos_ = e->pos;
+        return compare_op(op, *left, *right);
+    }
     bool rest_pure = true;
     for (const auto& r : e->rest) rest_pure &= r.second->pure;
     Value left_tmp;
@@ -893,27 +1169,14 @@ Value Interp::eval_compare(const CompareExpr* e) {
         const auto& [op, expr] = e->rest[k];
         Value right_tmp;
         const Value* right_p = borrow(expr.get(), right_tmp);
-        const Value& left = *left_p;
-        const Value& right = *right_p;
         pos_ = e->pos;
-        bool ok = false;
-        switch (op) {
-            case CmpOp::Eq: ok = equal(left, right); break;
-            case CmpOp::Ne: ok = !equal(left, right); break;
-            case CmpOp::Lt: ok = less(left, right); break;
-            case CmpOp::Gt: ok = less(right, left); break;
-            case CmpOp::Le: ok = less(left, right) || equal(left, right); break;
-            case CmpOp::Ge: ok = less(right, left) || equal(left, right); break;
-            case CmpOp::In: ok = contains(*this, right, left); break;
-            case CmpOp::NotIn: ok = !contains(*this, right, left); break;
-        }
-        if (!ok) return Value::boolean(false);
+        if (!compare_op(op, *left_p, *right_p)) return false;
         if (k + 1 < e->rest.size()) {
             left_tmp = *right_p;  // the next comparison's left operand, owned
             left_p = &left_tmp;
         }
     }
-    return Value::boolean(true);
+    return true;
 }
 
 Value Interp::eval_slice(const Value& obj, const SliceExpr* s, bool folded) {
@@ -1146,7 +1409,7 @@ Value Interp::loop_attr(LoopObj& loop, std::string_view name) {
 }
 
 Value Interp::loop_attr_id(LoopObj& loop, int id) {
-    const size_t n = loop.items.size();
+    const size_t n = loop.n_items;
     const auto i = static_cast<int64_t>(loop.index0);
     switch (id) {
         case 0: return Value::integer(i + 1);
@@ -1179,11 +1442,11 @@ Value Interp::call_macro(MacroObj& m, Args& args, std::string* sink) {
         std::string buf;
         {
             FrameSave save(out_, scope_);
-            ScopeRef sc(new Scope(m.closure));
-            scope_ = sc.get();
             out_ = sink ? sink : &buf;
-            for (size_t k = 0; k < n_params; ++k) scope_->vars.emplace_back(d.params[k], std::move(args.pos[k]));
-            exec_body(d.body);
+            with_scope(!d.captures, m.closure, [&] {
+                for (size_t k = 0; k < n_params; ++k) scope_->vars.emplace_back(d.params[k], std::move(args.pos[k]));
+                exec_body(d.body);
+            });
         }
         --call_depth_;
         return sink ? Value() : Value::string(std::move(buf));
@@ -1250,24 +1513,24 @@ Value Interp::call_macro(MacroObj& m, Args& args, std::string* sink) {
     std::string buf;
     {
         FrameSave save(out_, scope_);
-        ScopeRef sc(new Scope(m.closure));
-        scope_ = sc.get();
         out_ = sink ? sink : &buf;
-        const size_t first_default = n_params - d.defaults.size();
-        for (size_t k = 0; k < n_params; ++k) {
-            if (given[k]) {
-                assign(d.params[k], std::move(bound[k]));
-            } else if (k >= first_default) {
-                assign(d.params[k], eval(d.defaults[k - first_default].get()));
-            } else {
-                assign(d.params[k], Value::undefined("parameter '" + d.param_names[k] + "' was not provided"));
+        with_scope(!d.captures, m.closure, [&] {
+            const size_t first_default = n_params - d.defaults.size();
+            for (size_t k = 0; k < n_params; ++k) {
+                if (given[k]) {
+                    assign(d.params[k], std::move(bound[k]));
+                } else if (k >= first_default) {
+                    assign(d.params[k], eval(d.defaults[k - first_default].get()));
+                } else {
+                    assign(d.params[k], Value::undefined("parameter '" + d.param_names[k] + "' was not provided"));
+                }
             }
-        }
-        if (d.uses_caller && !explicit_caller)
-            assign(prog_.sym_caller, have_caller ? caller : Value::undefined("No caller defined"));
-        if (d.uses_kwargs) assign(prog_.sym_kwargs, kwargs);
-        if (d.uses_varargs) assign(prog_.sym_varargs, varargs);
-        exec_body(d.body);
+            if (d.uses_caller && !explicit_caller)
+                assign(prog_.sym_caller, have_caller ? caller : Value::undefined("No caller defined"));
+            if (d.uses_kwargs) assign(prog_.sym_kwargs, kwargs);
+            if (d.uses_varargs) assign(prog_.sym_varargs, varargs);
+            exec_body(d.body);
+        });
     }
     --call_depth_;
     return Value::string(std::move(buf));

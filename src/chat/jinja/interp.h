@@ -65,12 +65,21 @@ private:
     size_t n_ = 0;
 };
 
+// Marks an object that lives on the native stack for one statement or call: not
+// counted (immortal), not registered. Only for scopes and loops nothing can keep
+// (see ForStmt::captures).
+struct OnStack {};
+
 struct Scope final : HeapObject {
     Scope* parent;  // counted reference; nullptr: the template's top level
     ScopeVars vars;
     explicit Scope(Scope* p) : parent(p) {
         if (parent) ref_inc(parent);
         join_registry();
+    }
+    Scope(Scope* p, OnStack) : parent(p) {
+        refs = k_immortal;
+        if (parent) ref_inc(parent);
     }
     ~Scope() override {
         if (parent) ref_dec(parent);
@@ -167,7 +176,12 @@ struct NamespaceObj final : Object {
 };
 
 struct LoopObj final : Object {
-    std::vector<Value> items;
+    // The items iterated: `owned`, or (a loop on the stack) the items of the list
+    // iterated, until that list is modified (Interp::will_modify makes the copy then).
+    std::vector<Value> owned;
+    const Value* items = nullptr;
+    size_t n_items = 0;
+    const ListObj* borrowed = nullptr;  // the list whose items these are, if any
     size_t index0 = 0;
     int depth0 = 0;
     Value last_changed;
@@ -175,12 +189,21 @@ struct LoopObj final : Object {
     const ForStmt* stmt = nullptr;  // recursive loops: the loop to re-enter
     Scope* scope = nullptr;         // counted: where the loop statement runs
     LoopObj() : Object(ObjType::Loop) { join_registry(); }
+    explicit LoopObj(OnStack) : Object(ObjType::Loop) { refs = k_immortal; }
     ~LoopObj() override {
         if (scope) ref_dec(scope);
     }
+    void own(std::vector<Value> v) {
+        owned = std::move(v);
+        items = owned.data();
+        n_items = owned.size();
+        borrowed = nullptr;
+    }
     void clear_refs() override {
         std::vector<Value> tmp;
-        tmp.swap(items);
+        tmp.swap(owned);
+        items = nullptr;
+        n_items = 0;
         last_changed = Value();
         if (scope) {
             Scope* s = scope;
@@ -226,6 +249,10 @@ struct IteratorObj final : Object {
 };
 
 enum class Flow : uint8_t { Normal, Break, Continue };
+
+// Thrown (never beyond Interp::render) when a render sharing its caller's context
+// is about to modify one of the caller's containers.
+struct ContextModified {};
 
 // The evaluated arguments of one call. Calls with few arguments (nearly all) keep
 // them in raw inline storage, constructed only as used: no allocation and little
@@ -293,6 +320,10 @@ public:
     Interp(const Program& prog, const RenderOptions& options);
     // copy: deep-copy the context's containers first (they belong to the caller).
     std::string render(const Value& context, bool copy);
+    // Evaluates an expression without a context, as a render would (folding: with
+    // jinja2's compile-time getitem, see Expr::constant); keep(value) runs before
+    // the temporaries go. False when evaluation raises or keep refuses (fold.cpp).
+    bool evaluate_constant(const Expr* e, bool folding, const std::function<bool(const Value&)>& keep);
 
     // --- services for the built-ins (Python / jinja2 semantics) -----------------------
     Value getattr(const Value& obj, std::string_view name);  // jinja2's sandboxed getattr
@@ -304,9 +335,23 @@ public:
     bool test_by_name(std::string_view name, const Value& v, Args& args);
     Value make_iterator(std::string_view kind, std::function<bool(Interp&, Value&)> next);
 
-    void tick(uint64_t iterations = 1);  // counts loop iterations, checks the deadline
-    void check_size(uint64_t bytes);     // refuses a string or list over the output limit
+    // Counts loop iterations and macro calls, and checks the deadline now and then.
+    void tick(uint64_t iterations = 1) {
+        iterations_ += iterations;
+        if (iterations_ > options_.limits.max_loop_iterations) fail_iterations();
+        if (has_deadline_ && ++tick_count_ % 256 == 0) check_deadline();
+    }
+    // Refuses a string or list over the output limit (before it is built).
+    void check_size(uint64_t bytes) {
+        if (bytes > options_.limits.max_output_bytes) fail_size(bytes);
+    }
     const RenderOptions& options() const { return options_; }
+    // Call before modifying a container in place (list.append, set ns.attr): a render
+    // on its caller's containers then starts over on a copy of them.
+    void will_modify(const HeapObject& o) {
+        if (shared_context_ && o.serial != serial_) throw ContextModified{};
+        if (!borrowing_loops_.empty()) detach_loops(o);
+    }
 
 private:
     const Program& prog_;
@@ -315,6 +360,9 @@ private:
     Scope* scope_ = nullptr;  // innermost scope; nullptr: the top level
     std::vector<Value> root_;
     std::vector<uint8_t> root_set_;
+    std::vector<LoopObj*> borrowing_loops_;  // running loops that iterate a list's own items
+    uint32_t serial_ = 0;          // the render registry's: containers this render made
+    bool shared_context_ = false;  // the context's containers are the caller's
     uint32_t pos_ = 0;
     bool folding_ = false;  // evaluating a constant {{ }} as jinja2's compiler does
     uint32_t call_depth_ = 0;
@@ -326,10 +374,30 @@ private:
 
     struct StackGuard;
 
+    std::string render_pass(const Value& context, bool shared, bool copy);
+
+    // Runs body() in a new scope under `parent`: on the native stack when nothing
+    // the body does can keep the scope (see ForStmt::captures).
+    template <class F>
+    void with_scope(bool on_stack, Scope* parent, F&& body) {
+        if (on_stack) {
+            Scope s(parent, OnStack{});
+            scope_ = &s;
+            body();
+        } else {
+            ScopeRef s(new Scope(parent));
+            scope_ = s.get();
+            body();
+        }
+    }
+
     // statements
     Flow exec_body(const Body& body);
     Flow exec(const Stmt* s);
     void exec_for(const ForStmt* s, const Value& iterable, int depth0, Scope* outer);
+    void exec_for_on_heap(const ForStmt* s, const Value& iterable, int depth0, Scope* outer);
+    void exec_for_items(const ForStmt* s);
+    void detach_loops(const HeapObject& list);
     void exec_set(const Target& t, Value v);
     void exec_macro_def(const MacroStmt* s);
     void exec_call_block(const CallBlockStmt* s);
@@ -342,10 +410,13 @@ private:
     Value eval_call(const CallExpr* e);
     Value eval_filter(const FilterExpr* e, const Value* input);
     bool eval_test(const TestExpr* e);
-    Value eval_compare(const CompareExpr* e);
+    bool cond(const Expr* e);  // truthy(eval(e))
+    bool compare(const CompareExpr* e);
+    bool compare_op(CmpOp op, const Value& left, const Value& right);
     Value eval_slice(const Value& obj, const SliceExpr* s, bool folded = false);
     void eval_args(const ArgExprs& a, ArgStore& store);
     Value eval_add(const BinaryExpr* e);
+    Value eval_concat(const ConcatExpr* e);
     void emit_add(const BinaryExpr* e);
     Value method_call(const GetAttrExpr* g, const Value& obj, const ArgExprs& a);
 
@@ -356,15 +427,60 @@ private:
     Value loop_attr(LoopObj& loop, std::string_view name);
     Value loop_attr_id(LoopObj& loop, int id);
 
-    const Value* lookup(uint32_t sym) const;
-    const Value* peek(const Expr* e) const;
-    const Value* borrow(const Expr* e, Value& tmp);
+    inline const Value* lookup(uint32_t sym) const;
+    inline const Value* borrow(const Expr* e, Value& tmp);
+    const Value* borrow_slow(const Expr* e, Value& tmp);
+    const Value* object_attr(const GetAttrExpr* g, const Value& obj, Value& tmp);
     Value attr_of(const GetAttrExpr* e, const Value& obj);
     void assign(uint32_t sym, Value v);
     void emit(const Value& v);
-    void check_output();
+    void check_output() {
+        if (out_->size() > options_.limits.max_output_bytes) fail_output();
+    }
+    [[noreturn]] void fail_iterations() const;
+    [[noreturn]] void fail_size(uint64_t bytes) const;
+    [[noreturn]] void fail_output() const;
+    void check_deadline() const;
     void check_stack();
     Value undefined_name(uint32_t sym) const;
 };
+
+// A variable: the innermost scope that has it, then the top level, then the globals.
+inline const Value* Interp::lookup(uint32_t sym) const {
+    for (const Scope* s = scope_; s; s = s->parent)
+        for (const auto& [k, v] : s->vars)
+            if (k == sym) return &v;
+    if (root_set_[sym]) return &root_[sym];
+    const Value& g = prog_.globals[sym];
+    if (!g.is_undefined()) return &g;
+    return nullptr;
+}
+
+// The value of e without copying it when it already lives somewhere (see
+// borrow_slow). Constants, variables and name.key on a dict, most of what
+// templates read, are handled here without a call.
+inline const Value* Interp::borrow(const Expr* e, Value& tmp) {
+    switch (e->kind) {
+        case ExprKind::Const: return &static_cast<const ConstExpr*>(e)->value;
+        case ExprKind::Name:
+            if (const Value* v = lookup(static_cast<const NameExpr*>(e)->sym)) return v;
+            break;
+        case ExprKind::GetAttr: {
+            const auto* g = static_cast<const GetAttrExpr*>(e);
+            if (g->obj->kind != ExprKind::Name) break;
+            const Value* base = lookup(static_cast<const NameExpr*>(g->obj.get())->sym);
+            if (!base) break;
+            if (base->is_dict() && g->dict_method < 0) {
+                if (const Value* v = base->dict().find_str(g->name)) return v;
+                tmp = g->dict_missing;
+                return &tmp;
+            }
+            if (base->is_object()) return object_attr(g, *base, tmp);
+            break;
+        }
+        default: break;
+    }
+    return borrow_slow(e, tmp);
+}
 
 }  // namespace kiln::jinja

@@ -19,6 +19,7 @@ namespace {
 bool plain_json_byte(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
 
 void dump_string(std::string& out, std::string_view s, bool ensure_ascii) {
+    out.reserve(out.size() + s.size() + 2);
     out.push_back('"');
     if (!ensure_ascii) {
         // Copy runs of plain bytes at once; escapes are rare.
@@ -149,22 +150,24 @@ void json_dump(std::string& out, const Value& v, const JsonOptions& o, int depth
                 out += "{}";
                 return;
             }
-            std::vector<const std::pair<Value, Value>*> entries;
-            entries.reserve(d.size());
-            for (const auto& e : d.entries) entries.push_back(&e);
+            auto entry = [&](const std::pair<Value, Value>& e, bool first) {
+                if (!first) out += o.item_sep;
+                if (o.indent_set) newline_indent(out, o, depth + 1);
+                if (e.first.is_string()) dump_string(out, e.first.str(), o.ensure_ascii);
+                else dump_string(out, key_text(e.first), o.ensure_ascii);
+                out += o.key_sep;
+                json_dump(out, e.second, o, depth + 1);
+            };
+            out.push_back('{');
             if (o.sort_keys) {
+                std::vector<const std::pair<Value, Value>*> entries;
+                entries.reserve(d.size());
+                for (const auto& e : d.entries) entries.push_back(&e);
                 std::stable_sort(entries.begin(), entries.end(),
                                  [](const auto* a, const auto* b) { return less(a->first, b->first); });
-            }
-            out.push_back('{');
-            bool first = true;
-            for (const auto* e : entries) {
-                if (!first) out += o.item_sep;
-                first = false;
-                if (o.indent_set) newline_indent(out, o, depth + 1);
-                dump_string(out, key_text(e->first), o.ensure_ascii);
-                out += o.key_sep;
-                json_dump(out, e->second, o, depth + 1);
+                for (size_t n = 0; n < entries.size(); ++n) entry(*entries[n], n == 0);
+            } else {
+                for (size_t n = 0; n < d.entries.size(); ++n) entry(d.entries[n], n == 0);
             }
             if (o.indent_set) newline_indent(out, o, depth);
             out.push_back('}');

@@ -485,6 +485,7 @@ Value call_list(Interp& in, const Value& self, int id, Args& a) {
     const bool sequence = mutable_list || l.seq == SeqKind::Tuple || l.seq == SeqKind::Group || l.seq == SeqKind::Range;
     const bool allowed = (id == L_index || id == L_count) ? sequence : mutable_list;
     if (!allowed) fail("'" + std::string(type_name(self)) + "' object has no attribute '" + std::string(name) + "'");
+    if (id == L_append || id == L_extend || id == L_insert || id == L_pop) in.will_modify(l);
     auto& items = l.items;
     switch (static_cast<ListM>(id)) {
         case L_append: {

@@ -908,6 +908,7 @@ std::unique_ptr<Program> parse_program(std::string_view source) {
     Parser parser(*prog, std::move(toks));
     prog->body = parser.parse_template();
     analyze_program(*prog);
+    fold_constants(*prog);
     return prog;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,41 @@ inline uint32_t decode(std::string_view s, size_t& i) {
     return decode_multibyte(s, i);
 }
 void encode(std::string& out, uint32_t cp);
+
+// a == b for byte strings. Keys, roles and tags are short: compared with two
+// overlapping loads instead of a library call.
+inline bool same(std::string_view a, std::string_view b) {
+    const size_t n = a.size();
+    if (n != b.size()) return false;
+    const char* x = a.data();
+    const char* y = b.data();
+    if (n >= 8) {
+        if (n > 16) return std::memcmp(x, y, n) == 0;
+        uint64_t p, q, r, s;
+        std::memcpy(&p, x, 8);
+        std::memcpy(&q, y, 8);
+        std::memcpy(&r, x + n - 8, 8);
+        std::memcpy(&s, y + n - 8, 8);
+        return ((p ^ q) | (r ^ s)) == 0;
+    }
+    if (n >= 4) {
+        uint32_t p, q, r, s;
+        std::memcpy(&p, x, 4);
+        std::memcpy(&q, y, 4);
+        std::memcpy(&r, x + n - 4, 4);
+        std::memcpy(&s, y + n - 4, 4);
+        return ((p ^ q) | (r ^ s)) == 0;
+    }
+    if (n >= 2) {
+        uint16_t p, q, r, s;
+        std::memcpy(&p, x, 2);
+        std::memcpy(&q, y, 2);
+        std::memcpy(&r, x + n - 2, 2);
+        std::memcpy(&s, y + n - 2, 2);
+        return ((p ^ q) | (r ^ s)) == 0;
+    }
+    return n == 0 || x[0] == y[0];
+}
 bool is_ascii(std::string_view s);
 int64_t length(std::string_view s);               // code points
 std::vector<uint32_t> code_points(std::string_view s);

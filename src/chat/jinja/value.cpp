@@ -19,13 +19,13 @@ void unlink(HeapObject* o) {
     o->reg_prev->reg_next = o->reg_next;
     o->reg_next->reg_prev = o->reg_prev;
     o->reg_prev = o->reg_next = nullptr;
-    o->registered = false;
+    o->serial = 0;
 }
 
 }  // namespace
 
 HeapObject::~HeapObject() {
-    if (registered) unlink(this);
+    if (serial) unlink(this);
 }
 
 namespace {
@@ -90,10 +90,14 @@ void HeapObject::join_registry() {
     reg_prev = head;
     head->reg_next->reg_prev = this;
     head->reg_next = this;
-    registered = true;
+    serial = r->serial_;
 }
 
 RenderRegistry::RenderRegistry() : previous_(t_registry) {
+    thread_local uint32_t last_serial = 0;
+    last_serial = (last_serial + 1) & 0x7FFFFFFFu;
+    if (last_serial == 0) last_serial = 1;
+    serial_ = last_serial;
     head_.refs = HeapObject::k_immortal;
     head_.reg_next = head_.reg_prev = &head_;
     t_registry = this;
@@ -211,8 +215,6 @@ Value Value::new_tuple() {
 
 Value Value::new_dict() { return from_obj(new DictObj()); }
 
-const std::string& Value::str() const { return reinterpret_cast<StrObj*>(p_)->s; }
-
 const std::string* Value::undefined_hint() const {
     if (kind_ != Kind::Undefined || !p_) return nullptr;
     return &reinterpret_cast<StrObj*>(p_)->s;
@@ -263,18 +265,7 @@ const Value* DictObj::find(const Value& key) const {
     return slot >= 0 && index_[slot] >= 0 ? &entries[index_[slot]].second : nullptr;
 }
 
-const Value* DictObj::find_str(std::string_view key) const {
-    if (index_.empty()) {
-        // Small dicts (chat messages): sizes and first bytes rule out most keys cheaply.
-        const size_t n = key.size();
-        for (const auto& e : entries) {
-            if (!e.first.is_string()) continue;
-            const std::string& k = e.first.str();
-            if (k.size() == n && (n == 0 || (k[0] == key[0] && std::memcmp(k.data(), key.data(), n) == 0)))
-                return &e.second;
-        }
-        return nullptr;
-    }
+const Value* DictObj::find_str_indexed(std::string_view key) const {
     const uint64_t h = hash_bytes(key);
     const size_t mask = index_.size() - 1;
     for (size_t i = mix(h) & mask;; i = (i + 1) & mask) {
@@ -638,7 +629,7 @@ bool equal(const Value& a, const Value& b, int depth) {
     switch (a.kind()) {
         case Kind::Undefined:
         case Kind::None: return true;
-        case Kind::String: return a.str_obj() == b.str_obj() || a.str() == b.str();
+        case Kind::String: return a.str_obj() == b.str_obj() || text::same(a.str(), b.str());
         case Kind::List: {
             const ListObj& x = a.list();
             const ListObj& y = b.list();

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "chat/jinja/text.h"
+
 namespace kiln::jinja {
 
 enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Object };
@@ -31,8 +33,10 @@ enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dic
 struct HeapObject {
     static constexpr uint32_t k_immortal = 0xFFFFFFFFu;
     uint32_t refs = 1;
-    bool registered = false;
-    bool leaf = false;  // holds no references (strings): released without the queue
+    // The serial of the render registry the object joined (0: none). A render that
+    // shares its caller's context modifies in place only what it made itself.
+    uint32_t serial : 31 = 0;
+    uint32_t leaf : 1 = 0;  // holds no references (strings): released without the queue
     HeapObject* reg_prev = nullptr;
     HeapObject* reg_next = nullptr;
 
@@ -136,7 +140,7 @@ public:
     bool as_bool() const { return b_; }
     int64_t as_int() const { return kind_ == Kind::Bool ? (b_ ? 1 : 0) : i_; }  // Int or Bool
     double as_float() const { return kind_ == Kind::Float ? f_ : static_cast<double>(as_int()); }
-    const std::string& str() const;  // String only
+    inline const std::string& str() const;  // String only
     StrObj* str_obj() const { return reinterpret_cast<StrObj*>(p_); }
     ListObj& list() const { return *reinterpret_cast<ListObj*>(p_); }
     DictObj& dict() const { return *reinterpret_cast<DictObj*>(p_); }
@@ -164,20 +168,27 @@ struct StrObj final : HeapObject {
     std::string s;
     mutable int8_t ascii = -1;     // -1 unknown, 0 no, 1 yes (cached)
     mutable int64_t n_cp = -1;     // code points (cached)
-    explicit StrObj(std::string v) : s(std::move(v)) { leaf = true; }
+    explicit StrObj(std::string v) : s(std::move(v)) { leaf = 1; }
     bool is_ascii() const;
     int64_t length() const;  // in code points, as Python's len()
 };
 
+inline const std::string& Value::str() const { return reinterpret_cast<StrObj*>(p_)->s; }
+
 // What a list prints as: Python has several sequence types templates can see.
 // Group: groupby's (grouper, list) named tuple.
 enum class SeqKind : uint8_t { List, Tuple, DictKeys, DictValues, DictItems, Range, Group };
+
+// Marks an object owned by a parsed template (a folded constant): never counted,
+// never registered, shared by every render.
+struct Permanent {};
 
 struct ListObj final : HeapObject {
     std::vector<Value> items;
     SeqKind seq = SeqKind::List;
     int64_t range_start = 0, range_stop = 0, range_step = 1;  // SeqKind::Range
     ListObj() { join_registry(); }
+    explicit ListObj(Permanent) { refs = k_immortal; }
     void clear_refs() override;
 };
 
@@ -188,7 +199,7 @@ struct DictObj final : HeapObject {
     void clear_refs() override;
 
     const Value* find(const Value& key) const;
-    const Value* find_str(std::string_view key) const;
+    inline const Value* find_str(std::string_view key) const;
     Value* find_mut(const Value& key) { return const_cast<Value*>(find(key)); }
     void set(Value key, Value value);
     void set_str(std::string_view key, Value value) { set(Value::string(key), std::move(value)); }
@@ -200,9 +211,18 @@ struct DictObj final : HeapObject {
 private:
     // Open-addressed index of entry positions, built once a dict outgrows a linear scan.
     std::vector<int32_t> index_;
+    const Value* find_str_indexed(std::string_view key) const;
     void rebuild_index();
     int64_t find_slot(const Value& key, uint64_t h) const;
 };
+
+// Small dicts (chat messages, tool calls) are scanned: the sizes rule out most keys.
+inline const Value* DictObj::find_str(std::string_view key) const {
+    if (!index_.empty()) return find_str_indexed(key);
+    for (const auto& e : entries)
+        if (e.first.is_string() && text::same(e.first.str(), key)) return &e.second;
+    return nullptr;
+}
 
 enum class ObjType : uint8_t { Builtin, BoundMethod, Macro, Namespace, Loop, Cycler, Joiner, Iterator, Scope };
 
@@ -224,11 +244,14 @@ public:
     RenderRegistry(const RenderRegistry&) = delete;
     RenderRegistry& operator=(const RenderRegistry&) = delete;
     void sweep();
+    // Nonzero, distinct from the serials of the last 2^31 - 1 registries of this thread.
+    uint32_t serial() const { return serial_; }
 
 private:
     struct Head final : HeapObject {};
     Head head_;
     RenderRegistry* previous_;
+    uint32_t serial_;
     friend struct HeapObject;
 };
 
