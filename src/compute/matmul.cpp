@@ -131,9 +131,9 @@ void matmul_float(const KernelTable& k, const Matrix& w, const float* x, int64_t
         xr = out;
     }
     const int64_t n_out = w.n_out;
-    const int64_t blocks = (n_out + 3) / 4;
+    const int64_t blocks = (n_out + 7) / 8;  // the kernels' row blocks
     pool.parallel_for(blocks, 2, [&](int64_t b, int64_t e, int) {
-        k.gemm_float(w.type, w.data, w.row_bytes, w.n_in, 4 * b, std::min(n_out, 4 * e), xr, n_tokens, y, n_out);
+        k.gemm_float(w.type, w.data, w.row_bytes, w.n_in, 8 * b, std::min(n_out, 8 * e), xr, n_tokens, y, n_out);
     });
 }
 
