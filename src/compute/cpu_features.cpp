@@ -1,29 +1,56 @@
 #include "compute/cpu_features.h"
 
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace kiln {
 
 namespace {
 
+#if defined(__x86_64__) || defined(__i386__)
+// CPUID and XGETBV directly (compilers disagree on which names
+// __builtin_cpu_supports knows). A feature counts only if the OS also saves the
+// registers it uses (XCR0).
 CpuFeatures detect() {
     CpuFeatures f;
-#if defined(__x86_64__) || defined(__i386__)
-    // __builtin_cpu_supports also checks that the OS saves the wide registers.
-    __builtin_cpu_init();
-    f.avx2 = __builtin_cpu_supports("avx2");
-    f.fma = __builtin_cpu_supports("fma");
-    f.f16c = __builtin_cpu_supports("f16c");
-    f.bmi2 = __builtin_cpu_supports("bmi2");
-    f.avx512f = __builtin_cpu_supports("avx512f");
-    f.avx512bw = __builtin_cpu_supports("avx512bw");
-    f.avx512vl = __builtin_cpu_supports("avx512vl");
-    f.avx512dq = __builtin_cpu_supports("avx512dq");
-    f.avx512vnni = __builtin_cpu_supports("avx512vnni");
-    f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
-    f.avx512vbmi = __builtin_cpu_supports("avx512vbmi");
-    f.avx_vnni = __builtin_cpu_supports("avxvnni");
-#endif
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+    const bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+    const bool fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
+    uint64_t xcr0 = 0;
+    if (osxsave) {
+        unsigned lo = 0, hi = 0;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
+    }
+    const bool ymm = avx && (xcr0 & 0x6) == 0x6;      // SSE + AVX state
+    const bool zmm = ymm && (xcr0 & 0xE0) == 0xE0;    // opmask + upper ZMM state
+    unsigned b7 = 0, c7 = 0, a71 = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        b7 = b;
+        c7 = c;
+        if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) a71 = a;
+    }
+    f.fma = ymm && fma;
+    f.f16c = ymm && f16c;
+    f.avx2 = ymm && ((b7 >> 5) & 1);
+    f.bmi2 = (b7 >> 8) & 1;
+    f.avx_vnni = ymm && ((a71 >> 4) & 1);
+    f.avx512f = zmm && ((b7 >> 16) & 1);
+    f.avx512dq = zmm && ((b7 >> 17) & 1);
+    f.avx512bw = zmm && ((b7 >> 30) & 1);
+    f.avx512vl = zmm && ((b7 >> 31) & 1);
+    f.avx512vbmi = zmm && ((c7 >> 1) & 1);
+    f.avx512vnni = zmm && ((c7 >> 11) & 1);
+    f.avx512bf16 = zmm && ((a71 >> 5) & 1);
     return f;
 }
+#else
+CpuFeatures detect() { return {}; }
+#endif
 
 }  // namespace
 
