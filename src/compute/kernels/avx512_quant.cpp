@@ -176,14 +176,23 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
-        __m512i isum[T];
-        for (int t = 0; t < T; ++t)
+        // Two accumulators per token (even / odd chunks, or low / high nibbles):
+        // 2T independent vpdpbusd chains keep both of the CPU's dot-product pipes
+        // busy despite the instruction's latency. Integer sums: exact in any order.
+        __m512i isum[T], isum2[T];
+        for (int t = 0; t < T; ++t) {
             isum[t] = unsigned_levels ? _mm512_setzero_si512() : bcast_i32(a + act_aux_offset(32) + 4 * t);
+            isum2[t] = _mm512_setzero_si512();
+        }
         if constexpr (F == Legacy::Q8_0) {
             const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-            for (int c = 0; c < 8; ++c) {
-                const __m512i q = _mm512_xor_si512(_mm512_loadu_si512(w + L.qs + 64 * c), flip);
-                for (int t = 0; t < T; ++t) isum[t] = _mm512_dpbusd_epi32(isum[t], q, bcast_i32(a + 32 * t + 4 * c));
+            for (int c = 0; c < 8; c += 2) {
+                const __m512i q0 = _mm512_xor_si512(_mm512_loadu_si512(w + L.qs + 64 * c), flip);
+                const __m512i q1 = _mm512_xor_si512(_mm512_loadu_si512(w + L.qs + 64 * c + 64), flip);
+                for (int t = 0; t < T; ++t) {
+                    isum[t] = _mm512_dpbusd_epi32(isum[t], q0, bcast_i32(a + 32 * t + 4 * c));
+                    isum2[t] = _mm512_dpbusd_epi32(isum2[t], q1, bcast_i32(a + 32 * t + 4 * c + 4));
+                }
             }
         } else {
             for (int c = 0; c < 4; ++c) {
@@ -202,10 +211,11 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
                 }
                 for (int t = 0; t < T; ++t) {
                     isum[t] = _mm512_dpbusd_epi32(isum[t], lo, bcast_i32(a + 32 * t + 4 * c));
-                    isum[t] = _mm512_dpbusd_epi32(isum[t], hi, bcast_i32(a + 32 * t + 16 + 4 * c));
+                    isum2[t] = _mm512_dpbusd_epi32(isum2[t], hi, bcast_i32(a + 32 * t + 16 + 4 * c));
                 }
             }
         }
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], isum2[t]);
         const __m512 dw = load_f16x16(w);
         if constexpr (L.has_min) {
             const __m512 mw = load_f16x16(w + 32);
