@@ -60,6 +60,38 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const ui
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
         __m512i isum[P * T];
         for (int k = 0; k < P * T; ++k) isum[k] = _mm512_setzero_si512();
+        if constexpr (P * T <= 4) {
+            // Decode: the two sub-blocks of a byte pair (low and high nibbles) at
+            // once: each chunk is loaded once, and 2 P T independent vpdpbusd chains
+            // overlap their latency.
+            for (int pr = 0; pr < 4; ++pr) {
+                __m512i de[P * T], dodd[P * T];
+                for (int k = 0; k < P * T; ++k) de[k] = dodd[k] = _mm512_setzero_si512();
+                for (int c = 0; c < 8; ++c)
+                    for (int p = 0; p < P; ++p) {
+                        const uint8_t* wp = w + p * panel_bytes;
+                        const __m512i raw = _mm512_loadu_si512(wp + qs_off + 512 * pr + 64 * c);
+                        __m512i lo = _mm512_and_si512(raw, low4);
+                        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+                        if constexpr (fifth_bit) {
+                            lo = _mm512_mask_add_epi8(lo, load_mask64(wp + 320 + 8 * (8 * (2 * pr) + c)), lo, bit);
+                            hi = _mm512_mask_add_epi8(hi, load_mask64(wp + 320 + 8 * (8 * (2 * pr + 1) + c)), hi, bit);
+                        }
+                        for (int t = 0; t < T; ++t) {
+                            de[p * T + t] = _mm512_dpbusd_epi32(de[p * T + t], lo, bcast_i32(a + 256 * t + 64 * pr + 4 * c));
+                            dodd[p * T + t] = _mm512_dpbusd_epi32(dodd[p * T + t], hi, bcast_i32(a + 256 * t + 64 * pr + 32 + 4 * c));
+                        }
+                    }
+                for (int p = 0; p < P; ++p) {
+                    const uint8_t* wp = w + p * panel_bytes;
+                    const __m512i sce = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 64 + 16 * (2 * pr))));
+                    const __m512i sco = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 64 + 16 * (2 * pr + 1))));
+                    for (int t = 0; t < T; ++t)
+                        isum[p * T + t] = _mm512_add_epi32(_mm512_add_epi32(isum[p * T + t], _mm512_mullo_epi32(de[p * T + t], sce)),
+                                                           _mm512_mullo_epi32(dodd[p * T + t], sco));
+                }
+            }
+        } else
         for (int sb = 0; sb < 8; ++sb) {
             __m512i dot[P * T];
             for (int k = 0; k < P * T; ++k) dot[k] = _mm512_setzero_si512();
