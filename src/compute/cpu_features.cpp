@@ -1,53 +1,56 @@
 #include "compute/cpu_features.h"
 
+#include <cstdint>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
-
-#include <cstdint>
 
 namespace kiln {
 
 namespace {
 
-// CPUID leaf 7 / leaf 1 bits, read directly: compilers disagree on the feature
-// names __builtin_cpu_supports accepts (clang 14 knows neither "f16c" nor "avxvnni").
-// XGETBV confirms that the OS saves the YMM / ZMM state before wide kernels are used.
+#if defined(__x86_64__) || defined(__i386__)
+// CPUID and XGETBV directly (compilers disagree on which names
+// __builtin_cpu_supports knows). A feature counts only if the OS also saves the
+// registers it uses (XCR0).
 CpuFeatures detect() {
     CpuFeatures f;
-#if defined(__x86_64__) || defined(__i386__)
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
-    const bool osxsave = c & (1u << 27);
-    const bool has_fma = c & (1u << 12), has_f16c = c & (1u << 29), has_avx = c & (1u << 28);
+    const bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+    const bool fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
     uint64_t xcr0 = 0;
     if (osxsave) {
-        uint32_t lo = 0, hi = 0;
+        unsigned lo = 0, hi = 0;
         __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
         xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
     }
-    const bool ymm_state = (xcr0 & 0x6) == 0x6;     // SSE and AVX state
-    const bool zmm_state = (xcr0 & 0xE6) == 0xE6;   // plus opmask and ZMM state
-    unsigned b7 = 0, c7 = 0, d7 = 0, a7 = 0, a71 = 0, b71 = 0, c71 = 0, d71 = 0;
-    __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7);
-    __get_cpuid_count(7, 1, &a71, &b71, &c71, &d71);
-    const bool avx_ok = has_avx && ymm_state;
-    f.avx2 = avx_ok && (b7 & (1u << 5));
-    f.fma = avx_ok && has_fma;
-    f.f16c = avx_ok && has_f16c;
-    f.bmi2 = b7 & (1u << 8);
-    const bool z = avx_ok && zmm_state;
-    f.avx512f = z && (b7 & (1u << 16));
-    f.avx512dq = z && (b7 & (1u << 17));
-    f.avx512bw = z && (b7 & (1u << 30));
-    f.avx512vl = z && (b7 & (1u << 31));
-    f.avx512vbmi = z && (c7 & (1u << 1));
-    f.avx512vnni = z && (c7 & (1u << 11));
-    f.avx512bf16 = z && (a71 & (1u << 5));
-    f.avx_vnni = avx_ok && (a71 & (1u << 4));
-#endif
+    const bool ymm = avx && (xcr0 & 0x6) == 0x6;      // SSE + AVX state
+    const bool zmm = ymm && (xcr0 & 0xE0) == 0xE0;    // opmask + upper ZMM state
+    unsigned b7 = 0, c7 = 0, a71 = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        b7 = b;
+        c7 = c;
+        if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) a71 = a;
+    }
+    f.fma = ymm && fma;
+    f.f16c = ymm && f16c;
+    f.avx2 = ymm && ((b7 >> 5) & 1);
+    f.bmi2 = (b7 >> 8) & 1;
+    f.avx_vnni = ymm && ((a71 >> 4) & 1);
+    f.avx512f = zmm && ((b7 >> 16) & 1);
+    f.avx512dq = zmm && ((b7 >> 17) & 1);
+    f.avx512bw = zmm && ((b7 >> 30) & 1);
+    f.avx512vl = zmm && ((b7 >> 31) & 1);
+    f.avx512vbmi = zmm && ((c7 >> 1) & 1);
+    f.avx512vnni = zmm && ((c7 >> 11) & 1);
+    f.avx512bf16 = zmm && ((a71 >> 5) & 1);
     return f;
 }
+#else
+CpuFeatures detect() { return {}; }
+#endif
 
 }  // namespace
 

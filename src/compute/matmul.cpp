@@ -131,9 +131,9 @@ void matmul_float(const KernelTable& k, const Matrix& w, const float* x, int64_t
         xr = out;
     }
     const int64_t n_out = w.n_out;
-    const int64_t blocks = (n_out + 3) / 4;
+    const int64_t blocks = (n_out + 7) / 8;  // the kernels' row blocks
     pool.parallel_for(blocks, 2, [&](int64_t b, int64_t e, int) {
-        k.gemm_float(w.type, w.data, w.row_bytes, w.n_in, 4 * b, std::min(n_out, 4 * e), xr, n_tokens, y, n_out);
+        k.gemm_float(w.type, w.data, w.row_bytes, w.n_in, 8 * b, std::min(n_out, 8 * e), xr, n_tokens, y, n_out);
     });
 }
 
@@ -169,7 +169,7 @@ void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_to
     for (size_t i = 0; i < ws.size(); ++i) matmul_with(k, *ws[i], x, n_tokens, ys[i], pool, scratch);
 }
 
-uint64_t prepare_matrices(std::span<Matrix* const> matrices) {
+uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_pages) {
     const KernelTable& k = kernels();
     std::vector<Matrix*> todo;
     for (Matrix* m : matrices)
@@ -189,7 +189,7 @@ uint64_t prepare_matrices(std::span<Matrix* const> matrices) {
             const Matrix& m = *unique[i];
             try {
                 packed[i] = pack_matrix(m.type, m.data, m.row_bytes, m.n_in, m.n_out);
-                release_pages(m.data, m.row_bytes * static_cast<uint64_t>(m.n_out));
+                if (release_file_pages) release_pages(m.data, m.row_bytes * static_cast<uint64_t>(m.n_out));
             } catch (...) {
                 if (!failed.exchange(true)) failure = std::current_exception();
             }

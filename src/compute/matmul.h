@@ -53,11 +53,13 @@ struct MatmulScratch {
 bool matmul_supports(GgmlType type);
 
 // Repacks the matrices whose type the active kernels take in packed form (in
-// parallel; once per model at load). The file's pages of a repacked matrix are
-// released from the process's resident set (the mapping stays valid: they come
-// back from the page cache if read again), so resident memory stays about the
-// file size. Returns the bytes of repacked weights.
-uint64_t prepare_matrices(std::span<Matrix* const> matrices);
+// parallel; once per model at load). Returns the bytes of repacked weights.
+//
+// With release_file_pages, the pages of each repacked matrix's original bytes are
+// dropped from the process's resident set, so resident memory stays about the
+// file size. Only for bytes in a read-only file mapping (they come back from the
+// page cache if read again); anonymous memory would be zeroed.
+uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_pages = false);
 
 void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch);
 // The same with a given kernel table (tests, benchmarks).

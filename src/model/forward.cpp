@@ -169,11 +169,33 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
         rows.capacity = kl.capacity;
         rows.f16_rounding = rows.type == GgmlType::F16;
     }
-    pool_.run(n, [&](int64_t r, int thread) {
-        const int64_t pos = pos0 + r;
-        attend_rows(as, q_.data() + r * nq, first_of(pos), pos, rows, att_.data() + r * l.n_head * dv,
-                    attn_scratch_[static_cast<size_t>(thread)]);
-    });
+    if (n >= 2 * pool_.size() || l.n_head_kv == 1) {
+        pool_.run(n, [&](int64_t r, int thread) {
+            const int64_t pos = pos0 + r;
+            attend_rows(as, q_.data() + r * nq, first_of(pos), pos, rows, att_.data() + r * l.n_head * dv,
+                        attn_scratch_[static_cast<size_t>(thread)]);
+        });
+    } else {
+        // Few rows (decode): one task per row and KV head, so long contexts use
+        // every thread. A head group's result does not depend on the others': each
+        // task computes exactly what the whole-row call computes for its group.
+        const int group = l.n_head / l.n_head_kv;
+        AttentionShape one = as;
+        one.n_head = group;
+        one.n_head_kv = 1;
+        const uint64_t esize = rows.type == GgmlType::F16 ? 2 : 4;
+        pool_.run(static_cast<int64_t>(n) * l.n_head_kv, [&](int64_t task, int thread) {
+            const int64_t r = task / l.n_head_kv;
+            const int g = static_cast<int>(task % l.n_head_kv);
+            const int64_t pos = pos0 + r;
+            KvRows head = rows;
+            head.k += static_cast<uint64_t>(g) * static_cast<uint64_t>(dk) * esize;
+            head.v += static_cast<uint64_t>(g) * static_cast<uint64_t>(dv) * esize;
+            attend_rows(one, q_.data() + r * nq + static_cast<int64_t>(g) * group * dk, first_of(pos), pos, head,
+                        att_.data() + r * l.n_head * dv + static_cast<int64_t>(g) * group * dv,
+                        attn_scratch_[static_cast<size_t>(thread)]);
+        });
+    }
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);
 
     matmul(lw.wo, att_.data(), n, o_.data(), pool_, mm_);

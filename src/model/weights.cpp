@@ -175,7 +175,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     std::vector<Matrix*> products = {&w.output};
     for (LayerWeights& lw : w.layers)
         for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down}) products.push_back(m);
-    w.packed_bytes = prepare_matrices(products);
+    // Every matrix here is bound in place from the file's read-only mapping.
+    w.packed_bytes = prepare_matrices(products, /*release_file_pages=*/true);
     return w;
 }
 

@@ -196,3 +196,50 @@ TEST(ActivationPacking, MatchesReferenceQuantizers) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// matmul_many (q / k / v, gate / up in one parallel region) equals separate products.
+TEST(MatmulMany, FusedEqualsSeparate) {
+    std::mt19937 rng(17);
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::F16}) {
+        const int64_t n_in = 512;
+        const int64_t outs[] = {96, 32, 40};
+        std::vector<std::vector<uint8_t>> bytes;
+        std::vector<Matrix> ms(3);
+        for (int i = 0; i < 3; ++i) {
+            bytes.push_back(make_weights({type, n_in, outs[i], 1, false}, rng));
+            Matrix& m = ms[static_cast<size_t>(i)];
+            m.type = type;
+            m.data = bytes.back().data();
+            m.n_in = n_in;
+            m.n_out = outs[i];
+            m.row_bytes = ggml_row_bytes(type, static_cast<uint64_t>(n_in));
+        }
+        std::vector<Matrix*> ptrs = {&ms[0], &ms[1], &ms[2]};
+        prepare_matrices(ptrs);
+        for (int64_t n_tokens : {1, 5, 19}) {
+            const std::vector<float> x = make_activations({type, n_in, 1, n_tokens, false}, rng);
+            ThreadPool pool(2);
+            MatmulScratch scratch;
+            std::vector<std::vector<float>> sep(3), fused(3);
+            for (int i = 0; i < 3; ++i) {
+                sep[static_cast<size_t>(i)].resize(static_cast<size_t>(outs[i] * n_tokens));
+                fused[static_cast<size_t>(i)].resize(sep[static_cast<size_t>(i)].size());
+                matmul_with(scalar_kernels(), ms[static_cast<size_t>(i)], x.data(), n_tokens, sep[static_cast<size_t>(i)].data(), pool, scratch);
+            }
+            const Matrix* ws[] = {&ms[0], &ms[1], &ms[2]};
+            float* ys[] = {fused[0].data(), fused[1].data(), fused[2].data()};
+            matmul_many(ws, x.data(), n_tokens, ys, pool, scratch);
+            for (int i = 0; i < 3; ++i)
+                EXPECT_EQ(std::memcmp(sep[static_cast<size_t>(i)].data(), fused[static_cast<size_t>(i)].data(),
+                                      sep[static_cast<size_t>(i)].size() * 4),
+                          0)
+                    << ggml_type_name(type) << " matrix " << i << ", " << n_tokens << " tokens";
+        }
+    }
+}
+
+}  // namespace
+}  // namespace kiln

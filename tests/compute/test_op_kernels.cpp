@@ -7,7 +7,7 @@
 //  * RMSNorm: 1e-6 relative: the sum of squares is added in 8 or 16 double lanes
 //    instead of one (the float mean then differs in its last bit at most);
 //  * softmax: 1e-6 relative + 1e-30: exp's last bit and the double sum's order;
-//  * attention: f32 keys 2e-5 x max|v|; f16 keys 2e-3 x max|v|: q.k is summed in
+//  * attention: f32 and q8_0 keys 2e-5 x max|v|; f16 keys 2e-3 x max|v|: q.k is summed in
 //    lanes instead of in order, which moves a score by a few ulps, and with an f16
 //    cache the weights are rounded to f16 (as llama.cpp does), so such a nudge can
 //    flip one weight by one f16 ulp (2^-11 relative).
@@ -159,7 +159,8 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         {9, 3, 64, 64, 300, GgmlType::F16, 0, false},   {4, 1, 256, 256, 129, GgmlType::F16, 0, true},
         {4, 2, 16, 16, 40, GgmlType::F16, 0, false},    {4, 2, 64, 64, 33, GgmlType::F32, 0, false},
         {4, 2, 64, 64, 50, GgmlType::F16, 50.0f, true}, {8, 1, 128, 128, 64, GgmlType::F16, 0, false},
-        {2, 1, 24, 40, 23, GgmlType::F32, 0, false},
+        {2, 1, 24, 40, 23, GgmlType::F32, 0, false},    {9, 3, 64, 64, 70, GgmlType::Q8_0, 0, false},
+        {4, 1, 256, 256, 33, GgmlType::Q8_0, 0, true},
     };
     for (const AttentionCase& c : cases) {
         SCOPED_TRACE("heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dk " + std::to_string(c.dk) +
@@ -172,38 +173,41 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         s.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
         s.prescale_q = c.prescale;
         s.softcap = c.softcap;
-        const size_t esize = c.cache == GgmlType::F16 ? 2 : 4;
         const int64_t ks = static_cast<int64_t>(c.n_head_kv) * c.dk, vs = static_cast<int64_t>(c.n_head_kv) * c.dv;
+        const uint64_t k_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(ks));
+        const uint64_t v_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(vs));
         // A ring of capacity n_keys + 5 whose window starts mid-ring, so reads wrap.
         const int64_t capacity = c.n_keys + 5, first = 7, pos = first + c.n_keys - 1;
-        std::vector<uint8_t> kbytes(static_cast<size_t>(capacity * ks) * esize), vbytes(static_cast<size_t>(capacity * vs) * esize);
+        std::vector<uint8_t> kbytes(static_cast<size_t>(capacity) * k_row_bytes), vbytes(static_cast<size_t>(capacity) * v_row_bytes);
         float vmax = 0;
         for (int64_t p = first; p <= pos; ++p) {
             const std::vector<float> kr = random_values(static_cast<size_t>(ks), 1.0f, rng);
             const std::vector<float> vr = random_values(static_cast<size_t>(vs), 1.0f, rng);
             for (float v : vr) vmax = std::max(vmax, std::fabs(v));
-            uint8_t* kd = kbytes.data() + static_cast<size_t>((p % capacity) * ks) * esize;
-            uint8_t* vd = vbytes.data() + static_cast<size_t>((p % capacity) * vs) * esize;
-            if (c.cache == GgmlType::F16) {
-                quant::quantize_row(GgmlType::F16, kr.data(), kd, ks);
-                quant::quantize_row(GgmlType::F16, vr.data(), vd, vs);
-            } else {
-                std::memcpy(kd, kr.data(), kr.size() * 4);
-                std::memcpy(vd, vr.data(), vr.size() * 4);
-            }
+            uint8_t* kd = kbytes.data() + static_cast<size_t>(p % capacity) * k_row_bytes;
+            uint8_t* vd = vbytes.data() + static_cast<size_t>(p % capacity) * v_row_bytes;
+            quant::quantize_row(c.cache, kr.data(), kd, ks);
+            quant::quantize_row(c.cache, vr.data(), vd, vs);
         }
-        KvRows rows;
-        rows.type = c.cache;
-        rows.k = kbytes.data();
-        rows.v = vbytes.data();
-        rows.k_row_bytes = static_cast<uint64_t>(ks) * esize;
-        rows.v_row_bytes = static_cast<uint64_t>(vs) * esize;
-        rows.capacity = capacity;
-        rows.f16_rounding = c.cache == GgmlType::F16;
         KvView view;
         view.type = c.cache;
-        view.k_row = [&](int64_t p) { return rows.k_row(p); };
-        view.v_row = [&](int64_t p) { return rows.v_row(p); };
+        view.k_row = [&](int64_t p) { return kbytes.data() + static_cast<size_t>(p % capacity) * k_row_bytes; };
+        view.v_row = [&](int64_t p) { return vbytes.data() + static_cast<size_t>(p % capacity) * v_row_bytes; };
+        // The SIMD attention reads f16 / f32 caches in place and a q8_0 cache
+        // converted to f32 rows (exact), as the forward pass does.
+        std::vector<float> kf, vf;
+        KvRows rows;
+        if (c.cache == GgmlType::Q8_0) {
+            rows = kv_rows_f32(s, view, first, pos, kf, vf);
+        } else {
+            rows.type = c.cache;
+            rows.k = kbytes.data();
+            rows.v = vbytes.data();
+            rows.k_row_bytes = k_row_bytes;
+            rows.v_row_bytes = v_row_bytes;
+            rows.capacity = capacity;
+            rows.f16_rounding = c.cache == GgmlType::F16;
+        }
         const std::vector<float> q = random_values(static_cast<size_t>(c.n_head * c.dk), 3.0f, rng);
         std::vector<float> ref(static_cast<size_t>(c.n_head * c.dv)), got(ref.size());
         AttentionScratch scratch;
@@ -212,7 +216,7 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         std::vector<float> scalar(ref.size());
         scalar_kernels().attend_row(s, q.data(), first, pos, rows, scalar.data(), scratch);
         EXPECT_EQ(std::memcmp(scalar.data(), ref.data(), ref.size() * 4), 0);
-        const float tol = (c.cache == GgmlType::F16 ? 2e-3f : 2e-5f) * vmax;
+        const float tol = (c.cache == GgmlType::F16 ? 2e-3f : 2e-5f) * vmax;  // q8_0 rows are exact f32 values
         for (const KernelTable* k : simd_tables()) {
             std::fill(got.begin(), got.end(), -1.0f);
             k->attend_row(s, q.data(), first, pos, rows, got.data(), scratch);

@@ -3,8 +3,8 @@
 // The reference (kiln/quant.h) adds element i's product to lane i % 16 and folds
 // the lanes pairwise at the end: exactly one zmm accumulator per output, so every
 // output here is one register updated element block by element block, then folded
-// the same way. Register blocking over 4 rows x 4 tokens reuses each loaded weight
-// vector for 4 tokens and each activation vector for 4 rows.
+// the same way. Register blocking over 8 rows x 3 tokens reuses each loaded weight
+// vector for 3 tokens and each activation vector for 8 rows.
 //
 // F16 products are exact in f32, so a fused multiply-add rounds exactly as the
 // reference's separate multiply and add; F32 and BF16 (whose products can be
@@ -14,8 +14,10 @@
 #if KILN_HAVE_X86_KERNELS
 
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -51,7 +53,10 @@ KILN_TARGET_AVX512 inline float fold16(__m512 v) {
 
 // One step of 16 elements for R rows x T tokens (masked on the last, partial step:
 // masked lanes keep their value, so they never see a product, as in the reference).
-template <Wt W, int R, int T, bool masked>
+// W is how the weights are stored where they are read; `fused` whether each
+// product is exact (F16 x F16 values), so a fused multiply-add rounds as the
+// reference's separate multiply and add.
+template <Wt W, bool fused, int R, int T, bool masked>
 KILN_TARGET_AVX512 inline void float_step(const uint8_t* w, uint64_t row_bytes, const float* x, int64_t ldx, int64_t i,
                                           __mmask16 m, __m512* acc) {
     constexpr int esize = W == Wt::F32 ? 4 : 2;
@@ -64,7 +69,7 @@ KILN_TARGET_AVX512 inline void float_step(const uint8_t* w, uint64_t row_bytes, 
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
             __m512& a = acc[r * T + t];
-            if constexpr (W == Wt::F16) {
+            if constexpr (fused) {
                 a = masked ? _mm512_mask3_fmadd_ps(wv, xv[t], a, m) : _mm512_fmadd_ps(wv, xv[t], a);
             } else {
                 const __m512 p = _mm512_mul_ps(wv, xv[t]);
@@ -74,44 +79,61 @@ KILN_TARGET_AVX512 inline void float_step(const uint8_t* w, uint64_t row_bytes, 
     }
 }
 
-template <Wt W, int R, int T>
+template <Wt W, bool fused, int R, int T>
 KILN_TARGET_AVX512 void float_tile(const uint8_t* w, uint64_t row_bytes, int64_t n_in, const float* x, int64_t ldx, float* y,
                                    int64_t ldy) {
     __m512 acc[R * T];
-#pragma GCC unroll 16
+#pragma GCC unroll 24
     for (int k = 0; k < R * T; ++k) acc[k] = _mm512_setzero_ps();
     int64_t i = 0;
-    for (; i + 16 <= n_in; i += 16) float_step<W, R, T, false>(w, row_bytes, x, ldx, i, 0xFFFF, acc);
-    if (i < n_in) float_step<W, R, T, true>(w, row_bytes, x, ldx, i, static_cast<__mmask16>((1u << (n_in - i)) - 1), acc);
+    for (; i + 16 <= n_in; i += 16) float_step<W, fused, R, T, false>(w, row_bytes, x, ldx, i, 0xFFFF, acc);
+    if (i < n_in) float_step<W, fused, R, T, true>(w, row_bytes, x, ldx, i, static_cast<__mmask16>((1u << (n_in - i)) - 1), acc);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) y[t * ldy + r] = fold16(acc[r * T + t]);
 }
 
+// R rows x n_tokens in tiles of R x TT (24 accumulators: 8 rows x 3 tokens, the
+// best of the shapes measured for f16 weights; 4 x 6 for the last rows).
 template <Wt W, int R>
 KILN_TARGET_AVX512 void float_rows(const uint8_t* w, uint64_t row_bytes, int64_t n_in, const float* x, int64_t n_tokens, float* y,
                                    int64_t ldy) {
+    constexpr bool fused = W == Wt::F16;
+    constexpr int TT = R >= 8 ? 3 : 6;
     int64_t t = 0;
-    for (; t + 4 <= n_tokens; t += 4) float_tile<W, R, 4>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy);
+    for (; t + TT <= n_tokens; t += TT) float_tile<W, fused, R, TT>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy);
     switch (n_tokens - t) {
-        case 3: float_tile<W, R, 3>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy); break;
-        case 2: float_tile<W, R, 2>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy); break;
-        case 1: float_tile<W, R, 1>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy); break;
+        case 5: float_tile<W, fused, R, 5>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy); break;
+        case 4: float_tile<W, fused, R, 4>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy); break;
+        case 3: float_tile<W, fused, R, 3>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy); break;
+        case 2: float_tile<W, fused, R, 2>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy); break;
+        case 1: float_tile<W, fused, R, 1>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy); break;
         default: break;
     }
 }
 
+// Tokens in blocks whose activations stay in L2 (64 tokens x 2048 f32 = 512 KB)
+// while every row of the range passes over them; each row block's weights stay
+// in L1 across the block's token tiles. For one token (decode) the 8 rows of a
+// tile are 8 memory streams.
 template <Wt W>
 KILN_TARGET_AVX512 void float_gemm(const uint8_t* w, uint64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float* x,
                                    int64_t n_tokens, float* y, int64_t ldy) {
-    int64_t r = r0;
-    for (; r + 4 <= r1; r += 4) float_rows<W, 4>(w + r * row_bytes, row_bytes, n_in, x, n_tokens, y + r, ldy);
-    switch (r1 - r) {
-        case 3: float_rows<W, 3>(w + r * row_bytes, row_bytes, n_in, x, n_tokens, y + r, ldy); break;
-        case 2: float_rows<W, 2>(w + r * row_bytes, row_bytes, n_in, x, n_tokens, y + r, ldy); break;
-        case 1: float_rows<W, 1>(w + r * row_bytes, row_bytes, n_in, x, n_tokens, y + r, ldy); break;
-        default: break;
+    const int64_t block = std::max<int64_t>(6, (int64_t{1} << 19) / (4 * n_in) / 6 * 6);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += block) {
+        const int64_t nt = std::min(block, n_tokens - t0);
+        const float* xt = x + t0 * n_in;
+        float* yt = y + t0 * ldy;
+        int64_t r = r0;
+        for (; r + 8 <= r1; r += 8) float_rows<W, 8>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy);
+        for (; r + 4 <= r1; r += 4) float_rows<W, 4>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy);
+        switch (r1 - r) {
+            case 3: float_rows<W, 3>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy); break;
+            case 2: float_rows<W, 2>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy); break;
+            case 1: float_rows<W, 1>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy); break;
+            default: break;
+        }
     }
 }
 

@@ -8,8 +8,10 @@
 #if KILN_HAVE_X86_KERNELS
 
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -43,14 +45,13 @@ KILN_TARGET_AVX512 inline __mmask64 load_mask64(const uint8_t* p) {
     return _cvtu64_mask64(m);
 }
 
-// A tile is P panels x T tokens (P > 1 only for decode, T = 1: each panel is its
-// own sequential stream, and a core needs several in flight to approach the
-// memory bandwidth). Index k = p * T + t.
+// A tile is P panels x T tokens (P > 1 only for decode, T = 1: see run_tiles).
+// Panel p is at w + p * panel_bytes, its outputs at y + p * y_step. Index k = p * T + t.
 
 // Q4_K / Q5_K: 8 sub-blocks of 32. Offsets as layout.h.
 template <bool fifth_bit, int P, int T>
 KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
-                                uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows) {
+                                uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows, int64_t y_step) {
     constexpr int qs_off = fifth_bit ? 832 : 320;
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i bit = _mm512_set1_epi8(0x10);
@@ -59,6 +60,38 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const ui
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
         __m512i isum[P * T];
         for (int k = 0; k < P * T; ++k) isum[k] = _mm512_setzero_si512();
+        if constexpr (P * T <= 4) {
+            // Decode: the two sub-blocks of a byte pair (low and high nibbles) at
+            // once: each chunk is loaded once, and 2 P T independent vpdpbusd chains
+            // overlap their latency.
+            for (int pr = 0; pr < 4; ++pr) {
+                __m512i de[P * T], dodd[P * T];
+                for (int k = 0; k < P * T; ++k) de[k] = dodd[k] = _mm512_setzero_si512();
+                for (int c = 0; c < 8; ++c)
+                    for (int p = 0; p < P; ++p) {
+                        const uint8_t* wp = w + p * panel_bytes;
+                        const __m512i raw = _mm512_loadu_si512(wp + qs_off + 512 * pr + 64 * c);
+                        __m512i lo = _mm512_and_si512(raw, low4);
+                        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+                        if constexpr (fifth_bit) {
+                            lo = _mm512_mask_add_epi8(lo, load_mask64(wp + 320 + 8 * (8 * (2 * pr) + c)), lo, bit);
+                            hi = _mm512_mask_add_epi8(hi, load_mask64(wp + 320 + 8 * (8 * (2 * pr + 1) + c)), hi, bit);
+                        }
+                        for (int t = 0; t < T; ++t) {
+                            de[p * T + t] = _mm512_dpbusd_epi32(de[p * T + t], lo, bcast_i32(a + 256 * t + 64 * pr + 4 * c));
+                            dodd[p * T + t] = _mm512_dpbusd_epi32(dodd[p * T + t], hi, bcast_i32(a + 256 * t + 64 * pr + 32 + 4 * c));
+                        }
+                    }
+                for (int p = 0; p < P; ++p) {
+                    const uint8_t* wp = w + p * panel_bytes;
+                    const __m512i sce = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 64 + 16 * (2 * pr))));
+                    const __m512i sco = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 64 + 16 * (2 * pr + 1))));
+                    for (int t = 0; t < T; ++t)
+                        isum[p * T + t] = _mm512_add_epi32(_mm512_add_epi32(isum[p * T + t], _mm512_mullo_epi32(de[p * T + t], sce)),
+                                                           _mm512_mullo_epi32(dodd[p * T + t], sco));
+                }
+            }
+        } else
         for (int sb = 0; sb < 8; ++sb) {
             __m512i dot[P * T];
             for (int k = 0; k < P * T; ++k) dot[k] = _mm512_setzero_si512();
@@ -96,7 +129,7 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const ui
         }
     }
     for (int p = 0; p < P; ++p)
-        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * k_panel_rows, rows[p], acc[p * T + t]);
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * y_step, rows[p], acc[p * T + t]);
 }
 
 // Q6_K: 16 sub-blocks of 16, processed as 8 pairs (layout.h). Levels are stored
@@ -104,7 +137,7 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const ui
 // the second part by a 16-bit dot product of the scale pairs with the activation sums.
 template <int P, int T>
 KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
-                                 uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows) {
+                                 uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows, int64_t y_step) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i two_bits = _mm512_set1_epi8(0x30);
     __m512 acc[P * T];
@@ -157,12 +190,16 @@ KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const u
         }
     }
     for (int p = 0; p < P; ++p)
-        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * k_panel_rows, rows[p], acc[p * T + t]);
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * y_step, rows[p], acc[p * T + t]);
 }
 
-using TileFn = void (*)(const uint8_t*, uint64_t, const uint8_t*, int64_t, uint64_t, uint64_t, float*, int64_t, const __mmask16*);
+using TileFn = void (*)(const uint8_t*, uint64_t, const uint8_t*, int64_t, uint64_t, uint64_t, float*, int64_t, const __mmask16*,
+                        int64_t);
 
-// tiles[0] decodes 4 panels x 1 token; tiles[T] is 1 panel x T tokens.
+// tiles[0] decodes 4 panels x 1 token; tiles[T] is 1 panel x T tokens. Decode
+// reads the range as 4 long sequential streams (its quarters, panel i of each
+// together): more memory requests in flight than one stream, and than 4 adjacent
+// panels, whose short streams restart every panel (measured: docs/perf.md).
 KILN_TARGET_AVX512 void run_tiles(const TileFn (&tiles)[9], const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1,
                                   float* y, int64_t ldy) {
     auto rows_of = [&](int64_t p) {
@@ -170,18 +207,22 @@ KILN_TARGET_AVX512 void run_tiles(const TileFn (&tiles)[9], const PackedMatrix& 
         return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
     };
     int64_t p = p0;
-    if (a.n_tokens == 1)
-        for (; p + 4 <= p1; p += 4) {
-            const __mmask16 rows[4] = {rows_of(p), rows_of(p + 1), rows_of(p + 2), rows_of(p + 3)};
-            tiles[0](w.panel(p), w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a.format.block_stride, y + p * k_panel_rows,
-                     ldy, rows);
+    if (a.n_tokens == 1) {
+        const int64_t quarter = (p1 - p0) / 4;
+        for (int64_t i = 0; i < quarter; ++i) {
+            const int64_t q = p0 + i;
+            const __mmask16 rows[4] = {rows_of(q), rows_of(q + quarter), rows_of(q + 2 * quarter), rows_of(q + 3 * quarter)};
+            tiles[0](w.panel(q), quarter * w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a.format.block_stride,
+                     y + q * k_panel_rows, ldy, rows, quarter * k_panel_rows);
         }
+        p = p0 + 4 * quarter;
+    }
     for (; p < p1; ++p) {
         const __mmask16 rows[1] = {rows_of(p)};
         for (int64_t g = 0; g < a.n_groups(); ++g) {
             const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
             tiles[n](w.panel(p), w.panel_bytes, a.group(g), w.n_blocks, w.block_bytes, a.format.block_stride,
-                     y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows);
+                     y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows, k_panel_rows);
         }
     }
 }

@@ -12,8 +12,10 @@
 #if KILN_HAVE_X86_KERNELS
 
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -174,14 +176,23 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
-        __m512i isum[T];
-        for (int t = 0; t < T; ++t)
+        // Two accumulators per token (even / odd chunks, or low / high nibbles):
+        // 2T independent vpdpbusd chains keep both of the CPU's dot-product pipes
+        // busy despite the instruction's latency. Integer sums: exact in any order.
+        __m512i isum[T], isum2[T];
+        for (int t = 0; t < T; ++t) {
             isum[t] = unsigned_levels ? _mm512_setzero_si512() : bcast_i32(a + act_aux_offset(32) + 4 * t);
+            isum2[t] = _mm512_setzero_si512();
+        }
         if constexpr (F == Legacy::Q8_0) {
             const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-            for (int c = 0; c < 8; ++c) {
-                const __m512i q = _mm512_xor_si512(_mm512_loadu_si512(w + L.qs + 64 * c), flip);
-                for (int t = 0; t < T; ++t) isum[t] = _mm512_dpbusd_epi32(isum[t], q, bcast_i32(a + 32 * t + 4 * c));
+            for (int c = 0; c < 8; c += 2) {
+                const __m512i q0 = _mm512_xor_si512(_mm512_loadu_si512(w + L.qs + 64 * c), flip);
+                const __m512i q1 = _mm512_xor_si512(_mm512_loadu_si512(w + L.qs + 64 * c + 64), flip);
+                for (int t = 0; t < T; ++t) {
+                    isum[t] = _mm512_dpbusd_epi32(isum[t], q0, bcast_i32(a + 32 * t + 4 * c));
+                    isum2[t] = _mm512_dpbusd_epi32(isum2[t], q1, bcast_i32(a + 32 * t + 4 * c + 4));
+                }
             }
         } else {
             for (int c = 0; c < 4; ++c) {
@@ -200,10 +211,11 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
                 }
                 for (int t = 0; t < T; ++t) {
                     isum[t] = _mm512_dpbusd_epi32(isum[t], lo, bcast_i32(a + 32 * t + 4 * c));
-                    isum[t] = _mm512_dpbusd_epi32(isum[t], hi, bcast_i32(a + 32 * t + 16 + 4 * c));
+                    isum2[t] = _mm512_dpbusd_epi32(isum2[t], hi, bcast_i32(a + 32 * t + 16 + 4 * c));
                 }
             }
         }
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], isum2[t]);
         const __m512 dw = load_f16x16(w);
         if constexpr (L.has_min) {
             const __m512 mw = load_f16x16(w + 32);
@@ -223,13 +235,12 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
 }
 
-// Decode: one token against P panels at once. Each panel is its own sequential
-// stream; a core keeps several streams in flight where one stream alone stalls
-// on memory latency (about a third of the bandwidth: docs/perf.md). Per lane the
-// operations are legacy_tile's, in the same order.
+// Decode: one token against P panels at once, panel p at w + p * panel_bytes and
+// its outputs at y + p * y_step. Per lane the operations are legacy_tile's, in the
+// same order.
 template <Legacy F, int P>
 KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
-                                      uint64_t a_stride, float* y, const __mmask16* rows) {
+                                      uint64_t a_stride, float* y, const __mmask16* rows, int64_t y_step = k_panel_rows) {
     constexpr LegacyLayout L = legacy_layout(F);
     constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
     const __m512i low4 = _mm512_set1_epi8(0x0F);
@@ -271,7 +282,7 @@ KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, co
             acc[p] = _mm512_add_ps(acc[p], term);
         }
     }
-    for (int p = 0; p < P; ++p) _mm512_mask_storeu_ps(y + p * k_panel_rows, rows[p], acc[p]);
+    for (int p = 0; p < P; ++p) _mm512_mask_storeu_ps(y + p * y_step, rows[p], acc[p]);
 }
 
 template <Legacy F>
@@ -282,12 +293,17 @@ KILN_TARGET_AVX512 void legacy_gemm(const PackedMatrix& w, const ActPack& a, int
         return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
     };
     if (a.n_tokens == 1) {
-        int64_t p = p0;
-        for (; p + 4 <= p1; p += 4) {
-            const __mmask16 rows[4] = {rows_of(p), rows_of(p + 1), rows_of(p + 2), rows_of(p + 3)};
-            legacy_decode<F, 4>(w.panel(p), w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a_stride, y + p * k_panel_rows, rows);
+        // Decode: 4 long sequential streams (the range's quarters, panel i of each
+        // together) keep more memory requests in flight than one stream, and than
+        // 4 adjacent panels, whose short streams restart every panel (measured).
+        const int64_t quarter = (p1 - p0) / 4;
+        for (int64_t i = 0; i < quarter; ++i) {
+            const int64_t q = p0 + i;
+            const __mmask16 rows[4] = {rows_of(q), rows_of(q + quarter), rows_of(q + 2 * quarter), rows_of(q + 3 * quarter)};
+            legacy_decode<F, 4>(w.panel(q), quarter * w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a_stride,
+                                y + q * k_panel_rows, rows, quarter * k_panel_rows);
         }
-        for (; p < p1; ++p) {
+        for (int64_t p = p0 + 4 * quarter; p < p1; ++p) {
             const __mmask16 rows[1] = {rows_of(p)};
             legacy_decode<F, 1>(w.panel(p), w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a_stride, y + p * k_panel_rows, rows);
         }
