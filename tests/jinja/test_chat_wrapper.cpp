@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "jinja_test_util.h"
+#include "support/test_support.h"
 #include "kiln/chat_template.h"
 #include "kiln/gguf/writer.h"
 
@@ -136,7 +137,7 @@ TEST(ModelTemplateHelper, BadTokenIdIsAnError) {
 // `kiln template` writes exactly the rendered prompt (compared with jinja2's).
 TEST(Cli, TemplateCommandMatchesGolden) {
     const std::string kiln = std::string(KILN_BINARY_DIR) + "/kiln";
-    if (!std::filesystem::exists(kiln)) GTEST_SKIP() << "kiln binary not built";
+    if (!std::filesystem::exists(kiln)) KILN_SKIP_MISSING("kiln binary not built");
     const ojson cases = load_json(golden_path("jinja/cases.json"));
     const ojson expected = load_json(golden_path("jinja/templates/Qwen-Qwen3-0.6B.json")).at("results");
     for (const auto& c : cases.at("cases")) {
@@ -158,7 +159,7 @@ TEST(Cli, TemplateCommandMatchesGolden) {
 TEST(Cli, TemplateCommandFromGguf) {
     KILN_REQUIRE_MODEL(smollm2_path());
     const std::string kiln = std::string(KILN_BINARY_DIR) + "/kiln";
-    if (!std::filesystem::exists(kiln)) GTEST_SKIP() << "kiln binary not built";
+    if (!std::filesystem::exists(kiln)) KILN_SKIP_MISSING("kiln binary not built");
     const ojson m = load_json(golden_path("jinja/models/smollm2.json"));
     const ojson cases = load_json(golden_path("jinja/cases.json"));
     const ojson& c = cases.at("cases").at(1);  // system + user

@@ -27,6 +27,11 @@ std::string missing_reason(const std::string& path) {
     return "model not installed: " + path + " (run ./setup.sh)";
 }
 
+bool data_required() {
+    const char* v = std::getenv("KILN_TESTS_REQUIRE_DATA");
+    return v && std::string(v) == "1";
+}
+
 std::string temp_dir() {
     static std::string dir = [] {
         auto d = std::filesystem::temp_directory_path() / ("kiln-test-" + std::to_string(::getpid()));

@@ -22,9 +22,25 @@ void write_file(const std::string& path, const std::string& bytes);
 
 }  // namespace kiln::test
 
-// Skips the current test with a printed reason when a real model is not installed.
+namespace kiln::test {
+// True when KILN_TESTS_REQUIRE_DATA=1 (set by CI): then a missing model or
+// vocabulary fails the test instead of skipping it, so that a broken setup cannot
+// pass as green.
+bool data_required();
+}  // namespace kiln::test
+
+// Skips the current test with a printed reason because an installed input is
+// missing (fails instead when data is required).
+#define KILN_SKIP_MISSING(reason)                                                  \
+    do {                                                                           \
+        const std::string _why = (reason);                                         \
+        if (::kiln::test::data_required()) FAIL() << _why;                         \
+        GTEST_SKIP() << _why;                                                      \
+    } while (0)
+
+// Skips (or fails, see data_required) when a real model is not installed.
 #define KILN_REQUIRE_MODEL(path)                                                   \
     do {                                                                           \
         std::string _reason = ::kiln::test::missing_reason(path);                  \
-        if (!_reason.empty()) GTEST_SKIP() << _reason;                             \
+        if (!_reason.empty()) KILN_SKIP_MISSING(_reason);                          \
     } while (0)

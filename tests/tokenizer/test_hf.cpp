@@ -19,7 +19,7 @@ TEST_P(HuggingFace, Corpus) {
     const std::string name = GetParam();
     std::string why;
     const std::string path = fixture_vocab_path("hf-" + name, why);
-    if (path.empty()) GTEST_SKIP() << why;
+    if (path.empty()) KILN_SKIP_MISSING(why);
     const Tokenizer& tok = cached_tokenizer(path, TokenizerCompat::HuggingFace);
     const nlohmann::json fx = nlohmann::json::parse(read_file(golden_path("tokenizer/hf/" + name + ".json")));
     size_t n = 0, failures = 0;
@@ -67,7 +67,7 @@ TEST_P(HuggingFaceVectors, MatchReference) {
     const FamilyVectors fv = GetParam();
     std::string why;
     const std::string path = fixture_vocab_path(std::string("hf-") + fv.hf, why);
-    if (path.empty()) GTEST_SKIP() << why;
+    if (path.empty()) KILN_SKIP_MISSING(why);
     std::vector<VocabVector> vectors = read_vectors(fv.vectors);
     ASSERT_FALSE(vectors.empty()) << "no vectors for " << fv.vectors;
     const Tokenizer& tok = cached_tokenizer(path, TokenizerCompat::HuggingFace);

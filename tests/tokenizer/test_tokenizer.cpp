@@ -307,7 +307,7 @@ TEST(TokenizerLoad, Errors) {
 }
 
 TEST(TokenizerApi, EndOfGenerationAndAccessors) {
-    if (!missing_reason(smollm2_path()).empty()) GTEST_SKIP() << missing_reason(smollm2_path());
+    KILN_REQUIRE_MODEL(smollm2_path());
     const Tokenizer& tok = cached_tokenizer(smollm2_path());
     EXPECT_EQ(tok.model_name(), "gpt2");
     EXPECT_EQ(tok.pre_name(), "smollm");

@@ -4,6 +4,7 @@
 // parse_special off.
 #include <gtest/gtest.h>
 
+#include "support/test_support.h"
 #include "tokenizer/tokenizer_test_util.h"
 
 namespace kiln::test {
@@ -15,8 +16,8 @@ TEST_P(VocabVectors, MatchReference) {
     const std::string name = GetParam();
     const std::string path = vocab_path(name);
     if (path.empty())
-        GTEST_SKIP() << "ggml-vocab-" << name << ".gguf not found in " << shared_vocab_dir() << " or "
-                     << cached_vocab_dir() << " (run tools/fetch_llamacpp_vocabs.sh)";
+        KILN_SKIP_MISSING("ggml-vocab-" + name + ".gguf not found in " + shared_vocab_dir() + " or " +
+                          cached_vocab_dir() + " (run tools/fetch_llamacpp_vocabs.sh)");
     std::vector<VocabVector> vectors = read_vectors(name);
     if (vectors.empty()) GTEST_SKIP() << "no .inp/.out vectors for " << name;
     const Tokenizer& tok = cached_tokenizer(path);
