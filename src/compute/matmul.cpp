@@ -123,11 +123,8 @@ void matmul_float(const KernelTable& k, const Matrix& w, const float* x, int64_t
         const int64_t n = w.n_in * n_tokens;
         scratch.rounded.resize(static_cast<size_t>(n));
         float* out = scratch.rounded.data();
-        const bool f16 = w.type == GgmlType::F16;
-        pool.parallel_for(n, 4096, [&](int64_t b, int64_t e, int) {
-            for (int64_t i = b; i < e; ++i)
-                out[i] = f16 ? quant::fp16_to_fp32(quant::fp32_to_fp16(x[i])) : quant::bf16_to_fp32(quant::fp32_to_bf16(x[i]));
-        });
+        const auto round = w.type == GgmlType::F16 ? k.round_to_f16 : k.round_to_bf16;
+        pool.parallel_for(n, 4096, [&](int64_t b, int64_t e, int) { round(x + b, out + b, e - b); });
         xr = out;
     }
     const int64_t n_out = w.n_out;

@@ -2,6 +2,10 @@
 
 #include "compute/cpu_features.h"
 
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>

@@ -52,7 +52,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
         volatile uint8_t sink = 0;
         for (const auto& t : im.file.tensors()) {
             const uint8_t* p = im.file.tensor_data(t);
-            for (uint64_t off = 0; off < t.bytes; off += 4096) sink ^= p[off];
+            for (uint64_t off = 0; off < t.bytes; off += 4096) sink = sink ^ p[off];
         }
         (void)sink;
     }

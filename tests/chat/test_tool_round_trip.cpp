@@ -38,7 +38,9 @@ TEST(ToolRoundTrip, GetWeatherCallResultAndAnswer) {
         kiln::test::smollm2_path(), kiln::test::read_file(kiln::test::data_path("shared/templates/Qwen-Qwen2.5-7B-Instruct.jinja")),
         kiln::test::temp_dir() + "/smollm2-tools.gguf");
     auto model = kiln::Model::load(path);
-    kiln::ChatSession chat(model, {.context = {.n_ctx = 2048, .n_batch = 256}});
+    kiln::ChatOptions options;
+    options.context = {.n_ctx = 2048, .n_batch = 256};
+    kiln::ChatSession chat(model, options);
     ASSERT_TRUE(chat.format().has_tools());
     EXPECT_EQ(chat.template_origin(), "file");
 

@@ -118,6 +118,37 @@ TEST(OpKernels, F16ConversionIsExact) {
     }
 }
 
+TEST(OpKernels, RoundingThroughF16AndBf16IsExact) {
+    std::mt19937 rng(4);
+    std::vector<float> x = random_values(1003, 100.0f, rng);
+    const float specials[] = {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -70000.0f, 1e-8f, -3e-8f, 5.96e-8f, 2.98e-8f, 6.1e-5f,
+                              INFINITY, -INFINITY, NAN, -NAN, std::nanf("0x12345"), -std::nanf("0x400001"), 1e-45f, 3.4e38f,
+                              -3.4028235e38f};
+    for (size_t i = 0; i < std::size(specials); ++i) x[i * 7] = specials[i];
+    for (uint32_t i = 0; i < 64; ++i) {  // low-bit patterns around f16 and bf16 rounding ties
+        const uint32_t f16_tie = 0x3F800000u + (i << 9) + (i & 1 ? 0x1000u : 0x0FFFu);
+        const uint32_t bf16_tie = 0x3F800000u + (i << 16) + (i & 2 ? 0x8000u : 0x7FFFu);
+        std::memcpy(&x[500 + i], &f16_tie, 4);
+        std::memcpy(&x[600 + i], &bf16_tie, 4);
+    }
+    auto bits = [](float f) {
+        uint32_t b;
+        std::memcpy(&b, &f, 4);
+        return b;
+    };
+    for (const KernelTable* k : simd_tables())
+        for (int64_t n : {int64_t{1003}, int64_t{16}, int64_t{7}}) {  // whole vectors and tails
+            std::vector<float> f16(x.size(), 1.0f), bf16(x.size(), 1.0f);
+            k->round_to_f16(x.data(), f16.data(), n);
+            k->round_to_bf16(x.data(), bf16.data(), n);
+            for (int64_t i = 0; i < n; ++i) {
+                EXPECT_EQ(bits(f16[i]), bits(quant::fp16_to_fp32(quant::fp32_to_fp16(x[i])))) << isa_name(k->isa) << " f16 " << i;
+                EXPECT_EQ(bits(bf16[i]), bits(quant::bf16_to_fp32(quant::fp32_to_bf16(x[i])))) << isa_name(k->isa) << " bf16 " << i;
+            }
+            EXPECT_EQ(f16[n < 1003 ? n : 0] == 1.0f, n < 1003) << "wrote past n";
+        }
+}
+
 TEST(OpKernels, RopeIsBitIdentical) {
     std::mt19937 rng(8);
     for (ops::RopeLayout layout : {ops::RopeLayout::Norm, ops::RopeLayout::Neox}) {

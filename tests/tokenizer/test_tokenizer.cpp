@@ -93,7 +93,9 @@ TEST(TokenizerStream, NeverEmitsHalfASequence) {
             streamed += dec.flush();
             EXPECT_TRUE(tok::is_valid_utf8(streamed));
             std::string whole = tok.decode(ids, DecodeOptions{.clean_up_spaces = false});
-            if (tok::is_valid_utf8(whole)) EXPECT_EQ(streamed, whole) << nv.name << ": '" << escape_text(t) << "'";
+            if (tok::is_valid_utf8(whole)) {
+                EXPECT_EQ(streamed, whole) << nv.name << ": '" << escape_text(t) << "'";
+            }
         }
     }
 }
@@ -107,7 +109,9 @@ TEST(TokenizerStream, HoldsBytesUntilComplete) {
     std::string out;
     for (size_t i = 0; i < ids.size(); ++i) {
         std::string part = dec.push(ids[i]);
-        if (i + 1 < ids.size()) EXPECT_TRUE(part.empty() || tok::is_valid_utf8(part));
+        if (i + 1 < ids.size()) {
+            EXPECT_TRUE(part.empty() || tok::is_valid_utf8(part));
+        }
         out += part;
     }
     EXPECT_EQ(out + dec.flush(), "\xF0\x9F\xA6\x99");  // the prefix space of the first piece is dropped

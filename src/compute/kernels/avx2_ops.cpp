@@ -213,6 +213,37 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
 
 }  // namespace
 
+// As avx512_ops.cpp; a block with a NaN goes through the scalar conversion.
+KILN_TARGET_AVX2 void round_to_f16(const float* src, float* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(src + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
+            for (int k = 0; k < 8; ++k) dst[i + k] = quant::fp16_to_fp32(quant::fp32_to_fp16(src[i + k]));
+            continue;
+        }
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    }
+    for (; i < n; ++i) dst[i] = quant::fp16_to_fp32(quant::fp32_to_fp16(src[i]));
+}
+
+KILN_TARGET_AVX2 void round_to_bf16(const float* src, float* dst, int64_t n) {
+    const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
+    const __m256i bias = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x00400000);
+    const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i x = _mm256_castps_si256(_mm256_loadu_ps(src + i));
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), one);
+        const __m256i r = _mm256_and_si256(_mm256_add_epi32(x, _mm256_add_epi32(bias, lsb)), high);
+        // |x| > inf as signed integers (both non-negative): a NaN.
+        const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs_mask), inf);
+        const __m256i q = _mm256_and_si256(_mm256_or_si256(x, quiet), high);
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_blendv_epi8(r, q, nan)));
+    }
+    for (; i < n; ++i) dst[i] = quant::bf16_to_fp32(quant::fp32_to_bf16(src[i]));
+}
+
 // As avx512_ops.cpp: F16C conversion, NaNs made canonical.
 KILN_TARGET_AVX2 void f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
     int64_t i = 0;

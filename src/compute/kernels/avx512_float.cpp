@@ -113,6 +113,28 @@ KILN_TARGET_AVX512 void float_rows(const uint8_t* w, uint64_t row_bytes, int64_t
     }
 }
 
+// Decode (one token): rows [r0, r1) as 4 long sequential streams, the range's
+// quarters, row i of each together, with one accumulator per row as float_tile.
+// (Tiles of 8 adjacent rows are 8 streams of one row each that restart every
+// tile; measured 20-40% slower on a 1B F16 model.) Returns the first row left
+// (the remainder after the quarters).
+template <Wt W>
+KILN_TARGET_AVX512 int64_t float_decode(const uint8_t* w, uint64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float* x,
+                                        float* y) {
+    constexpr bool fused = W == Wt::F16;
+    const int64_t quarter = (r1 - r0) / 4;
+    const uint64_t stride = static_cast<uint64_t>(quarter) * row_bytes;
+    for (int64_t q = r0; q < r0 + quarter; ++q) {
+        const uint8_t* wq = w + q * row_bytes;
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        int64_t i = 0;
+        for (; i + 16 <= n_in; i += 16) float_step<W, fused, 4, 1, false>(wq, stride, x, n_in, i, 0xFFFF, acc);
+        if (i < n_in) float_step<W, fused, 4, 1, true>(wq, stride, x, n_in, i, static_cast<__mmask16>((1u << (n_in - i)) - 1), acc);
+        for (int k = 0; k < 4; ++k) y[q + k * quarter] = fold16(acc[k]);
+    }
+    return r0 + 4 * quarter;
+}
+
 // Tokens in blocks whose activations stay in L2 (64 tokens x 2048 f32 = 512 KB)
 // while every row of the range passes over them; each row block's weights stay
 // in L1 across the block's token tiles. For one token (decode) the 8 rows of a
@@ -125,7 +147,7 @@ KILN_TARGET_AVX512 void float_gemm(const uint8_t* w, uint64_t row_bytes, int64_t
         const int64_t nt = std::min(block, n_tokens - t0);
         const float* xt = x + t0 * n_in;
         float* yt = y + t0 * ldy;
-        int64_t r = r0;
+        int64_t r = nt == 1 ? float_decode<W>(w, row_bytes, n_in, r0, r1, xt, yt) : r0;
         for (; r + 8 <= r1; r += 8) float_rows<W, 8>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy);
         for (; r + 4 <= r1; r += 4) float_rows<W, 4>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy);
         switch (r1 - r) {

@@ -279,6 +279,41 @@ KILN_TARGET_AVX512 void f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
     }
 }
 
+// Through f16 and back: F16C both ways (exact on the way up); NaNs become the
+// canonical quiet NaN with their sign, as fp32_to_f16 gives.
+KILN_TARGET_AVX512 void round_to_f16(const float* src, float* dst, int64_t n) {
+    const __m512i sign_bit = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+    const __m512i qnan = _mm512_set1_epi32(0x7FC00000);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 v = _mm512_maskz_loadu_ps(k, src + i);
+        __m512 r = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        if (nan) {
+            const __m512i s = _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), sign_bit), qnan);
+            r = _mm512_mask_mov_ps(r, nan, _mm512_castsi512_ps(s));
+        }
+        _mm512_mask_storeu_ps(dst + i, k, r);
+    }
+}
+
+// Round to nearest even on the upper 16 bits; NaNs keep their upper bits and are
+// made quiet (fp32_to_bf16).
+KILN_TARGET_AVX512 void round_to_bf16(const float* src, float* dst, int64_t n) {
+    const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+    const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x00400000);
+    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(k, src + i));
+        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), one);
+        __m512i r = _mm512_and_si512(_mm512_add_epi32(x, _mm512_add_epi32(bias, lsb)), high);
+        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, abs_mask), inf);
+        r = _mm512_mask_mov_epi32(r, nan, _mm512_and_si512(_mm512_or_si512(x, quiet), high));
+        _mm512_mask_storeu_ps(dst + i, k, _mm512_castsi512_ps(r));
+    }
+}
+
 // ops::rope_apply with the same multiplies and adds per element (no fused
 // multiply-add): bit-identical. Norm layout: 8 (x0, x1) pairs per vector against
 // the cache's 8 (cos, sin) pairs; NeoX: 16 first-half and 16 second-half elements

@@ -22,6 +22,12 @@ const KernelTable& scalar_kernels() {
         k.f32_to_f16 = [](const float* src, uint16_t* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
         };
+        k.round_to_f16 = [](const float* src, float* dst, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) dst[i] = quant::fp16_to_fp32(quant::fp32_to_fp16(src[i]));
+        };
+        k.round_to_bf16 = [](const float* src, float* dst, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) dst[i] = quant::bf16_to_fp32(quant::fp32_to_bf16(src[i]));
+        };
         k.gelu_mul = ops::gelu_mul;
         k.rms_norm = ops::rms_norm;
         k.softmax = ops::softmax;
@@ -52,6 +58,8 @@ const KernelTable& avx2_kernels() {
         k.gemm_float = avx2::gemm_float;
         k.silu_mul = avx2::silu_mul;
         k.f32_to_f16 = avx2::f32_to_f16;
+        k.round_to_f16 = avx2::round_to_f16;
+        k.round_to_bf16 = avx2::round_to_bf16;
         k.rope_apply = avx2::rope_apply;
         k.gelu_mul = avx2::gelu_mul;
         k.rms_norm = avx2::rms_norm;
@@ -71,6 +79,8 @@ const KernelTable& avx512_kernels() {
         k.gemm_float = avx512::gemm_float;
         k.silu_mul = avx512::silu_mul;
         k.f32_to_f16 = avx512::f32_to_f16;
+        k.round_to_f16 = avx512::round_to_f16;
+        k.round_to_bf16 = avx512::round_to_bf16;
         k.rope_apply = avx512::rope_apply;
         k.gelu_mul = avx512::gelu_mul;
         k.rms_norm = avx512::rms_norm;

@@ -56,6 +56,10 @@ struct KernelTable {
     void (*rope_apply)(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim) = nullptr;
     // f32 -> f16, bit-identical to quant::fp32_to_fp16 (NaN included).
     void (*f32_to_f16)(const float* src, uint16_t* dst, int64_t n) = nullptr;
+    // dst[i] = fp16_to_fp32(fp32_to_fp16(src[i])) (the activations of F16 weights),
+    // and the same through bf16; bit-identical to quant's conversions.
+    void (*round_to_f16)(const float* src, float* dst, int64_t n) = nullptr;
+    void (*round_to_bf16)(const float* src, float* dst, int64_t n) = nullptr;
     // One row.
     void (*rms_norm)(const float* x, const float* w, float* y, int64_t n, float eps) = nullptr;
     void (*softmax)(float* x, int64_t n) = nullptr;

@@ -21,6 +21,8 @@ namespace kiln {
                     const float* x, int64_t n_tokens, float* y, int64_t ldy);                                        \
     void silu_mul(float* gate, const float* up, int64_t n);                                                           \
     void f32_to_f16(const float* src, uint16_t* dst, int64_t n);                                                      \
+    void round_to_f16(const float* src, float* dst, int64_t n);                                                       \
+    void round_to_bf16(const float* src, float* dst, int64_t n);                                                      \
     void rope_apply(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim);          \
     void gelu_mul(float* gate, const float* up, int64_t n);                                                           \
     void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);                                    \
