@@ -23,7 +23,12 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$corpus"
   seeds="fuzz/seeds/${t#fuzz_}"
   [ -d "$seeds" ] || seeds=""
+  extra=()
+  if [ "$t" = fuzz_jinja ]; then  # the real templates too, and the syntax dictionary
+    seeds="$seeds tests/data/shared/templates"
+    extra=(-dict=fuzz/jinja.dict)
+  fi
   echo "== $t for ${SECONDS_PER_TARGET}s"
   "$BUILD/fuzz/$t" "$corpus" $seeds -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 -rss_limit_mb=2048 \
-    -timeout=10 -artifact_prefix="$BUILD/artifacts/$t-" -print_final_stats=1 2>&1 | tail -n 12
+    -timeout=10 -artifact_prefix="$BUILD/artifacts/$t-" -print_final_stats=1 "${extra[@]}" 2>&1 | tail -n 12
 done

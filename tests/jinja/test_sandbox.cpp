@@ -215,6 +215,14 @@ TEST(Api, ContextModifiedMidRenderStartsOverOnACopy) {
     EXPECT_EQ(to_str(ctx), "{'messages': [{'x': []}, {'x': [0]}]}");
 }
 
+TEST(Loops, FilteredLoopWithLoopVariable) {
+    // A loop whose scope holds `loop` (fuzz regression: the scope outlived the loop
+    // object it refers to; ASan's stack-use-after-scope).
+    EXPECT_EQ(render_str("{% for x in [1, 2, 3] if x > 1 %}{{ loop.index }}/{{ loop.length }}{% endfor %}"), "1/22/2");
+    EXPECT_EQ(render_str("{% for x in [1, 2] %}{% for y in [3, 4, 5] if y != 4 %}{{ loop.index }}{{ y }}{% endfor %}{{ loop.index }};{% endfor %}"),
+              "13251;13252;");
+}
+
 TEST(Loops, IterateTheItemsTheyStartedWith) {
     // Loops iterate a list in place; a list modified while it is iterated is copied
     // first, so the loop still sees the items it started with (docs/jinja.md).

@@ -464,8 +464,10 @@ void Interp::exec_for(const ForStmt* f, const Value& iterable, int depth0, Scope
     }
     check_stack();
     FrameSave save(out_, scope_);
-    Scope frame(outer, OnStack{});
+    // The loop object before the scope: the scope's `loop` variable refers to it,
+    // so the scope must be destroyed first.
     LoopObj loop{OnStack{}};
+    Scope frame(outer, OnStack{});
     loop.depth0 = depth0;
     if (f->filter) {
         std::vector<Value> items = to_list(iterable);
