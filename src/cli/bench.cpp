@@ -19,6 +19,7 @@
 #include "cli/common.h"
 #include "compute/kernels/kernels.h"
 #include "compute/probe.h"
+#include "kiln/error.h"
 #include "kiln/model.h"
 #include "model/weights.h"
 
@@ -60,7 +61,8 @@ std::vector<int32_t> random_tokens(int n, int n_vocab, uint64_t seed) {
 int cmd_bench(int argc, char** argv) {
     CLI::App app{"Measure prompt processing and generation speed", "bench"};
     std::string path;
-    int n_prompt = 512, n_gen = 128, n_threads = 0, reps = 3, n_batch = 512;
+    int n_prompt = 512, n_gen = 128, n_threads = 0, reps = 3, n_batch = 512, depth = 0;
+    std::string kv_type = "f16";
     bool json = false, no_probe = false;
     app.add_option("-m,--model", path, "GGUF file (default: the model setup installed)");
     app.add_option("-p,--n-prompt", n_prompt, "prompt tokens (0 skips pp)")->check(CLI::Range(0, 1 << 20));
@@ -68,6 +70,9 @@ int cmd_bench(int argc, char** argv) {
     app.add_option("-t,--threads", n_threads, "threads (default: physical cores)")->check(CLI::Range(0, 1024));
     app.add_option("-r,--reps", reps, "repetitions")->check(CLI::Range(1, 1000));
     app.add_option("-b,--batch", n_batch, "prefill chunk size")->check(CLI::Range(1, 1 << 16));
+    app.add_option("-d,--depth", depth, "tokens already in the cache before each test (as llama-bench -d)")
+        ->check(CLI::Range(0, 1 << 20));
+    app.add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
     app.add_flag("--json", json, "print one JSON object");
     app.add_flag("--no-probe", no_probe, "skip the bandwidth / int8 probes");
     int rc = 0;
@@ -76,22 +81,32 @@ int cmd_bench(int argc, char** argv) {
 
     auto model = Model::load(path);
     const double load_s = model->load_seconds();
-    const int n_ctx = std::max(n_prompt, n_gen + 1) + 1;
+    const int n_ctx = depth + std::max(n_prompt, n_gen + 1) + 1;
+    if (n_ctx > model->n_ctx_train())
+        throw kiln::Error("bench: depth + tokens = " + std::to_string(n_ctx) + " is above the model's context of " +
+                    std::to_string(model->n_ctx_train()));
     ContextOptions co;
-    co.n_ctx = std::min(n_ctx, model->n_ctx_train());
-    co.n_batch = std::min(n_batch, std::max(1, n_prompt));
+    co.n_ctx = n_ctx;
+    co.n_batch = std::min(n_batch, std::max(1, std::max(n_prompt, depth)));
     co.n_threads = n_threads;
+    co.kv_type = kv_type;
     Context ctx(model, co);
     const int threads = ctx.n_threads();
     if (!json)
         std::fprintf(stderr, "model %s (%s), %d threads, load %.3f s\n", path.c_str(), model->architecture().c_str(),
                      threads, load_s);
 
+    // The cache filled with `depth` tokens (not timed).
+    const std::vector<int32_t> context_tokens = random_tokens(depth, model->n_vocab(), 7);
+    auto fill = [&] {
+        ctx.clear();
+        if (depth > 0) ctx.decode(context_tokens);
+    };
     std::vector<double> pp, tg;
     for (int r = 0; r <= reps; ++r) {  // r == 0 is the warm-up
         if (n_prompt > 0) {
             auto tokens = random_tokens(n_prompt, model->n_vocab(), 1 + static_cast<uint64_t>(r));
-            ctx.clear();
+            fill();
             auto t0 = std::chrono::steady_clock::now();
             ctx.decode(tokens);
             double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -99,7 +114,7 @@ int cmd_bench(int argc, char** argv) {
         }
         if (n_gen > 0) {
             auto tokens = random_tokens(n_gen + 1, model->n_vocab(), 100 + static_cast<uint64_t>(r));
-            ctx.clear();
+            fill();
             ctx.decode(std::span<const int32_t>(tokens.data(), 1));
             auto t0 = std::chrono::steady_clock::now();
             for (int i = 1; i <= n_gen; ++i) ctx.decode(std::span<const int32_t>(&tokens[static_cast<size_t>(i)], 1));
@@ -129,6 +144,8 @@ int cmd_bench(int argc, char** argv) {
                             {"threads", threads},
                             {"n_prompt", n_prompt},
                             {"n_gen", n_gen},
+                            {"depth", depth},
+                            {"kv_type", kv_type},
                             {"reps", reps},
                             {"load_seconds", load_s},
                             {"pp_tokens_per_s", pps.mean},
@@ -150,12 +167,13 @@ int cmd_bench(int argc, char** argv) {
     }
     std::printf("| model | threads | test | t/s | of bound |\n|---|---|---|---|---|\n");
     auto frac = [](double v, double b) { return b > 0 ? std::to_string(static_cast<int>(std::lround(100.0 * v / b))) + "% of " + std::to_string(static_cast<int>(b)) : std::string("-"); };
+    const std::string at = depth > 0 ? " @ d" + std::to_string(depth) : "";
     if (n_prompt > 0)
-        std::printf("| %s | %d | pp%d | %.2f ± %.2f | %s |\n", model->architecture().c_str(), threads, n_prompt, pps.mean,
-                    pps.stddev, frac(pps.mean, pp_bound).c_str());
+        std::printf("| %s | %d | pp%d%s | %.2f ± %.2f | %s |\n", model->architecture().c_str(), threads, n_prompt, at.c_str(),
+                    pps.mean, pps.stddev, frac(pps.mean, pp_bound).c_str());
     if (n_gen > 0)
-        std::printf("| %s | %d | tg%d | %.2f ± %.2f | %s |\n", model->architecture().c_str(), threads, n_gen, tgs.mean,
-                    tgs.stddev, frac(tgs.mean, tg_bound).c_str());
+        std::printf("| %s | %d | tg%d%s | %.2f ± %.2f | %s |\n", model->architecture().c_str(), threads, n_gen, at.c_str(),
+                    tgs.mean, tgs.stddev, frac(tgs.mean, tg_bound).c_str());
     std::printf("\nload %.3f s, peak RSS %s, weights %s, %s kernels", load_s, human_bytes(static_cast<uint64_t>(peak_rss)).c_str(),
                 human_bytes(static_cast<uint64_t>(weight_bytes)).c_str(), std::string(isa_name(kernels().isa)).c_str());
     if (probe.read_bandwidth > 0)

@@ -94,6 +94,23 @@ TEST(CliBench, JsonHasTheFigures) {
     EXPECT_GT(j["peak_rss_bytes"].get<double>(), 0);
 }
 
+TEST(CliBench, DepthAndCacheType) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto r = run_kiln("bench -p 8 -n 4 -d 40 --kv-type q8_0 -r 1 --no-probe --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["depth"], 40);
+    EXPECT_EQ(j["kv_type"], "q8_0");
+    EXPECT_GT(j["pp_tokens_per_s"].get<double>(), 0);
+    EXPECT_GT(j["tg_tokens_per_s"].get<double>(), 0);
+    r = run_kiln("bench -p 8 -n 4 -d 40 -r 1 --no-probe");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("tg4 @ d40"), std::string::npos) << r.out;
+    r = run_kiln("bench -p 8 -n 4 -d 9000 -r 1 --no-probe");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("above the model's context of 8192"), std::string::npos) << r.err;
+}
+
 TEST(CliTemplate, CapabilitiesReport) {
     auto r = run_kiln("template " + kiln::test::data_path("shared/templates/Qwen3.5-4B.jinja") + " --capabilities");
     ASSERT_EQ(r.status, 0) << r.err;

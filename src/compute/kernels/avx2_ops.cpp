@@ -138,9 +138,14 @@ KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const KvRows&
     for (int k = 0; k < NH * 4; ++k) acc[k] = _mm256_setzero_ps();
     const uint64_t esize = f16 ? 2 : 4;
     int64_t slot = kv.slot(first);
+    int64_t ahead = (slot + 16) % kv.capacity;  // rows requested early (see avx512_ops.cpp)
+    const uint64_t width_bytes = static_cast<uint64_t>(width) * esize;
     for (int64_t j = 0; j < n_keys; ++j) {
         const uint8_t* vr = kv.v + static_cast<uint64_t>(slot) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize;
         if (++slot == kv.capacity) slot = 0;
+        const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize);
+        if (++ahead == kv.capacity) ahead = 0;
+        for (uint64_t b = 0; b < width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
         __m256 vv[4];
         for (int c = 0; c < 4; ++c) vv[c] = load_row8<f16>(vr, 8 * c, masks[c], width - 8 * c);
         for (int h = 0; h < NH; ++h) {
@@ -187,9 +192,14 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
             const float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
             float* sp = sc.scores.data() + hq * stride;
             int64_t j = 0, slot = kv.slot(first);
+            int64_t ahead = (slot + 16) % kv.capacity;  // rows requested early
+            const uint64_t k_bytes = static_cast<uint64_t>(dk) * esize;
             auto next_row = [&]() {
                 const uint8_t* r = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
                 if (++slot == kv.capacity) slot = 0;
+                const char* pf = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
+                if (++ahead == kv.capacity) ahead = 0;
+                for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
                 return r;
             };
             for (; j + 8 <= n_keys; j += 8) {

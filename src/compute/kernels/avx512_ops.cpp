@@ -132,13 +132,24 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const KvRow
     for (int k = 0; k < NH * 4; ++k) acc[k] = _mm512_setzero_ps();
     const uint64_t esize = f16 ? 2 : 4;
     int64_t slot = kv.slot(first);  // the ring index, advanced without a division per key
+    // Rows k_prefetch keys ahead are requested early: a long cache streams from
+    // memory, and the loop's work per key is too short to hide the latency.
+    constexpr int64_t k_prefetch = 16;
+    int64_t ahead = (kv.slot(first) + k_prefetch) % kv.capacity;
+    const uint64_t width_bytes = static_cast<uint64_t>(width) * esize;
     for (int64_t j = 0; j < n_keys; ++j) {
         const uint8_t* vr = kv.v + static_cast<uint64_t>(slot) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize;
         if (++slot == kv.capacity) slot = 0;
+        const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize);
+        if (++ahead == kv.capacity) ahead = 0;
+        for (uint64_t b = 0; b < width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
         __m512 vv[4];
+#pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) vv[c] = load_row16<f16>(vr, 16 * c, masks[c]);
+#pragma GCC unroll 6
         for (int h = 0; h < NH; ++h) {
             const __m512 w = _mm512_set1_ps(p[h * p_stride + j]);
+#pragma GCC unroll 4
             for (int c = 0; c < 4; ++c)
                 acc[4 * h + c] = f16 ? _mm512_fmadd_ps(w, vv[c], acc[4 * h + c]) : _mm512_add_ps(acc[4 * h + c], _mm512_mul_ps(w, vv[c]));
         }
@@ -219,11 +230,16 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
         // group's heads when the head size is one the fixed-size kernels take.
         const ScoreFn fixed = score_block_for<f16>(dk);
         int64_t j = 0, slot = kv.slot(first);
+        int64_t ahead = (slot + 32) % kv.capacity;  // keys two blocks ahead, requested early
+        const uint64_t k_bytes = static_cast<uint64_t>(dk) * esize;
         for (; j + 16 <= n_keys; j += 16) {
             const uint8_t* rows[16];
             for (int jj = 0; jj < 16; ++jj) {
                 rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
                 if (++slot == kv.capacity) slot = 0;
+                const char* pf = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
+                if (++ahead == kv.capacity) ahead = 0;
+                for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
             }
             if (fixed) {
                 fixed(sc.qbuf.data(), group, rows, vscale, sc.scores.data() + j, stride);
