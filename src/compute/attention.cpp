@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "compute/kernels/kernels.h"
+#include "compute/thread_pool.h"
 #include "compute/ops.h"
 #include "kiln/quant.h"
 
@@ -88,19 +89,21 @@ void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos,
 }
 
 KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int64_t last, std::vector<float>& kbuf,
-                   std::vector<float>& vbuf) {
+                   std::vector<float>& vbuf, ThreadPool* pool) {
     const int64_t n = last - first + 1;
     const int64_t ks = static_cast<int64_t>(s.n_head_kv) * s.head_dim_k, vs = static_cast<int64_t>(s.n_head_kv) * s.head_dim_v;
     kbuf.resize(static_cast<size_t>(n * ks));
     vbuf.resize(static_cast<size_t>(n * vs));
-    for (int64_t p = first; p <= last; ++p) {
-        const uint8_t* kr = kv.k_row(p);
-        const uint8_t* vr = kv.v_row(p);
-        for (int g = 0; g < s.n_head_kv; ++g) {
-            head_to_f32(kv.type, kr, g, s.head_dim_k, kbuf.data() + (p - first) * ks + g * s.head_dim_k);
-            head_to_f32(kv.type, vr, g, s.head_dim_v, vbuf.data() + (p - first) * vs + g * s.head_dim_v);
+    auto convert = [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {  // whole rows: every KV head at once
+            head_to_f32(kv.type, kv.k_row(p), 0, static_cast<int>(ks), kbuf.data() + (p - first) * ks);
+            head_to_f32(kv.type, kv.v_row(p), 0, static_cast<int>(vs), vbuf.data() + (p - first) * vs);
         }
-    }
+    };
+    if (pool && n >= 128)
+        pool->parallel_for(n, 64, [&](int64_t b, int64_t e, int) { convert(first + b, first + e); });
+    else
+        convert(first, last + 1);
     KvRows r;
     r.type = GgmlType::F32;
     r.k = reinterpret_cast<const uint8_t*>(kbuf.data());

@@ -10,6 +10,10 @@
 #include "kiln/gguf/ggml_type.h"
 
 namespace kiln {
+class ThreadPool;
+}
+
+namespace kiln {
 
 struct AttentionShape {
     int n_head = 0;
@@ -61,9 +65,10 @@ struct KvRows {
     const uint8_t* v_row(int64_t pos) const { return v + static_cast<uint64_t>(slot(pos)) * v_row_bytes; }
 };
 
-// Positions [first, last] of kv dequantized to f32 rows in the given buffers.
+// Positions [first, last] of kv dequantized to f32 rows in the given buffers
+// (split by position over the pool's threads when one is given).
 KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int64_t last, std::vector<float>& kbuf,
-                   std::vector<float>& vbuf);
+                   std::vector<float>& vbuf, ThreadPool* pool = nullptr);
 
 // The table-dispatched attention of one query row: the semantics of attend()
 // (f16 rounding of q and of the weights with an f16 cache, masks, soft-cap) with

@@ -158,7 +158,7 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
         kv.type = cache_.ggml_type();
         kv.k_row = [&](int64_t p) { return cache_.k_row(il, p); };
         kv.v_row = [&](int64_t p) { return cache_.v_row(il, p); };
-        rows = kv_rows_f32(as, kv, first_of(pos0), pos0 + n - 1, kv_k_f32_, kv_v_f32_);
+        rows = kv_rows_f32(as, kv, first_of(pos0), pos0 + n - 1, kv_k_f32_, kv_v_f32_, &pool_);
     } else {
         rows.type = cache_.ggml_type();
         rows.k = kl.k.data();
