@@ -95,19 +95,25 @@ std::string Interp::render(const Value& context, bool copy) {
     return render_pass(context, false, true);
 }
 
-std::string Interp::render_pass(const Value& context, bool shared, bool copy) {
-    RenderRegistry registry;
-    serial_ = registry.serial();
+// The state every pass starts from; stack_base is a local of the caller (the
+// native-stack limit is measured from it).
+void Interp::begin_pass(uint32_t serial, const char* stack_base, std::string* out, bool shared, bool folding) {
+    serial_ = serial;
     shared_context_ = shared;
-    char base_marker = 0;
-    stack_base_ = &base_marker;
+    stack_base_ = stack_base;
     scope_ = nullptr;
     call_depth_ = 0;
     iterations_ = 0;
-    folding_ = false;
+    folding_ = folding;
+    out_ = out;
+}
+
+std::string Interp::render_pass(const Value& context, bool shared, bool copy) {
+    RenderRegistry registry;
+    char base_marker = 0;
     std::string out;
     out.reserve(4096);
-    out_ = &out;
+    begin_pass(registry.serial(), &base_marker, &out, shared, false);
     try {
         root_.assign(prog_.symbols.size(), Value());
         root_set_.assign(prog_.symbols.size(), 0);
@@ -155,18 +161,11 @@ std::string Interp::render_pass(const Value& context, bool shared, bool copy) {
 
 bool Interp::evaluate_constant(const Expr* e, bool folding, const std::function<bool(const Value&)>& keep) {
     RenderRegistry registry;
-    serial_ = registry.serial();
-    shared_context_ = false;
     char base_marker = 0;
-    stack_base_ = &base_marker;
-    scope_ = nullptr;
-    call_depth_ = 0;
-    iterations_ = 0;
     std::string sink;
-    out_ = &sink;
+    begin_pass(registry.serial(), &base_marker, &sink, false, folding);
     root_.assign(prog_.symbols.size(), Value());
     root_set_.assign(prog_.symbols.size(), 0);
-    folding_ = folding;
     bool ok = false;
     try {
         Value v = eval(e);

@@ -375,6 +375,7 @@ private:
     struct StackGuard;
 
     std::string render_pass(const Value& context, bool shared, bool copy);
+    void begin_pass(uint32_t serial, const char* stack_base, std::string* out, bool shared, bool folding);
 
     // Runs body() in a new scope under `parent`: on the native stack when nothing
     // the body does can keep the scope (see ForStmt::captures).
