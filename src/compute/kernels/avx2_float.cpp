@@ -118,10 +118,25 @@ KILN_TARGET_AVX2 void float_rows(const uint8_t* w, uint64_t row_bytes, int64_t n
     if (t < n_tokens) float_tile<W, R, 1>(w, row_bytes, n_in, x + t * n_in, n_in, y + t * ldy, ldy);
 }
 
+// Decode (one token): rows [r0, r1) as 4 long sequential streams, the range's
+// quarters (as avx512_float.cpp); returns the first row left.
+template <Wt W>
+KILN_TARGET_AVX2 int64_t float_decode(const uint8_t* w, uint64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float* x,
+                                      float* y) {
+    const int64_t quarter = (r1 - r0) / 4;
+    const uint64_t stride = static_cast<uint64_t>(quarter) * row_bytes;
+    for (int64_t q = r0; q < r0 + quarter; ++q) {
+        float out[4];
+        float_tile<W, 4, 1>(w + q * row_bytes, stride, n_in, x, n_in, out, 0);
+        for (int k = 0; k < 4; ++k) y[q + k * quarter] = out[k];
+    }
+    return r0 + 4 * quarter;
+}
+
 template <Wt W>
 KILN_TARGET_AVX2 void float_gemm(const uint8_t* w, uint64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float* x,
                                  int64_t n_tokens, float* y, int64_t ldy) {
-    int64_t r = r0;
+    int64_t r = n_tokens == 1 ? float_decode<W>(w, row_bytes, n_in, r0, r1, x, y) : r0;
     for (; r + 2 <= r1; r += 2) float_rows<W, 2>(w + r * row_bytes, row_bytes, n_in, x, n_tokens, y + r, ldy);
     if (r < r1) float_rows<W, 1>(w + r * row_bytes, row_bytes, n_in, x, n_tokens, y + r, ldy);
 }
