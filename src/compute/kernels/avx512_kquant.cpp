@@ -7,43 +7,15 @@
 
 #if KILN_HAVE_X86_KERNELS
 
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 
+#include "compute/kernels/avx512_common.h"
 #include "compute/kernels/x86.h"
 
 namespace kiln::avx512 {
 
 namespace {
-
-KILN_TARGET_AVX512 inline __m512i bcast_i32(const uint8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
-
-KILN_TARGET_AVX512 inline __m512 bcast_f32(const uint8_t* p) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_ps(v);
-}
-
-KILN_TARGET_AVX512 inline __m512 load_f16x16(const uint8_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-KILN_TARGET_AVX512 inline __mmask64 load_mask64(const uint8_t* p) {
-    uint64_t m;
-    std::memcpy(&m, p, 8);
-    return _cvtu64_mask64(m);
-}
 
 // A tile is P panels x T tokens (P > 1 only for decode, T = 1: see run_tiles).
 // Panel p is at w + p * panel_bytes, its outputs at y + p * y_step. Index k = p * T + t.

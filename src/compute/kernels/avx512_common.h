@@ -1,0 +1,46 @@
+// Helpers shared by the AVX-512 quantized-product files (all inline, all
+// AVX-512-targeted), as avx2_common.h is for AVX2.
+#pragma once
+
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values
+// (for the including file too: that is where the intrinsics are expanded).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace kiln::avx512 {
+
+KILN_TARGET_AVX512 inline __m512i bcast_i32(const uint8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+KILN_TARGET_AVX512 inline __m512 bcast_f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_ps(v);
+}
+
+KILN_TARGET_AVX512 inline __m512 load_f16x16(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+KILN_TARGET_AVX512 inline __mmask64 load_mask64(const uint8_t* p) {
+    uint64_t m;
+    std::memcpy(&m, p, 8);
+    return _cvtu64_mask64(m);
+}
+
+}  // namespace kiln::avx512
+
+#endif  // KILN_HAVE_X86_KERNELS
