@@ -1057,6 +1057,24 @@ Value Interp::eval_call(const CallExpr* e) {
     return call(callee, args);
 }
 
+// A filter's or test's function on its subject; arguments are evaluated first,
+// and a call without any needs no argument storage.
+template <class E>
+auto Interp::call_builtin(const E* e, const Value& subject, const char* kind) {
+    if (e->args.none) {
+        pos_ = e->pos;
+        if (!e->fn) fail(std::string("No ") + kind + " named '" + e->name + "'.");
+        Args args;
+        return e->fn(*this, subject, args);
+    }
+    ArgStore store;
+    eval_args(e->args, store);
+    pos_ = e->pos;
+    if (!e->fn) fail(std::string("No ") + kind + " named '" + e->name + "'.");
+    Args args = store.args();
+    return e->fn(*this, subject, args);
+}
+
 Value Interp::eval_filter(const FilterExpr* e, const Value* input) {
     Value tmp;
     const Value* peeked = input;
@@ -1065,36 +1083,13 @@ Value Interp::eval_filter(const FilterExpr* e, const Value* input) {
         else if (e->args.pure) peeked = borrow(e->subject.get(), tmp);
         else peeked = &(tmp = eval(e->subject.get()));
     }
-    const Value& subject = *peeked;
-    if (e->args.none) {
-        pos_ = e->pos;
-        if (!e->fn) fail("No filter named '" + e->name + "'.");
-        Args args;
-        return e->fn(*this, subject, args);
-    }
-    ArgStore store;
-    eval_args(e->args, store);
-    pos_ = e->pos;
-    if (!e->fn) fail("No filter named '" + e->name + "'.");
-    Args args = store.args();
-    return e->fn(*this, subject, args);
+    return call_builtin(e, *peeked, "filter");
 }
 
 bool Interp::eval_test(const TestExpr* e) {
     Value tmp;
     const Value& subject = e->args.pure ? *borrow(e->subject.get(), tmp) : (tmp = eval(e->subject.get()));
-    if (e->args.none) {
-        pos_ = e->pos;
-        if (!e->fn) fail("No test named '" + e->name + "'.");
-        Args args;
-        return e->fn(*this, subject, args);
-    }
-    ArgStore store;
-    eval_args(e->args, store);
-    pos_ = e->pos;
-    if (!e->fn) fail("No test named '" + e->name + "'.");
-    Args args = store.args();
-    return e->fn(*this, subject, args);
+    return call_builtin(e, subject, "test");
 }
 
 // truthy(eval(e)) for the conditions of if, elif, inline if, loop filters and not:

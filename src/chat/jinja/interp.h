@@ -409,6 +409,8 @@ private:
     Value eval_name(const NameExpr* e);
     Value eval_getattr(const GetAttrExpr* e);
     Value eval_call(const CallExpr* e);
+    template <class E>
+    auto call_builtin(const E* e, const Value& subject, const char* kind);
     Value eval_filter(const FilterExpr* e, const Value* input);
     bool eval_test(const TestExpr* e);
     bool cond(const Expr* e);  // truthy(eval(e))
