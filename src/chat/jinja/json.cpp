@@ -334,26 +334,26 @@ private:
         }
     }
 
+    // Consumes c if it is the next character.
+    bool eat(char c) {
+        if (i_ < s_.size() && s_[i_] == c) {
+            ++i_;
+            return true;
+        }
+        return false;
+    }
+
     Value array(int depth) {
         ++i_;
         Value out = Value::new_list();
         skip_ws();
-        if (i_ < s_.size() && s_[i_] == ']') {
-            ++i_;
-            return out;
-        }
+        if (eat(']')) return out;
         while (true) {
             skip_ws();
             out.list().items.push_back(value(depth + 1));
             skip_ws();
-            if (i_ < s_.size() && s_[i_] == ',') {
-                ++i_;
-                continue;
-            }
-            if (i_ < s_.size() && s_[i_] == ']') {
-                ++i_;
-                return out;
-            }
+            if (eat(',')) continue;
+            if (eat(']')) return out;
             error("Expecting ',' delimiter");
         }
     }
@@ -362,29 +362,19 @@ private:
         ++i_;
         Value out = Value::new_dict();
         skip_ws();
-        if (i_ < s_.size() && s_[i_] == '}') {
-            ++i_;
-            return out;
-        }
+        if (eat('}')) return out;
         while (true) {
             skip_ws();
             if (i_ >= s_.size() || s_[i_] != '"') error("Expecting property name enclosed in double quotes");
             std::string key = string();
             skip_ws();
-            if (i_ >= s_.size() || s_[i_] != ':') error("Expecting ':' delimiter");
-            ++i_;
+            if (!eat(':')) error("Expecting ':' delimiter");
             skip_ws();
             Value v = value(depth + 1);
             out.dict().set(Value::string(std::move(key)), std::move(v));
             skip_ws();
-            if (i_ < s_.size() && s_[i_] == ',') {
-                ++i_;
-                continue;
-            }
-            if (i_ < s_.size() && s_[i_] == '}') {
-                ++i_;
-                return out;
-            }
+            if (eat(',')) continue;
+            if (eat('}')) return out;
             error("Expecting ',' delimiter");
         }
     }
