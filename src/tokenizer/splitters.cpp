@@ -69,6 +69,20 @@ uint32_t whitespace_tail(Cursor& c, uint32_t p) {
     return p;
 }
 
+// \p{N}{1,max}: the run of digits at p in groups of at most max, each emitted.
+// Returns the new position.
+uint32_t digit_groups(Cursor& c, uint32_t p, uint32_t max) {
+    uint32_t run = p;
+    while (c.f(p) & k_n) {
+        if (++p - run >= max) {
+            c.emit(p);
+            run = p;
+        }
+    }
+    c.emit(p);
+    return p;
+}
+
 }  // namespace
 
 void split_gpt2(const SplitInput& in, uint32_t begin, uint32_t end, std::vector<uint32_t>& ends) {
@@ -134,14 +148,7 @@ void split_llama3(const SplitInput& in, uint32_t begin, uint32_t end, uint32_t m
         }
         // \p{N}{1,max_digits}
         if (fl & k_n) {
-            uint32_t run = p;
-            while (c.f(p) & k_n) {
-                if (++p - run >= max_digits) {
-                    c.emit(p);
-                    run = p;
-                }
-            }
-            c.emit(p);
+            p = digit_groups(c, p, max_digits);
             continue;
         }
         // " ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -214,14 +221,7 @@ void split_kimi_k2(const SplitInput& in, uint32_t begin, uint32_t end, std::vect
             continue;
         }
         if (fl & k_n) {
-            uint32_t run = p;
-            while (c.f(p) & k_n) {
-                if (++p - run >= 3) {
-                    c.emit(p);
-                    run = p;
-                }
-            }
-            c.emit(p);
+            p = digit_groups(c, p, 3);
             continue;
         }
         const uint16_t f2 = ch == ' ' ? c.f(p + 1) : fl;
