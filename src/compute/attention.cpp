@@ -11,26 +11,27 @@ namespace kiln {
 
 namespace {
 
-// One head's slice of a cached row as f32.
-void head_to_f32(GgmlType type, const uint8_t* row, int head, int dim, float* out) {
+// The first n elements of a cached row as f32.
+void row_to_f32(GgmlType type, const uint8_t* row, int64_t n, float* out) {
     switch (type) {
         case GgmlType::F32: {
-            const float* r = reinterpret_cast<const float*>(row) + static_cast<int64_t>(head) * dim;
-            for (int i = 0; i < dim; ++i) out[i] = r[i];
+            const float* r = reinterpret_cast<const float*>(row);
+            for (int64_t i = 0; i < n; ++i) out[i] = r[i];
             return;
         }
         case GgmlType::F16: {
-            const uint16_t* r = reinterpret_cast<const uint16_t*>(row) + static_cast<int64_t>(head) * dim;
-            for (int i = 0; i < dim; ++i) out[i] = quant::fp16_to_fp32(r[i]);
+            const uint16_t* r = reinterpret_cast<const uint16_t*>(row);
+            for (int64_t i = 0; i < n; ++i) out[i] = quant::fp16_to_fp32(r[i]);
             return;
         }
-        default: {
-            const GgmlTypeInfo& info = ggml_type_info(type);
-            const uint8_t* r = row + static_cast<uint64_t>(head) * dim / info.block_size * info.block_bytes;
-            quant::dequantize_row(type, r, out, dim);
-            return;
-        }
+        default: quant::dequantize_row(type, row, out, n); return;
     }
+}
+
+// One head's slice of a cached row as f32.
+void head_to_f32(GgmlType type, const uint8_t* row, int head, int dim, float* out) {
+    const uint64_t offset = ggml_row_bytes(type, static_cast<uint64_t>(head) * static_cast<uint64_t>(dim));
+    row_to_f32(type, row + offset, dim, out);
 }
 
 }  // namespace
@@ -96,8 +97,8 @@ KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int
     vbuf.resize(static_cast<size_t>(n * vs));
     auto convert = [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) {  // whole rows: every KV head at once
-            head_to_f32(kv.type, kv.k_row(p), 0, static_cast<int>(ks), kbuf.data() + (p - first) * ks);
-            head_to_f32(kv.type, kv.v_row(p), 0, static_cast<int>(vs), vbuf.data() + (p - first) * vs);
+            row_to_f32(kv.type, kv.k_row(p), ks, kbuf.data() + (p - first) * ks);
+            row_to_f32(kv.type, kv.v_row(p), vs, vbuf.data() + (p - first) * vs);
         }
     };
     if (pool && n >= 128)
