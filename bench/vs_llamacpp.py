@@ -2,7 +2,7 @@
 """kiln vs llama.cpp, side by side on the same GGUF files, threads and workload.
 
     bench/vs_llamacpp.py [--models all|smollm2,gemma3,q4_0,q8_0,q4_k,f16] [-t 2]
-                         [-p 512] [-n 128] [--rounds 3] [--kiln build/kiln]
+                         [-p 512] [-n 128] [-d 0] [--rounds 3] [--kiln build/kiln]
 
 Runs with the oracle virtual environment's python (llama-cpp-python built from
 source with native CPU flags: tools/setup_oracle.sh). For every model and round,
@@ -10,7 +10,9 @@ kiln (`kiln bench --json`) and llama.cpp (this script in a fresh process, throug
 llama.cpp's C API) run one after the other, alternating which goes first: each
 process loads the model, runs a warm-up prompt and generation, then one timed
 prompt of -p random tokens in one batch (pp) and -n single-token decode steps
-(tg). The machine is shared, so only ratios from interleaved rounds mean much;
+(tg). With -d D both engines first fill the cache with D random tokens and time
+pp and tg after them (llama-bench's -d; llama.cpp with its default flash
+attention setting and an f16 cache, as kiln). The machine is shared, so only ratios from interleaved rounds mean much;
 the table gives the median over rounds of each figure and of the per-round
 ratios kiln / llama.cpp.
 
@@ -56,7 +58,7 @@ def model_path(key, kiln_build):
 
 # ---- llama.cpp worker (runs in its own process) ------------------------------------------
 
-def llama_worker(path, threads, n_prompt, n_gen):
+def llama_worker(path, threads, n_prompt, n_gen, depth):
     import llama_cpp as L
 
     L.llama_backend_init()
@@ -66,9 +68,9 @@ def llama_worker(path, threads, n_prompt, n_gen):
     if not model:
         raise SystemExit(f"llama.cpp could not load {path}")
     cp = L.llama_context_default_params()
-    cp.n_ctx = max(n_prompt, n_gen + 1) + 16
-    cp.n_batch = max(n_prompt, 1)
-    cp.n_ubatch = max(n_prompt, 1)
+    cp.n_ctx = depth + max(n_prompt, n_gen + 1) + 16
+    cp.n_batch = max(n_prompt, 512 if depth else 1)
+    cp.n_ubatch = cp.n_batch
     cp.n_threads = threads
     cp.n_threads_batch = threads
     ctx = L.llama_init_from_model(model, cp)
@@ -82,18 +84,24 @@ def llama_worker(path, threads, n_prompt, n_gen):
         if L.llama_decode(ctx, L.llama_batch_get_one(arr, len(tokens))) != 0:
             raise SystemExit("llama_decode failed")
 
+    def fill():  # an empty cache, then `depth` tokens in it
+        L.llama_memory_clear(mem, True)
+        toks = [rng.randrange(n_vocab) for _ in range(depth)]
+        for i in range(0, depth, cp.n_batch):
+            decode(toks[i:i + cp.n_batch])
+
     def run():
         pp = tg = 0.0
         if n_prompt > 0:
             toks = [rng.randrange(n_vocab) for _ in range(n_prompt)]
-            L.llama_memory_clear(mem, True)
+            fill()
             t = time.perf_counter()
             decode(toks)
             L.llama_synchronize(ctx)
             pp = n_prompt / (time.perf_counter() - t)
         if n_gen > 0:
             toks = [rng.randrange(n_vocab) for _ in range(n_gen + 1)]
-            L.llama_memory_clear(mem, True)
+            fill()
             decode(toks[:1])
             t = time.perf_counter()
             for tok in toks[1:]:
@@ -109,17 +117,18 @@ def llama_worker(path, threads, n_prompt, n_gen):
 
 # ---- driver ----------------------------------------------------------------------------------
 
-def run_kiln(kiln, path, threads, n_prompt, n_gen, probe):
-    cmd = [kiln, "bench", "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-r", "1", "--json"]
+def run_kiln(kiln, path, threads, n_prompt, n_gen, depth, probe):
+    cmd = [kiln, "bench", "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-d", str(depth), "-r", "1",
+           "--json"]
     if not probe:
         cmd.append("--no-probe")
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
-def run_llama(path, threads, n_prompt, n_gen):
+def run_llama(path, threads, n_prompt, n_gen, depth):
     cmd = [sys.executable, os.path.abspath(__file__), "--llama-worker", path, "-t", str(threads), "-p", str(n_prompt),
-           "-n", str(n_gen)]
+           "-n", str(n_gen), "-d", str(depth)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -134,13 +143,14 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("-p", "--n-prompt", type=int, default=512)
     ap.add_argument("-n", "--n-gen", type=int, default=128)
+    ap.add_argument("-d", "--depth", type=int, default=0, help="tokens in the cache before each test")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
     ap.add_argument("--json", help="also write the raw results to this file")
     ap.add_argument("--llama-worker", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.llama_worker:
-        llama_worker(a.llama_worker, a.threads, a.n_prompt, a.n_gen)
+        llama_worker(a.llama_worker, a.threads, a.n_prompt, a.n_gen, a.depth)
         return
     import llama_cpp
 
@@ -148,7 +158,8 @@ def main():
     keys = list(REAL) + list(SYNTHETIC) if a.models == "all" else a.models.split(",")
     kiln_build = os.path.dirname(os.path.abspath(a.kiln))
     print(f"llama.cpp (llama-cpp-python {llama_cpp.__version__}): {info.strip()}")
-    print(f"threads {a.threads}, pp{a.n_prompt}, tg{a.n_gen}, {a.rounds} interleaved rounds\n")
+    at = f" @ d{a.depth}" if a.depth else ""
+    print(f"threads {a.threads}, pp{a.n_prompt}{at}, tg{a.n_gen}{at}, {a.rounds} interleaved rounds\n")
     results = []
     probe = None
     for key in keys:
@@ -161,13 +172,13 @@ def main():
             order = ["kiln", "llama"] if r % 2 == 0 else ["llama", "kiln"]
             for who in order:
                 if who == "kiln":
-                    k = run_kiln(a.kiln, path, a.threads, a.n_prompt, a.n_gen, probe=(r == 0))
+                    k = run_kiln(a.kiln, path, a.threads, a.n_prompt, a.n_gen, a.depth, probe=(r == 0))
                     if r == 0:
                         probe = probe or k
                         bounds = k
                     kiln_runs.append(k)
                 else:
-                    llama_runs.append(run_llama(path, a.threads, a.n_prompt, a.n_gen))
+                    llama_runs.append(run_llama(path, a.threads, a.n_prompt, a.n_gen, a.depth))
         row = {"key": key, "name": name, "path": path, "kiln": kiln_runs, "llama": llama_runs,
                "pp_bound": bounds.get("pp_bound_tokens_per_s", 0), "tg_bound": bounds.get("tg_bound_tokens_per_s", 0),
                "pp_bound_kind": bounds.get("pp_bound_kind", ""), "weight_bytes": bounds.get("weight_bytes", 0)}
@@ -204,7 +215,7 @@ def main():
             b = row[f"{test}_bound"]
             kind = row["pp_bound_kind"] if test == "pp" else "bandwidth"
             kb, lb = row[f"kiln_{test}_best"], row[f"llama_{test}_best"]
-            print(f"| {row['name']} | {test}{n} | {row[f'kiln_{test}']:.1f} | {row[f'llama_{test}']:.1f} | "
+            print(f"| {row['name']} | {test}{n}{at} | {row[f'kiln_{test}']:.1f} | {row[f'llama_{test}']:.1f} | "
                   f"{row[f'ratio_{test}']:.2f} | {kb:.1f} | {lb:.1f} | {kb / lb if lb else 0:.2f} | {b:.0f} ({kind}) | "
                   f"{pct(kb, b)} | {pct(lb, b)} |")
     print("\n| model | weights | kiln load s | llama.cpp load s | kiln peak RSS |")

@@ -1,6 +1,9 @@
 #include "cache/kv_cache.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstring>
 
 #include "compute/kernels/kernels.h"
 #include "kiln/error.h"
@@ -33,6 +36,26 @@ GgmlType kv_ggml_type(KvType t) {
     return GgmlType::F32;
 }
 
+// The cache's rows, zeroed. From 2 MiB up the buffer sits on 2 MiB boundaries
+// and asks for transparent huge pages: each decode step walks every cached row of
+// every layer, and with 4 KiB pages a cache larger than the TLB's reach misses it
+// every few rows (SmolLM2 at 2,048 positions: 146 -> 195 tokens/s with huge pages).
+// Where the kernel grants none they are ordinary pages.
+static uint8_t* allocate_rows(uint64_t bytes) {
+    constexpr uint64_t huge = uint64_t{2} << 20;
+    void* p = nullptr;
+    if (bytes >= huge) {
+        const uint64_t rounded = (bytes + huge - 1) / huge * huge;
+        p = std::aligned_alloc(huge, rounded);
+        if (p) madvise(p, rounded, MADV_HUGEPAGE);
+    } else {
+        p = std::aligned_alloc(64, std::max<uint64_t>(64, (bytes + 63) / 64 * 64));
+    }
+    if (!p) throw Error("out of memory allocating the KV cache (" + std::to_string(bytes >> 20) + " MiB)");
+    std::memset(p, 0, bytes);
+    return static_cast<uint8_t*>(p);
+}
+
 KvCache::KvCache(const ModelSpec& spec, int n_ctx, int n_batch_max, KvType type) : n_ctx_(n_ctx), type_(type) {
     const GgmlType gt = kv_ggml_type(type);
     const uint32_t block = ggml_type_info(gt).block_size;
@@ -45,9 +68,19 @@ KvCache::KvCache(const ModelSpec& spec, int n_ctx, int n_batch_max, KvType type)
         kl.capacity = kl.window > 0 ? std::min<int64_t>(n_ctx, static_cast<int64_t>(kl.window) + n_batch_max - 1) : n_ctx;
         kl.k_row_bytes = ggml_row_bytes(gt, static_cast<uint64_t>(l.n_head_kv) * spec.head_dim_k);
         kl.v_row_bytes = ggml_row_bytes(gt, static_cast<uint64_t>(l.n_head_kv) * spec.head_dim_v);
-        kl.k.resize(static_cast<size_t>(kl.capacity * kl.k_row_bytes));
-        kl.v.resize(static_cast<size_t>(kl.capacity * kl.v_row_bytes));
-        layers_.push_back(std::move(kl));
+        layers_.push_back(kl);
+    }
+    // One buffer for all layers, each layer's K and V 64-byte aligned.
+    auto padded = [](uint64_t n) { return (n + 63) / 64 * 64; };
+    for (const KvLayer& kl : layers_)
+        buffer_bytes_ += padded(static_cast<uint64_t>(kl.capacity) * kl.k_row_bytes) + padded(static_cast<uint64_t>(kl.capacity) * kl.v_row_bytes);
+    buffer_.reset(allocate_rows(buffer_bytes_));
+    uint8_t* p = buffer_.get();
+    for (KvLayer& kl : layers_) {
+        kl.k = p;
+        p += padded(static_cast<uint64_t>(kl.capacity) * kl.k_row_bytes);
+        kl.v = p;
+        p += padded(static_cast<uint64_t>(kl.capacity) * kl.v_row_bytes);
     }
 }
 
@@ -69,18 +102,18 @@ void KvCache::store(int il, int64_t pos, const float* k, const float* v) {
     const int64_t slot = pos % l.capacity;
     const GgmlType t = ggml_type();
     const uint32_t bb = ggml_type_info(t).block_bytes, bs = ggml_type_info(t).block_size;
-    store_row(t, k, l.k.data() + slot * l.k_row_bytes, static_cast<int64_t>(l.k_row_bytes / bb * bs));
-    store_row(t, v, l.v.data() + slot * l.v_row_bytes, static_cast<int64_t>(l.v_row_bytes / bb * bs));
+    store_row(t, k, l.k + slot * l.k_row_bytes, static_cast<int64_t>(l.k_row_bytes / bb * bs));
+    store_row(t, v, l.v + slot * l.v_row_bytes, static_cast<int64_t>(l.v_row_bytes / bb * bs));
 }
 
 const uint8_t* KvCache::k_row(int il, int64_t pos) const {
     const KvLayer& l = layers_[static_cast<size_t>(il)];
-    return l.k.data() + (pos % l.capacity) * l.k_row_bytes;
+    return l.k + (pos % l.capacity) * l.k_row_bytes;
 }
 
 const uint8_t* KvCache::v_row(int il, int64_t pos) const {
     const KvLayer& l = layers_[static_cast<size_t>(il)];
-    return l.v.data() + (pos % l.capacity) * l.v_row_bytes;
+    return l.v + (pos % l.capacity) * l.v_row_bytes;
 }
 
 bool KvCache::can_keep_prefix(int64_t n_keep, int64_t n_past) const {
@@ -103,7 +136,7 @@ uint64_t KvCache::bytes_per_position() const {
 
 uint64_t KvCache::allocated_bytes() const {
     uint64_t b = 0;
-    for (const KvLayer& l : layers_) b += l.k.size() + l.v.size();
+    for (const KvLayer& l : layers_) b += static_cast<uint64_t>(l.capacity) * (l.k_row_bytes + l.v_row_bytes);
     return b;
 }
 

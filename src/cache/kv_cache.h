@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,7 +21,8 @@ KvType parse_kv_type(std::string_view name);  // "f32" | "f16" | "q8_0"; throws 
 GgmlType kv_ggml_type(KvType t);
 
 struct KvLayer {
-    std::vector<uint8_t> k, v;
+    uint8_t* k = nullptr;        // capacity rows of k_row_bytes, in the cache's buffer
+    uint8_t* v = nullptr;
     int64_t capacity = 0;        // positions held (ring size for sliding layers)
     uint64_t k_row_bytes = 0;
     uint64_t v_row_bytes = 0;
@@ -49,9 +52,14 @@ public:
     uint64_t allocated_bytes() const;
 
 private:
+    struct FreeBuffer {
+        void operator()(uint8_t* p) const { std::free(p); }
+    };
     int n_ctx_;
     KvType type_;
     std::vector<KvLayer> layers_;
+    std::unique_ptr<uint8_t[], FreeBuffer> buffer_;  // every layer's rows
+    uint64_t buffer_bytes_ = 0;
 };
 
 }  // namespace kiln

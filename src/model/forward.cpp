@@ -161,15 +161,15 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
         rows = kv_rows_f32(as, kv, first_of(pos0), pos0 + n - 1, kv_k_f32_, kv_v_f32_, &pool_);
     } else {
         rows.type = cache_.ggml_type();
-        rows.k = kl.k.data();
-        rows.v = kl.v.data();
+        rows.k = kl.k;
+        rows.v = kl.v;
         rows.k_row_bytes = kl.k_row_bytes;
         rows.v_row_bytes = kl.v_row_bytes;
         rows.base = 0;
         rows.capacity = kl.capacity;
         rows.f16_rounding = rows.type == GgmlType::F16;
     }
-    if (n >= 2 * pool_.size() || l.n_head_kv == 1) {
+    if (n >= 2 * pool_.size()) {
         pool_.run(n, [&](int64_t r, int thread) {
             const int64_t pos = pos0 + r;
             attend_rows(as, q_.data() + r * nq, first_of(pos), pos, rows, att_.data() + r * l.n_head * dv,
@@ -177,23 +177,30 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
         });
     } else {
         // Few rows (decode): one task per row and KV head, so long contexts use
-        // every thread. A head group's result does not depend on the others': each
-        // task computes exactly what the whole-row call computes for its group.
+        // every thread; with fewer (row, KV head) pairs than threads (one KV head),
+        // each pair's query heads are split over tasks as well. A query head's
+        // result does not depend on the others' (attend_rows), so each task
+        // computes exactly what the whole-row call computes for its heads.
         const int group = l.n_head / l.n_head_kv;
-        AttentionShape one = as;
-        one.n_head = group;
-        one.n_head_kv = 1;
+        const int64_t pairs = static_cast<int64_t>(n) * l.n_head_kv;
+        const int parts = pairs >= pool_.size() ? 1 : static_cast<int>(std::min<int64_t>(group, (pool_.size() + pairs - 1) / pairs));
+        const int per_part = (group + parts - 1) / parts;
         const uint64_t esize = rows.type == GgmlType::F16 ? 2 : 4;
-        pool_.run(static_cast<int64_t>(n) * l.n_head_kv, [&](int64_t task, int thread) {
-            const int64_t r = task / l.n_head_kv;
-            const int g = static_cast<int>(task % l.n_head_kv);
+        pool_.run(pairs * parts, [&](int64_t task, int thread) {
+            const int64_t r = task / (static_cast<int64_t>(l.n_head_kv) * parts);
+            const int g = static_cast<int>(task / parts % l.n_head_kv);
+            const int h0 = g * group + static_cast<int>(task % parts) * per_part;
+            const int nh = std::min(per_part, (g + 1) * group - h0);
+            if (nh <= 0) return;
             const int64_t pos = pos0 + r;
+            AttentionShape part = as;
+            part.n_head = nh;
+            part.n_head_kv = 1;
             KvRows head = rows;
             head.k += static_cast<uint64_t>(g) * static_cast<uint64_t>(dk) * esize;
             head.v += static_cast<uint64_t>(g) * static_cast<uint64_t>(dv) * esize;
-            attend_rows(one, q_.data() + r * nq + static_cast<int64_t>(g) * group * dk, first_of(pos), pos, head,
-                        att_.data() + r * l.n_head * dv + static_cast<int64_t>(g) * group * dv,
-                        attn_scratch_[static_cast<size_t>(thread)]);
+            attend_rows(part, q_.data() + r * nq + static_cast<int64_t>(h0) * dk, first_of(pos), pos, head,
+                        att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv, attn_scratch_[static_cast<size_t>(thread)]);
         });
     }
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);

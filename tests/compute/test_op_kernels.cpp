@@ -191,7 +191,8 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         {4, 2, 16, 16, 40, GgmlType::F16, 0, false},    {4, 2, 64, 64, 33, GgmlType::F32, 0, false},
         {4, 2, 64, 64, 50, GgmlType::F16, 50.0f, true}, {8, 1, 128, 128, 64, GgmlType::F16, 0, false},
         {2, 1, 24, 40, 23, GgmlType::F32, 0, false},    {9, 3, 64, 64, 70, GgmlType::Q8_0, 0, false},
-        {4, 1, 256, 256, 33, GgmlType::Q8_0, 0, true},
+        {4, 1, 256, 256, 33, GgmlType::Q8_0, 0, true},  {9, 3, 64, 64, 700, GgmlType::F16, 0, false},
+        {4, 1, 256, 256, 1100, GgmlType::F16, 30.0f, true},
     };
     for (const AttentionCase& c : cases) {
         SCOPED_TRACE("heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dk " + std::to_string(c.dk) +

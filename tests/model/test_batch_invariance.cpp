@@ -31,7 +31,7 @@ void check_invariance(const std::string& path, const std::vector<int32_t>& token
     auto model = kiln::Model::load(path);
     std::vector<float> reference = all_logits(model, tokens, 256, 2);
     for (int n_batch : {1, 7, 32}) {
-        for (int n_threads : {1, 2}) {
+        for (int n_threads : {1, 2, 3}) {  // 3: decode splits query heads unevenly
             std::vector<float> got = all_logits(model, tokens, n_batch, n_threads);
             ASSERT_EQ(got.size(), reference.size());
             EXPECT_EQ(std::memcmp(got.data(), reference.data(), got.size() * sizeof(float)), 0)
