@@ -1,10 +1,10 @@
 #include "cache/kv_cache.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
+#include <new>
 
+#include "compute/huge_pages.h"
 #include "compute/kernels/kernels.h"
 #include "kiln/error.h"
 #include "kiln/quant.h"
@@ -36,26 +36,6 @@ GgmlType kv_ggml_type(KvType t) {
     return GgmlType::F32;
 }
 
-// The cache's rows, zeroed. From 2 MiB up the buffer sits on 2 MiB boundaries
-// and asks for transparent huge pages: each decode step walks every cached row of
-// every layer, and with 4 KiB pages a cache larger than the TLB's reach misses it
-// every few rows (SmolLM2 at 2,048 positions: 146 -> 195 tokens/s with huge pages).
-// Where the kernel grants none they are ordinary pages.
-static uint8_t* allocate_rows(uint64_t bytes) {
-    constexpr uint64_t huge = uint64_t{2} << 20;
-    void* p = nullptr;
-    if (bytes >= huge) {
-        const uint64_t rounded = (bytes + huge - 1) / huge * huge;
-        p = std::aligned_alloc(huge, rounded);
-        if (p) madvise(p, rounded, MADV_HUGEPAGE);
-    } else {
-        p = std::aligned_alloc(64, std::max<uint64_t>(64, (bytes + 63) / 64 * 64));
-    }
-    if (!p) throw Error("out of memory allocating the KV cache (" + std::to_string(bytes >> 20) + " MiB)");
-    std::memset(p, 0, bytes);
-    return static_cast<uint8_t*>(p);
-}
-
 KvCache::KvCache(const ModelSpec& spec, int n_ctx, int n_batch_max, KvType type) : n_ctx_(n_ctx), type_(type) {
     const GgmlType gt = kv_ggml_type(type);
     const uint32_t block = ggml_type_info(gt).block_size;
@@ -74,7 +54,13 @@ KvCache::KvCache(const ModelSpec& spec, int n_ctx, int n_batch_max, KvType type)
     auto padded = [](uint64_t n) { return (n + 63) / 64 * 64; };
     for (const KvLayer& kl : layers_)
         buffer_bytes_ += padded(static_cast<uint64_t>(kl.capacity) * kl.k_row_bytes) + padded(static_cast<uint64_t>(kl.capacity) * kl.v_row_bytes);
-    buffer_.reset(allocate_rows(buffer_bytes_));
+    // Zeroed, so that no read of the buffer is ever of uninitialised memory.
+    try {
+        buffer_.reset(static_cast<uint8_t*>(allocate_huge(buffer_bytes_)));
+    } catch (const std::bad_alloc&) {
+        throw Error("out of memory allocating the KV cache (" + std::to_string(buffer_bytes_ >> 20) + " MiB)");
+    }
+    std::memset(buffer_.get(), 0, buffer_bytes_);
     uint8_t* p = buffer_.get();
     for (KvLayer& kl : layers_) {
         kl.k = p;

@@ -58,7 +58,7 @@ private:
     int n_ctx_;
     KvType type_;
     std::vector<KvLayer> layers_;
-    std::unique_ptr<uint8_t[], FreeBuffer> buffer_;  // every layer's rows
+    std::unique_ptr<uint8_t[], FreeBuffer> buffer_;  // every layer's rows, on huge pages (compute/huge_pages.h)
     uint64_t buffer_bytes_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "compute/huge_pages.h"
 #include "kiln/gguf/ggml_type.h"
 
 namespace kiln {
@@ -67,8 +68,8 @@ struct KvRows {
 
 // Positions [first, last] of kv dequantized to f32 rows in the given buffers
 // (split by position over the pool's threads when one is given).
-KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int64_t last, std::vector<float>& kbuf,
-                   std::vector<float>& vbuf, ThreadPool* pool = nullptr);
+KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int64_t last, HugeFloats& kbuf,
+                   HugeFloats& vbuf, ThreadPool* pool = nullptr);
 
 // The table-dispatched attention of one query row: the semantics of attend()
 // (f16 rounding of q and of the weights with an f16 cache, masks, soft-cap) with

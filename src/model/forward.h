@@ -56,7 +56,7 @@ private:
     std::vector<AttentionScratch> attn_scratch_;  // per thread
     std::vector<float> x_, h_, q_, k_, v_, att_, o_, gate_, up_, out_rows_;
     std::vector<float> rope_cache_, rope_cache_swa_;  // cos / sin per row of the chunk
-    std::vector<float> kv_k_f32_, kv_v_f32_;          // a q8_0 cache's rows as f32, per layer and chunk
+    HugeFloats kv_k_f32_, kv_v_f32_;                  // a q8_0 cache's rows as f32, per layer and chunk
 };
 
 }  // namespace kiln

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "compute/attention.h"
+#include "compute/huge_pages.h"
 #include "compute/kernels/kernels.h"
 #include "compute/ops.h"
 #include "kiln/quant.h"
@@ -227,7 +228,7 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         view.v_row = [&](int64_t p) { return vbytes.data() + static_cast<size_t>(p % capacity) * v_row_bytes; };
         // The SIMD attention reads f16 / f32 caches in place and a q8_0 cache
         // converted to f32 rows (exact), as the forward pass does.
-        std::vector<float> kf, vf;
+        HugeFloats kf, vf;
         KvRows rows;
         if (c.cache == GgmlType::Q8_0) {
             rows = kv_rows_f32(s, view, first, pos, kf, vf);
@@ -259,6 +260,22 @@ TEST(OpKernels, AttentionTracksScalarReference) {
                         isa_name(k->isa).data(), ggml_type_name(c.cache).data(), c.dk, static_cast<long long>(c.n_keys), worst, vmax);
         }
     }
+}
+
+// Buffers from 2 MiB up start on a 2 MiB boundary (so the kernel can back them
+// with huge pages), smaller ones on a cache line; both are writable end to end.
+TEST(HugePages, LargeBuffersStartOnHugePageBoundaries) {
+    for (size_t bytes : {size_t{1}, size_t{100}, size_t{1} << 20, size_t{2} << 20, (size_t{5} << 20) + 3}) {
+        void* p = allocate_huge(bytes);
+        const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+        EXPECT_EQ(a % (bytes >= (size_t{2} << 20) ? (size_t{2} << 20) : 64), 0u) << bytes;
+        std::memset(p, 0xA5, bytes);
+        EXPECT_EQ(static_cast<unsigned char*>(p)[bytes - 1], 0xA5);
+        std::free(p);
+    }
+    HugeFloats v(3 << 20, 1.0f);  // 12 MiB through the allocator
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % (size_t{2} << 20), 0u);
+    EXPECT_EQ(v.back(), 1.0f);
 }
 
 }  // namespace
