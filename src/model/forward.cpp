@@ -169,40 +169,37 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
         rows.capacity = kl.capacity;
         rows.f16_rounding = rows.type == GgmlType::F16;
     }
-    if (n >= 2 * pool_.size()) {
-        pool_.run(n, [&](int64_t r, int thread) {
+    // One task per block of rows and KV head. In a prefill chunk a task takes 16
+    // consecutive rows of one KV head, so that head's cached keys and values stay
+    // in L2 from one query to the next (a whole row's heads at depth 2,048 do not
+    // fit there). In decode a task is one row and KV head, and with fewer such
+    // pairs than threads (one KV head) a pair's query heads are split over tasks
+    // too. A query head's result does not depend on the others' (attend_rows), so
+    // each task computes exactly what a whole-row call computes for its heads.
+    const int group = l.n_head / l.n_head_kv;
+    const int64_t rows_per_task = n >= 2 * pool_.size() ? 16 : 1;
+    const int64_t pairs = (n + rows_per_task - 1) / rows_per_task * l.n_head_kv;
+    const int parts = pairs >= pool_.size() ? 1 : static_cast<int>(std::min<int64_t>(group, (pool_.size() + pairs - 1) / pairs));
+    const int per_part = (group + parts - 1) / parts;
+    const uint64_t esize = rows.type == GgmlType::F16 ? 2 : 4;
+    pool_.run(pairs * parts, [&](int64_t task, int thread) {
+        const int64_t r0 = task / (static_cast<int64_t>(l.n_head_kv) * parts) * rows_per_task;
+        const int g = static_cast<int>(task / parts % l.n_head_kv);
+        const int h0 = g * group + static_cast<int>(task % parts) * per_part;
+        const int nh = std::min(per_part, (g + 1) * group - h0);
+        if (nh <= 0) return;
+        AttentionShape part = as;
+        part.n_head = nh;
+        part.n_head_kv = 1;
+        KvRows head = rows;
+        head.k += static_cast<uint64_t>(g) * static_cast<uint64_t>(dk) * esize;
+        head.v += static_cast<uint64_t>(g) * static_cast<uint64_t>(dv) * esize;
+        for (int64_t r = r0; r < std::min<int64_t>(n, r0 + rows_per_task); ++r) {
             const int64_t pos = pos0 + r;
-            attend_rows(as, q_.data() + r * nq, first_of(pos), pos, rows, att_.data() + r * l.n_head * dv,
-                        attn_scratch_[static_cast<size_t>(thread)]);
-        });
-    } else {
-        // Few rows (decode): one task per row and KV head, so long contexts use
-        // every thread; with fewer (row, KV head) pairs than threads (one KV head),
-        // each pair's query heads are split over tasks as well. A query head's
-        // result does not depend on the others' (attend_rows), so each task
-        // computes exactly what the whole-row call computes for its heads.
-        const int group = l.n_head / l.n_head_kv;
-        const int64_t pairs = static_cast<int64_t>(n) * l.n_head_kv;
-        const int parts = pairs >= pool_.size() ? 1 : static_cast<int>(std::min<int64_t>(group, (pool_.size() + pairs - 1) / pairs));
-        const int per_part = (group + parts - 1) / parts;
-        const uint64_t esize = rows.type == GgmlType::F16 ? 2 : 4;
-        pool_.run(pairs * parts, [&](int64_t task, int thread) {
-            const int64_t r = task / (static_cast<int64_t>(l.n_head_kv) * parts);
-            const int g = static_cast<int>(task / parts % l.n_head_kv);
-            const int h0 = g * group + static_cast<int>(task % parts) * per_part;
-            const int nh = std::min(per_part, (g + 1) * group - h0);
-            if (nh <= 0) return;
-            const int64_t pos = pos0 + r;
-            AttentionShape part = as;
-            part.n_head = nh;
-            part.n_head_kv = 1;
-            KvRows head = rows;
-            head.k += static_cast<uint64_t>(g) * static_cast<uint64_t>(dk) * esize;
-            head.v += static_cast<uint64_t>(g) * static_cast<uint64_t>(dv) * esize;
             attend_rows(part, q_.data() + r * nq + static_cast<int64_t>(h0) * dk, first_of(pos), pos, head,
                         att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv, attn_scratch_[static_cast<size_t>(thread)]);
-        });
-    }
+        }
+    });
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);
 
     matmul(lw.wo, att_.data(), n, o_.data(), pool_, mm_);

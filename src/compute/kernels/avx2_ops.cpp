@@ -135,6 +135,7 @@ KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const KvRows&
     __m256i masks[4];
     for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 8 * c);
     __m256 acc[NH * 4];
+#pragma GCC unroll 24
     for (int k = 0; k < NH * 4; ++k) acc[k] = _mm256_setzero_ps();
     const uint64_t esize = f16 ? 2 : 4;
     int64_t slot = kv.slot(first);
@@ -154,7 +155,9 @@ KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const KvRows&
                 acc[4 * h + c] = f16 ? _mm256_fmadd_ps(w, vv[c], acc[4 * h + c]) : _mm256_add_ps(acc[4 * h + c], _mm256_mul_ps(w, vv[c]));
         }
     }
+#pragma GCC unroll 6
     for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) store_m(out + h * out_stride + 8 * c, masks[c], acc[4 * h + c]);
 }
 

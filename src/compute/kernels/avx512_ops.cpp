@@ -129,6 +129,10 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const KvRow
     __mmask16 masks[4];
     for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 16 * c);
     __m512 acc[NH * 4];
+    // Every loop over acc fully unrolled: one left rolled makes GCC keep the array
+    // in memory and store all NH x 4 accumulators on every key (measured: 12
+    // stores per key, prefill at depth 2,048 27% slower).
+#pragma GCC unroll 24
     for (int k = 0; k < NH * 4; ++k) acc[k] = _mm512_setzero_ps();
     const uint64_t esize = f16 ? 2 : 4;
     int64_t slot = kv.slot(first);  // the ring index, advanced without a division per key
@@ -154,7 +158,9 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const KvRow
                 acc[4 * h + c] = f16 ? _mm512_fmadd_ps(w, vv[c], acc[4 * h + c]) : _mm512_add_ps(acc[4 * h + c], _mm512_mul_ps(w, vv[c]));
         }
     }
+#pragma GCC unroll 6
     for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(out + h * out_stride + 16 * c, masks[c], acc[4 * h + c]);
 }
 
