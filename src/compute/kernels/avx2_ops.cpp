@@ -129,9 +129,11 @@ KILN_TARGET_AVX2 inline __m256 dot_lanes(const float* q, const uint8_t* k, int n
 }
 
 // out[h][d] for NH heads and up to 32 elements, keys in order (see avx512_ops.cpp).
-template <int NH, bool f16>
-KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
-                                 int width, float* out, int64_t out_stride) {
+// `full`: all 32 elements, loaded without the partial-vector path (whose copy
+// through memory would make GCC keep the accumulators in memory).
+template <int NH, bool f16, bool full>
+KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
+                                      int width, float* out, int64_t out_stride) {
     __m256i masks[4];
     for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 8 * c);
     __m256 acc[NH * 4];
@@ -147,12 +149,22 @@ KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const KvRows&
         const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize);
         if (++ahead == kv.capacity) ahead = 0;
         for (uint64_t b = 0; b < width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
-        __m256 vv[4];
-        for (int c = 0; c < 4; ++c) vv[c] = load_row8<f16>(vr, 8 * c, masks[c], width - 8 * c);
-        for (int h = 0; h < NH; ++h) {
-            const __m256 w = _mm256_set1_ps(p[h * p_stride + j]);
-            for (int c = 0; c < 4; ++c)
-                acc[4 * h + c] = f16 ? _mm256_fmadd_ps(w, vv[c], acc[4 * h + c]) : _mm256_add_ps(acc[4 * h + c], _mm256_mul_ps(w, vv[c]));
+        // One value vector at a time against every head's weight, so that the
+        // NH x 4 accumulators, NH weights and one vector fit the 16 ymm registers.
+        __m256 w[NH];
+#pragma GCC unroll 3
+        for (int h = 0; h < NH; ++h) w[h] = _mm256_set1_ps(p[h * p_stride + j]);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+            __m256 v;
+            if constexpr (full)
+                v = f16 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + 16 * c)))
+                        : _mm256_loadu_ps(reinterpret_cast<const float*>(vr) + 8 * c);
+            else
+                v = load_row8<f16>(vr, 8 * c, masks[c], width - 8 * c);
+#pragma GCC unroll 3
+            for (int h = 0; h < NH; ++h)
+                acc[4 * h + c] = f16 ? _mm256_fmadd_ps(w[h], v, acc[4 * h + c]) : _mm256_add_ps(acc[4 * h + c], _mm256_mul_ps(w[h], v));
         }
     }
 #pragma GCC unroll 6
@@ -161,9 +173,48 @@ KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const KvRows&
         for (int c = 0; c < 4; ++c) store_m(out + h * out_stride + 8 * c, masks[c], acc[4 * h + c]);
 }
 
+template <int NH, bool f16>
+KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
+                                 int width, float* out, int64_t out_stride) {
+    if (width == 32)
+        value_tile_impl<NH, f16, true>(p, p_stride, kv, first, n_keys, col, width, out, out_stride);
+    else
+        value_tile_impl<NH, f16, false>(p, p_stride, kv, first, n_keys, col, width, out, out_stride);
+}
+
 using ValueTileFn = void (*)(const float*, int64_t, const KvRows&, int64_t, int64_t, int64_t, int, float*, int64_t);
 template <bool f16>
 constexpr ValueTileFn k_value_tiles[4] = {nullptr, value_tile<1, f16>, value_tile<2, f16>, value_tile<3, f16>};
+
+// Scores of 8 keys for NH heads of a group: each key row is loaded and converted
+// once for all NH heads (q from L1). Each (head, key) product runs dot_lanes'
+// operations in its order, and the 8 keys of a head are folded by reduce8 as the
+// one-head loop folds them, so the scores are that loop's to the bit.
+template <bool f16, int NH>
+KILN_TARGET_AVX2 void score_block(const float* q, int dk, const uint8_t* const* rows, __m256 scale, float* scores, int64_t stride) {
+    __m256 parts[NH][8];
+    for (int jj = 0; jj < 8; ++jj) {
+        __m256 acc[NH];
+#pragma GCC unroll 8
+        for (int h = 0; h < NH; ++h) acc[h] = _mm256_setzero_ps();
+        for (int i = 0; i < dk; i += 8) {
+            const __m256i m = tail_mask(dk - i);
+            const __m256 k = load_row8<f16>(rows[jj], i, m, dk - i);
+#pragma GCC unroll 8
+            for (int h = 0; h < NH; ++h) acc[h] = _mm256_fmadd_ps(load_m(q + h * dk + i, m), k, acc[h]);
+        }
+#pragma GCC unroll 8
+        for (int h = 0; h < NH; ++h) parts[h][jj] = acc[h];
+    }
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) _mm256_storeu_ps(scores + h * stride, _mm256_mul_ps(reduce8(parts[h]), scale));
+}
+
+using ScoreFn = void (*)(const float*, int, const uint8_t* const*, __m256, float*, int64_t);
+template <bool f16>
+constexpr ScoreFn k_score_blocks[9] = {nullptr,              score_block<f16, 1>, score_block<f16, 2>,
+                                       score_block<f16, 3>,  score_block<f16, 4>, score_block<f16, 5>,
+                                       score_block<f16, 6>,  score_block<f16, 7>, score_block<f16, 8>};
 
 template <bool f16>
 KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
@@ -191,26 +242,33 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
             }
         }
         const uint64_t k_col = static_cast<uint64_t>(g) * dk * esize;
+        // Scores, 8 keys at a time, each key row converted once for up to 8 heads.
+        int64_t j = 0, slot = kv.slot(first);
+        int64_t ahead = (slot + 16) % kv.capacity;  // rows requested early
+        const uint64_t k_bytes = static_cast<uint64_t>(dk) * esize;
+        auto next_row = [&]() {
+            const uint8_t* r = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
+            if (++slot == kv.capacity) slot = 0;
+            const char* pf = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
+            if (++ahead == kv.capacity) ahead = 0;
+            for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+            return r;
+        };
+        for (; j + 8 <= n_keys; j += 8) {
+            const uint8_t* rows[8];
+            for (int jj = 0; jj < 8; ++jj) rows[jj] = next_row();
+            for (int h0 = 0; h0 < group; h0 += 8)
+                k_score_blocks<f16>[std::min(8, group - h0)](sc.qbuf.data() + static_cast<size_t>(h0 * dk), dk, rows, vscale,
+                                                            sc.scores.data() + h0 * stride + j, stride);
+        }
+        for (; j < n_keys; ++j) {
+            const uint8_t* row = next_row();
+            for (int hq = 0; hq < group; ++hq)
+                sc.scores[static_cast<size_t>(hq * stride + j)] =
+                    hsum_ps(dot_lanes<f16>(sc.qbuf.data() + static_cast<size_t>(hq * dk), row, dk)) * score_scale;
+        }
         for (int hq = 0; hq < group; ++hq) {
-            const float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
             float* sp = sc.scores.data() + hq * stride;
-            int64_t j = 0, slot = kv.slot(first);
-            int64_t ahead = (slot + 16) % kv.capacity;  // rows requested early
-            const uint64_t k_bytes = static_cast<uint64_t>(dk) * esize;
-            auto next_row = [&]() {
-                const uint8_t* r = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
-                if (++slot == kv.capacity) slot = 0;
-                const char* pf = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
-                if (++ahead == kv.capacity) ahead = 0;
-                for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
-                return r;
-            };
-            for (; j + 8 <= n_keys; j += 8) {
-                __m256 part[8];
-                for (int jj = 0; jj < 8; ++jj) part[jj] = dot_lanes<f16>(qb, next_row(), dk);
-                _mm256_storeu_ps(sp + j, _mm256_mul_ps(reduce8(part), vscale));
-            }
-            for (; j < n_keys; ++j) sp[j] = hsum_ps(dot_lanes<f16>(qb, next_row(), dk)) * score_scale;
             if (s.softcap > 0.0f)
                 for (int64_t jj = 0; jj < n_keys; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
             softmax_row(sp, n_keys, round);
