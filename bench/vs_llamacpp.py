@@ -199,7 +199,8 @@ def main():
               f"tg {row['kiln_tg']:.1f} vs {row['llama_tg']:.1f} (x{row['ratio_tg']:.2f})", flush=True)
 
     if probe:
-        print(f"\nprobes (kiln bench, {a.threads} threads): memory read {probe['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, "
+        print(f"\nkiln kernels: {probe.get('kernels', '?')}")
+        print(f"probes (kiln bench, {a.threads} threads): memory read {probe['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, "
               f"int8 {probe['int8_ops_per_s'] / 1e9:.0f} Gop/s, f32 fma {probe.get('f32_flops_per_s', 0) / 1e9:.0f} GFLOP/s")
 
     def pct(v, b):

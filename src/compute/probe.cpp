@@ -1,6 +1,7 @@
 #include "compute/probe.h"
 
 #include "compute/cpu_features.h"
+#include "compute/kernels/kernels.h"
 
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -144,11 +145,13 @@ MachineProbe probe_machine(int n_threads) {
     buf.reset();
     p.read_bandwidth = best;
 
-    const bool vnni = cpu_features().avx512vnni && cpu_features().avx512bw;
+    // The rates of the instruction set the kernels run at (KILN_ISA may lower it).
+    const bool level512 = kernels().isa == Isa::Avx512;
+    const bool vnni = level512 && cpu_features().avx512vnni && cpu_features().avx512bw;
     // vpdpbusd: 64 multiply-adds per instruction; vpmaddubsw + vpaddw: 32; 8 per iteration.
     p.int8_ops = vnni ? rate(pool, int8_vnni_512, 2.0 * 64 * 8) : rate(pool, int8_avx2, 2.0 * 32 * 8);
     p.int8_kind = vnni ? "avx512-vnni" : "avx2";
-    const bool avx512 = cpu_features().avx512f;
+    const bool avx512 = level512 && cpu_features().avx512f;
     p.f32_flops = avx512 ? rate(pool, fma_512, 2.0 * 16 * 12) : (cpu_features().fma ? rate(pool, fma_256, 2.0 * 8 * 12) : 0);
     return p;
 }

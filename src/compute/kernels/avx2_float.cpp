@@ -10,6 +10,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "compute/kernels/avx2_common.h"
 #include "compute/kernels/x86.h"
 
@@ -75,15 +77,29 @@ template <Wt W, int R, int T>
 KILN_TARGET_AVX2 void float_tile(const uint8_t* w, uint64_t row_bytes, int64_t n_in, const float* x, int64_t ldx, float* y,
                                  int64_t ldy) {
     __m256 lo[R * T], hi[R * T];
+#pragma GCC unroll 16
     for (int k = 0; k < R * T; ++k) lo[k] = hi[k] = _mm256_setzero_ps();
     int64_t i = 0;
+    // Each step's low 8 lanes for every row, then its high 8: T activation
+    // vectors are loaded once and reused for R rows (3 x 2 tiles: 12
+    // accumulators + 2 activations + 1 weight vector = 15 of the 16 registers).
     for (; i + 16 <= n_in; i += 16) {
+        __m256 xv[T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + t * ldx + i);
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-            const __m256 w0 = load_w8<W>(w + r * row_bytes, i), w1 = load_w8<W>(w + r * row_bytes, i + 8);
-            for (int t = 0; t < T; ++t) {
-                lo[r * T + t] = step<W>(lo[r * T + t], w0, _mm256_loadu_ps(x + t * ldx + i));
-                hi[r * T + t] = step<W>(hi[r * T + t], w1, _mm256_loadu_ps(x + t * ldx + i + 8));
-            }
+            const __m256 w0 = load_w8<W>(w + r * row_bytes, i);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t) lo[r * T + t] = step<W>(lo[r * T + t], w0, xv[t]);
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + t * ldx + i + 8);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            const __m256 w1 = load_w8<W>(w + r * row_bytes, i + 8);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t) hi[r * T + t] = step<W>(hi[r * T + t], w1, xv[t]);
         }
     }
     if (i < n_in) {
@@ -133,12 +149,28 @@ KILN_TARGET_AVX2 int64_t float_decode(const uint8_t* w, uint64_t row_bytes, int6
     return r0 + 4 * quarter;
 }
 
+// Tokens in blocks whose activations stay in L2 (64 tokens x 2048 f32 = 512 KB)
+// while every row of the range passes over them (as avx512_float.cpp); without
+// the blocks every row pair streamed all the prompt's activations from L3.
 template <Wt W>
 KILN_TARGET_AVX2 void float_gemm(const uint8_t* w, uint64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float* x,
                                  int64_t n_tokens, float* y, int64_t ldy) {
-    int64_t r = n_tokens == 1 ? float_decode<W>(w, row_bytes, n_in, r0, r1, x, y) : r0;
-    for (; r + 2 <= r1; r += 2) float_rows<W, 2>(w + r * row_bytes, row_bytes, n_in, x, n_tokens, y + r, ldy);
-    if (r < r1) float_rows<W, 1>(w + r * row_bytes, row_bytes, n_in, x, n_tokens, y + r, ldy);
+    if (n_tokens == 1) {
+        int64_t r = float_decode<W>(w, row_bytes, n_in, r0, r1, x, y);
+        for (; r + 2 <= r1; r += 2) float_rows<W, 2>(w + r * row_bytes, row_bytes, n_in, x, 1, y + r, ldy);
+        if (r < r1) float_rows<W, 1>(w + r * row_bytes, row_bytes, n_in, x, 1, y + r, ldy);
+        return;
+    }
+    const int64_t block = std::max<int64_t>(4, (int64_t{1} << 19) / (4 * n_in) / 2 * 2);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += block) {
+        const int64_t nt = std::min(block, n_tokens - t0);
+        const float* xt = x + t0 * n_in;
+        float* yt = y + t0 * ldy;
+        int64_t r = r0;
+        for (; r + 3 <= r1; r += 3) float_rows<W, 3>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy);
+        for (; r + 2 <= r1; r += 2) float_rows<W, 2>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy);
+        if (r < r1) float_rows<W, 1>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy);
+    }
 }
 
 }  // namespace
