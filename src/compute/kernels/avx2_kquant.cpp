@@ -38,18 +38,48 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
         const uint8_t* ax = a + act_aux_offset(256) + 16 * t0;
         __m256i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
-        for (int sb = 0; sb < 8; ++sb) {
-            const __m256i sc = scale_pairs_u8(w + 64 + 16 * sb + 8 * h);
-            const uint8_t* qs = w + qs_off + 512 * (sb / 2) + 32 * h;
-            __m256i s16[T] = {};  // (set at c = 0; initialized for GCC 12's -Wmaybe-uninitialized)
-            for (int c = 0; c < 8; ++c) {
-                const __m256i raw = load256(qs + 64 * c);
-                __m256i q = (sb % 2) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4) : _mm256_and_si256(raw, low4);
-                if constexpr (fifth_bit) q = _mm256_or_si256(q, fifth_bits(load_u32(w + 320 + 8 * (8 * sb + c) + 4 * h)));
-                for (int t = 0; t < T; ++t) {
-                    const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(aq + 256 * t + 32 * sb + 4 * c));
-                    s16[t] = c % per_sum == 0 ? p : _mm256_add_epi16(s16[t], p);
-                    if (c % per_sum == per_sum - 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
+        if constexpr (T == 1) {
+            // Decode: both sub-blocks of a byte pair (low and high nibbles) from one
+            // load of each chunk. isum gets the same integer terms in another order
+            // (wrapping int32 adds: the same sum).
+            for (int pr = 0; pr < 4; ++pr) {
+                const __m256i sc_e = scale_pairs_u8(w + 64 + 16 * (2 * pr) + 8 * h);
+                const __m256i sc_o = scale_pairs_u8(w + 64 + 16 * (2 * pr + 1) + 8 * h);
+                const uint8_t* qs = w + qs_off + 512 * pr + 32 * h;
+                __m256i se = _mm256_setzero_si256(), so = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int c = 0; c < 8; ++c) {
+                    const __m256i raw = load256(qs + 64 * c);
+                    __m256i qe = _mm256_and_si256(raw, low4);
+                    __m256i qo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+                    if constexpr (fifth_bit) {
+                        qe = _mm256_or_si256(qe, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr) + c) + 4 * h)));
+                        qo = _mm256_or_si256(qo, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr + 1) + c) + 4 * h)));
+                    }
+                    const __m256i pe = _mm256_maddubs_epi16(qe, bcast_i32(aq + 32 * (2 * pr) + 4 * c));
+                    const __m256i po = _mm256_maddubs_epi16(qo, bcast_i32(aq + 32 * (2 * pr + 1) + 4 * c));
+                    se = c % per_sum == 0 ? pe : _mm256_add_epi16(se, pe);
+                    so = c % per_sum == 0 ? po : _mm256_add_epi16(so, po);
+                    if (c % per_sum == per_sum - 1) {
+                        isum[0] = _mm256_add_epi32(isum[0], _mm256_madd_epi16(se, sc_e));
+                        isum[0] = _mm256_add_epi32(isum[0], _mm256_madd_epi16(so, sc_o));
+                    }
+                }
+            }
+        } else {
+            for (int sb = 0; sb < 8; ++sb) {
+                const __m256i sc = scale_pairs_u8(w + 64 + 16 * sb + 8 * h);
+                const uint8_t* qs = w + qs_off + 512 * (sb / 2) + 32 * h;
+                __m256i s16[T] = {};  // (set at c = 0; initialized for GCC 12's -Wmaybe-uninitialized)
+                for (int c = 0; c < 8; ++c) {
+                    const __m256i raw = load256(qs + 64 * c);
+                    __m256i q = (sb % 2) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4) : _mm256_and_si256(raw, low4);
+                    if constexpr (fifth_bit) q = _mm256_or_si256(q, fifth_bits(load_u32(w + 320 + 8 * (8 * sb + c) + 4 * h)));
+                    for (int t = 0; t < T; ++t) {
+                        const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(aq + 256 * t + 32 * sb + 4 * c));
+                        s16[t] = c % per_sum == 0 ? p : _mm256_add_epi16(s16[t], p);
+                        if (c % per_sum == per_sum - 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
+                    }
                 }
             }
         }
