@@ -65,16 +65,26 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) double int8_vnni_512(int6
 }
 
 __attribute__((target("avx2"))) double int8_avx2(int64_t iters) {
-    __m256i acc[8];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) acc[k] = _mm256_set1_epi16(1);
-    const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(5);
-    for (int64_t i = 0; i < iters; ++i)
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_epi16(acc[k], _mm256_maddubs_epi16(a, b));
-    __m256i s = acc[0];
-#pragma GCC unroll 8
-    for (int k = 1; k < 8; ++k) s = _mm256_add_epi16(s, acc[k]);
+    // Eight independent products per iteration whose operand `a` changes every
+    // iteration (a constant product would be hoisted out of the loop, leaving only
+    // the adds to time): four values, each in both operand orders.
+    __m256i a = _mm256_set1_epi8(3);
+    const __m256i one = _mm256_set1_epi8(1);
+    const __m256i b0 = _mm256_set1_epi8(5), b1 = _mm256_set1_epi8(6), b2 = _mm256_set1_epi8(7), b3 = _mm256_set1_epi8(9);
+    __m256i c0 = _mm256_set1_epi16(1), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+    for (int64_t i = 0; i < iters; ++i) {
+        a = _mm256_add_epi8(a, one);
+        c0 = _mm256_add_epi16(c0, _mm256_maddubs_epi16(a, b0));
+        c1 = _mm256_add_epi16(c1, _mm256_maddubs_epi16(b0, a));
+        c2 = _mm256_add_epi16(c2, _mm256_maddubs_epi16(a, b1));
+        c3 = _mm256_add_epi16(c3, _mm256_maddubs_epi16(b1, a));
+        c4 = _mm256_add_epi16(c4, _mm256_maddubs_epi16(a, b2));
+        c5 = _mm256_add_epi16(c5, _mm256_maddubs_epi16(b2, a));
+        c6 = _mm256_add_epi16(c6, _mm256_maddubs_epi16(a, b3));
+        c7 = _mm256_add_epi16(c7, _mm256_maddubs_epi16(b3, a));
+    }
+    const __m256i s = _mm256_add_epi16(_mm256_add_epi16(_mm256_add_epi16(c0, c1), _mm256_add_epi16(c2, c3)),
+                                       _mm256_add_epi16(_mm256_add_epi16(c4, c5), _mm256_add_epi16(c6, c7)));
     return static_cast<double>(_mm256_extract_epi16(s, 0));
 }
 
