@@ -1,13 +1,8 @@
 #include "compute/probe.h"
 
 #include "compute/cpu_features.h"
+#include "compute/kernels/avx512_intrinsics.h"
 #include "compute/kernels/kernels.h"
-
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>

@@ -13,12 +13,7 @@
 
 #if KILN_HAVE_X86_KERNELS
 
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own placeholder values.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "compute/kernels/avx512_intrinsics.h"
 
 #include <algorithm>
 
