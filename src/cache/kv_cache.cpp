@@ -50,23 +50,24 @@ KvCache::KvCache(const ModelSpec& spec, int n_ctx, int n_batch_max, KvType type)
         kl.v_row_bytes = ggml_row_bytes(gt, static_cast<uint64_t>(l.n_head_kv) * spec.head_dim_v);
         layers_.push_back(kl);
     }
-    // One buffer for all layers, each layer's K and V 64-byte aligned.
-    auto padded = [](uint64_t n) { return (n + 63) / 64 * 64; };
+    // One buffer for all layers, each layer's K and V at 64-byte aligned offsets,
+    // zeroed so that no read of it is ever of uninitialised memory.
+    std::vector<uint64_t> offsets;
+    uint64_t bytes = 0;
     for (const KvLayer& kl : layers_)
-        buffer_bytes_ += padded(static_cast<uint64_t>(kl.capacity) * kl.k_row_bytes) + padded(static_cast<uint64_t>(kl.capacity) * kl.v_row_bytes);
-    // Zeroed, so that no read of the buffer is ever of uninitialised memory.
+        for (uint64_t row_bytes : {kl.k_row_bytes, kl.v_row_bytes}) {
+            offsets.push_back(bytes);
+            bytes += (static_cast<uint64_t>(kl.capacity) * row_bytes + 63) / 64 * 64;
+        }
     try {
-        buffer_.reset(static_cast<uint8_t*>(allocate_huge(buffer_bytes_)));
+        buffer_.reset(static_cast<uint8_t*>(allocate_huge(bytes)));
     } catch (const std::bad_alloc&) {
-        throw Error("out of memory allocating the KV cache (" + std::to_string(buffer_bytes_ >> 20) + " MiB)");
+        throw Error("out of memory allocating the KV cache (" + std::to_string(bytes >> 20) + " MiB)");
     }
-    std::memset(buffer_.get(), 0, buffer_bytes_);
-    uint8_t* p = buffer_.get();
-    for (KvLayer& kl : layers_) {
-        kl.k = p;
-        p += padded(static_cast<uint64_t>(kl.capacity) * kl.k_row_bytes);
-        kl.v = p;
-        p += padded(static_cast<uint64_t>(kl.capacity) * kl.v_row_bytes);
+    std::memset(buffer_.get(), 0, bytes);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        layers_[i].k = buffer_.get() + offsets[2 * i];
+        layers_[i].v = buffer_.get() + offsets[2 * i + 1];
     }
 }
 

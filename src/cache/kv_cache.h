@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "compute/huge_pages.h"
 #include "kiln/gguf/ggml_type.h"
 #include "model/spec.h"
 
@@ -52,14 +51,10 @@ public:
     uint64_t allocated_bytes() const;
 
 private:
-    struct FreeBuffer {
-        void operator()(uint8_t* p) const { std::free(p); }
-    };
     int n_ctx_;
     KvType type_;
     std::vector<KvLayer> layers_;
-    std::unique_ptr<uint8_t[], FreeBuffer> buffer_;  // every layer's rows, on huge pages (compute/huge_pages.h)
-    uint64_t buffer_bytes_ = 0;
+    HugeBytes buffer_;  // every layer's rows, on huge pages
 };
 
 }  // namespace kiln

@@ -7,13 +7,21 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 namespace kiln {
 
 // 64-byte aligned, uninitialised; std::bad_alloc when out of memory. Free with std::free.
 void* allocate_huge(size_t bytes);
+
+// Owns what allocate_huge (or std::aligned_alloc) returned.
+struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+};
+using HugeBytes = std::unique_ptr<uint8_t[], FreeDeleter>;
 
 template <typename T>
 struct HugePageAllocator {

@@ -48,6 +48,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "compute/huge_pages.h"
 #include "kiln/gguf/ggml_type.h"
 
 namespace kiln {
@@ -56,9 +57,6 @@ constexpr int k_panel_rows = 16;
 constexpr int k_chunk_bytes = 64;
 constexpr int k_act_group = 8;
 
-struct FreeDeleter {
-    void operator()(void* p) const { std::free(p); }
-};
 using AlignedBytes = std::unique_ptr<uint8_t[], FreeDeleter>;
 // 64-byte aligned, uninitialised; throws kiln::Error when out of memory.
 AlignedBytes aligned_bytes(uint64_t n);
