@@ -179,15 +179,15 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
     const int group = l.n_head / l.n_head_kv;
     const int64_t rows_per_task = n >= 2 * pool_.size() ? 16 : 1;
     const int64_t pairs = (n + rows_per_task - 1) / rows_per_task * l.n_head_kv;
-    const int parts = pairs >= pool_.size() ? 1 : static_cast<int>(std::min<int64_t>(group, (pool_.size() + pairs - 1) / pairs));
-    const int per_part = (group + parts - 1) / parts;
+    const int64_t wanted = pairs >= pool_.size() ? 1 : std::min<int64_t>(group, (pool_.size() + pairs - 1) / pairs);
+    const int per_part = static_cast<int>((group + wanted - 1) / wanted);
+    const int parts = (group + per_part - 1) / per_part;  // none left empty
     const uint64_t esize = rows.type == GgmlType::F16 ? 2 : 4;
     pool_.run(pairs * parts, [&](int64_t task, int thread) {
         const int64_t r0 = task / (static_cast<int64_t>(l.n_head_kv) * parts) * rows_per_task;
         const int g = static_cast<int>(task / parts % l.n_head_kv);
         const int h0 = g * group + static_cast<int>(task % parts) * per_part;
         const int nh = std::min(per_part, (g + 1) * group - h0);
-        if (nh <= 0) return;
         AttentionShape part = as;
         part.n_head = nh;
         part.n_head_kv = 1;

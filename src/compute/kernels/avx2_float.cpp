@@ -155,22 +155,16 @@ KILN_TARGET_AVX2 int64_t float_decode(const uint8_t* w, uint64_t row_bytes, int6
 template <Wt W>
 KILN_TARGET_AVX2 void float_gemm(const uint8_t* w, uint64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float* x,
                                  int64_t n_tokens, float* y, int64_t ldy) {
-    if (n_tokens == 1) {
-        int64_t r = float_decode<W>(w, row_bytes, n_in, r0, r1, x, y);
-        for (; r + 2 <= r1; r += 2) float_rows<W, 2>(w + r * row_bytes, row_bytes, n_in, x, 1, y + r, ldy);
-        if (r < r1) float_rows<W, 1>(w + r * row_bytes, row_bytes, n_in, x, 1, y + r, ldy);
-        return;
-    }
-    const int64_t block = std::max<int64_t>(4, (int64_t{1} << 19) / (4 * n_in) / 2 * 2);
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += block) {
-        const int64_t nt = std::min(block, n_tokens - t0);
-        const float* xt = x + t0 * n_in;
-        float* yt = y + t0 * ldy;
-        int64_t r = r0;
+    // Rows [r, r1) against tokens xt (nt of them), 3 rows at a time.
+    auto rows_from = [&](int64_t r, const float* xt, int64_t nt, float* yt) {
         for (; r + 3 <= r1; r += 3) float_rows<W, 3>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy);
         for (; r + 2 <= r1; r += 2) float_rows<W, 2>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy);
         if (r < r1) float_rows<W, 1>(w + r * row_bytes, row_bytes, n_in, xt, nt, yt + r, ldy);
-    }
+    };
+    if (n_tokens == 1) return rows_from(float_decode<W>(w, row_bytes, n_in, r0, r1, x, y), x, 1, y);
+    const int64_t block = std::max<int64_t>(4, (int64_t{1} << 19) / (4 * n_in) / 2 * 2);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += block)
+        rows_from(r0, x + t0 * n_in, std::min(block, n_tokens - t0), y + t0 * ldy);
 }
 
 }  // namespace
