@@ -66,27 +66,13 @@ void matmul_reference(const quant::QuantTraits& t, const Matrix& w, const float*
     });
 }
 
-// Packed path: activations quantized into groups of 8 tokens, then tiles of 16
-// rows x up to 8 tokens. Work is split into contiguous runs of panels (each
-// thread writes whole 64-byte row runs of y: no false sharing) and, when panels
-// are few, into runs of token groups as well. Several matrices of one type that
-// read the same input (q / k / v, gate / up) share the activation conversion and
-// one parallel region.
-void matmul_packed(const KernelTable& k, PackedGemmFn gemm, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens,
-                   std::span<float* const> ys, ThreadPool& pool, MatmulScratch& scratch) {
-    const Matrix& w0 = *ws[0];
-    ActPack a;
-    a.format = act_format(w0.type);
-    a.n_tokens = n_tokens;
-    a.n_blocks = w0.n_in / a.format.block;
-    a.group_bytes = a.format.block_stride * static_cast<uint64_t>(a.n_blocks);
-    const int64_t n_groups = a.n_groups();
-    scratch.activations.resize(static_cast<size_t>(a.group_bytes * static_cast<uint64_t>(n_groups) + 64));
-    a.data = scratch.activations.data() + (64 - reinterpret_cast<uintptr_t>(scratch.activations.data()) % 64) % 64;
-    pool.parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1, int) { k.prep_act(x, w0.n_in, g0, g1, a); });
+// Whether the kernels of `k` take `type` in packed form.
+bool packed_kernel(const KernelTable& k, GgmlType type) { return is_float(type) ? k.gemm_float != nullptr : k.find_quant(type) != nullptr; }
 
-    using Task = MatmulScratch::Task;
-    std::vector<Task>& tasks = scratch.tasks;
+// Work for the packed paths: contiguous runs of panels (each thread writes whole
+// 64-byte row runs of y: no false sharing) and, when panels are few, runs of token
+// groups as well, about 4 per thread over all the matrices.
+void plan_tasks(std::span<const Matrix* const> ws, int64_t n_groups, ThreadPool& pool, std::vector<MatmulScratch::Task>& tasks) {
     tasks.clear();
     int64_t total_panels = 0;
     for (const Matrix* w : ws) total_panels += w->packed->n_panels;
@@ -104,8 +90,33 @@ void matmul_packed(const KernelTable& k, PackedGemmFn gemm, std::span<const Matr
             for (int64_t g0 = 0; g0 < n_groups; g0 += groups_per)
                 tasks.push_back({static_cast<int>(m), p0, std::min(n_panels, p0 + panels_per), g0, std::min(n_groups, g0 + groups_per)});
     }
-    pool.run(static_cast<int64_t>(tasks.size()), [&](int64_t i, int) {
-        const Task& t = tasks[static_cast<size_t>(i)];
+}
+
+// 64-byte aligned scratch of at least n bytes.
+uint8_t* aligned_scratch(std::vector<uint8_t>& buf, uint64_t n) {
+    buf.resize(static_cast<size_t>(n + 64));
+    return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+}
+
+// Quantized weights: activations quantized into groups of 8 tokens, then tiles
+// of 16 rows x up to 8 tokens. Several matrices of one type that read the same
+// input (q / k / v, gate / up) share the activation conversion and one parallel
+// region.
+void matmul_quant(const KernelTable& k, PackedGemmFn gemm, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens,
+                  std::span<float* const> ys, ThreadPool& pool, MatmulScratch& scratch) {
+    const Matrix& w0 = *ws[0];
+    ActPack a;
+    a.format = act_format(w0.type);
+    a.n_tokens = n_tokens;
+    a.n_blocks = w0.n_in / a.format.block;
+    a.group_bytes = a.format.block_stride * static_cast<uint64_t>(a.n_blocks);
+    const int64_t n_groups = a.n_groups();
+    a.data = aligned_scratch(scratch.activations, a.group_bytes * static_cast<uint64_t>(n_groups));
+    pool.parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1, int) { k.prep_act(x, w0.n_in, g0, g1, a); });
+
+    plan_tasks(ws, n_groups, pool, scratch.tasks);
+    pool.run(static_cast<int64_t>(scratch.tasks.size()), [&](int64_t i, int) {
+        const MatmulScratch::Task& t = scratch.tasks[static_cast<size_t>(i)];
         const Matrix& w = *ws[static_cast<size_t>(t.m)];
         ActPack part = a;
         part.data = a.data + static_cast<uint64_t>(t.g0) * a.group_bytes;
@@ -114,24 +125,68 @@ void matmul_packed(const KernelTable& k, PackedGemmFn gemm, std::span<const Matr
     });
 }
 
-// Float weights in place; activations rounded to the weight's type first, as the
-// reference's conversion to vec_dot_type does.
-void matmul_float(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-                  MatmulScratch& scratch) {
-    const float* xr = x;
-    if (w.type != GgmlType::F32) {
-        const int64_t n = w.n_in * n_tokens;
-        scratch.rounded.resize(static_cast<size_t>(n));
-        float* out = scratch.rounded.data();
-        const auto round = w.type == GgmlType::F16 ? k.round_to_f16 : k.round_to_bf16;
-        pool.parallel_for(n, 4096, [&](int64_t b, int64_t e, int) { round(x + b, out + b, e - b); });
-        xr = out;
+// Float weights: activations rounded to the weight's type (as the reference's
+// conversion to vec_dot_type) and laid out in element-major blocks of 12 tokens
+// (FloatActs), then tiles of 32 rows x up to 12 tokens.
+void matmul_float(const KernelTable& k, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys,
+                  ThreadPool& pool, MatmulScratch& scratch) {
+    const GgmlType type = ws[0]->type;
+    const int64_t n_in = ws[0]->n_in;
+    FloatActs a;
+    a.n_in = n_in;
+    a.n_tokens = n_tokens;
+    const auto round = type == GgmlType::F16 ? k.round_to_f16 : type == GgmlType::BF16 ? k.round_to_bf16 : nullptr;
+    if (n_tokens == 1 && !round) {
+        a.data = x;
+    } else {
+        const uint64_t n = static_cast<uint64_t>(n_in * n_tokens);
+        float* out = reinterpret_cast<float*>(aligned_scratch(scratch.activations, 4 * n));
+        a.data = out;
+        if (n_tokens == 1) {
+            round(x, out, n_in);
+        } else {
+            scratch.rounded.resize(static_cast<size_t>(pool.size() * n_in));
+            pool.parallel_for(a.n_blocks(), 1, [&](int64_t b0, int64_t b1, int thread) {
+                float* row = scratch.rounded.data() + thread * n_in;
+                for (int64_t b = b0; b < b1; ++b) {
+                    const int nt = a.block_tokens(b);
+                    float* dst = out + b * k_float_block_tokens * n_in;
+                    for (int j = 0; j < nt; ++j) {
+                        const float* src = x + (b * k_float_block_tokens + j) * n_in;
+                        if (round) round(src, row, n_in);
+                        const float* r = round ? row : src;
+                        for (int64_t i = 0; i < n_in; ++i) dst[i * nt + j] = r[i];
+                    }
+                }
+            });
+        }
     }
-    const int64_t n_out = w.n_out;
-    const int64_t blocks = (n_out + 7) / 8;  // the kernels' row blocks
-    pool.parallel_for(blocks, 2, [&](int64_t b, int64_t e, int) {
-        k.gemm_float(w.type, w.data, w.row_bytes, w.n_in, 8 * b, std::min(n_out, 8 * e), xr, n_tokens, y, n_out);
+    plan_tasks(ws, a.n_blocks(), pool, scratch.tasks);
+    pool.run(static_cast<int64_t>(scratch.tasks.size()), [&](int64_t i, int) {
+        const MatmulScratch::Task& t = scratch.tasks[static_cast<size_t>(i)];
+        const Matrix& w = *ws[static_cast<size_t>(t.m)];
+        FloatActs part = a;
+        part.data = a.block(t.g0);
+        part.n_tokens = std::min(n_tokens, t.g1 * k_float_block_tokens) - t.g0 * k_float_block_tokens;
+        k.gemm_float(*w.packed, part, t.p0, t.p1, ys[static_cast<size_t>(t.m)] + t.g0 * k_float_block_tokens * w.n_out, w.n_out);
     });
+}
+
+// The packed path for matrices of one type and input width, if the kernels have one.
+bool matmul_packed(const KernelTable& k, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys,
+                   ThreadPool& pool, MatmulScratch& scratch) {
+    const GgmlType type = ws[0]->type;
+    for (const Matrix* w : ws)
+        if (!w->packed || w->type != type || w->n_in != ws[0]->n_in) return false;
+    if (is_float(type)) {
+        if (!k.gemm_float) return false;
+        matmul_float(k, ws, x, n_tokens, ys, pool, scratch);
+        return true;
+    }
+    const PackedGemmFn gemm = k.prep_act ? k.find_quant(type) : nullptr;
+    if (!gemm) return false;
+    matmul_quant(k, gemm, ws, x, n_tokens, ys, pool, scratch);
+    return true;
 }
 
 }  // namespace
@@ -139,13 +194,9 @@ void matmul_float(const KernelTable& k, const Matrix& w, const float* x, int64_t
 void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                  MatmulScratch& scratch) {
     if (n_tokens <= 0) return;
-    if (w.packed && k.prep_act)
-        if (PackedGemmFn gemm = k.find_quant(w.type)) {
-            const Matrix* ws[] = {&w};
-            float* ys[] = {y};
-            return matmul_packed(k, gemm, ws, x, n_tokens, ys, pool, scratch);
-        }
-    if (k.gemm_float && is_float(w.type)) return matmul_float(k, w, x, n_tokens, y, pool, scratch);
+    const Matrix* ws[] = {&w};
+    float* ys[] = {y};
+    if (matmul_packed(k, ws, x, n_tokens, ys, pool, scratch)) return;
     const quant::QuantTraits* t = quant::find_quant_traits(w.type);
     if (!t || !t->vec_dot_ref) throw Error("matmul: no dot product for " + std::string(ggml_type_name(w.type)));
     matmul_reference(*t, w, x, n_tokens, y, pool, scratch);
@@ -159,10 +210,7 @@ void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_to
                  MatmulScratch& scratch) {
     if (n_tokens <= 0 || ws.empty()) return;
     const KernelTable& k = kernels();
-    const PackedGemmFn gemm = k.prep_act ? k.find_quant(ws[0]->type) : nullptr;
-    bool fused = gemm != nullptr;
-    for (const Matrix* w : ws) fused = fused && w->packed && w->type == ws[0]->type && w->n_in == ws[0]->n_in;
-    if (fused) return matmul_packed(k, gemm, ws, x, n_tokens, ys, pool, scratch);
+    if (matmul_packed(k, ws, x, n_tokens, ys, pool, scratch)) return;
     for (size_t i = 0; i < ws.size(); ++i) matmul_with(k, *ws[i], x, n_tokens, ys[i], pool, scratch);
 }
 
@@ -170,7 +218,7 @@ uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_p
     const KernelTable& k = kernels();
     std::vector<Matrix*> todo;
     for (Matrix* m : matrices)
-        if (m && !m->empty() && !m->packed && has_packed_layout(m->type) && k.find_quant(m->type)) todo.push_back(m);
+        if (m && !m->empty() && !m->packed && has_packed_layout(m->type) && packed_kernel(k, m->type)) todo.push_back(m);
     if (todo.empty()) return 0;
     // One packed copy per distinct tensor (a tied output shares the embedding's bytes).
     std::map<const uint8_t*, std::shared_ptr<const PackedMatrix>> done;

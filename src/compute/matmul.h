@@ -9,9 +9,9 @@
 // kernel runs: results are bit-identical between a prefill of many rows and a
 // decode of one (batch invariance), for any thread count, on any CPU level.
 //
-// Fast paths (compute/kernels): quantized weights repacked at load into 16-row
-// panels (prepare_matrices), multiplied by SIMD kernels that tile rows x tokens;
-// float weights used in place from the file mapping.
+// Fast paths (compute/kernels): weights repacked at load into panels of 16 rows
+// (quantized) or 32 rows (float) by prepare_matrices, multiplied by SIMD kernels
+// that tile rows x tokens.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +45,7 @@ struct MatmulScratch {
         int64_t p0, p1, g0, g1;
     };
     std::vector<uint8_t> activations;
-    std::vector<float> rounded;  // activations rounded to f16 / bf16 for float weights
+    std::vector<float> rounded;  // one row per thread: an activation row rounded to f16 / bf16
     std::vector<Task> tasks;
 };
 

@@ -36,18 +36,14 @@ void dequantize_ints(const void* src, float* dst, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(load<Int>(p + i * sizeof(Int)));
 }
 
-// The lane-striped accumulation every float dot product shares (see VecDotFn).
-struct LaneSums {
-    float lane[k_float_dot_lanes] = {};
-
-    void add(int64_t i, float product) { lane[i % k_float_dot_lanes] += product; }
-
-    float fold() {
-        for (int width = k_float_dot_lanes / 2; width > 0; width /= 2)
-            for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
-        return lane[0];
-    }
-};
+// The accumulation every float dot product shares (see VecDotFn): one sum, in
+// element order.
+template <typename Product>
+float ordered_sum(int64_t n, Product product) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += product(i);
+    return sum;
+}
 
 }  // namespace
 
@@ -92,9 +88,7 @@ void quantize_row_bf16(const float* src, void* dst, int64_t n) {
 float vec_dot_f32(int64_t n, const void* w, const void* a) {
     const auto* pw = static_cast<const uint8_t*>(w);
     const auto* pa = static_cast<const uint8_t*>(a);
-    LaneSums sums;
-    for (int64_t i = 0; i < n; ++i) sums.add(i, load_f32(pw + 4 * i) * load_f32(pa + 4 * i));
-    return sums.fold();
+    return ordered_sum(n, [&](int64_t i) { return load_f32(pw + 4 * i) * load_f32(pa + 4 * i); });
 }
 
 // The products of two halves (11-bit significands) or two bfloat16s (8-bit) are
@@ -102,17 +96,13 @@ float vec_dot_f32(int64_t n, const void* w, const void* a) {
 float vec_dot_f16(int64_t n, const void* w, const void* a) {
     const auto* pw = static_cast<const uint8_t*>(w);
     const auto* pa = static_cast<const uint8_t*>(a);
-    LaneSums sums;
-    for (int64_t i = 0; i < n; ++i) sums.add(i, load_f16(pw + 2 * i) * load_f16(pa + 2 * i));
-    return sums.fold();
+    return ordered_sum(n, [&](int64_t i) { return load_f16(pw + 2 * i) * load_f16(pa + 2 * i); });
 }
 
 float vec_dot_bf16(int64_t n, const void* w, const void* a) {
     const auto* pw = static_cast<const uint8_t*>(w);
     const auto* pa = static_cast<const uint8_t*>(a);
-    LaneSums sums;
-    for (int64_t i = 0; i < n; ++i) sums.add(i, bf16_to_fp32(load_u16(pw + 2 * i)) * bf16_to_fp32(load_u16(pa + 2 * i)));
-    return sums.fold();
+    return ordered_sum(n, [&](int64_t i) { return bf16_to_fp32(load_u16(pw + 2 * i)) * bf16_to_fp32(load_u16(pa + 2 * i)); });
 }
 
 }  // namespace kiln::quant

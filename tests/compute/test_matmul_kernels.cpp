@@ -144,16 +144,20 @@ TEST_P(MatmulKernels, BitIdenticalToReference) {
             }
 }
 
-// Float weights: rows wide enough to split the tokens into several L2 blocks (and
-// a masked tail), token counts that leave partial tiles, rows left over after the
-// 8-row tiles and the decode quarters.
+// Float weights: rows wider than one element slice of the prefill tiles (1024)
+// with a partial last slice; token counts that leave partial 12-token blocks and
+// the few-token path; row counts that leave a partial 32-row panel, several panel
+// groups, and the decode walks' left-over panels.
 TEST(MatmulKernels, FloatWideRowsAndTokenBlocks) {
     if (simd_levels().empty()) GTEST_SKIP() << "no SIMD level on this CPU";
     std::mt19937 rng(77);
     for (GgmlType type : {GgmlType::F16, GgmlType::BF16, GgmlType::F32})
         for (int64_t n_in : {int64_t{1040}, int64_t{2600}})
-            for (int64_t n_tokens : {int64_t{1}, int64_t{7}, int64_t{53}, int64_t{131}})
-                check_case({type, n_in, 21, n_tokens, false}, rng);
+            for (int64_t n_tokens : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{7}, int64_t{53}, int64_t{131}})
+                for (int64_t n_out : {int64_t{21}, int64_t{300}}) {
+                    if (n_out == 300 && n_tokens > 53) continue;  // keep the test quick
+                    check_case({type, n_in, n_out, n_tokens, false}, rng);
+                }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulKernels, ::testing::ValuesIn(k_types),

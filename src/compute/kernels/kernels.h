@@ -25,11 +25,10 @@ using PackedGemmFn = void (*)(const PackedMatrix& w, const ActPack& a, int64_t p
 // Quantizes the tokens of groups [g0, g1) of x (f32 [n_in, a.n_tokens]) into a.
 using ActPrepFn = void (*)(const float* x, int64_t n_in, int64_t g0, int64_t g1, ActPack& a);
 
-// Float weights used in place: rows [r0, r1) of `type` (F32 / F16 / BF16), n_in
-// elements, row_bytes apart, against activations x (f32 [n_in, n_tokens], already
-// rounded to the weight type as the reference's activation conversion does).
-using FloatGemmFn = void (*)(GgmlType type, const uint8_t* w, uint64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1,
-                             const float* x, int64_t n_tokens, float* y, int64_t ldy);
+// Float weights (F32 / F16 / BF16 panels of 32 rows): y[t * ldy + o] for panels
+// [p0, p1) (rows 32 p0 .. min(32 p1, n_out)) and every token of `a`. Rows past
+// n_out are not written.
+using FloatGemmFn = void (*)(const PackedMatrix& w, const FloatActs& a, int64_t p0, int64_t p1, float* y, int64_t ldy);
 
 struct QuantKernel {
     GgmlType type;

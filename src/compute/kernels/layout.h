@@ -35,6 +35,13 @@
 //        nibble = element 32s+16+4k+j; H0 bits 2k..2k+1 = the two high bits of
 //        element 32s+4k+j, H1 those of element 32s+16+4k+j
 //
+// Float weights (F32, F16, BF16): 32 rows form a panel, and the panel stores
+// element k of its 32 rows together, element after element ([n_in][32] values in
+// the file's encoding: 64 bytes per element for F16 and BF16, 128 for F32). One
+// 16-lane load is "lane i = element k of row i"; multiplied by one broadcast
+// activation it advances 16 outputs' sums (kiln/quant.h: one sum per output, in
+// element order) with no horizontal reduction. A panel is a "block" of one element.
+//
 // Activations: tokens in groups of 8; per group, block after block:
 //   32-element blocks  qs[8][32] s8 | d[8] f32 | aux[8] (i32 bias or f32 s)     320
 //   Q8_K blocks        qs[8][256] s8 | d[8] f32 | aux                            2080 + aux
@@ -44,6 +51,7 @@
 // kernel starts its sum at -offset x sum(a).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -56,6 +64,8 @@ namespace kiln {
 constexpr int k_panel_rows = 16;
 constexpr int k_chunk_bytes = 64;
 constexpr int k_act_group = 8;
+constexpr int k_float_panel_rows = 32;
+constexpr int k_float_block_tokens = 12;
 
 using AlignedBytes = std::unique_ptr<uint8_t[], FreeDeleter>;
 // 64-byte aligned, uninitialised; throws kiln::Error when out of memory.
@@ -64,9 +74,10 @@ AlignedBytes aligned_bytes(uint64_t n);
 struct PackedMatrix {
     GgmlType type = GgmlType::F32;
     int64_t n_in = 0, n_out = 0;
-    int64_t n_panels = 0;       // ceil(n_out / 16); rows past n_out are zero
-    int64_t n_blocks = 0;       // blocks per row
-    uint64_t block_bytes = 0;   // one block of 16 rows
+    int panel_rows = k_panel_rows;  // 16; k_float_panel_rows for float types
+    int64_t n_panels = 0;       // ceil(n_out / panel_rows); rows past n_out are zero
+    int64_t n_blocks = 0;       // blocks per row (float types: n_in)
+    uint64_t block_bytes = 0;   // one block of panel_rows rows
     uint64_t panel_bytes = 0;   // n_blocks * block_bytes
     AlignedBytes data;
 
@@ -102,6 +113,22 @@ struct ActPack {
     uint8_t* group(int64_t g) { return data + static_cast<uint64_t>(g) * group_bytes; }
     const uint8_t* group(int64_t g) const { return data + static_cast<uint64_t>(g) * group_bytes; }
     int64_t n_groups() const { return (n_tokens + k_act_group - 1) / k_act_group; }
+};
+
+// Activations of float weights: rounded to the weight type (as the reference's
+// conversion to its activation type), tokens in blocks of 12. Block b holds its
+// n_b = min(12, n_tokens - 12 b) tokens element-major ([n_in][n_b]: element k of
+// every token together, the operand a tile broadcasts) from float 12 b n_in on.
+// One token is its row as it is.
+struct FloatActs {
+    const float* data = nullptr;
+    int64_t n_in = 0, n_tokens = 0;
+
+    int64_t n_blocks() const { return (n_tokens + k_float_block_tokens - 1) / k_float_block_tokens; }
+    int block_tokens(int64_t b) const {
+        return static_cast<int>(std::min<int64_t>(k_float_block_tokens, n_tokens - b * k_float_block_tokens));
+    }
+    const float* block(int64_t b) const { return data + b * k_float_block_tokens * n_in; }
 };
 
 // Offsets inside one activation block of a group.

@@ -173,6 +173,28 @@ const PackRow* find_pack_row(GgmlType type) {
     return nullptr;
 }
 
+bool is_float_type(GgmlType type) { return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16; }
+
+// Panel p of a float matrix: element k of row 32 p + i at value k * 32 + i.
+// Written 32 elements at a time (a 2 KiB piece of the panel, in L1, filled from 32
+// short runs of the rows) rather than row by row across the whole panel.
+template <typename Value>
+void pack_float_panel(const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out, int64_t p, uint8_t* dst) {
+    constexpr int64_t piece = 32;
+    const int rows = static_cast<int>(std::min<int64_t>(k_float_panel_rows, n_out - p * k_float_panel_rows));
+    const uint8_t* src = data + static_cast<uint64_t>(p * k_float_panel_rows) * row_bytes;
+    Value* out = reinterpret_cast<Value*>(dst);
+    for (int64_t k0 = 0; k0 < n_in; k0 += piece) {
+        const int64_t k1 = std::min(n_in, k0 + piece);
+        for (int i = 0; i < rows; ++i) {
+            const uint8_t* row = src + static_cast<uint64_t>(i) * row_bytes;
+            for (int64_t k = k0; k < k1; ++k) std::memcpy(out + k * k_float_panel_rows + i, row + k * sizeof(Value), sizeof(Value));
+        }
+        if (rows < k_float_panel_rows)  // padding rows are zeros
+            for (int64_t k = k0; k < k1; ++k) std::memset(out + k * k_float_panel_rows + rows, 0, (k_float_panel_rows - rows) * sizeof(Value));
+    }
+}
+
 }  // namespace
 
 AlignedBytes aligned_bytes(uint64_t n) {
@@ -182,7 +204,7 @@ AlignedBytes aligned_bytes(uint64_t n) {
     return AlignedBytes(static_cast<uint8_t*>(p));
 }
 
-bool has_packed_layout(GgmlType type) { return find_pack_row(type) != nullptr; }
+bool has_packed_layout(GgmlType type) { return find_pack_row(type) != nullptr || is_float_type(type); }
 
 ActFormat act_format(GgmlType weight_type) {
     ActFormat f;
@@ -207,7 +229,8 @@ ActFormat act_format(GgmlType weight_type) {
 
 std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out) {
     const PackRow* row = find_pack_row(type);
-    if (!row) return nullptr;
+    const bool is_float = is_float_type(type);
+    if (!row && !is_float) return nullptr;
     const GgmlTypeInfo& info = ggml_type_info(type);
     if (n_in <= 0 || n_out <= 0 || n_in % info.block_size != 0)
         throw Error("cannot repack a " + std::string(info.name) + " matrix of " + std::to_string(n_in) + " x " +
@@ -216,17 +239,25 @@ std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, ui
     m->type = type;
     m->n_in = n_in;
     m->n_out = n_out;
-    m->n_panels = (n_out + k_panel_rows - 1) / k_panel_rows;
+    m->panel_rows = is_float ? k_float_panel_rows : k_panel_rows;
+    m->n_panels = (n_out + m->panel_rows - 1) / m->panel_rows;
     m->n_blocks = n_in / info.block_size;
-    m->block_bytes = row->block_bytes;
+    m->block_bytes = is_float ? k_float_panel_rows * info.block_bytes : row->block_bytes;
     m->panel_bytes = m->block_bytes * static_cast<uint64_t>(m->n_blocks);
     m->data = aligned_bytes(m->bytes());
-    std::memset(m->data.get(), 0, m->bytes());
+    if (!is_float) std::memset(m->data.get(), 0, m->bytes());  // padding rows (the float packer writes its own)
 
     auto pack_panels = [&](int64_t p0, int64_t p1) {
         const uint8_t* rows[k_panel_rows];
         for (int64_t p = p0; p < p1; ++p) {
             uint8_t* dst = m->data.get() + static_cast<uint64_t>(p) * m->panel_bytes;
+            if (is_float) {
+                if (info.block_bytes == 4)
+                    pack_float_panel<uint32_t>(data, row_bytes, n_in, n_out, p, dst);
+                else
+                    pack_float_panel<uint16_t>(data, row_bytes, n_in, n_out, p, dst);
+                continue;
+            }
             for (int64_t b = 0; b < m->n_blocks; ++b) {
                 for (int i = 0; i < k_panel_rows; ++i) {
                     const int64_t r = p * k_panel_rows + i;

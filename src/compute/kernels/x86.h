@@ -17,8 +17,7 @@ namespace kiln {
     void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
     void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
     void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
-    void gemm_float(GgmlType type, const uint8_t* w, uint64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1,        \
-                    const float* x, int64_t n_tokens, float* y, int64_t ldy);                                        \
+    void gemm_float(const PackedMatrix& w, const FloatActs& a, int64_t p0, int64_t p1, float* y, int64_t ldy);         \
     void silu_mul(float* gate, const float* up, int64_t n);                                                           \
     void f32_to_f16(const float* src, uint16_t* dst, int64_t n);                                                      \
     void round_to_f16(const float* src, float* dst, int64_t n);                                                       \
