@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "compute/kernels/avx2_common.h"
+#include "compute/kernels/float_tiling.h"
 #include "compute/kernels/x86.h"
 
 namespace kiln::avx2 {
@@ -166,31 +167,16 @@ KILN_TARGET_AVX2 void float_gemm(const PackedMatrix& m, const FloatActs& a, int6
         for (int t = 0; t < a.n_tokens; ++t) float_decode<W>(m, a.data + t, a.n_tokens, p0, p1, y + t * ldy);
         return;
     }
-    // As avx512_float.cpp: slices of up to 1024 elements, a group of panels kept
-    // in L2 while every token block passes.
-    const int64_t slice = std::min<int64_t>(m.n_in, 1024);
-    const int64_t group = std::max<int64_t>(1, (int64_t{256} << 10) / (slice * line_bytes<W>));
-    for (int64_t k0 = 0; k0 < m.n_in; k0 += slice) {
-        const int64_t nk = std::min(slice, m.n_in - k0);
-        for (int64_t g0 = p0; g0 < p1; g0 += group) {
-            const int64_t g1 = std::min(p1, g0 + group);
-            for (int64_t b = 0; b < a.n_blocks(); ++b) {
-                const int nt = a.block_tokens(b);
-                const float* ab = a.block(b) + k0 * nt;
-                float* yb = y + b * k_float_block_tokens * ldy;
-                for (int64_t p = g0; p < g1; ++p)
-                    for (int h = 0; h < 2; ++h) {
-                        const int64_t valid = m.n_out - p * k_float_panel_rows - 16 * h;
-                        if (valid <= 0) break;
-                        const RowMasks rm = row_masks(valid);
-                        const uint8_t* w = m.panel(p) + k0 * line_bytes<W> + 16 * h * value_bytes<W>;
-                        float* yp = yb + p * k_float_panel_rows + 16 * h;
-                        for (int t0 = 0; t0 < nt; t0 += 6)
-                            half_tile_n<W>(std::min(6, nt - t0), w, ab + t0, nt, nk, yp + t0 * ldy, ldy, k0 == 0, rm);
-                    }
-            }
+    for_each_float_tile(m, a, p0, p1, y, ldy, [&](int64_t p, int64_t k0, int64_t nk, const float* ab, int nt, float* yb) {
+        for (int h = 0; h < 2; ++h) {
+            const int64_t valid = m.n_out - p * k_float_panel_rows - 16 * h;
+            if (valid <= 0) break;
+            const RowMasks rm = row_masks(valid);
+            const uint8_t* w = m.panel(p) + k0 * line_bytes<W> + 16 * h * value_bytes<W>;
+            float* yp = yb + p * k_float_panel_rows + 16 * h;
+            for (int t0 = 0; t0 < nt; t0 += 6) half_tile_n<W>(std::min(6, nt - t0), w, ab + t0, nt, nk, yp + t0 * ldy, ldy, k0 == 0, rm);
         }
-    }
+    });
 }
 
 }  // namespace

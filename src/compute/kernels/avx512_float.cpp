@@ -5,10 +5,8 @@
 // panel's element k (16 rows) times one broadcast activation advances 16 sums, so
 // every output goes through exactly the reference's operations and no horizontal
 // reduction is needed. Prefill tiles are 32 rows x up to 12 tokens (24 sums), each
-// weight vector used 12 times and each activation 32 times per load; the weights
-// of a group of panels stay in L2 while every token block passes, a slice of
-// elements at a time (the sums wait in y between slices: an exact f32 store and
-// load). Decode walks 4 panels from the range's quarters at once: 8 independent
+// weight vector used 12 times and each activation 32 times per load, in the loop
+// nest of float_tiling.h. Decode walks 4 panels from the range's quarters at once: 8 independent
 // sums and 4 long memory streams.
 //
 // F16 products are exact in f32, so a fused multiply-add rounds exactly as the
@@ -22,6 +20,7 @@
 
 #include <algorithm>
 
+#include "compute/kernels/float_tiling.h"
 #include "compute/kernels/x86.h"
 
 namespace kiln::avx512 {
@@ -168,27 +167,11 @@ KILN_TARGET_AVX512 void float_gemm(const PackedMatrix& m, const FloatActs& a, in
         for (int t = 0; t < a.n_tokens; ++t) float_decode<W>(m, a.data + t, a.n_tokens, p0, p1, y + t * ldy);
         return;
     }
-    // Slices of up to 1024 elements; a group of panels whose slices fill ~256 KB
-    // stays in L2 while every token block passes (measured on tiles alone: 93-98%
-    // of the FMA peak at 2048 and 8192 elements per row, against 62-67% without).
-    const int64_t slice = std::min<int64_t>(m.n_in, 1024);
-    const int64_t group = std::max<int64_t>(1, (int64_t{256} << 10) / (slice * line_bytes<W>));
-    for (int64_t k0 = 0; k0 < m.n_in; k0 += slice) {
-        const int64_t nk = std::min(slice, m.n_in - k0);
-        for (int64_t g0 = p0; g0 < p1; g0 += group) {
-            const int64_t g1 = std::min(p1, g0 + group);
-            for (int64_t b = 0; b < a.n_blocks(); ++b) {
-                const int nt = a.block_tokens(b);
-                const float* ab = a.block(b) + k0 * nt;
-                float* yb = y + b * k_float_block_tokens * ldy;
-                for (int64_t p = g0; p < g1; ++p) {
-                    __mmask16 lo, hi;
-                    row_masks(p, m.n_out, lo, hi);
-                    panel_tile_n<W>(nt, m.panel(p) + k0 * line_bytes<W>, ab, nk, yb + p * k_float_panel_rows, ldy, k0 == 0, lo, hi);
-                }
-            }
-        }
-    }
+    for_each_float_tile(m, a, p0, p1, y, ldy, [&](int64_t p, int64_t k0, int64_t nk, const float* ab, int nt, float* yb) {
+        __mmask16 lo, hi;
+        row_masks(p, m.n_out, lo, hi);
+        panel_tile_n<W>(nt, m.panel(p) + k0 * line_bytes<W>, ab, nk, yb + p * k_float_panel_rows, ldy, k0 == 0, lo, hi);
+    });
 }
 
 }  // namespace
