@@ -23,6 +23,62 @@ KILN_TARGET_AVX2 inline __m256i scale_pairs_u8(const uint8_t* p) {
     return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
 }
 
+// One Q4_K / Q5_K block of 8 rows (rows 8h..) against one token (index t0 of the
+// activation group at a): the integer sum of the block. Both sub-blocks of a byte
+// pair (low and high nibbles) come from one load of each chunk; isum gets the same
+// integer terms as k4_tile's several-token path in another order (wrapping int32
+// adds: the same sum). Only for one token: with T of them the doubled int16 sums
+// spill (prefill 5% slower, measured).
+template <bool fifth_bit>
+KILN_TARGET_AVX2 inline __m256i k4_isum1(const uint8_t* w, int h, const uint8_t* aq) {
+    constexpr int qs_off = fifth_bit ? 832 : 320;
+    constexpr int per_sum = fifth_bit ? 4 : 8;
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i isum = _mm256_setzero_si256();
+    for (int pr = 0; pr < 4; ++pr) {
+        const __m256i sc_e = scale_pairs_u8(w + 64 + 16 * (2 * pr) + 8 * h);
+        const __m256i sc_o = scale_pairs_u8(w + 64 + 16 * (2 * pr + 1) + 8 * h);
+        const uint8_t* qs = w + qs_off + 512 * pr + 32 * h;
+        __m256i se = _mm256_setzero_si256(), so = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) {
+            const __m256i raw = load256(qs + 64 * c);
+            __m256i qe = _mm256_and_si256(raw, low4);
+            __m256i qo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+            if constexpr (fifth_bit) {
+                qe = _mm256_or_si256(qe, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr) + c) + 4 * h)));
+                qo = _mm256_or_si256(qo, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr + 1) + c) + 4 * h)));
+            }
+            const __m256i pe = _mm256_maddubs_epi16(qe, bcast_i32(aq + 32 * (2 * pr) + 4 * c));
+            const __m256i po = _mm256_maddubs_epi16(qo, bcast_i32(aq + 32 * (2 * pr + 1) + 4 * c));
+            se = c % per_sum == 0 ? pe : _mm256_add_epi16(se, pe);
+            so = c % per_sum == 0 ? po : _mm256_add_epi16(so, po);
+            if (c % per_sum == per_sum - 1) {
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(se, sc_e));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(so, sc_o));
+            }
+        }
+    }
+    return isum;
+}
+
+// The block's float term for token t of the group: d_a d_w isum - d_a dmin_w msum.
+KILN_TARGET_AVX2 inline __m256 k4_term(const uint8_t* w, int h, const uint8_t* ad, const uint8_t* ax, __m256i isum) {
+    const __m256 dw = load_f16x8(w + 16 * h);
+    const __m256 dmw = load_f16x8(w + 32 + 16 * h);
+    __m256i msum = _mm256_setzero_si256();
+    for (int p = 0; p < 4; ++p) {
+        const __m256i m = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192 + 32 * p + 16 * h)));
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(m, bcast_i32(ax + 4 * p)));
+    }
+    const __m256 da = bcast_f32(ad);
+    const __m256 dall = _mm256_mul_ps(da, dw);
+    const __m256 dmin = _mm256_mul_ps(da, dmw);
+    const __m256 scaled = _mm256_mul_ps(dall, _mm256_cvtepi32_ps(isum));
+    const __m256 mins = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(msum));
+    return _mm256_sub_ps(scaled, mins);
+}
+
 // Q4_K / Q5_K (layout.h): 8 sub-blocks of 32 = 8 chunks each.
 template <bool fifth_bit, int T>
 KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
@@ -39,34 +95,7 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
         __m256i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
         if constexpr (T == 1) {
-            // Decode: both sub-blocks of a byte pair (low and high nibbles) from one
-            // load of each chunk. isum gets the same integer terms in another order
-            // (wrapping int32 adds: the same sum). Only for one token: with T of
-            // them the doubled int16 sums spill (prefill 5% slower, measured).
-            for (int pr = 0; pr < 4; ++pr) {
-                const __m256i sc_e = scale_pairs_u8(w + 64 + 16 * (2 * pr) + 8 * h);
-                const __m256i sc_o = scale_pairs_u8(w + 64 + 16 * (2 * pr + 1) + 8 * h);
-                const uint8_t* qs = w + qs_off + 512 * pr + 32 * h;
-                __m256i se = _mm256_setzero_si256(), so = _mm256_setzero_si256();
-#pragma GCC unroll 8
-                for (int c = 0; c < 8; ++c) {
-                    const __m256i raw = load256(qs + 64 * c);
-                    __m256i qe = _mm256_and_si256(raw, low4);
-                    __m256i qo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-                    if constexpr (fifth_bit) {
-                        qe = _mm256_or_si256(qe, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr) + c) + 4 * h)));
-                        qo = _mm256_or_si256(qo, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr + 1) + c) + 4 * h)));
-                    }
-                    const __m256i pe = _mm256_maddubs_epi16(qe, bcast_i32(aq + 32 * (2 * pr) + 4 * c));
-                    const __m256i po = _mm256_maddubs_epi16(qo, bcast_i32(aq + 32 * (2 * pr + 1) + 4 * c));
-                    se = c % per_sum == 0 ? pe : _mm256_add_epi16(se, pe);
-                    so = c % per_sum == 0 ? po : _mm256_add_epi16(so, po);
-                    if (c % per_sum == per_sum - 1) {
-                        isum[0] = _mm256_add_epi32(isum[0], _mm256_madd_epi16(se, sc_e));
-                        isum[0] = _mm256_add_epi32(isum[0], _mm256_madd_epi16(so, sc_o));
-                    }
-                }
-            }
+            isum[0] = k4_isum1<fifth_bit>(w, h, aq);
         } else {
             for (int sb = 0; sb < 8; ++sb) {
                 const __m256i sc = scale_pairs_u8(w + 64 + 16 * sb + 8 * h);
@@ -84,78 +113,93 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
                 }
             }
         }
-        const __m256 dw = load_f16x8(w + 16 * h);
-        const __m256 dmw = load_f16x8(w + 32 + 16 * h);
-        for (int t = 0; t < T; ++t) {
-            __m256i msum = _mm256_setzero_si256();
-            for (int p = 0; p < 4; ++p) {
-                const __m256i m = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192 + 32 * p + 16 * h)));
-                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(m, bcast_i32(ax + 16 * t + 4 * p)));
-            }
-            const __m256 da = bcast_f32(ad + 4 * t);
-            const __m256 dall = _mm256_mul_ps(da, dw);
-            const __m256 dmin = _mm256_mul_ps(da, dmw);
-            const __m256 scaled = _mm256_mul_ps(dall, _mm256_cvtepi32_ps(isum[t]));
-            const __m256 mins = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(msum));
-            acc[t] = _mm256_add_ps(acc[t], _mm256_sub_ps(scaled, mins));
-        }
+        for (int t = 0; t < T; ++t) acc[t] = _mm256_add_ps(acc[t], k4_term(w, h, ad + 4 * t, ax + 16 * t, isum[t]));
     }
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
+// Decode: one panel x both halves x one token, block by block (run_decode). Each
+// output's terms are k4_tile's, in block order.
+template <bool fifth_bit>
+KILN_TARGET_AVX2 void k4_decode(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride, float* y,
+                                int rows) {
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride)
+        for (int h = 0; h < 2; ++h)
+            acc[h] = _mm256_add_ps(acc[h], k4_term(w, h, a + act_d_offset(256), a + act_aux_offset(256), k4_isum1<fifth_bit>(w, h, a)));
+    store_rows(y, acc[0], rows);
+    if (rows > 8) store_rows(y + 8, acc[1], rows - 8);
+}
+
 // Q6_K (layout.h): 8 pairs of sub-blocks of 16; unsigned levels, the -32 offset
-// through the activation sums (see avx512_kquant.cpp).
+// through the activation sums (see avx512_kquant.cpp). One block of rows 8h ..
+// x T tokens of one group (t0 ..): its terms added to acc[t].
 template <int T>
-KILN_TARGET_AVX2 void q6k_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
-                               uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
+KILN_TARGET_AVX2 inline void q6k_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i two_bits = _mm256_set1_epi8(0x30);
     const __m256i dup_even = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8,
                                               9, 12, 13, 12, 13);
     const __m256i dup_odd = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7, 6, 7, 10,
                                              11, 10, 11, 14, 15, 14, 15);
-    __m256 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
-        const uint8_t* aq = a + 256 * t0;
-        const uint8_t* ad = a + act_d_offset(256) + 4 * t0;
-        const uint8_t* ax = a + act_aux_offset(256) + 32 * t0;
-        __m256i isum[T];
-        for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
-        for (int s = 0; s < 8; ++s) {
-            const uint8_t* pair = w + 288 + 384 * s;
-            const __m256i sc_pair = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 32 * s + 16 * h)));
-            const __m256i sc_bias = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc_pair, 5));
-            for (int t = 0; t < T; ++t)
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(sc_bias, bcast_i32(ax + 32 * t + 4 * s)));
-            for (int half = 0; half < 2; ++half) {
-                const __m256i sc = _mm256_shuffle_epi8(sc_pair, half ? dup_odd : dup_even);
-                const __m256i hb = load256(pair + 256 + 64 * half + 32 * h);
-                __m256i s16[T];
-                for (int k = 0; k < 4; ++k) {
-                    __m256i nib = load256(pair + 64 * k + 32 * h);
-                    if (half) nib = _mm256_srli_epi16(nib, 4);
-                    __m256i hs;
-                    if (k < 3)
-                        hs = _mm256_slli_epi16(hb, 4 - 2 * k);
-                    else
-                        hs = _mm256_srli_epi16(hb, 2);
-                    const __m256i q = _mm256_or_si256(_mm256_and_si256(nib, low4), _mm256_and_si256(hs, two_bits));
-                    for (int t = 0; t < T; ++t) {
-                        const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(aq + 256 * t + 32 * s + 16 * half + 4 * k));
-                        s16[t] = k % 2 == 0 ? p : _mm256_add_epi16(s16[t], p);
-                        if (k % 2 == 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
-                    }
+    const uint8_t* aq = a + 256 * t0;
+    const uint8_t* ad = a + act_d_offset(256) + 4 * t0;
+    const uint8_t* ax = a + act_aux_offset(256) + 32 * t0;
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s) {
+        const uint8_t* pair = w + 288 + 384 * s;
+        const __m256i sc_pair = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 32 * s + 16 * h)));
+        const __m256i sc_bias = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc_pair, 5));
+        for (int t = 0; t < T; ++t)
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(sc_bias, bcast_i32(ax + 32 * t + 4 * s)));
+        for (int half = 0; half < 2; ++half) {
+            const __m256i sc = _mm256_shuffle_epi8(sc_pair, half ? dup_odd : dup_even);
+            const __m256i hb = load256(pair + 256 + 64 * half + 32 * h);
+            __m256i s16[T];
+            for (int k = 0; k < 4; ++k) {
+                __m256i nib = load256(pair + 64 * k + 32 * h);
+                if (half) nib = _mm256_srli_epi16(nib, 4);
+                __m256i hs;
+                if (k < 3)
+                    hs = _mm256_slli_epi16(hb, 4 - 2 * k);
+                else
+                    hs = _mm256_srli_epi16(hb, 2);
+                const __m256i q = _mm256_or_si256(_mm256_and_si256(nib, low4), _mm256_and_si256(hs, two_bits));
+                for (int t = 0; t < T; ++t) {
+                    const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(aq + 256 * t + 32 * s + 16 * half + 4 * k));
+                    s16[t] = k % 2 == 0 ? p : _mm256_add_epi16(s16[t], p);
+                    if (k % 2 == 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
                 }
             }
         }
-        const __m256 dw = load_f16x8(w + 16 * h);
-        for (int t = 0; t < T; ++t) {
-            const __m256 d = _mm256_mul_ps(bcast_f32(ad + 4 * t), dw);
-            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
-        }
     }
+    const __m256 dw = load_f16x8(w + 16 * h);
+    for (int t = 0; t < T; ++t) {
+        const __m256 d = _mm256_mul_ps(bcast_f32(ad + 4 * t), dw);
+        acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
+    }
+}
+
+template <int T>
+KILN_TARGET_AVX2 void q6k_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
+                               uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) q6k_block<T>(w, h, a, t0, acc);
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
+}
+
+// Decode: one panel x both halves x one token, block by block (run_decode).
+KILN_TARGET_AVX2 void q6k_decode(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride, float* y,
+                                 int rows) {
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        q6k_block<1>(w, 0, a, 0, &acc[0]);
+        q6k_block<1>(w, 1, a, 0, &acc[1]);
+    }
+    store_rows(y, acc[0], rows);
+    if (rows > 8) store_rows(y + 8, acc[1], rows - 8);
 }
 
 template <bool fifth_bit>
@@ -166,12 +210,15 @@ constexpr TileFn k_q6k_tiles[5] = {nullptr, q6k_tile<1>, q6k_tile<2>, q6k_tile<3
 }  // namespace
 
 void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode(k4_decode<false>, w, a, p0, p1, y);
     run_tiles(k_k4_tiles<false>, w, a, p0, p1, y, ldy);
 }
 void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode(k4_decode<true>, w, a, p0, p1, y);
     run_tiles(k_k4_tiles<true>, w, a, p0, p1, y, ldy);
 }
 void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode(q6k_decode, w, a, p0, p1, y);
     run_tiles(k_q6k_tiles, w, a, p0, p1, y, ldy);
 }
 

@@ -129,86 +129,105 @@ KILN_TARGET_AVX2 inline __m256i iq4nl_lut() {
     return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
 }
 
-// Rows 8h .. 8h + 7 of one panel x T tokens of one group, over all blocks.
+// One block of rows 8h .. 8h + 7 of one panel x T tokens of one group (tokens
+// t0 ..): its terms added to acc[t].
 template <Legacy F, int T>
-KILN_TARGET_AVX2 void legacy_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
-                                  uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
+KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256i lut, __m256* acc) {
     constexpr LegacyLayout L = legacy_layout(F);
     constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
     constexpr bool signed_bytes = F == Legacy::Q8_0 || F == Legacy::IQ4_NL;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
-    const __m256i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm256_setzero_si256();
-    __m256 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
-        // This tile's tokens t0 .. t0 + T - 1 of the group.
-        const uint8_t* aq = a + 32 * t0;
-        const uint8_t* ad = a + act_d_offset(32) + 4 * t0;
-        const uint8_t* ax = a + act_aux_offset(32) + 4 * t0;
-        __m256i isum[T];
-        for (int t = 0; t < T; ++t)
-            isum[t] = unsigned_levels || signed_bytes ? _mm256_setzero_si256() : bcast_i32(ax + 4 * t);
-        if constexpr (F == Legacy::Q8_0) {
-            for (int c = 0; c < 8; ++c) {
-                const __m256i q = load256(w + L.qs + 64 * c + 32 * h);
-                const __m256i absq = _mm256_abs_epi8(q);
-                for (int t = 0; t < T; ++t) {
-                    const __m256i s = _mm256_sign_epi8(bcast_i32(aq + 32 * t + 4 * c), q);
-                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(absq, s), ones));
-                }
-            }
-        } else if constexpr (F == Legacy::IQ4_NL) {
-            for (int c = 0; c < 4; ++c) {
-                const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
-                const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(raw, low4));
-                const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
-                const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
-                for (int t = 0; t < T; ++t) {
-                    const __m256i slo = _mm256_sign_epi8(bcast_i32(aq + 32 * t + 4 * c), lo);
-                    const __m256i shi = _mm256_sign_epi8(bcast_i32(aq + 32 * t + 16 + 4 * c), hi);
-                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(alo, slo), ones));
-                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, shi), ones));
-                }
-            }
-        } else {
-            // 4-bit levels: the 8 chunks of a block fit one int16 sum; 5-bit: 4.
-            constexpr int per_sum = L.fifth_bit ? 2 : 4;
-            __m256i s16[T];
-            for (int c = 0; c < 4; ++c) {
-                const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
-                __m256i lo = _mm256_and_si256(raw, low4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-                if constexpr (L.fifth_bit) {
-                    const uint8_t* masks = w + (L.has_min ? 64 : 32);
-                    lo = _mm256_or_si256(lo, fifth_bits(load_u32(masks + 16 * c + 4 * h)));
-                    hi = _mm256_or_si256(hi, fifth_bits(load_u32(masks + 16 * c + 8 + 4 * h)));
-                }
-                for (int t = 0; t < T; ++t) {
-                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_i32(aq + 32 * t + 4 * c)),
-                                                       _mm256_maddubs_epi16(hi, bcast_i32(aq + 32 * t + 16 + 4 * c)));
-                    s16[t] = c % per_sum == 0 ? p : _mm256_add_epi16(s16[t], p);
-                    if (c % per_sum == per_sum - 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], ones));
-                }
+    // This tile's tokens t0 .. t0 + T - 1 of the group.
+    const uint8_t* aq = a + 32 * t0;
+    const uint8_t* ad = a + act_d_offset(32) + 4 * t0;
+    const uint8_t* ax = a + act_aux_offset(32) + 4 * t0;
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t)
+        isum[t] = unsigned_levels || signed_bytes ? _mm256_setzero_si256() : bcast_i32(ax + 4 * t);
+    if constexpr (F == Legacy::Q8_0) {
+        for (int c = 0; c < 8; ++c) {
+            const __m256i q = load256(w + L.qs + 64 * c + 32 * h);
+            const __m256i absq = _mm256_abs_epi8(q);
+            for (int t = 0; t < T; ++t) {
+                const __m256i s = _mm256_sign_epi8(bcast_i32(aq + 32 * t + 4 * c), q);
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(absq, s), ones));
             }
         }
-        const __m256 dw = load_f16x8(w + 16 * h);
-        if constexpr (L.has_min) {
-            const __m256 mw = load_f16x8(w + 32 + 16 * h);
+    } else if constexpr (F == Legacy::IQ4_NL) {
+        for (int c = 0; c < 4; ++c) {
+            const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
+            const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(raw, low4));
+            const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
+            const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
             for (int t = 0; t < T; ++t) {
-                const __m256 d = _mm256_mul_ps(dw, bcast_f32(ad + 4 * t));
-                const __m256 scaled = _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t]));
-                const __m256 min_term = _mm256_mul_ps(mw, bcast_f32(ax + 4 * t));
-                acc[t] = _mm256_add_ps(acc[t], _mm256_add_ps(scaled, min_term));
+                const __m256i slo = _mm256_sign_epi8(bcast_i32(aq + 32 * t + 4 * c), lo);
+                const __m256i shi = _mm256_sign_epi8(bcast_i32(aq + 32 * t + 16 + 4 * c), hi);
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(alo, slo), ones));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, shi), ones));
             }
-        } else {
+        }
+    } else {
+        // 4-bit levels: the 8 chunks of a block fit one int16 sum; 5-bit: 4.
+        constexpr int per_sum = L.fifth_bit ? 2 : 4;
+        __m256i s16[T];
+        for (int c = 0; c < 4; ++c) {
+            const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
+            __m256i lo = _mm256_and_si256(raw, low4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+            if constexpr (L.fifth_bit) {
+                const uint8_t* masks = w + (L.has_min ? 64 : 32);
+                lo = _mm256_or_si256(lo, fifth_bits(load_u32(masks + 16 * c + 4 * h)));
+                hi = _mm256_or_si256(hi, fifth_bits(load_u32(masks + 16 * c + 8 + 4 * h)));
+            }
             for (int t = 0; t < T; ++t) {
-                const __m256 d = _mm256_mul_ps(dw, bcast_f32(ad + 4 * t));
-                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
+                const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_i32(aq + 32 * t + 4 * c)),
+                                                   _mm256_maddubs_epi16(hi, bcast_i32(aq + 32 * t + 16 + 4 * c)));
+                s16[t] = c % per_sum == 0 ? p : _mm256_add_epi16(s16[t], p);
+                if (c % per_sum == per_sum - 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], ones));
             }
         }
     }
+    const __m256 dw = load_f16x8(w + 16 * h);
+    if constexpr (L.has_min) {
+        const __m256 mw = load_f16x8(w + 32 + 16 * h);
+        for (int t = 0; t < T; ++t) {
+            const __m256 d = _mm256_mul_ps(dw, bcast_f32(ad + 4 * t));
+            const __m256 scaled = _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t]));
+            const __m256 min_term = _mm256_mul_ps(mw, bcast_f32(ax + 4 * t));
+            acc[t] = _mm256_add_ps(acc[t], _mm256_add_ps(scaled, min_term));
+        }
+    } else {
+        for (int t = 0; t < T; ++t) {
+            const __m256 d = _mm256_mul_ps(dw, bcast_f32(ad + 4 * t));
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
+        }
+    }
+}
+
+// Rows 8h .. 8h + 7 of one panel x T tokens of one group, over all blocks.
+template <Legacy F, int T>
+KILN_TARGET_AVX2 void legacy_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
+                                  uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
+    const __m256i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm256_setzero_si256();
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) legacy_block<F, T>(w, h, a, t0, lut, acc);
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
+}
+
+// Decode: one panel x both halves x one token, block by block (run_decode).
+template <Legacy F>
+KILN_TARGET_AVX2 void legacy_decode(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride, float* y,
+                                    int rows) {
+    const __m256i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm256_setzero_si256();
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        legacy_block<F, 1>(w, 0, a, 0, lut, &acc[0]);
+        legacy_block<F, 1>(w, 1, a, 0, lut, &acc[1]);
+    }
+    store_rows(y, acc[0], rows);
+    if (rows > 8) store_rows(y + 8, acc[1], rows - 8);
 }
 
 template <Legacy F>
@@ -236,21 +255,27 @@ KILN_TARGET_AVX2 void prep_act(const float* x, int64_t n_in, int64_t g0, int64_t
 }
 
 void gemm_q4_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::Q4_0>, w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::Q4_0>, w, a, p0, p1, y, ldy);
 }
 void gemm_q4_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::Q4_1>, w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::Q4_1>, w, a, p0, p1, y, ldy);
 }
 void gemm_q5_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::Q5_0>, w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::Q5_0>, w, a, p0, p1, y, ldy);
 }
 void gemm_q5_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::Q5_1>, w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::Q5_1>, w, a, p0, p1, y, ldy);
 }
 void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::Q8_0>, w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::Q8_0>, w, a, p0, p1, y, ldy);
 }
 void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::IQ4_NL>, w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::IQ4_NL>, w, a, p0, p1, y, ldy);
 }
 
