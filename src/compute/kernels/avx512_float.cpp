@@ -6,8 +6,8 @@
 // every output goes through exactly the reference's operations and no horizontal
 // reduction is needed. Prefill tiles are 32 rows x up to 12 tokens (24 sums), each
 // weight vector used 12 times and each activation 32 times per load, in the loop
-// nest of float_tiling.h. Decode walks 4 panels from the range's quarters at once: 8 independent
-// sums and 4 long memory streams.
+// nest of float_tiling.h. Decode walks 4 panels from the range's quarters at
+// once: 8 independent sums and 4 long memory streams.
 //
 // F16 products are exact in f32, so a fused multiply-add rounds exactly as the
 // reference's separate multiply and add; F32 and BF16 (whose products can be
