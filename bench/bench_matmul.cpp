@@ -85,11 +85,12 @@ void register_all() {
     // Float prefill on the shapes of a 1B llama layer (attention, ffn gate / up, ffn down).
     for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
         if (!kernel_table(isa)) continue;
-        for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2048, 2048}, {2048, 8192}, {8192, 2048}}) {
-            std::string name = "matmul/" + std::string(isa_name(isa)) + "/F16/" + std::to_string(n_in) + "x" + std::to_string(n_out) +
-                               "/tokens:512/threads:2";
-            benchmark::RegisterBenchmark(name.c_str(), bm_matmul, GgmlType::F16, isa, n_in, n_out, 512, 2)->UseRealTime();
-        }
+        for (GgmlType t : {GgmlType::F16, GgmlType::BF16, GgmlType::F32})
+            for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2048, 2048}, {2048, 8192}, {8192, 2048}}) {
+                std::string name = "matmul/" + std::string(isa_name(isa)) + "/" + std::string(ggml_type_name(t)) + "/" +
+                                   std::to_string(n_in) + "x" + std::to_string(n_out) + "/tokens:512/threads:2";
+                benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, isa, n_in, n_out, 512, 2)->UseRealTime();
+            }
     }
 }
 

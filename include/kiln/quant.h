@@ -32,13 +32,14 @@ using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
 //    as integers; then one float term per block, (d_w * d_a) * isum, plus the min
 //    term where the format has one, added to a single f32 accumulator in block
 //    order. Each format's kernel states its term in src/quant.
-//  * F32 / F16 / BF16: element i's product (exact for F16 and BF16) is added to a
-//    single f32 accumulator, starting at 0, in element order. (One chain per output
-//    lets the SIMD kernels keep 16 rows of one element in a register and multiply
-//    them by one broadcast activation: tiles of rows x tokens with no horizontal
-//    reduction, and the same order for any number of tokens.)
-// Every product and sum is a separately rounded f32 operation (no fused multiply-add;
-// kiln_quant is compiled with -ffp-contract=off).
+//  * F32 / F16 / BF16: sum = fma(w_i, a_i, sum) for i in element order, starting at
+//    0: each product added to a single f32 accumulator with one rounding (for F16
+//    the product is exact, so this equals a separate multiply and add). One chain
+//    per output lets the SIMD kernels keep 16 rows of one element in a register and
+//    multiply them by one broadcast activation: tiles of rows x tokens with no
+//    horizontal reduction, and the same order for any number of tokens.
+// Apart from those explicit fused multiply-adds, every product and sum is a
+// separately rounded f32 operation (kiln_quant is compiled with -ffp-contract=off).
 using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* act_row);
 
 

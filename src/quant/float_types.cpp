@@ -36,12 +36,12 @@ void dequantize_ints(const void* src, float* dst, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(load<Int>(p + i * sizeof(Int)));
 }
 
-// The accumulation every float dot product shares (see VecDotFn): one sum, in
-// element order.
-template <typename Product>
-float ordered_sum(int64_t n, Product product) {
+// The accumulation every float dot product shares (see VecDotFn): one sum in
+// element order, each product added with one rounding.
+template <typename Weight, typename Act>
+float ordered_fma(int64_t n, Weight weight, Act act) {
     float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += product(i);
+    for (int64_t i = 0; i < n; ++i) sum = std::fma(weight(i), act(i), sum);
     return sum;
 }
 
@@ -88,21 +88,23 @@ void quantize_row_bf16(const float* src, void* dst, int64_t n) {
 float vec_dot_f32(int64_t n, const void* w, const void* a) {
     const auto* pw = static_cast<const uint8_t*>(w);
     const auto* pa = static_cast<const uint8_t*>(a);
-    return ordered_sum(n, [&](int64_t i) { return load_f32(pw + 4 * i) * load_f32(pa + 4 * i); });
+    return ordered_fma(n, [&](int64_t i) { return load_f32(pw + 4 * i); }, [&](int64_t i) { return load_f32(pa + 4 * i); });
 }
 
-// The products of two halves (11-bit significands) or two bfloat16s (8-bit) are
-// exact in f32, so only the additions round.
+// The products of two halves (11-bit significands) are exact in f32, so the fused
+// multiply-add rounds as a separate multiply and add would; two bfloat16s' (8-bit)
+// are too, unless they fall below f32's normal range.
 float vec_dot_f16(int64_t n, const void* w, const void* a) {
     const auto* pw = static_cast<const uint8_t*>(w);
     const auto* pa = static_cast<const uint8_t*>(a);
-    return ordered_sum(n, [&](int64_t i) { return load_f16(pw + 2 * i) * load_f16(pa + 2 * i); });
+    return ordered_fma(n, [&](int64_t i) { return load_f16(pw + 2 * i); }, [&](int64_t i) { return load_f16(pa + 2 * i); });
 }
 
 float vec_dot_bf16(int64_t n, const void* w, const void* a) {
     const auto* pw = static_cast<const uint8_t*>(w);
     const auto* pa = static_cast<const uint8_t*>(a);
-    return ordered_sum(n, [&](int64_t i) { return bf16_to_fp32(load_u16(pw + 2 * i)) * bf16_to_fp32(load_u16(pa + 2 * i)); });
+    return ordered_fma(
+        n, [&](int64_t i) { return bf16_to_fp32(load_u16(pw + 2 * i)); }, [&](int64_t i) { return bf16_to_fp32(load_u16(pa + 2 * i)); });
 }
 
 }  // namespace kiln::quant

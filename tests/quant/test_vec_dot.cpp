@@ -168,7 +168,7 @@ TEST_P(VecDot, FollowsItsStatedOrder) {
     } else {
         const std::vector<float> wv = dequantize(wt, w.data(), n), av = dequantize(tr.vec_dot_type, a.data(), n);
         float sum = 0.0f;
-        for (int64_t i = 0; i < n; ++i) sum += wv[i] * av[i];
+        for (int64_t i = 0; i < n; ++i) sum = std::fma(wv[i], av[i], sum);
         EXPECT_EQ(bits_of(got), bits_of(sum)) << type_name(wt) << ": " << got << " vs " << sum;
     }
 

@@ -3,8 +3,7 @@
 // element order, a register holding 8 rows' sums for one token. With 16
 // registers a prefill tile is one half panel (16 rows) x up to 6 tokens: 12 sums,
 // 2 weight vectors and the broadcast. Decode walks 2 panels from the range's
-// halves at once (8 sums). F16 products are exact, so fused multiply-add rounds
-// as the reference; F32 and BF16 multiply then add.
+// halves at once (8 sums). Every step is a fused multiply-add, as the reference's.
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -41,12 +40,8 @@ KILN_TARGET_AVX2 inline __m256 load8(const uint8_t* p) {
     }
 }
 
-template <Wt W>
 KILN_TARGET_AVX2 inline __m256 mac(__m256 sum, __m256 w, __m256 x) {
-    if constexpr (W == Wt::F16)
-        return _mm256_fmadd_ps(w, x, sum);
-    else
-        return _mm256_add_ps(sum, _mm256_mul_ps(w, x));
+    return _mm256_fmadd_ps(w, x, sum);
 }
 
 // Lane masks of the first `valid` rows of 8 (all ones = every row).
@@ -93,8 +88,8 @@ KILN_TARGET_AVX2 void half_tile(const uint8_t* w, const float* a, int64_t stride
 #pragma GCC unroll 6
         for (int t = 0; t < NT; ++t) {
             const __m256 x = _mm256_broadcast_ss(ak + t);
-            sum[2 * t] = mac<W>(sum[2 * t], w0, x);
-            sum[2 * t + 1] = mac<W>(sum[2 * t + 1], w1, x);
+            sum[2 * t] = mac(sum[2 * t], w0, x);
+            sum[2 * t + 1] = mac(sum[2 * t + 1], w1, x);
         }
     }
 #pragma GCC unroll 6
@@ -134,7 +129,7 @@ KILN_TARGET_AVX2 void decode_panels(const PackedMatrix& m, const int64_t* panels
         for (int j = 0; j < NP; ++j) {
             const uint8_t* line = w[j] + k * line_bytes<W>;
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; ++q) sum[4 * j + q] = mac<W>(sum[4 * j + q], load8<W>(line + 8 * q * value_bytes<W>), xv);
+            for (int q = 0; q < 4; ++q) sum[4 * j + q] = mac(sum[4 * j + q], load8<W>(line + 8 * q * value_bytes<W>), xv);
         }
     }
 #pragma GCC unroll 2

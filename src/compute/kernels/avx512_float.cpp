@@ -8,10 +8,7 @@
 // weight vector used 12 times and each activation 32 times per load, in the loop
 // nest of float_tiling.h. Decode walks 4 panels from the range's quarters at
 // once: 8 independent sums and 4 long memory streams.
-//
-// F16 products are exact in f32, so a fused multiply-add rounds exactly as the
-// reference's separate multiply and add; F32 and BF16 (whose products can be
-// subnormal, hence rounded) use a multiply then an add.
+// Every step is a fused multiply-add, as the reference's.
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -48,13 +45,9 @@ KILN_TARGET_AVX512 inline __m512 load16(const uint8_t* p) {
     }
 }
 
-// sum + w * x as the reference rounds it.
-template <Wt W>
+// sum + w * x with one rounding, as the reference.
 KILN_TARGET_AVX512 inline __m512 mac(__m512 sum, __m512 w, __m512 x) {
-    if constexpr (W == Wt::F16)
-        return _mm512_fmadd_ps(w, x, sum);
-    else
-        return _mm512_add_ps(sum, _mm512_mul_ps(w, x));
+    return _mm512_fmadd_ps(w, x, sum);
 }
 
 // Rows of panel p below n_out, as masks of its two 16-row halves.
@@ -83,8 +76,8 @@ KILN_TARGET_AVX512 void panel_tile(const uint8_t* w, const float* a, int64_t str
 #pragma GCC unroll 12
         for (int t = 0; t < NT; ++t) {
             const __m512 x = _mm512_set1_ps(ak[t]);
-            sum[2 * t] = mac<W>(sum[2 * t], w0, x);
-            sum[2 * t + 1] = mac<W>(sum[2 * t + 1], w1, x);
+            sum[2 * t] = mac(sum[2 * t], w0, x);
+            sum[2 * t + 1] = mac(sum[2 * t + 1], w1, x);
         }
     }
 #pragma GCC unroll 12
@@ -128,8 +121,8 @@ KILN_TARGET_AVX512 void decode_panels(const PackedMatrix& m, const int64_t* pane
 #pragma GCC unroll 4
         for (int j = 0; j < NP; ++j) {
             const uint8_t* line = w[j] + k * line_bytes<W>;
-            sum[2 * j] = mac<W>(sum[2 * j], load16<W>(line), xv);
-            sum[2 * j + 1] = mac<W>(sum[2 * j + 1], load16<W>(line + 16 * value_bytes<W>), xv);
+            sum[2 * j] = mac(sum[2 * j], load16<W>(line), xv);
+            sum[2 * j + 1] = mac(sum[2 * j + 1], load16<W>(line + 16 * value_bytes<W>), xv);
         }
     }
 #pragma GCC unroll 4
