@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kiln vs llama.cpp, side by side on the same GGUF files, threads and workload.
 
-    bench/vs_llamacpp.py [--models all|smollm2,gemma3,q4_0,q8_0,q4_k,f16] [-t 2]
+    bench/vs_llamacpp.py [--models all|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16] [-t 2]
                          [-p 512] [-n 128] [-d 0] [--rounds 3] [--kiln build/kiln]
 
 Runs with the oracle virtual environment's python (llama-cpp-python built from
@@ -40,7 +40,7 @@ REAL = {
     "smollm2": ("SmolLM2-135M Q4_1", os.path.join(MODELS_DIR, "SmolLM2-135M-Instruct.Q4_1.gguf")),
     "gemma3": ("Gemma 3 270M Q4_K_M", os.path.join(MODELS_DIR, "gemma-3-270m-q4_k_m.gguf")),
 }
-SYNTHETIC = {"q4_0": "Q4_0", "q8_0": "Q8_0", "q4_k": "Q4_K", "f16": "F16"}
+SYNTHETIC = {"q4_0": "Q4_0", "q8_0": "Q8_0", "q4_k": "Q4_K", "f16": "F16", "bf16": "BF16"}
 
 
 def model_path(key, kiln_build):
