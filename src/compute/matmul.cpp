@@ -22,8 +22,6 @@ void matrix_row_f32(const Matrix& w, int64_t r, float* out) { quant::dequantize_
 
 namespace {
 
-bool is_float(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
-
 // Drops the resident pages of [p, p + n) that lie wholly inside the range. The
 // mapping is a read-only file mapping, so they are only unmapped, never lost.
 void release_pages(const uint8_t* p, uint64_t n) {
@@ -67,7 +65,9 @@ void matmul_reference(const quant::QuantTraits& t, const Matrix& w, const float*
 }
 
 // Whether the kernels of `k` take `type` in packed form.
-bool packed_kernel(const KernelTable& k, GgmlType type) { return is_float(type) ? k.gemm_float != nullptr : k.find_quant(type) != nullptr; }
+bool packed_kernel(const KernelTable& k, GgmlType type) {
+    return is_float_weight(type) ? k.gemm_float != nullptr : k.prep_act != nullptr && k.find_quant(type) != nullptr;
+}
 
 // Work for the packed paths: contiguous runs of panels (each thread writes whole
 // 64-byte row runs of y: no false sharing) and, when panels are few, runs of token
@@ -179,16 +179,13 @@ void matmul_float(const KernelTable& k, std::span<const Matrix* const> ws, const
 bool matmul_packed(const KernelTable& k, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys,
                    ThreadPool& pool, MatmulScratch& scratch) {
     const GgmlType type = ws[0]->type;
+    if (!packed_kernel(k, type)) return false;
     for (const Matrix* w : ws)
         if (!w->packed || w->type != type || w->n_in != ws[0]->n_in) return false;
-    if (is_float(type)) {
-        if (!k.gemm_float) return false;
+    if (is_float_weight(type))
         matmul_float(k, ws, x, n_tokens, ys, pool, scratch);
-        return true;
-    }
-    const PackedGemmFn gemm = k.prep_act ? k.find_quant(type) : nullptr;
-    if (!gemm) return false;
-    matmul_quant(k, gemm, ws, x, n_tokens, ys, pool, scratch);
+    else
+        matmul_quant(k, k.find_quant(type), ws, x, n_tokens, ys, pool, scratch);
     return true;
 }
 

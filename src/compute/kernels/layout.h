@@ -74,10 +74,9 @@ AlignedBytes aligned_bytes(uint64_t n);
 struct PackedMatrix {
     GgmlType type = GgmlType::F32;
     int64_t n_in = 0, n_out = 0;
-    int panel_rows = k_panel_rows;  // 16; k_float_panel_rows for float types
-    int64_t n_panels = 0;       // ceil(n_out / panel_rows); rows past n_out are zero
+    int64_t n_panels = 0;       // ceil(n_out / rows per panel: 16, float types 32); rows past n_out are zero
     int64_t n_blocks = 0;       // blocks per row (float types: n_in)
-    uint64_t block_bytes = 0;   // one block of panel_rows rows
+    uint64_t block_bytes = 0;   // one block of a panel's rows
     uint64_t panel_bytes = 0;   // n_blocks * block_bytes
     AlignedBytes data;
 

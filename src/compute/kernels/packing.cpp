@@ -173,8 +173,6 @@ const PackRow* find_pack_row(GgmlType type) {
     return nullptr;
 }
 
-bool is_float_type(GgmlType type) { return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16; }
-
 // Panel p of a float matrix: element k of row 32 p + i at value k * 32 + i.
 // Written 32 elements at a time (a 2 KiB piece of the panel, in L1, filled from 32
 // short runs of the rows) rather than row by row across the whole panel.
@@ -197,6 +195,8 @@ void pack_float_panel(const uint8_t* data, uint64_t row_bytes, int64_t n_in, int
 
 }  // namespace
 
+bool is_float_weight(GgmlType type) { return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16; }
+
 AlignedBytes aligned_bytes(uint64_t n) {
     const uint64_t rounded = std::max<uint64_t>(64, (n + 63) / 64 * 64);
     void* p = std::aligned_alloc(64, static_cast<size_t>(rounded));
@@ -204,7 +204,7 @@ AlignedBytes aligned_bytes(uint64_t n) {
     return AlignedBytes(static_cast<uint8_t*>(p));
 }
 
-bool has_packed_layout(GgmlType type) { return find_pack_row(type) != nullptr || is_float_type(type); }
+bool has_packed_layout(GgmlType type) { return find_pack_row(type) != nullptr || is_float_weight(type); }
 
 ActFormat act_format(GgmlType weight_type) {
     ActFormat f;
@@ -229,7 +229,7 @@ ActFormat act_format(GgmlType weight_type) {
 
 std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out) {
     const PackRow* row = find_pack_row(type);
-    const bool is_float = is_float_type(type);
+    const bool is_float = is_float_weight(type);
     if (!row && !is_float) return nullptr;
     const GgmlTypeInfo& info = ggml_type_info(type);
     if (n_in <= 0 || n_out <= 0 || n_in % info.block_size != 0)
@@ -239,8 +239,8 @@ std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, ui
     m->type = type;
     m->n_in = n_in;
     m->n_out = n_out;
-    m->panel_rows = is_float ? k_float_panel_rows : k_panel_rows;
-    m->n_panels = (n_out + m->panel_rows - 1) / m->panel_rows;
+    const int panel_rows = is_float ? k_float_panel_rows : k_panel_rows;
+    m->n_panels = (n_out + panel_rows - 1) / panel_rows;
     m->n_blocks = n_in / info.block_size;
     m->block_bytes = is_float ? k_float_panel_rows * info.block_bytes : row->block_bytes;
     m->panel_bytes = m->block_bytes * static_cast<uint64_t>(m->n_blocks);

@@ -12,6 +12,9 @@ namespace kiln {
 // dispatch table's business: see matmul.h).
 bool has_packed_layout(GgmlType type);
 
+// F32, F16 or BF16: weights in the float panel layout (32 rows, element-major).
+bool is_float_weight(GgmlType type);
+
 // Repacks n_out rows of n_in elements (row r at data + r * row_bytes); nullptr if
 // the type has no panel layout. Throws kiln::Error on a shape that is not whole
 // blocks or when memory runs out.
