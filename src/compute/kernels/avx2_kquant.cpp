@@ -118,18 +118,13 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
-// Decode: one panel x both halves x one token, block by block (run_decode). Each
-// output's terms are k4_tile's, in block order.
+// One block's terms for decode (run_decode): k4_tile's with one token.
 template <bool fifth_bit>
-KILN_TARGET_AVX2 void k4_decode(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride, float* y,
-                                int rows) {
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride)
-        for (int h = 0; h < 2; ++h)
-            acc[h] = _mm256_add_ps(acc[h], k4_term(w, h, a + act_d_offset(256), a + act_aux_offset(256), k4_isum1<fifth_bit>(w, h, a)));
-    store_rows(y, acc[0], rows);
-    if (rows > 8) store_rows(y + 8, acc[1], rows - 8);
-}
+struct K4Block {
+    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) {
+        acc = _mm256_add_ps(acc, k4_term(w, h, a + act_d_offset(256), a + act_aux_offset(256), k4_isum1<fifth_bit>(w, h, a)));
+    }
+};
 
 // Q6_K (layout.h): 8 pairs of sub-blocks of 16; unsigned levels, the -32 offset
 // through the activation sums (see avx512_kquant.cpp). One block of rows 8h ..
@@ -190,17 +185,10 @@ KILN_TARGET_AVX2 void q6k_tile(const uint8_t* w, int h, const uint8_t* a, int t0
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
-// Decode: one panel x both halves x one token, block by block (run_decode).
-KILN_TARGET_AVX2 void q6k_decode(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride, float* y,
-                                 int rows) {
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
-        q6k_block<1>(w, 0, a, 0, &acc[0]);
-        q6k_block<1>(w, 1, a, 0, &acc[1]);
-    }
-    store_rows(y, acc[0], rows);
-    if (rows > 8) store_rows(y + 8, acc[1], rows - 8);
-}
+// One block's terms for decode (run_decode).
+struct Q6kBlock {
+    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { q6k_block<1>(w, h, a, 0, &acc); }
+};
 
 template <bool fifth_bit>
 constexpr TileFn k_k4_tiles[5] = {nullptr, k4_tile<fifth_bit, 1>, k4_tile<fifth_bit, 2>, k4_tile<fifth_bit, 3>,
@@ -210,15 +198,15 @@ constexpr TileFn k_q6k_tiles[5] = {nullptr, q6k_tile<1>, q6k_tile<2>, q6k_tile<3
 }  // namespace
 
 void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode(k4_decode<false>, w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<K4Block<false>>(w, a, p0, p1, y);
     run_tiles(k_k4_tiles<false>, w, a, p0, p1, y, ldy);
 }
 void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode(k4_decode<true>, w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<K4Block<true>>(w, a, p0, p1, y);
     run_tiles(k_k4_tiles<true>, w, a, p0, p1, y, ldy);
 }
 void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode(q6k_decode, w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<Q6kBlock>(w, a, p0, p1, y);
     run_tiles(k_q6k_tiles, w, a, p0, p1, y, ldy);
 }
 

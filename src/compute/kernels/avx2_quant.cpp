@@ -124,9 +124,7 @@ constexpr LegacyLayout legacy_layout(Legacy f) {
 }
 
 KILN_TARGET_AVX2 inline __m256i iq4nl_lut() {
-    alignas(16) int8_t t[16];
-    for (int i = 0; i < 16; ++i) t[i] = quant::k_values_iq4nl[i];
-    return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::k_values_iq4nl)));
 }
 
 // One block of rows 8h .. 8h + 7 of one panel x T tokens of one group (tokens
@@ -216,19 +214,13 @@ KILN_TARGET_AVX2 void legacy_tile(const uint8_t* w, int h, const uint8_t* a, int
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
-// Decode: one panel x both halves x one token, block by block (run_decode).
+// One block's terms for decode (run_decode).
 template <Legacy F>
-KILN_TARGET_AVX2 void legacy_decode(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride, float* y,
-                                    int rows) {
-    const __m256i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm256_setzero_si256();
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
-        legacy_block<F, 1>(w, 0, a, 0, lut, &acc[0]);
-        legacy_block<F, 1>(w, 1, a, 0, lut, &acc[1]);
+struct LegacyBlock {
+    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) {
+        legacy_block<F, 1>(w, h, a, 0, F == Legacy::IQ4_NL ? iq4nl_lut() : _mm256_setzero_si256(), &acc);
     }
-    store_rows(y, acc[0], rows);
-    if (rows > 8) store_rows(y + 8, acc[1], rows - 8);
-}
+};
 
 template <Legacy F>
 constexpr TileFn k_legacy_tiles[5] = {nullptr, legacy_tile<F, 1>, legacy_tile<F, 2>, legacy_tile<F, 3>, legacy_tile<F, 4>};
@@ -255,27 +247,27 @@ KILN_TARGET_AVX2 void prep_act(const float* x, int64_t n_in, int64_t g0, int64_t
 }
 
 void gemm_q4_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::Q4_0>, w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::Q4_0>>(w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::Q4_0>, w, a, p0, p1, y, ldy);
 }
 void gemm_q4_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::Q4_1>, w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::Q4_1>>(w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::Q4_1>, w, a, p0, p1, y, ldy);
 }
 void gemm_q5_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::Q5_0>, w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::Q5_0>>(w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::Q5_0>, w, a, p0, p1, y, ldy);
 }
 void gemm_q5_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::Q5_1>, w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::Q5_1>>(w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::Q5_1>, w, a, p0, p1, y, ldy);
 }
 void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::Q8_0>, w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::Q8_0>>(w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::Q8_0>, w, a, p0, p1, y, ldy);
 }
 void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode(legacy_decode<Legacy::IQ4_NL>, w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::IQ4_NL>>(w, a, p0, p1, y);
     run_tiles(k_legacy_tiles<Legacy::IQ4_NL>, w, a, p0, p1, y, ldy);
 }
 
