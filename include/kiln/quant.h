@@ -32,12 +32,17 @@ using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
 //    as integers; then one float term per block, (d_w * d_a) * isum, plus the min
 //    term where the format has one, added to a single f32 accumulator in block
 //    order. Each format's kernel states its term in src/quant.
-//  * F32 / F16 / BF16: sum = fma(w_i, a_i, sum) for i in element order, starting at
-//    0: each product added to a single f32 accumulator with one rounding (for F16
-//    the product is exact, so this equals a separate multiply and add). One chain
-//    per output lets the SIMD kernels keep 16 rows of one element in a register and
+//  * F32 / F16: sum = fma(w_i, a_i, sum) for i in element order, starting at 0:
+//    each product added to a single f32 accumulator with one rounding (for F16 the
+//    product is exact, so this equals a separate multiply and add). One chain per
+//    output lets the SIMD kernels keep 16 rows of one element in a register and
 //    multiply them by one broadcast activation: tiles of rows x tokens with no
 //    horizontal reduction, and the same order for any number of tokens.
+//  * BF16: the same chain taken in element pairs (2j, 2j + 1), the odd element
+//    first (a missing last one counts as 0 x 0), with bfloat16 subnormal inputs read
+//    as zero and every step's result below f32's normal range flushed to a zero of
+//    its sign: the arithmetic of the x86 BF16 dot-product instruction (VDPBF16PS),
+//    two multiply-adds per lane per instruction.
 // Apart from those explicit fused multiply-adds, every product and sum is a
 // separately rounded f32 operation (kiln_quant is compiled with -ffp-contract=off).
 using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* act_row);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -128,38 +129,59 @@ void matmul_quant(const KernelTable& k, PackedGemmFn gemm, std::span<const Matri
     });
 }
 
+// A BF16 activation value: elements i and i + 1 of a row already rounded to
+// bfloat16 (zero past n), as one float's bits (layout.h).
+float bf16_pair(const float* r, int64_t i, int64_t n) {
+    const uint32_t lo = std::bit_cast<uint32_t>(r[i]) >> 16;
+    const uint32_t hi = i + 1 < n ? std::bit_cast<uint32_t>(r[i + 1]) & 0xFFFF0000u : 0;
+    return std::bit_cast<float>(lo | hi);
+}
+
 // Float weights: activations rounded to the weight's type (as the reference's
-// conversion to vec_dot_type) and laid out in element-major blocks of 12 tokens
-// (FloatActs), then tiles of 32 rows x up to 12 tokens.
+// conversion to vec_dot_type) and laid out in value-major blocks of 12 tokens
+// (FloatActs; BF16 in element pairs), then tiles of 32 rows x up to 12 tokens.
 void matmul_float(const KernelTable& k, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys,
                   ThreadPool& pool, MatmulScratch& scratch) {
     const GgmlType type = ws[0]->type;
     const int64_t n_in = ws[0]->n_in;
+    const bool pairs = type == GgmlType::BF16;
     FloatActs a;
-    a.n_in = n_in;
+    a.width = ws[0]->packed->n_blocks;
     a.n_tokens = n_tokens;
+    a.value_floats = pairs && !k.bf16_pair_acts ? 2 : 1;
     const auto round = type == GgmlType::F16 ? k.round_to_f16 : type == GgmlType::BF16 ? k.round_to_bf16 : nullptr;
     if (n_tokens == 1 && !round) {
         a.data = x;
     } else {
-        const uint64_t n = static_cast<uint64_t>(n_in * n_tokens);
+        const uint64_t n = static_cast<uint64_t>(a.width * a.value_floats * n_tokens);
         float* out = reinterpret_cast<float*>(aligned_scratch(scratch.activations, 4 * n));
         a.data = out;
+        scratch.rounded.resize(static_cast<size_t>(pool.size() * n_in));
+        // Token j of a block of nt, rounded, to its values' places (stride nt values).
+        auto place = [&](const float* src, float* dst, int nt, int thread) {
+            if (nt == 1 && round && !pairs) return round(src, dst, n_in);  // one token: its row as it is
+            float* row = scratch.rounded.data() + thread * n_in;
+            if (round) round(src, row, n_in);
+            const float* r = round ? row : src;
+            if (pairs && a.value_floats == 1) {
+                for (int64_t v = 0; v < a.width; ++v) dst[v * nt] = bf16_pair(r, 2 * v, n_in);
+            } else if (pairs) {
+                for (int64_t v = 0; v < a.width; ++v) {
+                    dst[2 * v * nt] = 2 * v + 1 < n_in ? r[2 * v + 1] : 0.0f;
+                    dst[2 * v * nt + 1] = r[2 * v];
+                }
+            } else {
+                for (int64_t i = 0; i < n_in; ++i) dst[i * nt] = r[i];
+            }
+        };
         if (n_tokens == 1) {
-            round(x, out, n_in);
+            place(x, out, 1, 0);
         } else {
-            scratch.rounded.resize(static_cast<size_t>(pool.size() * n_in));
             pool.parallel_for(a.n_blocks(), 1, [&](int64_t b0, int64_t b1, int thread) {
-                float* row = scratch.rounded.data() + thread * n_in;
                 for (int64_t b = b0; b < b1; ++b) {
                     const int nt = a.block_tokens(b);
-                    float* dst = out + b * k_float_block_tokens * n_in;
-                    for (int j = 0; j < nt; ++j) {
-                        const float* src = x + (b * k_float_block_tokens + j) * n_in;
-                        if (round) round(src, row, n_in);
-                        const float* r = round ? row : src;
-                        for (int64_t i = 0; i < n_in; ++i) dst[i * nt + j] = r[i];
-                    }
+                    float* dst = out + b * k_float_block_tokens * a.width * a.value_floats;
+                    for (int j = 0; j < nt; ++j) place(x + (b * k_float_block_tokens + j) * n_in, dst + j * a.value_floats, nt, thread);
                 }
             });
         }

@@ -89,11 +89,11 @@ std::vector<float> make_activations(const Case& c, std::mt19937& rng) {
     return x;
 }
 
-void check_case(const Case& c, std::mt19937& rng) {
+// Every level's product of these weights and activations equals the reference's,
+// bit for bit; returns the reference's result.
+std::vector<float> check_data(const Case& c, const std::vector<uint8_t>& bytes, const std::vector<float>& x) {
     SCOPED_TRACE(std::string(ggml_type_name(c.type)) + " n_in " + std::to_string(c.n_in) + " n_out " + std::to_string(c.n_out) +
                  " tokens " + std::to_string(c.n_tokens) + (c.raw ? " raw" : ""));
-    const std::vector<uint8_t> bytes = make_weights(c, rng);
-    const std::vector<float> x = make_activations(c, rng);
     Matrix m;
     m.type = c.type;
     m.data = bytes.data();
@@ -118,6 +118,12 @@ void check_case(const Case& c, std::mt19937& rng) {
                                << ": " << got[first] << " vs reference " << expected[first];
         }
     }
+    return expected;
+}
+
+void check_case(const Case& c, std::mt19937& rng) {
+    const std::vector<uint8_t> bytes = make_weights(c, rng);
+    check_data(c, bytes, make_activations(c, rng));
 }
 
 const GgmlType k_types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
@@ -158,6 +164,40 @@ TEST(MatmulKernels, FloatWideRowsAndTokenBlocks) {
                     if (n_out == 300 && n_tokens > 53) continue;  // keep the test quick
                     check_case({type, n_in, n_out, n_tokens, false}, rng);
                 }
+}
+
+// BF16 near the bottom of f32's range: subnormal weights and activations (read as
+// zero) and sums that cross the smallest normal (flushed to zero at every step),
+// as the BF16 dot-product instruction does; on CPUs that have it, the AVX-512
+// level runs that instruction, so this checks it against the reference.
+TEST(MatmulKernels, Bf16SubnormalsAndFlushes) {
+    if (simd_levels().empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const Case c{GgmlType::BF16, 301, 70, 14, false};
+    std::vector<uint8_t> w(static_cast<size_t>(2 * c.n_in * c.n_out));
+    for (size_t i = 0; i < w.size(); i += 2) {
+        uint16_t h = quant::fp32_to_bf16(std::ldexp(nd(rng), -60));
+        if (rng() % 5 == 0) h = static_cast<uint16_t>((rng() & 0x807F) | 1);  // a subnormal
+        std::memcpy(&w[i], &h, 2);
+    }
+    std::vector<float> x(static_cast<size_t>(c.n_in * c.n_tokens));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = rng() % 6 == 0 ? std::ldexp(nd(rng), -128) : std::ldexp(nd(rng), -66);
+    const std::vector<float> y = check_data(c, w, x);
+    // The data does reach the flushes: an unflushed chain differs somewhere.
+    int differ = 0;
+    for (int64_t o = 0; o < c.n_out; ++o) {
+        float sum = 0.0f;
+        for (int64_t i = 0; i < c.n_in; i += 2)
+            for (int64_t e : {i + 1, i})
+                if (e < c.n_in) {
+                    uint16_t h;
+                    std::memcpy(&h, &w[static_cast<size_t>(2 * (o * c.n_in + e))], 2);
+                    sum = std::fma(quant::bf16_to_fp32(h), quant::bf16_to_fp32(quant::fp32_to_bf16(x[static_cast<size_t>(e)])), sum);
+                }
+        differ += std::memcmp(&sum, &y[static_cast<size_t>(o)], 4) != 0;
+    }
+    EXPECT_GT(differ, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulKernels, ::testing::ValuesIn(k_types),

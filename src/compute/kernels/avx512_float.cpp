@@ -8,7 +8,9 @@
 // weight vector used 12 times and each activation 32 times per load, in the loop
 // nest of float_tiling.h. Decode walks 4 panels from the range's quarters at
 // once: 8 independent sums and 4 long memory streams.
-// Every step is a fused multiply-add, as the reference's.
+// Every step is a fused multiply-add, as the reference's; BF16 panels hold element
+// pairs and run the BF16 dot-product instruction (two products per lane), whose
+// arithmetic the reference spells out, or the AVX2 emulation of it on CPUs without.
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -26,28 +28,32 @@ namespace {
 
 enum class Wt { F32, F16, BF16 };
 
+// Bytes of one panel block of one row (an element; BF16 an element pair).
 template <Wt W>
-constexpr int64_t value_bytes = W == Wt::F32 ? 4 : 2;
-// Bytes of one panel element (32 rows).
+constexpr int64_t value_bytes = W == Wt::F16 ? 2 : 4;
+// Bytes of one panel block (32 rows).
 template <Wt W>
 constexpr int64_t line_bytes = k_float_panel_rows * value_bytes<W>;
 
-// 16 consecutive values at p as f32.
+// 16 consecutive values at p as f32 (BF16: 16 pairs as they are).
 template <Wt W>
 KILN_TARGET_AVX512 inline __m512 load16(const uint8_t* p) {
-    if constexpr (W == Wt::F32) {
-        return _mm512_loadu_ps(p);
-    } else if constexpr (W == Wt::F16) {
-        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    } else {
-        const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-        return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
-    }
+    if constexpr (W == Wt::F16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_loadu_ps(p);
 }
 
-// sum + w * x with one rounding, as the reference.
+// The reference's step for one value: sum + w * x with one rounding; BF16 the
+// instruction the reference spells out, both of a pair's products (the odd one
+// first). Written as assembly so that only the BF16 path needs the BF16 extension
+// (the CPU is checked in gemm_float); the intrinsic would need it for the whole file.
+template <Wt W>
 KILN_TARGET_AVX512 inline __m512 mac(__m512 sum, __m512 w, __m512 x) {
-    return _mm512_fmadd_ps(w, x, sum);
+    if constexpr (W == Wt::BF16) {
+        __asm__("vdpbf16ps %2, %1, %0" : "+v"(sum) : "v"(w), "v"(x));
+        return sum;
+    } else {
+        return _mm512_fmadd_ps(w, x, sum);
+    }
 }
 
 // Rows of panel p below n_out, as masks of its two 16-row halves.
@@ -76,8 +82,8 @@ KILN_TARGET_AVX512 void panel_tile(const uint8_t* w, const float* a, int64_t str
 #pragma GCC unroll 12
         for (int t = 0; t < NT; ++t) {
             const __m512 x = _mm512_set1_ps(ak[t]);
-            sum[2 * t] = mac(sum[2 * t], w0, x);
-            sum[2 * t + 1] = mac(sum[2 * t + 1], w1, x);
+            sum[2 * t] = mac<W>(sum[2 * t], w0, x);
+            sum[2 * t + 1] = mac<W>(sum[2 * t + 1], w1, x);
         }
     }
 #pragma GCC unroll 12
@@ -116,13 +122,13 @@ KILN_TARGET_AVX512 void decode_panels(const PackedMatrix& m, const int64_t* pane
         w[j] = m.panel(panels[j]);
         sum[2 * j] = sum[2 * j + 1] = _mm512_setzero_ps();
     }
-    for (int64_t k = 0; k < m.n_in; ++k) {
+    for (int64_t k = 0; k < m.n_blocks; ++k) {
         const __m512 xv = _mm512_set1_ps(x[k * stride]);
 #pragma GCC unroll 4
         for (int j = 0; j < NP; ++j) {
             const uint8_t* line = w[j] + k * line_bytes<W>;
-            sum[2 * j] = mac(sum[2 * j], load16<W>(line), xv);
-            sum[2 * j + 1] = mac(sum[2 * j + 1], load16<W>(line + 16 * value_bytes<W>), xv);
+            sum[2 * j] = mac<W>(sum[2 * j], load16<W>(line), xv);
+            sum[2 * j + 1] = mac<W>(sum[2 * j + 1], load16<W>(line + 16 * value_bytes<W>), xv);
         }
     }
 #pragma GCC unroll 4
@@ -173,7 +179,12 @@ void gemm_float(const PackedMatrix& w, const FloatActs& a, int64_t p0, int64_t p
     switch (w.type) {
         case GgmlType::F32: float_gemm<Wt::F32>(w, a, p0, p1, y, ldy); return;
         case GgmlType::F16: float_gemm<Wt::F16>(w, a, p0, p1, y, ldy); return;
-        case GgmlType::BF16: float_gemm<Wt::BF16>(w, a, p0, p1, y, ldy); return;
+        case GgmlType::BF16:
+            if (cpu_features().avx512bf16)
+                float_gemm<Wt::BF16>(w, a, p0, p1, y, ldy);
+            else
+                avx2::gemm_float(w, a, p0, p1, y, ldy);  // the same layout, the instruction emulated
+            return;
         default: return;
     }
 }

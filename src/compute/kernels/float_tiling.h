@@ -1,6 +1,6 @@
-// The prefill loop nest of the float kernels (every level): element slices of up
-// to 1024; per slice, groups of panels whose slices fill ~256 KB stay in L2 while
-// every token block passes over them. The sums wait in y between slices (an exact
+// The prefill loop nest of the float kernels (every level): slices of up to 1024
+// panel blocks (elements; BF16 element pairs); per slice, groups of panels whose
+// slices fill ~256 KB stay in L2 while every token block passes over them. The sums wait in y between slices (an exact
 // f32 store and load), so each output still gets one sum in element order.
 // Measured on the AVX-512 tile alone: 93-98% of the FMA peak at 2048 and 8192
 // elements per row, against 62-67% without slices at 8192.
@@ -13,20 +13,20 @@
 
 namespace kiln {
 
-// tile(panel, k0, nk, acts, nt, y_block): panel's elements [k0, k0 + nk) x the nt
-// tokens of one block (acts: that block's element-major activations from k0;
+// tile(panel, k0, nk, acts, nt, y_block): panel's blocks [k0, k0 + nk) x the nt
+// tokens of one token block (acts: that block's value-major activations from k0;
 // y_block: y at the block's first token). The sums start at zero when k0 == 0.
 template <typename Tile>
 inline void for_each_float_tile(const PackedMatrix& m, const FloatActs& a, int64_t p0, int64_t p1, float* y, int64_t ldy, Tile&& tile) {
-    const int64_t slice = std::min<int64_t>(m.n_in, 1024);
+    const int64_t slice = std::min<int64_t>(m.n_blocks, 1024);
     const int64_t group = std::max<int64_t>(1, (int64_t{256} << 10) / (slice * static_cast<int64_t>(m.block_bytes)));
-    for (int64_t k0 = 0; k0 < m.n_in; k0 += slice) {
-        const int64_t nk = std::min(slice, m.n_in - k0);
+    for (int64_t k0 = 0; k0 < m.n_blocks; k0 += slice) {
+        const int64_t nk = std::min(slice, m.n_blocks - k0);
         for (int64_t g0 = p0; g0 < p1; g0 += group) {
             const int64_t g1 = std::min(p1, g0 + group);
             for (int64_t b = 0; b < a.n_blocks(); ++b) {
                 const int nt = a.block_tokens(b);
-                const float* ab = a.block(b) + k0 * nt;
+                const float* ab = a.block(b) + k0 * nt * a.value_floats;
                 float* yb = y + b * k_float_block_tokens * ldy;
                 for (int64_t p = g0; p < g1; ++p) tile(p, k0, nk, ab, nt, yb);
             }

@@ -45,6 +45,9 @@ struct KernelTable {
     std::span<const QuantKernel> quant;  // packed quantized products (empty: scalar)
     ActPrepFn prep_act = nullptr;
     FloatGemmFn gemm_float = nullptr;    // nullptr: scalar reference
+    // gemm_float takes BF16 activations as bfloat16 pairs (it runs the CPU's BF16
+    // dot product), else as two f32 per pair (FloatActs).
+    bool bf16_pair_acts = false;
 
     // Element-wise kernels over n floats; each element's result depends on its
     // value only (tails are handled as full vectors), so any split of a row is

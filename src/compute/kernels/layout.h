@@ -37,10 +37,13 @@
 //
 // Float weights (F32, F16, BF16): 32 rows form a panel, and the panel stores
 // element k of its 32 rows together, element after element ([n_in][32] values in
-// the file's encoding: 64 bytes per element for F16 and BF16, 128 for F32). One
-// 16-lane load is "lane i = element k of row i"; multiplied by one broadcast
-// activation it advances 16 outputs' sums (kiln/quant.h: one sum per output, in
-// element order) with no horizontal reduction. A panel is a "block" of one element.
+// the file's encoding: 64 bytes per element for F16, 128 for F32). One 16-lane load
+// is "lane i = element k of row i"; multiplied by one broadcast activation it
+// advances 16 outputs' sums (kiln/quant.h: one sum per output, in element order)
+// with no horizontal reduction. A panel's "block" is one element. BF16 panels store
+// element pairs instead ([ceil(n_in / 2)][32] pairs of 4 bytes: element 2j in the
+// low half, 2j + 1 in the high half, a missing last element zero), the operand of
+// the BF16 dot-product instruction; their block is one pair.
 //
 // Activations: tokens in groups of 8; per group, block after block:
 //   32-element blocks  qs[8][32] s8 | d[8] f32 | aux[8] (i32 bias or f32 s)     320
@@ -115,19 +118,25 @@ struct ActPack {
 };
 
 // Activations of float weights: rounded to the weight type (as the reference's
-// conversion to its activation type), tokens in blocks of 12. Block b holds its
-// n_b = min(12, n_tokens - 12 b) tokens element-major ([n_in][n_b]: element k of
-// every token together, the operand a tile broadcasts) from float 12 b n_in on.
-// One token is its row as it is.
+// conversion to its activation type), tokens in blocks of 12, `width` values per
+// token (the weights' blocks per row: elements, BF16 element pairs) of
+// `value_floats` floats each. Block b holds its n_b = min(12, n_tokens - 12 b)
+// tokens value-major ([width][n_b] values: value k of every token together, the
+// operand a tile broadcasts) from float 12 b width value_floats on. One token is
+// its row as it is. A BF16 value is either one float whose bits are the pair's two
+// bfloat16s (element 2j low, 2j + 1 high, as in the panels: the operand of the BF16
+// dot-product instruction) or, for kernels that emulate that instruction, two
+// floats: element 2j + 1 and element 2j as f32.
 struct FloatActs {
     const float* data = nullptr;
-    int64_t n_in = 0, n_tokens = 0;
+    int64_t width = 0, n_tokens = 0;
+    int value_floats = 1;
 
     int64_t n_blocks() const { return (n_tokens + k_float_block_tokens - 1) / k_float_block_tokens; }
     int block_tokens(int64_t b) const {
         return static_cast<int>(std::min<int64_t>(k_float_block_tokens, n_tokens - b * k_float_block_tokens));
     }
-    const float* block(int64_t b) const { return data + b * k_float_block_tokens * n_in; }
+    const float* block(int64_t b) const { return data + b * k_float_block_tokens * width * value_floats; }
 };
 
 // Offsets inside one activation block of a group.

@@ -173,8 +173,9 @@ const PackRow* find_pack_row(GgmlType type) {
     return nullptr;
 }
 
-// Panel p of a float matrix: element k of row 32 p + i at value k * 32 + i.
-// Written 32 elements at a time (a 2 KiB piece of the panel, in L1, filled from 32
+// Panel p of a float matrix: value k of row 32 p + i at value k * 32 + i, for the
+// n_in values (elements; BF16: whole element pairs as uint32) of each row.
+// Written 32 values at a time (a 2-4 KiB piece of the panel, in L1, filled from 32
 // short runs of the rows) rather than row by row across the whole panel.
 template <typename Value>
 void pack_float_panel(const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out, int64_t p, uint8_t* dst) {
@@ -190,6 +191,18 @@ void pack_float_panel(const uint8_t* data, uint64_t row_bytes, int64_t n_in, int
         }
         if (rows < k_float_panel_rows)  // padding rows are zeros
             for (int64_t k = k0; k < k1; ++k) std::memset(out + k * k_float_panel_rows + rows, 0, (k_float_panel_rows - rows) * sizeof(Value));
+    }
+}
+
+// A BF16 panel's last pair when rows have an odd number of elements: the last
+// element in the low half, zero in the high half.
+void pack_bf16_odd_tail(const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out, int64_t p, uint8_t* dst) {
+    uint32_t* out = reinterpret_cast<uint32_t*>(dst) + (n_in / 2) * k_float_panel_rows;
+    for (int i = 0; i < k_float_panel_rows; ++i) {
+        const int64_t r = p * k_float_panel_rows + i;
+        uint16_t last = 0;
+        if (r < n_out) std::memcpy(&last, data + static_cast<uint64_t>(r) * row_bytes + 2 * static_cast<uint64_t>(n_in - 1), 2);
+        out[i] = last;
     }
 }
 
@@ -241,8 +254,9 @@ std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, ui
     m->n_out = n_out;
     const int panel_rows = is_float ? k_float_panel_rows : k_panel_rows;
     m->n_panels = (n_out + panel_rows - 1) / panel_rows;
-    m->n_blocks = n_in / info.block_size;
-    m->block_bytes = is_float ? k_float_panel_rows * info.block_bytes : row->block_bytes;
+    const bool bf16_pairs = type == GgmlType::BF16;  // blocks of element pairs (layout.h)
+    m->n_blocks = bf16_pairs ? (n_in + 1) / 2 : n_in / info.block_size;
+    m->block_bytes = is_float ? k_float_panel_rows * info.block_bytes * (bf16_pairs ? 2 : 1) : row->block_bytes;
     m->panel_bytes = m->block_bytes * static_cast<uint64_t>(m->n_blocks);
     m->data = aligned_bytes(m->bytes());
     if (!is_float) std::memset(m->data.get(), 0, m->bytes());  // padding rows (the float packer writes its own)
@@ -252,10 +266,14 @@ std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, ui
         for (int64_t p = p0; p < p1; ++p) {
             uint8_t* dst = m->data.get() + static_cast<uint64_t>(p) * m->panel_bytes;
             if (is_float) {
-                if (info.block_bytes == 4)
+                if (bf16_pairs) {
+                    pack_float_panel<uint32_t>(data, row_bytes, n_in / 2, n_out, p, dst);
+                    if (n_in % 2) pack_bf16_odd_tail(data, row_bytes, n_in, n_out, p, dst);
+                } else if (info.block_bytes == 4) {
                     pack_float_panel<uint32_t>(data, row_bytes, n_in, n_out, p, dst);
-                else
+                } else {
                     pack_float_panel<uint16_t>(data, row_bytes, n_in, n_out, p, dst);
+                }
                 continue;
             }
             for (int64_t b = 0; b < m->n_blocks; ++b) {
