@@ -201,7 +201,8 @@ def main():
     if probe:
         print(f"\nkiln kernels: {probe.get('kernels', '?')}")
         print(f"probes (kiln bench, {a.threads} threads): memory read {probe['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, "
-              f"int8 {probe['int8_ops_per_s'] / 1e9:.0f} Gop/s, f32 fma {probe.get('f32_flops_per_s', 0) / 1e9:.0f} GFLOP/s")
+              f"int8 {probe['int8_ops_per_s'] / 1e9:.0f} Gop/s, f32 fma {probe.get('f32_flops_per_s', 0) / 1e9:.0f} GFLOP/s"
+              + (f", bf16 dot {probe['bf16_flops_per_s'] / 1e9:.0f} GFLOP/s" if probe.get('bf16_flops_per_s') else ""))
 
     def pct(v, b):
         return f"{100 * v / b:.0f}%" if b else "-"

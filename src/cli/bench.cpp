@@ -133,9 +133,11 @@ int cmd_bench(int argc, char** argv) {
     const double weight_bytes = static_cast<double>(model_weight_bytes(*model));
     const double tg_bound = probe.read_bandwidth > 0 ? probe.read_bandwidth / weight_bytes : 0;
     // Prefill is bound by int8 dot products for quantized weights, by f32
-    // multiply-adds for float ones (2 operations per weight and prompt token).
+    // multiply-adds for float ones, by the BF16 dot product for BF16 ones where the
+    // kernels run it (2 operations per weight and prompt token).
     const bool float_weights = model_float_weights(*model);
-    const double compute_rate = float_weights ? probe.f32_flops : probe.int8_ops;
+    const bool bf16_dot = model_bf16_weights(*model) && probe.bf16_flops > 0;
+    const double compute_rate = bf16_dot ? probe.bf16_flops : float_weights ? probe.f32_flops : probe.int8_ops;
     const double pp_bound = compute_rate > 0 ? compute_rate / (2.0 * static_cast<double>(model_layer_params(*model))) : 0;
 
     if (json) {
@@ -159,7 +161,8 @@ int cmd_bench(int argc, char** argv) {
                             {"read_bandwidth_bytes_per_s", probe.read_bandwidth},
                             {"int8_ops_per_s", probe.int8_ops},
                             {"f32_flops_per_s", probe.f32_flops},
-                            {"pp_bound_kind", float_weights ? "f32 fma" : "int8"},
+                            {"bf16_flops_per_s", probe.bf16_flops},
+                            {"pp_bound_kind", bf16_dot ? "bf16 dot" : float_weights ? "f32 fma" : "int8"},
                             {"tg_bound_tokens_per_s", tg_bound},
                             {"pp_bound_tokens_per_s", pp_bound}};
         std::printf("%s\n", j.dump(2).c_str());
@@ -179,6 +182,7 @@ int cmd_bench(int argc, char** argv) {
     if (probe.read_bandwidth > 0)
         std::printf(", memory read %.1f GB/s, int8 %.0f Gop/s, f32 fma %.0f GFLOP/s", probe.read_bandwidth / 1e9, probe.int8_ops / 1e9,
                     probe.f32_flops / 1e9);
+    if (probe.bf16_flops > 0) std::printf(", bf16 dot %.0f GFLOP/s", probe.bf16_flops / 1e9);
     std::printf("\n");
     return 0;
 }

@@ -97,6 +97,22 @@ __attribute__((target("avx512f"))) double fma_512(int64_t iters) {
     return static_cast<double>(_mm512_reduce_add_ps(s));
 }
 
+// VDPBF16PS: two multiply-adds per f32 lane.
+__attribute__((target("avx512f,avx512bf16"))) double bf16_dot_512(int64_t iters) {
+    __m512 acc[12];
+#pragma GCC unroll 12
+    for (int k = 0; k < 12; ++k) acc[k] = _mm512_set1_ps(static_cast<float>(k));
+    const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.999f), _mm512_set1_ps(0.998f));
+    const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.001f), _mm512_set1_ps(0.002f));
+    for (int64_t i = 0; i < iters; ++i)
+#pragma GCC unroll 12
+        for (int k = 0; k < 12; ++k) acc[k] = _mm512_dpbf16_ps(acc[k], a, b);
+    __m512 s = acc[0];
+#pragma GCC unroll 12
+    for (int k = 1; k < 12; ++k) s = _mm512_add_ps(s, acc[k]);
+    return static_cast<double>(_mm512_reduce_add_ps(s));
+}
+
 __attribute__((target("avx2,fma"))) double fma_256(int64_t iters) {
     __m256 acc[12];
 #pragma GCC unroll 12
@@ -158,6 +174,7 @@ MachineProbe probe_machine(int n_threads) {
     p.int8_kind = vnni ? "avx512-vnni" : "avx2";
     const bool avx512 = level512 && cpu_features().avx512f;
     p.f32_flops = avx512 ? rate(pool, fma_512, 2.0 * 16 * 12) : (cpu_features().fma ? rate(pool, fma_256, 2.0 * 8 * 12) : 0);
+    if (kernels().bf16_pair_acts) p.bf16_flops = rate(pool, bf16_dot_512, 2.0 * 32 * 12);
     return p;
 }
 
@@ -184,6 +201,11 @@ bool model_float_weights(const Model& model) {
     if (w.layers.empty()) return false;
     const GgmlType t = w.layers[0].ffn_up.type;
     return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
+}
+
+bool model_bf16_weights(const Model& model) {
+    const ModelWeights& w = model.weights();
+    return !w.layers.empty() && w.layers[0].ffn_up.type == GgmlType::BF16;
 }
 
 }  // namespace kiln
