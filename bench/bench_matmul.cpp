@@ -66,6 +66,56 @@ void bm_matmul(benchmark::State& state, GgmlType type, Isa isa, int64_t n_in, in
                                                 benchmark::Counter::kIsRate);
 }
 
+// One decode step's matrix products of a 1B llama (Llama 3.2 1B's layers: 16 x
+// q / k / v, o, gate / up, down; a 49,152-row output head), grouped as the engine
+// groups them, each layer with its own weights so that nothing stays in cache.
+// Shows what a token costs in products alone, against the memory bound.
+void bm_decode_model(benchmark::State& state, GgmlType type, Isa isa, int threads) {
+    const KernelTable* k = kernel_table(isa);
+    if (!k) {
+        state.SkipWithError("level not available");
+        return;
+    }
+    constexpr int64_t d = 2048, kv = 512, ff = 8192, vocab = 49152, layers = 16;
+    struct Layer {
+        Fixture q, k, v, o, gate, up, down;
+    };
+    static std::map<int, std::vector<Layer>> models;
+    static std::map<int, Fixture> heads;
+    const int key = static_cast<int>(type);
+    if (!models.count(key)) {
+        std::vector<Layer>& ls = models[key];
+        for (int l = 0; l < layers; ++l)
+            ls.push_back({make(type, d, d), make(type, d, kv), make(type, d, kv), make(type, d, d), make(type, d, ff), make(type, d, ff),
+                          make(type, ff, d)});
+        heads.emplace(key, make(type, d, vocab));
+    }
+    const std::vector<Layer>& ls = models.at(key);
+    const Fixture& head = heads.at(key);
+    std::vector<float> x(ff, 0.5f), a(d), b(kv), c(kv), g(ff), u(ff), logits(vocab);
+    ThreadPool pool(threads);
+    MatmulScratch scratch;
+    double bytes = static_cast<double>(head.bytes.size());
+    for (const Layer& l : ls)
+        for (const Fixture* f : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) bytes += static_cast<double>(f->bytes.size());
+    for (auto _ : state) {
+        for (const Layer& l : ls) {
+            const Matrix* qkv[] = {&l.q.m, &l.k.m, &l.v.m};
+            float* qkv_out[] = {a.data(), b.data(), c.data()};
+            matmul_many(qkv, x.data(), 1, qkv_out, pool, scratch);
+            matmul_with(*k, l.o.m, a.data(), 1, x.data(), pool, scratch);
+            const Matrix* gu[] = {&l.gate.m, &l.up.m};
+            float* gu_out[] = {g.data(), u.data()};
+            matmul_many(gu, x.data(), 1, gu_out, pool, scratch);
+            matmul_with(*k, l.down.m, g.data(), 1, x.data(), pool, scratch);
+        }
+        matmul_with(*k, head.m, x.data(), 1, logits.data(), pool, scratch);
+        benchmark::DoNotOptimize(logits.data());
+    }
+    state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+    state.counters["GB/s"] = benchmark::Counter(bytes * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
 void register_all() {
     const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
                               GgmlType::Q6_K, GgmlType::F16};
@@ -82,6 +132,11 @@ void register_all() {
                 }
             }
     }
+    // Decode of a whole 1B llama's products (the active level; matmul_many runs it).
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q8_0})
+        benchmark::RegisterBenchmark(("decode/1B-llama/" + std::string(ggml_type_name(t)) + "/threads:2").c_str(), bm_decode_model, t,
+                                     kernels().isa, 2)
+            ->UseRealTime();
     // Float prefill on the shapes of a 1B llama layer (attention, ffn gate / up, ffn down).
     for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
         if (!kernel_table(isa)) continue;
