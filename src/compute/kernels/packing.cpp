@@ -259,12 +259,15 @@ std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, ui
     m->block_bytes = is_float ? k_float_panel_rows * info.block_bytes * (bf16_pairs ? 2 : 1) : row->block_bytes;
     m->panel_bytes = m->block_bytes * static_cast<uint64_t>(m->n_blocks);
     m->data = aligned_bytes(m->bytes());
-    if (!is_float) std::memset(m->data.get(), 0, m->bytes());  // padding rows (the float packer writes its own)
 
     auto pack_panels = [&](int64_t p0, int64_t p1) {
         const uint8_t* rows[k_panel_rows];
         for (int64_t p = p0; p < p1; ++p) {
             uint8_t* dst = m->data.get() + static_cast<uint64_t>(p) * m->panel_bytes;
+            // Padding rows and the fields packers OR into start at zero (the float
+            // packer writes every byte). Per panel, so that each thread zeroes its own
+            // pages and the panel is in cache when it is filled.
+            if (!is_float) std::memset(dst, 0, m->panel_bytes);
             if (is_float) {
                 if (bf16_pairs) {
                     pack_float_panel<uint32_t>(data, row_bytes, n_in / 2, n_out, p, dst);
