@@ -1,4 +1,4 @@
-// Tiny random models of all six families (tests/support/tiny_models.cpp) against
+// Tiny random models of every family (tests/support/tiny_models.cpp) against
 // llama.cpp's logits for the same files (tests/golden/tiny, tools/tiny_model_fixtures.py).
 #include <gtest/gtest.h>
 

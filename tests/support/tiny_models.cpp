@@ -91,6 +91,7 @@ struct FamilyRecipe {
     bool rope_freqs = false;
     bool rope_neox_keys = false;
     float softcap_attn = 0, softcap_final = 0;
+    std::string arch;  // the GGUF architecture where it is not `family`
 };
 
 const std::vector<FamilyRecipe>& recipes() {
@@ -108,6 +109,9 @@ const std::vector<FamilyRecipe>& recipes() {
          false, 50.0f, 30.0f},
         {"gemma3", "six layers (5 sliding, window 8, + 1 full), QK-norm, post-norms, GELU, 1 KV head of 128; Q4_K / Q3_K",
          {6, 256, 2, 1, 512, 128, 8}, GgmlType::Q4_K, GgmlType::Q3_K, GgmlType::Q8_0, true, false, true, true},
+        {"llama_float", "llama with float weights (the BF16 pair kernels, F32 panels); BF16 / F32 / BF16",
+         {2, 64, 4, 2, 128, 16, 0}, GgmlType::BF16, GgmlType::F32, GgmlType::BF16, false, false, false, false, true, false, 0.0f,
+         0.0f, "llama"},
     };
     return r;
 }
@@ -139,10 +143,11 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     const FamilyRecipe& r = recipe(family);
     uint64_t seed = 1000;
     for (char c : family) seed = seed * 131 + static_cast<unsigned char>(c);
-    TinyWriter t(family, seed);
+    const std::string arch = r.arch.empty() ? family : r.arch;
+    TinyWriter t(arch, seed);
     gguf::Metadata& md = t.writer().metadata();
     const Shape& s = r.shape;
-    md.add("general.architecture", Value::string(family));
+    md.add("general.architecture", Value::string(arch));
     md.add("general.name", Value::string("kiln tiny " + family));
     t.key("context_length", Value::u32(512));
     t.key("embedding_length", Value::u32(static_cast<uint32_t>(s.n_embd)));

@@ -10,7 +10,7 @@
 namespace kiln::test {
 
 struct TinyModelInfo {
-    std::string family;       // "llama", "qwen2", ...
+    std::string family;       // "llama", "qwen2", ... (or a variant of one: "llama_float")
     std::string description;  // what it exercises
 };
 
