@@ -134,9 +134,10 @@ void register_all() {
     }
     // Decode of a whole 1B llama's products (the active level; matmul_many runs it).
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q8_0})
-        benchmark::RegisterBenchmark(("decode/1B-llama/" + std::string(ggml_type_name(t)) + "/threads:2").c_str(), bm_decode_model, t,
-                                     kernels().isa, 2)
-            ->UseRealTime();
+        for (int threads : {1, 2})
+            benchmark::RegisterBenchmark(("decode/1B-llama/" + std::string(ggml_type_name(t)) + "/threads:" + std::to_string(threads)).c_str(),
+                                         bm_decode_model, t, kernels().isa, threads)
+                ->UseRealTime();
     // Float prefill on the shapes of a 1B llama layer (attention, ffn gate / up, ffn down).
     for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
         if (!kernel_table(isa)) continue;
