@@ -12,6 +12,7 @@
 #include "compute/activation_quant.h"
 #include "compute/kernels/kernels.h"
 #include "compute/kernels/packing.h"
+#include "compute/kernels/x86.h"
 #include "compute/matmul.h"
 #include "kiln/quant.h"
 
@@ -22,6 +23,27 @@ std::vector<Isa> simd_levels() {
     std::vector<Isa> out;
     for (Isa isa : {Isa::Avx2, Isa::Avx512})
         if (kernel_table(isa)) out.push_back(isa);
+    return out;
+}
+
+// The tables to compare for a weight type: each compiled and supported level's,
+// and for BF16 on CPUs with AVX512_BF16 also the AVX-512 table as CPUs without
+// that extension get it (BF16 by the emulation).
+std::vector<std::pair<std::string, const KernelTable*>> simd_tables(GgmlType type) {
+    std::vector<std::pair<std::string, const KernelTable*>> out;
+    for (Isa isa : simd_levels()) out.push_back({std::string(isa_name(isa)), kernel_table(isa)});
+#if defined(__x86_64__)
+    const KernelTable* t512 = kernel_table(Isa::Avx512);
+    if (type == GgmlType::BF16 && t512 && t512->bf16_pair_acts) {
+        static const KernelTable emulated = [t512] {
+            KernelTable k = *t512;
+            k.gemm_float = avx512::gemm_float_bf16_emulated;
+            k.bf16_pair_acts = false;
+            return k;
+        }();
+        out.push_back({"avx512 without AVX512_BF16", &emulated});
+    }
+#endif
     return out;
 }
 
@@ -105,15 +127,15 @@ std::vector<float> check_data(const Case& c, const std::vector<uint8_t>& bytes, 
     std::vector<float> expected(static_cast<size_t>(c.n_out * c.n_tokens));
     matmul_with(scalar_kernels(), m, x.data(), c.n_tokens, expected.data(), one, scratch);
     m.packed = pack_matrix(c.type, m.data, m.row_bytes, m.n_in, m.n_out);
-    for (Isa isa : simd_levels()) {
+    for (const auto& [name, table] : simd_tables(c.type)) {
         for (int threads : {1, 3}) {
             ThreadPool pool(threads);
             std::vector<float> got(expected.size(), -1.0f);
-            matmul_with(*kernel_table(isa), m, x.data(), c.n_tokens, got.data(), pool, scratch);
+            matmul_with(*table, m, x.data(), c.n_tokens, got.data(), pool, scratch);
             size_t bad = 0, first = 0;
             for (size_t i = 0; i < got.size(); ++i)
                 if (std::memcmp(&got[i], &expected[i], 4) != 0 && bad++ == 0) first = i;
-            EXPECT_EQ(bad, 0u) << isa_name(isa) << ", " << threads << " threads: first mismatch at token "
+            EXPECT_EQ(bad, 0u) << name << ", " << threads << " threads: first mismatch at token "
                                << first / static_cast<size_t>(c.n_out) << " row " << first % static_cast<size_t>(c.n_out)
                                << ": " << got[first] << " vs reference " << expected[first];
         }

@@ -45,7 +45,8 @@ KILN_TARGET_AVX512 inline __m512 load16(const uint8_t* p) {
 // The reference's step for one value: sum + w * x with one rounding; BF16 the
 // instruction the reference spells out, both of a pair's products (the odd one
 // first). Written as assembly so that only the BF16 path needs the BF16 extension
-// (the CPU is checked in gemm_float); the intrinsic would need it for the whole file.
+// (the dispatch table takes gemm_float_bf16_emulated on CPUs without it); the
+// intrinsic would need the extension for the whole file.
 template <Wt W>
 KILN_TARGET_AVX512 inline __m512 mac(__m512 sum, __m512 w, __m512 x) {
     if constexpr (W == Wt::BF16) {
@@ -179,14 +180,16 @@ void gemm_float(const PackedMatrix& w, const FloatActs& a, int64_t p0, int64_t p
     switch (w.type) {
         case GgmlType::F32: float_gemm<Wt::F32>(w, a, p0, p1, y, ldy); return;
         case GgmlType::F16: float_gemm<Wt::F16>(w, a, p0, p1, y, ldy); return;
-        case GgmlType::BF16:
-            if (cpu_features().avx512bf16)
-                float_gemm<Wt::BF16>(w, a, p0, p1, y, ldy);
-            else
-                avx2::gemm_float(w, a, p0, p1, y, ldy);  // the same layout, the instruction emulated
-            return;
+        case GgmlType::BF16: float_gemm<Wt::BF16>(w, a, p0, p1, y, ldy); return;
         default: return;
     }
+}
+
+void gemm_float_bf16_emulated(const PackedMatrix& w, const FloatActs& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (w.type == GgmlType::BF16)
+        avx2::gemm_float(w, a, p0, p1, y, ldy);  // the same panels, the instruction emulated (two f32 per pair)
+    else
+        gemm_float(w, a, p0, p1, y, ldy);
 }
 
 }  // namespace kiln::avx512

@@ -76,8 +76,8 @@ const KernelTable& avx512_kernels() {
         k.isa = Isa::Avx512;
         k.quant = k_avx512_quant;
         k.prep_act = avx512::prep_act;
-        k.gemm_float = avx512::gemm_float;
         k.bf16_pair_acts = cpu_features().avx512bf16;
+        k.gemm_float = k.bf16_pair_acts ? avx512::gemm_float : avx512::gemm_float_bf16_emulated;
         k.silu_mul = avx512::silu_mul;
         k.f32_to_f16 = avx512::f32_to_f16;
         k.round_to_f16 = avx512::round_to_f16;

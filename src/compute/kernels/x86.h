@@ -34,6 +34,9 @@ KILN_DECLARE_X86_KERNELS
 }
 namespace avx512 {
 KILN_DECLARE_X86_KERNELS
+// gemm_float for CPUs without AVX512_BF16: BF16 by the AVX2 emulation (its
+// activations as two f32 per pair: KernelTable::bf16_pair_acts false).
+void gemm_float_bf16_emulated(const PackedMatrix& w, const FloatActs& a, int64_t p0, int64_t p1, float* y, int64_t ldy);
 }
 
 #undef KILN_DECLARE_X86_KERNELS
