@@ -3,6 +3,7 @@
 #include "compute/cpu_features.h"
 #include "compute/kernels/avx512_intrinsics.h"
 #include "compute/kernels/kernels.h"
+#include "compute/kernels/packing.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "compute/thread_pool.h"
 #include "kiln/model.h"
@@ -191,16 +193,22 @@ uint64_t model_layer_params(const Model& model) {
     return total;
 }
 
-bool model_float_weights(const Model& model) {
+namespace {
+
+// The type of the layers' matrices (that of the first FFN matrix); nullopt without layers.
+std::optional<GgmlType> layer_weight_type(const Model& model) {
     const ModelWeights& w = model.weights();
-    if (w.layers.empty()) return false;
-    const GgmlType t = w.layers[0].ffn_up.type;
-    return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
+    if (w.layers.empty()) return std::nullopt;
+    return w.layers[0].ffn_up.type;
 }
 
-bool model_bf16_weights(const Model& model) {
-    const ModelWeights& w = model.weights();
-    return !w.layers.empty() && w.layers[0].ffn_up.type == GgmlType::BF16;
+}  // namespace
+
+bool model_float_weights(const Model& model) {
+    const std::optional<GgmlType> t = layer_weight_type(model);
+    return t && is_float_weight(*t);
 }
+
+bool model_bf16_weights(const Model& model) { return layer_weight_type(model) == GgmlType::BF16; }
 
 }  // namespace kiln

@@ -264,11 +264,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, ui
         const uint8_t* rows[k_panel_rows];
         for (int64_t p = p0; p < p1; ++p) {
             uint8_t* dst = m->data.get() + static_cast<uint64_t>(p) * m->panel_bytes;
-            // Padding rows and the fields packers OR into start at zero (the float
-            // packer writes every byte). Per panel, so that each thread zeroes its own
-            // pages and the panel is in cache when it is filled.
-            if (!is_float) std::memset(dst, 0, m->panel_bytes);
-            if (is_float) {
+            if (is_float) {  // the float packers write every byte
                 if (bf16_pairs) {
                     pack_float_panel<uint32_t>(data, row_bytes, n_in / 2, n_out, p, dst);
                     if (n_in % 2) pack_bf16_odd_tail(data, row_bytes, n_in, n_out, p, dst);
@@ -279,6 +275,10 @@ std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, ui
                 }
                 continue;
             }
+            // Padding rows and the fields packers OR into start at zero. Per panel,
+            // so that each thread zeroes its own pages and the panel is in cache
+            // when it is filled.
+            std::memset(dst, 0, m->panel_bytes);
             for (int64_t b = 0; b < m->n_blocks; ++b) {
                 for (int i = 0; i < k_panel_rows; ++i) {
                     const int64_t r = p * k_panel_rows + i;
