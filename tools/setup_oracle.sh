@@ -15,7 +15,7 @@ fi
 
 # --avx2: a second llama-cpp-python in .venv-avx2 built for AVX2 + FMA + F16C only (no
 # AVX-512), for the side by side on the instruction set of CPUs without AVX-512:
-#   KILN_ISA=avx2 .venv-avx2/bin/python bench/vs_llamacpp.py
+#   KILN_ISA=avx2-novnni .venv-avx2/bin/python bench/vs_llamacpp.py
 if [ "${1:-}" = --avx2 ]; then
   [ -x .venv-avx2/bin/python ] || python3 -m venv .venv-avx2
   .venv-avx2/bin/pip install -q --disable-pip-version-check numpy typing_extensions diskcache jinja2

@@ -157,7 +157,7 @@ int cmd_bench(int argc, char** argv) {
                             {"peak_rss_bytes", peak_rss},
                             {"weight_bytes", weight_bytes},
                             {"repacked_bytes", static_cast<double>(model->weights().packed_bytes)},
-                            {"kernels", std::string(isa_name(kernels().isa))},
+                            {"kernels", kernels_name(kernels())},
                             {"read_bandwidth_bytes_per_s", probe.read_bandwidth},
                             {"int8_ops_per_s", probe.int8_ops},
                             {"f32_flops_per_s", probe.f32_flops},
@@ -178,7 +178,7 @@ int cmd_bench(int argc, char** argv) {
         std::printf("| %s | %d | tg%d%s | %.2f ± %.2f | %s |\n", model->architecture().c_str(), threads, n_gen, at.c_str(),
                     tgs.mean, tgs.stddev, frac(tgs.mean, tg_bound).c_str());
     std::printf("\nload %.3f s, peak RSS %s, weights %s, %s kernels", load_s, human_bytes(static_cast<uint64_t>(peak_rss)).c_str(),
-                human_bytes(static_cast<uint64_t>(weight_bytes)).c_str(), std::string(isa_name(kernels().isa)).c_str());
+                human_bytes(static_cast<uint64_t>(weight_bytes)).c_str(), kernels_name(kernels()).c_str());
     if (probe.read_bandwidth > 0)
         std::printf(", memory read %.1f GB/s, int8 %.0f Gop/s, f32 fma %.0f GFLOP/s", probe.read_bandwidth / 1e9, probe.int8_ops / 1e9,
                     probe.f32_flops / 1e9);

@@ -61,6 +61,21 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) double int8_vnni_512(int6
     return static_cast<double>(_mm512_reduce_add_epi32(s));
 }
 
+// AVX-VNNI's vpdpbusd on ymm (assembly, as in the kernels: avx2_common.h).
+__attribute__((target("avx2"))) double int8_avx_vnni(int64_t iters) {
+    __m256i acc[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_set1_epi32(k);
+    const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(5);
+    for (int64_t i = 0; i < iters; ++i)
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc[k]) : "x"(a), "x"(b));
+    __m256i s = acc[0];
+#pragma GCC unroll 8
+    for (int k = 1; k < 8; ++k) s = _mm256_add_epi32(s, acc[k]);
+    return static_cast<double>(_mm256_extract_epi32(s, 0));
+}
+
 __attribute__((target("avx2"))) double int8_avx2(int64_t iters) {
     // Eight independent products per iteration whose operand `a` changes every
     // iteration (a constant product would be hoisted out of the loop, leaving only
@@ -166,9 +181,17 @@ MachineProbe probe_machine(int n_threads) {
     // The rates of the instruction set the kernels run at (KILN_ISA may lower it).
     const bool level512 = kernels().isa == Isa::Avx512;
     const bool vnni = level512 && cpu_features().avx512vnni && cpu_features().avx512bw;
-    // vpdpbusd: 64 multiply-adds per instruction; vpmaddubsw + vpaddw: 32; 8 per iteration.
-    p.int8_ops = vnni ? rate(pool, int8_vnni_512, 2.0 * 64 * 8) : rate(pool, int8_avx2, 2.0 * 32 * 8);
-    p.int8_kind = vnni ? "avx512-vnni" : "avx2";
+    // vpdpbusd: 64 multiply-adds per instruction (ymm: 32); vpmaddubsw + vpaddw: 32; 8 per iteration.
+    if (vnni) {
+        p.int8_ops = rate(pool, int8_vnni_512, 2.0 * 64 * 8);
+        p.int8_kind = "avx512-vnni";
+    } else if (kernels().avx_vnni) {
+        p.int8_ops = rate(pool, int8_avx_vnni, 2.0 * 32 * 8);
+        p.int8_kind = "avx-vnni";
+    } else {
+        p.int8_ops = rate(pool, int8_avx2, 2.0 * 32 * 8);
+        p.int8_kind = "avx2";
+    }
     const bool avx512 = level512 && cpu_features().avx512f;
     p.f32_flops = avx512 ? rate(pool, f32_chains_512<false>, 2.0 * 16 * 12) : (cpu_features().fma ? rate(pool, fma_256, 2.0 * 8 * 12) : 0);
     if (kernels().bf16_pair_acts) p.bf16_flops = rate(pool, f32_chains_512<true>, 2.0 * 32 * 12);

@@ -26,13 +26,16 @@ std::vector<Isa> simd_levels() {
     return out;
 }
 
-// The tables to compare for a weight type: each compiled and supported level's,
-// and for BF16 on CPUs with AVX512_BF16 also the AVX-512 table as CPUs without
-// that extension get it (BF16 by the emulation).
+// The tables to compare for a weight type: each compiled and supported level's;
+// on CPUs with AVX-VNNI also the AVX2 table as CPUs without it get it (vpmaddubsw
+// products); and for BF16 on CPUs with AVX512_BF16 also the AVX-512 table as CPUs
+// without that extension get it (BF16 by the emulation).
 std::vector<std::pair<std::string, const KernelTable*>> simd_tables(GgmlType type) {
     std::vector<std::pair<std::string, const KernelTable*>> out;
-    for (Isa isa : simd_levels()) out.push_back({std::string(isa_name(isa)), kernel_table(isa)});
+    for (Isa isa : simd_levels())
+        out.push_back({std::string(isa_name(isa)) + (kernel_table(isa)->avx_vnni ? " with AVX-VNNI" : ""), kernel_table(isa)});
 #if defined(__x86_64__)
+    if (kernel_table(Isa::Avx2) && kernel_table(Isa::Avx2)->avx_vnni) out.push_back({"avx2 without AVX-VNNI", &avx2_kernels_without_vnni()});
     const KernelTable* t512 = kernel_table(Isa::Avx512);
     if (type == GgmlType::BF16 && t512 && t512->bf16_pair_acts) {
         static const KernelTable emulated = [t512] {

@@ -29,6 +29,16 @@ KILN_TARGET_AVX2 inline __m256 bcast_f32(const uint8_t* p) {
     return _mm256_set1_ps(v);
 }
 
+// AVX-VNNI's vpdpbusd (VEX-encoded): acc + the sum of each lane's 4 products of an
+// unsigned byte of u8 and a signed byte of s8, exact in int32. Written as assembly
+// so that only the kernels that execute it need the extension (the dispatch table
+// takes them only on CPUs with AVX-VNNI), and so that GCC never turns an AVX2
+// kernel's vpmaddwd + vpaddd into it.
+KILN_TARGET_AVX2 inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
+    return acc;
+}
+
 KILN_TARGET_AVX2 inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
 KILN_TARGET_AVX2 inline __m256 load_f16x8(const uint8_t* p) {

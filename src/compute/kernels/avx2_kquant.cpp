@@ -3,7 +3,9 @@
 // applied by the int16 -> int32 step itself: vpmaddwd of the int16 partial sums
 // with (scale, scale) pairs gives scale x (sum of the pair), exactly. Int16 sums
 // span at most 8 chunks of 4-bit levels, 4 of 5-bit and 2 of 6-bit levels (the
-// largest that cannot overflow against activation levels in [-128, 127]).
+// largest that cannot overflow against activation levels in [-128, 127]). The
+// `vnni` variants (CPUs with AVX-VNNI) sum each sub-block in int32 with vpdpbusd
+// and scale it with vpmulld, as the AVX-512 kernels do.
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -17,6 +19,11 @@ namespace kiln::avx2 {
 
 namespace {
 
+// 8 unsigned 8-bit scales as int32.
+KILN_TARGET_AVX2 inline __m256i scales_u8(const uint8_t* p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
 // (s, s) int16 pairs of 8 unsigned 8-bit scales.
 KILN_TARGET_AVX2 inline __m256i scale_pairs_u8(const uint8_t* p) {
     const __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
@@ -29,12 +36,33 @@ KILN_TARGET_AVX2 inline __m256i scale_pairs_u8(const uint8_t* p) {
 // integer terms as k4_tile's several-token path in another order (wrapping int32
 // adds: the same sum). Only for one token: with T of them the doubled int16 sums
 // spill (prefill 5% slower, measured).
-template <bool fifth_bit>
+template <bool fifth_bit, bool Vnni>
 KILN_TARGET_AVX2 inline __m256i k4_isum1(const uint8_t* w, int h, const uint8_t* aq) {
     constexpr int qs_off = fifth_bit ? 832 : 320;
     constexpr int per_sum = fifth_bit ? 4 : 8;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256i isum = _mm256_setzero_si256();
+    if constexpr (Vnni) {
+        for (int pr = 0; pr < 4; ++pr) {
+            const uint8_t* qs = w + qs_off + 512 * pr + 32 * h;
+            __m256i de = _mm256_setzero_si256(), dodd = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; ++c) {
+                const __m256i raw = load256(qs + 64 * c);
+                __m256i qe = _mm256_and_si256(raw, low4);
+                __m256i qo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+                if constexpr (fifth_bit) {
+                    qe = _mm256_or_si256(qe, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr) + c) + 4 * h)));
+                    qo = _mm256_or_si256(qo, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr + 1) + c) + 4 * h)));
+                }
+                de = dpbusd(de, qe, bcast_i32(aq + 32 * (2 * pr) + 4 * c));
+                dodd = dpbusd(dodd, qo, bcast_i32(aq + 32 * (2 * pr + 1) + 4 * c));
+            }
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(de, scales_u8(w + 64 + 16 * (2 * pr) + 8 * h)));
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dodd, scales_u8(w + 64 + 16 * (2 * pr + 1) + 8 * h)));
+        }
+        return isum;
+    }
     for (int pr = 0; pr < 4; ++pr) {
         const __m256i sc_e = scale_pairs_u8(w + 64 + 16 * (2 * pr) + 8 * h);
         const __m256i sc_o = scale_pairs_u8(w + 64 + 16 * (2 * pr + 1) + 8 * h);
@@ -80,7 +108,7 @@ KILN_TARGET_AVX2 inline __m256 k4_term(const uint8_t* w, int h, const uint8_t* a
 }
 
 // Q4_K / Q5_K (layout.h): 8 sub-blocks of 32 = 8 chunks each.
-template <bool fifth_bit, int T>
+template <bool fifth_bit, int T, bool Vnni>
 KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
                               uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
     constexpr int qs_off = fifth_bit ? 832 : 320;
@@ -95,7 +123,21 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
         __m256i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
         if constexpr (T == 1) {
-            isum[0] = k4_isum1<fifth_bit>(w, h, aq);
+            isum[0] = k4_isum1<fifth_bit, Vnni>(w, h, aq);
+        } else if constexpr (Vnni) {
+            for (int sb = 0; sb < 8; ++sb) {
+                const uint8_t* qs = w + qs_off + 512 * (sb / 2) + 32 * h;
+                __m256i dot[T];
+                for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
+                for (int c = 0; c < 8; ++c) {
+                    const __m256i raw = load256(qs + 64 * c);
+                    __m256i q = (sb % 2) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4) : _mm256_and_si256(raw, low4);
+                    if constexpr (fifth_bit) q = _mm256_or_si256(q, fifth_bits(load_u32(w + 320 + 8 * (8 * sb + c) + 4 * h)));
+                    for (int t = 0; t < T; ++t) dot[t] = dpbusd(dot[t], q, bcast_i32(aq + 256 * t + 32 * sb + 4 * c));
+                }
+                const __m256i sc = scales_u8(w + 64 + 16 * sb + 8 * h);
+                for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], sc));
+            }
         } else {
             for (int sb = 0; sb < 8; ++sb) {
                 const __m256i sc = scale_pairs_u8(w + 64 + 16 * sb + 8 * h);
@@ -119,17 +161,17 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
 }
 
 // One block's terms for decode (run_decode): k4_tile's with one token.
-template <bool fifth_bit>
+template <bool fifth_bit, bool Vnni>
 struct K4Block {
     static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) {
-        acc = _mm256_add_ps(acc, k4_term(w, h, a + act_d_offset(256), a + act_aux_offset(256), k4_isum1<fifth_bit>(w, h, a)));
+        acc = _mm256_add_ps(acc, k4_term(w, h, a + act_d_offset(256), a + act_aux_offset(256), k4_isum1<fifth_bit, Vnni>(w, h, a)));
     }
 };
 
 // Q6_K (layout.h): 8 pairs of sub-blocks of 16; unsigned levels, the -32 offset
 // through the activation sums (see avx512_kquant.cpp). One block of rows 8h ..
 // x T tokens of one group (t0 ..): its terms added to acc[t].
-template <int T>
+template <int T, bool Vnni>
 KILN_TARGET_AVX2 inline void q6k_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i two_bits = _mm256_set1_epi8(0x30);
@@ -152,6 +194,8 @@ KILN_TARGET_AVX2 inline void q6k_block(const uint8_t* w, int h, const uint8_t* a
             const __m256i sc = _mm256_shuffle_epi8(sc_pair, half ? dup_odd : dup_even);
             const __m256i hb = load256(pair + 256 + 64 * half + 32 * h);
             __m256i s16[T];
+            __m256i dot[T];
+            for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
             for (int k = 0; k < 4; ++k) {
                 __m256i nib = load256(pair + 64 * k + 32 * h);
                 if (half) nib = _mm256_srli_epi16(nib, 4);
@@ -162,10 +206,19 @@ KILN_TARGET_AVX2 inline void q6k_block(const uint8_t* w, int h, const uint8_t* a
                     hs = _mm256_srli_epi16(hb, 2);
                 const __m256i q = _mm256_or_si256(_mm256_and_si256(nib, low4), _mm256_and_si256(hs, two_bits));
                 for (int t = 0; t < T; ++t) {
+                    if constexpr (Vnni) {
+                        dot[t] = dpbusd(dot[t], q, bcast_i32(aq + 256 * t + 32 * s + 16 * half + 4 * k));
+                        continue;
+                    }
                     const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(aq + 256 * t + 32 * s + 16 * half + 4 * k));
                     s16[t] = k % 2 == 0 ? p : _mm256_add_epi16(s16[t], p);
                     if (k % 2 == 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
                 }
+            }
+            if constexpr (Vnni) {
+                // The half's scale: the low or high 16 bits of each pair, sign-extended.
+                const __m256i sc32 = half ? _mm256_srai_epi32(sc_pair, 16) : _mm256_srai_epi32(_mm256_slli_epi32(sc_pair, 16), 16);
+                for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], sc32));
             }
         }
     }
@@ -176,39 +229,58 @@ KILN_TARGET_AVX2 inline void q6k_block(const uint8_t* w, int h, const uint8_t* a
     }
 }
 
-template <int T>
+template <int T, bool Vnni>
 KILN_TARGET_AVX2 void q6k_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
                                uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) q6k_block<T>(w, h, a, t0, acc);
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) q6k_block<T, Vnni>(w, h, a, t0, acc);
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
 // One block's terms for decode (run_decode).
+template <bool Vnni>
 struct Q6kBlock {
-    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { q6k_block<1>(w, h, a, 0, &acc); }
+    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { q6k_block<1, Vnni>(w, h, a, 0, &acc); }
 };
 
-template <bool fifth_bit>
-constexpr TileFn k_k4_tiles[5] = {nullptr, k4_tile<fifth_bit, 1>, k4_tile<fifth_bit, 2>, k4_tile<fifth_bit, 3>,
-                                  k4_tile<fifth_bit, 4>};
-constexpr TileFn k_q6k_tiles[5] = {nullptr, q6k_tile<1>, q6k_tile<2>, q6k_tile<3>, q6k_tile<4>};
+template <bool fifth_bit, bool Vnni>
+constexpr TileFn k_k4_tiles[5] = {nullptr, k4_tile<fifth_bit, 1, Vnni>, k4_tile<fifth_bit, 2, Vnni>, k4_tile<fifth_bit, 3, Vnni>,
+                                  k4_tile<fifth_bit, 4, Vnni>};
+template <bool Vnni>
+constexpr TileFn k_q6k_tiles[5] = {nullptr, q6k_tile<1, Vnni>, q6k_tile<2, Vnni>, q6k_tile<3, Vnni>, q6k_tile<4, Vnni>};
+
+template <bool fifth_bit, bool Vnni>
+void k4_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode<K4Block<fifth_bit, Vnni>>(w, a, p0, p1, y);
+    run_tiles(k_k4_tiles<fifth_bit, Vnni>, w, a, p0, p1, y, ldy);
+}
+
+template <bool Vnni>
+void q6k_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode<Q6kBlock<Vnni>>(w, a, p0, p1, y);
+    run_tiles(k_q6k_tiles<Vnni>, w, a, p0, p1, y, ldy);
+}
 
 }  // namespace
 
 void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<K4Block<false>>(w, a, p0, p1, y);
-    run_tiles(k_k4_tiles<false>, w, a, p0, p1, y, ldy);
+    k4_gemm<false, false>(w, a, p0, p1, y, ldy);
 }
 void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<K4Block<true>>(w, a, p0, p1, y);
-    run_tiles(k_k4_tiles<true>, w, a, p0, p1, y, ldy);
+    k4_gemm<true, false>(w, a, p0, p1, y, ldy);
 }
-void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<Q6kBlock>(w, a, p0, p1, y);
-    run_tiles(k_q6k_tiles, w, a, p0, p1, y, ldy);
+void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { q6k_gemm<false>(w, a, p0, p1, y, ldy); }
+
+namespace vnni {
+void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    k4_gemm<false, true>(w, a, p0, p1, y, ldy);
 }
+void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    k4_gemm<true, true>(w, a, p0, p1, y, ldy);
+}
+void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { q6k_gemm<true>(w, a, p0, p1, y, ldy); }
+}  // namespace vnni
 
 }  // namespace kiln::avx2
 

@@ -7,8 +7,10 @@
 // int16) and vpmaddwd (to int32). vpmaddubsw saturates, so int16 partial sums
 // are only accumulated as far as they provably fit: 8 chunks of 4-bit levels, 4
 // of 5-bit ones; 8-bit weights (Q8_0, IQ4_NL) use the sign trick (|w| x sign(a, w))
-// one chunk at a time. The sums are exact, and the float steps are the scalar
-// reference's, lane by lane (kiln/quant.h).
+// one chunk at a time. On CPUs with AVX-VNNI the `vnni` variants take one
+// vpdpbusd per chunk instead, as the AVX-512 kernels do (8-bit weights flipped to
+// unsigned, the activations' bias removing the offset). The sums are exact either
+// way, and the float steps are the scalar reference's, lane by lane (kiln/quant.h).
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -123,17 +125,20 @@ constexpr LegacyLayout legacy_layout(Legacy f) {
     return {};
 }
 
+// IQ4_NL's level table; for vpdpbusd plus 128 (unsigned; the bias removes 128 x sum(a)).
+template <bool Vnni>
 KILN_TARGET_AVX2 inline __m256i iq4nl_lut() {
-    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::k_values_iq4nl)));
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::k_values_iq4nl)));
+    return Vnni ? _mm256_xor_si256(lut, _mm256_set1_epi8(static_cast<char>(0x80))) : lut;
 }
 
 // One block of rows 8h .. 8h + 7 of one panel x T tokens of one group (tokens
 // t0 ..): its terms added to acc[t].
-template <Legacy F, int T>
+template <Legacy F, int T, bool Vnni>
 KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256i lut, __m256* acc) {
     constexpr LegacyLayout L = legacy_layout(F);
     constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
-    constexpr bool signed_bytes = F == Legacy::Q8_0 || F == Legacy::IQ4_NL;
+    constexpr bool signed_bytes = !Vnni && (F == Legacy::Q8_0 || F == Legacy::IQ4_NL);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
     // This tile's tokens t0 .. t0 + T - 1 of the group.
@@ -143,7 +148,43 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
     __m256i isum[T];
     for (int t = 0; t < T; ++t)
         isum[t] = unsigned_levels || signed_bytes ? _mm256_setzero_si256() : bcast_i32(ax + 4 * t);
-    if constexpr (F == Legacy::Q8_0) {
+    if constexpr (Vnni) {
+        // Two chains per token (even / odd chunks, low / high nibbles) overlap the
+        // instruction's latency; integer sums, exact in any order.
+        __m256i isum2[T];
+        for (int t = 0; t < T; ++t) isum2[t] = _mm256_setzero_si256();
+        if constexpr (F == Legacy::Q8_0) {
+            const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+            for (int c = 0; c < 8; c += 2) {
+                const __m256i q0 = _mm256_xor_si256(load256(w + L.qs + 64 * c + 32 * h), flip);
+                const __m256i q1 = _mm256_xor_si256(load256(w + L.qs + 64 * c + 64 + 32 * h), flip);
+                for (int t = 0; t < T; ++t) {
+                    isum[t] = dpbusd(isum[t], q0, bcast_i32(aq + 32 * t + 4 * c));
+                    isum2[t] = dpbusd(isum2[t], q1, bcast_i32(aq + 32 * t + 4 * c + 4));
+                }
+            }
+        } else {
+            for (int c = 0; c < 4; ++c) {
+                const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
+                __m256i lo = _mm256_and_si256(raw, low4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+                if constexpr (L.fifth_bit) {
+                    const uint8_t* masks = w + (L.has_min ? 64 : 32);
+                    lo = _mm256_or_si256(lo, fifth_bits(load_u32(masks + 16 * c + 4 * h)));
+                    hi = _mm256_or_si256(hi, fifth_bits(load_u32(masks + 16 * c + 8 + 4 * h)));
+                }
+                if constexpr (F == Legacy::IQ4_NL) {
+                    lo = _mm256_shuffle_epi8(lut, lo);
+                    hi = _mm256_shuffle_epi8(lut, hi);
+                }
+                for (int t = 0; t < T; ++t) {
+                    isum[t] = dpbusd(isum[t], lo, bcast_i32(aq + 32 * t + 4 * c));
+                    isum2[t] = dpbusd(isum2[t], hi, bcast_i32(aq + 32 * t + 16 + 4 * c));
+                }
+            }
+        }
+        for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], isum2[t]);
+    } else if constexpr (F == Legacy::Q8_0) {
         for (int c = 0; c < 8; ++c) {
             const __m256i q = load256(w + L.qs + 64 * c + 32 * h);
             const __m256i absq = _mm256_abs_epi8(q);
@@ -204,26 +245,33 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
 }
 
 // Rows 8h .. 8h + 7 of one panel x T tokens of one group, over all blocks.
-template <Legacy F, int T>
+template <Legacy F, int T, bool Vnni>
 KILN_TARGET_AVX2 void legacy_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
                                   uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
-    const __m256i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm256_setzero_si256();
+    const __m256i lut = F == Legacy::IQ4_NL ? iq4nl_lut<Vnni>() : _mm256_setzero_si256();
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) legacy_block<F, T>(w, h, a, t0, lut, acc);
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) legacy_block<F, T, Vnni>(w, h, a, t0, lut, acc);
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
 // One block's terms for decode (run_decode).
-template <Legacy F>
+template <Legacy F, bool Vnni>
 struct LegacyBlock {
     static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) {
-        legacy_block<F, 1>(w, h, a, 0, F == Legacy::IQ4_NL ? iq4nl_lut() : _mm256_setzero_si256(), &acc);
+        legacy_block<F, 1, Vnni>(w, h, a, 0, F == Legacy::IQ4_NL ? iq4nl_lut<Vnni>() : _mm256_setzero_si256(), &acc);
     }
 };
 
-template <Legacy F>
-constexpr TileFn k_legacy_tiles[5] = {nullptr, legacy_tile<F, 1>, legacy_tile<F, 2>, legacy_tile<F, 3>, legacy_tile<F, 4>};
+template <Legacy F, bool Vnni>
+constexpr TileFn k_legacy_tiles[5] = {nullptr, legacy_tile<F, 1, Vnni>, legacy_tile<F, 2, Vnni>, legacy_tile<F, 3, Vnni>,
+                                      legacy_tile<F, 4, Vnni>};
+
+template <Legacy F, bool Vnni>
+void legacy_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode<LegacyBlock<F, Vnni>>(w, a, p0, p1, y);
+    run_tiles(k_legacy_tiles<F, Vnni>, w, a, p0, p1, y, ldy);
+}
 
 }  // namespace
 
@@ -247,29 +295,44 @@ KILN_TARGET_AVX2 void prep_act(const float* x, int64_t n_in, int64_t g0, int64_t
 }
 
 void gemm_q4_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::Q4_0>>(w, a, p0, p1, y);
-    run_tiles(k_legacy_tiles<Legacy::Q4_0>, w, a, p0, p1, y, ldy);
+    legacy_gemm<Legacy::Q4_0, false>(w, a, p0, p1, y, ldy);
 }
 void gemm_q4_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::Q4_1>>(w, a, p0, p1, y);
-    run_tiles(k_legacy_tiles<Legacy::Q4_1>, w, a, p0, p1, y, ldy);
+    legacy_gemm<Legacy::Q4_1, false>(w, a, p0, p1, y, ldy);
 }
 void gemm_q5_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::Q5_0>>(w, a, p0, p1, y);
-    run_tiles(k_legacy_tiles<Legacy::Q5_0>, w, a, p0, p1, y, ldy);
+    legacy_gemm<Legacy::Q5_0, false>(w, a, p0, p1, y, ldy);
 }
 void gemm_q5_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::Q5_1>>(w, a, p0, p1, y);
-    run_tiles(k_legacy_tiles<Legacy::Q5_1>, w, a, p0, p1, y, ldy);
+    legacy_gemm<Legacy::Q5_1, false>(w, a, p0, p1, y, ldy);
 }
 void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::Q8_0>>(w, a, p0, p1, y);
-    run_tiles(k_legacy_tiles<Legacy::Q8_0>, w, a, p0, p1, y, ldy);
+    legacy_gemm<Legacy::Q8_0, false>(w, a, p0, p1, y, ldy);
 }
 void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<LegacyBlock<Legacy::IQ4_NL>>(w, a, p0, p1, y);
-    run_tiles(k_legacy_tiles<Legacy::IQ4_NL>, w, a, p0, p1, y, ldy);
+    legacy_gemm<Legacy::IQ4_NL, false>(w, a, p0, p1, y, ldy);
 }
+
+namespace vnni {
+void gemm_q4_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::Q4_0, true>(w, a, p0, p1, y, ldy);
+}
+void gemm_q4_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::Q4_1, true>(w, a, p0, p1, y, ldy);
+}
+void gemm_q5_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::Q5_0, true>(w, a, p0, p1, y, ldy);
+}
+void gemm_q5_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::Q5_1, true>(w, a, p0, p1, y, ldy);
+}
+void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::Q8_0, true>(w, a, p0, p1, y, ldy);
+}
+void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::IQ4_NL, true>(w, a, p0, p1, y, ldy);
+}
+}  // namespace vnni
 
 }  // namespace kiln::avx2
 

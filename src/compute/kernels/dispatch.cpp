@@ -46,27 +46,37 @@ const KernelTable& scalar_kernels() {
 
 namespace {
 const QuantKernel k_avx2_quant[] = {KILN_QUANT_KERNELS(avx2)};
+const QuantKernel k_avx2_vnni_quant[] = {KILN_QUANT_KERNELS(avx2::vnni)};
 const QuantKernel k_avx512_quant[] = {KILN_QUANT_KERNELS(avx512)};
+
+// The AVX2 table; its quantized products with AVX-VNNI's vpdpbusd or without.
+KernelTable make_avx2_table(bool avx_vnni) {
+    KernelTable k = scalar_kernels();
+    k.isa = Isa::Avx2;
+    k.avx_vnni = avx_vnni;
+    k.quant = avx_vnni ? std::span<const QuantKernel>(k_avx2_vnni_quant) : std::span<const QuantKernel>(k_avx2_quant);
+    k.prep_act = avx2::prep_act;
+    k.gemm_float = avx2::gemm_float;
+    k.silu_mul = avx2::silu_mul;
+    k.f32_to_f16 = avx2::f32_to_f16;
+    k.round_to_f16 = avx2::round_to_f16;
+    k.round_to_bf16 = avx2::round_to_bf16;
+    k.rope_apply = avx2::rope_apply;
+    k.gelu_mul = avx2::gelu_mul;
+    k.rms_norm = avx2::rms_norm;
+    k.softmax = avx2::softmax;
+    k.attend_row = avx2::attend_row;
+    return k;
+}
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-    static const KernelTable t = [] {
-        KernelTable k = scalar_kernels();
-        k.isa = Isa::Avx2;
-        k.quant = k_avx2_quant;
-        k.prep_act = avx2::prep_act;
-        k.gemm_float = avx2::gemm_float;
-        k.silu_mul = avx2::silu_mul;
-        k.f32_to_f16 = avx2::f32_to_f16;
-        k.round_to_f16 = avx2::round_to_f16;
-        k.round_to_bf16 = avx2::round_to_bf16;
-        k.rope_apply = avx2::rope_apply;
-        k.gelu_mul = avx2::gelu_mul;
-        k.rms_norm = avx2::rms_norm;
-        k.softmax = avx2::softmax;
-        k.attend_row = avx2::attend_row;
-        return k;
-    }();
+    static const KernelTable t = make_avx2_table(cpu_features().avx_vnni);
+    return t;
+}
+
+const KernelTable& avx2_kernels_without_vnni() {
+    static const KernelTable t = make_avx2_table(false);
     return t;
 }
 
@@ -111,18 +121,24 @@ const KernelTable* compiled_table(Isa isa) {
     return nullptr;
 }
 
-// KILN_ISA=scalar|avx2|avx512 lowers the level (never raises it past the CPU's).
+// KILN_ISA=scalar|avx2|avx512 lowers the level (never raises it past the CPU's);
+// avx2-novnni is the AVX2 level without AVX-VNNI (as on CPUs that lack it).
 const KernelTable* initial_table() {
     Isa isa = best_isa();
+    bool without_vnni = false;
     if (const char* env = std::getenv("KILN_ISA")) {
         const std::string v = env;
         Isa want = isa;
         if (v == "scalar") want = Isa::Scalar;
-        if (v == "avx2") want = Isa::Avx2;
+        if (v == "avx2" || v == "avx2-novnni") want = Isa::Avx2;
         if (v == "avx512") want = Isa::Avx512;
         if (static_cast<int>(want) < static_cast<int>(isa)) isa = want;
+        without_vnni = v == "avx2-novnni";
     }
     while (!compiled_table(isa) || !isa_supported(isa)) isa = static_cast<Isa>(static_cast<int>(isa) - 1);
+#if KILN_HAVE_X86_KERNELS
+    if (isa == Isa::Avx2 && without_vnni) return &avx2_kernels_without_vnni();
+#endif
     return compiled_table(isa);
 }
 
@@ -134,6 +150,8 @@ std::atomic<const KernelTable*>& active() {
 }  // namespace
 
 const KernelTable& kernels() { return *active().load(std::memory_order_relaxed); }
+
+std::string kernels_name(const KernelTable& k) { return std::string(isa_name(k.isa)) + (k.avx_vnni ? "+avx-vnni" : ""); }
 
 const KernelTable* kernel_table(Isa isa) { return isa_supported(isa) ? compiled_table(isa) : nullptr; }
 

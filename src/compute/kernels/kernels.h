@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "compute/cpu_features.h"
 #include "compute/kernels/layout.h"
@@ -48,6 +49,8 @@ struct KernelTable {
     // gemm_float takes BF16 activations as bfloat16 pairs (it runs the CPU's BF16
     // dot product), else as two f32 per pair (FloatActs).
     bool bf16_pair_acts = false;
+    // The AVX2 quantized products use AVX-VNNI's vpdpbusd (CPUs that have it).
+    bool avx_vnni = false;
 
     // Element-wise kernels over n floats; each element's result depends on its
     // value only (tails are handled as full vectors), so any split of a row is
@@ -78,6 +81,8 @@ struct KernelTable {
 
 // The active table.
 const KernelTable& kernels();
+// A table's name as tools print it: its level, "avx2+avx-vnni" for the AVX2 table with AVX-VNNI.
+std::string kernels_name(const KernelTable& k);
 // The table of a level if it is compiled in and this CPU runs it, else nullptr.
 const KernelTable* kernel_table(Isa isa);
 // Makes `isa` the active level (tests and benchmarks; not thread-safe). Throws
@@ -87,7 +92,8 @@ void set_active_isa(Isa isa);
 // Per-level tables, defined in the level's files.
 const KernelTable& scalar_kernels();
 #if defined(__x86_64__)
-const KernelTable& avx2_kernels();
+const KernelTable& avx2_kernels();  // with AVX-VNNI where the CPU has it
+const KernelTable& avx2_kernels_without_vnni();
 const KernelTable& avx512_kernels();
 #endif
 
