@@ -40,12 +40,7 @@ Fixture make(GgmlType type, int64_t n_in, int64_t n_out) {
     return f;
 }
 
-void bm_matmul(benchmark::State& state, GgmlType type, Isa isa, int64_t n_in, int64_t n_out, int64_t n_tokens, int threads) {
-    const KernelTable* k = kernel_table(isa);
-    if (!k) {
-        state.SkipWithError("level not available");
-        return;
-    }
+void bm_matmul(benchmark::State& state, GgmlType type, const KernelTable* k, int64_t n_in, int64_t n_out, int64_t n_tokens, int threads) {
     static std::map<std::tuple<int, int64_t, int64_t>, Fixture> cache;
     auto key = std::make_tuple(static_cast<int>(type), n_in, n_out);
     if (!cache.count(key)) cache.emplace(key, make(type, n_in, n_out));
@@ -119,16 +114,22 @@ void bm_decode_model(benchmark::State& state, GgmlType type, Isa isa, int thread
 void register_all() {
     const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
                               GgmlType::Q6_K, GgmlType::F16};
-    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
-        if (!kernel_table(isa)) continue;
+    // Every level this CPU runs; on CPUs with AVX-VNNI also the AVX2 table without it.
+    std::vector<const KernelTable*> tables;
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+        if (const KernelTable* k = kernel_table(isa)) tables.push_back(k);
+#if defined(__x86_64__)
+    if (kernel_table(Isa::Avx2) && kernel_table(Isa::Avx2)->avx_vnni) tables.insert(tables.begin() + 1, &avx2_kernels_without_vnni());
+#endif
+    for (const KernelTable* k : tables) {
         for (GgmlType t : types)
             for (int64_t n_tokens : {1, 64, 512}) {
-                if (isa == Isa::Scalar && n_tokens > 1) continue;
+                if (k->isa == Isa::Scalar && n_tokens > 1) continue;
                 for (int threads : {1, 2}) {
                     const int64_t n_in = n_tokens == 1 ? 8192 : 2048, n_out = n_tokens == 1 ? 16384 : 2048;
-                    std::string name = "matmul/" + std::string(isa_name(isa)) + "/" + std::string(ggml_type_name(t)) + "/" + std::to_string(n_in) + "x" +
+                    std::string name = "matmul/" + kernels_name(*k) + "/" + std::string(ggml_type_name(t)) + "/" + std::to_string(n_in) + "x" +
                                        std::to_string(n_out) + "/tokens:" + std::to_string(n_tokens) + "/threads:" + std::to_string(threads);
-                    benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, isa, n_in, n_out, n_tokens, threads)->UseRealTime();
+                    benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, k, n_in, n_out, n_tokens, threads)->UseRealTime();
                 }
             }
     }
@@ -145,7 +146,7 @@ void register_all() {
             for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2048, 2048}, {2048, 8192}, {8192, 2048}}) {
                 std::string name = "matmul/" + std::string(isa_name(isa)) + "/" + std::string(ggml_type_name(t)) + "/" +
                                    std::to_string(n_in) + "x" + std::to_string(n_out) + "/tokens:512/threads:2";
-                benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, isa, n_in, n_out, 512, 2)->UseRealTime();
+                benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, kernel_table(isa), n_in, n_out, 512, 2)->UseRealTime();
             }
     }
 }

@@ -14,17 +14,22 @@ fi
 .venv/bin/python -c "import gguf, jinja2, tokenizers, llama_cpp; print('oracle tools ready: llama-cpp-python', llama_cpp.__version__)"
 
 # --avx2: a second llama-cpp-python in .venv-avx2 built for AVX2 + FMA + F16C only (no
-# AVX-512), for the side by side on the instruction set of CPUs without AVX-512:
+# AVX-512, no AVX-VNNI), for the side by side on the instruction set of CPUs without AVX-512:
 #   KILN_ISA=avx2-novnni .venv-avx2/bin/python bench/vs_llamacpp.py
-if [ "${1:-}" = --avx2 ]; then
-  [ -x .venv-avx2/bin/python ] || python3 -m venv .venv-avx2
-  .venv-avx2/bin/pip install -q --disable-pip-version-check numpy typing_extensions diskcache jinja2
-  if ! .venv-avx2/bin/python -c "import llama_cpp" 2>/dev/null || [ "${REBUILD_LLAMA:-0}" = 1 ]; then
-    echo "building llama-cpp-python for AVX2 only; this takes a while"
+# --avx-vnni: the same plus AVX-VNNI (Intel's AVX2-only desktop CPUs since Alder Lake) in
+# .venv-avxvnni:
+#   KILN_ISA=avx2 .venv-avxvnni/bin/python bench/vs_llamacpp.py
+if [ "${1:-}" = --avx2 ] || [ "${1:-}" = --avx-vnni ]; then
+  venv=.venv-avx2 vnni=OFF
+  [ "$1" = --avx-vnni ] && venv=.venv-avxvnni vnni=ON
+  [ -x $venv/bin/python ] || python3 -m venv $venv
+  $venv/bin/pip install -q --disable-pip-version-check numpy typing_extensions diskcache jinja2
+  if ! $venv/bin/python -c "import llama_cpp" 2>/dev/null || [ "${REBUILD_LLAMA:-0}" = 1 ]; then
+    echo "building llama-cpp-python for AVX2 (AVX-VNNI $vnni); this takes a while"
     CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
--DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF" \
-      .venv-avx2/bin/pip install --disable-pip-version-check --no-binary llama-cpp-python --force-reinstall --no-deps \
+-DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=$vnni" \
+      $venv/bin/pip install --disable-pip-version-check --no-binary llama-cpp-python --force-reinstall --no-deps \
       --no-cache-dir llama-cpp-python==0.3.36
   fi
-  .venv-avx2/bin/python -c "import llama_cpp; print('AVX2 llama.cpp:', llama_cpp.llama_print_system_info().decode())"
+  $venv/bin/python -c "import llama_cpp; print('AVX2 llama.cpp:', llama_cpp.llama_print_system_info().decode())"
 fi
