@@ -42,32 +42,14 @@ KILN_TARGET_AVX2 inline __m256i k4_isum1(const uint8_t* w, int h, const uint8_t*
     constexpr int per_sum = fifth_bit ? 4 : 8;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256i isum = _mm256_setzero_si256();
-    if constexpr (Vnni) {
-        for (int pr = 0; pr < 4; ++pr) {
-            const uint8_t* qs = w + qs_off + 512 * pr + 32 * h;
-            __m256i de = _mm256_setzero_si256(), dodd = _mm256_setzero_si256();
-#pragma GCC unroll 8
-            for (int c = 0; c < 8; ++c) {
-                const __m256i raw = load256(qs + 64 * c);
-                __m256i qe = _mm256_and_si256(raw, low4);
-                __m256i qo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-                if constexpr (fifth_bit) {
-                    qe = _mm256_or_si256(qe, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr) + c) + 4 * h)));
-                    qo = _mm256_or_si256(qo, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr + 1) + c) + 4 * h)));
-                }
-                de = dpbusd(de, qe, bcast_i32(aq + 32 * (2 * pr) + 4 * c));
-                dodd = dpbusd(dodd, qo, bcast_i32(aq + 32 * (2 * pr + 1) + 4 * c));
-            }
-            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(de, scales_u8(w + 64 + 16 * (2 * pr) + 8 * h)));
-            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dodd, scales_u8(w + 64 + 16 * (2 * pr + 1) + 8 * h)));
-        }
-        return isum;
-    }
     for (int pr = 0; pr < 4; ++pr) {
+        const uint8_t* qs = w + qs_off + 512 * pr + 32 * h;
+        // VNNI: int32 dot products of each sub-block (de, dodd), scaled at the end;
+        // else int16 sums (se, so) scaled by vpmaddwd.
+        __m256i de = _mm256_setzero_si256(), dodd = _mm256_setzero_si256();
+        __m256i se = _mm256_setzero_si256(), so = _mm256_setzero_si256();
         const __m256i sc_e = scale_pairs_u8(w + 64 + 16 * (2 * pr) + 8 * h);
         const __m256i sc_o = scale_pairs_u8(w + 64 + 16 * (2 * pr + 1) + 8 * h);
-        const uint8_t* qs = w + qs_off + 512 * pr + 32 * h;
-        __m256i se = _mm256_setzero_si256(), so = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) {
             const __m256i raw = load256(qs + 64 * c);
@@ -77,6 +59,11 @@ KILN_TARGET_AVX2 inline __m256i k4_isum1(const uint8_t* w, int h, const uint8_t*
                 qe = _mm256_or_si256(qe, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr) + c) + 4 * h)));
                 qo = _mm256_or_si256(qo, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr + 1) + c) + 4 * h)));
             }
+            if constexpr (Vnni) {
+                de = dpbusd(de, qe, bcast_i32(aq + 32 * (2 * pr) + 4 * c));
+                dodd = dpbusd(dodd, qo, bcast_i32(aq + 32 * (2 * pr + 1) + 4 * c));
+                continue;
+            }
             const __m256i pe = _mm256_maddubs_epi16(qe, bcast_i32(aq + 32 * (2 * pr) + 4 * c));
             const __m256i po = _mm256_maddubs_epi16(qo, bcast_i32(aq + 32 * (2 * pr + 1) + 4 * c));
             se = c % per_sum == 0 ? pe : _mm256_add_epi16(se, pe);
@@ -85,6 +72,10 @@ KILN_TARGET_AVX2 inline __m256i k4_isum1(const uint8_t* w, int h, const uint8_t*
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(se, sc_e));
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(so, sc_o));
             }
+        }
+        if constexpr (Vnni) {
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(de, scales_u8(w + 64 + 16 * (2 * pr) + 8 * h)));
+            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dodd, scales_u8(w + 64 + 16 * (2 * pr + 1) + 8 * h)));
         }
     }
     return isum;
@@ -273,13 +264,9 @@ void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, 
 void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { q6k_gemm<false>(w, a, p0, p1, y, ldy); }
 
 namespace vnni {
-void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    k4_gemm<false, true>(w, a, p0, p1, y, ldy);
-}
-void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    k4_gemm<true, true>(w, a, p0, p1, y, ldy);
-}
-void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { q6k_gemm<true>(w, a, p0, p1, y, ldy); }
+const PackedGemmFn gemm_q4_K = k4_gemm<false, true>;
+const PackedGemmFn gemm_q5_K = k4_gemm<true, true>;
+const PackedGemmFn gemm_q6_K = q6k_gemm<true>;
 }  // namespace vnni
 
 }  // namespace kiln::avx2

@@ -132,6 +132,22 @@ KILN_TARGET_AVX2 inline __m256i iq4nl_lut() {
     return Vnni ? _mm256_xor_si256(lut, _mm256_set1_epi8(static_cast<char>(0x80))) : lut;
 }
 
+// Chunk c of rows 8h .. 8h + 7 of a 4- or 5-bit block: the levels of elements
+// 4c .. 4c + 3 (lo, the low nibbles) and 16 + 4c .. (hi), fifth bits included.
+template <Legacy F>
+KILN_TARGET_AVX2 inline void nibble_levels(const uint8_t* w, int h, int c, __m256i& lo, __m256i& hi) {
+    constexpr LegacyLayout L = legacy_layout(F);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
+    lo = _mm256_and_si256(raw, low4);
+    hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+    if constexpr (L.fifth_bit) {
+        const uint8_t* masks = w + (L.has_min ? 64 : 32);
+        lo = _mm256_or_si256(lo, fifth_bits(load_u32(masks + 16 * c + 4 * h)));
+        hi = _mm256_or_si256(hi, fifth_bits(load_u32(masks + 16 * c + 8 + 4 * h)));
+    }
+}
+
 // One block of rows 8h .. 8h + 7 of one panel x T tokens of one group (tokens
 // t0 ..): its terms added to acc[t].
 template <Legacy F, int T, bool Vnni>
@@ -165,14 +181,8 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
             }
         } else {
             for (int c = 0; c < 4; ++c) {
-                const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
-                __m256i lo = _mm256_and_si256(raw, low4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-                if constexpr (L.fifth_bit) {
-                    const uint8_t* masks = w + (L.has_min ? 64 : 32);
-                    lo = _mm256_or_si256(lo, fifth_bits(load_u32(masks + 16 * c + 4 * h)));
-                    hi = _mm256_or_si256(hi, fifth_bits(load_u32(masks + 16 * c + 8 + 4 * h)));
-                }
+                __m256i lo, hi;
+                nibble_levels<F>(w, h, c, lo, hi);
                 if constexpr (F == Legacy::IQ4_NL) {
                     lo = _mm256_shuffle_epi8(lut, lo);
                     hi = _mm256_shuffle_epi8(lut, hi);
@@ -211,14 +221,8 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
         constexpr int per_sum = L.fifth_bit ? 2 : 4;
         __m256i s16[T];
         for (int c = 0; c < 4; ++c) {
-            const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
-            __m256i lo = _mm256_and_si256(raw, low4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-            if constexpr (L.fifth_bit) {
-                const uint8_t* masks = w + (L.has_min ? 64 : 32);
-                lo = _mm256_or_si256(lo, fifth_bits(load_u32(masks + 16 * c + 4 * h)));
-                hi = _mm256_or_si256(hi, fifth_bits(load_u32(masks + 16 * c + 8 + 4 * h)));
-            }
+            __m256i lo, hi;
+            nibble_levels<F>(w, h, c, lo, hi);
             for (int t = 0; t < T; ++t) {
                 const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_i32(aq + 32 * t + 4 * c)),
                                                    _mm256_maddubs_epi16(hi, bcast_i32(aq + 32 * t + 16 + 4 * c)));
@@ -314,24 +318,12 @@ void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1
 }
 
 namespace vnni {
-void gemm_q4_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_gemm<Legacy::Q4_0, true>(w, a, p0, p1, y, ldy);
-}
-void gemm_q4_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_gemm<Legacy::Q4_1, true>(w, a, p0, p1, y, ldy);
-}
-void gemm_q5_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_gemm<Legacy::Q5_0, true>(w, a, p0, p1, y, ldy);
-}
-void gemm_q5_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_gemm<Legacy::Q5_1, true>(w, a, p0, p1, y, ldy);
-}
-void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_gemm<Legacy::Q8_0, true>(w, a, p0, p1, y, ldy);
-}
-void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_gemm<Legacy::IQ4_NL, true>(w, a, p0, p1, y, ldy);
-}
+const PackedGemmFn gemm_q4_0 = legacy_gemm<Legacy::Q4_0, true>;
+const PackedGemmFn gemm_q4_1 = legacy_gemm<Legacy::Q4_1, true>;
+const PackedGemmFn gemm_q5_0 = legacy_gemm<Legacy::Q5_0, true>;
+const PackedGemmFn gemm_q5_1 = legacy_gemm<Legacy::Q5_1, true>;
+const PackedGemmFn gemm_q8_0 = legacy_gemm<Legacy::Q8_0, true>;
+const PackedGemmFn gemm_iq4_nl = legacy_gemm<Legacy::IQ4_NL, true>;
 }  // namespace vnni
 
 }  // namespace kiln::avx2
