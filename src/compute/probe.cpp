@@ -1,6 +1,7 @@
 #include "compute/probe.h"
 
 #include "compute/cpu_features.h"
+#include "compute/kernels/avx2_common.h"
 #include "compute/kernels/avx512_intrinsics.h"
 #include "compute/kernels/kernels.h"
 #include "compute/kernels/packing.h"
@@ -61,15 +62,15 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) double int8_vnni_512(int6
     return static_cast<double>(_mm512_reduce_add_epi32(s));
 }
 
-// AVX-VNNI's vpdpbusd on ymm (assembly, as in the kernels: avx2_common.h).
-__attribute__((target("avx2"))) double int8_avx_vnni(int64_t iters) {
+// AVX-VNNI's vpdpbusd on ymm, through the kernels' own helper.
+KILN_TARGET_AVX2 double int8_avx_vnni(int64_t iters) {
     __m256i acc[8];
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) acc[k] = _mm256_set1_epi32(k);
     const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(5);
     for (int64_t i = 0; i < iters; ++i)
 #pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc[k]) : "x"(a), "x"(b));
+        for (int k = 0; k < 8; ++k) acc[k] = avx2::dpbusd(acc[k], a, b);
     __m256i s = acc[0];
 #pragma GCC unroll 8
     for (int k = 1; k < 8; ++k) s = _mm256_add_epi32(s, acc[k]);

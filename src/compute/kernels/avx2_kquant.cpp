@@ -5,7 +5,10 @@
 // span at most 8 chunks of 4-bit levels, 4 of 5-bit and 2 of 6-bit levels (the
 // largest that cannot overflow against activation levels in [-128, 127]). The
 // `vnni` variants (CPUs with AVX-VNNI) sum each sub-block in int32 with vpdpbusd
-// and scale it with vpmulld, as the AVX-512 kernels do.
+// and scale it with vpmulld, as the AVX-512 kernels do, in tiles of 2-4 tokens; one
+// token (decode) takes the vpmaddubsw path on every CPU, since there the vpmulld
+// per sub-block costs more than vpdpbusd saves (bench_matmul 8192 x 16384, one
+// thread: Q4_K ~31 against ~29.5 GB/s, Q6_K ~24.5 against ~19).
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -36,34 +39,33 @@ KILN_TARGET_AVX2 inline __m256i scale_pairs_u8(const uint8_t* p) {
 // integer terms as k4_tile's several-token path in another order (wrapping int32
 // adds: the same sum). Only for one token: with T of them the doubled int16 sums
 // spill (prefill 5% slower, measured).
-template <bool fifth_bit, bool Vnni>
-KILN_TARGET_AVX2 inline __m256i k4_isum1(const uint8_t* w, int h, const uint8_t* aq) {
+// Chunk c of byte pair pr of a Q4_K / Q5_K block, rows 8h ..: the levels of
+// sub-block 2 pr (qe, the low nibbles) and 2 pr + 1 (qo), fifth bits included.
+template <bool fifth_bit>
+KILN_TARGET_AVX2 inline void k4_pair_levels(const uint8_t* w, int h, int pr, int c, __m256i& qe, __m256i& qo) {
     constexpr int qs_off = fifth_bit ? 832 : 320;
-    constexpr int per_sum = fifth_bit ? 4 : 8;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i raw = load256(w + qs_off + 512 * pr + 32 * h + 64 * c);
+    qe = _mm256_and_si256(raw, low4);
+    qo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+    if constexpr (fifth_bit) {
+        qe = _mm256_or_si256(qe, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr) + c) + 4 * h)));
+        qo = _mm256_or_si256(qo, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr + 1) + c) + 4 * h)));
+    }
+}
+
+template <bool fifth_bit>
+KILN_TARGET_AVX2 inline __m256i k4_isum1(const uint8_t* w, int h, const uint8_t* aq) {
+    constexpr int per_sum = fifth_bit ? 4 : 8;
     __m256i isum = _mm256_setzero_si256();
     for (int pr = 0; pr < 4; ++pr) {
-        const uint8_t* qs = w + qs_off + 512 * pr + 32 * h;
-        // VNNI: int32 dot products of each sub-block (de, dodd), scaled at the end;
-        // else int16 sums (se, so) scaled by vpmaddwd.
-        __m256i de = _mm256_setzero_si256(), dodd = _mm256_setzero_si256();
-        __m256i se = _mm256_setzero_si256(), so = _mm256_setzero_si256();
         const __m256i sc_e = scale_pairs_u8(w + 64 + 16 * (2 * pr) + 8 * h);
         const __m256i sc_o = scale_pairs_u8(w + 64 + 16 * (2 * pr + 1) + 8 * h);
+        __m256i se = _mm256_setzero_si256(), so = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) {
-            const __m256i raw = load256(qs + 64 * c);
-            __m256i qe = _mm256_and_si256(raw, low4);
-            __m256i qo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-            if constexpr (fifth_bit) {
-                qe = _mm256_or_si256(qe, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr) + c) + 4 * h)));
-                qo = _mm256_or_si256(qo, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr + 1) + c) + 4 * h)));
-            }
-            if constexpr (Vnni) {
-                de = dpbusd(de, qe, bcast_i32(aq + 32 * (2 * pr) + 4 * c));
-                dodd = dpbusd(dodd, qo, bcast_i32(aq + 32 * (2 * pr + 1) + 4 * c));
-                continue;
-            }
+            __m256i qe, qo;
+            k4_pair_levels<fifth_bit>(w, h, pr, c, qe, qo);
             const __m256i pe = _mm256_maddubs_epi16(qe, bcast_i32(aq + 32 * (2 * pr) + 4 * c));
             const __m256i po = _mm256_maddubs_epi16(qo, bcast_i32(aq + 32 * (2 * pr + 1) + 4 * c));
             se = c % per_sum == 0 ? pe : _mm256_add_epi16(se, pe);
@@ -72,10 +74,6 @@ KILN_TARGET_AVX2 inline __m256i k4_isum1(const uint8_t* w, int h, const uint8_t*
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(se, sc_e));
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(so, sc_o));
             }
-        }
-        if constexpr (Vnni) {
-            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(de, scales_u8(w + 64 + 16 * (2 * pr) + 8 * h)));
-            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dodd, scales_u8(w + 64 + 16 * (2 * pr + 1) + 8 * h)));
         }
     }
     return isum;
@@ -114,7 +112,7 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
         __m256i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
         if constexpr (T == 1) {
-            isum[0] = k4_isum1<fifth_bit, Vnni>(w, h, aq);
+            isum[0] = k4_isum1<fifth_bit>(w, h, aq);
         } else if constexpr (Vnni) {
             for (int sb = 0; sb < 8; ++sb) {
                 const uint8_t* qs = w + qs_off + 512 * (sb / 2) + 32 * h;
@@ -152,20 +150,27 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
 }
 
 // One block's terms for decode (run_decode): k4_tile's with one token.
-template <bool fifth_bit, bool Vnni>
+template <bool fifth_bit>
 struct K4Block {
     static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) {
-        acc = _mm256_add_ps(acc, k4_term(w, h, a + act_d_offset(256), a + act_aux_offset(256), k4_isum1<fifth_bit, Vnni>(w, h, a)));
+        acc = _mm256_add_ps(acc, k4_term(w, h, a + act_d_offset(256), a + act_aux_offset(256), k4_isum1<fifth_bit>(w, h, a)));
     }
 };
+
+// Chunk k of one half of a Q6_K sub-block pair (layout.h), rows 8h ..: the
+// unsigned 6-bit levels, low nibble | two high bits from hb (the half's H chunk).
+KILN_TARGET_AVX2 inline __m256i q6k_levels(const uint8_t* pair, __m256i hb, int h, int half, int k) {
+    __m256i nib = load256(pair + 64 * k + 32 * h);
+    if (half) nib = _mm256_srli_epi16(nib, 4);
+    const __m256i hs = k < 3 ? _mm256_slli_epi16(hb, 4 - 2 * k) : _mm256_srli_epi16(hb, 2);
+    return _mm256_or_si256(_mm256_and_si256(nib, _mm256_set1_epi8(0x0F)), _mm256_and_si256(hs, _mm256_set1_epi8(0x30)));
+}
 
 // Q6_K (layout.h): 8 pairs of sub-blocks of 16; unsigned levels, the -32 offset
 // through the activation sums (see avx512_kquant.cpp). One block of rows 8h ..
 // x T tokens of one group (t0 ..): its terms added to acc[t].
 template <int T, bool Vnni>
 KILN_TARGET_AVX2 inline void q6k_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i two_bits = _mm256_set1_epi8(0x30);
     const __m256i dup_even = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8,
                                               9, 12, 13, 12, 13);
     const __m256i dup_odd = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7, 6, 7, 10,
@@ -182,34 +187,29 @@ KILN_TARGET_AVX2 inline void q6k_block(const uint8_t* w, int h, const uint8_t* a
         for (int t = 0; t < T; ++t)
             isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(sc_bias, bcast_i32(ax + 32 * t + 4 * s)));
         for (int half = 0; half < 2; ++half) {
-            const __m256i sc = _mm256_shuffle_epi8(sc_pair, half ? dup_odd : dup_even);
             const __m256i hb = load256(pair + 256 + 64 * half + 32 * h);
-            __m256i s16[T];
-            __m256i dot[T];
-            for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
-            for (int k = 0; k < 4; ++k) {
-                __m256i nib = load256(pair + 64 * k + 32 * h);
-                if (half) nib = _mm256_srli_epi16(nib, 4);
-                __m256i hs;
-                if (k < 3)
-                    hs = _mm256_slli_epi16(hb, 4 - 2 * k);
-                else
-                    hs = _mm256_srli_epi16(hb, 2);
-                const __m256i q = _mm256_or_si256(_mm256_and_si256(nib, low4), _mm256_and_si256(hs, two_bits));
-                for (int t = 0; t < T; ++t) {
-                    if constexpr (Vnni) {
-                        dot[t] = dpbusd(dot[t], q, bcast_i32(aq + 256 * t + 32 * s + 16 * half + 4 * k));
-                        continue;
-                    }
-                    const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(aq + 256 * t + 32 * s + 16 * half + 4 * k));
-                    s16[t] = k % 2 == 0 ? p : _mm256_add_epi16(s16[t], p);
-                    if (k % 2 == 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
-                }
-            }
+            const uint8_t* ah = aq + 32 * s + 16 * half;
             if constexpr (Vnni) {
+                __m256i dot[T];
+                for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
+                for (int k = 0; k < 4; ++k) {
+                    const __m256i q = q6k_levels(pair, hb, h, half, k);
+                    for (int t = 0; t < T; ++t) dot[t] = dpbusd(dot[t], q, bcast_i32(ah + 256 * t + 4 * k));
+                }
                 // The half's scale: the low or high 16 bits of each pair, sign-extended.
                 const __m256i sc32 = half ? _mm256_srai_epi32(sc_pair, 16) : _mm256_srai_epi32(_mm256_slli_epi32(sc_pair, 16), 16);
                 for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], sc32));
+            } else {
+                const __m256i sc = _mm256_shuffle_epi8(sc_pair, half ? dup_odd : dup_even);
+                __m256i s16[T];
+                for (int k = 0; k < 4; ++k) {
+                    const __m256i q = q6k_levels(pair, hb, h, half, k);
+                    for (int t = 0; t < T; ++t) {
+                        const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(ah + 256 * t + 4 * k));
+                        s16[t] = k % 2 == 0 ? p : _mm256_add_epi16(s16[t], p);
+                        if (k % 2 == 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
+                    }
+                }
             }
         }
     }
@@ -230,9 +230,8 @@ KILN_TARGET_AVX2 void q6k_tile(const uint8_t* w, int h, const uint8_t* a, int t0
 }
 
 // One block's terms for decode (run_decode).
-template <bool Vnni>
 struct Q6kBlock {
-    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { q6k_block<1, Vnni>(w, h, a, 0, &acc); }
+    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { q6k_block<1, false>(w, h, a, 0, &acc); }
 };
 
 template <bool fifth_bit, bool Vnni>
@@ -243,13 +242,13 @@ constexpr TileFn k_q6k_tiles[5] = {nullptr, q6k_tile<1, Vnni>, q6k_tile<2, Vnni>
 
 template <bool fifth_bit, bool Vnni>
 void k4_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<K4Block<fifth_bit, Vnni>>(w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<K4Block<fifth_bit>>(w, a, p0, p1, y);
     run_tiles(k_k4_tiles<fifth_bit, Vnni>, w, a, p0, p1, y, ldy);
 }
 
 template <bool Vnni>
 void q6k_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<Q6kBlock<Vnni>>(w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<Q6kBlock>(w, a, p0, p1, y);
     run_tiles(k_q6k_tiles<Vnni>, w, a, p0, p1, y, ldy);
 }
 
