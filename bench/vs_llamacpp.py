@@ -23,6 +23,9 @@ It also prints this machine's probes (main-memory read bandwidth, int8 and f32
 multiply-add rates, from kiln bench) and, per model, the decode bound (weight
 bytes read per token / bandwidth) and the prefill bound (2 x layer weights per
 token / int8 or f32 rate), with the fraction of each that both engines reach.
+Every kiln run probes after its timed tests, and a model's bounds are the highest
+of its rounds: the bandwidth the neighbours leave changes from minute to minute,
+and a bound taken at a poor moment would be beaten by a later round.
 """
 import argparse
 import json
@@ -117,11 +120,9 @@ def llama_worker(path, threads, n_prompt, n_gen, depth):
 
 # ---- driver ----------------------------------------------------------------------------------
 
-def run_kiln(kiln, path, threads, n_prompt, n_gen, depth, probe):
+def run_kiln(kiln, path, threads, n_prompt, n_gen, depth):
     cmd = [kiln, "bench", "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-d", str(depth), "-r", "1",
            "--json"]
-    if not probe:
-        cmd.append("--no-probe")
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
@@ -161,7 +162,7 @@ def main():
     at = f" @ d{a.depth}" if a.depth else ""
     print(f"threads {a.threads}, pp{a.n_prompt}{at}, tg{a.n_gen}{at}, {a.rounds} interleaved rounds\n")
     results = []
-    probe = None
+    probes = []  # every kiln run's JSON (each carries its own probes)
     for key in keys:
         name, path = model_path(key, kiln_build)
         if not os.path.exists(path):
@@ -172,16 +173,14 @@ def main():
             order = ["kiln", "llama"] if r % 2 == 0 else ["llama", "kiln"]
             for who in order:
                 if who == "kiln":
-                    k = run_kiln(a.kiln, path, a.threads, a.n_prompt, a.n_gen, a.depth, probe=(r == 0))
-                    if r == 0:
-                        probe = probe or k
-                        bounds = k
-                    kiln_runs.append(k)
+                    kiln_runs.append(run_kiln(a.kiln, path, a.threads, a.n_prompt, a.n_gen, a.depth))
                 else:
                     llama_runs.append(run_llama(path, a.threads, a.n_prompt, a.n_gen, a.depth))
+        probes.extend(kiln_runs)
         row = {"key": key, "name": name, "path": path, "kiln": kiln_runs, "llama": llama_runs,
-               "pp_bound": bounds.get("pp_bound_tokens_per_s", 0), "tg_bound": bounds.get("tg_bound_tokens_per_s", 0),
-               "pp_bound_kind": bounds.get("pp_bound_kind", ""), "weight_bytes": bounds.get("weight_bytes", 0)}
+               "pp_bound": max(x.get("pp_bound_tokens_per_s", 0) for x in kiln_runs),
+               "tg_bound": max(x.get("tg_bound_tokens_per_s", 0) for x in kiln_runs),
+               "pp_bound_kind": kiln_runs[0].get("pp_bound_kind", ""), "weight_bytes": kiln_runs[0].get("weight_bytes", 0)}
         for test in ("pp", "tg"):
             f = f"{test}_tokens_per_s"
             row[f"kiln_{test}"] = median([x[f] for x in kiln_runs])
@@ -198,11 +197,21 @@ def main():
         print(f"{name}: pp {row['kiln_pp']:.1f} vs {row['llama_pp']:.1f} (x{row['ratio_pp']:.2f}), "
               f"tg {row['kiln_tg']:.1f} vs {row['llama_tg']:.1f} (x{row['ratio_tg']:.2f})", flush=True)
 
-    if probe:
-        print(f"\nkiln kernels: {probe.get('kernels', '?')}")
-        print(f"probes (kiln bench, {a.threads} threads): memory read {probe['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, "
-              f"int8 {probe['int8_ops_per_s'] / 1e9:.0f} Gop/s, f32 fma {probe.get('f32_flops_per_s', 0) / 1e9:.0f} GFLOP/s"
-              + (f", bf16 dot {probe['bf16_flops_per_s'] / 1e9:.0f} GFLOP/s" if probe.get('bf16_flops_per_s') else ""))
+    probe = None
+    if probes:
+        def span(field, scale, fmt):
+            v = [x.get(field, 0) / scale for x in probes if x.get(field, 0) > 0]
+            return f"{min(v):{fmt}}-{max(v):{fmt}}" if v else "-"
+
+        probe = {k: max(x.get(k, 0) for x in probes)
+                 for k in ("read_bandwidth_bytes_per_s", "int8_ops_per_s", "f32_flops_per_s", "bf16_flops_per_s")}
+        probe["kernels"] = probes[0].get("kernels", "?")
+        print(f"\nkiln kernels: {probe['kernels']}")
+        print(f"probes (kiln bench, {a.threads} threads, lowest-highest of {len(probes)} runs): "
+              f"memory read {span('read_bandwidth_bytes_per_s', 1e9, '.1f')} GB/s, "
+              f"int8 {span('int8_ops_per_s', 1e9, '.0f')} Gop/s, f32 fma {span('f32_flops_per_s', 1e9, '.0f')} GFLOP/s"
+              + (f", bf16 dot {span('bf16_flops_per_s', 1e9, '.0f')} GFLOP/s" if probe["bf16_flops_per_s"] else ""))
+        print("bounds: each model's highest probes over its rounds")
 
     def pct(v, b):
         return f"{100 * v / b:.0f}%" if b else "-"

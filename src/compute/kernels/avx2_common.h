@@ -122,6 +122,9 @@ KILN_TARGET_AVX2 inline void run_tiles(const TileFn (&tiles)[5], const PackedMat
 // (Measured on the 1B Q4_K model: ~65 -> ~85 t/s against a pass per half, which
 // reads every line twice; 2 and 4 streams from the range's halves or quarters at
 // once, as the AVX-512 kernels read, were slower here: ~80 and ~45 t/s.)
+// A Block with k_prefetch_next has the next block's lines requested while this one
+// is summed (Q6_K: one thread 24.5 -> 32.9 GB/s; Q4_K, Q5_K and the 32-element
+// formats gained nothing or lost: docs/perf.md).
 template <typename Block>
 KILN_TARGET_AVX2 inline void run_decode(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y) {
     for (int64_t p = p0; p < p1; ++p) {
@@ -129,6 +132,7 @@ KILN_TARGET_AVX2 inline void run_decode(const PackedMatrix& w, const ActPack& a,
         const uint8_t* ab = a.group(0);
         __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int64_t b = 0; b < w.n_blocks; ++b, wb += w.block_bytes, ab += a.format.block_stride) {
+            if constexpr (requires { Block::k_prefetch_next; }) prefetch_block(wb + w.block_bytes, w.block_bytes);
             Block::add(wb, 0, ab, acc[0]);
             Block::add(wb, 1, ab, acc[1]);
         }

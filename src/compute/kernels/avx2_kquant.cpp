@@ -231,6 +231,7 @@ KILN_TARGET_AVX2 void q6k_tile(const uint8_t* w, int h, const uint8_t* a, int t0
 
 // One block's terms for decode (run_decode).
 struct Q6kBlock {
+    static constexpr bool k_prefetch_next = true;
     static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { q6k_block<1, false>(w, h, a, 0, &acc); }
 };
 

@@ -35,7 +35,12 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const ui
         if constexpr (P * T <= 4) {
             // Decode: the two sub-blocks of a byte pair (low and high nibbles) at
             // once: each chunk is loaded once, and 2 P T independent vpdpbusd chains
-            // overlap their latency.
+            // overlap their latency. One token streams the weights from memory; the
+            // next super-block's lines are requested while this one is summed (the
+            // hardware prefetcher alone keeps too few in flight: docs/perf.md).
+            if constexpr (T == 1)
+                for (int p = 0; p < P; ++p)
+                    for (int off = 0; off < qs_off; off += 64) prefetch_l1(w + p * panel_bytes + w_stride + off);
             for (int pr = 0; pr < 4; ++pr) {
                 __m512i de[P * T], dodd[P * T];
                 for (int k = 0; k < P * T; ++k) de[k] = dodd[k] = _mm512_setzero_si512();
@@ -43,6 +48,7 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const ui
                     for (int p = 0; p < P; ++p) {
                         const uint8_t* wp = w + p * panel_bytes;
                         const __m512i raw = _mm512_loadu_si512(wp + qs_off + 512 * pr + 64 * c);
+                        if constexpr (T == 1) prefetch_l1(wp + w_stride + qs_off + 512 * pr + 64 * c);
                         __m512i lo = _mm512_and_si512(raw, low4);
                         __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
                         if constexpr (fifth_bit) {
@@ -118,6 +124,12 @@ KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const u
         __m512i isum[P * T];
         for (int k = 0; k < P * T; ++k) isum[k] = _mm512_setzero_si512();
         for (int s = 0; s < 8; ++s) {
+            // One token: the next super-block's lines requested while this one is
+            // summed (as k4_tile), its header with the first pair.
+            if constexpr (T == 1)
+                for (int p = 0; p < P; ++p)
+                    for (int off = s == 0 ? 0 : 288 + 384 * s; off < 288 + 384 * (s + 1); off += 64)
+                        prefetch_l1(w + p * panel_bytes + w_stride + off);
             __m512i sc_pair[P];
             for (int p = 0; p < P; ++p) {
                 sc_pair[p] = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + p * panel_bytes + 32 + 32 * s)));

@@ -13,3 +13,22 @@
 #else
 #define KILN_HAVE_X86_KERNELS 0
 #endif
+
+#if KILN_HAVE_X86_KERNELS
+#include <xmmintrin.h>
+
+#include <cstdint>
+
+namespace kiln {
+
+// Asks for the cache line at p into L1. A prefetch never faults, so p may lie past
+// the end of the data (the block after a matrix's last one).
+inline void prefetch_l1(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+
+// Asks for every line of the n bytes at p.
+inline void prefetch_block(const uint8_t* p, uint64_t n) {
+    for (uint64_t off = 0; off < n; off += 64) prefetch_l1(p + off);
+}
+
+}  // namespace kiln
+#endif
