@@ -112,8 +112,8 @@ void bm_decode_model(benchmark::State& state, GgmlType type, Isa isa, int thread
 }
 
 void register_all() {
-    const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
-                              GgmlType::Q6_K, GgmlType::F16};
+    const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                              GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16};
     // Every level this CPU runs; on CPUs with AVX-VNNI also the AVX2 table without it.
     std::vector<const KernelTable*> tables;
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})

@@ -237,8 +237,8 @@ KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, co
                     if constexpr (L.fifth_bit) {
                         const uint8_t* masks = wp + (L.has_min ? 64 : 32);
                         const __m512i bit = _mm512_set1_epi8(0x10);
-                        lo = _mm512_mask_add_epi8(lo, load_mask64(masks + 16 * c), lo, bit);
-                        hi = _mm512_mask_add_epi8(hi, load_mask64(masks + 16 * c + 8), hi, bit);
+                        lo = _mm512_mask_add_epi8(lo, load_mask64_via_gpr(masks + 16 * c), lo, bit);
+                        hi = _mm512_mask_add_epi8(hi, load_mask64_via_gpr(masks + 16 * c + 8), hi, bit);
                     }
                     if constexpr (F == Legacy::IQ4_NL) {
                         lo = _mm512_shuffle_epi8(lut, lo);
