@@ -122,9 +122,10 @@ KILN_TARGET_AVX2 inline void run_tiles(const TileFn (&tiles)[5], const PackedMat
 // (Measured on the 1B Q4_K model: ~65 -> ~85 t/s against a pass per half, which
 // reads every line twice; 2 and 4 streams from the range's halves or quarters at
 // once, as the AVX-512 kernels read, were slower here: ~80 and ~45 t/s.)
-// A Block with k_prefetch_next has the next block's lines requested while this one
-// is summed (Q6_K: one thread 24.5 -> 32.9 GB/s; Q4_K, Q5_K and the 32-element
-// formats gained nothing or lost: docs/perf.md).
+// A Block with k_prefetch_next (the k-quants, 37-53 lines a block) has the next
+// block's lines requested while this one is summed: bench_matmul 8192 x 16384, one
+// thread Q5_K 15 -> 25 GB/s, Q6_K 24.5 -> 32.9, Q4_K equal; two threads Q4_K
+// 48.5 -> 53-56 (docs/perf.md).
 template <typename Block>
 KILN_TARGET_AVX2 inline void run_decode(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y) {
     for (int64_t p = p0; p < p1; ++p) {

@@ -152,6 +152,7 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
 // One block's terms for decode (run_decode): k4_tile's with one token.
 template <bool fifth_bit>
 struct K4Block {
+    static constexpr bool k_prefetch_next = true;
     static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) {
         acc = _mm256_add_ps(acc, k4_term(w, h, a + act_d_offset(256), a + act_aux_offset(256), k4_isum1<fifth_bit>(w, h, a)));
     }
