@@ -96,9 +96,17 @@ KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int
     kbuf.resize(static_cast<size_t>(n * ks));
     vbuf.resize(static_cast<size_t>(n * vs));
     auto convert = [&](int64_t p0, int64_t p1) {
+        const auto q8_0 = kv.type == GgmlType::Q8_0 ? kernels().q8_0_to_f32 : nullptr;  // the SIMD conversion
         for (int64_t p = p0; p < p1; ++p) {  // whole rows: every KV head at once
-            row_to_f32(kv.type, kv.k_row(p), ks, kbuf.data() + (p - first) * ks);
-            row_to_f32(kv.type, kv.v_row(p), vs, vbuf.data() + (p - first) * vs);
+            float* kd = kbuf.data() + (p - first) * ks;
+            float* vd = vbuf.data() + (p - first) * vs;
+            if (q8_0) {
+                q8_0(kv.k_row(p), kd, ks);
+                q8_0(kv.v_row(p), vd, vs);
+            } else {
+                row_to_f32(kv.type, kv.k_row(p), ks, kd);
+                row_to_f32(kv.type, kv.v_row(p), vs, vd);
+            }
         }
     };
     if (pool && n >= 128)

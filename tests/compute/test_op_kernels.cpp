@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -147,6 +148,31 @@ TEST(OpKernels, RoundingThroughF16AndBf16IsExact) {
                 EXPECT_EQ(bits(bf16[i]), bits(quant::bf16_to_fp32(quant::fp32_to_bf16(x[i])))) << isa_name(k->isa) << " bf16 " << i;
             }
             EXPECT_EQ(f16[n < 1003 ? n : 0] == 1.0f, n < 1003) << "wrote past n";
+        }
+}
+
+TEST(OpKernels, Q8_0RowsToF32AreExact) {
+    // Rows of 37 blocks: every int8 level, and scales that are ordinary, subnormal,
+    // the largest finite, zero of both signs, infinite and NaN.
+    std::mt19937 rng(12);
+    const uint16_t scales[] = {0x3C00, 0x2E66, 0x0001, 0x03FF, 0x7BFF, 0x0000, 0x8000, 0xB555, 0x7C00, 0xFC00, 0x7E00, 0x7D01};
+    const int64_t n_blocks = 37;
+    std::vector<uint8_t> row(static_cast<size_t>(34 * n_blocks));
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const uint16_t d = b < static_cast<int64_t>(std::size(scales)) ? scales[b] : static_cast<uint16_t>(rng() & 0x7BFF);
+        std::memcpy(&row[static_cast<size_t>(34 * b)], &d, 2);
+        for (int j = 0; j < 32; ++j)
+            row[static_cast<size_t>(34 * b + 2 + j)] = static_cast<uint8_t>(b < 8 ? 32 * b + j : static_cast<int>(rng() & 0xFF));
+    }
+    std::vector<float> want(static_cast<size_t>(32 * n_blocks));
+    quant::dequantize_row(GgmlType::Q8_0, row.data(), want.data(), 32 * n_blocks);
+    for (const KernelTable* k : simd_tables())
+        for (int64_t n : {int64_t{32}, int64_t{64}, 32 * n_blocks}) {
+            std::vector<float> got(static_cast<size_t>(32 * n_blocks + 1), 7.0f);
+            k->q8_0_to_f32(row.data(), got.data(), n);
+            for (int64_t i = 0; i < n; ++i)
+                EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << isa_name(k->isa) << " " << i;
+            EXPECT_EQ(got[n], 7.0f) << "wrote past n";
         }
 }
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "compute/attention.h"
 #include "compute/kernels/avx2_common.h"
@@ -283,6 +284,21 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
 }
 
 }  // namespace
+
+// Per 34-byte block: the scale through the scalar conversion (NaN payloads as the
+// reference gives them), then each level as f32 times it, one rounding each, as
+// the reference.
+KILN_TARGET_AVX2 void q8_0_to_f32(const uint8_t* row, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / 32; ++b, row += 34, dst += 32) {
+        uint16_t d16;
+        std::memcpy(&d16, row, 2);
+        const __m256 d = _mm256_set1_ps(quant::fp16_to_fp32(d16));
+        for (int c = 0; c < 4; ++c) {
+            const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 2 + 8 * c)));
+            _mm256_storeu_ps(dst + 8 * c, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+        }
+    }
+}
 
 // As avx512_ops.cpp; a block with a NaN goes through the scalar conversion.
 KILN_TARGET_AVX2 void round_to_f16(const float* src, float* dst, int64_t n) {

@@ -12,10 +12,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "compute/attention.h"
 #include "compute/kernels/x86.h"
 #include "compute/ops.h"
+#include "kiln/quant.h"
 
 namespace kiln::avx512 {
 
@@ -293,6 +295,19 @@ KILN_TARGET_AVX512 void f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
             h = _mm256_mask_mov_epi16(h, nan, qnan);
         }
         _mm256_mask_storeu_epi16(dst + i, k, h);
+    }
+}
+
+// As avx2_ops.cpp: the scale through the scalar conversion, each level times it.
+KILN_TARGET_AVX512 void q8_0_to_f32(const uint8_t* row, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / 32; ++b, row += 34, dst += 32) {
+        uint16_t d16;
+        std::memcpy(&d16, row, 2);
+        const __m512 d = _mm512_set1_ps(quant::fp16_to_fp32(d16));
+        for (int c = 0; c < 2; ++c) {
+            const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 + 16 * c)));
+            _mm512_storeu_ps(dst + 16 * c, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
+        }
     }
 }
 

@@ -28,6 +28,7 @@ const KernelTable& scalar_kernels() {
         k.round_to_bf16 = [](const float* src, float* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) dst[i] = quant::bf16_to_fp32(quant::fp32_to_bf16(src[i]));
         };
+        k.q8_0_to_f32 = [](const uint8_t* row, float* dst, int64_t n) { quant::dequantize_row(GgmlType::Q8_0, row, dst, n); };
         k.gelu_mul = ops::gelu_mul;
         k.rms_norm = ops::rms_norm;
         k.softmax = ops::softmax;
@@ -61,6 +62,7 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.f32_to_f16 = avx2::f32_to_f16;
     k.round_to_f16 = avx2::round_to_f16;
     k.round_to_bf16 = avx2::round_to_bf16;
+    k.q8_0_to_f32 = avx2::q8_0_to_f32;
     k.rope_apply = avx2::rope_apply;
     k.gelu_mul = avx2::gelu_mul;
     k.rms_norm = avx2::rms_norm;
@@ -92,6 +94,7 @@ const KernelTable& avx512_kernels() {
         k.f32_to_f16 = avx512::f32_to_f16;
         k.round_to_f16 = avx512::round_to_f16;
         k.round_to_bf16 = avx512::round_to_bf16;
+        k.q8_0_to_f32 = avx512::q8_0_to_f32;
         k.rope_apply = avx512::rope_apply;
         k.gelu_mul = avx512::gelu_mul;
         k.rms_norm = avx512::rms_norm;

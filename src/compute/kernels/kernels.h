@@ -65,6 +65,9 @@ struct KernelTable {
     // and the same through bf16; bit-identical to quant's conversions.
     void (*round_to_f16)(const float* src, float* dst, int64_t n) = nullptr;
     void (*round_to_bf16)(const float* src, float* dst, int64_t n) = nullptr;
+    // A Q8_0 row of n values (a multiple of 32) as f32, bit-identical to
+    // quant::dequantize_row (a q8_0 KV cache's rows, converted every decode step).
+    void (*q8_0_to_f32)(const uint8_t* row, float* dst, int64_t n) = nullptr;
     // One row.
     void (*rms_norm)(const float* x, const float* w, float* y, int64_t n, float eps) = nullptr;
     void (*softmax)(float* x, int64_t n) = nullptr;

@@ -22,6 +22,7 @@ namespace kiln {
     void f32_to_f16(const float* src, uint16_t* dst, int64_t n);                                                      \
     void round_to_f16(const float* src, float* dst, int64_t n);                                                       \
     void round_to_bf16(const float* src, float* dst, int64_t n);                                                      \
+    void q8_0_to_f32(const uint8_t* row, float* dst, int64_t n);                                                      \
     void rope_apply(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim);          \
     void gelu_mul(float* gate, const float* up, int64_t n);                                                           \
     void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);                                    \
