@@ -95,18 +95,18 @@ KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int
     const int64_t ks = static_cast<int64_t>(s.n_head_kv) * s.head_dim_k, vs = static_cast<int64_t>(s.n_head_kv) * s.head_dim_v;
     kbuf.resize(static_cast<size_t>(n * ks));
     vbuf.resize(static_cast<size_t>(n * vs));
+    // q8_0 (the engine's caller) through the SIMD kernel, other types as attend() reads them.
+    const auto q8_0 = kv.type == GgmlType::Q8_0 ? kernels().q8_0_to_f32 : nullptr;
+    auto to_f32 = [&](const uint8_t* row, int64_t len, float* out) {
+        if (q8_0)
+            q8_0(row, out, len);
+        else
+            row_to_f32(kv.type, row, len, out);
+    };
     auto convert = [&](int64_t p0, int64_t p1) {
-        const auto q8_0 = kv.type == GgmlType::Q8_0 ? kernels().q8_0_to_f32 : nullptr;  // the SIMD conversion
         for (int64_t p = p0; p < p1; ++p) {  // whole rows: every KV head at once
-            float* kd = kbuf.data() + (p - first) * ks;
-            float* vd = vbuf.data() + (p - first) * vs;
-            if (q8_0) {
-                q8_0(kv.k_row(p), kd, ks);
-                q8_0(kv.v_row(p), vd, vs);
-            } else {
-                row_to_f32(kv.type, kv.k_row(p), ks, kd);
-                row_to_f32(kv.type, kv.v_row(p), vs, vd);
-            }
+            to_f32(kv.k_row(p), ks, kbuf.data() + (p - first) * ks);
+            to_f32(kv.v_row(p), vs, vbuf.data() + (p - first) * vs);
         }
     };
     if (pool && n >= 128)
