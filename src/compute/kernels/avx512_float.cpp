@@ -64,6 +64,12 @@ inline void row_masks(int64_t p, int64_t n_out, __mmask16& lo, __mmask16& hi) {
     hi = static_cast<__mmask16>(valid >= 32 ? 0xFFFF : valid <= 16 ? 0 : (1u << (valid - 16)) - 1);
 }
 
+// Prefill tiles ask for the weight and activation lines this many elements
+// ahead: the L2 prefetcher alone leaves both streams' latency showing (measured
+// 2,048 x 8,192 and 8,192 x 2,048 x 512 tokens: +1.4-3.1% / +2.7-3.0%; 8 ahead
+// less, 32 ahead about the same; either stream alone, nothing).
+constexpr int64_t k_tile_prefetch_ahead = 16;
+
 // Elements [0, nk) of one panel (w at the slice's first element) x NT tokens
 // (a: element-major, `stride` floats per element). The sums start at zero when
 // `first`, else continue from y; masked rows are neither read nor written.
@@ -80,6 +86,8 @@ KILN_TARGET_AVX512 void panel_tile(const uint8_t* w, const float* a, int64_t str
         const uint8_t* line = w + k * line_bytes<W>;
         const __m512 w0 = load16<W>(line), w1 = load16<W>(line + 16 * value_bytes<W>);
         const float* ak = a + k * stride;
+        prefetch_l1(line + k_tile_prefetch_ahead * line_bytes<W>);
+        prefetch_l1(reinterpret_cast<const uint8_t*>(ak + k_tile_prefetch_ahead * stride));
 #pragma GCC unroll 12
         for (int t = 0; t < NT; ++t) {
             const __m512 x = _mm512_set1_ps(ak[t]);
