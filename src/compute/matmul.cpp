@@ -137,12 +137,6 @@ float bf16_pair(const float* r, int64_t i, int64_t n) {
     return std::bit_cast<float>(lo | hi);
 }
 
-// Values per chunk when a token block's rows are rounded before interleaving, and
-// a thread's scratch for it (the block's rounded rows, plus one row of elements
-// before pairing for BF16).
-constexpr int64_t k_place_chunk = 512;
-constexpr int64_t k_place_floats = (k_float_block_tokens + 2) * k_place_chunk;
-
 // Float weights: activations rounded to the weight's type (as the reference's
 // conversion to vec_dot_type) and laid out in value-major blocks of 12 tokens
 // (FloatActs; BF16 in element pairs), then tiles of 32 rows x up to 12 tokens.
@@ -162,7 +156,7 @@ void matmul_float(const KernelTable& k, std::span<const Matrix* const> ws, const
         const uint64_t n = static_cast<uint64_t>(a.width * a.value_floats * n_tokens);
         float* out = reinterpret_cast<float*>(aligned_scratch(scratch.activations, 4 * n));
         a.data = out;
-        scratch.rounded.resize(static_cast<size_t>(pool.size() * std::max(n_in, k_place_floats)));
+        scratch.rounded.resize(static_cast<size_t>(pool.size() * n_in));
         // Token j of a block of nt, rounded, to its values' places (stride nt values).
         auto place = [&](const float* src, float* dst, int nt, int thread) {
             if (nt == 1 && round && !pairs) return round(src, dst, n_in);  // one token: its row as it is
@@ -180,41 +174,14 @@ void matmul_float(const KernelTable& k, std::span<const Matrix* const> ws, const
                 for (int64_t i = 0; i < n_in; ++i) dst[i * nt] = r[i];
             }
         };
-        // A whole block at once: its tokens' rows, rounded (and paired) chunk by
-        // chunk into the thread's scratch, interleaved by the kernel.
-        auto place_block = [&](const float* src, float* dst, int nt, int thread) {
-            if (!round) return k.interleave_rows(src, n_in, nt, n_in, dst);
-            float* chunk = scratch.rounded.data() + thread * k_place_floats;
-            float* paired_from = chunk + k_float_block_tokens * k_place_chunk;
-            for (int64_t v0 = 0; v0 < a.width; v0 += k_place_chunk) {
-                const int64_t nv = std::min<int64_t>(k_place_chunk, a.width - v0);
-                for (int j = 0; j < nt; ++j) {
-                    const float* row = src + j * n_in;
-                    float* to = chunk + j * k_place_chunk;
-                    if (!pairs) {
-                        round(row + v0, to, nv);
-                        continue;
-                    }
-                    const int64_t e0 = 2 * v0, ne = std::min<int64_t>(2 * nv, n_in - e0);
-                    round(row + e0, paired_from, ne);
-                    for (int64_t v = 0; v < nv; ++v) to[v] = bf16_pair(paired_from, 2 * v, ne);
-                }
-                k.interleave_rows(chunk, k_place_chunk, nt, nv, dst + v0 * nt);
-            }
-        };
         if (n_tokens == 1) {
             place(x, out, 1, 0);
         } else {
             pool.parallel_for(a.n_blocks(), 1, [&](int64_t b0, int64_t b1, int thread) {
                 for (int64_t b = b0; b < b1; ++b) {
                     const int nt = a.block_tokens(b);
-                    const float* src = x + b * k_float_block_tokens * n_in;
                     float* dst = out + b * k_float_block_tokens * a.width * a.value_floats;
-                    if (a.value_floats == 1) {
-                        place_block(src, dst, nt, thread);
-                        continue;
-                    }
-                    for (int j = 0; j < nt; ++j) place(src + j * n_in, dst + j * a.value_floats, nt, thread);
+                    for (int j = 0; j < nt; ++j) place(x + (b * k_float_block_tokens + j) * n_in, dst + j * a.value_floats, nt, thread);
                 }
             });
         }

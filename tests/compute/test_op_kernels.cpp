@@ -176,25 +176,6 @@ TEST(OpKernels, Q8_0RowsToF32AreExact) {
         }
 }
 
-TEST(OpKernels, InterleavedRowsMatchScalar) {
-    // Every block height, widths with and without a vector tail, and values whose
-    // bits must survive (NaN payloads, signed zero, subnormals).
-    std::mt19937 rng(13);
-    const int64_t ld = 83;
-    std::vector<float> src = random_values(static_cast<size_t>(12 * ld), 3.0f, rng);
-    src[5] = std::bit_cast<float>(0x7FA00001u);
-    src[ld + 6] = -0.0f;
-    src[2 * ld + 7] = std::bit_cast<float>(0x00000003u);
-    for (const KernelTable* k : simd_tables())
-        for (int rows = 1; rows <= 12; ++rows)
-            for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{16}, int64_t{31}, int64_t{48}, ld}) {
-                std::vector<float> want(static_cast<size_t>(rows * n + 1), 7.0f), got = want;
-                scalar_kernels().interleave_rows(src.data(), ld, rows, n, want.data());
-                k->interleave_rows(src.data(), ld, rows, n, got.data());
-                EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << isa_name(k->isa) << " rows " << rows << " n " << n;
-            }
-}
-
 TEST(OpKernels, RopeIsBitIdentical) {
     std::mt19937 rng(8);
     for (ops::RopeLayout layout : {ops::RopeLayout::Norm, ops::RopeLayout::Neox}) {

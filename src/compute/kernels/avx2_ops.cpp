@@ -300,32 +300,6 @@ KILN_TARGET_AVX2 void q8_0_to_f32(const uint8_t* row, float* dst, int64_t n) {
     }
 }
 
-// As avx512_ops.cpp, eight elements (two lanes) at a time.
-KILN_TARGET_AVX2 void interleave_rows(const float* src, int64_t ld_src, int rows, int64_t n, float* dst) {
-    const int quads = rows / 4;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        for (int q = 0; q < quads; ++q) {
-            const float* r = src + 4 * q * ld_src + i;
-            const __m256 a = _mm256_loadu_ps(r), b = _mm256_loadu_ps(r + ld_src);
-            const __m256 c = _mm256_loadu_ps(r + 2 * ld_src), d = _mm256_loadu_ps(r + 3 * ld_src);
-            const __m256 ab_lo = _mm256_unpacklo_ps(a, b), ab_hi = _mm256_unpackhi_ps(a, b);
-            const __m256 cd_lo = _mm256_unpacklo_ps(c, d), cd_hi = _mm256_unpackhi_ps(c, d);
-            const __m256 u[4] = {_mm256_shuffle_ps(ab_lo, cd_lo, 0x44), _mm256_shuffle_ps(ab_lo, cd_lo, 0xEE),
-                                 _mm256_shuffle_ps(ab_hi, cd_hi, 0x44), _mm256_shuffle_ps(ab_hi, cd_hi, 0xEE)};
-            float* out = dst + i * rows + 4 * q;
-            for (int m = 0; m < 4; ++m) {
-                _mm_storeu_ps(out + m * rows, _mm256_castps256_ps128(u[m]));
-                _mm_storeu_ps(out + (4 + m) * rows, _mm256_extractf128_ps(u[m], 1));
-            }
-        }
-        for (int j = 4 * quads; j < rows; ++j)
-            for (int e = 0; e < 8; ++e) dst[(i + e) * rows + j] = src[j * ld_src + i + e];
-    }
-    for (; i < n; ++i)
-        for (int j = 0; j < rows; ++j) dst[i * rows + j] = src[j * ld_src + i];
-}
-
 // As avx512_ops.cpp; a block with a NaN goes through the scalar conversion.
 KILN_TARGET_AVX2 void round_to_f16(const float* src, float* dst, int64_t n) {
     int64_t i = 0;

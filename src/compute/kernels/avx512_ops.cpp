@@ -311,35 +311,6 @@ KILN_TARGET_AVX512 void q8_0_to_f32(const uint8_t* row, float* dst, int64_t n) {
     }
 }
 
-// Four rows at a time: a 4 x 4 transpose in each 128-bit lane leaves, in lane L of
-// u[m], element 4L + m of the four rows: the four floats that go side by side.
-KILN_TARGET_AVX512 void interleave_rows(const float* src, int64_t ld_src, int rows, int64_t n, float* dst) {
-    const int quads = rows / 4;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        for (int q = 0; q < quads; ++q) {
-            const float* r = src + 4 * q * ld_src + i;
-            const __m512 a = _mm512_loadu_ps(r), b = _mm512_loadu_ps(r + ld_src);
-            const __m512 c = _mm512_loadu_ps(r + 2 * ld_src), d = _mm512_loadu_ps(r + 3 * ld_src);
-            const __m512 ab_lo = _mm512_unpacklo_ps(a, b), ab_hi = _mm512_unpackhi_ps(a, b);
-            const __m512 cd_lo = _mm512_unpacklo_ps(c, d), cd_hi = _mm512_unpackhi_ps(c, d);
-            const __m512 u[4] = {_mm512_shuffle_ps(ab_lo, cd_lo, 0x44), _mm512_shuffle_ps(ab_lo, cd_lo, 0xEE),
-                                 _mm512_shuffle_ps(ab_hi, cd_hi, 0x44), _mm512_shuffle_ps(ab_hi, cd_hi, 0xEE)};
-            float* out = dst + i * rows + 4 * q;
-            for (int m = 0; m < 4; ++m) {
-                _mm_storeu_ps(out + m * rows, _mm512_extractf32x4_ps(u[m], 0));
-                _mm_storeu_ps(out + (4 + m) * rows, _mm512_extractf32x4_ps(u[m], 1));
-                _mm_storeu_ps(out + (8 + m) * rows, _mm512_extractf32x4_ps(u[m], 2));
-                _mm_storeu_ps(out + (12 + m) * rows, _mm512_extractf32x4_ps(u[m], 3));
-            }
-        }
-        for (int j = 4 * quads; j < rows; ++j)
-            for (int e = 0; e < 16; ++e) dst[(i + e) * rows + j] = src[j * ld_src + i + e];
-    }
-    for (; i < n; ++i)
-        for (int j = 0; j < rows; ++j) dst[i * rows + j] = src[j * ld_src + i];
-}
-
 // Through f16 and back: F16C both ways (exact on the way up); NaNs become the
 // canonical quiet NaN with their sign, as fp32_to_f16 gives.
 KILN_TARGET_AVX512 void round_to_f16(const float* src, float* dst, int64_t n) {

@@ -29,10 +29,6 @@ const KernelTable& scalar_kernels() {
             for (int64_t i = 0; i < n; ++i) dst[i] = quant::bf16_to_fp32(quant::fp32_to_bf16(src[i]));
         };
         k.q8_0_to_f32 = [](const uint8_t* row, float* dst, int64_t n) { quant::dequantize_row(GgmlType::Q8_0, row, dst, n); };
-        k.interleave_rows = [](const float* src, int64_t ld_src, int rows, int64_t n, float* dst) {
-            for (int64_t i = 0; i < n; ++i)
-                for (int j = 0; j < rows; ++j) dst[i * rows + j] = src[j * ld_src + i];
-        };
         k.gelu_mul = ops::gelu_mul;
         k.rms_norm = ops::rms_norm;
         k.softmax = ops::softmax;
@@ -67,7 +63,6 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.round_to_f16 = avx2::round_to_f16;
     k.round_to_bf16 = avx2::round_to_bf16;
     k.q8_0_to_f32 = avx2::q8_0_to_f32;
-    k.interleave_rows = avx2::interleave_rows;
     k.rope_apply = avx2::rope_apply;
     k.gelu_mul = avx2::gelu_mul;
     k.rms_norm = avx2::rms_norm;
@@ -100,7 +95,6 @@ const KernelTable& avx512_kernels() {
         k.round_to_f16 = avx512::round_to_f16;
         k.round_to_bf16 = avx512::round_to_bf16;
         k.q8_0_to_f32 = avx512::q8_0_to_f32;
-        k.interleave_rows = avx512::interleave_rows;
         k.rope_apply = avx512::rope_apply;
         k.gelu_mul = avx512::gelu_mul;
         k.rms_norm = avx512::rms_norm;

@@ -65,9 +65,6 @@ struct KernelTable {
     // and the same through bf16; bit-identical to quant's conversions.
     void (*round_to_f16)(const float* src, float* dst, int64_t n) = nullptr;
     void (*round_to_bf16)(const float* src, float* dst, int64_t n) = nullptr;
-    // dst[i * rows + j] = src[j * ld_src + i] for i < n, j < rows (rows <= 12): token
-    // rows to the value-major blocks of FloatActs. Moves bits only.
-    void (*interleave_rows)(const float* src, int64_t ld_src, int rows, int64_t n, float* dst) = nullptr;
     // A Q8_0 row of n values (a multiple of 32) as f32, bit-identical to
     // quant::dequantize_row (a q8_0 KV cache's rows, converted every decode step).
     void (*q8_0_to_f32)(const uint8_t* row, float* dst, int64_t n) = nullptr;

@@ -23,7 +23,6 @@ namespace kiln {
     void round_to_f16(const float* src, float* dst, int64_t n);                                                       \
     void round_to_bf16(const float* src, float* dst, int64_t n);                                                      \
     void q8_0_to_f32(const uint8_t* row, float* dst, int64_t n);                                                      \
-    void interleave_rows(const float* src, int64_t ld_src, int rows, int64_t n, float* dst);                          \
     void rope_apply(const ops::RopeParams& p, const float* cache, float* x, int64_t n_heads, int64_t head_dim);          \
     void gelu_mul(float* gate, const float* up, int64_t n);                                                           \
     void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);                                    \
