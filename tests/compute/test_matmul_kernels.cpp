@@ -163,7 +163,7 @@ TEST_P(MatmulKernels, BitIdenticalToReference) {
     const int64_t block = ggml_type_info(type).quantized ? ggml_type_info(type).block_size : 16;
     std::mt19937 rng(1234 + static_cast<unsigned>(type));
     const int64_t widths[] = {block, 2 * block, 7 * block, block == 16 ? 37 : 12 * block};
-    const int64_t rows[] = {1, 15, 16, 17, 40, 100};  // 100: the 4-panel decode tiles
+    const int64_t rows[] = {1, 15, 16, 17, 40, 100};  // 100: 2-stream decode tiles and a left-over panel
     const int64_t tokens[] = {1, 3, 8, 9, 17};
     for (int64_t n_in : widths)
         for (int64_t n_out : rows)

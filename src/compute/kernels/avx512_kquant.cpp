@@ -196,10 +196,12 @@ KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const u
 using TileFn = void (*)(const uint8_t*, uint64_t, const uint8_t*, int64_t, uint64_t, uint64_t, float*, int64_t, const __mmask16*,
                         int64_t);
 
-// tiles[0] decodes 4 panels x 1 token; tiles[T] is 1 panel x T tokens. Decode
-// reads the range as 4 long sequential streams (its quarters, panel i of each
-// together): more memory requests in flight than one stream, and than 4 adjacent
-// panels, whose short streams restart every panel (measured: docs/perf.md).
+// tiles[0] decodes 2 panels x 1 token; tiles[T] is 1 panel x T tokens. Decode
+// reads the range as 2 long sequential streams (its halves, panel i of each
+// together): more memory requests in flight than one stream, and than adjacent
+// panels, whose short streams restart every panel; and fewer streams competing
+// for the memory than 4 quarters (2 threads, 1B-shaped layers: Q4_K +6-7%, Q6_K
+// +11-16% against quarters; docs/perf.md).
 KILN_TARGET_AVX512 void run_tiles(const TileFn (&tiles)[9], const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1,
                                   float* y, int64_t ldy) {
     auto rows_of = [&](int64_t p) {
@@ -208,14 +210,14 @@ KILN_TARGET_AVX512 void run_tiles(const TileFn (&tiles)[9], const PackedMatrix& 
     };
     int64_t p = p0;
     if (a.n_tokens == 1) {
-        const int64_t quarter = (p1 - p0) / 4;
-        for (int64_t i = 0; i < quarter; ++i) {
+        const int64_t half = (p1 - p0) / 2;
+        for (int64_t i = 0; i < half; ++i) {
             const int64_t q = p0 + i;
-            const __mmask16 rows[4] = {rows_of(q), rows_of(q + quarter), rows_of(q + 2 * quarter), rows_of(q + 3 * quarter)};
-            tiles[0](w.panel(q), quarter * w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a.format.block_stride,
-                     y + q * k_panel_rows, ldy, rows, quarter * k_panel_rows);
+            const __mmask16 rows[2] = {rows_of(q), rows_of(q + half)};
+            tiles[0](w.panel(q), half * w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a.format.block_stride,
+                     y + q * k_panel_rows, ldy, rows, half * k_panel_rows);
         }
-        p = p0 + 4 * quarter;
+        p = p0 + 2 * half;
     }
     for (; p < p1; ++p) {
         const __mmask16 rows[1] = {rows_of(p)};
@@ -228,11 +230,11 @@ KILN_TARGET_AVX512 void run_tiles(const TileFn (&tiles)[9], const PackedMatrix& 
 }
 
 template <bool fifth_bit>
-constexpr TileFn k4_tiles[9] = {k4_tile<fifth_bit, 4, 1>, k4_tile<fifth_bit, 1, 1>, k4_tile<fifth_bit, 1, 2>,
+constexpr TileFn k4_tiles[9] = {k4_tile<fifth_bit, 2, 1>, k4_tile<fifth_bit, 1, 1>, k4_tile<fifth_bit, 1, 2>,
                                 k4_tile<fifth_bit, 1, 3>, k4_tile<fifth_bit, 1, 4>, k4_tile<fifth_bit, 1, 5>,
                                 k4_tile<fifth_bit, 1, 6>, k4_tile<fifth_bit, 1, 7>, k4_tile<fifth_bit, 1, 8>};
 
-constexpr TileFn q6k_tiles[9] = {q6k_tile<4, 1>, q6k_tile<1, 1>, q6k_tile<1, 2>, q6k_tile<1, 3>, q6k_tile<1, 4>,
+constexpr TileFn q6k_tiles[9] = {q6k_tile<2, 1>, q6k_tile<1, 1>, q6k_tile<1, 2>, q6k_tile<1, 3>, q6k_tile<1, 4>,
                                  q6k_tile<1, 5>, q6k_tile<1, 6>, q6k_tile<1, 7>, q6k_tile<1, 8>};
 
 }  // namespace
