@@ -115,32 +115,51 @@ KILN_TARGET_AVX2 inline void run_tiles(const TileFn (&tiles)[5], const PackedMat
         }
 }
 
-// Decode (one token): panels [p0, p1) in order, one sequential stream, each
-// panel's two 8-row halves block by block, so each 64-byte line is used whole
-// while it is in L1. Block::add(w, h, a, acc) adds one block's terms for rows 8h..
-// of the panel at w (a: the token's activation block), in the tiles' order.
-// (Measured on the 1B Q4_K model: ~65 -> ~85 t/s against a pass per half, which
-// reads every line twice; 2 and 4 streams from the range's halves or quarters at
-// once, as the AVX-512 kernels read, were slower here: ~80 and ~45 t/s.)
+// Decode (one token): each panel's two 8-row halves block by block, so each
+// 64-byte line is used whole while it is in L1. Block::add(w, h, a, acc) adds one
+// block's terms for rows 8h.. of the panel at w (a: the token's activation
+// block), in the tiles' order. (Measured on the 1B Q4_K model: ~65 -> ~85 t/s
+// against a pass per half, which reads every line twice.)
 // A Block with k_prefetch_next (the k-quants, 37-53 lines a block) has the next
 // block's lines requested while this one is summed: bench_matmul 8192 x 16384, one
 // thread Q5_K 15 -> 25 GB/s, Q6_K 24.5 -> 32.9, Q4_K equal; two threads Q4_K
-// 48.5 -> 53-56 (docs/perf.md).
+// 48.5 -> 53-56 (docs/perf.md). Those walk the range as one sequential stream;
+// the others (no prefetch) as two, its halves side by side. Measured in one
+// process, 2 threads, 1B-shaped layers: two streams Q4_0 +7%, Q8_0 equal, but
+// Q4_K and Q6_K with their prefetch -4.5%; four streams were slower still.
+template <typename Block, int NS>
+KILN_TARGET_AVX2 inline void decode_panels(const PackedMatrix& w, const ActPack& a, const int64_t* panels, float* y) {
+    const uint8_t* wb[NS];
+    __m256 acc[2 * NS];
+    for (int s = 0; s < NS; ++s) {
+        wb[s] = w.panel(panels[s]);
+        acc[2 * s] = acc[2 * s + 1] = _mm256_setzero_ps();
+    }
+    const uint8_t* ab = a.group(0);
+    for (int64_t b = 0; b < w.n_blocks; ++b, ab += a.format.block_stride)
+        for (int s = 0; s < NS; ++s) {
+            if constexpr (requires { Block::k_prefetch_next; }) prefetch_block(wb[s] + w.block_bytes, w.block_bytes);
+            Block::add(wb[s], 0, ab, acc[2 * s]);
+            Block::add(wb[s], 1, ab, acc[2 * s + 1]);
+            wb[s] += w.block_bytes;
+        }
+    for (int s = 0; s < NS; ++s) {
+        const int rows = static_cast<int>(std::min<int64_t>(k_panel_rows, w.n_out - panels[s] * k_panel_rows));
+        store_rows(y + panels[s] * k_panel_rows, acc[2 * s], rows);
+        if (rows > 8) store_rows(y + panels[s] * k_panel_rows + 8, acc[2 * s + 1], rows - 8);
+    }
+}
+
 template <typename Block>
 KILN_TARGET_AVX2 inline void run_decode(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y) {
-    for (int64_t p = p0; p < p1; ++p) {
-        const uint8_t* wb = w.panel(p);
-        const uint8_t* ab = a.group(0);
-        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-        for (int64_t b = 0; b < w.n_blocks; ++b, wb += w.block_bytes, ab += a.format.block_stride) {
-            if constexpr (requires { Block::k_prefetch_next; }) prefetch_block(wb + w.block_bytes, w.block_bytes);
-            Block::add(wb, 0, ab, acc[0]);
-            Block::add(wb, 1, ab, acc[1]);
-        }
-        const int rows = static_cast<int>(std::min<int64_t>(k_panel_rows, w.n_out - p * k_panel_rows));
-        store_rows(y + p * k_panel_rows, acc[0], rows);
-        if (rows > 8) store_rows(y + p * k_panel_rows + 8, acc[1], rows - 8);
+    constexpr int streams = requires { Block::k_prefetch_next; } ? 1 : 2;
+    const int64_t part = (p1 - p0) / streams;
+    for (int64_t i = 0; i < part; ++i) {
+        int64_t panels[streams];
+        for (int s = 0; s < streams; ++s) panels[s] = p0 + s * part + i;
+        decode_panels<Block, streams>(w, a, panels, y);
     }
+    for (int64_t p = p0 + streams * part; p < p1; ++p) decode_panels<Block, 1>(w, a, &p, y);
 }
 
 }  // namespace kiln::avx2
