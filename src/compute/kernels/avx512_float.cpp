@@ -179,7 +179,7 @@ KILN_TARGET_AVX512 void float_gemm(const PackedMatrix& m, const FloatActs& a, in
         __mmask16 lo, hi;
         row_masks(p, m.n_out, lo, hi);
         panel_tile_n<W>(nt, m.panel(p) + k0 * line_bytes<W>, ab, nk, yb + p * k_float_panel_rows, ldy, k0 == 0, lo, hi);
-    });
+    }, 2048);
 }
 
 }  // namespace
