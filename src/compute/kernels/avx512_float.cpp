@@ -67,8 +67,11 @@ inline void row_masks(int64_t p, int64_t n_out, __mmask16& lo, __mmask16& hi) {
 // Prefill tiles ask for the weight and activation lines this many elements
 // ahead: the L2 prefetcher alone leaves both streams' latency showing (measured
 // 2,048 x 8,192 and 8,192 x 2,048 x 512 tokens: +1.4-3.1% / +2.7-3.0%; 8 ahead
-// less, 32 ahead about the same; either stream alone, nothing).
+// less, 32 ahead about the same; either stream alone, nothing). Activations
+// further: the 8,192-wide rows' 16 MB come from L3 or memory (8,192 x 2,048:
+// another +2.2-2.9% at 64 ahead, 32-256 about the same; other shapes equal).
 constexpr int64_t k_tile_prefetch_ahead = 16;
+constexpr int64_t k_tile_act_prefetch_ahead = 64;
 
 // Elements [0, nk) of one panel (w at the slice's first element) x NT tokens
 // (a: element-major, `stride` floats per element). The sums start at zero when
@@ -87,7 +90,7 @@ KILN_TARGET_AVX512 void panel_tile(const uint8_t* w, const float* a, int64_t str
         const __m512 w0 = load16<W>(line), w1 = load16<W>(line + 16 * value_bytes<W>);
         const float* ak = a + k * stride;
         prefetch_l1(line + k_tile_prefetch_ahead * line_bytes<W>);
-        prefetch_l1(reinterpret_cast<const uint8_t*>(ak + k_tile_prefetch_ahead * stride));
+        prefetch_l1(reinterpret_cast<const uint8_t*>(ak + k_tile_act_prefetch_ahead * stride));
 #pragma GCC unroll 12
         for (int t = 0; t < NT; ++t) {
             const __m512 x = _mm512_set1_ps(ak[t]);
