@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "compute/kernels/layout.h"
+
 namespace kiln::avx512 {
 
 KILN_TARGET_AVX512 inline __m512i bcast_i32(const uint8_t* p) {
@@ -46,6 +48,26 @@ KILN_TARGET_AVX512 inline __mmask64 load_mask64_via_gpr(const uint8_t* p) {
     uint64_t m;
     __asm__("movq %1, %0" : "=r"(m) : "m"(*reinterpret_cast<const uint64_t*>(p)));
     return _cvtu64_mask64(m);
+}
+
+// Rows of 16-row panel p below w.n_out, as a lane mask.
+inline __mmask16 panel_rows(const PackedMatrix& w, int64_t p) {
+    const int64_t left = w.n_out - p * k_panel_rows;
+    return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// The decode walk (one token) of panels [p0, p1): two long sequential streams,
+// the range's halves side by side (pair(q, half): panels q and q + half in one
+// tile), then the panel left over (single(p)). Two streams keep more memory
+// requests in flight than one, and than adjacent panels, whose short streams
+// restart every panel; four (the quarters) competed for the memory: against
+// them, 2 threads, 1B-shaped layers: Q4_0 +3-6%, Q8_0 +1-7%, Q5_0 +2-8%, Q4_K
+// +6-7%, Q6_K +11-16% (docs/perf.md).
+template <typename Pair, typename Single>
+KILN_TARGET_AVX512 inline void decode_halves(int64_t p0, int64_t p1, Pair&& pair, Single&& single) {
+    const int64_t half = (p1 - p0) / 2;
+    for (int64_t i = 0; i < half; ++i) pair(p0 + i, half);
+    for (int64_t p = p0 + 2 * half; p < p1; ++p) single(p);
 }
 
 }  // namespace kiln::avx512

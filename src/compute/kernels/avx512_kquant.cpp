@@ -196,37 +196,26 @@ KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const u
 using TileFn = void (*)(const uint8_t*, uint64_t, const uint8_t*, int64_t, uint64_t, uint64_t, float*, int64_t, const __mmask16*,
                         int64_t);
 
-// tiles[0] decodes 2 panels x 1 token; tiles[T] is 1 panel x T tokens. Decode
-// reads the range as 2 long sequential streams (its halves, panel i of each
-// together): more memory requests in flight than one stream, and than adjacent
-// panels, whose short streams restart every panel; and fewer streams competing
-// for the memory than 4 quarters (2 threads, 1B-shaped layers: Q4_K +6-7%, Q6_K
-// +11-16% against quarters; docs/perf.md).
+// tiles[0] decodes 2 panels x 1 token (decode_halves); tiles[T] is 1 panel x T tokens.
 KILN_TARGET_AVX512 void run_tiles(const TileFn (&tiles)[9], const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1,
                                   float* y, int64_t ldy) {
-    auto rows_of = [&](int64_t p) {
-        const int64_t left = w.n_out - p * k_panel_rows;
-        return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
-    };
-    int64_t p = p0;
-    if (a.n_tokens == 1) {
-        const int64_t half = (p1 - p0) / 2;
-        for (int64_t i = 0; i < half; ++i) {
-            const int64_t q = p0 + i;
-            const __mmask16 rows[2] = {rows_of(q), rows_of(q + half)};
-            tiles[0](w.panel(q), half * w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a.format.block_stride,
-                     y + q * k_panel_rows, ldy, rows, half * k_panel_rows);
-        }
-        p = p0 + 2 * half;
-    }
-    for (; p < p1; ++p) {
-        const __mmask16 rows[1] = {rows_of(p)};
+    auto tokens = [&](int64_t p) KILN_TARGET_AVX512 {
+        const __mmask16 rows[1] = {panel_rows(w, p)};
         for (int64_t g = 0; g < a.n_groups(); ++g) {
             const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
             tiles[n](w.panel(p), w.panel_bytes, a.group(g), w.n_blocks, w.block_bytes, a.format.block_stride,
                      y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows, k_panel_rows);
         }
+    };
+    if (a.n_tokens == 1) {
+        auto pair = [&](int64_t q, int64_t half) KILN_TARGET_AVX512 {
+            const __mmask16 rows[2] = {panel_rows(w, q), panel_rows(w, q + half)};
+            tiles[0](w.panel(q), half * w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a.format.block_stride,
+                     y + q * k_panel_rows, ldy, rows, half * k_panel_rows);
+        };
+        return decode_halves(p0, p1, pair, tokens);
     }
+    for (int64_t p = p0; p < p1; ++p) tokens(p);
 }
 
 template <bool fifth_bit>

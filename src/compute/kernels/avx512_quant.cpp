@@ -260,30 +260,20 @@ KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, co
 template <Legacy F>
 KILN_TARGET_AVX512 void legacy_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     const uint64_t a_stride = a.format.block_stride;
-    auto rows_of = [&](int64_t p) {
-        const int64_t left = w.n_out - p * k_panel_rows;
-        return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
-    };
     if (a.n_tokens == 1) {
-        // Decode: 2 long sequential streams (the range's halves, panel i of each
-        // together), as the k-quants (avx512_kquant.cpp: run_tiles). Against 4
-        // quarters, 2 threads: Q4_0 +3-6%, Q8_0 +1-7%, Q5_0 +2-8%.
-        const int64_t half = (p1 - p0) / 2;
-        for (int64_t i = 0; i < half; ++i) {
-            const int64_t q = p0 + i;
-            const __mmask16 rows[2] = {rows_of(q), rows_of(q + half)};
+        auto pair = [&](int64_t q, int64_t half) KILN_TARGET_AVX512 {
+            const __mmask16 rows[2] = {panel_rows(w, q), panel_rows(w, q + half)};
             legacy_decode<F, 2>(w.panel(q), half * w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a_stride,
                                 y + q * k_panel_rows, rows, half * k_panel_rows);
-        }
-        for (int64_t p = p0 + 2 * half; p < p1; ++p) {
-            const __mmask16 rows[1] = {rows_of(p)};
+        };
+        auto single = [&](int64_t p) KILN_TARGET_AVX512 {
+            const __mmask16 rows[1] = {panel_rows(w, p)};
             legacy_decode<F, 1>(w.panel(p), w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a_stride, y + p * k_panel_rows, rows);
-        }
-        return;
+        };
+        return decode_halves(p0, p1, pair, single);
     }
     for (int64_t p = p0; p < p1; ++p) {
-        const int64_t left = w.n_out - p * k_panel_rows;
-        const __mmask16 rows = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+        const __mmask16 rows = panel_rows(w, p);
         for (int64_t g = 0; g < a.n_groups(); ++g) {
             const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
             float* yt = y + g * k_act_group * ldy + p * k_panel_rows;

@@ -1,8 +1,8 @@
 // The prefill loop nest of the float kernels (every level): slices of up to 1024
-// panel blocks (AVX-512: 2048; elements, BF16 element pairs); per slice, groups of panels whose
-// slices fill ~256 KB stay in L2 while every token block passes over them. The
-// sums wait in y between slices (an exact f32 store and load), so each output
-// still gets one sum in element order.
+// panel blocks (AVX-512: 2048; elements, BF16 element pairs); per slice, groups
+// of panels whose slices fill ~256 KB stay in L2 while every token block passes
+// over them. The sums wait in y between slices (an exact f32 store and load), so
+// each output still gets one sum in element order.
 // Measured on the AVX-512 tile alone: 93-98% of the FMA peak at 2048 and 8192
 // elements per row, against 62-67% without slices at 8192.
 #pragma once
