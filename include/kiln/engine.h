@@ -1,13 +1,20 @@
-// Generation: a Session owns a context (KV cache) and turns a prompt into a
-// stream of tokens, reusing the longest common token prefix of the previous
-// call so a conversation only prefills what is new.
+// Generation in steps. An Engine owns a Context of n_seq_max sequence slots and
+// turns prompts into streams of tokens, all sequences together: each step() is
+// one forward pass over every active sequence (the next token of those that
+// are generating, then prompt chunks up to the batch size), after which each
+// sequence that produced logits samples its next token with its own sampler.
+// A server's scheduler, a speculative decoder and the CLI are thin users of
+// submit / step / cancel; Session is the one-sequence case.
 //
-//   kiln::Session session(model, {.n_ctx = 4096});
-//   auto prompt = model->tokenizer().encode("Once upon a time");
-//   session.generate(prompt, {.max_tokens = 64}, [](const kiln::TokenEvent& e) {
-//       std::fputs(e.text.c_str(), stdout);
-//       return true;  // false stops
-//   });
+//   kiln::Engine engine(model, {.n_ctx = 4096, .n_seq_max = 4});
+//   auto a = engine.submit(prompt_a, {.max_tokens = 64}, on_token_a);
+//   auto b = engine.submit(prompt_b, {.max_tokens = 64}, on_token_b);
+//   while (engine.busy()) engine.step();
+//   engine.result(a).text;
+//
+// A prompt reuses the longest token prefix any slot holds: the slot's own cells
+// when it is free, else a copy of another slot's (a shared system prompt is
+// evaluated once).
 #pragma once
 
 #include <atomic>
@@ -17,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/context.h"
 #include "kiln/model.h"
 #include "kiln/sampling.h"
 #include "kiln/tokenizer.h"
@@ -48,14 +56,60 @@ struct GenerationResult {
     int prompt_tokens = 0;
     int reused_tokens = 0;          // prompt tokens served from the cache
     int completion_tokens = 0;
-    double prefill_seconds = 0;
-    double decode_seconds = 0;
+    double prefill_seconds = 0;     // submit to the first sampled token
+    double decode_seconds = 0;      // the first sampled token to the end
     std::string stop_string;        // the stop string that ended it, if any
 };
 
 // Return false to stop generating (finish reason: cancelled).
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 
+class Engine {
+public:
+    Engine(std::shared_ptr<const Model> model, const ContextOptions& options = {});
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    const Model& model() const;
+    Context& context();
+
+    // Starts generating a reply to `prompt` in a free slot and returns the slot.
+    // The prompt's tokens are evaluated by the following steps. `constraint`, if
+    // given, is put in front of the sampler chain (a grammar). Throws
+    // ResourceExhausted when every slot is busy, InvalidInput for an empty
+    // prompt or one longer than the context.
+    SeqId submit(std::span<const TokenId> prompt, const GenerateOptions& options, TokenCallback on_token = nullptr,
+                 std::unique_ptr<SamplerStage> constraint = nullptr);
+
+    // One forward pass over every active sequence, then sampling; calls each
+    // sequence's callback with its new token. Returns the slots that finished in
+    // this step (their results stay until the slot is submitted to again).
+    std::vector<SeqId> step();
+
+    bool busy() const;    // any sequence still generating
+    int n_active() const;
+    int n_free() const;
+    bool finished(SeqId seq) const;
+    const GenerationResult& result(SeqId seq) const;
+    // Stops a sequence now (finish reason: cancelled) and frees its slot.
+    void cancel(SeqId seq);
+    // Evaluates a prompt into a free slot without generating (prefix reuse as
+    // submit); returns the tokens reused. The slot stays free.
+    int prefill(std::span<const TokenId> prompt);
+    void clear();  // every slot's cells
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// One sequence: generate() submits and steps until the reply ends. Each call
+// reuses the longest common token prefix of the previous one, so a
+// conversation only evaluates what is new.
+//
+//   kiln::Session session(model, {.n_ctx = 4096});
+//   session.generate(prompt, {.max_tokens = 64}, [](const kiln::TokenEvent& e) { ...; return true; });
 class Session {
 public:
     Session(std::shared_ptr<const Model> model, const ContextOptions& options = {});
@@ -64,17 +118,17 @@ public:
     const Model& model() const;
     const Tokenizer& tokenizer() const;
     Context& context();
+    Engine& engine();
 
     GenerationResult generate(std::span<const TokenId> prompt, const GenerateOptions& options,
-                              const TokenCallback& on_token = nullptr);
+                              const TokenCallback& on_token = nullptr, std::unique_ptr<SamplerStage> constraint = nullptr);
     // Evaluates a prompt without generating (reusing the cached prefix); returns
     // the number of tokens reused.
     int prefill(std::span<const TokenId> prompt);
     void reset();
 
 private:
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
+    std::unique_ptr<Engine> engine_;
 };
 
 }  // namespace kiln

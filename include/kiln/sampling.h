@@ -1,23 +1,32 @@
-// Token sampling: a fixed chain over the logits of one step.
+// Token sampling: a chain of stages over the candidates of one step, built from
+// SamplingParams:
 //
 //   logit bias -> repetition / presence / frequency penalties (over the last
-//   penalty_last_n tokens) -> top-k -> typical-p -> top-p -> min-p ->
-//   temperature -> draw
+//   penalty_last_n tokens) -> then either greedy (argmax), or: drop banned ->
+//   top-k -> typical-p -> top-p -> min-p -> temperature -> draw
 //
-// temperature <= 0 is greedy (argmax after bias and penalties). A given seed
-// reproduces a run exactly: the generator and the conversion of its output to a
-// uniform number are kiln's own, not the standard library's unspecified ones.
+// Each stage has apply (narrow or reweigh the candidates; the last stage selects
+// one), accept (a token was chosen: stages with history update it) and reset.
+// Greedy is the chain whose selecting stage is argmax. A constraint (a grammar)
+// is one more stage, inserted before the others with add_constraint. A Sampler
+// belongs to one sequence: its penalties' history and random state are that
+// sequence's.
+//
+// A given seed reproduces a run exactly: the generator and the conversion of its
+// output to a uniform number are kiln's own, not the standard library's.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace kiln {
 
 struct SamplingParams {
-    float temperature = 0.8f;
+    float temperature = 0.8f;  // <= 0: greedy
     int top_k = 40;           // <= 0: off
     float top_p = 0.95f;      // >= 1: off
     float min_p = 0.05f;      // <= 0: off
@@ -42,13 +51,50 @@ struct TokenLogprob {
     float logprob;
 };
 
+struct TokenCandidate {
+    int32_t token;
+    float logit;
+};
+
+// The candidates of one step. Stages may remove entries, change logits, sort
+// them (then set sorted: descending logit, ties by token id) and, the last one,
+// set selected.
+struct Candidates {
+    std::vector<TokenCandidate> items;
+    bool sorted = false;
+    int32_t selected = -1;
+};
+
+class SamplerStage {
+public:
+    virtual ~SamplerStage() = default;
+    virtual std::string_view name() const = 0;
+    virtual void apply(Candidates& candidates) = 0;
+    // A token was generated (and will be evaluated next).
+    virtual void accept(int32_t token) { (void)token; }
+    // Tokens of the prompt, before the first step: history for the penalties;
+    // a constraint ignores them.
+    virtual void accept_prompt(std::span<const int32_t> tokens) { (void)tokens; }
+    virtual void reset() {}
+};
+
 class Sampler {
 public:
     Sampler(const SamplingParams& params, int n_vocab);
+    ~Sampler();
+    Sampler(Sampler&&) noexcept;
+    Sampler& operator=(Sampler&&) noexcept;
 
-    // Picks the next token. `recent` is the token history the penalties see (the
-    // sampler keeps only its window of it).
-    int32_t sample(std::span<const float> logits, std::span<const int32_t> recent);
+    // Puts a stage at the front of the chain (a grammar constraint: it masks the
+    // candidates before bias, penalties and selection see them).
+    void add_constraint(std::unique_ptr<SamplerStage> stage);
+
+    // Runs the chain over the logits of one step and returns the selected token.
+    // The token is not accepted yet: call accept once it is kept.
+    int32_t sample(std::span<const float> logits);
+    void accept(int32_t token);
+    void accept_prompt(std::span<const int32_t> tokens);
+    void reset();
 
     // Log-probability of the chosen token and the top-n alternatives of the last
     // step, from the model's distribution (softmax of the raw logits).
@@ -56,14 +102,15 @@ public:
     const std::vector<TokenLogprob>& last_top() const { return last_top_; }
 
     const SamplingParams& params() const { return params_; }
+    std::vector<std::string_view> stage_names() const;
 
 private:
-    double next_uniform();  // [0, 1)
+    void report(std::span<const float> logits, int32_t chosen);
 
     SamplingParams params_;
     int n_vocab_;
-    uint64_t rng_state_;
-    std::vector<std::pair<float, int32_t>> candidates_;
+    std::vector<std::unique_ptr<SamplerStage>> stages_;
+    Candidates candidates_;
     float last_logprob_ = 0.0f;
     std::vector<TokenLogprob> last_top_;
 };

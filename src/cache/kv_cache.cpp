@@ -4,7 +4,6 @@
 #include <cstring>
 #include <new>
 
-#include "compute/huge_pages.h"
 #include "compute/kernels/kernels.h"
 #include "kiln/error.h"
 #include "kiln/quant.h"
@@ -36,39 +35,71 @@ GgmlType kv_ggml_type(KvType t) {
     return GgmlType::F32;
 }
 
-KvCache::KvCache(const ModelSpec& spec, int n_ctx, int n_batch_max, KvType type) : n_ctx_(n_ctx), type_(type) {
-    const GgmlType gt = kv_ggml_type(type);
+std::vector<KvCache::Layer> KvCache::plan(std::span<const KvLayerShape> shapes, const KvCacheOptions& o, uint64_t& bytes) {
+    const GgmlType gt = kv_ggml_type(o.type);
     const uint32_t block = ggml_type_info(gt).block_size;
-    if (spec.head_dim_k % static_cast<int>(block) != 0 || spec.head_dim_v % static_cast<int>(block) != 0)
-        throw Error("KV cache type " + std::string(kv_type_name(type)) + " needs head sizes divisible by " +
-                    std::to_string(block) + " (this model has " + std::to_string(spec.head_dim_k) + ")");
-    for (const LayerSpec& l : spec.layers) {
-        KvLayer kl;
-        kl.window = l.sliding ? spec.sliding_window : 0;
-        kl.capacity = kl.window > 0 ? std::min<int64_t>(n_ctx, static_cast<int64_t>(kl.window) + n_batch_max - 1) : n_ctx;
-        kl.k_row_bytes = ggml_row_bytes(gt, static_cast<uint64_t>(l.n_head_kv) * spec.head_dim_k);
-        kl.v_row_bytes = ggml_row_bytes(gt, static_cast<uint64_t>(l.n_head_kv) * spec.head_dim_v);
-        layers_.push_back(kl);
-    }
-    // One buffer for all layers, each layer's K and V at 64-byte aligned offsets,
-    // zeroed so that no read of it is ever of uninitialised memory.
-    std::vector<uint64_t> offsets;
-    uint64_t bytes = 0;
-    for (const KvLayer& kl : layers_)
-        for (uint64_t row_bytes : {kl.k_row_bytes, kl.v_row_bytes}) {
-            offsets.push_back(bytes);
-            bytes += (static_cast<uint64_t>(kl.capacity) * row_bytes + 63) / 64 * 64;
+    if (o.n_seq < 1 || o.n_ctx < 1 || o.n_batch_max < 1)
+        throw Error("KV cache: " + std::to_string(o.n_seq) + " sequences of " + std::to_string(o.n_ctx) +
+                    " positions (both must be positive)");
+    std::vector<Layer> layers;
+    bytes = 0;
+    for (const KvLayerShape& s : shapes) {
+        Layer l;
+        l.shape = s;
+        if (s.n_head_kv > 0) {
+            if (s.head_dim_k % static_cast<int>(block) != 0 || s.head_dim_v % static_cast<int>(block) != 0)
+                throw Error("KV cache type " + std::string(kv_type_name(o.type)) + " needs head sizes divisible by " +
+                                std::to_string(block) + " (this model has " + std::to_string(s.head_dim_k) + ")",
+                            ErrorKind::Unsupported);
+            l.cells = s.window > 0 ? std::min<int64_t>(o.n_ctx, static_cast<int64_t>(s.window) + o.n_batch_max - 1) : o.n_ctx;
+            l.k_row_bytes = ggml_row_bytes(gt, static_cast<uint64_t>(s.n_head_kv) * static_cast<uint64_t>(s.head_dim_k));
+            l.v_row_bytes = ggml_row_bytes(gt, static_cast<uint64_t>(s.n_head_kv) * static_cast<uint64_t>(s.head_dim_v));
+            // Each layer's K and V at 64-byte aligned offsets.
+            for (uint64_t row_bytes : {l.k_row_bytes, l.v_row_bytes})
+                bytes += (static_cast<uint64_t>(o.n_seq) * static_cast<uint64_t>(l.cells) * row_bytes + 63) / 64 * 64;
         }
+        layers.push_back(l);
+    }
+    return layers;
+}
+
+uint64_t KvCache::bytes_needed(std::span<const KvLayerShape> layers, const KvCacheOptions& options) {
+    uint64_t bytes = 0;
+    plan(layers, options, bytes);
+    return bytes;
+}
+
+KvCache::KvCache(std::span<const KvLayerShape> shapes, const KvCacheOptions& o)
+    : n_seq_(o.n_seq), n_ctx_(o.n_ctx), type_(o.type) {
+    uint64_t bytes = 0;
+    layers_ = plan(shapes, o, bytes);
     try {
-        buffer_.reset(static_cast<uint8_t*>(allocate_huge(bytes)));
+        buffer_.reset(static_cast<uint8_t*>(allocate_huge(std::max<uint64_t>(bytes, 64))));
     } catch (const std::bad_alloc&) {
-        throw Error("out of memory allocating the KV cache (" + std::to_string(bytes >> 20) + " MiB)");
+        throw Error("out of memory allocating the KV cache (" + std::to_string(bytes >> 20) + " MiB for " +
+                        std::to_string(o.n_seq) + " sequences of " + std::to_string(o.n_ctx) + " positions)",
+                    ErrorKind::ResourceExhausted);
     }
+    // Zeroed so that no read of it is ever of uninitialised memory.
     std::memset(buffer_.get(), 0, bytes);
-    for (size_t i = 0; i < layers_.size(); ++i) {
-        layers_[i].k = buffer_.get() + offsets[2 * i];
-        layers_[i].v = buffer_.get() + offsets[2 * i + 1];
+    uint64_t offset = 0;
+    for (Layer& l : layers_) {
+        if (l.cells == 0) continue;
+        l.k = buffer_.get() + offset;
+        offset += (static_cast<uint64_t>(n_seq_) * static_cast<uint64_t>(l.cells) * l.k_row_bytes + 63) / 64 * 64;
+        l.v = buffer_.get() + offset;
+        offset += (static_cast<uint64_t>(n_seq_) * static_cast<uint64_t>(l.cells) * l.v_row_bytes + 63) / 64 * 64;
     }
+}
+
+uint8_t* KvCache::k_cell(const Layer& l, int seq, int64_t pos) const {
+    const uint64_t cell = static_cast<uint64_t>(seq) * static_cast<uint64_t>(l.cells) + static_cast<uint64_t>(pos % l.cells);
+    return l.k + cell * l.k_row_bytes;
+}
+
+uint8_t* KvCache::v_cell(const Layer& l, int seq, int64_t pos) const {
+    const uint64_t cell = static_cast<uint64_t>(seq) * static_cast<uint64_t>(l.cells) + static_cast<uint64_t>(pos % l.cells);
+    return l.v + cell * l.v_row_bytes;
 }
 
 static void store_row(GgmlType t, const float* src, uint8_t* dst, int64_t n) {
@@ -84,46 +115,82 @@ static void store_row(GgmlType t, const float* src, uint8_t* dst, int64_t n) {
     quant::quantize_row(t, src, dst, n);
 }
 
-void KvCache::store(int il, int64_t pos, const float* k, const float* v) {
-    KvLayer& l = layers_[static_cast<size_t>(il)];
-    const int64_t slot = pos % l.capacity;
+void KvCache::store(int il, int seq, int64_t pos, const float* k, const float* v) {
+    const Layer& l = layers_[static_cast<size_t>(il)];
     const GgmlType t = ggml_type();
     const uint32_t bb = ggml_type_info(t).block_bytes, bs = ggml_type_info(t).block_size;
-    store_row(t, k, l.k + slot * l.k_row_bytes, static_cast<int64_t>(l.k_row_bytes / bb * bs));
-    store_row(t, v, l.v + slot * l.v_row_bytes, static_cast<int64_t>(l.v_row_bytes / bb * bs));
+    store_row(t, k, k_cell(l, seq, pos), static_cast<int64_t>(l.k_row_bytes / bb * bs));
+    store_row(t, v, v_cell(l, seq, pos), static_cast<int64_t>(l.v_row_bytes / bb * bs));
 }
 
-const uint8_t* KvCache::k_row(int il, int64_t pos) const {
-    const KvLayer& l = layers_[static_cast<size_t>(il)];
-    return l.k + (pos % l.capacity) * l.k_row_bytes;
+const uint8_t* KvCache::k_row(int il, int seq, int64_t pos) const { return k_cell(layers_[static_cast<size_t>(il)], seq, pos); }
+const uint8_t* KvCache::v_row(int il, int seq, int64_t pos) const { return v_cell(layers_[static_cast<size_t>(il)], seq, pos); }
+
+KvRows KvCache::rows(int il, int seq) const {
+    const Layer& l = layers_[static_cast<size_t>(il)];
+    KvRows r;
+    r.type = ggml_type();
+    r.k = l.k + static_cast<uint64_t>(seq) * static_cast<uint64_t>(l.cells) * l.k_row_bytes;
+    r.v = l.v + static_cast<uint64_t>(seq) * static_cast<uint64_t>(l.cells) * l.v_row_bytes;
+    r.k_row_bytes = l.k_row_bytes;
+    r.v_row_bytes = l.v_row_bytes;
+    r.base = 0;
+    r.capacity = l.cells;
+    r.f16_rounding = r.type == GgmlType::F16;
+    return r;
 }
 
-const uint8_t* KvCache::v_row(int il, int64_t pos) const {
-    const KvLayer& l = layers_[static_cast<size_t>(il)];
-    return l.v + (pos % l.capacity) * l.v_row_bytes;
+namespace {
+
+// Whether a sliding layer's ring, after positions [0, n_past) were written, still
+// holds every position a query at n_keep or later looks at.
+bool ring_holds(int64_t cells, int window, int64_t n_keep, int64_t n_past) {
+    const int64_t oldest_held = std::max<int64_t>(0, n_past - cells);
+    const int64_t oldest_needed = std::max<int64_t>(0, n_keep - window + 1);
+    return oldest_needed >= oldest_held;
 }
 
-bool KvCache::can_keep_prefix(int64_t n_keep, int64_t n_past) const {
-    if (n_keep > n_past) return false;
-    for (const KvLayer& l : layers_) {
-        if (l.window == 0) continue;
-        // Oldest position still in the ring vs the oldest one position n_keep needs.
-        const int64_t oldest = std::max<int64_t>(0, n_past - l.capacity);
-        const int64_t needed = std::max<int64_t>(0, n_keep - l.window + 1);
-        if (needed < oldest) return false;
+}  // namespace
+
+int64_t KvCache::rollback(int seq, int64_t n_keep, int64_t n_past) {
+    (void)seq;
+    if (n_keep >= n_past) return n_past;
+    for (const Layer& l : layers_)
+        if (l.cells > 0 && l.shape.window > 0 && !ring_holds(l.cells, l.shape.window, n_keep, n_past)) return 0;
+    return std::max<int64_t>(0, n_keep);
+}
+
+int64_t KvCache::copy_prefix(int src, int dst, int64_t n, int64_t src_past) {
+    n = std::min(n, src_past);
+    if (src == dst) return rollback(src, n, src_past);
+    if (n <= 0) return 0;
+    for (const Layer& l : layers_)
+        if (l.cells > 0 && l.shape.window > 0 && !ring_holds(l.cells, l.shape.window, n, src_past)) return 0;
+    for (const Layer& l : layers_) {
+        if (l.cells == 0) continue;
+        // Full layers: every position; sliding ones: those a query at n or later sees.
+        if (l.shape.window == 0) {  // positions [0, n) are cells [0, n): one block
+            std::memcpy(k_cell(l, dst, 0), k_cell(l, src, 0), static_cast<uint64_t>(n) * l.k_row_bytes);
+            std::memcpy(v_cell(l, dst, 0), v_cell(l, src, 0), static_cast<uint64_t>(n) * l.v_row_bytes);
+            continue;
+        }
+        for (int64_t p = std::max<int64_t>(0, n - l.shape.window + 1); p < n; ++p) {
+            std::memcpy(k_cell(l, dst, p), k_cell(l, src, p), l.k_row_bytes);
+            std::memcpy(v_cell(l, dst, p), v_cell(l, src, p), l.v_row_bytes);
+        }
     }
-    return true;
+    return n;
 }
 
 uint64_t KvCache::bytes_per_position() const {
     uint64_t b = 0;
-    for (const KvLayer& l : layers_) b += l.k_row_bytes + l.v_row_bytes;
+    for (const Layer& l : layers_) b += l.k_row_bytes + l.v_row_bytes;
     return b;
 }
 
-uint64_t KvCache::allocated_bytes() const {
+uint64_t KvCache::bytes() const {
     uint64_t b = 0;
-    for (const KvLayer& l : layers_) b += static_cast<uint64_t>(l.capacity) * (l.k_row_bytes + l.v_row_bytes);
+    for (const Layer& l : layers_) b += static_cast<uint64_t>(n_seq_) * static_cast<uint64_t>(l.cells) * (l.k_row_bytes + l.v_row_bytes);
     return b;
 }
 

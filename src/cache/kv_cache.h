@@ -1,16 +1,22 @@
-// The KV cache: per layer, one row of K and one row of V per position, stored as
-// f16 (default), f32 or q8_0. Full-attention layers keep every position up to
-// the context size; sliding-window layers keep a ring of window + batch - 1
-// positions (enough for every query of a chunk to see its whole window).
+// The KV cache: for every attention layer, one row of K and one row of V per
+// position of each sequence, stored as f16 (default), f32 or q8_0.
+//
+// Each sequence owns a region of cells. A full-attention layer's region holds
+// n_ctx positions (position p at cell p); a sliding-window layer's region is a
+// ring of window + n_batch - 1 cells (position p at cell p % ring), enough for
+// every query of a batch to see its whole window. A region is contiguous, so
+// attention reads a sequence's rows in place (KvRows).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "cache/memory.h"
+#include "compute/attention.h"
 #include "compute/huge_pages.h"
 #include "kiln/gguf/ggml_type.h"
-#include "model/spec.h"
 
 namespace kiln {
 
@@ -19,41 +25,66 @@ std::string_view kv_type_name(KvType t);
 KvType parse_kv_type(std::string_view name);  // "f32" | "f16" | "q8_0"; throws otherwise
 GgmlType kv_ggml_type(KvType t);
 
-struct KvLayer {
-    uint8_t* k = nullptr;        // capacity rows of k_row_bytes, in the cache's buffer
-    uint8_t* v = nullptr;
-    int64_t capacity = 0;        // positions held (ring size for sliding layers)
-    uint64_t k_row_bytes = 0;
-    uint64_t v_row_bytes = 0;
-    int window = 0;              // 0: full attention
+// What one attention layer stores per position.
+struct KvLayerShape {
+    int n_head_kv = 0;
+    int head_dim_k = 0;
+    int head_dim_v = 0;
+    int window = 0;  // sliding-window size (0: full attention)
 };
 
-class KvCache {
-public:
-    KvCache(const ModelSpec& spec, int n_ctx, int n_batch_max, KvType type);
+struct KvCacheOptions {
+    KvType type = KvType::F16;
+    int n_seq = 1;        // sequences
+    int64_t n_ctx = 0;    // positions per sequence
+    int n_batch_max = 1;  // most positions of one sequence evaluated together
+};
 
-    int n_ctx() const { return n_ctx_; }
+class KvCache : public SequenceMemory {
+public:
+    // layers: one entry per model layer; entries with n_head_kv == 0 store nothing
+    // (layers without attention).
+    KvCache(std::span<const KvLayerShape> layers, const KvCacheOptions& options);
+
+    // The bytes a cache of these shapes and options would allocate.
+    static uint64_t bytes_needed(std::span<const KvLayerShape> layers, const KvCacheOptions& options);
+
+    int n_seq() const override { return n_seq_; }
+    int64_t n_ctx() const override { return n_ctx_; }
+    int64_t rollback(int seq, int64_t n_keep, int64_t n_past) override;
+    int64_t copy_prefix(int src, int dst, int64_t n, int64_t src_past) override;
+    void clear(int seq) override { (void)seq; }  // cells are overwritten before they are read again
+    uint64_t bytes() const override;
+    uint64_t bytes_per_position() const override;
+    KvCache* kv() override { return this; }
+
     KvType type() const { return type_; }
     GgmlType ggml_type() const { return kv_ggml_type(type_); }
-    int n_layer() const { return static_cast<int>(layers_.size()); }
-    const KvLayer& layer(int il) const { return layers_[static_cast<size_t>(il)]; }
+    int window(int il) const { return layers_[static_cast<size_t>(il)].shape.window; }
 
-    // Stores the K and V rows of position pos (converted from f32).
-    void store(int il, int64_t pos, const float* k, const float* v);
-    const uint8_t* k_row(int il, int64_t pos) const;
-    const uint8_t* v_row(int il, int64_t pos) const;
-
-    // Positions [0, n_past) are in the cache. Keeping only [0, n_keep) is possible
-    // when every layer still holds what positions >= n_keep will attend to.
-    bool can_keep_prefix(int64_t n_keep, int64_t n_past) const;
-
-    uint64_t bytes_per_position() const;  // as if every layer were full attention
-    uint64_t allocated_bytes() const;
+    // Stores the K and V rows (f32, converted to the cache type) of `seq` at `pos`.
+    void store(int il, int seq, int64_t pos, const float* k, const float* v);
+    const uint8_t* k_row(int il, int seq, int64_t pos) const;
+    const uint8_t* v_row(int il, int seq, int64_t pos) const;
+    // Where attention reads the rows of `seq` in layer il (f16 / f32 caches).
+    KvRows rows(int il, int seq) const;
 
 private:
-    int n_ctx_;
+    struct Layer {
+        KvLayerShape shape;
+        uint8_t* k = nullptr;  // n_seq regions of `cells` rows of k_row_bytes
+        uint8_t* v = nullptr;
+        int64_t cells = 0;     // per sequence: n_ctx, or the ring of a sliding layer
+        uint64_t k_row_bytes = 0, v_row_bytes = 0;
+    };
+    static std::vector<Layer> plan(std::span<const KvLayerShape> shapes, const KvCacheOptions& o, uint64_t& bytes);
+    uint8_t* k_cell(const Layer& l, int seq, int64_t pos) const;
+    uint8_t* v_cell(const Layer& l, int seq, int64_t pos) const;
+
+    int n_seq_;
+    int64_t n_ctx_;
     KvType type_;
-    std::vector<KvLayer> layers_;
+    std::vector<Layer> layers_;
     HugeBytes buffer_;  // every layer's rows, on huge pages
 };
 

@@ -1,9 +1,12 @@
-// kiln bench [-m FILE] [-p 512] [-n 128] [-t THREADS] [-r REPS] [--json]:
+// kiln bench [-m FILE] [-p 512] [-n 128] [-t THREADS] [-r REPS] [--parallel N] [--json]:
 // prompt processing (pp) and token generation (tg) speed, like llama-bench.
 //
 // pp: a prompt of -p random tokens evaluated in chunks of -b from an empty cache.
 // tg: -n tokens decoded one at a time after a one-token prompt (greedy feedback
 // would make runs depend on the model; random ids keep the work identical).
+// With --parallel N > 1: N sequences, each prefilled with its own -p-token
+// prompt (pp counts all N x p tokens), then decoding -n tokens each, all N in
+// one batch per step (aggregate tg: N x n tokens over the decode time).
 // Each figure is the mean ± standard deviation over -r repetitions after one
 // warm-up run. The bound fractions compare with this machine's measured memory
 // bandwidth (decode reads every weight once per token) and int8 throughput.
@@ -15,13 +18,12 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "cli/commands.h"
-#include "cli/common.h"
-#include "compute/kernels/kernels.h"
-#include "compute/probe.h"
+#include "commands.h"
+#include "common.h"
+#include "kiln/context.h"
 #include "kiln/error.h"
 #include "kiln/model.h"
-#include "model/weights.h"
+#include "kiln/system.h"
 
 namespace kiln::cli {
 
@@ -61,7 +63,7 @@ std::vector<int32_t> random_tokens(int n, int n_vocab, uint64_t seed) {
 int cmd_bench(int argc, char** argv) {
     CLI::App app{"Measure prompt processing and generation speed", "bench"};
     std::string path;
-    int n_prompt = 512, n_gen = 128, n_threads = 0, reps = 3, n_batch = 512, depth = 0;
+    int n_prompt = 512, n_gen = 128, n_threads = 0, reps = 3, n_batch = 512, depth = 0, parallel = 1, n_ctx_opt = 0;
     std::string kv_type = "f16";
     bool json = false, no_probe = false;
     app.add_option("-m,--model", path, "GGUF file (default: the model setup installed)");
@@ -72,6 +74,8 @@ int cmd_bench(int argc, char** argv) {
     app.add_option("-b,--batch", n_batch, "prefill chunk size")->check(CLI::Range(1, 1 << 16));
     app.add_option("-d,--depth", depth, "tokens already in the cache before each test (as llama-bench -d)")
         ->check(CLI::Range(0, 1 << 20));
+    app.add_option("--parallel", parallel, "sequences decoded together in one batch")->check(CLI::Range(1, 1024));
+    app.add_option("-c,--ctx-size", n_ctx_opt, "positions per sequence (default: what the test needs)")->check(CLI::Range(0, 1 << 24));
     app.add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
     app.add_flag("--json", json, "print one JSON object");
     app.add_flag("--no-probe", no_probe, "skip the bandwidth / int8 probes");
@@ -81,64 +85,104 @@ int cmd_bench(int argc, char** argv) {
 
     auto model = Model::load(path);
     const double load_s = model->load_seconds();
-    const int n_ctx = depth + std::max(n_prompt, n_gen + 1) + 1;
+    const int needed = parallel > 1 ? depth + n_prompt + n_gen + 1 : depth + std::max(n_prompt, n_gen + 1) + 1;
+    const int n_ctx = n_ctx_opt > 0 ? n_ctx_opt : needed;
+    if (n_ctx < needed)
+        throw kiln::Error("bench: -c " + std::to_string(n_ctx) + " is less than the " + std::to_string(needed) +
+                          " positions the test needs");
     if (n_ctx > model->n_ctx_train())
         throw kiln::Error("bench: depth + tokens = " + std::to_string(n_ctx) + " is above the model's context of " +
                     std::to_string(model->n_ctx_train()));
     ContextOptions co;
     co.n_ctx = n_ctx;
-    co.n_batch = std::min(n_batch, std::max(1, std::max(n_prompt, depth)));
+    co.n_seq_max = parallel;
+    co.n_batch = std::min(n_batch, std::max(1, std::max(n_prompt * parallel, depth)));
     co.n_threads = n_threads;
     co.kv_type = kv_type;
     Context ctx(model, co);
     const int threads = ctx.n_threads();
     if (!json)
-        std::fprintf(stderr, "model %s (%s), %d threads, load %.3f s\n", path.c_str(), model->architecture().c_str(),
-                     threads, load_s);
+        std::fprintf(stderr, "model %s (%s), %d threads, %d sequence%s, load %.3f s\n", path.c_str(), model->architecture().c_str(),
+                     threads, parallel, parallel > 1 ? "s" : "", load_s);
 
-    // The cache filled with `depth` tokens (not timed).
+    // Every sequence's cache filled with `depth` tokens (not timed).
     const std::vector<int32_t> context_tokens = random_tokens(depth, model->n_vocab(), 7);
+    Batch batch;
     auto fill = [&] {
         ctx.clear();
-        if (depth > 0) ctx.decode(context_tokens);
+        if (depth == 0) return;
+        batch.clear();
+        for (int s = 0; s < parallel; ++s)
+            for (int i = 0; i < depth; ++i) batch.add(context_tokens[static_cast<size_t>(i)], i, s, false);
+        ctx.decode(batch);
     };
     std::vector<double> pp, tg;
     for (int r = 0; r <= reps; ++r) {  // r == 0 is the warm-up
-        if (n_prompt > 0) {
-            auto tokens = random_tokens(n_prompt, model->n_vocab(), 1 + static_cast<uint64_t>(r));
+        if (parallel == 1) {
+            if (n_prompt > 0) {
+                auto tokens = random_tokens(n_prompt, model->n_vocab(), 1 + static_cast<uint64_t>(r));
+                fill();
+                auto t0 = std::chrono::steady_clock::now();
+                ctx.decode(tokens);
+                double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (r > 0) pp.push_back(n_prompt / s);
+            }
+            if (n_gen > 0) {
+                auto tokens = random_tokens(n_gen + 1, model->n_vocab(), 100 + static_cast<uint64_t>(r));
+                fill();
+                ctx.decode(std::span<const int32_t>(tokens.data(), 1));
+                auto t0 = std::chrono::steady_clock::now();
+                for (int i = 1; i <= n_gen; ++i) ctx.decode(std::span<const int32_t>(&tokens[static_cast<size_t>(i)], 1));
+                double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (r > 0) tg.push_back(n_gen / s);
+            }
+        } else {
             fill();
+            // Each sequence's own prompt, all evaluated together.
+            batch.clear();
+            for (int s = 0; s < parallel; ++s) {
+                auto tokens = random_tokens(n_prompt, model->n_vocab(), 1000 * static_cast<uint64_t>(s) + 1 + static_cast<uint64_t>(r));
+                for (int i = 0; i < n_prompt; ++i) batch.add(tokens[static_cast<size_t>(i)], depth + i, s, i + 1 == n_prompt);
+            }
             auto t0 = std::chrono::steady_clock::now();
-            ctx.decode(tokens);
+            ctx.decode(batch);
             double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (r > 0) pp.push_back(n_prompt / s);
-        }
-        if (n_gen > 0) {
-            auto tokens = random_tokens(n_gen + 1, model->n_vocab(), 100 + static_cast<uint64_t>(r));
-            fill();
-            ctx.decode(std::span<const int32_t>(tokens.data(), 1));
-            auto t0 = std::chrono::steady_clock::now();
-            for (int i = 1; i <= n_gen; ++i) ctx.decode(std::span<const int32_t>(&tokens[static_cast<size_t>(i)], 1));
-            double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (r > 0) tg.push_back(n_gen / s);
+            if (r > 0 && n_prompt > 0) pp.push_back(static_cast<double>(n_prompt) * parallel / s);
+            if (n_gen > 0) {
+                std::vector<std::vector<int32_t>> gen(static_cast<size_t>(parallel));
+                for (int q = 0; q < parallel; ++q)
+                    gen[static_cast<size_t>(q)] = random_tokens(n_gen, model->n_vocab(), 100 + 1000 * static_cast<uint64_t>(q) + static_cast<uint64_t>(r));
+                t0 = std::chrono::steady_clock::now();
+                for (int i = 0; i < n_gen; ++i) {
+                    batch.clear();
+                    for (int q = 0; q < parallel; ++q)
+                        batch.add(gen[static_cast<size_t>(q)][static_cast<size_t>(i)], depth + n_prompt + i, q, true);
+                    ctx.decode(batch);
+                }
+                s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (r > 0) tg.push_back(static_cast<double>(n_gen) * parallel / s);
+            }
         }
         if (!json && r > 0)
-            std::fprintf(stderr, "rep %d: pp %.1f t/s, tg %.1f t/s\n", r, pp.empty() ? 0.0 : pp.back(),
-                         tg.empty() ? 0.0 : tg.back());
+            std::fprintf(stderr, "rep %d: pp %.1f t/s, tg %.1f t/s%s\n", r, pp.empty() ? 0.0 : pp.back(),
+                         tg.empty() ? 0.0 : tg.back(), parallel > 1 ? " (all sequences)" : "");
     }
     Stats pps = stats(pp), tgs = stats(tg);
     const double peak_rss = peak_rss_bytes();  // before the probes' own buffers
 
     MachineProbe probe;
     if (!no_probe) probe = probe_machine(threads);
-    const double weight_bytes = static_cast<double>(model_weight_bytes(*model));
-    const double tg_bound = probe.read_bandwidth > 0 ? probe.read_bandwidth / weight_bytes : 0;
+    const ModelFootprint fp = model->footprint();
+    const double weight_bytes = static_cast<double>(fp.decode_bytes);
+    // A decode step reads every weight once, for all sequences of the batch.
+    const double tg_bound = probe.read_bandwidth > 0 ? probe.read_bandwidth / weight_bytes * parallel : 0;
     // Prefill is bound by int8 dot products for quantized weights, by f32
     // multiply-adds for float ones, by the BF16 dot product for BF16 ones where the
     // kernels run it (2 operations per weight and prompt token).
-    const bool float_weights = model_float_weights(*model);
-    const bool bf16_dot = model_bf16_weights(*model) && probe.bf16_flops > 0;
+    const bool float_weights = fp.float_weights;
+    const bool bf16_dot = fp.bf16_weights && probe.bf16_flops > 0;
     const double compute_rate = bf16_dot ? probe.bf16_flops : float_weights ? probe.f32_flops : probe.int8_ops;
-    const double pp_bound = compute_rate > 0 ? compute_rate / (2.0 * static_cast<double>(model_layer_params(*model))) : 0;
+    const double pp_bound = compute_rate > 0 ? compute_rate / (2.0 * static_cast<double>(fp.layer_params)) : 0;
 
     if (json) {
         nlohmann::json j = {{"model", path},
@@ -146,18 +190,22 @@ int cmd_bench(int argc, char** argv) {
                             {"threads", threads},
                             {"n_prompt", n_prompt},
                             {"n_gen", n_gen},
+                            {"parallel", parallel},
+                            {"n_ctx", ctx.n_ctx()},
                             {"depth", depth},
                             {"kv_type", kv_type},
                             {"reps", reps},
                             {"load_seconds", load_s},
                             {"pp_tokens_per_s", pps.mean},
                             {"pp_stddev", pps.stddev},
-                            {"tg_tokens_per_s", tgs.mean},
-                            {"tg_stddev", tgs.stddev},
+                            // Per sequence; aggregate_tg_tokens_per_s is all sequences together.
+                            {"tg_tokens_per_s", tgs.mean / parallel},
+                            {"tg_stddev", tgs.stddev / parallel},
+                            {"aggregate_tg_tokens_per_s", tgs.mean},
                             {"peak_rss_bytes", peak_rss},
                             {"weight_bytes", weight_bytes},
-                            {"repacked_bytes", static_cast<double>(model->weights().packed_bytes)},
-                            {"kernels", kernels_name(kernels())},
+                            {"repacked_bytes", static_cast<double>(fp.repacked_bytes)},
+                            {"kernels", kernel_level()},
                             {"read_bandwidth_bytes_per_s", probe.read_bandwidth},
                             {"int8_ops_per_s", probe.int8_ops},
                             {"f32_flops_per_s", probe.f32_flops},
@@ -170,7 +218,7 @@ int cmd_bench(int argc, char** argv) {
     }
     std::printf("| model | threads | test | t/s | of bound |\n|---|---|---|---|---|\n");
     auto frac = [](double v, double b) { return b > 0 ? std::to_string(static_cast<int>(std::lround(100.0 * v / b))) + "% of " + std::to_string(static_cast<int>(b)) : std::string("-"); };
-    const std::string at = depth > 0 ? " @ d" + std::to_string(depth) : "";
+    const std::string at = (depth > 0 ? " @ d" + std::to_string(depth) : "") + (parallel > 1 ? " x" + std::to_string(parallel) : "");
     if (n_prompt > 0)
         std::printf("| %s | %d | pp%d%s | %.2f ± %.2f | %s |\n", model->architecture().c_str(), threads, n_prompt, at.c_str(),
                     pps.mean, pps.stddev, frac(pps.mean, pp_bound).c_str());
@@ -178,7 +226,7 @@ int cmd_bench(int argc, char** argv) {
         std::printf("| %s | %d | tg%d%s | %.2f ± %.2f | %s |\n", model->architecture().c_str(), threads, n_gen, at.c_str(),
                     tgs.mean, tgs.stddev, frac(tgs.mean, tg_bound).c_str());
     std::printf("\nload %.3f s, peak RSS %s, weights %s, %s kernels", load_s, human_bytes(static_cast<uint64_t>(peak_rss)).c_str(),
-                human_bytes(static_cast<uint64_t>(weight_bytes)).c_str(), kernels_name(kernels()).c_str());
+                human_bytes(static_cast<uint64_t>(weight_bytes)).c_str(), kernel_level().c_str());
     if (probe.read_bandwidth > 0)
         std::printf(", memory read %.1f GB/s, int8 %.0f Gop/s, f32 fma %.0f GFLOP/s", probe.read_bandwidth / 1e9, probe.int8_ops / 1e9,
                     probe.f32_flops / 1e9);

@@ -10,9 +10,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/commands.h"
-#include "cli/common.h"
-#include "cli/generation_options.h"
+#include "commands.h"
+#include "common.h"
+#include "generation_options.h"
 #include "kiln/chat.h"
 #include "kiln/error.h"
 
@@ -78,7 +78,7 @@ int cmd_chat(int argc, char** argv) {
     if (tty_in || flags.verbose) {
         const Context& ctx = chat.session().context();
         std::fprintf(stderr, "%s (%s), context %d, KV cache %.1f MiB; template: %s\n", model->file().path().c_str(),
-                     model->architecture().c_str(), ctx.n_ctx(), ctx.kv_bytes() / 1048576.0, chat.template_origin().c_str());
+                     model->architecture().c_str(), ctx.n_ctx(), ctx.memory_bytes() / 1048576.0, chat.template_origin().c_str());
         if (tty_in) std::fprintf(stderr, "/reset clears the conversation, /system TEXT sets the system message, /exit quits\n");
     }
 

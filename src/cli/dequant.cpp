@@ -3,8 +3,8 @@
 #include <cstring>
 #include <vector>
 
-#include "cli/commands.h"
-#include "cli/common.h"
+#include "commands.h"
+#include "common.h"
 #include "kiln/error.h"
 #include "kiln/gguf/file.h"
 #include "kiln/quant.h"

@@ -2,8 +2,8 @@
 #include <charconv>
 #include <cstdio>
 
-#include "cli/commands.h"
-#include "cli/common.h"
+#include "commands.h"
+#include "common.h"
 #include "kiln/error.h"
 #include "kiln/tokenizer.h"
 

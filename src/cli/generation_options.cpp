@@ -1,4 +1,4 @@
-#include "cli/generation_options.h"
+#include "generation_options.h"
 
 #include <chrono>
 #include <csignal>
@@ -23,6 +23,9 @@ void GenerationFlags::add_to(CLI::App& app) {
     app.add_option("-c,--ctx-size", n_ctx, "context size (0: the model's, at most 4096)")->check(CLI::Range(0, 1 << 24));
     app.add_option("-b,--batch-size", n_batch, "prompt chunk size")->check(CLI::Range(1, 1 << 16));
     app.add_option("-t,--threads", n_threads, "threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    app.add_option("--memory-budget", memory_budget,
+                   "bytes for the sequences' memory (KV cache), e.g. 512MiB; a smaller budget shortens the context")
+        ->transform(CLI::AsSizeValue(false));
     app.add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
     app.add_option("--stop", stop, "stop string (repeatable)");
     app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
@@ -57,6 +60,7 @@ ContextOptions GenerationFlags::context() const {
     c.n_batch = n_batch;
     c.kv_type = kv_type;
     c.n_threads = n_threads;
+    c.memory_budget = memory_budget;
     return c;
 }
 

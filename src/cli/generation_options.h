@@ -28,6 +28,7 @@ struct GenerationFlags {
     int n_ctx = 0;
     int n_batch = 256;
     int n_threads = 0;
+    uint64_t memory_budget = 0;  // bytes; 0: no cap
     std::string kv_type = "f16";
     std::vector<std::string> stop;
     bool ignore_eos = false;

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
-#include "cli/common.h"
+#include "commands.h"
+#include "common.h"
 #include "kiln/model_card.h"
 
 namespace kiln::cli {

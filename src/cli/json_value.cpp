@@ -1,4 +1,4 @@
-#include "cli/json_value.h"
+#include "json_value.h"
 
 #include <charconv>
 #include <cstdlib>

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "cli/commands.h"
+#include "commands.h"
 #include "kiln/error.h"
 
 namespace {

@@ -2,9 +2,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
-#include "cli/common.h"
-#include "cli/json_value.h"
+#include "commands.h"
+#include "common.h"
+#include "json_value.h"
 #include "kiln/error.h"
 
 namespace kiln::cli {

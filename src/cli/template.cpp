@@ -7,8 +7,8 @@
 #include <iterator>
 #include <sstream>
 
-#include "cli/commands.h"
-#include "cli/common.h"
+#include "commands.h"
+#include "common.h"
 #include "kiln/chat_template.h"
 #include "kiln/error.h"
 #include "kiln/reply_format.h"

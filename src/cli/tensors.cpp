@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
-#include "cli/common.h"
+#include "commands.h"
+#include "common.h"
 #include "kiln/gguf/file.h"
 
 namespace kiln::cli {

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli/commands.h"
-#include "cli/common.h"
+#include "commands.h"
+#include "common.h"
 #include "kiln/error.h"
 #include "kiln/tokenizer.h"
 

@@ -90,7 +90,7 @@ void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos,
 }
 
 KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int64_t last, HugeFloats& kbuf,
-                   HugeFloats& vbuf, ThreadPool* pool) {
+                   HugeFloats& vbuf, const ThreadPool* pool) {
     const int64_t n = last - first + 1;
     const int64_t ks = static_cast<int64_t>(s.n_head_kv) * s.head_dim_k, vs = static_cast<int64_t>(s.n_head_kv) * s.head_dim_v;
     kbuf.resize(static_cast<size_t>(n * ks));

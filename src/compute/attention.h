@@ -69,7 +69,7 @@ struct KvRows {
 // Positions [first, last] of kv dequantized to f32 rows in the given buffers
 // (split by position over the pool's threads when one is given).
 KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int64_t last, HugeFloats& kbuf,
-                   HugeFloats& vbuf, ThreadPool* pool = nullptr);
+                   HugeFloats& vbuf, const ThreadPool* pool = nullptr);
 
 // The table-dispatched attention of one query row: the semantics of attend()
 // (f16 rounding of q and of the weights with an f16 cache, masks, soft-cap) with

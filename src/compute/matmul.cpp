@@ -34,7 +34,7 @@ void release_pages(const uint8_t* p, uint64_t n) {
 
 // Activation rows converted to the weight's dot-product format, once per call.
 const uint8_t* convert_activations(const quant::QuantTraits& t, const float* x, int64_t n_in, int64_t n_tokens,
-                                   ThreadPool& pool, MatmulScratch& scratch, uint64_t& act_row_bytes) {
+                                   const ThreadPool& pool, MatmulScratch& scratch, uint64_t& act_row_bytes) {
     if (t.vec_dot_type == GgmlType::F32) {
         act_row_bytes = static_cast<uint64_t>(n_in) * sizeof(float);
         return reinterpret_cast<const uint8_t*>(x);
@@ -51,7 +51,7 @@ const uint8_t* convert_activations(const quant::QuantTraits& t, const float* x, 
 
 // Reference path: every output element is vec_dot_ref(weight row, activation row).
 void matmul_reference(const quant::QuantTraits& t, const Matrix& w, const float* x, int64_t n_tokens, float* y,
-                      ThreadPool& pool, MatmulScratch& scratch) {
+                      const ThreadPool& pool, MatmulScratch& scratch) {
     uint64_t act_row_bytes = 0;
     const uint8_t* act = convert_activations(t, x, w.n_in, n_tokens, pool, scratch, act_row_bytes);
     const int64_t n_out = w.n_out;
@@ -73,7 +73,7 @@ bool packed_kernel(const KernelTable& k, GgmlType type) {
 // Work for the packed paths: contiguous runs of panels (each thread writes whole
 // 64-byte row runs of y: no false sharing) and, when panels are few, runs of token
 // groups as well, about 2 per thread over all the matrices.
-void plan_tasks(std::span<const Matrix* const> ws, int64_t n_groups, ThreadPool& pool, std::vector<MatmulScratch::Task>& tasks) {
+void plan_tasks(std::span<const Matrix* const> ws, int64_t n_groups, const ThreadPool& pool, std::vector<MatmulScratch::Task>& tasks) {
     tasks.clear();
     int64_t total_panels = 0;
     for (const Matrix* w : ws) total_panels += w->packed->n_panels;
@@ -107,7 +107,7 @@ uint8_t* aligned_scratch(std::vector<uint8_t>& buf, uint64_t n) {
 // input (q / k / v, gate / up) share the activation conversion and one parallel
 // region.
 void matmul_quant(const KernelTable& k, PackedGemmFn gemm, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens,
-                  std::span<float* const> ys, ThreadPool& pool, MatmulScratch& scratch) {
+                  std::span<float* const> ys, const ThreadPool& pool, MatmulScratch& scratch) {
     const Matrix& w0 = *ws[0];
     ActPack a;
     a.format = act_format(w0.type);
@@ -141,7 +141,7 @@ float bf16_pair(const float* r, int64_t i, int64_t n) {
 // conversion to vec_dot_type) and laid out in value-major blocks of 12 tokens
 // (FloatActs; BF16 in element pairs), then tiles of 32 rows x up to 12 tokens.
 void matmul_float(const KernelTable& k, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys,
-                  ThreadPool& pool, MatmulScratch& scratch) {
+                  const ThreadPool& pool, MatmulScratch& scratch) {
     const GgmlType type = ws[0]->type;
     const int64_t n_in = ws[0]->n_in;
     const bool pairs = type == GgmlType::BF16;
@@ -199,7 +199,7 @@ void matmul_float(const KernelTable& k, std::span<const Matrix* const> ws, const
 
 // The packed path for matrices of one type and input width, if the kernels have one.
 bool matmul_packed(const KernelTable& k, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys,
-                   ThreadPool& pool, MatmulScratch& scratch) {
+                   const ThreadPool& pool, MatmulScratch& scratch) {
     const GgmlType type = ws[0]->type;
     if (!packed_kernel(k, type)) return false;
     for (const Matrix* w : ws)
@@ -213,7 +213,7 @@ bool matmul_packed(const KernelTable& k, std::span<const Matrix* const> ws, cons
 
 }  // namespace
 
-void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, float* y, const ThreadPool& pool,
                  MatmulScratch& scratch) {
     if (n_tokens <= 0) return;
     const Matrix* ws[] = {&w};
@@ -224,11 +224,11 @@ void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t 
     matmul_reference(*t, w, x, n_tokens, y, pool, scratch);
 }
 
-void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch) {
+void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, const ThreadPool& pool, MatmulScratch& scratch) {
     matmul_with(kernels(), w, x, n_tokens, y, pool, scratch);
 }
 
-void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool,
+void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys, const ThreadPool& pool,
                  MatmulScratch& scratch) {
     if (n_tokens <= 0 || ws.empty()) return;
     const KernelTable& k = kernels();

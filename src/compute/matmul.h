@@ -61,15 +61,15 @@ bool matmul_supports(GgmlType type);
 // page cache if read again); anonymous memory would be zeroed.
 uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_pages = false);
 
-void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch);
+void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, const ThreadPool& pool, MatmulScratch& scratch);
 // The same with a given kernel table (tests, benchmarks).
-void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, float* y, const ThreadPool& pool,
                  MatmulScratch& scratch);
 
 // Several matrices that read the same input (q / k / v, gate / up): ys[i] = ws[i] x.
 // Bit-identical to separate matmul calls; when they share a packed type, the
 // input is converted once and all run in one parallel region (fewer waits).
-void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys, ThreadPool& pool,
+void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys, const ThreadPool& pool,
                  MatmulScratch& scratch);
 
 // Row r of w as f32 (embedding lookup).

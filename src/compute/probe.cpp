@@ -1,4 +1,4 @@
-#include "compute/probe.h"
+#include "kiln/system.h"
 
 #include "compute/cpu_features.h"
 #include "compute/kernels/avx2_common.h"
@@ -12,12 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <optional>
 
 #include "compute/thread_pool.h"
-#include "kiln/model.h"
-#include "model/spec.h"
-#include "model/weights.h"
 
 namespace kiln {
 
@@ -201,40 +197,6 @@ MachineProbe probe_machine(int n_threads) {
     return p;
 }
 
-uint64_t model_weight_bytes(const Model& model) {
-    const ModelWeights& w = model.weights();
-    auto bytes = [](const Matrix& m) { return m.empty() ? uint64_t{0} : m.row_bytes * static_cast<uint64_t>(m.n_out); };
-    uint64_t total = bytes(w.output);
-    for (const LayerWeights& l : w.layers)
-        total += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo) + bytes(l.ffn_gate) + bytes(l.ffn_up) + bytes(l.ffn_down);
-    return total;
-}
-
-uint64_t model_layer_params(const Model& model) {
-    const ModelWeights& w = model.weights();
-    auto n = [](const Matrix& m) { return static_cast<uint64_t>(m.n_in) * static_cast<uint64_t>(m.n_out); };
-    uint64_t total = 0;
-    for (const LayerWeights& l : w.layers)
-        total += n(l.wq) + n(l.wk) + n(l.wv) + n(l.wo) + n(l.ffn_gate) + n(l.ffn_up) + n(l.ffn_down);
-    return total;
-}
-
-namespace {
-
-// The type of the layers' matrices (that of the first FFN matrix); nullopt without layers.
-std::optional<GgmlType> layer_weight_type(const Model& model) {
-    const ModelWeights& w = model.weights();
-    if (w.layers.empty()) return std::nullopt;
-    return w.layers[0].ffn_up.type;
-}
-
-}  // namespace
-
-bool model_float_weights(const Model& model) {
-    const std::optional<GgmlType> t = layer_weight_type(model);
-    return t && is_float_weight(*t);
-}
-
-bool model_bf16_weights(const Model& model) { return layer_weight_type(model) == GgmlType::BF16; }
+std::string kernel_level() { return kernels_name(kernels()); }
 
 }  // namespace kiln

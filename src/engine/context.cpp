@@ -1,111 +1,339 @@
 #include <algorithm>
 
 #include "cache/kv_cache.h"
+#include "cache/memory.h"
 #include "compute/thread_pool.h"
+#include "kiln/context.h"
 #include "kiln/error.h"
-#include "kiln/model.h"
 #include "model/forward.h"
-#include "model/spec.h"
+#include "model/internals.h"
 
 namespace kiln {
 
 namespace {
+
 constexpr int k_default_ctx_cap = 4096;
+
+std::vector<KvLayerShape> kv_shapes(const ModelSpec& spec) {
+    std::vector<KvLayerShape> shapes;
+    for (const LayerSpec& l : spec.layers) {
+        KvLayerShape s;
+        if (l.mixer == MixerKind::Attention) {
+            s.n_head_kv = l.n_head_kv;
+            s.head_dim_k = spec.head_dim_k;
+            s.head_dim_v = spec.head_dim_v;
+            s.window = l.sliding ? spec.sliding_window : 0;
+        }
+        shapes.push_back(s);
+    }
+    return shapes;
+}
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+
+// The memory the model's registry row asks for, for n_seq sequences of n_ctx
+// positions each, or as many positions as the budget holds.
+std::unique_ptr<SequenceMemory> make_memory(const ModelSpec& spec, const ContextOptions& o, int64_t n_ctx, int n_batch) {
+    if (spec.memory != MemoryKind::Kv)
+        throw Error("architecture '" + spec.arch + "': recurrent-state models are not supported yet", ErrorKind::Unsupported);
+    const std::vector<KvLayerShape> shapes = kv_shapes(spec);
+    KvCacheOptions ko;
+    ko.type = parse_kv_type(o.kv_type);
+    ko.n_seq = o.n_seq_max;
+    ko.n_ctx = n_ctx;
+    ko.n_batch_max = n_batch;
+    const uint64_t full = KvCache::bytes_needed(shapes, ko);
+    if (o.memory_budget > 0 && full > o.memory_budget) {
+        // The most positions per sequence that fit (memory grows with them).
+        int64_t lo = 0, hi = n_ctx;
+        while (lo < hi) {
+            const int64_t mid = (lo + hi + 1) / 2;
+            ko.n_ctx = mid;
+            if (KvCache::bytes_needed(shapes, ko) <= o.memory_budget)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        if (lo < 1) {
+            ko.n_ctx = 1;
+            throw Error("memory budget of " + mib(o.memory_budget) + " is too small: " + std::to_string(o.n_seq_max) +
+                            " sequences need " + mib(KvCache::bytes_needed(shapes, ko)) + " for one position each",
+                        ErrorKind::ResourceExhausted);
+        }
+        ko.n_ctx = lo;
+    }
+    return std::make_unique<KvCache>(shapes, ko);
+}
+
+}  // namespace
+
+void Batch::add(TokenId token, int64_t pos, SeqId seq, bool output) {
+    tokens_.push_back(token);
+    pos_.push_back(pos);
+    seq_.push_back(seq);
+    output_.push_back(output ? 1 : 0);
+    if (n_embd_ > 0) embd_.resize(embd_.size() + static_cast<size_t>(n_embd_), 0.0f);
+}
+
+void Batch::add_embedding(std::span<const float> embedding, int64_t pos, SeqId seq, bool output) {
+    if (embedding.empty()) throw Error("batch: empty embedding");
+    if (n_embd_ == 0) {
+        n_embd_ = static_cast<int>(embedding.size());
+        embd_.assign(tokens_.size() * embedding.size(), 0.0f);
+    } else if (static_cast<int>(embedding.size()) != n_embd_) {
+        throw Error("batch: embedding of " + std::to_string(embedding.size()) + " values after ones of " + std::to_string(n_embd_));
+    }
+    tokens_.push_back(k_no_token);
+    pos_.push_back(pos);
+    seq_.push_back(seq);
+    output_.push_back(output ? 1 : 0);
+    embd_.insert(embd_.end(), embedding.begin(), embedding.end());
+}
+
+void Batch::clear() {
+    tokens_.clear();
+    pos_.clear();
+    seq_.clear();
+    output_.clear();
+    embd_.clear();
+    n_embd_ = 0;
 }
 
 struct Context::Impl {
     std::shared_ptr<const Model> model;
+    const ModelSpec* spec = nullptr;
     int n_ctx = 0;
     int n_batch = 0;
+    bool hidden_states = false;
     std::unique_ptr<ThreadPool> pool;
-    std::unique_ptr<KvCache> cache;
+    std::unique_ptr<SequenceMemory> memory;
     std::unique_ptr<Forward> forward;
-    std::vector<int32_t> history;
-    std::vector<float> last_logits;
-    std::vector<float> chunk_logits;
+    std::vector<std::vector<TokenId>> tokens;  // per sequence: what its positions hold
+    // Outputs of the last decode: f32 [n_vocab, n_outputs], [n_embd, n_outputs].
+    std::vector<float> logits, hidden;
+    int n_outputs = 0;
+    std::vector<float> last_logits;  // sequence 0's last token (single-sequence API)
+    Batch one;                       // scratch for the single-sequence API
+
+    void check_seq(SeqId seq) const {
+        if (seq < 0 || seq >= static_cast<SeqId>(tokens.size()))
+            throw Error("sequence id " + std::to_string(seq) + " is outside 0.." + std::to_string(tokens.size() - 1));
+    }
+    void validate(const Batch& b) const;
 };
 
 Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : impl_(std::make_unique<Impl>()) {
     Impl& im = *impl_;
-    const ModelSpec& spec = model->spec();
+    const ModelSpec& spec = ModelInternals::spec(*model);
     im.model = std::move(model);
+    im.spec = &spec;
     int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(spec.n_ctx_train, k_default_ctx_cap);
     if (n_ctx > spec.n_ctx_train)
         throw Error("context of " + std::to_string(n_ctx) + " tokens exceeds the model's maximum of " +
                     std::to_string(spec.n_ctx_train));
     if (n_ctx < 1) throw Error("context size must be positive");
     if (o.n_batch < 1) throw Error("batch size must be positive");
-    im.n_ctx = n_ctx;
-    im.n_batch = std::min(o.n_batch, n_ctx);
-    im.pool = std::make_unique<ThreadPool>(o.n_threads);
-    im.cache = std::make_unique<KvCache>(spec, n_ctx, im.n_batch, parse_kv_type(o.kv_type));
-    im.forward = std::make_unique<Forward>(spec, im.model->weights(), *im.cache, *im.pool, im.n_batch);
+    if (o.n_seq_max < 1) throw Error("the number of sequences must be positive");
+    im.n_batch = std::min(o.n_batch, n_ctx * o.n_seq_max);
+    im.hidden_states = o.hidden_states;
+    im.pool = std::make_unique<ThreadPool>(o.executor ? o.executor : Executor::shared(), o.n_threads);
+    im.memory = make_memory(spec, o, n_ctx, std::min(im.n_batch, n_ctx));
+    im.n_ctx = static_cast<int>(im.memory->n_ctx());
+    im.forward = std::make_unique<Forward>(spec, ModelInternals::weights(*im.model), *im.memory, *im.pool, im.n_batch);
+    im.tokens.resize(static_cast<size_t>(o.n_seq_max));
 }
 
 Context::~Context() = default;
 
 const Model& Context::model() const { return *impl_->model; }
 int Context::n_ctx() const { return impl_->n_ctx; }
+int Context::n_seq_max() const { return static_cast<int>(impl_->tokens.size()); }
 int Context::n_batch() const { return impl_->n_batch; }
 int Context::n_threads() const { return impl_->pool->size(); }
-int64_t Context::n_past() const { return static_cast<int64_t>(impl_->history.size()); }
-const std::vector<int32_t>& Context::history() const { return impl_->history; }
 
-void Context::decode(std::span<const int32_t> tokens, std::vector<float>* all_logits) {
-    Impl& im = *impl_;
-    const int64_t n_vocab = im.model->n_vocab();
-    if (tokens.empty()) return;
-    if (n_past() + static_cast<int64_t>(tokens.size()) > im.n_ctx)
-        throw Error("context full: " + std::to_string(n_past() + static_cast<int64_t>(tokens.size())) +
-                    " tokens do not fit in a context of " + std::to_string(im.n_ctx));
-    if (all_logits) all_logits->resize(tokens.size() * static_cast<size_t>(n_vocab));
-    size_t done = 0;
-    while (done < tokens.size()) {
-        const int n = static_cast<int>(std::min<size_t>(static_cast<size_t>(im.n_batch), tokens.size() - done));
-        const bool last_chunk = done + static_cast<size_t>(n) == tokens.size();
-        float* out = nullptr;
-        int first_row = n - 1;
-        if (all_logits) {
-            out = all_logits->data() + done * static_cast<size_t>(n_vocab);
-            first_row = 0;
-        } else if (last_chunk) {
-            im.chunk_logits.resize(static_cast<size_t>(n_vocab));
-            out = im.chunk_logits.data();
-        } else {
-            first_row = n;  // no logits needed
-        }
-        im.forward->eval(tokens.data() + done, n, n_past(), first_row, out);
-        im.history.insert(im.history.end(), tokens.begin() + static_cast<std::ptrdiff_t>(done),
-                          tokens.begin() + static_cast<std::ptrdiff_t>(done) + n);
-        done += static_cast<size_t>(n);
+void Context::Impl::validate(const Batch& b) const {
+    const int n_vocab = spec->n_vocab;
+    if (b.n_embd() > 0 && b.n_embd() != spec->n_embd)
+        throw Error("batch: embeddings of " + std::to_string(b.n_embd()) + " values, the model's width is " +
+                    std::to_string(spec->n_embd));
+    // Each sequence's entries continue its positions in order.
+    std::vector<int64_t> next(tokens.size());
+    for (size_t s = 0; s < tokens.size(); ++s) next[s] = static_cast<int64_t>(tokens[s].size());
+    for (int i = 0; i < b.size(); ++i) {
+        const SeqId seq = b.seqs()[static_cast<size_t>(i)];
+        check_seq(seq);
+        const TokenId t = b.tokens()[static_cast<size_t>(i)];
+        if (t != k_no_token && (t < 0 || t >= n_vocab))
+            throw Error("batch entry " + std::to_string(i) + ": token id " + std::to_string(t) + " is outside the vocabulary (" +
+                        std::to_string(n_vocab) + ")");
+        const int64_t pos = b.positions()[static_cast<size_t>(i)];
+        int64_t& want = next[static_cast<size_t>(seq)];
+        if (pos != want)
+            throw Error("batch entry " + std::to_string(i) + ": sequence " + std::to_string(seq) + " is at position " +
+                        std::to_string(want) + ", the entry is at " + std::to_string(pos));
+        if (pos >= n_ctx)
+            throw Error("sequence " + std::to_string(seq) + " is full: " + std::to_string(pos + 1) +
+                            " positions do not fit its context of " + std::to_string(n_ctx) + " (memory for " +
+                            std::to_string(tokens.size()) + " sequences of " + std::to_string(n_ctx) + " positions, " +
+                            mib(memory->bytes()) + ")",
+                        ErrorKind::ResourceExhausted);
+        ++want;
     }
-    if (all_logits)
-        im.last_logits.assign(all_logits->end() - n_vocab, all_logits->end());
-    else
-        im.last_logits = im.chunk_logits;
+    // Non-causal attention sees the whole sequence: it must be evaluated at once.
+    if (!spec->causal) {
+        for (size_t s = 0; s < tokens.size(); ++s)
+            if (next[s] != static_cast<int64_t>(tokens[s].size()) && !tokens[s].empty())
+                throw Error("sequence " + std::to_string(s) + ": a non-causal model evaluates a sequence in one batch (clear it first)");
+        if (b.size() > n_batch)
+            throw Error("a non-causal model evaluates a batch at once: " + std::to_string(b.size()) +
+                        " entries are more than the batch size " + std::to_string(n_batch));
+    }
+}
+
+void Context::decode(const Batch& batch) {
+    Impl& im = *impl_;
+    im.n_outputs = 0;
+    if (batch.empty()) return;
+    im.validate(batch);
+    const int n_vocab = im.spec->n_vocab, n_embd = im.spec->n_embd;
+    int n_out = 0;
+    for (uint8_t o : batch.outputs()) n_out += o ? 1 : 0;
+    im.logits.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
+    if (im.hidden_states) im.hidden.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_embd));
+    std::vector<int> per_seq(im.tokens.size(), 0);
+    int done_out = 0;
+    for (int done = 0; done < batch.size();) {
+        const int n = std::min(im.n_batch, batch.size() - done);
+        BatchRows rows;
+        rows.n = n;
+        rows.tokens = batch.tokens().data() + done;
+        rows.embd = batch.n_embd() > 0 ? batch.embeddings().data() + static_cast<size_t>(done) * static_cast<size_t>(n_embd) : nullptr;
+        rows.pos = batch.positions().data() + done;
+        rows.seq = batch.seqs().data() + done;
+        rows.output = batch.outputs().data() + done;
+        int chunk_out = 0;
+        for (int i = 0; i < n; ++i) chunk_out += rows.output[i] ? 1 : 0;
+        im.forward->eval(rows, chunk_out ? im.logits.data() + static_cast<size_t>(done_out) * static_cast<size_t>(n_vocab) : nullptr,
+                         chunk_out && im.hidden_states ? im.hidden.data() + static_cast<size_t>(done_out) * static_cast<size_t>(n_embd)
+                                                       : nullptr);
+        for (int i = 0; i < n; ++i) {
+            im.tokens[static_cast<size_t>(rows.seq[i])].push_back(rows.tokens[i]);
+            ++per_seq[static_cast<size_t>(rows.seq[i])];
+        }
+        done_out += chunk_out;
+        done += n;
+    }
+    im.n_outputs = n_out;
+    // A prompt's end is where a recurrent state is worth returning to.
+    for (size_t s = 0; s < per_seq.size(); ++s)
+        if (per_seq[s] > 1) im.memory->checkpoint(static_cast<int>(s), static_cast<int64_t>(im.tokens[s].size()));
+}
+
+int Context::n_outputs() const { return impl_->n_outputs; }
+
+std::span<const float> Context::logits(int output) const {
+    const Impl& im = *impl_;
+    if (output < 0 || output >= im.n_outputs)
+        throw Error("output " + std::to_string(output) + " is outside the last batch's " + std::to_string(im.n_outputs) + " outputs");
+    const size_t n_vocab = static_cast<size_t>(im.spec->n_vocab);
+    return std::span<const float>(im.logits.data() + static_cast<size_t>(output) * n_vocab, n_vocab);
+}
+
+std::span<const float> Context::hidden(int output) const {
+    const Impl& im = *impl_;
+    if (!im.hidden_states) throw Error("hidden states were not asked for (ContextOptions::hidden_states)");
+    if (output < 0 || output >= im.n_outputs)
+        throw Error("output " + std::to_string(output) + " is outside the last batch's " + std::to_string(im.n_outputs) + " outputs");
+    const size_t n_embd = static_cast<size_t>(im.spec->n_embd);
+    return std::span<const float>(im.hidden.data() + static_cast<size_t>(output) * n_embd, n_embd);
+}
+
+int64_t Context::seq_length(SeqId seq) const {
+    impl_->check_seq(seq);
+    return static_cast<int64_t>(impl_->tokens[static_cast<size_t>(seq)].size());
+}
+
+const std::vector<TokenId>& Context::seq_tokens(SeqId seq) const {
+    impl_->check_seq(seq);
+    return impl_->tokens[static_cast<size_t>(seq)];
+}
+
+int64_t Context::seq_rollback(SeqId seq, int64_t n_keep) {
+    Impl& im = *impl_;
+    im.check_seq(seq);
+    std::vector<TokenId>& t = im.tokens[static_cast<size_t>(seq)];
+    const int64_t n_past = static_cast<int64_t>(t.size());
+    n_keep = std::clamp<int64_t>(n_keep, 0, n_past);
+    const int64_t kept = im.memory->rollback(seq, n_keep, n_past);
+    t.resize(static_cast<size_t>(kept));
+    if (seq == 0) im.last_logits.clear();
+    return kept;
+}
+
+int64_t Context::seq_copy(SeqId src, SeqId dst, int64_t n) {
+    Impl& im = *impl_;
+    im.check_seq(src);
+    im.check_seq(dst);
+    const std::vector<TokenId>& from = im.tokens[static_cast<size_t>(src)];
+    n = std::clamp<int64_t>(n, 0, static_cast<int64_t>(from.size()));
+    if (src == dst) return seq_rollback(src, n);
+    const int64_t held = im.memory->copy_prefix(src, dst, n, static_cast<int64_t>(from.size()));
+    im.tokens[static_cast<size_t>(dst)].assign(from.begin(), from.begin() + held);
+    if (dst == 0) im.last_logits.clear();
+    return held;
+}
+
+void Context::seq_clear(SeqId seq) {
+    Impl& im = *impl_;
+    im.check_seq(seq);
+    im.memory->clear(seq);
+    im.tokens[static_cast<size_t>(seq)].clear();
+    if (seq == 0) im.last_logits.clear();
+}
+
+void Context::seq_checkpoint(SeqId seq) {
+    impl_->check_seq(seq);
+    impl_->memory->checkpoint(seq, seq_length(seq));
+}
+
+void Context::decode(std::span<const TokenId> tokens, std::vector<float>* all_logits) {
+    Impl& im = *impl_;
+    if (tokens.empty()) return;
+    const size_t n_vocab = static_cast<size_t>(im.spec->n_vocab);
+    const int64_t n_past = this->n_past();
+    if (n_past + static_cast<int64_t>(tokens.size()) > im.n_ctx)
+        throw Error("context full: " + std::to_string(n_past + static_cast<int64_t>(tokens.size())) +
+                        " tokens do not fit in a context of " + std::to_string(im.n_ctx),
+                    ErrorKind::ResourceExhausted);
+    Batch& b = im.one;
+    b.clear();
+    for (size_t i = 0; i < tokens.size(); ++i)
+        b.add(tokens[i], n_past + static_cast<int64_t>(i), 0, all_logits != nullptr || i + 1 == tokens.size());
+    decode(b);
+    if (all_logits) all_logits->assign(im.logits.begin(), im.logits.begin() + static_cast<std::ptrdiff_t>(tokens.size() * n_vocab));
+    auto last = logits(im.n_outputs - 1);
+    im.last_logits.assign(last.begin(), last.end());
 }
 
 std::span<const float> Context::last_logits() const { return impl_->last_logits; }
+int64_t Context::n_past() const { return seq_length(0); }
+const std::vector<TokenId>& Context::history() const { return seq_tokens(0); }
 
 bool Context::keep_prefix(int64_t n_keep) {
-    Impl& im = *impl_;
     if (n_keep >= n_past()) return true;
-    if (n_keep < 0 || !im.cache->can_keep_prefix(n_keep, n_past())) {
-        clear();
+    if (n_keep < 0 || seq_rollback(0, n_keep) != n_keep) {
+        seq_clear(0);
         return n_keep <= 0;
     }
-    im.history.resize(static_cast<size_t>(n_keep));
-    im.last_logits.clear();
     return true;
 }
 
 void Context::clear() {
-    impl_->history.clear();
-    impl_->last_logits.clear();
+    for (SeqId s = 0; s < n_seq_max(); ++s) seq_clear(s);
 }
 
-uint64_t Context::kv_bytes_per_position() const { return impl_->cache->bytes_per_position(); }
-uint64_t Context::kv_bytes() const { return impl_->cache->allocated_bytes(); }
+uint64_t Context::kv_bytes_per_position() const { return impl_->memory->bytes_per_position(); }
+uint64_t Context::memory_bytes() const { return impl_->memory->bytes(); }
 
 void Context::set_tensor_hook(TensorHook hook) { impl_->forward->set_debug_hook(std::move(hook)); }
 

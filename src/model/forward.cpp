@@ -8,8 +8,16 @@
 
 namespace kiln {
 
-Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, KvCache& cache, ThreadPool& pool, int n_batch_max)
-    : spec_(spec), w_(weights), cache_(cache), pool_(pool), n_batch_max_(n_batch_max) {
+Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMemory& memory, const ThreadPool& pool,
+                 int n_batch_max)
+    : spec_(spec), w_(weights), cache_(*memory.kv()), pool_(pool), n_batch_max_(n_batch_max) {
+    for (const LayerSpec& l : spec.layers) {
+        if (l.mixer != MixerKind::Attention)
+            throw Error("recurrent layers are not supported yet (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
+        if (l.ffn == FfnKind::Experts)
+            throw Error("mixture-of-experts layers are not supported yet (architecture '" + spec.arch + "')",
+                        ErrorKind::Unsupported);
+    }
     const size_t b = static_cast<size_t>(n_batch_max);
     const size_t e = static_cast<size_t>(spec.n_embd);
     x_.resize(b * e);
@@ -21,14 +29,15 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, KvCache& ca
     att_.resize(b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_v));
     gate_.resize(b * static_cast<size_t>(spec.max_n_ff()));
     up_.resize(b * static_cast<size_t>(spec.max_n_ff()));
+    for (const LayerSpec& l : spec.layers)
+        if (l.ffn == FfnKind::Plain) ones_.assign(static_cast<size_t>(spec.max_n_ff()), 1.0f);
     attn_scratch_.resize(static_cast<size_t>(pool.size()));
-    rope_cache_.resize(b * static_cast<size_t>(spec.rope.n_dims));
 }
 
 namespace {
 
 void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* b, float* y, int n, int64_t width,
-               ThreadPool& pool) {
+               const ThreadPool& pool) {
     const auto rms_norm = kernels().rms_norm;
     pool.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
         for (int64_t r = r0; r < r1; ++r) {
@@ -41,7 +50,7 @@ void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* 
 }
 
 // y += x over n floats (the residual adds), split across the pool.
-void add_rows(float* y, const float* x, int64_t n, ThreadPool& pool) {
+void add_rows(float* y, const float* x, int64_t n, const ThreadPool& pool) {
     pool.parallel_for(n, 16384, [&](int64_t b, int64_t e, int) { ops::add(y + b, x + b, e - b); });
 }
 
@@ -67,7 +76,7 @@ ops::RopeParams Forward::rope_params(bool swa_base) const {
     return rp;
 }
 
-void Forward::prepare_rope(int64_t pos0, int n) {
+void Forward::prepare_rope(const BatchRows& b) {
     bool any = false, any_swa = false;
     for (const LayerSpec& l : spec_.layers) {
         if (!l.use_rope) continue;
@@ -81,12 +90,33 @@ void Forward::prepare_rope(int64_t pos0, int n) {
         if (!(pass == 0 ? any : any_swa)) continue;
         const ops::RopeParams rp = rope_params(pass == 1);
         std::vector<float>& caches = pass == 0 ? rope_cache_ : rope_cache_swa_;
-        caches.resize(static_cast<size_t>(n) * dims);
-        for (int r = 0; r < n; ++r) ops::rope_cache(rp, pos0 + r, caches.data() + static_cast<size_t>(r) * dims);
+        caches.resize(static_cast<size_t>(b.n) * dims);
+        for (int r = 0; r < b.n; ++r) ops::rope_cache(rp, b.pos[r], caches.data() + static_cast<size_t>(r) * dims);
     }
 }
 
-void Forward::attention_layer(int il, int n, int64_t pos0) {
+void Forward::plan_spans(const BatchRows& b) {
+    // Sequences in order of first appearance; few per batch, so a linear search.
+    size_t used = 0;
+    row_span_.resize(static_cast<size_t>(b.n));
+    for (int r = 0; r < b.n; ++r) {
+        size_t i = 0;
+        while (i < used && spans_[i].seq != b.seq[r]) ++i;
+        if (i == used) {
+            if (spans_.size() <= used) spans_.emplace_back();
+            spans_[i].seq = b.seq[r];
+            spans_[i].pos_min = spans_[i].pos_max = b.pos[r];
+            ++used;
+        }
+        spans_[i].pos_min = std::min(spans_[i].pos_min, b.pos[r]);
+        spans_[i].pos_max = std::max(spans_[i].pos_max, b.pos[r]);
+        row_span_[static_cast<size_t>(r)] = static_cast<int>(i);
+    }
+    n_spans_ = used;
+}
+
+void Forward::attention_layer(int il, const BatchRows& b) {
+    const int n = b.n;
     const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
     const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
     const int64_t e = spec_.n_embd, dk = spec_.head_dim_k, dv = spec_.head_dim_v;
@@ -137,7 +167,7 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
     }
 
     pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
-        for (int64_t r = r0; r < r1; ++r) cache_.store(il, pos0 + r, k_.data() + r * nk, v_.data() + r * nv);
+        for (int64_t r = r0; r < r1; ++r) cache_.store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);
     });
 
     AttentionShape as;
@@ -148,26 +178,23 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
     as.scale = spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(static_cast<float>(dk));
     as.prescale_q = spec_.attention_scale > 0.0f;
     as.softcap = spec_.attn_softcap;
-    const KvLayer& kl = cache_.layer(il);
-    const int window = kl.window;
-    auto first_of = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
-    KvRows rows;
-    if (cache_.ggml_type() == GgmlType::Q8_0) {
-        // Dequantized once per chunk for all its queries (exact).
-        KvView kv;
-        kv.type = cache_.ggml_type();
-        kv.k_row = [&](int64_t p) { return cache_.k_row(il, p); };
-        kv.v_row = [&](int64_t p) { return cache_.v_row(il, p); };
-        rows = kv_rows_f32(as, kv, first_of(pos0), pos0 + n - 1, kv_k_f32_, kv_v_f32_, &pool_);
-    } else {
-        rows.type = cache_.ggml_type();
-        rows.k = kl.k;
-        rows.v = kl.v;
-        rows.k_row_bytes = kl.k_row_bytes;
-        rows.v_row_bytes = kl.v_row_bytes;
-        rows.base = 0;
-        rows.capacity = kl.capacity;
-        rows.f16_rounding = rows.type == GgmlType::F16;
+    // The keys a row sees: its window (or everything) up to itself, or with
+    // non-causal attention up to its sequence's last position in the batch.
+    const int window = cache_.window(il);
+    auto first_key = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
+    auto last_key = [&](int64_t r) { return spec_.causal ? b.pos[r] : spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].pos_max; };
+    for (size_t i = 0; i < n_spans_; ++i) {
+        SeqSpan& sp = spans_[i];
+        if (cache_.ggml_type() == GgmlType::Q8_0) {
+            // Dequantized once per batch for all its queries (exact).
+            KvView kv;
+            kv.type = cache_.ggml_type();
+            kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_.k_row(il, seq, p); };
+            kv.v_row = [&, seq = sp.seq](int64_t p) { return cache_.v_row(il, seq, p); };
+            sp.rows = kv_rows_f32(as, kv, spec_.causal ? first_key(sp.pos_min) : 0, sp.pos_max, sp.k_f32, sp.v_f32, &pool_);
+        } else {
+            sp.rows = cache_.rows(il, sp.seq);
+        }
     }
     // One task per block of rows and KV head. In a prefill chunk a task takes 16
     // consecutive rows of one KV head, so that head's cached keys and values stay
@@ -182,7 +209,6 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
     const int64_t wanted = pairs >= pool_.size() ? 1 : std::min<int64_t>(group, (pool_.size() + pairs - 1) / pairs);
     const int per_part = static_cast<int>((group + wanted - 1) / wanted);
     const int parts = (group + per_part - 1) / per_part;  // none left empty
-    const uint64_t esize = rows.type == GgmlType::F16 ? 2 : 4;
     pool_.run(pairs * parts, [&](int64_t task, int thread) {
         const int64_t r0 = task / (static_cast<int64_t>(l.n_head_kv) * parts) * rows_per_task;
         const int g = static_cast<int>(task / parts % l.n_head_kv);
@@ -191,13 +217,14 @@ void Forward::attention_layer(int il, int n, int64_t pos0) {
         AttentionShape part = as;
         part.n_head = nh;
         part.n_head_kv = 1;
-        KvRows head = rows;
-        head.k += static_cast<uint64_t>(g) * static_cast<uint64_t>(dk) * esize;
-        head.v += static_cast<uint64_t>(g) * static_cast<uint64_t>(dv) * esize;
         for (int64_t r = r0; r < std::min<int64_t>(n, r0 + rows_per_task); ++r) {
-            const int64_t pos = pos0 + r;
-            attend_rows(part, q_.data() + r * nq + static_cast<int64_t>(h0) * dk, first_of(pos), pos, head,
-                        att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv, attn_scratch_[static_cast<size_t>(thread)]);
+            KvRows head = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
+            const uint64_t esize = head.type == GgmlType::F16 ? 2 : 4;
+            head.k += static_cast<uint64_t>(g) * static_cast<uint64_t>(dk) * esize;
+            head.v += static_cast<uint64_t>(g) * static_cast<uint64_t>(dv) * esize;
+            attend_rows(part, q_.data() + r * nq + static_cast<int64_t>(h0) * dk, spec_.causal ? first_key(b.pos[r]) : 0,
+                        last_key(r), head, att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv,
+                        attn_scratch_[static_cast<size_t>(thread)]);
         }
     });
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);
@@ -219,15 +246,24 @@ void Forward::ffn_layer(int il, int n) {
     const int64_t e = spec_.n_embd, ff = l.n_ff;
     norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
     dump("ffn_norm", il, h_.data(), e, n);
-    {
+    const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
+    if (l.ffn == FfnKind::Gated) {
         const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
         float* ys[] = {gate_.data(), up_.data()};
         matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+        pool_.parallel_for(n * ff, 4096, [&](int64_t b, int64_t end, int) { act(gate_.data() + b, up_.data() + b, end - b); });
+    } else {
+        // act(up): the gated kernel with a gate of ones (x * 1.0f is exact), so both
+        // kinds share one activation kernel per CPU level.
+        matmul(lw.ffn_up, h_.data(), n, gate_.data(), pool_, mm_);
+        add_bias(gate_.data(), lw.ffn_up_b, n, ff);
+        pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
+        });
     }
-    const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
-    pool_.parallel_for(n * ff, 4096, [&](int64_t b, int64_t end, int) { act(gate_.data() + b, up_.data() + b, end - b); });
     dump("ffn_act", il, gate_.data(), ff, n);
     matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
+    add_bias(o_.data(), lw.ffn_down_b, n, e);
     dump("ffn_out", il, o_.data(), e, n);
     if (lw.ffn_post_norm) {
         norm_rows(spec_, o_.data(), lw.ffn_post_norm, nullptr, o_.data(), n, e, pool_);
@@ -237,32 +273,45 @@ void Forward::ffn_layer(int il, int n) {
     dump("l_out", il, x_.data(), e, n);
 }
 
-void Forward::eval(const int32_t* tokens, int n, int64_t pos0, int first_logit_row, float* logits) {
+void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
+    const int n = b.n;
     if (n <= 0 || n > n_batch_max_)
-        throw Error("forward: chunk of " + std::to_string(n) + " tokens (1 to " + std::to_string(n_batch_max_) + " allowed)");
-    if (pos0 + n > cache_.n_ctx())
-        throw Error("context full: " + std::to_string(pos0 + n) + " positions needed, the context holds " +
-                    std::to_string(cache_.n_ctx()));
+        throw Error("forward: batch of " + std::to_string(n) + " rows (1 to " + std::to_string(n_batch_max_) + " allowed)",
+                    ErrorKind::Internal);
     const int64_t e = spec_.n_embd;
-    prepare_rope(pos0, n);
     for (int r = 0; r < n; ++r) {
-        if (tokens[r] < 0 || tokens[r] >= spec_.n_vocab)
-            throw Error("token id " + std::to_string(tokens[r]) + " is outside the vocabulary (" + std::to_string(spec_.n_vocab) + ")");
-        matrix_row_f32(w_.tok_embd, tokens[r], x_.data() + r * e);
-        if (spec_.embedding_scale != 1.0f) ops::scale(x_.data() + r * e, e, spec_.embedding_scale);
+        float* row = x_.data() + r * e;
+        if (b.tokens[r] < 0) {
+            if (!b.embd) throw Error("forward: row " + std::to_string(r) + " has no token and no embedding", ErrorKind::Internal);
+            std::copy(b.embd + r * e, b.embd + (r + 1) * e, row);
+            continue;
+        }
+        if (b.tokens[r] >= spec_.n_vocab)
+            throw Error("token id " + std::to_string(b.tokens[r]) + " is outside the vocabulary (" + std::to_string(spec_.n_vocab) + ")");
+        matrix_row_f32(w_.tok_embd, b.tokens[r], row);
+        if (spec_.embedding_scale != 1.0f) ops::scale(row, e, spec_.embedding_scale);
     }
+    prepare_rope(b);
+    plan_spans(b);
     dump("inp_embd", -1, x_.data(), e, n);
 
     for (int il = 0; il < spec_.n_layer; ++il) {
-        attention_layer(il, n, pos0);
+        attention_layer(il, b);
         ffn_layer(il, n);
     }
 
-    const int n_out = n - first_logit_row;
-    if (n_out <= 0 || !logits) return;
-    norm_rows(spec_, x_.data() + static_cast<int64_t>(first_logit_row) * e, w_.output_norm, w_.output_norm_b, h_.data(),
-              n_out, e, pool_);
+    // The rows whose output is wanted, gathered (in decode and at the end of a
+    // prompt that is the last row alone).
+    int n_out = 0;
+    for (int r = 0; r < n; ++r) n_out += b.output[r] ? 1 : 0;
+    if (n_out == 0 || (!logits && !hidden)) return;
+    out_x_.resize(static_cast<size_t>(n_out) * static_cast<size_t>(e));
+    for (int r = 0, k = 0; r < n; ++r)
+        if (b.output[r]) std::copy(x_.data() + r * e, x_.data() + (r + 1) * e, out_x_.data() + (k++) * e);
+    norm_rows(spec_, out_x_.data(), w_.output_norm, w_.output_norm_b, h_.data(), n_out, e, pool_);
     dump("result_norm", -1, h_.data(), e, n_out);
+    if (hidden) std::copy(h_.data(), h_.data() + static_cast<int64_t>(n_out) * e, hidden);
+    if (!logits) return;
     matmul(w_.output, h_.data(), n_out, logits, pool_, mm_);
     if (spec_.final_softcap > 0.0f) ops::softcap(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.final_softcap);
     dump("result_output", -1, logits, spec_.n_vocab, n_out);

@@ -1,6 +1,8 @@
 // The common forward pass: one implementation for every family, branching only
-// on the capabilities in ModelSpec. Evaluates a chunk of tokens at consecutive
-// positions, writes K/V into the cache and produces logits for the rows asked for.
+// on the capabilities in ModelSpec. Evaluates a batch of rows from any number of
+// sequences (each row: a token or an embedding, its position, its sequence,
+// whether its output is wanted), writes their K/V into the sequences' memory and
+// produces logits (and final hidden states) for the rows asked for.
 //
 // Every intermediate has a name (attn_norm, Qcur, kq_out, ffn_out, l_out, ...,
 // with its layer index); a debug hook, when set, receives each one so a run can
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "cache/kv_cache.h"
+#include "cache/memory.h"
 #include "compute/attention.h"
 #include "compute/matmul.h"
 #include "compute/ops.h"
@@ -24,22 +27,41 @@ namespace kiln {
 // name, layer (-1 for none), data f32 [n_per_row, n_rows]
 using DebugHook = std::function<void(const char* name, int layer, const float* data, int64_t n_per_row, int64_t n_rows)>;
 
+// The rows of one evaluation. A sequence's rows appear in position order and
+// continue what its memory holds (the engine's Context checks this).
+struct BatchRows {
+    int n = 0;
+    const int32_t* tokens = nullptr;  // [n]; a negative id takes its row from embd
+    const float* embd = nullptr;      // f32 [n_embd, n] (rows read only where tokens[i] < 0)
+    const int64_t* pos = nullptr;     // [n]
+    const int32_t* seq = nullptr;     // [n]
+    const uint8_t* output = nullptr;  // [n]: nonzero where the row's output is wanted
+};
+
 class Forward {
 public:
-    Forward(const ModelSpec& spec, const ModelWeights& weights, KvCache& cache, ThreadPool& pool, int n_batch_max);
+    Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMemory& memory, const ThreadPool& pool, int n_batch_max);
 
     int n_batch_max() const { return n_batch_max_; }
     void set_debug_hook(DebugHook hook) { hook_ = std::move(hook); }
 
-    // Evaluates tokens[0..n) at positions pos0..pos0+n-1 (n <= n_batch_max; the
-    // cache must hold positions < pos0). Logits of the rows i with i >= first_logit_row
-    // are written to `logits` as f32 [n_vocab, n - first_logit_row].
-    void eval(const int32_t* tokens, int n, int64_t pos0, int first_logit_row, float* logits);
+    // Evaluates the rows (1 <= n <= n_batch_max). For the k-th row with output
+    // wanted, in batch order, logits row k of f32 [n_vocab, n_out] and, if hidden
+    // is given, the final normed hidden state row k of f32 [n_embd, n_out].
+    void eval(const BatchRows& batch, float* logits, float* hidden = nullptr);
 
 private:
-    void attention_layer(int il, int n, int64_t pos0);
+    // The rows of one sequence in the batch: keys visible to them, where to read them.
+    struct SeqSpan {
+        int seq = 0;
+        int64_t pos_min = 0, pos_max = 0;  // positions of its rows in this batch
+        KvRows rows;                       // the layer's rows of this sequence (per layer)
+        HugeFloats k_f32, v_f32;           // a q8_0 cache's rows as f32, per layer
+    };
+    void plan_spans(const BatchRows& b);
+    void attention_layer(int il, const BatchRows& b);
     void ffn_layer(int il, int n);
-    void prepare_rope(int64_t pos0, int n);
+    void prepare_rope(const BatchRows& b);
     ops::RopeParams rope_params(bool swa_base) const;
     void dump(const char* name, int layer, const float* data, int64_t per_row, int64_t rows) const {
         if (hook_) hook_(name, layer, data, per_row, rows);
@@ -48,15 +70,25 @@ private:
     const ModelSpec& spec_;
     const ModelWeights& w_;
     KvCache& cache_;
-    ThreadPool& pool_;
+    const ThreadPool& pool_;
     int n_batch_max_;
     DebugHook hook_;
 
     MatmulScratch mm_;
     std::vector<AttentionScratch> attn_scratch_;  // per thread
-    std::vector<float> x_, h_, q_, k_, v_, att_, o_, gate_, up_, out_rows_;
-    std::vector<float> rope_cache_, rope_cache_swa_;  // cos / sin per row of the chunk
-    HugeFloats kv_k_f32_, kv_v_f32_;                  // a q8_0 cache's rows as f32, per layer and chunk
+    std::vector<SeqSpan> spans_;                  // the batch's sequences
+    std::vector<int> row_span_;                   // [n]: each row's index in spans_
+    size_t n_spans_ = 0;                          // spans_ used by this batch
+    // Activations of the batch, f32 [width, n] each.
+    std::vector<float> x_;       // the residual stream [n_embd, n]
+    std::vector<float> h_;       // normed input of a block [n_embd, n]
+    std::vector<float> q_, k_, v_;  // [n_head * head_dim_k, n], [n_head_kv * head_dim_k, n], [n_head_kv * head_dim_v, n]
+    std::vector<float> att_;     // attention output [n_head * head_dim_v, n]
+    std::vector<float> o_;       // a block's output [n_embd, n]
+    std::vector<float> gate_, up_;  // [n_ff, n]
+    std::vector<float> ones_;    // [n_ff] of 1.0f: a plain FFN's activation through the gated kernel
+    std::vector<float> out_x_;   // the rows whose output is wanted [n_embd, n_out]
+    std::vector<float> rope_cache_, rope_cache_swa_;  // cos / sin per row [n_dims, n]
 };
 
 }  // namespace kiln

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "kiln/error.h"
 
@@ -57,6 +58,37 @@ std::vector<int> per_layer(const Metadata& md, const std::string& key, int n_lay
     return std::vector<int>(static_cast<size_t>(n_layer), to_int(key, md.get_uint(key)));
 }
 
+// RoPE dimensions, base and scaling of a rotary family.
+void read_rope(const Metadata& md, const std::function<std::string(const char*)>& k, ModelSpec& s) {
+    s.rope.n_dims = md.has(k("rope.dimension_count")) ? to_int(k("rope.dimension_count"), md.get_uint(k("rope.dimension_count")))
+                                                       : s.head_dim_k;
+    if (s.rope.n_dims <= 0 || s.rope.n_dims % 2 != 0 || s.rope.n_dims > s.head_dim_k)
+        throw Error("GGUF metadata '" + k("rope.dimension_count") + "': " + std::to_string(s.rope.n_dims) +
+                    " must be even and at most the head size " + std::to_string(s.head_dim_k));
+    s.rope.freq_base = static_cast<float>(md.find_float(k("rope.freq_base")).value_or(10000.0));
+    if (!(s.rope.freq_base > 0.0f)) throw Error("GGUF metadata '" + k("rope.freq_base") + "' must be positive");
+    s.rope.scaling = md.find_string(k("rope.scaling.type")).value_or("none");
+    double factor = md.find_float(k("rope.scaling.factor")).value_or(0.0);
+    if (factor == 0.0) factor = md.find_float(k("rope.scale_linear")).value_or(0.0);  // older key
+    if (s.rope.scaling == "none" && factor > 0.0 && factor != 1.0) s.rope.scaling = "linear";
+    if (s.rope.scaling == "linear" || s.rope.scaling == "yarn") {
+        if (!(factor > 0.0)) throw Error("GGUF metadata '" + k("rope.scaling.factor") + "' must be positive for " + s.rope.scaling + " scaling");
+        s.rope.freq_scale = static_cast<float>(1.0 / factor);
+    } else if (s.rope.scaling != "none") {
+        throw Error("GGUF metadata '" + k("rope.scaling.type") + "': unsupported RoPE scaling '" + s.rope.scaling + "'",
+                    ErrorKind::Unsupported);
+    }
+    s.rope.n_ctx_orig = md.has(k("rope.scaling.original_context_length"))
+                            ? to_int(k("rope.scaling.original_context_length"), md.get_uint(k("rope.scaling.original_context_length")))
+                            : s.n_ctx_train;
+    if (s.rope.scaling == "yarn") {
+        s.rope.yarn_ext_factor = static_cast<float>(md.find_float(k("rope.scaling.yarn_ext_factor")).value_or(1.0));
+        s.rope.yarn_attn_factor = static_cast<float>(md.find_float(k("rope.scaling.yarn_attn_factor")).value_or(1.0));
+        s.rope.yarn_beta_fast = static_cast<float>(md.find_float(k("rope.scaling.yarn_beta_fast")).value_or(32.0));
+        s.rope.yarn_beta_slow = static_cast<float>(md.find_float(k("rope.scaling.yarn_beta_slow")).value_or(1.0));
+    }
+}
+
 }  // namespace
 
 ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
@@ -103,38 +135,20 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
         throw Error("GGUF metadata key '" + k("attention.layer_norm_rms_epsilon") + "' not found");
     }
 
-    // RoPE
+    s.memory = row.memory;
+    s.causal = md.find_bool(k("attention.causal")).value_or(true);
+
+    // RoPE (none: positions enter some other way, or not at all)
     switch (row.rope) {
         case RopeKind::Norm: s.rope.layout = ops::RopeLayout::Norm; break;
         case RopeKind::Neox: s.rope.layout = ops::RopeLayout::Neox; break;
-        default: throw Error("architecture '" + s.arch + "' has no supported RoPE layout");
+        case RopeKind::None:
+            s.rope.n_dims = 0;
+            for (LayerSpec& l : s.layers) l.use_rope = false;
+            break;
+        default: throw Error("architecture '" + s.arch + "' has no supported RoPE layout", ErrorKind::Unsupported);
     }
-    s.rope.n_dims = md.has(k("rope.dimension_count")) ? to_int(k("rope.dimension_count"), md.get_uint(k("rope.dimension_count")))
-                                                       : s.head_dim_k;
-    if (s.rope.n_dims <= 0 || s.rope.n_dims % 2 != 0 || s.rope.n_dims > s.head_dim_k)
-        throw Error("GGUF metadata '" + k("rope.dimension_count") + "': " + std::to_string(s.rope.n_dims) +
-                    " must be even and at most the head size " + std::to_string(s.head_dim_k));
-    s.rope.freq_base = static_cast<float>(md.find_float(k("rope.freq_base")).value_or(10000.0));
-    if (!(s.rope.freq_base > 0.0f)) throw Error("GGUF metadata '" + k("rope.freq_base") + "' must be positive");
-    s.rope.scaling = md.find_string(k("rope.scaling.type")).value_or("none");
-    double factor = md.find_float(k("rope.scaling.factor")).value_or(0.0);
-    if (factor == 0.0) factor = md.find_float(k("rope.scale_linear")).value_or(0.0);  // older key
-    if (s.rope.scaling == "none" && factor > 0.0 && factor != 1.0) s.rope.scaling = "linear";
-    if (s.rope.scaling == "linear" || s.rope.scaling == "yarn") {
-        if (!(factor > 0.0)) throw Error("GGUF metadata '" + k("rope.scaling.factor") + "' must be positive for " + s.rope.scaling + " scaling");
-        s.rope.freq_scale = static_cast<float>(1.0 / factor);
-    } else if (s.rope.scaling != "none") {
-        throw Error("GGUF metadata '" + k("rope.scaling.type") + "': unsupported RoPE scaling '" + s.rope.scaling + "'");
-    }
-    s.rope.n_ctx_orig = md.has(k("rope.scaling.original_context_length"))
-                            ? to_int(k("rope.scaling.original_context_length"), md.get_uint(k("rope.scaling.original_context_length")))
-                            : s.n_ctx_train;
-    if (s.rope.scaling == "yarn") {
-        s.rope.yarn_ext_factor = static_cast<float>(md.find_float(k("rope.scaling.yarn_ext_factor")).value_or(1.0));
-        s.rope.yarn_attn_factor = static_cast<float>(md.find_float(k("rope.scaling.yarn_attn_factor")).value_or(1.0));
-        s.rope.yarn_beta_fast = static_cast<float>(md.find_float(k("rope.scaling.yarn_beta_fast")).value_or(32.0));
-        s.rope.yarn_beta_slow = static_cast<float>(md.find_float(k("rope.scaling.yarn_beta_slow")).value_or(1.0));
-    }
+    if (row.rope != RopeKind::None) read_rope(md, k, s);
     s.rope.freq_base_swa = static_cast<float>(md.find_float(k("rope.freq_base_swa")).value_or(0.0));
 
     if (auto w = md.find_uint(k("attention.sliding_window"))) s.sliding_window = to_int(k("attention.sliding_window"), *w);

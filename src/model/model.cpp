@@ -3,7 +3,9 @@
 
 #include "kiln/error.h"
 #include "kiln/model.h"
+#include "compute/kernels/packing.h"
 #include "model/hparams.h"
+#include "model/internals.h"
 #include "model/registry.h"
 #include "model/spec.h"
 #include "model/weights.h"
@@ -30,7 +32,8 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     const std::string arch = md.get_string("general.architecture");
     const ArchRow* row = find_architecture(arch);
     if (!row || !row->configure)
-        throw Error(path + ": unsupported GGUF architecture '" + arch + "'; supported: " + supported_architectures());
+        throw Error(path + ": unsupported GGUF architecture '" + arch + "'; supported: " + supported_architectures(),
+                    ErrorKind::Unsupported);
     std::shared_ptr<Model> m(new Model());
     m->impl_ = std::make_unique<Impl>(Impl{path, std::move(file), std::nullopt, {}, {}, 0, {}});
     Impl& im = *m->impl_;
@@ -43,7 +46,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
         im.file.map_all();
         im.weights = bind_weights(im.file, im.spec);
     } catch (const Error& e) {
-        throw Error(path + ": " + e.what());
+        throw Error(path + ": " + e.what(), e.kind());
     }
     im.notes = im.weights.conversion_notes;
     if (im.weights.unused_tensors)
@@ -70,7 +73,27 @@ int Model::n_embd() const { return impl_->spec.n_embd; }
 int Model::n_layer() const { return impl_->spec.n_layer; }
 double Model::load_seconds() const { return impl_->load_seconds; }
 const std::vector<std::string>& Model::load_notes() const { return impl_->notes; }
-const ModelSpec& Model::spec() const { return impl_->spec; }
-const ModelWeights& Model::weights() const { return impl_->weights; }
+const ModelSpec& ModelInternals::spec(const Model& m) { return m.impl_->spec; }
+const ModelWeights& ModelInternals::weights(const Model& m) { return m.impl_->weights; }
+
+ModelFootprint Model::footprint() const {
+    const ModelWeights& w = impl_->weights;
+    auto bytes = [](const Matrix& m) { return m.empty() ? uint64_t{0} : m.row_bytes * static_cast<uint64_t>(m.n_out); };
+    auto params = [](const Matrix& m) { return m.empty() ? uint64_t{0} : static_cast<uint64_t>(m.n_in) * static_cast<uint64_t>(m.n_out); };
+    ModelFootprint f;
+    f.decode_bytes = bytes(w.output);
+    for (const LayerWeights& l : w.layers)
+        for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+            f.decode_bytes += bytes(*m);
+            f.layer_params += params(*m);
+        }
+    // The type of the layers' matrices: that of the first FFN matrix.
+    if (!w.layers.empty()) {
+        f.float_weights = is_float_weight(w.layers[0].ffn_up.type);
+        f.bf16_weights = w.layers[0].ffn_up.type == GgmlType::BF16;
+    }
+    f.repacked_bytes = w.packed_bytes;
+    return f;
+}
 
 }  // namespace kiln

@@ -9,15 +9,12 @@
 #include <string_view>
 
 #include "kiln/gguf/value.h"
+#include "model/spec.h"
 
 namespace kiln {
 
-struct ModelSpec;
-
 enum class RopeKind { None, Norm, Neox, Unknown };
 std::string_view rope_kind_name(RopeKind kind);
-
-enum class MemoryKind { Kv, Recurrent, Hybrid };
 
 // What a family's configure step reads and adjusts.
 struct ArchConfig {
@@ -31,7 +28,7 @@ struct ArchConfig {
 struct ArchRow {
     std::string_view name;  // canonical GGUF name
     RopeKind rope;
-    MemoryKind memory = MemoryKind::Kv;
+    MemoryKind memory = MemoryKind::Kv;  // which SequenceMemory the engine makes (src/cache)
     void (*configure)(ArchConfig&) = nullptr;  // null: known, not runnable
 };
 

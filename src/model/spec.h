@@ -12,7 +12,21 @@
 namespace kiln {
 
 enum class NormKind { Rms, Layer };
-enum class FfnActivation { Silu, Gelu };  // gated: act(gate) * up
+enum class FfnActivation { Silu, Gelu };  // gated: act(gate) * up; plain: act(up)
+
+// A layer's token mixer: how a position sees the others.
+enum class MixerKind {
+    Attention,  // softmax attention over the KV cells (causal or not, full or sliding window)
+    Recurrent,  // a fixed-size state per sequence (the hybrid families fill this in)
+};
+// A layer's feed-forward block.
+enum class FfnKind {
+    Gated,    // down(act(gate(x)) * up(x))
+    Plain,    // down(act(up(x))), with optional biases
+    Experts,  // mixture of experts (the MoE families fill this in)
+};
+// What per-sequence memory the model needs (the registry row says; the layers agree).
+enum class MemoryKind { Kv, Recurrent, Hybrid };
 
 struct RopeSpec {
     ops::RopeLayout layout = ops::RopeLayout::Norm;
@@ -27,10 +41,11 @@ struct RopeSpec {
     float yarn_beta_fast = 32.0f;
     float yarn_beta_slow = 1.0f;
     int n_ctx_orig = 0;
-    bool has_freq_factors = false;  // rope_freqs.weight (Llama 3 scaling)
 };
 
 struct LayerSpec {
+    MixerKind mixer = MixerKind::Attention;
+    FfnKind ffn = FfnKind::Gated;  // Plain when the file has no ffn_gate (weights.cpp)
     int n_head = 0;
     int n_head_kv = 0;
     int n_ff = 0;
@@ -48,6 +63,8 @@ struct ModelSpec {
     int head_dim_v = 0;
     std::vector<LayerSpec> layers;
 
+    MemoryKind memory = MemoryKind::Kv;
+    bool causal = true;  // false: every position of a sequence sees all of it (encoders)
     NormKind norm = NormKind::Rms;
     float norm_eps = 1e-5f;
     FfnActivation activation = FfnActivation::Silu;
@@ -59,12 +76,9 @@ struct ModelSpec {
     float final_softcap = 0.0f;
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
 
-    // Detected by presence of tensors at load.
+    // Set by a family that requires per-head Q/K norms (binding then fails naming
+    // the missing tensor); otherwise they are found by presence.
     bool qk_norm = false;
-    bool post_attn_norm = false;
-    bool post_ffn_norm = false;
-    bool attn_bias = false;
-    bool tied_output = false;
 
     int max_n_head() const;
     int max_n_head_kv() const;

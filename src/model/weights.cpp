@@ -118,17 +118,18 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     w.output_norm = b.vector("output_norm.weight", s.n_embd, true);
     if (s.norm == NormKind::Layer) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
     w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, false);
-    s.tied_output = w.output.empty();
-    if (s.tied_output) w.output = w.tok_embd;
-    w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_dims / 2, false);
-    s.rope.has_freq_factors = w.rope_freqs != nullptr;
+    if (w.output.empty()) w.output = w.tok_embd;  // tied output head
+    if (s.rope.n_dims > 0) w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_dims / 2, false);
 
     const int64_t e = s.n_embd, dk = s.head_dim_k, dv = s.head_dim_v;
-    bool any_q_norm = false, any_post_attn = false, any_post_ffn = false, any_bias = false;
+    bool any_q_norm = false, any_post_attn = false, any_post_ffn = false;
     for (int il = 0; il < s.n_layer; ++il) {
-        const LayerSpec& l = s.layers[static_cast<size_t>(il)];
+        LayerSpec& l = s.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights lw;
+        if (b.find(p + "ffn_gate_inp.weight"))
+            throw Error("tensor '" + p + "ffn_gate_inp.weight': mixture-of-experts layers are not supported yet",
+                        ErrorKind::Unsupported);
         lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
         if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
         lw.wq = b.matrix(p + "attn_q.weight", e, l.n_head * dk, true);
@@ -139,7 +140,6 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         lw.bk = b.vector(p + "attn_k.bias", l.n_head_kv * dk, false);
         lw.bv = b.vector(p + "attn_v.bias", l.n_head_kv * dv, false);
         lw.bo = b.vector(p + "attn_output.bias", e, false);
-        any_bias |= lw.bq || lw.bk || lw.bv || lw.bo;
         lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, s.qk_norm);
         lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, s.qk_norm || lw.q_norm);
         any_q_norm |= lw.q_norm != nullptr;
@@ -147,9 +147,13 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         any_post_attn |= lw.attn_post_norm != nullptr;
         lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
-        lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, true);
+        // The FFN's kind from the file: gated when it has a gate projection.
+        lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
+        l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
         lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
         lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
+        lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, false);
+        lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, false);
         lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, false);
         any_post_ffn |= lw.ffn_post_norm != nullptr;
         w.layers.push_back(lw);
@@ -164,9 +168,6 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         if (any_post_ffn && !lw.ffn_post_norm) throw Error("tensor '" + p + "post_ffw_norm.weight' not found (other layers have it)");
     }
     s.qk_norm = any_q_norm;
-    s.post_attn_norm = any_post_attn;
-    s.post_ffn_norm = any_post_ffn;
-    s.attn_bias = any_bias;
     w.unused_tensors = b.unused();
     w.conversion_notes = b.conversion_notes();
     // Matrices the kernels take in a repacked layout are repacked now, once
@@ -174,7 +175,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     // output head gets its own packed copy).
     std::vector<Matrix*> products = {&w.output};
     for (LayerWeights& lw : w.layers)
-        for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down}) products.push_back(m);
+        for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
+            if (!m->empty()) products.push_back(m);
     // Every matrix here is bound in place from the file's read-only mapping.
     w.packed_bytes = prepare_matrices(products, /*release_file_pages=*/true);
     return w;

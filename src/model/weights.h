@@ -26,7 +26,9 @@ struct LayerWeights {
     const float* attn_post_norm = nullptr;
     const float* ffn_norm = nullptr;
     const float* ffn_norm_b = nullptr;
-    Matrix ffn_gate, ffn_up, ffn_down;
+    Matrix ffn_gate, ffn_up, ffn_down;  // ffn_gate empty: a plain FFN
+    const float* ffn_up_b = nullptr;
+    const float* ffn_down_b = nullptr;
     const float* ffn_post_norm = nullptr;
 };
 

@@ -22,8 +22,9 @@ std::vector<float> logits_of(const std::vector<double>& probs) {
 
 std::map<int32_t, int> histogram(SamplingParams p, const std::vector<float>& logits, int n, std::vector<int32_t> recent = {}) {
     Sampler s(p, static_cast<int>(logits.size()));
+    s.accept_prompt(recent);
     std::map<int32_t, int> h;
-    for (int i = 0; i < n; ++i) h[s.sample(logits, recent)]++;
+    for (int i = 0; i < n; ++i) h[s.sample(logits)]++;
     return h;
 }
 
@@ -37,12 +38,19 @@ SamplingParams plain() {
     return p;
 }
 
+// One step of a fresh sampler whose history (the penalties' window) is `recent`.
+int32_t sample_after(const SamplingParams& p, const std::vector<float>& logits, const std::vector<int32_t>& recent) {
+    Sampler s(p, static_cast<int>(logits.size()));
+    s.accept_prompt(recent);
+    return s.sample(logits);
+}
+
 }  // namespace
 
 TEST(Sampler, GreedyPicksTheArgmax) {
     auto l = logits_of({0.1, 0.5, 0.3, 0.1});
     Sampler s(SamplingParams::greedy(), 4);
-    for (int i = 0; i < 10; ++i) EXPECT_EQ(s.sample(l, {}), 1);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(s.sample(l), 1);
 }
 
 TEST(Sampler, TemperatureOneFollowsTheDistribution) {
@@ -55,13 +63,13 @@ TEST(Sampler, TemperatureOneFollowsTheDistribution) {
 TEST(Sampler, SameSeedSameSequence) {
     auto l = logits_of({0.25, 0.25, 0.25, 0.25});
     Sampler a(plain(), 4), b(plain(), 4);
-    for (int i = 0; i < 200; ++i) EXPECT_EQ(a.sample(l, {}), b.sample(l, {}));
+    for (int i = 0; i < 200; ++i) EXPECT_EQ(a.sample(l), b.sample(l));
     SamplingParams other = plain();
     other.seed = 8;
     Sampler c(other, 4);
     Sampler d(plain(), 4);
     int differ = 0;
-    for (int i = 0; i < 200; ++i) differ += c.sample(l, {}) != d.sample(l, {});
+    for (int i = 0; i < 200; ++i) differ += c.sample(l) != d.sample(l);
     EXPECT_GT(differ, 50);
 }
 
@@ -112,7 +120,7 @@ TEST(Sampler, LogitBiasBansAndBoosts) {
     auto p = SamplingParams::greedy();
     p.logit_bias = {{1, -INFINITY}};
     Sampler s(p, 3);
-    EXPECT_EQ(s.sample(logits_of({0.1, 0.8, 0.1}), {}), 0);
+    EXPECT_EQ(s.sample(logits_of({0.1, 0.8, 0.1})), 0);
     auto q = plain();
     q.logit_bias = {{0, -INFINITY}, {1, -INFINITY}};
     auto h = histogram(q, logits_of({0.45, 0.45, 0.1}), 100);
@@ -125,27 +133,24 @@ TEST(Sampler, RepetitionPresenceAndFrequencyPenalties) {
     auto p = SamplingParams::greedy();
     p.repeat_penalty = 1.5f;
     p.penalty_last_n = 4;
-    Sampler s(p, 3);
     // Token 0 is recent: its logit log(0.4) < 0 is multiplied by 1.5 and drops below token 1.
-    EXPECT_EQ(s.sample(l, std::vector<int32_t>{0}), 1);
+    EXPECT_EQ(sample_after(p, l, {0}), 1);
     // Outside the window: no penalty.
-    EXPECT_EQ(s.sample(l, std::vector<int32_t>{0, 2, 2, 2, 2}), 0);
+    EXPECT_EQ(sample_after(p, l, {0, 2, 2, 2, 2}), 0);
     auto f = SamplingParams::greedy();
     f.frequency_penalty = 0.1f;
-    Sampler fs(f, 3);
-    EXPECT_EQ(fs.sample(l, std::vector<int32_t>{0}), 0);        // one occurrence: -0.1, still first
-    EXPECT_EQ(fs.sample(l, std::vector<int32_t>{0, 0, 0}), 1);  // three: -0.3
+    EXPECT_EQ(sample_after(f, l, {0}), 0);        // one occurrence: -0.1, still first
+    EXPECT_EQ(sample_after(f, l, {0, 0, 0}), 1);  // three: -0.3
     auto pr = SamplingParams::greedy();
     pr.presence_penalty = 0.2f;
-    Sampler ps(pr, 3);
-    EXPECT_EQ(ps.sample(l, std::vector<int32_t>{0, 0, 0}), 1);  // once, whatever the count
+    EXPECT_EQ(sample_after(pr, l, {0, 0, 0}), 1);  // once, whatever the count
 }
 
 TEST(Sampler, ReportsLogprobsOfTheModelDistribution) {
     auto p = SamplingParams::greedy();
     p.n_probs = 2;
     Sampler s(p, 3);
-    s.sample(logits_of({0.5, 0.3, 0.2}), {});
+    s.sample(logits_of({0.5, 0.3, 0.2}));
     EXPECT_NEAR(s.last_logprob(), std::log(0.5), 1e-5);
     ASSERT_EQ(s.last_top().size(), 2u);
     EXPECT_EQ(s.last_top()[0].token, 0);

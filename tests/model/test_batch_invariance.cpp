@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "kiln/model.h"
+#include "kiln/context.h"
 #include "model/model_fixture.h"
 #include "support/test_support.h"
 

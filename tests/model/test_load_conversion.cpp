@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "kiln/gguf/writer.h"
-#include "kiln/model.h"
+#include "kiln/context.h"
 #include "kiln/quant.h"
 #include "support/test_support.h"
 #include "support/tiny_models.h"

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kiln/model.h"
+#include "kiln/context.h"
 #include "model/model_fixture.h"
 #include "support/test_support.h"
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "kiln/model.h"
+#include "kiln/context.h"
 #include "support/test_support.h"
 #include "support/tiny_models.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/model.h"
+#include "kiln/context.h"
 
 int main(int argc, char** argv) {
     if (argc < 4) {

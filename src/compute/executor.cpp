@@ -1,9 +1,11 @@
-#include "compute/thread_pool.h"
-
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
 #include <utility>
+
+#include "compute/thread_pool.h"
+#include "kiln/executor.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -15,11 +17,11 @@
 namespace kiln {
 
 namespace {
-constexpr int k_spin_iterations = 1 << 14;  // ~tens of microseconds before parking
+constexpr int k_spin_iterations = 1 << 14;  // ~tens of microseconds before sleeping
 constexpr int k_wait_spins = 1 << 12;       // the caller's wait for the last tasks, before yielding
-}
+}  // namespace
 
-int ThreadPool::physical_cores() {
+int Executor::physical_cores() {
     // Count distinct (physical id, core id) pairs; fall back to the logical count.
     std::ifstream in("/proc/cpuinfo");
     std::set<std::pair<int, int>> cores;
@@ -35,11 +37,14 @@ int ThreadPool::physical_cores() {
     return n > 0 ? n : 1;
 }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : physical_cores()) {
-    for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+std::shared_ptr<Executor> Executor::shared() {
+    static std::shared_ptr<Executor> executor = std::make_shared<Executor>(0);
+    return executor;
 }
 
-ThreadPool::~ThreadPool() {
+Executor::Executor(int n_threads) : n_threads_(1) { reserve(n_threads > 0 ? n_threads : physical_cores()); }
+
+Executor::~Executor() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         stop_ = true;
@@ -49,7 +54,17 @@ ThreadPool::~ThreadPool() {
     for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::work(int thread) {
+void Executor::reserve(int n_threads) {
+    std::lock_guard<std::mutex> run_lock(run_mutex_);  // no job in flight while workers are added
+    const int have = size();
+    if (n_threads <= have) return;
+    const uint64_t seen = generation_.load(std::memory_order_acquire);
+    for (int t = have; t < n_threads; ++t) workers_.emplace_back([this, t, seen] { worker_loop(t, seen); });
+    n_threads_.store(n_threads, std::memory_order_relaxed);
+}
+
+void Executor::work(int thread) {
+    if (thread >= width_) return;
     const auto& fn = *job_;
     for (;;) {
         int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
@@ -58,10 +73,9 @@ void ThreadPool::work(int thread) {
     }
 }
 
-void ThreadPool::worker_loop(int thread) {
-    uint64_t seen = 0;
+void Executor::worker_loop(int thread, uint64_t seen) {
     for (;;) {
-        // Spin, then park.
+        // Spin, then sleep.
         int spins = 0;
         while (generation_.load(std::memory_order_acquire) == seen && spins < k_spin_iterations) {
             KILN_CPU_RELAX();
@@ -78,16 +92,20 @@ void ThreadPool::worker_loop(int thread) {
     }
 }
 
-void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& fn) {
+void Executor::run(int64_t n_tasks, const std::function<void(int64_t, int)>& fn, int width) {
     if (n_tasks <= 0) return;
-    if (n_threads_ == 1 || n_tasks == 1) {
+    std::lock_guard<std::mutex> run_lock(run_mutex_);
+    const int n = size();
+    width = width <= 0 ? n : std::min(width, n);
+    if (width == 1 || n_tasks == 1) {
         for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);
         return;
     }
     job_ = &fn;
     n_tasks_ = n_tasks;
+    width_ = width;
     next_task_.store(0, std::memory_order_relaxed);
-    active_.store(n_threads_ - 1, std::memory_order_relaxed);
+    active_.store(n - 1, std::memory_order_relaxed);
     {
         std::lock_guard<std::mutex> lock(mutex_);
         generation_.fetch_add(1, std::memory_order_acq_rel);
@@ -106,7 +124,18 @@ void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& f
     job_ = nullptr;
 }
 
-void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t, int)>& fn) {
+ThreadPool::ThreadPool(std::shared_ptr<Executor> executor, int n_threads) : executor_(std::move(executor)) {
+    if (n_threads > executor_->size()) executor_->reserve(n_threads);
+    n_threads_ = n_threads > 0 ? n_threads : executor_->size();
+}
+
+ThreadPool::ThreadPool(int n_threads) : ThreadPool(std::make_shared<Executor>(n_threads), 0) {}
+
+void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& fn) const {
+    executor_->run(n_tasks, fn, n_threads_);
+}
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t, int)>& fn) const {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
     // A few chunks per thread balance uneven progress without much overhead.

@@ -1,0 +1,132 @@
+// Evaluating tokens: a Context holds the per-sequence memory (KV cells,
+// recurrent state) of one model for up to n_seq_max sequences and evaluates
+// batches of entries from any of them at once.
+//
+//   auto model = kiln::Model::load("model.gguf");
+//   kiln::Context ctx(model, {.n_ctx = 4096, .n_seq_max = 2});
+//   kiln::Batch batch;
+//   batch.add(tok_a, 0, /*seq=*/0, /*output=*/true);
+//   batch.add(tok_b, 0, /*seq=*/1, /*output=*/true);
+//   ctx.decode(batch);
+//   auto logits_a = ctx.logits(0);   // f32 [n_vocab], outputs in batch order
+//
+// A token's logits are bit-identical whether it is evaluated alone, in its own
+// sequence's batch, or in a batch shared with other sequences, at any thread
+// count. All failures throw kiln::Error (kiln/error.h) with a category.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/executor.h"
+#include "kiln/model.h"
+#include "kiln/tokenizer.h"
+
+namespace kiln {
+
+using SeqId = int32_t;
+
+struct ContextOptions {
+    int n_ctx = 0;                // positions one sequence may use; 0: the model's trained context, capped at 4096
+    int n_seq_max = 1;            // sequences held at once (the server's --parallel)
+    uint64_t memory_budget = 0;   // bytes for the sequences' memory; 0: n_seq_max x n_ctx positions.
+                                  // A smaller budget shortens every sequence's context to what fits.
+    int n_batch = 256;            // most entries evaluated in one forward pass
+    std::string kv_type = "f16";  // f16 | f32 | q8_0
+    int n_threads = 0;            // 0: every thread of the executor
+    std::shared_ptr<Executor> executor;  // null: Executor::shared()
+    bool hidden_states = false;   // keep each output's final hidden state (hidden())
+};
+
+// Entries to evaluate: each a token (or an embedding row), its position, its
+// sequence, and whether its output (logits, hidden state) is wanted.
+class Batch {
+public:
+    void add(TokenId token, int64_t pos, SeqId seq, bool output = false);
+    // An input embedding instead of a token (f32 [n_embd]).
+    void add_embedding(std::span<const float> embedding, int64_t pos, SeqId seq, bool output = false);
+    void clear();
+
+    int size() const { return static_cast<int>(tokens_.size()); }
+    bool empty() const { return tokens_.empty(); }
+    std::span<const TokenId> tokens() const { return tokens_; }  // k_no_token for embedding entries
+    std::span<const int64_t> positions() const { return pos_; }
+    std::span<const SeqId> seqs() const { return seq_; }
+    std::span<const uint8_t> outputs() const { return output_; }
+    std::span<const float> embeddings() const { return embd_; }  // [n_embd, size()] once any entry is one
+    int n_embd() const { return n_embd_; }
+
+private:
+    std::vector<TokenId> tokens_;
+    std::vector<int64_t> pos_;
+    std::vector<SeqId> seq_;
+    std::vector<uint8_t> output_;
+    std::vector<float> embd_;
+    int n_embd_ = 0;
+};
+
+// name, layer (-1 if none), data f32 [n_per_row, n_rows]
+using TensorHook = std::function<void(const char* name, int layer, const float* data, int64_t n_per_row, int64_t n_rows)>;
+
+class Context {
+public:
+    Context(std::shared_ptr<const Model> model, const ContextOptions& options = {});
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    const Model& model() const;
+    int n_ctx() const;      // positions one sequence may hold
+    int n_seq_max() const;
+    int n_batch() const;
+    int n_threads() const;
+
+    // Evaluates a batch (split into forward passes of n_batch entries). Each
+    // sequence's entries must continue its positions in order: seq_length(s),
+    // seq_length(s) + 1, ... Outputs are numbered in batch order.
+    void decode(const Batch& batch);
+    int n_outputs() const;                          // of the last decode
+    std::span<const float> logits(int output) const;  // f32 [n_vocab]
+    std::span<const float> hidden(int output) const;  // f32 [n_embd] (hidden_states)
+
+    int64_t seq_length(SeqId seq) const;
+    const std::vector<TokenId>& seq_tokens(SeqId seq) const;  // k_no_token at embedding positions
+    // Keeps the first n_keep positions of seq. Returns the positions it really
+    // holds afterwards (<= n_keep: a recurrent state's checkpoint, or 0 when a
+    // sliding window no longer has what n_keep needs); re-evaluate the rest.
+    int64_t seq_rollback(SeqId seq, int64_t n_keep);
+    // Makes dst hold src's first n positions (copying its memory). Returns the
+    // positions dst holds (<= n, as seq_rollback).
+    int64_t seq_copy(SeqId src, SeqId dst, int64_t n);
+    void seq_clear(SeqId seq);
+    // Records seq's recurrent state at its current length (rollback target);
+    // decode does so by itself after a sequence's multi-token entries.
+    void seq_checkpoint(SeqId seq);
+
+    // Sequence 0, for single-sequence callers. decode appends tokens and keeps
+    // the last one's logits; all_logits, if given, receives every row's,
+    // f32 [n_vocab, tokens.size()].
+    void decode(std::span<const TokenId> tokens, std::vector<float>* all_logits = nullptr);
+    std::span<const float> last_logits() const;
+    int64_t n_past() const;
+    const std::vector<TokenId>& history() const;
+    // Keeps positions [0, n_keep) of sequence 0. Returns false (and clears it)
+    // when its memory cannot return there.
+    bool keep_prefix(int64_t n_keep);
+    void clear();  // every sequence
+
+    uint64_t kv_bytes_per_position() const;
+    uint64_t memory_bytes() const;  // allocated for all sequences
+
+    void set_tensor_hook(TensorHook hook);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,33 @@
+// A hybrid model's memory: KV cells for its attention layers and a recurrent
+// state for its recurrent layers, rolled back and copied together (the position
+// both can return to is the smaller of the two).
+#pragma once
+
+#include <memory>
+
+#include "cache/kv_cache.h"
+#include "cache/recurrent_state.h"
+
+namespace kiln {
+
+class HybridMemory : public SequenceMemory {
+public:
+    HybridMemory(std::unique_ptr<KvCache> kv, std::unique_ptr<RecurrentState> recurrent);
+
+    int n_seq() const override { return kv_->n_seq(); }
+    int64_t n_ctx() const override { return kv_->n_ctx(); }
+    int64_t rollback(int seq, int64_t n_keep, int64_t n_past) override;
+    int64_t copy_prefix(int src, int dst, int64_t n, int64_t src_past) override;
+    void checkpoint(int seq, int64_t n_past) override { recurrent_->checkpoint(seq, n_past); }
+    void clear(int seq) override;
+    uint64_t bytes() const override { return kv_->bytes() + recurrent_->bytes(); }
+    uint64_t bytes_per_position() const override { return kv_->bytes_per_position(); }
+    KvCache* kv() override { return kv_.get(); }
+    RecurrentState* recurrent() override { return recurrent_.get(); }
+
+private:
+    std::unique_ptr<KvCache> kv_;
+    std::unique_ptr<RecurrentState> recurrent_;
+};
+
+}  // namespace kiln

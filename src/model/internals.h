@@ -1,0 +1,16 @@
+// The engine's access to what a Model keeps inside: its normalised spec and
+// its bound weights (not part of the public API).
+#pragma once
+
+#include "kiln/model.h"
+#include "model/spec.h"
+#include "model/weights.h"
+
+namespace kiln {
+
+struct ModelInternals {
+    static const ModelSpec& spec(const Model& m);
+    static const ModelWeights& weights(const Model& m);
+};
+
+}  // namespace kiln
