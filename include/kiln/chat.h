@@ -22,8 +22,16 @@
 
 namespace kiln {
 
+// What a conversation does when it no longer fits the context.
+enum class ContextPolicy {
+    Stop,        // the reply ends with finish reason length (the default)
+    DropOldest,  // the oldest turns are left out of the prompt, keeping the system
+                 // prompt and the latest turns, so the reply has room
+};
+
 struct ChatOptions {
     ContextOptions context;
+    ContextPolicy context_policy = ContextPolicy::Stop;
     // A Jinja template to use instead of the file's (e.g. a model without one).
     std::optional<std::string> template_source;
 };
@@ -66,6 +74,8 @@ public:
 
     // Renders the conversation with the generation prompt.
     std::string render(const ChatTurnOptions& options) const;
+    // Turns left out of the last reply's prompt by ContextPolicy::DropOldest.
+    int dropped_turns() const;
 
     // Generates the assistant's reply to the conversation so far, streams its
     // events, and appends the assistant message to the history. A reply with

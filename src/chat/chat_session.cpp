@@ -15,7 +15,12 @@ struct ChatSession::Impl {
     std::string origin;
     std::string bos_text, eos_text;
     ChatFormat format;
+    ContextPolicy policy = ContextPolicy::Stop;
+    int dropped_turns = 0;
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+
+    std::string render(const nlohmann::ordered_json& msgs, const ChatTurnOptions& o) const;
+    std::vector<TokenId> prompt_tokens(const ChatTurnOptions& o);
 
     Impl(std::shared_ptr<const Model> m, const ContextOptions& c) : model(m), session(m, c) {}
 };
@@ -23,6 +28,7 @@ struct ChatSession::Impl {
 ChatSession::ChatSession(std::shared_ptr<const Model> model, const ChatOptions& options)
     : impl_(std::make_unique<Impl>(model, options.context)) {
     Impl& im = *impl_;
+    im.policy = options.context_policy;
     const Tokenizer& tok = model->tokenizer();
     chat::ModelTemplate mt = chat::model_template(model->file());
     im.bos_text = mt.bos_token;
@@ -73,10 +79,14 @@ void ChatSession::add_tool_result(const ToolCall& call, const std::string& conte
 
 void ChatSession::reset() { impl_->messages = nlohmann::ordered_json::array(); }
 
-std::string ChatSession::render(const ChatTurnOptions& o) const {
-    const Impl& im = *impl_;
+std::string ChatSession::render(const ChatTurnOptions& o) const { return impl_->render(impl_->messages, o); }
+
+int ChatSession::dropped_turns() const { return impl_->dropped_turns; }
+
+std::string ChatSession::Impl::render(const nlohmann::ordered_json& msgs, const ChatTurnOptions& o) const {
+    const Impl& im = *this;
     chat::ChatRequest req;
-    req.messages = im.messages;
+    req.messages = msgs;
     if (!o.tools.is_null() && !o.tools.empty()) req.tools = o.tools;
     req.add_generation_prompt = true;
     req.enable_thinking = o.thinking;
@@ -85,10 +95,40 @@ std::string ChatSession::render(const ChatTurnOptions& o) const {
     return chat::apply_chat_template(*im.tmpl, req);
 }
 
+// The prompt's tokens. With DropOldest, whole turns (a user message and what
+// answered it) leave the front of the conversation, after any system messages,
+// until the prompt leaves room for the reply: max_tokens, or a quarter of the
+// context when unbounded (at most half of it).
+std::vector<TokenId> ChatSession::Impl::prompt_tokens(const ChatTurnOptions& o) {
+    dropped_turns = 0;
+    const Tokenizer& tok = model->tokenizer();
+    std::vector<TokenId> ids = tok.encode(render(messages, o) + o.assistant_prefix);
+    if (policy != ContextPolicy::DropOldest) return ids;
+    const int n_ctx = session.context().n_ctx();
+    const int reply = o.generate.max_tokens > 0 ? std::min(o.generate.max_tokens, n_ctx / 2) : n_ctx / 4;
+    nlohmann::ordered_json kept = messages;
+    while (static_cast<int>(ids.size()) + reply > n_ctx) {
+        size_t first = 0;
+        while (first < kept.size() && kept[first].value("role", "") == "system") ++first;
+        // The turn: from `first` up to (not including) the next user message.
+        size_t end = first + 1;
+        while (end < kept.size() && kept[end].value("role", "") != "user") ++end;
+        if (first >= kept.size() || end >= kept.size()) break;  // the latest turn stays
+        kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(first), kept.begin() + static_cast<std::ptrdiff_t>(end));
+        ++dropped_turns;
+        ids = tok.encode(render(kept, o) + o.assistant_prefix);
+    }
+    if (static_cast<int>(ids.size()) >= n_ctx)
+        throw Error("the latest turn alone is " + std::to_string(ids.size()) + " tokens, more than the context of " +
+                        std::to_string(n_ctx),
+                    ErrorKind::ResourceExhausted);
+    return ids;
+}
+
 ChatReply ChatSession::reply(const ChatTurnOptions& o, const ReplyCallback& on_event) {
     Impl& im = *impl_;
     const std::string prompt = render(o) + o.assistant_prefix;
-    std::vector<TokenId> ids = im.model->tokenizer().encode(prompt);
+    std::vector<TokenId> ids = im.prompt_tokens(o);
     ReplyOptions ro;
     ro.starts_in_thinking = prompt_opens_thinking(im.format, prompt);
     ro.stop = o.generate.stop;

@@ -41,7 +41,7 @@ int cmd_chat(int argc, char** argv) {
     CLI::App app{"Chat with a model through its chat template", "chat"};
     GenerationFlags flags;
     flags.add_to(app);
-    std::string system, template_file, tools_file, thinking;
+    std::string system, template_file, tools_file, thinking, context_policy = "stop";
     bool hide_thinking = false;
     app.add_option("--system", system, "system message");
     app.add_option("--template", template_file, "a Jinja chat template to use instead of the file's");
@@ -49,6 +49,10 @@ int cmd_chat(int argc, char** argv) {
     app.add_option("--thinking", thinking, "on | off: enable_thinking for templates that support it")
         ->check(CLI::IsMember({"on", "off"}));
     app.add_flag("--hide-thinking", hide_thinking, "do not show the model's reasoning");
+    app.add_option("--context-policy", context_policy,
+                   "when the conversation outgrows the context: stop (the reply ends, finish length) or drop-oldest "
+                   "(the oldest turns leave the prompt, the system prompt and latest turns stay)")
+        ->check(CLI::IsMember({"stop", "drop-oldest"}));
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
 
@@ -61,6 +65,7 @@ int cmd_chat(int argc, char** argv) {
         if (note.find("converted") != std::string::npos) std::fprintf(stderr, "note: %s\n", note.c_str());
     ChatOptions co;
     co.context = flags.context();
+    co.context_policy = context_policy == "drop-oldest" ? ContextPolicy::DropOldest : ContextPolicy::Stop;
     if (!template_file.empty()) co.template_source = read_text_file(template_file);
     ChatSession chat(model, co);
     if (!system.empty()) chat.set_system(system);

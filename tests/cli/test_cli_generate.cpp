@@ -122,3 +122,45 @@ TEST(CliTemplate, CapabilitiesReport) {
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("reasoning=no can_disable_thinking=no tools=no"), std::string::npos) << r.out;
 }
+
+TEST(CliBench, ParallelReportsTheAggregate) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto r = run_kiln("bench -p 8 -n 4 -r 1 --no-probe --json --parallel 3 -c 64");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["parallel"], 3);
+    EXPECT_EQ(j["n_ctx"], 64);
+    EXPECT_GT(j["aggregate_tg_tokens_per_s"].get<double>(), 0);
+    EXPECT_NEAR(j["aggregate_tg_tokens_per_s"].get<double>(), 3 * j["tg_tokens_per_s"].get<double>(), 1e-6);
+    EXPECT_GT(j["pp_tokens_per_s"].get<double>(), 0);
+    r = run_kiln("bench -p 8 -n 4 -r 1 --no-probe --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["parallel"], 1);
+    EXPECT_EQ(j["aggregate_tg_tokens_per_s"], j["tg_tokens_per_s"]);
+    r = run_kiln("bench -p 8 -n 4 -r 1 --no-probe --parallel 2 -c 10");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("-c 10 is less than"), std::string::npos) << r.err;
+}
+
+// Each file of a parallel run is exactly what the single run with its seed prints.
+TEST(CliRun, ParallelFilesEqualSingleRuns) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string prefix = kiln::test::temp_dir() + "/par";
+    auto r = run_kiln("run -p 'Once upon a time' -n 16 --seed 40 --temp 0.9 --parallel 3 --output-prefix " + prefix);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    for (int i = 0; i < 3; ++i) {
+        auto one = run_kiln("run -p 'Once upon a time' -n 16 --temp 0.9 --seed " + std::to_string(40 + i));
+        ASSERT_EQ(one.status, 0) << one.err;
+        EXPECT_EQ(kiln::test::read_file(prefix + "." + std::to_string(i) + ".txt"), one.out) << i;
+    }
+    auto greedy = run_kiln("run -p 'Hello' -n 8 --temp 0");
+    r = run_kiln("run -p 'Hello' -n 8 --temp 0 --parallel 2 --output-prefix " + prefix + "g");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(kiln::test::read_file(prefix + "g.0.txt"), greedy.out);
+    EXPECT_EQ(kiln::test::read_file(prefix + "g.1.txt"), greedy.out);
+    r = run_kiln("run -p 'Hello' -n 8 --parallel 2");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("--output-prefix"), std::string::npos) << r.err;
+}

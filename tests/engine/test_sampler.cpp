@@ -157,3 +157,23 @@ TEST(Sampler, ReportsLogprobsOfTheModelDistribution) {
     EXPECT_EQ(s.last_top()[1].token, 1);
     EXPECT_NEAR(s.last_top()[1].logprob, std::log(0.3), 1e-5);
 }
+
+TEST(Sampler, GreedyIsAChainOfOneStageAndAConstraintGoesFirst) {
+    Sampler g(SamplingParams::greedy(), 4);
+    EXPECT_EQ(g.stage_names(), (std::vector<std::string_view>{"greedy"}));
+    auto p = plain();
+    p.repeat_penalty = 1.2f;
+    p.logit_bias = {{1, 0.5f}};
+    Sampler s(p, 4);
+    EXPECT_EQ(s.stage_names(), (std::vector<std::string_view>{"logit_bias", "penalties", "drop_banned", "top_k", "temperature", "dist"}));
+    struct Ban3 : kiln::SamplerStage {
+        std::string_view name() const override { return "ban3"; }
+        void apply(kiln::Candidates& c) override {
+            for (auto& x : c.items)
+                if (x.token == 3) x.logit = -INFINITY;
+        }
+    };
+    g.add_constraint(std::make_unique<Ban3>());
+    EXPECT_EQ(g.stage_names().front(), "ban3");
+    EXPECT_EQ(g.sample(logits_of({0.1, 0.2, 0.3, 0.4})), 2);  // 3 is the best but banned
+}

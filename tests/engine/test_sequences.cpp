@@ -10,6 +10,7 @@
 
 #include "kiln/context.h"
 #include "kiln/error.h"
+#include "kiln/gguf/writer.h"
 #include "support/test_support.h"
 #include "support/tiny_models.h"
 
@@ -280,4 +281,18 @@ TEST_F(Sequences, EmbeddingEntriesEqualTheirTokens) {
                         i == 4);
     ctx.decode(b);
     EXPECT_TRUE(same(ctx.logits(0), want));
+}
+
+TEST(ErrorKinds, AnUnsupportedArchitectureSaysSo) {
+    kiln::gguf::Writer w;
+    w.metadata().add("general.architecture", kiln::gguf::Value::string("phi3"));
+    const std::string path = kiln::test::temp_dir() + "/phi3-front.gguf";
+    w.write(path);
+    try {
+        kiln::Model::load(path);
+        FAIL();
+    } catch (const kiln::Error& e) {
+        EXPECT_EQ(e.kind(), kiln::ErrorKind::Unsupported) << e.what();
+        EXPECT_EQ(kiln::error_kind_name(e.kind()), "unsupported");
+    }
 }
