@@ -137,10 +137,16 @@ KILN_TARGET_AVX512 inline __m512i iq4nl_lut() {
     return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
 }
 
-// One panel (16 rows) x T tokens of one group, over all blocks.
+// Blocks ahead whose weight lines a streaming tile requests (k_stream_ahead).
+constexpr int64_t k_stream_ahead = 16;
+
+// One panel (16 rows) x T tokens of one group, over all blocks. With `stream`
+// (a batch of one group: the panel is read once, from memory) the lines of the
+// block k_stream_ahead ahead are requested while this one is summed, as the
+// decode kernels do; in prefill the panel is reused from cache by the next groups.
 template <Legacy F, int T>
 KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t nb, uint64_t w_stride, uint64_t a_stride,
-                                    float* y, int64_t ldy, __mmask16 rows) {
+                                    float* y, int64_t ldy, __mmask16 rows, bool stream = false) {
     constexpr LegacyLayout L = legacy_layout(F);
     constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
     const __m512i low4 = _mm512_set1_epi8(0x0F);
@@ -148,6 +154,7 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (stream) prefetch_block(w + k_stream_ahead * w_stride, w_stride);
         // Two accumulators per token (even / odd chunks, or low / high nibbles):
         // 2T independent vpdpbusd chains keep both of the CPU's dot-product pipes
         // busy despite the instruction's latency. Integer sums: exact in any order.
@@ -274,20 +281,21 @@ KILN_TARGET_AVX512 void legacy_gemm(const PackedMatrix& w, const ActPack& a, int
     }
     for (int64_t p = p0; p < p1; ++p) {
         const __mmask16 rows = panel_rows(w, p);
+        const bool stream = a.n_groups() == 1;
         for (int64_t g = 0; g < a.n_groups(); ++g) {
             const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
             float* yt = y + g * k_act_group * ldy + p * k_panel_rows;
             const uint8_t* wp = w.panel(p);
             const uint8_t* ap = a.group(g);
             switch (n) {
-                case 8: legacy_tile<F, 8>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
-                case 7: legacy_tile<F, 7>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
-                case 6: legacy_tile<F, 6>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
-                case 5: legacy_tile<F, 5>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
-                case 4: legacy_tile<F, 4>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
-                case 3: legacy_tile<F, 3>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
-                case 2: legacy_tile<F, 2>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
-                default: legacy_tile<F, 1>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows); break;
+                case 8: legacy_tile<F, 8>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows, stream); break;
+                case 7: legacy_tile<F, 7>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows, stream); break;
+                case 6: legacy_tile<F, 6>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows, stream); break;
+                case 5: legacy_tile<F, 5>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows, stream); break;
+                case 4: legacy_tile<F, 4>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows, stream); break;
+                case 3: legacy_tile<F, 3>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows, stream); break;
+                case 2: legacy_tile<F, 2>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows, stream); break;
+                default: legacy_tile<F, 1>(wp, ap, w.n_blocks, w.block_bytes, a_stride, yt, ldy, rows, stream); break;
             }
         }
     }
