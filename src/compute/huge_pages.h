@@ -1,9 +1,8 @@
 // Buffers that every decode step walks end to end (the KV cache, a q8_0 cache's
 // rows converted to f32): from 2 MiB up they sit on 2 MiB boundaries and ask for
 // transparent huge pages. With 4 KiB pages a cache larger than the TLB's reach
-// misses it every few rows (SmolLM2 decode at 2,048 cached positions: ~150 t/s
-// with 4 KiB pages, ~195 with huge ones). Where the kernel grants none (THP off)
-// they are ordinary pages.
+// misses it every few rows. Where the kernel grants none (THP off) they are
+// ordinary pages.
 #pragma once
 
 #include <cstddef>

@@ -78,8 +78,7 @@ void plan_tasks(std::span<const Matrix* const> ws, int64_t n_groups, const Threa
     int64_t total_panels = 0;
     for (const Matrix* w : ws) total_panels += w->packed->n_panels;
     // Two chunks per thread: enough for the shared counter to even out a slow
-    // thread, and long ranges for decode's per-task streams. (Measured against 4:
-    // SmolLM2 decode +11-18%, prefill +3%; 1B F16 prefill +1-6%; 1B Q4_K equal.)
+    // thread, and long ranges for decode's per-task streams (4 were slower).
     const int64_t want = static_cast<int64_t>(pool.size()) * 2;
     for (size_t m = 0; m < ws.size(); ++m) {
         const int64_t n_panels = ws[m]->packed->n_panels;

@@ -118,15 +118,12 @@ KILN_TARGET_AVX2 inline void run_tiles(const TileFn (&tiles)[5], const PackedMat
 // Decode (one token): each panel's two 8-row halves block by block, so each
 // 64-byte line is used whole while it is in L1. Block::add(w, h, a, acc) adds one
 // block's terms for rows 8h.. of the panel at w (a: the token's activation
-// block), in the tiles' order. (Measured on the 1B Q4_K model: ~65 -> ~85 t/s
-// against a pass per half, which reads every line twice.)
+// block), in the tiles' order; a pass per half would read every line twice.
 // A Block with k_prefetch_next (the k-quants, 37-53 lines a block) has the next
-// block's lines requested while this one is summed: bench_matmul 8192 x 16384, one
-// thread Q5_K 15 -> 25 GB/s, Q6_K 24.5 -> 32.9, Q4_K equal; two threads Q4_K
-// 48.5 -> 53-56 (docs/perf.md). Those walk the range as one sequential stream;
-// the others (no prefetch) as two, its halves side by side. Measured in one
-// process, 2 threads, 1B-shaped layers: two streams Q4_0 +7%, Q8_0 equal, but
-// Q4_K and Q6_K with their prefetch -4.5%; four streams were slower still.
+// block's lines requested while this one is summed: the hardware prefetcher alone
+// keeps too few in flight. Those walk the range as one sequential stream; the
+// others (no prefetch) as two, its halves side by side, which keeps more requests
+// in flight without the prefetch (docs/perf.md has the measurements).
 template <typename Block, int NS>
 KILN_TARGET_AVX2 inline void decode_panels(const PackedMatrix& w, const ActPack& a, const int64_t* panels, float* y) {
     const uint8_t* wb[NS];

@@ -7,8 +7,7 @@
 // `vnni` variants (CPUs with AVX-VNNI) sum each sub-block in int32 with vpdpbusd
 // and scale it with vpmulld, as the AVX-512 kernels do, in tiles of 2-4 tokens; one
 // token (decode) takes the vpmaddubsw path on every CPU, since there the vpmulld
-// per sub-block costs more than vpdpbusd saves (bench_matmul 8192 x 16384, one
-// thread: Q4_K ~31 against ~29.5 GB/s, Q6_K ~24.5 against ~19).
+// per sub-block costs more than vpdpbusd saves (docs/perf.md).
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -38,7 +37,7 @@ KILN_TARGET_AVX2 inline __m256i scale_pairs_u8(const uint8_t* p) {
 // pair (low and high nibbles) come from one load of each chunk; isum gets the same
 // integer terms as k4_tile's several-token path in another order (wrapping int32
 // adds: the same sum). Only for one token: with T of them the doubled int16 sums
-// spill (prefill 5% slower, measured).
+// spill.
 // Chunk c of byte pair pr of a Q4_K / Q5_K block, rows 8h ..: the levels of
 // sub-block 2 pr (qe, the low nibbles) and 2 pr + 1 (qo), fifth bits included.
 template <bool fifth_bit>
@@ -132,9 +131,8 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
                 const __m256i sc = scale_pairs_u8(w + 64 + 16 * sb + 8 * h);
                 const uint8_t* qs = w + qs_off + 512 * (sb / 2) + 32 * h;
                 __m256i s16[T] = {};  // (set at c = 0; initialized for GCC 12's -Wmaybe-uninitialized)
-                // Unrolled: GCC left this loop rolled (bench_matmul 2048 x 2048 x 512,
-                // 2 threads: Q4_K 425-438 -> 539-560 G op/s, Q5_K 295-323 -> 336-345);
-                // the VNNI loop above measured equal or slower unrolled.
+                // Unrolled: GCC leaves this loop rolled, with its sums moving between
+                // registers every chunk; the VNNI loop above is no faster unrolled.
 #pragma GCC unroll 8
                 for (int c = 0; c < 8; ++c) {
                     const __m256i raw = load256(qs + 64 * c);

@@ -40,10 +40,9 @@ KILN_TARGET_AVX512 inline __mmask64 load_mask64(const uint8_t* p) {
 // load_mask64 through a general register, for the decode of the 32-element
 // formats with fifth bits (Q5_0, Q5_1): there the mask register loaded straight
 // from memory (kmovq k, m64, what the compiler makes of load_mask64) ran two
-// threads at half of one thread's speed (bench_matmul 8192 x 16384, Zen 5: 20-25
-// against 34-42 GB/s; through a register 57-81). The assembly keeps the compiler
-// from folding the two instructions back into one. Prefill, and the Q5_K decode,
-// which showed no such loss, keep load_mask64 (prefill ~5% faster with it).
+// threads at half of one thread's speed on Zen 5 (docs/perf.md). The assembly
+// keeps the compiler from folding the two instructions back into one. Prefill,
+// and the Q5_K decode, which showed no such loss, keep load_mask64.
 KILN_TARGET_AVX512 inline __mmask64 load_mask64_via_gpr(const uint8_t* p) {
     uint64_t m;
     __asm__("movq %1, %0" : "=r"(m) : "m"(*reinterpret_cast<const uint64_t*>(p)));
@@ -60,9 +59,8 @@ inline __mmask16 panel_rows(const PackedMatrix& w, int64_t p) {
 // the range's halves side by side (pair(q, half): panels q and q + half in one
 // tile), then the panel left over (single(p)). Two streams keep more memory
 // requests in flight than one, and than adjacent panels, whose short streams
-// restart every panel; four (the quarters) competed for the memory: against
-// them, 2 threads, 1B-shaped layers: Q4_0 +3-6%, Q8_0 +1-7%, Q5_0 +2-8%, Q4_K
-// +6-7%, Q6_K +11-16% (docs/perf.md).
+// restart every panel; four (the quarters) competed for the memory
+// (docs/perf.md).
 template <typename Pair, typename Single>
 KILN_TARGET_AVX512 inline void decode_halves(int64_t p0, int64_t p1, Pair&& pair, Single&& single) {
     const int64_t half = (p1 - p0) / 2;

@@ -65,11 +65,9 @@ inline void row_masks(int64_t p, int64_t n_out, __mmask16& lo, __mmask16& hi) {
 }
 
 // Prefill tiles ask for the weight and activation lines this many elements
-// ahead: the L2 prefetcher alone leaves both streams' latency showing (measured
-// 2,048 x 8,192 and 8,192 x 2,048 x 512 tokens: +1.4-3.1% / +2.7-3.0%; 8 ahead
-// less, 32 ahead about the same; either stream alone, nothing). Activations
-// further: the 8,192-wide rows' 16 MB come from L3 or memory (8,192 x 2,048:
-// another +2.2-2.9% at 64 ahead, 32-256 about the same; other shapes equal).
+// ahead: the L2 prefetcher alone leaves both streams' latency showing.
+// Activations further: wide rows' activations come from L3 or memory
+// (docs/perf.md has the distances tried).
 constexpr int64_t k_tile_prefetch_ahead = 16;
 constexpr int64_t k_tile_act_prefetch_ahead = 64;
 

@@ -89,9 +89,8 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const ui
             __m512i dot[P * T];
             for (int k = 0; k < P * T; ++k) dot[k] = _mm512_setzero_si512();
             // GCC leaves the Q5_K loop rolled (its body is larger), with the nibble
-            // select as a branch and the sums copied between registers every chunk:
-            // unrolled, its prefill runs 820-890 -> 1,200-1,310 G op/s. Q4_K keeps
-            // GCC's choice (4% faster at 64 tokens than unrolled this way).
+            // select as a branch and the sums copied between registers every chunk;
+            // Q4_K keeps GCC's choice, which is faster for it (docs/perf.md).
             if constexpr (fifth_bit) {
 #pragma GCC unroll 8
                 for (int c = 0; c < 8; ++c) k4_chunk<true, P, T>(w, panel_bytes, a, sb, c, dot);

@@ -2,9 +2,8 @@
 // panel blocks (AVX-512: 2048; elements, BF16 element pairs); per slice, groups
 // of panels whose slices fill ~256 KB stay in L2 while every token block passes
 // over them. The sums wait in y between slices (an exact f32 store and load), so
-// each output still gets one sum in element order.
-// Measured on the AVX-512 tile alone: 93-98% of the FMA peak at 2048 and 8192
-// elements per row, against 62-67% without slices at 8192.
+// each output still gets one sum in element order. Without slices, long rows
+// push a panel's blocks out of L2 before the next token block comes (docs/perf.md).
 #pragma once
 
 #include <algorithm>
@@ -17,9 +16,8 @@ namespace kiln {
 // tile(panel, k0, nk, acts, nt, y_block): panel's blocks [k0, k0 + nk) x the nt
 // tokens of one token block (acts: that block's value-major activations from k0;
 // y_block: y at the block's first token). The sums start at zero when k0 == 0.
-// max_slice: the AVX-512 tile, which requests its lines ahead, measured 1-2%
-// faster with slices of 2,048 at 2,048-wide rows (one pass, no sums waiting in y)
-// and equal at 8,192; the AVX2 tile keeps 1,024.
+// max_slice: the AVX-512 tile, which requests its lines ahead, takes 2,048-wide
+// rows in one pass (no sums waiting in y); the AVX2 tile keeps 1,024.
 template <typename Tile>
 inline void for_each_float_tile(const PackedMatrix& m, const FloatActs& a, int64_t p0, int64_t p1, float* y, int64_t ldy, Tile&& tile,
                                 int64_t max_slice = 1024) {
