@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "chat/jinja/ops.h"
+#include "chat/jinja/render.h"
 #include "chat/jinja/value.h"
 #include "kiln/chat_template.h"
 
@@ -77,7 +78,7 @@ void bm_render(benchmark::State& state, std::string name) {
     const kiln::jinja::Value context = kiln::jinja::json_parse(ctx.dump());
     size_t bytes = 0;
     for (auto _ : state) {
-        std::string prompt = tmpl.render(context);
+        std::string prompt = kiln::jinja::render_value(tmpl, context);
         bytes = prompt.size();
         benchmark::DoNotOptimize(prompt);
     }

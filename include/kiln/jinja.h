@@ -11,7 +11,8 @@
 // kiln::Error) whose message starts with "line L, column C: ".
 //
 // A parsed Template is immutable; render() may be called from several threads
-// at once. Values (chat/jinja/value.h) belong to one thread.
+// at once. (The interpreter's own values render through chat/jinja/render.h,
+// inside kiln.)
 #pragma once
 
 #include <cstdint>
@@ -25,8 +26,8 @@
 
 namespace kiln::jinja {
 
-class Value;  // chat/jinja/value.h (internal): the interpreter's value model
 struct Program;
+struct TemplateAccess;
 
 // Where a template failed: line and column are 1-based (0 when unknown).
 class TemplateError : public kiln::Error {
@@ -68,20 +69,13 @@ public:
     Template& operator=(Template&&) noexcept;
     ~Template();
 
-    // Renders with `context` (a dict Value): its keys are the template's variables.
-    // The context is copied on entry, so templates cannot modify the caller's values.
-    std::string render(const Value& context, const RenderOptions& options = {}) const;
-
-    // Renders with a context built for this render alone (fresh containers, made
-    // under a RenderRegistry): used as is, without the defensive copy.
-    std::string render_owned(const Value& context, const RenderOptions& options = {}) const;
-
     // Renders with a context given as JSON text (an object), parsed keeping key order.
     std::string render_json(std::string_view context_json, const RenderOptions& options = {}) const;
 
     const std::string& source() const;
 
 private:
+    friend struct TemplateAccess;  // chat/jinja/render.h
     std::unique_ptr<Program> program_;
 };
 

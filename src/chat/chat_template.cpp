@@ -2,6 +2,7 @@
 // messages and tools the way Hugging Face's apply_chat_template does.
 #include "kiln/chat_template.h"
 
+#include "chat/jinja/render.h"
 #include "chat/jinja/value.h"
 #include "kiln/error.h"
 
@@ -174,7 +175,7 @@ std::string apply_chat_template(const jinja::Template& tmpl, const ChatRequest& 
     d.set_str("bos_token", jinja::Value::string(req.bos_token));
     d.set_str("eos_token", jinja::Value::string(req.eos_token));
     for (auto it = req.extra.begin(); it != req.extra.end(); ++it) d.set_str(it.key(), to_value(it.value(), 0));
-    std::string out = tmpl.render_owned(ctx, req.render);
+    std::string out = jinja::render_owned(tmpl, ctx, req.render);
     ctx = jinja::Value();
     return out;
 }

@@ -219,7 +219,7 @@ void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t 
     float* ys[] = {y};
     if (matmul_packed(k, ws, x, n_tokens, ys, pool, scratch)) return;
     const quant::QuantTraits* t = quant::find_quant_traits(w.type);
-    if (!t || !t->vec_dot_ref) throw Error("matmul: no dot product for " + std::string(ggml_type_name(w.type)));
+    if (!t || !t->vec_dot_ref) throw Error("matmul: no dot product for " + std::string(ggml_type_name(w.type)), ErrorKind::Unsupported);
     matmul_reference(*t, w, x, n_tokens, y, pool, scratch);
 }
 

@@ -43,7 +43,8 @@ public:
         check_shape(*t, {static_cast<uint64_t>(n)});
         if (t->type == GgmlType::F32) return reinterpret_cast<const float*>(file_.tensor_data(*t));
         if (!quant::can_dequantize(t->type))
-            throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read");
+            throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read",
+                        ErrorKind::Unsupported);
         auto v = std::make_unique<std::vector<float>>(static_cast<size_t>(n));
         quant::dequantize_row(t->type, file_.tensor_data(*t), v->data(), n);
         const float* p = v->data();
@@ -70,7 +71,8 @@ public:
         // No dot product for this type: convert once at load, to Q8_0 (8.5 bits per
         // weight, close to every source format's precision) or f32 for odd row sizes.
         if (!quant::can_dequantize(t->type))
-            throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read");
+            throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read",
+                        ErrorKind::Unsupported);
         const GgmlType target = n_in % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F32;
         const uint64_t src_row = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in));
         m.type = target;

@@ -110,7 +110,7 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
 
 float vec_dot(GgmlType weight_type, int64_t n, const void* weight_row, const void* act_row) {
     const QuantTraits& t = require(weight_type);
-    if (!t.vec_dot_ref) throw Error("no dot product for weight type " + name_of(weight_type));
+    if (!t.vec_dot_ref) throw Error("no dot product for weight type " + name_of(weight_type), ErrorKind::Unsupported);
     check_length(weight_type, n, "dot product of");
     check_length(t.vec_dot_type, n, "dot product activations");
     return t.vec_dot_ref(n, weight_row, act_row);

@@ -269,7 +269,7 @@ std::u32string unicode_expression(std::string_view expr) {
         if (c == '\\' && i + 1 < in.size()) {
             char32_t e = in[i + 1];
             if (e == 's' || e == 'S') {
-                if (in_class && e == 'S') throw Error("pre-tokenizer expression: \\S inside a class is not supported");
+                if (in_class && e == 'S') throw Error("pre-tokenizer expression: \\S inside a class is not supported", ErrorKind::Unsupported);
                 if (!in_class) out += e == 's' ? U"[" : U"[^";
                 out += k_white_space_members;
                 if (!in_class) out += U"]";
@@ -472,7 +472,7 @@ void PreTokenizer::split(const std::vector<uint32_t>& cps, const std::vector<uin
         // One match block per step, not per piece.
         std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
             re ? pcre2_match_data_create_from_pattern(re->code, nullptr) : nullptr, &pcre2_match_data_free);
-        if (re && !md) throw Error("pre-tokenizer: out of memory");
+        if (re && !md) throw Error("pre-tokenizer: out of memory", ErrorKind::ResourceExhausted);
         uint32_t begin = 0;
         for (uint32_t end : bounds) {
             switch (kinds_[k]) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "chat/jinja/ops.h"
+#include "chat/jinja/render.h"
 #include "chat/jinja/value.h"
 #include "kiln/jinja.h"
 #include "support/test_support.h"

@@ -195,8 +195,8 @@ TEST(Api, RenderJsonContext) {
 TEST(Api, ContextIsNotModified) {
     jinja::Template t("{% set _ = l.append(3) %}{{ l }}");
     jinja::Value ctx = to_value(ojson::parse(R"({"l": [1, 2]})"));
-    EXPECT_EQ(t.render(ctx), "[1, 2, 3]");
-    EXPECT_EQ(t.render(ctx), "[1, 2, 3]");
+    EXPECT_EQ(jinja::render_value(t, ctx), "[1, 2, 3]");
+    EXPECT_EQ(jinja::render_value(t, ctx), "[1, 2, 3]");
     EXPECT_EQ(ctx.dict().find_str("l")->list().items.size(), 2u);
 }
 
@@ -208,10 +208,10 @@ TEST(Api, ContextModifiedMidRenderStartsOverOnACopy) {
         "a{% set own = [] %}{% for m in messages %}{{ m.x|length }}{% set _ = own.append(1) %}"
         "{% if loop.last %}{% set _ = m.x.append(own|length) %}{% endif %}{{ m.x }}{% endfor %}{{ messages }}");
     jinja::Value ctx = to_value(ojson::parse(R"({"messages": [{"x": []}, {"x": [0]}]})"));
-    for (int i = 0; i < 2; ++i) EXPECT_EQ(t.render(ctx), "a0[]1[0, 2][{'x': []}, {'x': [0, 2]}]");
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(jinja::render_value(t, ctx), "a0[]1[0, 2][{'x': []}, {'x': [0, 2]}]");
     EXPECT_EQ(to_str(ctx), "{'messages': [{'x': []}, {'x': [0]}]}");
     jinja::Template pop("{% set l = messages %}{{ l.pop() }}{{ messages|length }}");
-    EXPECT_EQ(pop.render(ctx), "{'x': [0]}1");
+    EXPECT_EQ(jinja::render_value(pop, ctx), "{'x': [0]}1");
     EXPECT_EQ(to_str(ctx), "{'messages': [{'x': []}, {'x': [0]}]}");
 }
 

@@ -3,6 +3,7 @@
 #include "chat/jinja/error.h"
 #include "chat/jinja/interp.h"
 #include "chat/jinja/ops.h"
+#include "chat/jinja/render.h"
 #include "kiln/jinja.h"
 
 namespace kiln::jinja {
@@ -25,13 +26,17 @@ Template::~Template() = default;
 
 const std::string& Template::source() const { return program_->source; }
 
-std::string Template::render(const Value& context, const RenderOptions& options) const {
-    Interp interp(*program_, options);
+struct TemplateAccess {
+    static const Program& program(const Template& t) { return *t.program_; }
+};
+
+std::string render_value(const Template& t, const Value& context, const RenderOptions& options) {
+    Interp interp(TemplateAccess::program(t), options);
     return interp.render(context, true);
 }
 
-std::string Template::render_owned(const Value& context, const RenderOptions& options) const {
-    Interp interp(*program_, options);
+std::string render_owned(const Template& t, const Value& context, const RenderOptions& options) {
+    Interp interp(TemplateAccess::program(t), options);
     return interp.render(context, false);
 }
 
@@ -44,7 +49,7 @@ std::string Template::render_json(std::string_view context_json, const RenderOpt
         throw TemplateError("context JSON: " + e.message(), 0, 0);
     }
     if (!context.is_dict()) throw TemplateError("context JSON must be an object", 0, 0);
-    return render_owned(context, options);
+    return render_owned(*this, context, options);
 }
 
 std::string render(std::string_view source, std::string_view context_json, const RenderOptions& options) {

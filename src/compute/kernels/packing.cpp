@@ -213,7 +213,8 @@ bool is_float_weight(GgmlType type) { return type == GgmlType::F32 || type == Gg
 AlignedBytes aligned_bytes(uint64_t n) {
     const uint64_t rounded = std::max<uint64_t>(64, (n + 63) / 64 * 64);
     void* p = std::aligned_alloc(64, static_cast<size_t>(rounded));
-    if (!p) throw Error("out of memory allocating " + std::to_string(rounded) + " bytes for repacked weights");
+    if (!p) throw Error("out of memory allocating " + std::to_string(rounded) + " bytes for repacked weights",
+                        ErrorKind::ResourceExhausted);
     return AlignedBytes(static_cast<uint8_t*>(p));
 }
 
