@@ -4,7 +4,9 @@
 // copies equal straight runs; a full memory budget is a clear resource error.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -295,4 +297,80 @@ TEST(ErrorKinds, AnUnsupportedArchitectureSaysSo) {
         EXPECT_EQ(e.kind(), kiln::ErrorKind::Unsupported) << e.what();
         EXPECT_EQ(kiln::error_kind_name(e.kind()), "unsupported");
     }
+}
+
+namespace {
+
+// The tiny llama rewritten: extra metadata, and tensors left out.
+std::shared_ptr<const kiln::Model> tiny_variant(const std::string& name, const std::function<void(kiln::gguf::Metadata&)>& edit,
+                                                const std::function<bool(const std::string&)>& keep) {
+    const std::string base = kiln::test::temp_dir() + "/variant-base.gguf";
+    kiln::test::write_tiny_model("llama", kiln::test::smollm2_path(), base);
+    kiln::gguf::File src = kiln::gguf::File::open(base);
+    kiln::gguf::Writer w;
+    w.metadata() = kiln::gguf::materialize_metadata(src);
+    edit(w.metadata());
+    for (const auto& t : src.tensors())
+        if (keep(t.name)) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
+    const std::string path = kiln::test::temp_dir() + "/variant-" + name + ".gguf";
+    w.write(path);
+    return kiln::Model::load(path);
+}
+
+std::vector<float> prompt_logits(std::shared_ptr<const kiln::Model> m, const std::vector<int32_t>& t, int n_batch = 64) {
+    kiln::Context ctx(m, {.n_ctx = 64, .n_batch = n_batch});
+    std::vector<float> l;
+    if (n_batch > 1) {
+        ctx.decode(t, &l);
+        return l;
+    }
+    for (int32_t x : t) {
+        ctx.decode(std::span<const int32_t>(&x, 1));
+        l.insert(l.end(), ctx.last_logits().begin(), ctx.last_logits().end());
+    }
+    return l;
+}
+
+}  // namespace
+
+TEST_F(Sequences, NonCausalModelSeesTheWholeSequenceInOneBatch) {
+    auto model = tiny_variant(
+        "noncausal", [](kiln::gguf::Metadata& md) { md.add("llama.attention.causal", kiln::gguf::Value::boolean(false)); },
+        [](const std::string&) { return true; });
+    const int nv = model->n_vocab();
+    auto a = tokens_for(8, 6, nv), b = a;
+    b[5] = (b[5] + 1) % nv;
+    auto la = prompt_logits(model, a), lb = prompt_logits(model, b);
+    // Row 0 sees position 5 in a non-causal model.
+    EXPECT_FALSE(same(std::span<const float>(la.data(), static_cast<size_t>(nv)), std::span<const float>(lb.data(), static_cast<size_t>(nv))));
+    // Beside another sequence in one batch: the same bits.
+    kiln::Context ctx(model, {.n_ctx = 64, .n_seq_max = 2});
+    kiln::Batch batch;
+    for (int i = 0; i < 6; ++i) {
+        batch.add(b[static_cast<size_t>(i)], i, 0, false);
+        batch.add(a[static_cast<size_t>(i)], i, 1, true);
+    }
+    ctx.decode(batch);
+    for (int i = 0; i < 6; ++i)
+        EXPECT_TRUE(same(ctx.logits(i), std::span<const float>(la.data() + static_cast<size_t>(i * nv), static_cast<size_t>(nv)))) << i;
+    // A sequence is evaluated whole: continuing it is an error, not a silent causal step.
+    batch.clear();
+    batch.add(a[0], 6, 1, true);
+    EXPECT_THROW(ctx.decode(batch), kiln::Error);
+    // The causal model does not see the future.
+    auto causal = load_tiny("llama");
+    auto ca = prompt_logits(causal, a), cb = prompt_logits(causal, b);
+    EXPECT_TRUE(same(std::span<const float>(ca.data(), static_cast<size_t>(nv)), std::span<const float>(cb.data(), static_cast<size_t>(nv))));
+}
+
+TEST_F(Sequences, PlainFfnFromAFileWithoutGateRunsAndIsBatchInvariant) {
+    auto plain = tiny_variant(
+        "plain-ffn", [](kiln::gguf::Metadata&) {},
+        [](const std::string& name) { return name.find("ffn_gate") == std::string::npos; });
+    auto gated = load_tiny("llama");
+    auto t = tokens_for(9, 12, plain->n_vocab());
+    auto chunked = prompt_logits(plain, t), one_by_one = prompt_logits(plain, t, 1);
+    EXPECT_TRUE(same(chunked, one_by_one));
+    for (float x : chunked) ASSERT_TRUE(std::isfinite(x));
+    EXPECT_FALSE(same(chunked, prompt_logits(gated, t)));  // the gate is really gone
 }
