@@ -38,13 +38,14 @@ KILN_TARGET_AVX512 inline void k4_chunk(const uint8_t* w, uint64_t panel_bytes, 
 // Q4_K / Q5_K: 8 sub-blocks of 32. Offsets as layout.h.
 template <bool fifth_bit, int P, int T>
 KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
-                                uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows, int64_t y_step) {
+                                uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows, int64_t y_step, bool stream) {
     constexpr int qs_off = fifth_bit ? 832 : 320;
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i bit = _mm512_set1_epi8(0x10);
     __m512 acc[P * T];
     for (int k = 0; k < P * T; ++k) acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (T > 1 && stream) prefetch_block(w + w_stride, w_stride);  // see TileFn
         __m512i isum[P * T];
         for (int k = 0; k < P * T; ++k) isum[k] = _mm512_setzero_si512();
         if constexpr (P * T <= 4) {
@@ -130,12 +131,13 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const ui
 // the second part by a 16-bit dot product of the scale pairs with the activation sums.
 template <int P, int T>
 KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
-                                 uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows, int64_t y_step) {
+                                 uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows, int64_t y_step, bool stream) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i two_bits = _mm512_set1_epi8(0x30);
     __m512 acc[P * T];
     for (int k = 0; k < P * T; ++k) acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (T > 1 && stream) prefetch_block(w + w_stride, w_stride);
         __m512i isum[P * T];
         for (int k = 0; k < P * T; ++k) isum[k] = _mm512_setzero_si512();
         for (int s = 0; s < 8; ++s) {
@@ -192,25 +194,30 @@ KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const u
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * y_step, rows[p], acc[p * T + t]);
 }
 
+// The last argument: stream (a batch of one group of several tokens, batched
+// decode: the panel is read once, from memory, so the next super-block's lines,
+// 37-53 of them, are requested while this one is summed, as one token's decode
+// does; in prefill the panel stays in cache for the next groups).
 using TileFn = void (*)(const uint8_t*, uint64_t, const uint8_t*, int64_t, uint64_t, uint64_t, float*, int64_t, const __mmask16*,
-                        int64_t);
+                        int64_t, bool);
 
 // tiles[0] decodes 2 panels x 1 token (decode_halves); tiles[T] is 1 panel x T tokens.
 KILN_TARGET_AVX512 void run_tiles(const TileFn (&tiles)[9], const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1,
                                   float* y, int64_t ldy) {
+    const bool stream = a.n_groups() == 1;
     auto tokens = [&](int64_t p) KILN_TARGET_AVX512 {
         const __mmask16 rows[1] = {panel_rows(w, p)};
         for (int64_t g = 0; g < a.n_groups(); ++g) {
             const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
             tiles[n](w.panel(p), w.panel_bytes, a.group(g), w.n_blocks, w.block_bytes, a.format.block_stride,
-                     y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows, k_panel_rows);
+                     y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows, k_panel_rows, stream);
         }
     };
     if (a.n_tokens == 1) {
         auto pair = [&](int64_t q, int64_t half) KILN_TARGET_AVX512 {
             const __mmask16 rows[2] = {panel_rows(w, q), panel_rows(w, q + half)};
             tiles[0](w.panel(q), half * w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a.format.block_stride,
-                     y + q * k_panel_rows, ldy, rows, half * k_panel_rows);
+                     y + q * k_panel_rows, ldy, rows, half * k_panel_rows, false);
         };
         return decode_halves(p0, p1, pair, tokens);
     }
