@@ -93,9 +93,16 @@ KILN_TARGET_AVX2 inline void store_rows(float* y, __m256 v, int n) {
     for (int i = 0; i < n; ++i) y[i] = tmp[i];
 }
 
-// An 8-row x T-token tile: panel p's rows 8h.., tokens t0.. of group a.
+// An 8-row x T-token tile: panel p's rows 8h.., tokens t0.. of group a. With
+// stream (the first pass over a panel in a batch of one group, batched decode:
+// the panel comes from memory, once), each block asks for the lines of the block
+// k_stream_bytes ahead while it is summed, as decode does; in prefill the panel
+// stays in cache for the other passes.
 using TileFn = void (*)(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride, uint64_t a_stride,
-                        float* y, int64_t ldy, int n_rows);
+                        float* y, int64_t ldy, int n_rows, bool stream);
+
+// How far ahead a streaming tile asks for weight lines: a few KB, whole blocks.
+inline uint64_t stream_ahead(uint64_t w_stride) { return (4608 / w_stride > 0 ? 4608 / w_stride : 1) * w_stride; }
 
 // Panels [p0, p1) x every token: two 8-row halves per panel, up to 4 tokens per tile.
 KILN_TARGET_AVX2 inline void run_tiles(const TileFn (&tiles)[5], const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1,
@@ -109,7 +116,8 @@ KILN_TARGET_AVX2 inline void run_tiles(const TileFn (&tiles)[5], const PackedMat
                 for (int t0 = 0; t0 < n; t0 += 4) {
                     const int T = std::min(4, n - t0);
                     tiles[T](w.panel(p), h, a.group(g), t0, w.n_blocks, w.block_bytes, a.format.block_stride,
-                             y + (g * k_act_group + t0) * ldy + p * k_panel_rows + 8 * h, ldy, static_cast<int>(rows));
+                             y + (g * k_act_group + t0) * ldy + p * k_panel_rows + 8 * h, ldy, static_cast<int>(rows),
+                             a.n_groups() == 1 && h == 0 && t0 == 0);
                 }
             }
         }

@@ -98,13 +98,15 @@ KILN_TARGET_AVX2 inline __m256 k4_term(const uint8_t* w, int h, const uint8_t* a
 // Q4_K / Q5_K (layout.h): 8 sub-blocks of 32 = 8 chunks each.
 template <bool fifth_bit, int T, bool Vnni>
 KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
-                              uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
+                              uint64_t a_stride, float* y, int64_t ldy, int n_rows, bool stream) {
     constexpr int qs_off = fifth_bit ? 832 : 320;
+    const uint64_t ahead = stream_ahead(w_stride);
     constexpr int per_sum = fifth_bit ? 4 : 8;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (stream) prefetch_block(w + ahead, w_stride);
         const uint8_t* aq = a + 256 * t0;
         const uint8_t* ad = a + act_d_offset(256) + 4 * t0;
         const uint8_t* ax = a + act_aux_offset(256) + 16 * t0;
@@ -225,10 +227,14 @@ KILN_TARGET_AVX2 inline void q6k_block(const uint8_t* w, int h, const uint8_t* a
 
 template <int T, bool Vnni>
 KILN_TARGET_AVX2 void q6k_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
-                               uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
+                               uint64_t a_stride, float* y, int64_t ldy, int n_rows, bool stream) {
+    const uint64_t ahead = stream_ahead(w_stride);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) q6k_block<T, Vnni>(w, h, a, t0, acc);
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (stream) prefetch_block(w + ahead, w_stride);
+        q6k_block<T, Vnni>(w, h, a, t0, acc);
+    }
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 

@@ -251,11 +251,15 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
 // Rows 8h .. 8h + 7 of one panel x T tokens of one group, over all blocks.
 template <Legacy F, int T, bool Vnni>
 KILN_TARGET_AVX2 void legacy_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
-                                  uint64_t a_stride, float* y, int64_t ldy, int n_rows) {
+                                  uint64_t a_stride, float* y, int64_t ldy, int n_rows, bool stream) {
     const __m256i lut = F == Legacy::IQ4_NL ? iq4nl_lut<Vnni>() : _mm256_setzero_si256();
+    const uint64_t ahead = stream_ahead(w_stride);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) legacy_block<F, T, Vnni>(w, h, a, t0, lut, acc);
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (stream) prefetch_block(w + ahead, w_stride);
+        legacy_block<F, T, Vnni>(w, h, a, t0, lut, acc);
+    }
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
