@@ -61,14 +61,58 @@ bool Recognizer::visit(uint64_t key, uint32_t value, uint32_t& existing) {
     return true;
 }
 
-// The frame to return to (pos, parent), one node per distinct pair in this step.
+// The frame to return to (pos, parent): one node per distinct pair, found again
+// on later steps.
 uint32_t Recognizer::frame(uint32_t pos, uint32_t parent) {
-    const uint64_t key = (uint64_t{1} << 63) | (uint64_t{pos} << 32) | parent;
-    const auto id = static_cast<uint32_t>(arena_.size());
-    uint32_t existing = 0;
-    if (!visit(key, id, existing)) return existing;
+    if ((frames_used_ + 1) * 2 > frames_.size()) rehash_frames();
+    const size_t mask = frames_.size() - 1;
+    size_t i = mix((uint64_t{pos} << 32) | parent) & mask;
+    const auto n_nodes = static_cast<uint32_t>(arena_.size());
+    size_t reuse = SIZE_MAX;
+    while (frames_[i] != k_empty_slot) {
+        const uint32_t id = frames_[i];
+        if (id < n_nodes) {
+            if (arena_[id].pos == pos && arena_[id].parent == parent) return id;
+        } else if (reuse == SIZE_MAX) {
+            reuse = i;  // truncated away
+        }
+        i = (i + 1) & mask;
+    }
+    if (reuse != SIZE_MAX) {
+        i = reuse;
+    } else {
+        ++frames_used_;
+    }
+    frames_[i] = n_nodes;
     arena_.push_back({pos, parent});
-    return id;
+    return n_nodes;
+}
+
+void Recognizer::rehash_frames() {
+    std::vector<uint32_t> old;
+    old.swap(frames_);
+    // Live entries only; grow when they alone fill a quarter.
+    size_t live = 0;
+    for (uint32_t id : old)
+        if (id != k_empty_slot && id < arena_.size()) ++live;
+    size_t size = std::max<size_t>(64, old.size());
+    while (live * 4 > size) size *= 2;
+    frames_.assign(size, k_empty_slot);
+    frames_used_ = 0;
+    const size_t mask = size - 1;
+    for (uint32_t id : old) {
+        if (id == k_empty_slot || id >= arena_.size()) continue;
+        size_t i = mix((uint64_t{arena_[id].pos} << 32) | arena_[id].parent) & mask;
+        bool dup = false;
+        while (frames_[i] != k_empty_slot) {
+            const StackNode& o = arena_[frames_[i]];
+            if (o.pos == arena_[id].pos && o.parent == arena_[id].parent) dup = true;
+            i = (i + 1) & mask;
+        }
+        if (dup) continue;
+        frames_[i] = id;
+        ++frames_used_;
+    }
 }
 
 void Recognizer::push(uint32_t pos, uint32_t parent) { work_.push_back({pos, parent}); }

@@ -4,13 +4,16 @@
 // set holds the byte one element on, then closes over rule ends (pop to the
 // parent) and rule references (push the alternatives), so tops are again byte
 // sets. Identical stacks built in one step are merged (keyed by position and
-// parent), which also ends the closure of nullable loops.
+// parent), which also ends the closure of nullable loops; return frames are
+// hash-consed across steps, so that the same stack reached on different steps
+// is one node and the set of stacks stays small.
 //
 // Nodes are only ever appended, and a state refers only to nodes older than
 // itself, so going back to an earlier state is truncating the arena and the pool
 // of tops: the token-trie walk and rollback are both stack disciplines.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -51,6 +54,8 @@ public:
     void clear() {
         pool_.clear();
         arena_.clear();
+        std::fill(frames_.begin(), frames_.end(), k_empty_slot);
+        frames_used_ = 0;
     }
     // Moves the tops of `s` to start at `at` (the pool is cut after them), so a
     // state reached through intermediate steps can sit right after its predecessor.
@@ -85,6 +90,13 @@ private:
     std::vector<Slot> table_;
     uint32_t stamp_ = 0;
     uint32_t used_ = 0;
+
+    // Frames by (pos, parent), across steps: node ids. An entry whose node was
+    // truncated away (or whose id now holds another node) is simply skipped.
+    static constexpr uint32_t k_empty_slot = UINT32_MAX;
+    std::vector<uint32_t> frames_;
+    uint32_t frames_used_ = 0;
+    void rehash_frames();
 };
 
 }  // namespace kiln::constrain
