@@ -1,0 +1,272 @@
+// The JSON Schema corpus (MaskBench, ../shared/testdata/jsonschema): for every
+// schema kiln compiles, every valid instance must be accepted and every invalid
+// one rejected, serialized compactly and indented. In CI a deterministic sample
+// runs (every 4th schema); KILN_CONSTRAIN_CORPUS_FULL=1 runs all of them.
+//
+// Object keys: kiln's grammars fix the key order (properties in schema order,
+// then the other keys), so each instance is tried in its own order and in the
+// schema's order; a valid instance must be accepted in one of them, an invalid
+// one rejected in both.
+#include <gtest/gtest.h>
+#include <lzma.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kiln/constraint.h"
+#include "kiln/error.h"
+#include "support/test_support.h"
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string corpus_path() { return std::string(KILN_SOURCE_DIR) + "/../shared/testdata/jsonschema/maskbench.jsonl.xz"; }
+
+bool xz_decompress(const std::string& path, std::string& out, std::string& why) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+        why = "cannot open " + path;
+        return false;
+    }
+    std::string in((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    lzma_stream s = LZMA_STREAM_INIT;
+    if (lzma_stream_decoder(&s, UINT64_MAX, 0) != LZMA_OK) {
+        why = "lzma_stream_decoder failed";
+        return false;
+    }
+    s.next_in = reinterpret_cast<const uint8_t*>(in.data());
+    s.avail_in = in.size();
+    std::vector<uint8_t> buf(1 << 20);
+    for (;;) {
+        s.next_out = buf.data();
+        s.avail_out = buf.size();
+        const lzma_ret r = lzma_code(&s, LZMA_FINISH);
+        out.append(reinterpret_cast<const char*>(buf.data()), buf.size() - s.avail_out);
+        if (r == LZMA_STREAM_END) break;
+        if (r != LZMA_OK) {
+            lzma_end(&s);
+            why = "xz data error in " + path;
+            return false;
+        }
+    }
+    lzma_end(&s);
+    return true;
+}
+
+// ---- the schema's key order, for reordering instances ----
+
+class KeyOrder {
+public:
+    explicit KeyOrder(const json& root) : root_(root) {}
+
+    json reorder(const json& v, const json& schema, int depth = 0) {
+        if (depth > 40) return v;
+        const json s = resolve(schema);
+        if (v.is_object()) {
+            std::vector<std::string> order;
+            collect_keys(s, order, 0);
+            json out = json::object();
+            for (const std::string& k : order)
+                if (v.contains(k) && !out.contains(k)) out[k] = reorder(v[k], property_schema(s, k, 0), depth + 1);
+            for (auto it = v.begin(); it != v.end(); ++it)
+                if (!out.contains(it.key())) out[it.key()] = reorder(*it, property_schema(s, it.key(), 0), depth + 1);
+            return out;
+        }
+        if (v.is_array()) {
+            json out = json::array();
+            for (size_t i = 0; i < v.size(); ++i) out.push_back(reorder(v[i], item_schema(s, i, 0), depth + 1));
+            return out;
+        }
+        return v;
+    }
+
+private:
+    json resolve(const json& s, int depth = 0) {
+        if (depth > 20 || !s.is_object() || !s.contains("$ref") || !s["$ref"].is_string()) return s;
+        std::string r = s["$ref"].get<std::string>();
+        if (r == "#") return resolve(root_, depth + 1);
+        if (r.rfind("#/", 0) != 0) return s;
+        try {
+            std::string p = r.substr(1);
+            std::string decoded;
+            for (size_t i = 0; i < p.size(); ++i) {
+                if (p[i] == '%' && i + 2 < p.size()) {
+                    decoded += static_cast<char>(std::stoi(p.substr(i + 1, 2), nullptr, 16));
+                    i += 2;
+                } else {
+                    decoded += p[i];
+                }
+            }
+            return resolve(root_.at(json::json_pointer(decoded)), depth + 1);
+        } catch (...) {
+            return s;
+        }
+    }
+
+    // The branches whose keywords apply to the same instance.
+    std::vector<json> parts(const json& s, int depth) {
+        std::vector<json> out;
+        if (depth > 20) return out;
+        const json r = resolve(s);
+        if (!r.is_object()) return out;
+        out.push_back(r);
+        for (const char* k : {"allOf", "anyOf", "oneOf"})
+            if (r.contains(k) && r[k].is_array())
+                for (const json& b : r[k])
+                    for (json& p : parts(b, depth + 1)) out.push_back(std::move(p));
+        return out;
+    }
+
+    void collect_keys(const json& s, std::vector<std::string>& order, int depth) {
+        for (const json& p : parts(s, depth)) {
+            if (p.contains("properties") && p["properties"].is_object())
+                for (auto it = p["properties"].begin(); it != p["properties"].end(); ++it) order.push_back(it.key());
+        }
+        for (const json& p : parts(s, depth))
+            if (p.contains("required") && p["required"].is_array())
+                for (const json& k : p["required"])
+                    if (k.is_string()) order.push_back(k.get<std::string>());
+    }
+
+    json property_schema(const json& s, const std::string& key, int depth) {
+        for (const json& p : parts(s, depth))
+            if (p.contains("properties") && p["properties"].is_object() && p["properties"].contains(key)) return p["properties"][key];
+        for (const json& p : parts(s, depth))
+            if (p.contains("additionalProperties") && p["additionalProperties"].is_object()) return p["additionalProperties"];
+        return json(true);
+    }
+
+    json item_schema(const json& s, size_t i, int depth) {
+        for (const json& p : parts(s, depth)) {
+            if (p.contains("prefixItems") && p["prefixItems"].is_array() && i < p["prefixItems"].size()) return p["prefixItems"][i];
+            if (p.contains("items") && p["items"].is_array() && i < p["items"].size()) return p["items"][i];
+            if (p.contains("items") && p["items"].is_object()) return p["items"];
+        }
+        return json(true);
+    }
+
+    const json& root_;
+};
+
+std::string refusal_construct(const std::string& message) {
+    // "JSON Schema <pointer>: <what>": the construct without the location.
+    std::string what = message;
+    if (what.rfind("JSON Schema ", 0) == 0) {
+        const size_t colon = what.find(": ");
+        if (colon != std::string::npos) what = what.substr(colon + 2);
+    }
+    if (what.rfind("pattern: ", 0) == 0) {
+        const size_t off = what.find(": ", 9 + 10);
+        const size_t at = what.find(" at offset ");
+        if (at != std::string::npos) {
+            const size_t colon = what.find(": ", at);
+            return "pattern: " + (colon == std::string::npos ? what : what.substr(colon + 2));
+        }
+        (void)off;
+    }
+    if (what.rfind("$ref '", 0) == 0) return "$ref: " + what.substr(what.find("' ") + 2);
+    if (what.rfind("format '", 0) == 0) return what;
+    if (what.rfind("oneOf: branches", 0) == 0) return "oneOf: branches may overlap";
+    if (what.rfind("allOf: '", 0) == 0) return what;
+    return what;
+}
+
+struct Counts {
+    size_t schemas = 0, with_tests = 0, compiled = 0, refused = 0, tested_instances = 0;
+    size_t false_accepts = 0, false_rejects = 0, schemas_false_accept = 0, schemas_false_reject = 0;
+    std::map<std::string, size_t> refusals;
+    std::vector<std::string> failures;
+};
+
+TEST(JsonSchemaCorpus, ValidAcceptedInvalidRejected) {
+    const std::string path = corpus_path();
+    std::ifstream probe(path);
+    if (!probe) KILN_SKIP_MISSING("JSON Schema corpus not found: " + path + " (../shared/testdata beside the repository)");
+    std::string text, why;
+    ASSERT_TRUE(xz_decompress(path, text, why)) << why;
+
+    const char* full_env = std::getenv("KILN_CONSTRAIN_CORPUS_FULL");
+    const bool full = full_env && std::string(full_env) == "1";
+    const size_t stride = full ? 1 : 4;
+    const auto t0 = std::chrono::steady_clock::now();
+
+    Counts c;
+    std::istringstream lines(text);
+    std::string line;
+    size_t index = 0;
+    kiln::JsonSchemaOptions check_options;
+    check_options.any_whitespace = true;
+    while (std::getline(lines, line)) {
+        if (line.empty()) continue;
+        if (index++ % stride != 0) continue;
+        const json rec = json::parse(line);
+        ++c.schemas;
+        const json& tests = rec["tests"];
+        if (!tests.empty()) ++c.with_tests;
+        std::optional<kiln::Grammar> g;
+        try {
+            g = kiln::Grammar::from_json_schema(rec["schema"].dump(), check_options);
+        } catch (const kiln::Error& e) {
+            ++c.refused;
+            ++c.refusals[refusal_construct(e.what())];
+            continue;
+        }
+        ++c.compiled;
+        KeyOrder order(rec["schema"]);
+        bool fa = false, fr = false;
+        for (const json& t : tests) {
+            const bool valid = t["valid"].get<bool>();
+            std::vector<json> forms{t["data"]};
+            json reordered = order.reorder(t["data"], rec["schema"]);
+            if (reordered.dump() != t["data"].dump()) forms.push_back(reordered);
+            for (int indent : {-1, 2}) {
+                ++c.tested_instances;
+                bool accepted = false;
+                std::string shown;
+                for (const json& f : forms) {
+                    shown = f.dump(indent, ' ', false, json::error_handler_t::replace);
+                    if (kiln::validate(*g, shown).status == kiln::MatchStatus::Complete) {
+                        accepted = true;
+                        break;
+                    }
+                }
+                if (valid && !accepted) {
+                    ++c.false_rejects;
+                    fr = true;
+                    if (c.failures.size() < 40)
+                        c.failures.push_back("false reject " + rec["id"].get<std::string>() + ": " + shown.substr(0, 300));
+                } else if (!valid && accepted) {
+                    ++c.false_accepts;
+                    fa = true;
+                    if (c.failures.size() < 40)
+                        c.failures.push_back("FALSE ACCEPT " + rec["id"].get<std::string>() + ": " + shown.substr(0, 300));
+                }
+            }
+        }
+        c.schemas_false_accept += fa;
+        c.schemas_false_reject += fr;
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    std::printf("JSON Schema corpus (%s, every %zu-th of the file): %zu schemas (%zu with tests), %.1f s\n",
+                full ? "full" : "sample", stride, c.schemas, c.with_tests, secs);
+    std::printf("  compiled %zu (%.1f%%), refused %zu\n", c.compiled, 100.0 * c.compiled / std::max<size_t>(1, c.schemas), c.refused);
+    std::printf("  instances checked %zu: false accepts %zu (in %zu schemas), false rejects %zu (in %zu schemas)\n",
+                c.tested_instances, c.false_accepts, c.schemas_false_accept, c.false_rejects, c.schemas_false_reject);
+    std::vector<std::pair<size_t, std::string>> by_count;
+    for (const auto& [what, n] : c.refusals) by_count.push_back({n, what});
+    std::sort(by_count.rbegin(), by_count.rend());
+    std::printf("  refusals by construct:\n");
+    for (size_t i = 0; i < by_count.size() && i < 40; ++i) std::printf("    %5zu  %s\n", by_count[i].first, by_count[i].second.substr(0, 160).c_str());
+    for (const std::string& f : c.failures) std::printf("  %s\n", f.c_str());
+    EXPECT_EQ(c.false_accepts, 0u);
+    EXPECT_EQ(c.false_rejects, 0u);
+}
+
+}  // namespace
