@@ -99,7 +99,13 @@ std::string rule_name(std::string_view hint) {
 class Converter {
 public:
     Converter(const json& root, const JsonSchemaOptions& options, GrammarIR& ir)
-        : root_(root), options_(options), ir_(ir), basics_(ir, options) {}
+        : root_(root), options_(options), ir_(ir), basics_(ir, options) {
+        if (root.is_object() && root.contains("$schema") && root["$schema"].is_string()) {
+            const std::string draft = root["$schema"].get<std::string>();
+            for (const char* old : {"draft-03", "draft-04", "draft-06", "draft-07"})
+                if (draft.find(old) != std::string::npos) legacy_ref_ = true;
+        }
+    }
 
     Expr convert(const json& s, const std::string& at) {
         if (++depth_ > 200) throw Error("JSON Schema " + at + ": schema nesting deeper than 200");
@@ -197,6 +203,7 @@ private:
         if (rest.contains("$ref")) {
             if (!rest["$ref"].is_string()) refuse(at, "$ref must be a string");
             const std::string ref = rest["$ref"].get<std::string>();
+            if (legacy_ref_) return flatten(resolve(ref, at), ref, depth + 1);
             rest.erase("$ref");
             parts.push_back(flatten(resolve(ref, at), ref, depth + 1));
         }
@@ -374,7 +381,8 @@ private:
         if (s_in.contains("$ref")) {
             json rest = s_in;
             rest.erase("$ref");
-            if (only_annotations(rest)) {
+            // Up to draft 7, keywords beside $ref are ignored.
+            if (legacy_ref_ || only_annotations(rest)) {
                 if (!s_in["$ref"].is_string()) refuse(at, "$ref must be a string");
                 return ref_rule(s_in["$ref"].get<std::string>(), at);
             }
@@ -762,6 +770,7 @@ private:
     JsonBasics basics_;
     std::map<std::string, uint32_t> refs_;
     int depth_ = 0;
+    bool legacy_ref_ = false;  // drafts 3 to 7: $ref replaces its siblings
     std::string at_root_ = "#";
 };
 

@@ -197,6 +197,7 @@ TEST(JsonSchemaCorpus, ValidAcceptedInvalidRejected) {
     const auto t0 = std::chrono::steady_clock::now();
 
     Counts c;
+    std::vector<std::pair<double, std::string>> slowest;
     std::istringstream lines(text);
     std::string line;
     size_t index = 0;
@@ -210,6 +211,13 @@ TEST(JsonSchemaCorpus, ValidAcceptedInvalidRejected) {
         const json& tests = rec["tests"];
         if (!tests.empty()) ++c.with_tests;
         std::optional<kiln::Grammar> g;
+        const auto ts = std::chrono::steady_clock::now();
+        struct Timer {
+            std::chrono::steady_clock::time_point t;
+            std::string id;
+            std::vector<std::pair<double, std::string>>* out;
+            ~Timer() { out->push_back({std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(), id}); }
+        } timer{ts, rec["id"].get<std::string>(), &slowest};
         try {
             g = kiln::Grammar::from_json_schema(rec["schema"].dump(), check_options);
         } catch (const kiln::Error& e) {
@@ -264,6 +272,10 @@ TEST(JsonSchemaCorpus, ValidAcceptedInvalidRejected) {
     std::sort(by_count.rbegin(), by_count.rend());
     std::printf("  refusals by construct:\n");
     for (size_t i = 0; i < by_count.size() && i < 40; ++i) std::printf("    %5zu  %s\n", by_count[i].first, by_count[i].second.substr(0, 160).c_str());
+    std::sort(slowest.rbegin(), slowest.rend());
+    std::printf("  slowest schemas (compile + checks):");
+    for (size_t i = 0; i < slowest.size() && i < 8; ++i) std::printf(" %s %.2fs;", slowest[i].second.c_str(), slowest[i].first);
+    std::printf("\n");
     for (const std::string& f : c.failures) std::printf("  %s\n", f.c_str());
     EXPECT_EQ(c.false_accepts, 0u);
     EXPECT_EQ(c.false_rejects, 0u);
