@@ -133,7 +133,11 @@ Expr e_repeat(Expr item, uint32_t min, uint32_t max) {
 uint32_t GrammarIR::add_rule(std::string_view name) {
     std::string base(name.empty() ? "r" : name);
     std::string unique = base;
-    for (int n = 1; by_name.count(unique); ++n) unique = base + "-" + std::to_string(n);
+    if (by_name.count(unique)) {
+        uint32_t& n = next_suffix[base];
+        do unique = base + "-" + std::to_string(++n);
+        while (by_name.count(unique));
+    }
     const auto id = static_cast<uint32_t>(rules.size());
     rules.push_back(Rule{unique, e_nothing(), false});
     by_name.emplace(unique, id);

@@ -82,6 +82,7 @@ struct GrammarIR {
     std::vector<Rule> rules;
     uint32_t root = 0;
     std::unordered_map<std::string, uint32_t> by_name;
+    std::unordered_map<std::string, uint32_t> next_suffix;  // per base name: where add_rule's search resumes
 
     // A new rule named `name` (made unique with a numeric suffix), not yet defined.
     uint32_t add_rule(std::string_view name);
