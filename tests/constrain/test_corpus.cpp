@@ -67,20 +67,27 @@ public:
 
     json reorder(const json& v, const json& schema, int depth = 0) {
         if (depth > 40) return v;
-        const json s = resolve(schema);
         if (v.is_object()) {
+            const std::vector<json> ps = parts_for(v, schema, depth);
             std::vector<std::string> order;
-            collect_keys(s, order, 0);
+            for (const json& p : ps)
+                if (p.contains("properties") && p["properties"].is_object())
+                    for (auto it = p["properties"].begin(); it != p["properties"].end(); ++it) order.push_back(it.key());
+            for (const json& p : ps)
+                if (p.contains("required") && p["required"].is_array())
+                    for (const json& k : p["required"])
+                        if (k.is_string()) order.push_back(k.get<std::string>());
             json out = json::object();
             for (const std::string& k : order)
-                if (v.contains(k) && !out.contains(k)) out[k] = reorder(v[k], property_schema(s, k, 0), depth + 1);
+                if (v.contains(k) && !out.contains(k)) out[k] = reorder(v[k], property_schema(ps, k), depth + 1);
             for (auto it = v.begin(); it != v.end(); ++it)
-                if (!out.contains(it.key())) out[it.key()] = reorder(*it, property_schema(s, it.key(), 0), depth + 1);
+                if (!out.contains(it.key())) out[it.key()] = reorder(*it, property_schema(ps, it.key()), depth + 1);
             return out;
         }
         if (v.is_array()) {
+            const std::vector<json> ps = parts_for(v, schema, depth);
             json out = json::array();
-            for (size_t i = 0; i < v.size(); ++i) out.push_back(reorder(v[i], item_schema(s, i, 0), depth + 1));
+            for (size_t i = 0; i < v.size(); ++i) out.push_back(reorder(v[i], item_schema(ps, i), depth + 1));
             return out;
         }
         return v;
@@ -109,41 +116,54 @@ private:
         }
     }
 
-    // The branches whose keywords apply to the same instance.
-    std::vector<json> parts(const json& s, int depth) {
-        std::vector<json> out;
-        if (depth > 20) return out;
-        const json r = resolve(s);
-        if (!r.is_object()) return out;
-        out.push_back(r);
-        for (const char* k : {"allOf", "anyOf", "oneOf"})
-            if (r.contains(k) && r[k].is_array())
-                for (const json& b : r[k])
-                    for (json& p : parts(b, depth + 1)) out.push_back(std::move(p));
-        return out;
-    }
-
-    void collect_keys(const json& s, std::vector<std::string>& order, int depth) {
-        for (const json& p : parts(s, depth)) {
-            if (p.contains("properties") && p["properties"].is_object())
-                for (auto it = p["properties"].begin(); it != p["properties"].end(); ++it) order.push_back(it.key());
+    // The schemas whose keywords apply to `v`, in the order the converter lays
+    // out keys: the schema, its $ref and allOf parts (recursively), then the
+    // anyOf / oneOf branch that fits `v` best (most of its keys declared).
+    std::vector<json> parts_for(const json& v, const json& s, int depth) {
+        std::vector<json> base, branches;
+        split_parts(s, depth, base, branches);
+        if (!branches.empty() && depth < 40) {
+            size_t best = 0;
+            long best_score = -1;
+            for (size_t i = 0; i < branches.size(); ++i) {
+                std::vector<json> b, more;
+                split_parts(branches[i], depth + 1, b, more);
+                long score = 0;
+                for (const json& p : b)
+                    if (v.is_object() && p.contains("properties") && p["properties"].is_object())
+                        for (auto it = v.begin(); it != v.end(); ++it) score += p["properties"].contains(it.key());
+                if (score > best_score) {
+                    best_score = score;
+                    best = i;
+                }
+            }
+            for (json& p : parts_for(v, branches[best], depth + 1)) base.push_back(std::move(p));
         }
-        for (const json& p : parts(s, depth))
-            if (p.contains("required") && p["required"].is_array())
-                for (const json& k : p["required"])
-                    if (k.is_string()) order.push_back(k.get<std::string>());
+        return base;
     }
 
-    json property_schema(const json& s, const std::string& key, int depth) {
-        for (const json& p : parts(s, depth))
+    void split_parts(const json& s, int depth, std::vector<json>& base, std::vector<json>& branches) {
+        if (depth > 20) return;
+        const json r = resolve(s);
+        if (!r.is_object()) return;
+        base.push_back(r);
+        if (r.contains("allOf") && r["allOf"].is_array())
+            for (const json& b : r["allOf"]) split_parts(b, depth + 1, base, branches);
+        for (const char* k : {"anyOf", "oneOf"})
+            if (r.contains(k) && r[k].is_array())
+                for (const json& b : r[k]) branches.push_back(b);
+    }
+
+    json property_schema(const std::vector<json>& ps, const std::string& key) {
+        for (const json& p : ps)
             if (p.contains("properties") && p["properties"].is_object() && p["properties"].contains(key)) return p["properties"][key];
-        for (const json& p : parts(s, depth))
+        for (const json& p : ps)
             if (p.contains("additionalProperties") && p["additionalProperties"].is_object()) return p["additionalProperties"];
         return json(true);
     }
 
-    json item_schema(const json& s, size_t i, int depth) {
-        for (const json& p : parts(s, depth)) {
+    json item_schema(const std::vector<json>& ps, size_t i) {
+        for (const json& p : ps) {
             if (p.contains("prefixItems") && p["prefixItems"].is_array() && i < p["prefixItems"].size()) return p["prefixItems"][i];
             if (p.contains("items") && p["items"].is_array() && i < p["items"].size()) return p["items"][i];
             if (p.contains("items") && p["items"].is_object()) return p["items"];
