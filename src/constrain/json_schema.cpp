@@ -414,8 +414,12 @@ private:
                         if (!exclusive(merged[i], merged[j], at))
                             refuse(at, "oneOf: branches " + std::to_string(i) + " and " + std::to_string(j) +
                                            " may both match an instance (only exclusive branches are supported)");
+            // Without sibling keywords the branches are converted as written, so a
+            // branch that is a $ref stays a rule reference (recursion through "#").
+            const bool bare = only_annotations(rest);
             std::vector<Expr> alts;
-            for (size_t i = 0; i < merged.size(); ++i) alts.push_back(convert(merged[i], at + "/" + key + "/" + std::to_string(i)));
+            for (size_t i = 0; i < merged.size(); ++i)
+                alts.push_back(convert(bare ? branches[i] : merged[i], at + "/" + key + "/" + std::to_string(i)));
             return e_alt(std::move(alts));
         }
 
