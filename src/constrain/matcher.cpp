@@ -4,6 +4,7 @@
 #include <bit>
 #include <optional>
 
+#include "constrain/mask_walker.h"
 #include "constrain/recognizer.h"
 #include "constrain/vocab_trie.h"
 #include "kiln/constraint.h"
@@ -37,7 +38,9 @@ struct GrammarMatcher::Impl {
     std::optional<TokenVocabulary> vocab;
     Recognizer rec;
     std::vector<Step> history;  // [0] the start; back() the current state
-    std::vector<State> levels;  // scratch of fill_allowed
+    // The allowed-token automaton and mask cache, made on first use; a copy of the
+    // matcher starts without one.
+    std::unique_ptr<constrain::MaskWalker> walker;
 
     Impl(const Grammar& g, std::optional<TokenVocabulary> v)
         : grammar(g), vocab(std::move(v)), rec(&grammar.compiled()) {
@@ -69,50 +72,13 @@ struct GrammarMatcher::Impl {
 
     void fill_allowed(TokenMask& mask) {
         const constrain::VocabTrie& t = need_vocab().trie();
-        mask.resize(t.pieces.size());
         const Step& cur = current();
-        if (cur.terminated) return;
-        if (cur.state.complete)
-            for (TokenId id : t.eog) mask.allow(id);
-        if (!cur.state.has_tops()) return;
-
-        // levels[d]: the state after the first d bytes of the node being visited.
-        levels.clear();
-        levels.push_back(cur.state);
-        const uint32_t n = static_cast<uint32_t>(t.size());
-        const uint8_t* bytes = t.byte.data();
-        const uint32_t* depth = t.depth.data();
-        const uint32_t* subtree_end = t.subtree_end.data();
-        const TokenId* token = t.token.data();
-        uint32_t i = 1;
-        while (i < n) {
-            const uint32_t d = depth[i];
-            if (levels.size() > d) {
-                levels.resize(d);
-                rec.truncate_after(levels.back());
-            }
-            const State s = rec.step(levels.back(), bytes[i]);
-            if (s.dead()) {
-                rec.truncate_after(levels.back());
-                i = subtree_end[i];
-                continue;
-            }
-            if (token[i] != k_no_token) {
-                mask.allow(token[i]);
-                if (t.has_more[i]) {
-                    auto it = std::lower_bound(t.more.begin(), t.more.end(), std::pair<uint32_t, TokenId>{i, INT32_MIN});
-                    for (; it != t.more.end() && it->first == i; ++it) mask.allow(it->second);
-                }
-            }
-            if (!s.has_tops()) {  // the grammar ends here: no longer piece fits
-                rec.truncate_after(levels.back());
-                i = subtree_end[i];
-                continue;
-            }
-            levels.push_back(s);
-            ++i;
+        if (cur.terminated) {
+            mask.resize(t.pieces.size());
+            return;
         }
-        rec.truncate_after(cur.state);
+        if (!walker) walker = std::make_unique<constrain::MaskWalker>(&grammar.compiled());
+        walker->fill(rec, cur.state, t, mask);
     }
 };
 

@@ -127,8 +127,8 @@ void Recognizer::close() {
         const uint32_t e = g.elems[w.pos];
         switch (elem_kind(e)) {
             case k_kind_set:
-                pool_.push_back(static_cast<uint32_t>(arena_.size()));
-                arena_.push_back({w.pos, w.parent});
+                // Tops are canonical too, so equal states have equal top ids.
+                pool_.push_back(frame(w.pos, w.parent));
                 break;
             case k_kind_ref: {
                 // A reference in tail position returns straight to our parent.
@@ -177,6 +177,16 @@ State Recognizer::step(const State& from, uint8_t b) {
     s.complete = complete_;
     if (s.tops_end - s.tops_begin > k_max_tops)
         throw Error("grammar: more than " + std::to_string(k_max_tops) + " parse stacks after one byte (the grammar is too ambiguous)");
+    return s;
+}
+
+State Recognizer::load(const uint32_t* tops, size_t n, bool complete) {
+    pool_.assign(tops, tops + n);
+    State s;
+    s.tops_begin = 0;
+    s.tops_end = static_cast<uint32_t>(n);
+    s.arena_end = static_cast<uint32_t>(arena_.size());
+    s.complete = complete;
     return s;
 }
 

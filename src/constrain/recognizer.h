@@ -63,11 +63,18 @@ public:
 
     const CompiledGrammar& grammar() const { return *g_; }
     size_t arena_size() const { return arena_.size(); }
+    const StackNode& node(uint32_t id) const { return arena_[id]; }
+    uint32_t top(uint32_t pool_index) const { return pool_[pool_index]; }
+
+    // The canonical node of (pos, parent): one node per distinct stack while the
+    // arena is not truncated below it.
+    uint32_t frame(uint32_t pos, uint32_t parent);
+    // Makes the pool exactly `tops` (canonical node ids) and returns that state.
+    State load(const uint32_t* tops, size_t n, bool complete);
 
 private:
     void push(uint32_t pos, uint32_t parent);
     void close();
-    uint32_t frame(uint32_t pos, uint32_t parent);
     bool visit(uint64_t key, uint32_t value, uint32_t& existing);
     void begin_step();
 
