@@ -183,15 +183,68 @@ private:
                 return;
             case Expr::Kind::Repeat: {
                 const uint32_t x = single(e.items[0], "item");
-                for (uint32_t i = 0; i < e.min; ++i) out.push_back(x);
+                exactly(x, e.min, out);
                 if (e.max == k_unbounded) {
                     out.push_back(make_elem(k_kind_ref, star_rule(x)));
                 } else if (e.max > e.min) {
-                    out.push_back(make_elem(k_kind_ref, optional_chain(x, e.max - e.min)));
+                    out.push_back(make_elem(k_kind_ref, at_most(x, e.max - e.min)));
                 }
                 return;
             }
         }
+    }
+
+    // Counts above this are built from blocks of about sqrt(n) items, so that a
+    // maxLength of 100000 is a few hundred rules rather than 100000.
+    static constexpr uint32_t k_block_threshold = 64;
+
+    static uint32_t block_size(uint32_t n) {
+        uint32_t k = 1;
+        while (k * k < n) ++k;
+        return k;
+    }
+
+    // k copies of x as one rule.
+    uint32_t block_rule(uint32_t x, uint32_t k) {
+        auto key = std::pair{x, k};
+        auto it = blocks_.find(key);
+        if (it != blocks_.end()) return it->second;
+        const uint32_t id = new_rule("block", {Alt(k, x)});
+        blocks_.emplace(key, id);
+        return id;
+    }
+
+    // x exactly n times.
+    void exactly(uint32_t x, uint32_t n, Alt& out) {
+        if (n <= k_block_threshold) {
+            for (uint32_t i = 0; i < n; ++i) out.push_back(x);
+            return;
+        }
+        const uint32_t k = block_size(n);
+        const uint32_t b = make_elem(k_kind_ref, block_rule(x, k));
+        for (uint32_t i = 0; i < n / k; ++i) out.push_back(b);
+        for (uint32_t i = 0; i < n % k; ++i) out.push_back(x);
+    }
+
+    // x between 0 and n times. Large n: with n = a*k + r, lengths below a*k are
+    // (up to a-1 blocks of k) then up to k-1 items; the rest are a blocks then up
+    // to r items. The two sets of lengths are disjoint and cover 0..n.
+    uint32_t at_most(uint32_t x, uint32_t n) {
+        if (n <= k_block_threshold) return optional_chain(x, n);
+        auto key = std::pair{x, n};
+        auto it = at_most_.find(key);
+        if (it != at_most_.end()) return it->second;
+        const uint32_t k = block_size(n);
+        const uint32_t a = n / k, r = n % k;
+        const uint32_t block = make_elem(k_kind_ref, block_rule(x, k));
+        Alt low, high;
+        if (a > 1) low.push_back(make_elem(k_kind_ref, at_most(block, a - 1)));
+        low.push_back(make_elem(k_kind_ref, at_most(x, k - 1)));
+        exactly(block, a, high);
+        if (r > 0) high.push_back(make_elem(k_kind_ref, at_most(x, r)));
+        const uint32_t id = new_rule("upto", {std::move(low), std::move(high)});
+        at_most_.emplace(key, id);
+        return id;
     }
 
     // S ::= x S | ε
@@ -240,6 +293,7 @@ private:
         }};
     std::map<uint32_t, uint32_t> star_rules_;
     std::map<uint32_t, std::vector<uint32_t>> chains_;
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> blocks_, at_most_;
 };
 
 // Left recursion makes the pushdown closure grow stacks without consuming input.

@@ -351,6 +351,20 @@ private:
         // number and integer overlap, and integer-valued floats are integers
         const unsigned na = ta & t_number ? ta | t_integer : ta, nb = tb & t_number ? tb | t_integer : tb;
         if ((na & nb) == 0) return true;
+        // Objects where one requires a key the other forbids.
+        auto forbids = [](const json& s, const std::string& key) {
+            if (s.contains("properties") && s["properties"].is_object() && s["properties"].contains(key))
+                return s["properties"][key] == json(false);
+            return s.contains("additionalProperties") && s["additionalProperties"] == json(false) &&
+                   !(s.contains("patternProperties") && !s["patternProperties"].empty());
+        };
+        auto requires_forbidden = [&](const json& x, const json& y) {
+            if (!x.contains("required") || !x["required"].is_array()) return false;
+            for (const json& k : x["required"])
+                if (k.is_string() && forbids(y, k.get<std::string>())) return true;
+            return false;
+        };
+        if ((na & nb) == t_object && a.is_object() && b.is_object() && (requires_forbidden(a, b) || requires_forbidden(b, a))) return true;
         if ((na & nb) == t_object && a.is_object() && b.is_object() && a.contains("required") && b.contains("required")) {
             for (const json& k : a["required"]) {
                 if (!k.is_string()) continue;
@@ -554,7 +568,7 @@ private:
     }
 
     Expr string(const json& s, const std::string& at) {
-        constexpr uint64_t k_max_length = 10000;
+        constexpr uint64_t k_max_length = 1000000;
         std::optional<uint64_t> min = count_of(s, "minLength", at), max = count_of(s, "maxLength", at);
         const bool has_pattern = s.contains("pattern"), has_format = s.contains("format");
         if (min && *min == 0) min.reset();
@@ -577,9 +591,8 @@ private:
             content = std::move(*f);
         } else {
             if (!min && !max) return basics_.string();
-            // The bounds become a chain of optional rules, one per character.
             if ((min && *min > k_max_length) || (max && *max > k_max_length))
-                refuse(at, "minLength / maxLength above 10000 is not supported");
+                refuse(at, "minLength / maxLength above 1000000 is not supported");
             content = e_repeat(basics_.string_char(), static_cast<uint32_t>(min.value_or(0)),
                                max ? static_cast<uint32_t>(*max) : k_unbounded);
         }
@@ -587,7 +600,7 @@ private:
     }
 
     Expr array(const json& s, const std::string& at) {
-        constexpr uint64_t k_max_items = 1000;
+        constexpr uint64_t k_max_items = 100000;
         if (s.contains("uniqueItems") && s["uniqueItems"] == json(true)) {
             const std::optional<uint64_t> mx = count_of(s, "maxItems", at);
             if (!mx || *mx > 1) refuse(at, "keyword 'uniqueItems' is not supported");
@@ -607,7 +620,7 @@ private:
         const uint64_t min = count_of(s, "minItems", at).value_or(0);
         std::optional<uint64_t> max = count_of(s, "maxItems", at);
         if (min > k_max_items || (max && *max > k_max_items))
-            refuse(at, "minItems / maxItems above 1000 is not supported");
+            refuse(at, "minItems / maxItems above 100000 is not supported");
         const bool rest_false = rest == json(false);
         Expr ws = basics_.ws();
         // Position j (0-based) of the prefix: items at j.. with j already written.

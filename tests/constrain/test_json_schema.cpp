@@ -84,6 +84,25 @@ TEST(JsonSchema, Strings) {
     EXPECT_TRUE(accepts(quote, R"("a\"b")"));
 }
 
+TEST(JsonSchema, LargeCounts) {
+    // Built from blocks, not one rule per character: exact at the boundaries.
+    for (uint32_t n : {65u, 100u, 4097u, 65535u}) {
+        Grammar g = schema(R"({"type":"string","maxLength":)" + std::to_string(n) + "}");
+        EXPECT_TRUE(accepts(g, "\"" + std::string(n, 'x') + "\"")) << n;
+        EXPECT_FALSE(accepts(g, "\"" + std::string(n + 1, 'x') + "\"")) << n;
+        EXPECT_TRUE(accepts(g, "\"" + std::string(n - 1, 'x') + "\"")) << n;
+        EXPECT_TRUE(accepts(g, "\"\"")) << n;
+    }
+    Grammar min = schema(R"({"type":"string","minLength":1000,"maxLength":1003})");
+    for (size_t n : {998u, 999u, 1000u, 1001u, 1003u, 1004u}) EXPECT_EQ(accepts(min, "\"" + std::string(n, 'y') + "\""), n >= 1000 && n <= 1003) << n;
+    for (uint32_t n = 60; n < 140; ++n) {
+        Grammar g = Grammar::from_gbnf("root ::= \"a\"{3," + std::to_string(n) + "}");
+        EXPECT_EQ(kiln::validate(g, std::string(n, 'a')).status, MatchStatus::Complete) << n;
+        EXPECT_EQ(kiln::validate(g, std::string(n + 1, 'a')).status, MatchStatus::Rejected) << n;
+        EXPECT_EQ(kiln::validate(g, std::string(2, 'a')).status, MatchStatus::Incomplete) << n;
+    }
+}
+
 TEST(JsonSchema, Formats) {
     Grammar date = schema(R"({"type":"string","format":"date"})");
     for (const char* ok : {R"("2024-02-29")", R"("2000-02-29")", R"("1999-12-31")", R"("0001-01-01")"}) EXPECT_TRUE(accepts(date, ok)) << ok;
@@ -168,6 +187,10 @@ TEST(JsonSchema, EnumConstAndCombinators) {
     EXPECT_TRUE(accepts(one_of, R"({"kind":"a","x":1})"));
     EXPECT_TRUE(accepts(one_of, R"({"kind":"b","y":"s"})"));
     EXPECT_FALSE(accepts(one_of, R"({"kind":"c"})"));
+    Grammar forbidding = schema(R"({"oneOf":[{"type":"object","properties":{"a":{}},"required":["a"],"additionalProperties":false},
+                                          {"type":"object","properties":{"b":{}},"required":["b"],"additionalProperties":false}]})");
+    EXPECT_TRUE(accepts(forbidding, R"({"a":1})"));
+    EXPECT_FALSE(accepts(forbidding, R"({"a":1,"b":2})"));
     Grammar all_of = schema(R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},
                                        {"properties":{"b":{"type":"string"}},"required":["b"]}]})");
     EXPECT_TRUE(accepts(all_of, R"({"a":1,"b":"x"})"));
@@ -230,7 +253,7 @@ TEST(JsonSchema, Refusals) {
         {R"J({"type":"string","pattern":"(?=a)"})J", "lookaround"},
         {R"({"type":"string","pattern":"(a)\\1"})", "escape '\\1'"},
         {R"({"type":"string","pattern":"[^\\d]"})", "negated class"},
-        {R"({"type":"string","maxLength":100000})", "above 10000"},
+        {R"({"type":"string","maxLength":10000000})", "above 1000000"},
         {R"({"type":"number","minimum":0.5})", "fractional bound"},
         {R"({"type":"integer","maximum":1e300})", "beyond 9e15"},
         {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})", "oneOf: branches 0 and 1 may both match"},
