@@ -226,7 +226,10 @@ private:
             } else if (c == '(') {
                 ++pos_;
                 skip_space(true);
+                // Untrusted text: nesting is bounded so the recursion cannot exhaust the stack.
+                if (++depth_ > k_max_nesting) fail_at(at, "groups nested deeper than " + std::to_string(k_max_nesting));
                 Expr inner = parse_alternates(true);
+                --depth_;
                 if (peek() != ')') fail_at(at, "expected ')' to close the group");
                 ++pos_;
                 // A group is one item, even when it is a sequence.
@@ -274,8 +277,10 @@ private:
         return e_seq(std::move(items));
     }
 
+    static constexpr int k_max_nesting = 256;
     std::string_view src_;
     size_t pos_ = 0;
+    int depth_ = 0;
     GrammarIR ir_;
     std::vector<size_t> first_use_;
 };

@@ -800,6 +800,17 @@ GrammarIR json_schema_grammar(std::string_view schema_json, const JsonSchemaOpti
     } catch (const json::exception& e) {
         throw Error(std::string("JSON Schema: not valid JSON: ") + e.what());
     }
+    // Copies and writes of nlohmann::json recurse over nesting: bound it before any.
+    {
+        std::vector<std::pair<const json*, int>> todo{{&schema, 0}};
+        while (!todo.empty()) {
+            auto [v, d] = todo.back();
+            todo.pop_back();
+            if (d > 512) throw Error("JSON Schema: nested deeper than 512 levels");
+            if (v->is_structured())
+                for (const json& child : *v) todo.push_back({&child, d + 1});
+        }
+    }
     GrammarIR ir;
     const uint32_t root = ir.add_rule("root");
     ir.root = root;

@@ -159,6 +159,8 @@ private:
 
     Expr parse_group() {
         const size_t start = pos_;
+        // Untrusted text: nesting is bounded so the recursion cannot exhaust the stack.
+        if (++depth_ > k_max_nesting) fail("groups nested deeper than " + std::to_string(k_max_nesting));
         ++pos_;  // (
         if (peek() == '?') {
             const char k = peek(1);
@@ -194,6 +196,7 @@ private:
             fail("unclosed group");
         }
         ++pos_;
+        --depth_;
         Expr group;
         group.kind = Expr::Kind::Alt;
         group.items = std::move(branches);
@@ -350,8 +353,10 @@ private:
         }
     }
 
+    static constexpr int k_max_nesting = 256;
     std::string_view src_;
     size_t pos_ = 0;
+    int depth_ = 0;
     RegexMode mode_;
     GrammarIR& ir_;
 };
