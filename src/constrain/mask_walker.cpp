@@ -14,6 +14,14 @@ constexpr size_t k_max_states = 4096;
 constexpr size_t k_max_arena = 1u << 21;
 constexpr size_t k_max_masks = 64;
 
+void allow_node(const VocabTrie& t, uint32_t i, TokenMask& mask) {
+    mask.allow(t.token[i]);
+    if (t.has_more[i]) {
+        auto it = std::lower_bound(t.more.begin(), t.more.end(), std::pair<uint32_t, TokenId>{i, INT32_MIN});
+        for (; it != t.more.end() && it->first == i; ++it) mask.allow(it->second);
+    }
+}
+
 }  // namespace
 
 void MaskWalker::reset() {
@@ -50,6 +58,10 @@ int32_t MaskWalker::transition(int32_t s, uint8_t b) {
     const State from = rec_.load(tops_.data() + ds.tops_begin, ds.tops_end - ds.tops_begin, ds.complete);
     const State to = rec_.step(from, b);
     int32_t result = k_dead;
+    if (states_.size() >= hard_max_states_) {
+        overflow_ = true;
+        return k_dead;  // the walk is abandoned and redone directly
+    }
     if (!to.dead()) {
         scratch_.clear();
         for (uint32_t i = to.tops_begin; i < to.tops_end; ++i) scratch_.push_back(rec_.top(i));
@@ -59,7 +71,8 @@ int32_t MaskWalker::transition(int32_t s, uint8_t b) {
     return result;
 }
 
-void MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
+bool MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
+    overflow_ = false;
     levels_.clear();
     levels_.push_back(s0);
     const uint32_t n = static_cast<uint32_t>(t.size());
@@ -73,18 +86,15 @@ void MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
         const int32_t s = levels_.back();
         const uint32_t off = states_[s].next;
         int32_t nx = off == UINT32_MAX ? k_unknown : next_[off + bytes[i]];
-        if (nx == k_unknown) nx = transition(s, bytes[i]);
+        if (nx == k_unknown) {
+            nx = transition(s, bytes[i]);
+            if (overflow_) return false;
+        }
         if (nx == k_dead) {
             i = subtree_end[i];
             continue;
         }
-        if (token[i] != k_no_token) {
-            mask.allow(token[i]);
-            if (t.has_more[i]) {
-                auto it = std::lower_bound(t.more.begin(), t.more.end(), std::pair<uint32_t, TokenId>{i, INT32_MIN});
-                for (; it != t.more.end() && it->first == i; ++it) mask.allow(it->second);
-            }
-        }
+        if (token[i] != k_no_token) allow_node(t, i, mask);
         if (states_[nx].tops_begin == states_[nx].tops_end) {  // the grammar ends here
             i = subtree_end[i];
             continue;
@@ -92,13 +102,39 @@ void MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
         levels_.push_back(nx);
         ++i;
     }
+    return true;
 }
 
-void MaskWalker::fill(const Recognizer& from, const State& state, const VocabTrie& trie, TokenMask& mask) {
-    if (states_.size() > k_max_states || rec_.arena_size() > k_max_arena) reset();
-    if (masks_.size() > k_max_masks) masks_.clear();
+void MaskWalker::walk_direct(const State& start, const VocabTrie& t, TokenMask& mask) {
+    direct_levels_.clear();
+    direct_levels_.push_back(start);
+    const uint32_t n = static_cast<uint32_t>(t.size());
+    uint32_t i = 1;
+    while (i < n) {
+        const uint32_t d = t.depth[i];
+        if (direct_levels_.size() > d) {
+            direct_levels_.resize(d);
+            rec_.truncate_after(direct_levels_.back());
+        }
+        const State s = rec_.step(direct_levels_.back(), t.byte[i]);
+        if (s.dead()) {
+            rec_.truncate_after(direct_levels_.back());
+            i = t.subtree_end[i];
+            continue;
+        }
+        if (t.token[i] != k_no_token) allow_node(t, i, mask);
+        if (!s.has_tops()) {
+            rec_.truncate_after(direct_levels_.back());
+            i = t.subtree_end[i];
+            continue;
+        }
+        direct_levels_.push_back(s);
+        ++i;
+    }
+}
 
-    // Import the committed stacks: each chain rebuilt bottom-up as canonical nodes.
+int32_t MaskWalker::import(const Recognizer& from, const State& state) {
+    // Each chain rebuilt bottom-up as canonical nodes.
     imported_.clear();
     scratch_.clear();
     std::vector<uint32_t> chain;
@@ -116,7 +152,13 @@ void MaskWalker::fill(const Recognizer& from, const State& state, const VocabTri
         }
         scratch_.push_back(imported_[from.top(i)]);
     }
-    const int32_t s0 = intern(scratch_, state.complete);
+    return intern(scratch_, state.complete);
+}
+
+void MaskWalker::fill(const Recognizer& from, const State& state, const VocabTrie& trie, TokenMask& mask) {
+    if (states_.size() > k_max_states || rec_.arena_size() > k_max_arena) reset();
+    if (masks_.size() > k_max_masks) masks_.clear();
+    const int32_t s0 = import(from, state);
 
     auto cached = masks_.find(s0);
     if (cached != masks_.end() && cached->second.n_vocab() == trie.pieces.size()) {
@@ -126,8 +168,18 @@ void MaskWalker::fill(const Recognizer& from, const State& state, const VocabTri
     mask.resize(trie.pieces.size());
     if (state.complete)
         for (TokenId id : trie.eog) mask.allow(id);
-    if (state.has_tops()) walk(s0, trie, mask);
-    masks_[s0] = mask;
+    if (!state.has_tops()) return;
+    if (walk(s0, trie, mask)) {
+        masks_[s0] = mask;
+        return;
+    }
+    // States that do not repeat: drop the automaton and step the stacks directly.
+    reset();
+    const int32_t d0 = import(from, state);
+    const DState ds = states_[d0];
+    const State start = rec_.load(tops_.data() + ds.tops_begin, ds.tops_end - ds.tops_begin, ds.complete);
+    walk_direct(start, trie, mask);
+    reset();
 }
 
 }  // namespace kiln::constrain

@@ -12,7 +12,8 @@
 // The matcher's committed stacks are imported (copied chain by chain into the
 // walker's arena) at each call, so the walker never depends on the matcher's
 // node ids and rollback needs nothing from it. When the automaton grows past its
-// budget it is dropped and rebuilt.
+// budget it is dropped and rebuilt; a walk that would grow it past a hard cap in
+// one go (a grammar whose states do not repeat) is redone without memoisation.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,10 @@ namespace kiln::constrain {
 
 class MaskWalker {
 public:
-    explicit MaskWalker(const CompiledGrammar* grammar) : g_(grammar), rec_(grammar) {}
+    // hard_max_states: states one walk may add before it is redone directly
+    // (each holds a 1 KiB transition row); tests lower it to reach that path.
+    explicit MaskWalker(const CompiledGrammar* grammar, size_t hard_max_states = 65536)
+        : g_(grammar), rec_(grammar), hard_max_states_(hard_max_states) {}
 
     // The allowed tokens after `state` of `from` (not terminated).
     void fill(const Recognizer& from, const State& state, const VocabTrie& trie, TokenMask& mask);
@@ -45,9 +49,13 @@ private:
     };
 
     void reset();
+    int32_t import(const Recognizer& from, const State& state);
     int32_t intern(std::vector<uint32_t>& tops, bool complete);
     int32_t transition(int32_t s, uint8_t b);
-    void walk(int32_t s0, const VocabTrie& trie, TokenMask& mask);
+    // false if the automaton hit its hard cap (the mask is then incomplete)
+    bool walk(int32_t s0, const VocabTrie& trie, TokenMask& mask);
+    // The same walk stepping the recogniser directly (no automaton).
+    void walk_direct(const State& start, const VocabTrie& trie, TokenMask& mask);
 
     const CompiledGrammar* g_;
     Recognizer rec_;
@@ -59,6 +67,9 @@ private:
     std::unordered_map<uint32_t, uint32_t> imported_;  // scratch: committed node -> walker node
     std::vector<uint32_t> scratch_;
     std::vector<int32_t> levels_;
+    std::vector<State> direct_levels_;
+    size_t hard_max_states_;
+    bool overflow_ = false;
 };
 
 }  // namespace kiln::constrain

@@ -169,3 +169,34 @@ TEST(AllowedTokens, SpecialTokensAndEndOfGeneration) {
 }
 
 }  // namespace
+
+#include "constrain/mask_walker.h"
+#include "constrain/recognizer.h"
+
+namespace {
+
+// The walk without memoisation (taken when the automaton would grow past its
+// cap) gives the same masks as the memoised one.
+TEST(AllowedTokens, DirectWalkEqualsMemoisedWalk) {
+    const std::string path = kiln::test::constrain_vocab_path("gpt-2");
+    if (path.empty()) KILN_SKIP_MISSING("ggml-vocab-gpt-2.gguf not found");
+    const kiln::Tokenizer tok = kiln::Tokenizer::load(path);
+    const TokenVocabulary vocab = TokenVocabulary::from_tokenizer(tok);
+    const Grammar g = Grammar::from_json_schema(
+        R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"array","items":{"type":"number"}}},"required":["a","b"]})");
+    const char* doc = R"({"a": "some text \n here", "b": [1, -2.5e3, 7]})";
+    kiln::constrain::Recognizer rec(&g.compiled());
+    kiln::constrain::State s = rec.start();
+    kiln::constrain::MaskWalker memo(&g.compiled()), direct(&g.compiled(), 2);
+    TokenMask a, b;
+    for (const char* p = doc; *p; ++p) {
+        memo.fill(rec, s, vocab.trie(), a);
+        direct.fill(rec, s, vocab.trie(), b);
+        ASSERT_TRUE(std::equal(a.words().begin(), a.words().end(), b.words().begin())) << "after " << (p - doc) << " bytes";
+        EXPECT_GT(a.count(), 0u);
+        s = rec.compact(rec.step(s, static_cast<uint8_t>(*p)), 0);
+        ASSERT_FALSE(s.dead());
+    }
+}
+
+}  // namespace
