@@ -28,6 +28,7 @@ const Subcommand k_subcommands[] = {
     {"tokenize", kiln::cli::cmd_tokenize, "token ids of a text (the file's tokenizer)"},
     {"detokenize", kiln::cli::cmd_detokenize, "text of token ids"},
     {"template", kiln::cli::cmd_template, "render a chat prompt with a model's chat template"},
+    {"grammar", kiln::cli::cmd_grammar, "compile a JSON Schema / GBNF / regex constraint, check a text"},
 };
 
 void usage(std::FILE* out) {

@@ -1,0 +1,185 @@
+// The memoising allowed-token walk: see mask_walker.h.
+#include "constrain/mask_walker.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace kiln::constrain {
+
+namespace {
+
+// Budgets of the automaton and the mask cache; past them both are dropped (the
+// next walk rebuilds what it needs).
+constexpr size_t k_max_states = 4096;
+constexpr size_t k_max_arena = 1u << 21;
+constexpr size_t k_max_masks = 64;
+
+void allow_node(const VocabTrie& t, uint32_t i, TokenMask& mask) {
+    mask.allow(t.token[i]);
+    if (t.has_more[i]) {
+        auto it = std::lower_bound(t.more.begin(), t.more.end(), std::pair<uint32_t, TokenId>{i, INT32_MIN});
+        for (; it != t.more.end() && it->first == i; ++it) mask.allow(it->second);
+    }
+}
+
+}  // namespace
+
+void MaskWalker::reset() {
+    rec_.clear();
+    states_.clear();
+    tops_.clear();
+    next_.clear();
+    by_key_.clear();
+    masks_.clear();
+}
+
+int32_t MaskWalker::intern(std::vector<uint32_t>& tops, bool complete) {
+    std::sort(tops.begin(), tops.end());
+    tops.erase(std::unique(tops.begin(), tops.end()), tops.end());
+    std::string key(tops.size() * sizeof(uint32_t) + 1, '\0');
+    if (!tops.empty()) std::memcpy(key.data(), tops.data(), tops.size() * sizeof(uint32_t));
+    key.back() = complete ? 1 : 0;
+    auto [it, fresh] = by_key_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
+    if (!fresh) return it->second;
+    const auto begin = static_cast<uint32_t>(tops_.size());
+    tops_.insert(tops_.end(), tops.begin(), tops.end());
+    states_.push_back({begin, static_cast<uint32_t>(tops_.size()), complete, UINT32_MAX});
+    return it->second;
+}
+
+int32_t MaskWalker::transition(int32_t s, uint8_t b) {
+    if (states_[s].next == UINT32_MAX) {
+        states_[s].next = static_cast<uint32_t>(next_.size());
+        next_.resize(next_.size() + 256, k_unknown);
+    }
+    int32_t& slot_ref = next_[states_[s].next + b];
+    if (slot_ref != k_unknown) return slot_ref;
+    const DState ds = states_[s];
+    const State from = rec_.load(tops_.data() + ds.tops_begin, ds.tops_end - ds.tops_begin, ds.complete);
+    const State to = rec_.step(from, b);
+    int32_t result = k_dead;
+    if (states_.size() >= hard_max_states_) {
+        overflow_ = true;
+        return k_dead;  // the walk is abandoned and redone directly
+    }
+    if (!to.dead()) {
+        scratch_.clear();
+        for (uint32_t i = to.tops_begin; i < to.tops_end; ++i) scratch_.push_back(rec_.top(i));
+        result = intern(scratch_, to.complete);
+    }
+    next_[states_[s].next + b] = result;  // next_ may have moved: index again
+    return result;
+}
+
+bool MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
+    overflow_ = false;
+    levels_.clear();
+    levels_.push_back(s0);
+    const uint32_t n = static_cast<uint32_t>(t.size());
+    const uint8_t* bytes = t.byte.data();
+    const uint32_t* depth = t.depth.data();
+    const uint32_t* subtree_end = t.subtree_end.data();
+    const TokenId* token = t.token.data();
+    uint32_t i = 1;
+    while (i < n) {
+        levels_.resize(depth[i]);
+        const int32_t s = levels_.back();
+        const uint32_t off = states_[s].next;
+        int32_t nx = off == UINT32_MAX ? k_unknown : next_[off + bytes[i]];
+        if (nx == k_unknown) {
+            nx = transition(s, bytes[i]);
+            if (overflow_) return false;
+        }
+        if (nx == k_dead) {
+            i = subtree_end[i];
+            continue;
+        }
+        if (token[i] != k_no_token) allow_node(t, i, mask);
+        if (states_[nx].tops_begin == states_[nx].tops_end) {  // the grammar ends here
+            i = subtree_end[i];
+            continue;
+        }
+        levels_.push_back(nx);
+        ++i;
+    }
+    return true;
+}
+
+void MaskWalker::walk_direct(const State& start, const VocabTrie& t, TokenMask& mask) {
+    direct_levels_.clear();
+    direct_levels_.push_back(start);
+    const uint32_t n = static_cast<uint32_t>(t.size());
+    uint32_t i = 1;
+    while (i < n) {
+        const uint32_t d = t.depth[i];
+        if (direct_levels_.size() > d) {
+            direct_levels_.resize(d);
+            rec_.truncate_after(direct_levels_.back());
+        }
+        const State s = rec_.step(direct_levels_.back(), t.byte[i]);
+        if (s.dead()) {
+            rec_.truncate_after(direct_levels_.back());
+            i = t.subtree_end[i];
+            continue;
+        }
+        if (t.token[i] != k_no_token) allow_node(t, i, mask);
+        if (!s.has_tops()) {
+            rec_.truncate_after(direct_levels_.back());
+            i = t.subtree_end[i];
+            continue;
+        }
+        direct_levels_.push_back(s);
+        ++i;
+    }
+}
+
+int32_t MaskWalker::import(const Recognizer& from, const State& state) {
+    // Each chain rebuilt bottom-up as canonical nodes.
+    imported_.clear();
+    scratch_.clear();
+    std::vector<uint32_t> chain;
+    for (uint32_t i = state.tops_begin; i < state.tops_end; ++i) {
+        chain.clear();
+        uint32_t n = from.top(i);
+        while (n != k_no_parent && !imported_.count(n)) {
+            chain.push_back(n);
+            n = from.node(n).parent;
+        }
+        uint32_t parent = n == k_no_parent ? k_no_parent : imported_[n];
+        for (size_t k = chain.size(); k-- > 0;) {
+            parent = rec_.frame(from.node(chain[k]).pos, parent);
+            imported_[chain[k]] = parent;
+        }
+        scratch_.push_back(imported_[from.top(i)]);
+    }
+    return intern(scratch_, state.complete);
+}
+
+void MaskWalker::fill(const Recognizer& from, const State& state, const VocabTrie& trie, TokenMask& mask) {
+    if (states_.size() > k_max_states || rec_.arena_size() > k_max_arena) reset();
+    if (masks_.size() > k_max_masks) masks_.clear();
+    const int32_t s0 = import(from, state);
+
+    auto cached = masks_.find(s0);
+    if (cached != masks_.end() && cached->second.n_vocab() == trie.pieces.size()) {
+        mask = cached->second;
+        return;
+    }
+    mask.resize(trie.pieces.size());
+    if (state.complete)
+        for (TokenId id : trie.eog) mask.allow(id);
+    if (!state.has_tops()) return;
+    if (walk(s0, trie, mask)) {
+        masks_[s0] = mask;
+        return;
+    }
+    // States that do not repeat: drop the automaton and step the stacks directly.
+    reset();
+    const int32_t d0 = import(from, state);
+    const DState ds = states_[d0];
+    const State start = rec_.load(tops_.data() + ds.tops_begin, ds.tops_end - ds.tops_begin, ds.complete);
+    walk_direct(start, trie, mask);
+    reset();
+}
+
+}  // namespace kiln::constrain

@@ -1,0 +1,75 @@
+// The allowed-token walk of GrammarMatcher::fill_allowed.
+//
+// The walk visits the vocabulary trie depth first; at each node it needs the
+// matcher state after one more byte. Those states are memoised as a lazily
+// built automaton: a state is a set of canonical stacks (hash-consed nodes in the
+// walker's own arena, so equal sets are equal sorted id lists), its transitions
+// are filled on first use. Inside a JSON string or any other loop the walk keeps
+// meeting the same few states, so most trie nodes cost one table load instead of
+// a closure. The mask of each state is cached as well: a state that comes back
+// (the next position in the same string) is answered by a copy.
+//
+// The matcher's committed stacks are imported (copied chain by chain into the
+// walker's arena) at each call, so the walker never depends on the matcher's
+// node ids and rollback needs nothing from it. When the automaton grows past its
+// budget it is dropped and rebuilt; a walk that would grow it past a hard cap in
+// one go (a grammar whose states do not repeat) is redone without memoisation.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "constrain/recognizer.h"
+#include "constrain/vocab_trie.h"
+#include "kiln/constraint.h"
+
+namespace kiln::constrain {
+
+class MaskWalker {
+public:
+    // hard_max_states: states one walk may add before it is redone directly
+    // (each holds a 1 KiB transition row); tests lower it to reach that path.
+    explicit MaskWalker(const CompiledGrammar* grammar, size_t hard_max_states = 65536)
+        : g_(grammar), rec_(grammar), hard_max_states_(hard_max_states) {}
+
+    // The allowed tokens after `state` of `from` (not terminated).
+    void fill(const Recognizer& from, const State& state, const VocabTrie& trie, TokenMask& mask);
+
+    size_t n_states() const { return states_.size(); }
+
+private:
+    static constexpr int32_t k_unknown = -1;
+    static constexpr int32_t k_dead = -2;
+
+    struct DState {
+        uint32_t tops_begin, tops_end;  // in tops_
+        bool complete;
+        uint32_t next;  // offset of its 256 transitions in next_, or UINT32_MAX before first use
+    };
+
+    void reset();
+    int32_t import(const Recognizer& from, const State& state);
+    int32_t intern(std::vector<uint32_t>& tops, bool complete);
+    int32_t transition(int32_t s, uint8_t b);
+    // false if the automaton hit its hard cap (the mask is then incomplete)
+    bool walk(int32_t s0, const VocabTrie& trie, TokenMask& mask);
+    // The same walk stepping the recogniser directly (no automaton).
+    void walk_direct(const State& start, const VocabTrie& trie, TokenMask& mask);
+
+    const CompiledGrammar* g_;
+    Recognizer rec_;
+    std::vector<DState> states_;
+    std::vector<uint32_t> tops_;
+    std::vector<int32_t> next_;
+    std::unordered_map<std::string, int32_t> by_key_;  // sorted top ids + complete flag, as bytes
+    std::unordered_map<int32_t, TokenMask> masks_;
+    std::unordered_map<uint32_t, uint32_t> imported_;  // scratch: committed node -> walker node
+    std::vector<uint32_t> scratch_;
+    std::vector<int32_t> levels_;
+    std::vector<State> direct_levels_;
+    size_t hard_max_states_;
+    bool overflow_ = false;
+};
+
+}  // namespace kiln::constrain

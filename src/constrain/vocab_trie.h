@@ -1,0 +1,31 @@
+// The vocabulary's byte pieces as a trie stored in pre-order: a node's subtree is
+// the index range [node + 1, subtree_end), so a walk skips a failed prefix's whole
+// subtree in one jump and never chases pointers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/tokenizer.h"
+
+namespace kiln::constrain {
+
+struct VocabTrie {
+    std::vector<std::string> pieces;  // per id; empty: never allowed
+    std::vector<TokenId> eog;         // ascending
+    std::vector<char> is_eog;         // per id
+
+    // Nodes in pre-order; node 0 is the root (the empty prefix).
+    std::vector<uint8_t> byte;
+    std::vector<uint32_t> depth;
+    std::vector<uint32_t> subtree_end;
+    std::vector<TokenId> token;        // the token ending here, or k_no_token
+    std::vector<char> has_more;        // other tokens with the same piece, in `more`
+    std::vector<std::pair<uint32_t, TokenId>> more;  // (node, id), by node
+
+    size_t size() const { return byte.size(); }
+};
+
+}  // namespace kiln::constrain
