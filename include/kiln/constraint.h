@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/sampling.h"
 #include "kiln/tokenizer.h"
 
 namespace kiln {
@@ -177,5 +178,11 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// The grammar as a sampler stage for one sequence (Sampler::add_constraint,
+// Engine::submit): tokens it does not allow get a logit of -inf before any other
+// stage runs, and the token chosen advances its matcher. The vocabulary must be
+// the model's (TokenVocabulary::from_tokenizer).
+std::unique_ptr<SamplerStage> grammar_stage(const Grammar& grammar, const TokenVocabulary& vocab);
 
 }  // namespace kiln

@@ -20,14 +20,6 @@ namespace kiln::cli {
 
 namespace {
 
-std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot read");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 struct Style {
     bool color = false;
     const char* dim() const { return color ? "\033[2m" : ""; }

@@ -18,6 +18,9 @@ std::string default_model_path();
 // An explicit -m value, or the default model with a clear error when it is missing.
 std::string resolve_model(const std::string& flag_value);
 
+// The whole file (an error naming it when it cannot be read).
+std::string read_text_file(const std::string& path);
+
 std::string human_bytes(uint64_t bytes);     // "1.50 GiB"
 std::string human_count(uint64_t n);         // "134.5 M"
 std::string format_float(double v);          // shortest round-trip text

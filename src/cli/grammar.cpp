@@ -13,8 +13,8 @@
 #include <optional>
 #include <sstream>
 
-#include "cli/commands.h"
-#include "cli/common.h"
+#include "commands.h"
+#include "common.h"
 #include "kiln/constraint.h"
 #include "kiln/error.h"
 #include "kiln/tokenizer.h"
@@ -26,14 +26,6 @@ namespace {
 constexpr int k_exit_ok = 0;
 constexpr int k_exit_no_match = 1;
 constexpr int k_exit_refused = 2;
-
-std::string read_all(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cannot read " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 // The bytes around `offset`, escaped for one line of output.
 std::string context(std::string_view text, size_t offset) {
@@ -128,9 +120,9 @@ int cmd_grammar(int argc, char** argv) {
             // --check accepts any JSON whitespace, whatever generation would allow.
             JsonSchemaOptions options;
             options.any_whitespace = !check_file.empty();
-            grammar = Grammar::from_json_schema(read_all(schema_file), options);
+            grammar = Grammar::from_json_schema(read_text_file(schema_file), options);
         } else if (gb->count()) {
-            grammar = Grammar::from_gbnf(read_all(gbnf_file));
+            grammar = Grammar::from_gbnf(read_text_file(gbnf_file));
         } else {
             grammar = Grammar::from_regex(regex);
         }
@@ -145,7 +137,7 @@ int cmd_grammar(int argc, char** argv) {
 
     std::string text;
     try {
-        text = read_all(check_file);
+        text = read_text_file(check_file);
     } catch (const Error& e) {
         std::fprintf(stderr, "kiln grammar: %s\n", e.what());
         return k_exit_refused;

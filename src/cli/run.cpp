@@ -4,11 +4,13 @@
 // S, S+1, ..., each written to P.i.txt exactly as `kiln run --seed S+i` prints it.
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "commands.h"
 #include "common.h"
 #include "generation_options.h"
+#include "kiln/constraint.h"
 #include "kiln/engine.h"
 #include "kiln/error.h"
 
@@ -21,21 +23,20 @@ int cmd_run(int argc, char** argv) {
     std::string prompt, prompt_file;
     bool no_special = false;
     int parallel = 1;
-    std::string output_prefix;
+    std::string output_prefix, json_schema_file, grammar_file, regex;
     app.add_option("-p,--prompt", prompt, "prompt text");
     app.add_option("-f,--file", prompt_file, "read the prompt from a file");
     app.add_flag("--no-special", no_special, "treat special-token text in the prompt as plain text");
     app.add_option("--parallel", parallel, "completions generated together (seeds S, S+1, ...)")->check(CLI::Range(1, 1024));
     app.add_option("--output-prefix", output_prefix, "with --parallel: write completion i to PREFIX.i.txt");
+    auto* schema_opt = app.add_option("--json-schema", json_schema_file, "constrain the output to a JSON Schema (a file)");
+    auto* grammar_opt = app.add_option("--grammar", grammar_file, "constrain the output to a GBNF grammar (a file)");
+    auto* regex_opt = app.add_option("--regex", regex, "constrain the output to a regular expression");
+    schema_opt->excludes(grammar_opt)->excludes(regex_opt);
+    grammar_opt->excludes(regex_opt);
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
-    if (!prompt_file.empty()) {
-        std::ifstream in(prompt_file, std::ios::binary);
-        if (!in) throw Error(prompt_file + ": cannot read");
-        std::stringstream ss;
-        ss << in.rdbuf();
-        prompt = ss.str();
-    }
+    if (!prompt_file.empty()) prompt = read_text_file(prompt_file);
     if (prompt.empty()) throw Error("no prompt: give -p TEXT or -f FILE");
     if (parallel > 1 && output_prefix.empty()) throw Error("--parallel " + std::to_string(parallel) + " needs --output-prefix");
 
@@ -46,6 +47,15 @@ int cmd_run(int argc, char** argv) {
     EncodeOptions eo;
     eo.parse_special = !no_special;
     std::vector<TokenId> tokens = model->tokenizer().encode(prompt, eo);
+    // The constraint, compiled before anything is generated: a refused construct
+    // is an error here, never an unconstrained reply.
+    std::optional<Grammar> grammar;
+    if (!json_schema_file.empty()) grammar = Grammar::from_json_schema(read_text_file(json_schema_file));
+    if (!grammar_file.empty()) grammar = Grammar::from_gbnf(read_text_file(grammar_file));
+    if (!regex.empty()) grammar = Grammar::from_regex(regex);
+    std::optional<TokenVocabulary> vocab;
+    if (grammar) vocab = TokenVocabulary::from_tokenizer(model->tokenizer());
+    auto constraint = [&]() -> std::unique_ptr<SamplerStage> { return grammar ? grammar_stage(*grammar, *vocab) : nullptr; };
     ContextOptions co = flags.context();
     co.n_seq_max = parallel;
     Engine engine(model, co);
@@ -81,7 +91,7 @@ int cmd_run(int argc, char** argv) {
                 std::fflush(stdout);
             }
             return true;
-        });
+        }, constraint());
         while (!engine.finished(seq)) engine.step();
         std::fputc('\n', stdout);
         if (flags.verbose) report(engine.result(seq));
@@ -93,7 +103,7 @@ int cmd_run(int argc, char** argv) {
     for (int i = 0; i < parallel; ++i) {
         GenerateOptions gi = go;
         gi.sampling.seed = go.sampling.seed + static_cast<uint64_t>(i);
-        seqs.push_back(engine.submit(tokens, gi));
+        seqs.push_back(engine.submit(tokens, gi, nullptr, constraint()));
         if (i == 0)
             while (engine.busy() && engine.context().seq_length(seqs[0]) < static_cast<int64_t>(tokens.size())) engine.step();
     }

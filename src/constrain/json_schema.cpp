@@ -322,7 +322,7 @@ private:
 
     // The JSON types a (flattened) schema can match, for oneOf's exclusivity test.
     unsigned possible_types(const json& s, const std::string& at) {
-        if (s.is_boolean()) return s.get<bool>() ? t_all : 0;
+        if (s.is_boolean()) return s.get<bool>() ? static_cast<unsigned>(t_all) : 0u;
         unsigned bits = s.contains("type") ? types_of(s["type"], at) : t_all;
         if (s.contains("const")) bits &= value_type(s["const"]);
         if (s.contains("enum") && s["enum"].is_array()) {
@@ -569,11 +569,13 @@ private:
 
     Expr string(const json& s, const std::string& at) {
         constexpr uint64_t k_max_length = 1000000;
-        std::optional<uint64_t> min = count_of(s, "minLength", at), max = count_of(s, "maxLength", at);
+        // Plain values, not optionals: GCC 12 warns of an uninitialised read through them.
+        const std::optional<uint64_t> min_length = count_of(s, "minLength", at), max_length = count_of(s, "maxLength", at);
+        const uint64_t lo = min_length.value_or(0), hi = max_length.value_or(0);
+        const bool has_min = lo > 0, has_max = max_length.has_value();
         const bool has_pattern = s.contains("pattern"), has_format = s.contains("format");
-        if (min && *min == 0) min.reset();
         if (has_pattern || has_format) {
-            if (min || max) refuse(at, std::string("minLength / maxLength together with '") + (has_pattern ? "pattern" : "format") + "' is not supported");
+            if (has_min || has_max) refuse(at, std::string("minLength / maxLength together with '") + (has_pattern ? "pattern" : "format") + "' is not supported");
             if (has_pattern && has_format) refuse(at, "'pattern' together with 'format' is not supported");
         }
         Expr content;
@@ -590,11 +592,9 @@ private:
             if (!f) refuse(at, "format '" + s["format"].get<std::string>() + "' is not supported");
             content = std::move(*f);
         } else {
-            if (!min && !max) return basics_.string();
-            if ((min && *min > k_max_length) || (max && *max > k_max_length))
-                refuse(at, "minLength / maxLength above 1000000 is not supported");
-            content = e_repeat(basics_.string_char(), static_cast<uint32_t>(min.value_or(0)),
-                               max ? static_cast<uint32_t>(*max) : k_unbounded);
+            if (!has_min && !has_max) return basics_.string();
+            if (lo > k_max_length || hi > k_max_length) refuse(at, "minLength / maxLength above 1000000 is not supported");
+            content = e_repeat(basics_.string_char(), static_cast<uint32_t>(lo), has_max ? static_cast<uint32_t>(hi) : k_unbounded);
         }
         return e_seq({e_lit("\""), std::move(content), e_lit("\"")});
     }

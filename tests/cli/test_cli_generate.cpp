@@ -164,3 +164,32 @@ TEST(CliRun, ParallelFilesEqualSingleRuns) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("--output-prefix"), std::string::npos) << r.err;
 }
+
+// A constrained completion is what the constraint allows, whatever the sampler
+// draws; a construct kiln cannot enforce is refused before anything is generated.
+TEST(CliRun, JsonSchemaAndRegexConstrainTheOutput) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string schema = kiln::test::temp_dir() + "/person.json";
+    kiln::test::write_file(schema, R"({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0, "maximum": 120},
+      "city": {"enum": ["Paris", "Rome", "Oslo"]}}, "required": ["age", "city"], "additionalProperties": false})");
+    for (int seed = 1; seed <= 3; ++seed) {
+        auto r = run_kiln("run -p 'A person as JSON:' --json-schema " + schema + " -n 60 --temp 1 --seed " + std::to_string(seed));
+        ASSERT_EQ(r.status, 0) << r.err;
+        auto j = nlohmann::json::parse(r.out, nullptr, false);
+        ASSERT_FALSE(j.is_discarded()) << r.out;
+        EXPECT_TRUE(j["age"].is_number_integer()) << r.out;
+        EXPECT_GE(j["age"].get<int>(), 0);
+        EXPECT_LE(j["age"].get<int>(), 120);
+        EXPECT_TRUE(j["city"] == "Paris" || j["city"] == "Rome" || j["city"] == "Oslo") << r.out;
+        EXPECT_EQ(j.size(), 2u) << r.out;
+    }
+    auto r = run_kiln("run -p 'Code:' --regex '[0-9]{3}-[A-Z]{2}' -n 20 --temp 1 --seed 9");
+    ASSERT_EQ(r.status, 0) << r.err;
+    ASSERT_EQ(r.out.size(), 7u) << r.out;  // the match and the newline
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(r.out[static_cast<size_t>(i)]))) << r.out;
+    kiln::test::write_file(schema, R"({"type": "object", "patternProperties": {"^x": {"type": "string"}}})");
+    r = run_kiln("run -p 'x' --json-schema " + schema + " -n 4");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("patternProperties"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+}
