@@ -34,6 +34,7 @@ namespace constrain {
 struct CompiledGrammar;
 struct VocabTrie;
 struct GrammarFactory;
+struct Internals;  // src/constrain/internals.h: the compiled forms, for the matcher
 }  // namespace constrain
 
 // Whitespace the JSON grammars allow between two JSON tokens.
@@ -67,10 +68,9 @@ public:
     std::string to_gbnf() const;
     size_t n_rules() const;
 
-    const constrain::CompiledGrammar& compiled() const { return *impl_; }
-
 private:
     friend struct constrain::GrammarFactory;
+    friend struct constrain::Internals;
     explicit Grammar(std::shared_ptr<const constrain::CompiledGrammar> impl) : impl_(std::move(impl)) {}
     std::shared_ptr<const constrain::CompiledGrammar> impl_;
 };
@@ -110,9 +110,8 @@ public:
     bool is_end_of_generation(TokenId id) const;
     size_t n_trie_nodes() const;
 
-    const constrain::VocabTrie& trie() const { return *impl_; }
-
 private:
+    friend struct constrain::Internals;
     explicit TokenVocabulary(std::shared_ptr<const constrain::VocabTrie> impl) : impl_(std::move(impl)) {}
     std::shared_ptr<const constrain::VocabTrie> impl_;
 };

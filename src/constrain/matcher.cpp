@@ -4,6 +4,7 @@
 #include <bit>
 #include <optional>
 
+#include "constrain/internals.h"
 #include "constrain/mask_walker.h"
 #include "constrain/recognizer.h"
 #include "constrain/vocab_trie.h"
@@ -43,7 +44,7 @@ struct GrammarMatcher::Impl {
     std::unique_ptr<constrain::MaskWalker> walker;
 
     Impl(const Grammar& g, std::optional<TokenVocabulary> v)
-        : grammar(g), vocab(std::move(v)), rec(&grammar.compiled()) {
+        : grammar(g), vocab(std::move(v)), rec(&constrain::Internals::compiled(grammar)) {
         history.push_back({rec.start(), false});
     }
     Impl(const Impl& o) : grammar(o.grammar), vocab(o.vocab), rec(o.rec), history(o.history) {}
@@ -71,13 +72,13 @@ struct GrammarMatcher::Impl {
     }
 
     void fill_allowed(TokenMask& mask) {
-        const constrain::VocabTrie& t = need_vocab().trie();
+        const constrain::VocabTrie& t = constrain::Internals::trie(need_vocab());
         const Step& cur = current();
         if (cur.terminated) {
             mask.resize(t.pieces.size());
             return;
         }
-        if (!walker) walker = std::make_unique<constrain::MaskWalker>(&grammar.compiled());
+        if (!walker) walker = std::make_unique<constrain::MaskWalker>(&constrain::Internals::compiled(grammar));
         walker->fill(rec, cur.state, t, mask);
     }
 };
@@ -152,7 +153,7 @@ size_t GrammarMatcher::n_steps() const { return impl_->history.size() - 1; }
 void GrammarMatcher::fill_allowed(TokenMask& mask) const { impl_->fill_allowed(mask); }
 
 MatchResult validate(const Grammar& grammar, std::string_view text) {
-    Recognizer rec(&grammar.compiled());
+    Recognizer rec(&constrain::Internals::compiled(grammar));
     State s = rec.start();
     for (size_t i = 0; i < text.size(); ++i) {
         const State next = rec.step(s, static_cast<uint8_t>(text[i]));

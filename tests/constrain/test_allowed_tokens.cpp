@@ -170,6 +170,7 @@ TEST(AllowedTokens, SpecialTokensAndEndOfGeneration) {
 
 }  // namespace
 
+#include "constrain/internals.h"
 #include "constrain/mask_walker.h"
 #include "constrain/recognizer.h"
 
@@ -185,13 +186,13 @@ TEST(AllowedTokens, DirectWalkEqualsMemoisedWalk) {
     const Grammar g = Grammar::from_json_schema(
         R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"array","items":{"type":"number"}}},"required":["a","b"]})");
     const char* doc = R"({"a": "some text \n here", "b": [1, -2.5e3, 7]})";
-    kiln::constrain::Recognizer rec(&g.compiled());
+    kiln::constrain::Recognizer rec(&kiln::constrain::Internals::compiled(g));
     kiln::constrain::State s = rec.start();
-    kiln::constrain::MaskWalker memo(&g.compiled()), direct(&g.compiled(), 2);
+    kiln::constrain::MaskWalker memo(&kiln::constrain::Internals::compiled(g)), direct(&kiln::constrain::Internals::compiled(g), 2);
     TokenMask a, b;
     for (const char* p = doc; *p; ++p) {
-        memo.fill(rec, s, vocab.trie(), a);
-        direct.fill(rec, s, vocab.trie(), b);
+        memo.fill(rec, s, kiln::constrain::Internals::trie(vocab), a);
+        direct.fill(rec, s, kiln::constrain::Internals::trie(vocab), b);
         ASSERT_TRUE(std::equal(a.words().begin(), a.words().end(), b.words().begin())) << "after " << (p - doc) << " bytes";
         EXPECT_GT(a.count(), 0u);
         s = rec.compact(rec.step(s, static_cast<uint8_t>(*p)), 0);
