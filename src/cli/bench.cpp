@@ -79,11 +79,14 @@ int cmd_bench(int argc, char** argv) {
     app.add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
     app.add_flag("--json", json, "print one JSON object");
     app.add_flag("--no-probe", no_probe, "skip the bandwidth / int8 probes");
+    std::string json_schema;
+    app.add_option("--json-schema", json_schema, "instead: greedy decode with vs without this JSON Schema's constraint");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
     path = resolve_model(path);
 
     auto model = Model::load(path);
+    if (!json_schema.empty()) return bench_constraint(model, json_schema, n_gen, std::max(reps, 5), n_threads, json);
     const double load_s = model->load_seconds();
     const int needed = parallel > 1 ? depth + n_prompt + n_gen + 1 : depth + std::max(n_prompt, n_gen + 1) + 1;
     const int n_ctx = n_ctx_opt > 0 ? n_ctx_opt : needed;

@@ -2,6 +2,13 @@
 // throws kiln::Error for failures, which main turns into one line on stderr.
 #pragma once
 
+#include <memory>
+#include <string>
+
+namespace kiln {
+class Model;
+}
+
 namespace kiln::cli {
 
 int cmd_inspect(int argc, char** argv);
@@ -16,5 +23,9 @@ int cmd_template(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_grammar(int argc, char** argv);
+
+// kiln bench --json-schema (bench_constraint.cpp).
+int bench_constraint(std::shared_ptr<const Model> model, const std::string& schema_file, int n_gen, int reps, int n_threads,
+                     bool json);
 
 }  // namespace kiln::cli
