@@ -1,0 +1,35 @@
+// Route handlers, one file per API family. Each reads the request strictly,
+// throws ApiError / kiln::Error for what is wrong, and fills the response.
+#pragma once
+
+#include "state.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace kiln::server {
+
+void handle_chat_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_models(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_health(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_props(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_tokenize(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_detokenize(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_apply_template(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_metrics(ServerState& state, const httplib::Request& req, httplib::Response& res);
+
+// Chat helpers shared by the chat and template routes.
+struct ChatPrompt {
+    std::string text;             // rendered prompt + assistant prefill
+    std::string assistant_prefix; // the last message's content when it is the assistant's (continued)
+    Json tools;                   // offered tools (null when none or tool_choice none)
+};
+ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body);
+
+// Logprob entries of one token, OpenAI chat shape.
+Json token_logprob_json(const Tokenizer& tok, const TokenEvent& e);
+
+}  // namespace kiln::server
