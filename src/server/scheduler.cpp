@@ -162,6 +162,8 @@ void Scheduler::loop() {
             continue;
         }
         for (SeqId seq : done) finish(seq);
+        std::lock_guard lock(mutex_);
+        busy_ = engine_->n_active();
     }
 }
 
