@@ -40,7 +40,12 @@ void run_jobs(ServerState& state, LoadedModel& model, std::vector<Job> jobs, std
     const int n = static_cast<int>(jobs.size());
     model.scheduler->enqueue(std::move(jobs));
     state.metrics.requests++;
+    state.in_flight++;
     if (!stream) {
+        struct Leave {
+            std::atomic<int>& count;
+            ~Leave() { count--; }
+        } leave{state.in_flight};
         int done = 0;
         std::optional<JobEvent> failed;
         while (done < n) {
@@ -102,8 +107,9 @@ void run_jobs(ServerState& state, LoadedModel& model, std::vector<Job> jobs, std
             }
             return true;
         },
-        [st, channel](bool) {
+        [st, channel, server](bool) {
             if (!st->finished) channel->cancelled = true;  // the client left mid-stream
+            server->in_flight--;
         });
 }
 

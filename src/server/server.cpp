@@ -65,7 +65,11 @@ struct Server::Impl {
     ServerState state;
     httplib::Server http;
     std::atomic<bool> stop_requested{false};
+    std::thread drainer;  // waits for the requests in flight, then stops listening
     int port = 0;
+    ~Impl() {
+        if (drainer.joinable()) drainer.join();
+    }
 
     void log(const std::string& line) const {
         if (state.options.log) state.options.log(line);
@@ -173,6 +177,12 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     im.http.set_payload_max_length(o.max_body_bytes);
     im.http.set_keep_alive_timeout(5);
     im.http.set_pre_routing_handler([&im](const httplib::Request& req, httplib::Response& res) {
+        if (im.state.draining) {
+            send_error(res, 503, "the server is shutting down", {}, "shutting_down");
+            res.set_header("Retry-After", "5");
+            res.set_header("Connection", "close");
+            return httplib::Server::HandlerResponse::Handled;
+        }
         const std::string& key = im.state.options.api_key;
         if (key.empty() || req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
         std::string given;
@@ -236,13 +246,22 @@ void Server::run() {
         }
     });
     if (!im.stop_requested) im.http.listen_after_bind();
-    // listen returns once every worker has finished its request: the drain.
     loader.join();
+    if (im.drainer.joinable()) im.drainer.join();
     if (im.state.model && im.state.model->scheduler) im.state.model->scheduler->stop();
     if (!im.state.load_error.empty()) throw Error(im.state.options.model_path + ": " + im.state.load_error);
 }
 
-void Server::shutdown() { impl_->stop_listening(); }
+// httplib's stop() cuts the streams being written, so a shutdown first turns
+// new requests away (503) and stops listening once the ones in flight are done.
+void Server::shutdown() {
+    Impl& im = *impl_;
+    if (im.state.draining.exchange(true)) return;
+    im.drainer = std::thread([&im] {
+        while (im.state.in_flight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        im.stop_listening();
+    });
+}
 
 void Server::cancel_all() {
     if (impl_->state.ready) impl_->state.model->scheduler->cancel_all();

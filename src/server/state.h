@@ -42,6 +42,8 @@ struct LoadedModel {
 struct ServerState {
     ServerOptions options;
     std::atomic<bool> ready{false};
+    std::atomic<bool> draining{false};  // shutting down: new requests get 503
+    std::atomic<int> in_flight{0};      // generation requests not yet answered in full
     std::string load_error;          // set when loading failed
     std::unique_ptr<LoadedModel> model;
     Metrics metrics;
