@@ -63,4 +63,25 @@ inline nlohmann::json error_body(int status, const std::string& message, const s
     return {{"error", e}};
 }
 
+// Anthropic's shape: {"type": "error", "error": {"type", "message"}}, for the
+// /v1/messages routes.
+inline nlohmann::json anthropic_error_body(int status, const std::string& message) {
+    const char* type = status == 400   ? "invalid_request_error"
+                       : status == 401 ? "authentication_error"
+                       : status == 403 ? "permission_error"
+                       : status == 404 ? "not_found_error"
+                       : status == 413 ? "request_too_large"
+                       : status == 429 ? "rate_limit_error"
+                       : status == 503 ? "overloaded_error"
+                                       : "api_error";
+    return {{"type", "error"}, {"error", {{"type", type}, {"message", message}}}};
+}
+
+// The error body in the shape of the API a path belongs to.
+inline nlohmann::json error_body_for(const std::string& path, int status, const std::string& message,
+                                     const std::string& param = {}, const std::string& code = {}) {
+    if (path.rfind("/v1/messages", 0) == 0) return anthropic_error_body(status, message);
+    return error_body(status, message, param, code);
+}
+
 }  // namespace kiln::server

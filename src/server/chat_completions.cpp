@@ -330,38 +330,45 @@ private:
 
 }  // namespace
 
-void handle_chat_completions(ServerState& state, const httplib::Request& req, httplib::Response& res) {
-    const Json body = parse_body(req.body);
-    LoadedModel& model = state.model_for(body);
-    GenerationFields f = parse_generation_fields(body, Api::Chat, model.model->n_vocab());
-    ChatPrompt prompt = render_chat_prompt(model, body);
-    const Tokenizer& tok = model.model->tokenizer();
-    std::vector<TokenId> ids = tok.encode(prompt.text);
+std::vector<TokenId> chat_prompt_tokens(const LoadedModel& model, const ChatPrompt& prompt) {
+    std::vector<TokenId> ids = model.model->tokenizer().encode(prompt.text);
     if (static_cast<int>(ids.size()) >= model.scheduler->n_ctx())
         throw ApiError(400,
                        "the prompt is " + std::to_string(ids.size()) + " tokens, the context holds " +
                            std::to_string(model.scheduler->n_ctx()) + " (start the server with a larger -c)",
                        "messages", "context_length_exceeded");
+    return ids;
+}
+
+Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std::vector<TokenId>& ids,
+                  const GenerateOptions& options, int index, std::shared_ptr<Channel> channel) {
+    Job j;
+    j.prompt = ids;
+    j.options = options;
+    j.options.sampling.seed = options.sampling.seed + static_cast<uint64_t>(index);
+    j.options.stop.clear();  // the parser holds stop strings back itself
+    j.index = index;
+    ReplyOptions ro;
+    ro.starts_in_thinking = prompt_opens_thinking(model.format, prompt.text);
+    ro.stop = options.stop;
+    ro.tools = prompt.tools;
+    j.parser = std::make_unique<ReplyParser>(model.format, ro);
+    // The prefill is part of the reply the parser reads (it may open a tool
+    // call or a thought), but not of what the response returns.
+    if (!prompt.assistant_prefix.empty()) j.parser->push(prompt.assistant_prefix);
+    j.channel = std::move(channel);
+    return j;
+}
+
+void handle_chat_completions(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+    const Json body = parse_body(req.body);
+    LoadedModel& model = state.model_for(body);
+    GenerationFields f = parse_generation_fields(body, Api::Chat, model.model->n_vocab());
+    ChatPrompt prompt = render_chat_prompt(model, body);
+    std::vector<TokenId> ids = chat_prompt_tokens(model, prompt);
     auto channel = std::make_shared<Channel>();
     std::vector<Job> jobs;
-    for (int i = 0; i < f.n; ++i) {
-        Job j;
-        j.prompt = ids;
-        j.options = f.options;
-        j.options.sampling.seed = f.options.sampling.seed + static_cast<uint64_t>(i);
-        j.options.stop.clear();  // the parser holds stop strings back itself
-        j.index = i;
-        ReplyOptions ro;
-        ro.starts_in_thinking = prompt_opens_thinking(model.format, prompt.text);
-        ro.stop = f.options.stop;
-        ro.tools = prompt.tools;
-        j.parser = std::make_unique<ReplyParser>(model.format, ro);
-        // The prefill is part of the reply the parser reads (it may open a tool
-        // call or a thought), but not of what this response returns.
-        if (!prompt.assistant_prefix.empty()) j.parser->push(prompt.assistant_prefix);
-        j.channel = channel;
-        jobs.push_back(std::move(j));
-    }
+    for (int i = 0; i < f.n; ++i) jobs.push_back(make_chat_job(model, prompt, ids, f.options, i, channel));
     auto builder = std::make_shared<ChatBuilder>(model, f.n, f.logprobs, f.include_usage);
     run_jobs(state, model, std::move(jobs), channel, builder, f.stream, res);
 }

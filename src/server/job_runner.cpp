@@ -10,8 +10,6 @@ namespace {
 
 constexpr auto k_keep_alive = std::chrono::seconds(5);
 
-std::string sse(const Json& chunk) { return "data: " + json_text(chunk) + "\n\n"; }
-
 }  // namespace
 
 void record_usage(ServerState& state, const GenerationResult& r) {
@@ -83,7 +81,7 @@ void run_jobs(ServerState& state, LoadedModel& model, std::vector<Job> jobs, std
                 out = ": keep-alive\n\n";  // also finds out whether the client is still there
             } else if (e->kind == JobEvent::Kind::Failed) {
                 ++st->done;
-                out = sse(error_body(status_of(e->error_kind), e->error));
+                out = builder->error_frame(status_of(e->error_kind), e->error);
             } else {
                 if (e->kind == JobEvent::Kind::Done) {
                     ++st->done;
@@ -91,11 +89,11 @@ void run_jobs(ServerState& state, LoadedModel& model, std::vector<Job> jobs, std
                 }
                 std::vector<Json> chunks;
                 builder->add(*e, &chunks);
-                for (const Json& c : chunks) out += sse(c);
+                for (const Json& c : chunks) out += builder->frame(c);
             }
             if (st->done == n) {
-                for (const Json& c : builder->stream_end()) out += sse(c);
-                out += "data: [DONE]\n\n";
+                for (const Json& c : builder->stream_end()) out += builder->frame(c);
+                out += builder->end_frame();
             }
             if (!out.empty() && !sink.write(out.data(), out.size())) {
                 channel->cancelled = true;

@@ -25,6 +25,13 @@ public:
     virtual Json response() = 0;
     // Streaming: chunks after every choice has finished (usage).
     virtual std::vector<Json> stream_end() = 0;
+    // How a chunk, the end of the stream and an error are written as SSE
+    // (OpenAI: data lines and [DONE]; Anthropic: named events).
+    virtual std::string frame(const Json& chunk) const { return "data: " + json_text(chunk) + "\n\n"; }
+    virtual std::string end_frame() const { return "data: [DONE]\n\n"; }
+    virtual std::string error_frame(int status, const std::string& message) const {
+        return frame(error_body(status, message));
+    }
 };
 
 void run_jobs(ServerState& state, LoadedModel& model, std::vector<Job> jobs, std::shared_ptr<Channel> channel,

@@ -19,6 +19,8 @@ void handle_props(ServerState& state, const httplib::Request& req, httplib::Resp
 void handle_tokenize(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_detokenize(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_apply_template(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_messages(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_count_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_metrics(ServerState& state, const httplib::Request& req, httplib::Response& res);
 
 // Chat helpers shared by the chat and template routes.
@@ -28,6 +30,11 @@ struct ChatPrompt {
     Json tools;                   // offered tools (null when none or tool_choice none)
 };
 ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body);
+// The prompt's tokens; 400 when they alone fill the context.
+std::vector<TokenId> chat_prompt_tokens(const LoadedModel& model, const ChatPrompt& prompt);
+// One choice of a chat request: its sequence, with a ReplyParser fed the prefill.
+Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std::vector<TokenId>& ids,
+                  const GenerateOptions& options, int index, std::shared_ptr<Channel> channel);
 
 // Logprob entries of one token, OpenAI chat shape.
 Json token_logprob_json(const Tokenizer& tok, const TokenEvent& e);

@@ -53,10 +53,10 @@ bool same_key(std::string_view a, std::string_view b) {
     return diff == 0;
 }
 
-void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = {},
-                const std::string& code = {}) {
+void send_error(const httplib::Request& req, httplib::Response& res, int status, const std::string& message,
+                const std::string& param = {}, const std::string& code = {}) {
     res.status = status;
-    res.set_content(json_text(error_body(status, message, param, code)), "application/json");
+    res.set_content(json_text(error_body_for(req.path, status, message, param, code)), "application/json");
 }
 
 }  // namespace
@@ -94,16 +94,16 @@ httplib::Server::Handler Server::Impl::wrap(Route route, bool needs_model) {
             route(state, req, res);
             return;
         } catch (const ApiError& e) {
-            send_error(res, e.status(), e.what(), e.param(), e.code());
+            send_error(req, res, e.status(), e.what(), e.param(), e.code());
             if (e.status() == 503) res.set_header("Retry-After", "1");
         } catch (const Error& e) {
             const int status = status_of(e.kind());
-            send_error(res, status, e.what());
+            send_error(req, res, status, e.what());
             if (status == 503) res.set_header("Retry-After", "1");
         } catch (const std::bad_alloc&) {
-            send_error(res, 503, "out of memory");
+            send_error(req, res, 503, "out of memory");
         } catch (const std::exception& e) {
-            send_error(res, 500, std::string("internal error: ") + e.what());
+            send_error(req, res, 500, std::string("internal error: ") + e.what());
         }
         state.metrics.requests_failed++;
     };
@@ -122,9 +122,11 @@ void Server::Impl::add_routes() {
     post("/tokenize", handle_tokenize);
     post("/detokenize", handle_detokenize);
     post("/apply-template", handle_apply_template);
+    post("/v1/messages", handle_messages);
+    post("/v1/messages/count_tokens", handle_count_tokens);
     for (const char* p : {"/v1/embeddings", "/embeddings"})
-        http.Post(p, [this](const httplib::Request&, httplib::Response& res) {
-            send_error(res, 400, "embeddings are not supported yet (the embeddings issue)", {}, "unsupported");
+        http.Post(p, [this](const httplib::Request& req, httplib::Response& res) {
+            send_error(req, res, 400, "embeddings are not supported yet (the embeddings issue)", {}, "unsupported");
             state.metrics.requests_failed++;
         });
 }
@@ -178,7 +180,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     im.http.set_keep_alive_timeout(5);
     im.http.set_pre_routing_handler([&im](const httplib::Request& req, httplib::Response& res) {
         if (im.state.draining) {
-            send_error(res, 503, "the server is shutting down", {}, "shutting_down");
+            send_error(req, res, 503, "the server is shutting down", {}, "shutting_down");
             res.set_header("Retry-After", "5");
             res.set_header("Connection", "close");
             return httplib::Server::HandlerResponse::Handled;
@@ -190,7 +192,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
         if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
         else if (req.has_header("x-api-key")) given = req.get_header_value("x-api-key");
         if (given.empty() || !same_key(given, key)) {
-            send_error(res, 401, given.empty() ? "an API key is required (Authorization: Bearer KEY or x-api-key)"
+            send_error(req, res, 401, given.empty() ? "an API key is required (Authorization: Bearer KEY or x-api-key)"
                                                : "invalid API key",
                        {}, "invalid_api_key");
             im.state.metrics.requests_failed++;
@@ -201,12 +203,12 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     im.http.set_error_handler(httplib::Server::HandlerWithResponse([&im](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
         if (res.status == 404)
-            send_error(res, 404, "no route " + req.method + " " + req.path, {}, "unknown_route");
+            send_error(req, res, 404, "no route " + req.method + " " + req.path, {}, "unknown_route");
         else if (res.status == 413)
-            send_error(res, 413, "the request body exceeds " + std::to_string(im.state.options.max_body_bytes) + " bytes",
+            send_error(req, res, 413, "the request body exceeds " + std::to_string(im.state.options.max_body_bytes) + " bytes",
                        {}, "body_too_large");
         else
-            send_error(res, res.status, "HTTP status " + std::to_string(res.status));
+            send_error(req, res, res.status, "HTTP status " + std::to_string(res.status));
         return httplib::Server::HandlerResponse::Handled;
     }));
     im.http.set_logger([&im](const httplib::Request& req, const httplib::Response& res) {
