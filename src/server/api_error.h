@@ -81,6 +81,7 @@ inline nlohmann::json anthropic_error_body(int status, const std::string& messag
 inline nlohmann::json error_body_for(const std::string& path, int status, const std::string& message,
                                      const std::string& param = {}, const std::string& code = {}) {
     if (path.rfind("/v1/messages", 0) == 0) return anthropic_error_body(status, message);
+    if (path.rfind("/api/", 0) == 0) return {{"error", message}};  // Ollama's shape
     return error_body(status, message, param, code);
 }
 

@@ -73,12 +73,12 @@ void run_jobs(ServerState& state, LoadedModel& model, std::vector<Job> jobs, std
     ServerState* server = &state;
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
-        "text/event-stream",
+        builder->stream_content_type(),
         [st, channel, builder, n, server](size_t, httplib::DataSink& sink) {
             std::optional<JobEvent> e = channel->pop(k_keep_alive);
             std::string out;
             if (!e) {
-                out = ": keep-alive\n\n";  // also finds out whether the client is still there
+                out = builder->keep_alive_frame();  // also finds out whether the client is still there
             } else if (e->kind == JobEvent::Kind::Failed) {
                 ++st->done;
                 out = builder->error_frame(status_of(e->error_kind), e->error);

@@ -29,6 +29,8 @@ public:
     // (OpenAI: data lines and [DONE]; Anthropic: named events).
     virtual std::string frame(const Json& chunk) const { return "data: " + json_text(chunk) + "\n\n"; }
     virtual std::string end_frame() const { return "data: [DONE]\n\n"; }
+    virtual const char* stream_content_type() const { return "text/event-stream"; }
+    virtual std::string keep_alive_frame() const { return ": keep-alive\n\n"; }
     virtual std::string error_frame(int status, const std::string& message) const {
         return frame(error_body(status, message));
     }

@@ -21,6 +21,12 @@ void handle_detokenize(ServerState& state, const httplib::Request& req, httplib:
 void handle_apply_template(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_messages(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_count_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_generate(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_tags(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_ps(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_show(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_version(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_metrics(ServerState& state, const httplib::Request& req, httplib::Response& res);
 
 // Chat helpers shared by the chat and template routes.

@@ -26,10 +26,14 @@ int64_t unix_now() {
 }
 
 LoadedModel& ServerState::model_for(const Json& body) {
-    if (auto name = get_string(body, "model")) {
+    if (auto given = get_string(body, "model")) {
+        // Ollama clients name a tag; the one model has only the default one.
+        std::string name_only = *given;
+        if (name_only.size() > 7 && name_only.ends_with(":latest")) name_only.resize(name_only.size() - 7);
+        const std::string* name = &name_only;
         // An empty name is the default model, as several clients send one.
         if (!name->empty() && *name != model->name && *name != model->file_name)
-            throw ApiError(404, "model '" + *name + "' not found; available: " + model->name, "model", "model_not_found");
+            throw ApiError(404, "model '" + *given + "' not found; available: " + model->name, "model", "model_not_found");
     }
     return *model;
 }
@@ -124,6 +128,16 @@ void Server::Impl::add_routes() {
     post("/apply-template", handle_apply_template);
     post("/v1/messages", handle_messages);
     post("/v1/messages/count_tokens", handle_count_tokens);
+    post("/api/chat", handle_ollama_chat);
+    post("/api/generate", handle_ollama_generate);
+    get("/api/tags", handle_ollama_tags, true);
+    get("/api/ps", handle_ollama_ps, true);
+    post("/api/show", handle_ollama_show);
+    get("/api/version", handle_ollama_version, false);
+    http.Post("/api/embed", [this](const httplib::Request& req, httplib::Response& res) {
+        send_error(req, res, 400, "embeddings are not supported yet (the embeddings issue)");
+        state.metrics.requests_failed++;
+    });
     for (const char* p : {"/v1/embeddings", "/embeddings"})
         http.Post(p, [this](const httplib::Request& req, httplib::Response& res) {
             send_error(req, res, 400, "embeddings are not supported yet (the embeddings issue)", {}, "unsupported");

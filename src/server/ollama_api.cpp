@@ -1,0 +1,261 @@
+// Ollama's API on the same port: /api/chat, /api/generate (NDJSON streams,
+// `stream` true by default), /api/tags, /api/ps, /api/show, /api/version.
+// Durations are nanoseconds; errors are {"error": "..."}.
+#include <httplib.h>
+
+#include <filesystem>
+
+#include "generation_fields.h"
+#include "job_runner.h"
+#include "kiln/chat_template.h"
+#include "routes.h"
+
+namespace kiln::server {
+
+namespace {
+
+// Clients read the version to decide which features to use; kiln answers as a
+// recent Ollama (the routes here follow its current API docs).
+constexpr const char* k_ollama_version = "0.12.0";
+
+std::string rfc3339_now() {
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count() % 1000000000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ns));
+    return buf;
+}
+
+// Ollama's options -> the OpenAI-named fields the shared reader takes; errors
+// name the Ollama field.
+GenerationFields ollama_fields(const Json& body, int n_vocab) {
+    static const std::pair<const char*, const char*> k_names[] = {
+        {"num_predict", "max_tokens"}, {"temperature", "temperature"}, {"top_k", "top_k"},
+        {"top_p", "top_p"},           {"min_p", "min_p"},             {"typical_p", "typical_p"},
+        {"seed", "seed"},             {"stop", "stop"},               {"repeat_penalty", "repeat_penalty"},
+        {"presence_penalty", "presence_penalty"}, {"frequency_penalty", "frequency_penalty"}};
+    Json fields = Json::object();
+    fields["stream"] = get_bool(body, "stream").value_or(true);
+    if (const Json* options = get_object(body, "options")) {
+        for (const auto& [ollama, openai] : k_names) {
+            auto it = options->find(ollama);
+            if (it == options->end() || it->is_null()) continue;
+            // num_predict -1 (until the end) and -2 (fill the context) are the default here.
+            if (std::string(ollama) == "num_predict" && it->is_number_integer() && it->get<long long>() < 0) continue;
+            fields[openai] = *it;
+        }
+        if (auto it = options->find("num_ctx"); it != options->end() && !it->is_null() && !it->is_number_integer())
+            throw bad_field("options.num_ctx", "expected an integer");
+    }
+    try {
+        return parse_generation_fields(fields, Api::Chat, n_vocab);
+    } catch (const ApiError& e) {
+        std::string param = e.param();
+        for (const auto& [ollama, openai] : k_names)
+            if (param == openai) param = ollama;
+        throw ApiError(400, "'options." + param + "': " + std::string(e.what()).substr(e.param().size() + 4),
+                       "options." + param);
+    }
+}
+
+void check_ollama_common(const Json& body) {
+    if (field(body, "format"))
+        throw ApiError(400, "'format': structured output needs the constraint engine, which this server does not have yet",
+                       "format");
+    if (const Json* k = field(body, "keep_alive"))
+        if (!k->is_string() && !k->is_number()) throw bad_field("keep_alive", "expected a duration string or seconds");
+}
+
+class OllamaBuilder : public ResponseBuilder {
+public:
+    OllamaBuilder(const LoadedModel& model, bool chat, bool raw_text) : model_name_(model.name), chat_(chat), raw_(raw_text) {}
+
+    void add(const JobEvent& e, std::vector<Json>* chunks) override {
+        std::string text, thinking;
+        Json calls = Json::array();
+        if (raw_ && e.kind == JobEvent::Kind::Token) text = e.token.text;
+        for (const ReplyEvent& ev : e.reply) {
+            if (const auto* t = std::get_if<TextDelta>(&ev)) text += t->text;
+            else if (const auto* t = std::get_if<ThinkingDelta>(&ev)) thinking += t->text;
+            else if (const auto* c = std::get_if<ToolCall>(&ev))
+                calls.push_back({{"function", {{"name", c->name}, {"arguments", c->arguments}}}});
+            else if (const auto* end = std::get_if<ReplyEnd>(&ev))
+                done_reason_ = end->finish == ReplyFinish::Length ? "length" : "stop";
+        }
+        text_ += text;
+        thinking_ += thinking;
+        for (const Json& c : calls) calls_.push_back(c);
+        if (chunks && (!text.empty() || !thinking.empty() || !calls.empty())) chunks->push_back(piece(text, thinking, calls, false));
+        if (e.kind == JobEvent::Kind::Done) {
+            result_ = e.result;
+            if (done_reason_.empty())
+                done_reason_ = e.result.finish == FinishReason::Length || e.result.finish == FinishReason::ContextFull ? "length" : "stop";
+            if (chunks) chunks->push_back(final_piece("", "", Json::array()));
+        }
+    }
+    Json response() override { return final_piece(text_, thinking_, calls_); }
+    std::vector<Json> stream_end() override { return {}; }
+    std::string frame(const Json& chunk) const override { return json_text(chunk) + "\n"; }
+    std::string end_frame() const override { return {}; }
+    std::string error_frame(int, const std::string& message) const override { return frame({{"error", message}}); }
+    const char* stream_content_type() const override { return "application/x-ndjson"; }
+    std::string keep_alive_frame() const override { return {}; }
+
+private:
+    Json piece(const std::string& text, const std::string& thinking, const Json& calls, bool done) const {
+        Json r = {{"model", model_name_}, {"created_at", rfc3339_now()}};
+        if (chat_) {
+            Json msg = {{"role", "assistant"}, {"content", text}};
+            if (!thinking.empty()) msg["thinking"] = thinking;
+            if (!calls.empty()) msg["tool_calls"] = calls;
+            r["message"] = msg;
+        } else {
+            r["response"] = text;
+            if (!thinking.empty()) r["thinking"] = thinking;
+        }
+        r["done"] = done;
+        return r;
+    }
+    Json final_piece(const std::string& text, const std::string& thinking, const Json& calls) const {
+        Json r = piece(text, thinking, calls, true);
+        const auto ns = [](double s) { return static_cast<int64_t>(s * 1e9); };
+        r["done_reason"] = done_reason_;
+        r["total_duration"] = ns(result_.prefill_seconds + result_.decode_seconds);
+        r["load_duration"] = 0;
+        r["prompt_eval_count"] = result_.prompt_tokens - result_.reused_tokens;
+        r["prompt_eval_duration"] = ns(result_.prefill_seconds);
+        r["eval_count"] = result_.completion_tokens;
+        r["eval_duration"] = ns(result_.decode_seconds);
+        return r;
+    }
+
+    std::string model_name_;
+    bool chat_, raw_;
+    std::string text_, thinking_, done_reason_;
+    Json calls_ = Json::array();
+    GenerationResult result_;
+};
+
+Json model_details(const LoadedModel& m) {
+    return {{"parent_model", ""}, {"format", "gguf"}, {"family", m.model->architecture()},
+            {"families", {m.model->architecture()}}, {"parameter_size", ""}, {"quantization_level", ""}};
+}
+
+Json model_entry(const LoadedModel& m) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(m.model->path(), ec);
+    return {{"name", m.name + ":latest"}, {"model", m.name + ":latest"}, {"modified_at", rfc3339_now()},
+            {"size", ec ? 0 : size}, {"digest", ""}, {"details", model_details(m)}};
+}
+
+void run_ollama(ServerState& state, LoadedModel& model, const ChatPrompt& prompt, const GenerationFields& f,
+                bool chat, bool raw, httplib::Response& res) {
+    auto channel = std::make_shared<Channel>();
+    std::vector<Job> jobs;
+    if (raw) {
+        Job j;
+        j.prompt = model.model->tokenizer().encode(prompt.text);
+        if (static_cast<int>(j.prompt.size()) >= model.scheduler->n_ctx())
+            throw ApiError(400, "the prompt is " + std::to_string(j.prompt.size()) + " tokens, the context holds " +
+                                    std::to_string(model.scheduler->n_ctx()), "prompt");
+        j.options = f.options;
+        j.channel = channel;
+        jobs.push_back(std::move(j));
+    } else {
+        jobs.push_back(make_chat_job(model, prompt, chat_prompt_tokens(model, prompt), f.options, 0, channel));
+    }
+    run_jobs(state, model, std::move(jobs), channel, std::make_shared<OllamaBuilder>(model, chat, raw), f.stream, res);
+}
+
+}  // namespace
+
+void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+    const Json body = parse_body(req.body);
+    LoadedModel& model = state.model_for(body);
+    check_ollama_common(body);
+    GenerationFields f = ollama_fields(body, model.model->n_vocab());
+    Json chat = {{"messages", body.contains("messages") ? body["messages"] : Json()}};
+    if (const Json* msgs = get_array(body, "messages"))
+        for (size_t i = 0; i < msgs->size(); ++i)
+            if ((*msgs)[i].is_object() && field((*msgs)[i], "images"))
+                throw ApiError(400, "'messages[" + std::to_string(i) + "].images': images are not supported",
+                               "messages[" + std::to_string(i) + "].images");
+    if (body.contains("tools")) chat["tools"] = body["tools"];
+    if (auto think = get_bool(body, "think")) chat["chat_template_kwargs"] = {{"enable_thinking", *think}};
+    // A request without messages loads the model (it is loaded already).
+    if (!field(body, "messages") || (chat["messages"].is_array() && chat["messages"].empty())) {
+        res.set_content(json_text({{"model", model.name}, {"created_at", rfc3339_now()},
+                                   {"message", {{"role", "assistant"}, {"content", ""}}}, {"done_reason", "load"}, {"done", true}}),
+                        "application/json");
+        return;
+    }
+    run_ollama(state, model, render_chat_prompt(model, chat), f, true, false, res);
+}
+
+void handle_ollama_generate(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+    const Json body = parse_body(req.body);
+    LoadedModel& model = state.model_for(body);
+    check_ollama_common(body);
+    if (field(body, "suffix")) throw bad_field("suffix", "fill-in-the-middle is not supported yet");
+    if (field(body, "images")) throw bad_field("images", "images are not supported");
+    if (field(body, "template")) throw bad_field("template", "a per-request template is not supported; start the server with --chat-template-file");
+    GenerationFields f = ollama_fields(body, model.model->n_vocab());
+    const std::string prompt = get_string(body, "prompt").value_or("");
+    if (prompt.empty()) {  // Ollama's preload request
+        res.set_content(json_text({{"model", model.name}, {"created_at", rfc3339_now()}, {"response", ""},
+                                   {"done_reason", "load"}, {"done", true}}),
+                        "application/json");
+        return;
+    }
+    const bool raw = get_bool(body, "raw").value_or(false);
+    if (raw) {
+        run_ollama(state, model, ChatPrompt{prompt, {}, nullptr}, f, false, true, res);
+        return;
+    }
+    Json messages = Json::array();
+    if (auto system = get_string(body, "system")) messages.push_back({{"role", "system"}, {"content", *system}});
+    messages.push_back({{"role", "user"}, {"content", prompt}});
+    Json chat = {{"messages", messages}};
+    if (auto think = get_bool(body, "think")) chat["chat_template_kwargs"] = {{"enable_thinking", *think}};
+    run_ollama(state, model, render_chat_prompt(model, chat), f, false, false, res);
+}
+
+void handle_ollama_tags(ServerState& state, const httplib::Request&, httplib::Response& res) {
+    res.set_content(json_text({{"models", Json::array({model_entry(*state.model)})}}), "application/json");
+}
+
+void handle_ollama_ps(ServerState& state, const httplib::Request&, httplib::Response& res) {
+    Json m = model_entry(*state.model);
+    m["expires_at"] = "2999-12-31T00:00:00Z";  // resident until the server stops
+    m["size_vram"] = 0;
+    res.set_content(json_text({{"models", Json::array({m})}}), "application/json");
+}
+
+void handle_ollama_show(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+    const Json body = parse_body(req.body);
+    const LoadedModel& m = state.model_for(body);
+    Json caps = Json::array({"completion"});
+    if (m.format.has_tools()) caps.push_back("tools");
+    if (m.format.has_reasoning()) caps.push_back("thinking");
+    res.set_content(json_text({{"modelfile", ""},
+                               {"parameters", ""},
+                               {"template", m.template_source.value_or("")},
+                               {"details", model_details(m)},
+                               {"model_info", {{"general.architecture", m.model->architecture()},
+                                               {"general.context_length", m.model->n_ctx_train()},
+                                               {"general.embedding_length", m.model->n_embd()},
+                                               {"general.block_count", m.model->n_layer()}}},
+                               {"capabilities", caps},
+                               {"modified_at", rfc3339_now()}}),
+                    "application/json");
+}
+
+void handle_ollama_version(ServerState&, const httplib::Request&, httplib::Response& res) {
+    res.set_content(json_text({{"version", k_ollama_version}}), "application/json");
+}
+
+}  // namespace kiln::server
