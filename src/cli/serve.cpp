@@ -45,7 +45,9 @@ int cmd_serve(int argc, char** argv) {
     app.add_option("--parallel", o.parallel, "sequences generated at once (default 4)")->check(CLI::Range(1, 256));
     app.add_option("-c,--ctx-size", o.n_ctx, "context of one sequence (0: the model's, at most 4096)")->check(CLI::Range(0, 1 << 24));
     app.add_option("-t,--threads", o.n_threads, "threads (0: physical cores)")->check(CLI::Range(0, 1024));
-    app.add_option("--memory-budget", o.memory_budget, "bytes for the sequences' memory (0: parallel x context)");
+    app.add_option("--memory-budget", o.memory_budget,
+                   "bytes for the sequences' memory, e.g. 512MiB (0: parallel x context); a smaller budget shortens the context")
+        ->transform(CLI::AsSizeValue(false));
     auto* key_opt = app.add_option("--api-key", o.api_key, "require this key (Authorization: Bearer KEY or x-api-key)");
     app.add_option("--api-key-file", key_file, "read the key from the file's first line")->excludes(key_opt);
     app.add_option("--chat-template-file", template_file, "a Jinja chat template to use instead of the model's");
