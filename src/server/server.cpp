@@ -163,6 +163,9 @@ void Server::Impl::load() {
     } else if (mt.source) {
         lm->template_source = mt.source;
         lm->template_origin = "file";
+    } else if (auto builtin = chat::builtin_template_for(model->tokenizer())) {
+        lm->template_source = builtin->source;
+        lm->template_origin = "built-in " + builtin->name + " (the file has no tokenizer.chat_template)";
     }
     if (lm->template_source) {
         lm->chat_template.emplace(*lm->template_source);

@@ -38,11 +38,11 @@ def require(condition, reason):
 class KilnServer:
     """One `kiln serve` process; stopped (SIGTERM, then SIGKILL) by stop()."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, model=SMOLLM2, ctx=2048):
         require(kiln_binary().exists(), f"no kiln binary at {kiln_binary()} (build it, or set KILN_BINARY)")
-        require(SMOLLM2.exists(), f"model not installed: {SMOLLM2} (run ./setup.sh)")
-        cmd = [str(kiln_binary()), "serve", "-m", str(SMOLLM2), "--host", "127.0.0.1", "--port", "0",
-               "-t", "2", "-c", "2048", *args]
+        require(model.exists(), f"model not installed: {model} (run ./setup.sh)")
+        cmd = [str(kiln_binary()), "serve", "-m", str(model), "--host", "127.0.0.1", "--port", "0",
+               "-t", "2", "-c", str(ctx), *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log = []
         self.port = None
@@ -58,7 +58,10 @@ class KilnServer:
 
         self.reader = threading.Thread(target=read_stderr, daemon=True)
         self.reader.start()
-        if not port_found.wait(30):
+        for _ in range(300):
+            if port_found.wait(0.1) or self.proc.poll() is not None:
+                break
+        if not port_found.is_set():
             self.stop()
             raise RuntimeError("kiln serve did not start:\n" + "\n".join(self.log))
         self.url = f"http://127.0.0.1:{self.port}"
