@@ -34,7 +34,7 @@ bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host =
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
-    CLI::App app{"OpenAI-compatible HTTP server (docs/server.md)", "serve"};
+    CLI::App app{"HTTP server: the OpenAI, Anthropic and Ollama APIs over one model (docs/server.md)", "serve"};
     ServerOptions o;
     std::string model, key_file, template_file;
     double drain_timeout = 30;
