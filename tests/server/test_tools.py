@@ -73,3 +73,17 @@ def test_tool_choice_none_offers_no_tools(tool_client):
     r = tool_client.chat.completions.create(model="", messages=[QUESTION], tools=TOOLS, tool_choice="none",
                                             temperature=0, max_tokens=16)
     assert not r.choices[0].message.tool_calls
+
+
+def test_unfinished_tool_call_is_reported_not_fatal(tool_client):
+    """A call the model leaves unfinished (cut by max_tokens) is listed in the
+    choice's errors; the response is a 200 and the server goes on."""
+    r = tool_client.chat.completions.create(
+        model="", messages=[QUESTION, {"role": "assistant", "content": PREFILL}], tools=TOOLS, temperature=0,
+        max_tokens=1)
+    choice = r.choices[0]
+    assert not choice.message.tool_calls
+    assert choice.model_extra.get("errors"), choice
+    assert choice.finish_reason == "length"
+    again = tool_client.chat.completions.create(model="", messages=[QUESTION], temperature=0, max_tokens=8)
+    assert again.choices[0].message.content is not None
