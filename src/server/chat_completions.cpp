@@ -3,6 +3,8 @@
 // chat.completion / chat.completion.chunk shapes.
 #include <httplib.h>
 
+#include <algorithm>
+
 #include "generation_fields.h"
 #include "job_runner.h"
 #include "kiln/chat_template.h"

@@ -103,6 +103,9 @@ void Scheduler::start(std::unique_ptr<Job> job) {
     } catch (const Error& e) {
         j->channel->push(failure(j->index, e.what(), e.kind()));
         return;
+    } catch (const std::exception& e) {
+        j->channel->push(failure(j->index, std::string("internal error: ") + e.what(), ErrorKind::Internal));
+        return;
     }
     active_[static_cast<size_t>(seq)] = std::move(job);
 }
@@ -120,6 +123,18 @@ void Scheduler::finish(SeqId seq) {
                                       Usage{r.prompt_tokens, r.reused_tokens, r.completion_tokens, 0});
     }
     job->channel->push(std::move(e));
+}
+
+// A failed forward pass fails the sequences in it; the engine and the requests
+// that come next go on.
+void Scheduler::fail_active(const std::string& message, ErrorKind kind) {
+    for (SeqId s = 0; s < static_cast<SeqId>(active_.size()); ++s) {
+        auto& job = active_[static_cast<size_t>(s)];
+        if (!job) continue;
+        job->channel->push(failure(job->index, message, kind));
+        engine_->cancel(s);
+        job.reset();
+    }
 }
 
 void Scheduler::loop() {
@@ -150,15 +165,13 @@ void Scheduler::loop() {
         try {
             done = engine_->step();
         } catch (const Error& e) {
-            // A failed forward pass fails the sequences in it; the engine and
-            // the other requests go on.
-            for (SeqId s = 0; s < static_cast<SeqId>(active_.size()); ++s) {
-                auto& job = active_[static_cast<size_t>(s)];
-                if (!job) continue;
-                job->channel->push(failure(job->index, e.what(), e.kind()));
-                engine_->cancel(s);
-                job.reset();
-            }
+            fail_active(e.what(), e.kind());
+            continue;
+        } catch (const std::bad_alloc&) {
+            fail_active("out of memory", ErrorKind::ResourceExhausted);
+            continue;
+        } catch (const std::exception& e) {
+            fail_active(std::string("internal error: ") + e.what(), ErrorKind::Internal);
             continue;
         }
         for (SeqId seq : done) finish(seq);

@@ -48,12 +48,10 @@ public:
     SchedulerStats stats() const;
 
 private:
-    struct Active {
-        std::unique_ptr<Job> job;
-    };
     void loop();
     void start(std::unique_ptr<Job> job);
     void finish(SeqId seq);
+    void fail_active(const std::string& message, ErrorKind kind);
 
     std::unique_ptr<Engine> engine_;
     int n_ctx_ = 0;

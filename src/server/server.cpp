@@ -28,11 +28,10 @@ int64_t unix_now() {
 LoadedModel& ServerState::model_for(const Json& body) {
     if (auto given = get_string(body, "model")) {
         // Ollama clients name a tag; the one model has only the default one.
-        std::string name_only = *given;
-        if (name_only.size() > 7 && name_only.ends_with(":latest")) name_only.resize(name_only.size() - 7);
-        const std::string* name = &name_only;
+        std::string name = *given;
+        if (name.size() > 7 && name.ends_with(":latest")) name.resize(name.size() - 7);
         // An empty name is the default model, as several clients send one.
-        if (!name->empty() && *name != model->name && *name != model->file_name)
+        if (!name.empty() && name != model->name && name != model->file_name)
             throw ApiError(404, "model '" + *given + "' not found; available: " + model->name, "model", "model_not_found");
     }
     return *model;

@@ -72,7 +72,7 @@ def test_n_choices(client, model_id):
     r = ask(client, model_id, "Tell me a word.", n=3, temperature=1.0, seed=7, max_tokens=8)
     assert [c.index for c in r.choices] == [0, 1, 2]
     assert all(c.message.content is not None for c in r.choices)
-    assert r.usage.completion_tokens == sum(0 for _ in []) + r.usage.completion_tokens
+    assert r.usage.completion_tokens >= 3
     again = ask(client, model_id, "Tell me a word.", n=3, temperature=1.0, seed=7, max_tokens=8)
     assert [c.message.content for c in again.choices] == [c.message.content for c in r.choices]
 
