@@ -49,6 +49,9 @@ public:
     // Set by the HTTP side when its client has gone; the engine stops the
     // request's sequences at the next step (GenerateOptions::cancel).
     std::atomic<bool> cancelled{false};
+    // Set with `cancelled` when a shutdown's drain ran out of time: the request
+    // ends with an error event rather than as if it were complete.
+    std::atomic<bool> shutdown{false};
 
 private:
     std::mutex mutex_;

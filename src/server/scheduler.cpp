@@ -6,6 +6,8 @@ namespace kiln::server {
 
 namespace {
 
+constexpr const char* k_shutdown_message = "the server shut down before this reply was finished";
+
 ReplyFinish reply_finish(const GenerationResult& r, const ReplyParser& parser) {
     switch (r.finish) {
         case FinishReason::Stop: return ReplyFinish::Stop;
@@ -82,6 +84,10 @@ SchedulerStats Scheduler::stats() const {
 
 void Scheduler::start(std::unique_ptr<Job> job) {
     Job* j = job.get();
+    if (j->channel->shutdown.load()) {
+        j->channel->push(failure(j->index, k_shutdown_message, ErrorKind::ResourceExhausted));
+        return;
+    }
     if (j->channel->cancelled.load()) {  // its client left while it waited
         JobEvent e;
         e.kind = JobEvent::Kind::Done;
@@ -113,6 +119,10 @@ void Scheduler::start(std::unique_ptr<Job> job) {
 void Scheduler::finish(SeqId seq) {
     std::unique_ptr<Job> job = std::move(active_[static_cast<size_t>(seq)]);
     if (!job) return;
+    if (job->channel->shutdown.load()) {
+        job->channel->push(failure(job->index, k_shutdown_message, ErrorKind::ResourceExhausted));
+        return;
+    }
     JobEvent e;
     e.kind = JobEvent::Kind::Done;
     e.index = job->index;
@@ -145,9 +155,9 @@ void Scheduler::loop() {
                 return engine_->busy() || cancel_all_ || stopping_ || (!queue_.empty() && engine_->n_free() > 0);
             });
             if (cancel_all_) {
-                for (auto& job : queue_) job->channel->cancelled = true;
+                for (auto& job : queue_) job->channel->shutdown = job->channel->cancelled = true;
                 for (auto& job : active_)
-                    if (job) job->channel->cancelled = true;
+                    if (job) job->channel->shutdown = job->channel->cancelled = true;
                 cancel_all_ = false;
             }
             while (!queue_.empty() && engine_->n_free() > 0) {

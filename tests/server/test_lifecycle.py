@@ -23,3 +23,19 @@ def test_sigterm_drains_the_stream_in_flight():
     finally:
         s.stop()
     assert any("stopping" in line for line in s.log)
+
+
+def test_drain_timeout_ends_the_rest_with_an_error_event():
+    s = KilnServer("--parallel", "1", "--drain-timeout", "0.5")
+    try:
+        body = json.dumps({"prompt": "Once upon a time", "max_tokens": 2000, "ignore_eos": True, "stream": True}).encode()
+        stream = urllib.request.urlopen(urllib.request.Request(s.url + "/v1/completions", data=body), timeout=120)
+        stream.readline()
+        s.proc.terminate()
+        events = [line[6:] for line in stream.read().decode().splitlines() if line.startswith("data: ")]
+        assert events[-1] == "[DONE]"
+        last = json.loads(events[-2])
+        assert "shut down" in last["error"]["message"]
+        assert s.proc.wait(30) == 0
+    finally:
+        s.stop()
