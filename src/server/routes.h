@@ -12,6 +12,7 @@ struct Response;
 namespace kiln::server {
 
 void handle_chat_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_responses(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_models(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_health(ServerState& state, const httplib::Request& req, httplib::Response& res);

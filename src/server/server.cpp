@@ -117,6 +117,7 @@ void Server::Impl::add_routes() {
     auto get = [&](const char* path, Route r, bool needs_model) { http.Get(path, wrap(r, needs_model)); };
     for (const char* p : {"/v1/chat/completions", "/chat/completions"}) post(p, handle_chat_completions);
     for (const char* p : {"/v1/completions", "/completions"}) post(p, handle_completions);
+    for (const char* p : {"/v1/responses", "/responses"}) post(p, handle_responses);
     for (const char* p : {"/v1/models", "/models"}) get(p, handle_models, false);
     get("/health", handle_health, false);
     get("/v1/health", handle_health, false);

@@ -106,3 +106,13 @@ def client(server):
 @pytest.fixture(scope="session")
 def model_id(client):
     return client.models.list().data[0].id
+
+
+@pytest.fixture(scope="session")
+def tool_client():
+    """A server with the Qwen 2.5 template (tagged JSON tool calls in ChatML turns,
+    which match SmolLM2's vocabulary): neither real model has a tool template."""
+    openai = pytest.importorskip("openai")
+    s = KilnServer("--chat-template-file", str(QWEN_TEMPLATE), "--parallel", "2")
+    yield openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+    s.stop()

@@ -22,14 +22,6 @@ PREFILL = '<tool_call>\n{"name": "get_weather", "arguments": {"location": "'
 QUESTION = {"role": "user", "content": "What is the weather like in Paris right now?"}
 
 
-@pytest.fixture(scope="module")
-def tool_client():
-    openai = pytest.importorskip("openai")
-    s = KilnServer("--chat-template-file", str(QWEN_TEMPLATE), "--parallel", "2")
-    yield openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=120)
-    s.stop()
-
-
 def test_tool_call_round_trip(tool_client):
     c = tool_client
     first = c.chat.completions.create(model="", messages=[QUESTION, {"role": "assistant", "content": PREFILL}],
