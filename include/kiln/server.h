@@ -1,7 +1,8 @@
-// kiln's HTTP server: OpenAI-compatible routes over one model, its requests
-// batched continuously on one Engine (kiln/engine.h) by a scheduler thread.
+// kiln's HTTP server: the OpenAI, Anthropic and Ollama APIs over one or more
+// models, each model's requests batched continuously on one Engine
+// (kiln/engine.h) by its scheduler thread.
 //
-//   kiln::Server server({.model_path = "model.gguf", .port = 8080});
+//   kiln::Server server({.model_paths = {"model.gguf"}, .port = 8080});
 //   server.bind();                 // throws kiln::Error when the port is taken
 //   std::thread stopper([&] { wait_for_signal(); server.shutdown(); });
 //   server.run();                  // loads the model, serves until shutdown() drained
@@ -14,11 +15,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
 struct ServerOptions {
-    std::string model_path;
+    // The models requests may name (by file stem); the first is the default.
+    std::vector<std::string> model_paths;
+    size_t max_models = 0;           // resident at once (least recently used unloaded first); 0: no limit
     std::string host = "127.0.0.1";
     int port = 8080;                 // 0: any free port (port() tells which)
     int parallel = 4;                // sequences generated at once (the Engine's slots)
@@ -45,7 +49,7 @@ public:
     // anything loads). Throws kiln::Error.
     void bind();
     int port() const;
-    // Loads the model (/health answers 503 meanwhile), then serves until
+    // Loads the default model (/health answers 503 meanwhile), then serves until
     // shutdown(): stops accepting, lets in-flight requests finish, returns.
     void run();
     // Thread-safe; safe to call from a signal-waiting thread.

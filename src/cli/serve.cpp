@@ -1,11 +1,13 @@
-// kiln serve [-m FILE] [--host H] [--port P] [--parallel N] ...: the HTTP server
+// kiln serve [-m FILE ...] [--models DIR] [--host H] [--port P] [--parallel N] ...: the HTTP server
 // (kiln/server.h; routes in docs/server.md). SIGINT / SIGTERM stop accepting and
 // let requests in flight finish (for up to --drain-timeout seconds, then they are
 // ended); a second signal exits at once.
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -36,10 +38,13 @@ bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host =
 int cmd_serve(int argc, char** argv) {
     CLI::App app{"HTTP server: the OpenAI, Anthropic and Ollama APIs over one model (docs/server.md)", "serve"};
     ServerOptions o;
-    std::string model, key_file, template_file;
+    std::vector<std::string> models;
+    std::string models_dir, key_file, template_file;
     double drain_timeout = 30;
     bool quiet = false;
-    app.add_option("-m,--model", model, "GGUF file (default: the model setup installed)");
+    app.add_option("-m,--model", models, "GGUF file, repeatable; the first is the default (default: the model setup installed)");
+    app.add_option("--models", models_dir, "also offer every .gguf file in this folder (loaded on first use)");
+    app.add_option("--max-models", o.max_models, "models resident at once, least recently used unloaded first (0: no limit)");
     app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
     app.add_option("--port", o.port, "port (0: any free one, printed)")->check(CLI::Range(0, 65535));
     app.add_option("--parallel", o.parallel, "sequences generated at once (default 4)")->check(CLI::Range(1, 256));
@@ -57,7 +62,18 @@ int cmd_serve(int argc, char** argv) {
     app.add_flag("-q,--quiet", quiet, "no request log on stderr");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
-    o.model_path = resolve_model(model);
+    if (models.empty()) models.push_back(resolve_model(""));
+    if (!models_dir.empty()) {
+        std::error_code ec;
+        std::vector<std::string> found;
+        for (const auto& e : std::filesystem::directory_iterator(models_dir, ec))
+            if (e.path().extension() == ".gguf") found.push_back(e.path().string());
+        if (ec) throw Error(models_dir + ": cannot list (" + ec.message() + ")");
+        std::sort(found.begin(), found.end());
+        for (const auto& f : found)
+            if (std::find(models.begin(), models.end(), f) == models.end()) models.push_back(f);
+    }
+    o.model_paths = models;
     if (!key_file.empty()) {
         std::string k = read_file(key_file);
         k = k.substr(0, k.find('\n'));

@@ -121,7 +121,8 @@ private:
 
 void handle_messages(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    LoadedModel& model = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    LoadedModel& model = *held;
     if (!get_int(body, "max_tokens", 1, 1 << 30)) throw bad_field("max_tokens", "missing (the Messages API requires it)");
     // The sampling fields under their OpenAI names, for the shared reader.
     Json fields = Json::object();
@@ -136,12 +137,13 @@ void handle_messages(ServerState& state, const httplib::Request& req, httplib::R
     std::vector<Job> jobs;
     jobs.push_back(make_chat_job(model, prompt, ids, f.options, 0, channel));
     auto builder = std::make_shared<MessagesBuilder>(model, static_cast<int>(ids.size()));
-    run_jobs(state, model, std::move(jobs), channel, builder, f.stream, res);
+    run_jobs(state, held, std::move(jobs), channel, builder, f.stream, res);
 }
 
 void handle_count_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    LoadedModel& model = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    LoadedModel& model = *held;
     ChatPrompt prompt = render_chat_prompt(model, anthropic_to_chat_body(body));
     const size_t n = model.model->tokenizer().encode(prompt.text).size();
     res.set_content(json_text({{"input_tokens", n}}), "application/json");

@@ -364,7 +364,8 @@ Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std:
 
 void handle_chat_completions(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    LoadedModel& model = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    LoadedModel& model = *held;
     GenerationFields f = parse_generation_fields(body, Api::Chat, model.model->n_vocab());
     ChatPrompt prompt = render_chat_prompt(model, body);
     std::vector<TokenId> ids = chat_prompt_tokens(model, prompt);
@@ -372,7 +373,7 @@ void handle_chat_completions(ServerState& state, const httplib::Request& req, ht
     std::vector<Job> jobs;
     for (int i = 0; i < f.n; ++i) jobs.push_back(make_chat_job(model, prompt, ids, f.options, i, channel));
     auto builder = std::make_shared<ChatBuilder>(model, f.n, f.logprobs, f.include_usage);
-    run_jobs(state, model, std::move(jobs), channel, builder, f.stream, res);
+    run_jobs(state, held, std::move(jobs), channel, builder, f.stream, res);
 }
 
 }  // namespace kiln::server

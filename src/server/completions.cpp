@@ -155,7 +155,8 @@ std::vector<TokenId> prompt_tokens(const Json& body, const Tokenizer& tok, std::
 
 void handle_completions(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    LoadedModel& model = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    LoadedModel& model = *held;
     GenerationFields f = parse_generation_fields(body, Api::Completions, model.model->n_vocab());
     if (field(body, "suffix")) throw bad_field("suffix", "fill-in-the-middle is not supported yet");
     if (auto best_of = get_int(body, "best_of", 1, 16); best_of && *best_of != f.n)
@@ -182,7 +183,7 @@ void handle_completions(ServerState& state, const httplib::Request& req, httplib
         jobs.push_back(std::move(j));
     }
     auto builder = std::make_shared<CompletionBuilder>(model, f.n, f.logprobs, f.include_usage, echo ? text : "");
-    run_jobs(state, model, std::move(jobs), channel, builder, f.stream, res);
+    run_jobs(state, held, std::move(jobs), channel, builder, f.stream, res);
 }
 
 }  // namespace kiln::server

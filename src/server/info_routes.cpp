@@ -14,19 +14,45 @@ void reply_json(httplib::Response& res, const Json& j) { res.set_content(json_te
 
 void handle_models(ServerState& state, const httplib::Request&, httplib::Response& res) {
     Json data = Json::array();
-    if (state.ready) {
-        const LoadedModel& m = *state.model;
-        data.push_back({{"id", m.name},
-                        {"object", "model"},
-                        {"created", m.created},
-                        {"owned_by", "kiln"},
-                        {"meta", {{"n_vocab", m.model->n_vocab()},
-                                  {"n_ctx_train", m.model->n_ctx_train()},
-                                  {"n_embd", m.model->n_embd()},
-                                  {"architecture", m.model->architecture()},
-                                  {"loaded", state.ready.load()}}}});
+    if (state.models) {
+        for (const auto& a : state.models->available()) {
+            Json entry = {{"id", a.name}, {"object", "model"}, {"created", 0}, {"owned_by", "kiln"}};
+            Json meta = {{"loaded", a.loaded}};
+            if (auto m = a.loaded ? state.models->resident(a.name) : nullptr) {
+                entry["created"] = m->created;
+                meta.update({{"n_vocab", m->model->n_vocab()},
+                             {"n_ctx_train", m->model->n_ctx_train()},
+                             {"n_embd", m->model->n_embd()},
+                             {"architecture", m->model->architecture()}});
+            }
+            entry["meta"] = meta;
+            data.push_back(std::move(entry));
+        }
     }
     reply_json(res, {{"object", "list"}, {"data", data}});
+}
+
+void handle_models_load(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+    const Json body = parse_body(req.body);
+    if (!get_string(body, "model")) throw bad_field("model", "missing");
+    std::shared_ptr<LoadedModel> m = state.model_for(body);
+    reply_json(res, {{"model", m->name}, {"status", "loaded"}});
+}
+
+void handle_models_unload(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+    const Json body = parse_body(req.body);
+    auto name = get_string(body, "model");
+    if (!name) throw bad_field("model", "missing");
+    const bool was = state.models->unload(*name);
+    reply_json(res, {{"model", *name}, {"status", was ? "unloaded" : "not_loaded"}});
+}
+
+void handle_models_cache(ServerState& state, const httplib::Request&, httplib::Response& res) {
+    const ModelCacheStats s = state.models->stats();
+    Json resident = Json::array();
+    for (const auto& m : state.models->loaded()) resident.push_back(m->name);
+    reply_json(res, {{"resident", s.resident}, {"capacity", s.capacity}, {"bytes", s.bytes}, {"hits", s.hits},
+                     {"loads", s.loads}, {"evictions", s.evictions}, {"models", resident}});
 }
 
 void handle_health(ServerState& state, const httplib::Request&, httplib::Response& res) {
@@ -40,7 +66,8 @@ void handle_health(ServerState& state, const httplib::Request&, httplib::Respons
 }
 
 void handle_props(ServerState& state, const httplib::Request&, httplib::Response& res) {
-    const LoadedModel& m = *state.model;
+    std::shared_ptr<LoadedModel> held = state.models->get("");
+    const LoadedModel& m = *held;
     const ChatFormat& f = m.format;
     reply_json(res, {{"model_alias", m.name},
                      {"model_path", m.file_name},
@@ -59,7 +86,8 @@ void handle_props(ServerState& state, const httplib::Request&, httplib::Response
 
 void handle_tokenize(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    const LoadedModel& m = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    const LoadedModel& m = *held;
     auto content = get_string(body, "content");
     if (!content) throw bad_field("content", "missing");
     EncodeOptions eo;
@@ -79,7 +107,8 @@ void handle_tokenize(ServerState& state, const httplib::Request& req, httplib::R
 
 void handle_detokenize(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    const LoadedModel& m = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    const LoadedModel& m = *held;
     const Json* tokens = get_array(body, "tokens");
     if (!tokens) throw bad_field("tokens", "missing");
     const Tokenizer& tok = m.model->tokenizer();
@@ -94,14 +123,24 @@ void handle_detokenize(ServerState& state, const httplib::Request& req, httplib:
 
 void handle_apply_template(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    const LoadedModel& m = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    const LoadedModel& m = *held;
     reply_json(res, {{"prompt", render_chat_prompt(m, body).text}});
 }
 
 void handle_metrics(ServerState& state, const httplib::Request&, httplib::Response& res) {
     const Metrics& m = state.metrics;
     SchedulerStats s;
-    if (state.ready) s = state.model->scheduler->stats();
+    ModelCacheStats cache;
+    if (state.ready) {
+        for (const auto& m : state.models->loaded()) {
+            const SchedulerStats one = m->scheduler->stats();
+            s.queued += one.queued;
+            s.busy += one.busy;
+            s.slots += one.slots;
+        }
+        cache = state.models->stats();
+    }
     std::string out;
     auto metric = [&](const char* name, const char* type, const char* help, double value) {
         out += std::string("# HELP kiln_") + name + " " + help + "\n# TYPE kiln_" + name + " " + type + "\nkiln_" + name +
@@ -122,7 +161,11 @@ void handle_metrics(ServerState& state, const httplib::Request&, httplib::Respon
     metric("tokens_predicted_seconds_total", "counter", "time spent generating (per sequence, summed)", decode_s);
     metric("requests_queued", "gauge", "sequences waiting for a slot", static_cast<double>(s.queued));
     metric("requests_processing", "gauge", "sequences being generated", static_cast<double>(s.busy));
-    metric("slots", "gauge", "sequences generated at once (--parallel)", static_cast<double>(s.slots));
+    metric("slots", "gauge", "sequences generated at once (--parallel, over the resident models)", static_cast<double>(s.slots));
+    metric("models_resident", "gauge", "models in memory", static_cast<double>(cache.resident));
+    metric("model_cache_hits_total", "counter", "requests for a resident model", static_cast<double>(cache.hits));
+    metric("model_loads_total", "counter", "models loaded", static_cast<double>(cache.loads));
+    metric("model_evictions_total", "counter", "models unloaded", static_cast<double>(cache.evictions));
     res.set_content(out, "text/plain; version=0.0.4");
 }
 

@@ -33,10 +33,10 @@ Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, d
             {"predicted_per_second", predicted_s > 0 ? predicted_n / predicted_s : 0.0}};
 }
 
-void run_jobs(ServerState& state, LoadedModel& model, std::vector<Job> jobs, std::shared_ptr<Channel> channel,
+void run_jobs(ServerState& state, std::shared_ptr<LoadedModel> model, std::vector<Job> jobs, std::shared_ptr<Channel> channel,
               std::shared_ptr<ResponseBuilder> builder, bool stream, httplib::Response& res) {
     const int n = static_cast<int>(jobs.size());
-    model.scheduler->enqueue(std::move(jobs));
+    model->scheduler->enqueue(std::move(jobs));
     state.metrics.requests++;
     state.in_flight++;
     if (!stream) {
@@ -105,7 +105,7 @@ void run_jobs(ServerState& state, LoadedModel& model, std::vector<Job> jobs, std
             }
             return true;
         },
-        [st, channel, server](bool) {
+        [st, channel, server, model](bool) {
             if (!st->finished) channel->cancelled = true;  // the client left mid-stream
             server->in_flight--;
         });

@@ -36,7 +36,8 @@ public:
     }
 };
 
-void run_jobs(ServerState& state, LoadedModel& model, std::vector<Job> jobs, std::shared_ptr<Channel> channel,
+// `model` stays resident until the response has been sent.
+void run_jobs(ServerState& state, std::shared_ptr<LoadedModel> model, std::vector<Job> jobs, std::shared_ptr<Channel> channel,
               std::shared_ptr<ResponseBuilder> builder, bool stream, httplib::Response& res);
 
 // Counts a finished choice in /metrics.

@@ -140,20 +140,23 @@ private:
     GenerationResult result_;
 };
 
-Json model_details(const LoadedModel& m) {
-    return {{"parent_model", ""}, {"format", "gguf"}, {"family", m.model->architecture()},
-            {"families", {m.model->architecture()}}, {"parameter_size", ""}, {"quantization_level", ""}};
+Json model_details(const LoadedModel* m) {
+    const std::string family = m ? m->model->architecture() : "";
+    return {{"parent_model", ""}, {"format", "gguf"}, {"family", family},
+            {"families", m ? Json::array({family}) : Json()}, {"parameter_size", ""}, {"quantization_level", ""}};
 }
 
-Json model_entry(const LoadedModel& m) {
+// A model listed by /api/tags (resident or not: then without its family) and /api/ps.
+Json model_entry(const std::string& name, const std::string& path, const LoadedModel* m) {
     std::error_code ec;
-    const auto size = std::filesystem::file_size(m.model->path(), ec);
-    return {{"name", m.name + ":latest"}, {"model", m.name + ":latest"}, {"modified_at", rfc3339_now()},
+    const auto size = std::filesystem::file_size(path, ec);
+    return {{"name", name + ":latest"}, {"model", name + ":latest"}, {"modified_at", rfc3339_now()},
             {"size", ec ? 0 : size}, {"digest", ""}, {"details", model_details(m)}};
 }
 
-void run_ollama(ServerState& state, LoadedModel& model, const ChatPrompt& prompt, const GenerationFields& f,
-                bool chat, bool raw, httplib::Response& res) {
+void run_ollama(ServerState& state, const std::shared_ptr<LoadedModel>& held, const ChatPrompt& prompt,
+                const GenerationFields& f, bool chat, bool raw, httplib::Response& res) {
+    LoadedModel& model = *held;
     auto channel = std::make_shared<Channel>();
     std::vector<Job> jobs;
     if (raw) {
@@ -168,14 +171,15 @@ void run_ollama(ServerState& state, LoadedModel& model, const ChatPrompt& prompt
     } else {
         jobs.push_back(make_chat_job(model, prompt, chat_prompt_tokens(model, prompt), f.options, 0, channel));
     }
-    run_jobs(state, model, std::move(jobs), channel, std::make_shared<OllamaBuilder>(model, chat, raw), f.stream, res);
+    run_jobs(state, held, std::move(jobs), channel, std::make_shared<OllamaBuilder>(model, chat, raw), f.stream, res);
 }
 
 }  // namespace
 
 void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    LoadedModel& model = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    LoadedModel& model = *held;
     check_ollama_common(body);
     GenerationFields f = ollama_fields(body, model.model->n_vocab());
     Json chat = {{"messages", body.contains("messages") ? body["messages"] : Json()}};
@@ -193,12 +197,13 @@ void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib
                         "application/json");
         return;
     }
-    run_ollama(state, model, render_chat_prompt(model, chat), f, true, false, res);
+    run_ollama(state, held, render_chat_prompt(model, chat), f, true, false, res);
 }
 
 void handle_ollama_generate(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    LoadedModel& model = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    LoadedModel& model = *held;
     check_ollama_common(body);
     if (field(body, "suffix")) throw bad_field("suffix", "fill-in-the-middle is not supported yet");
     if (field(body, "images")) throw bad_field("images", "images are not supported");
@@ -213,7 +218,7 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
     }
     const bool raw = get_bool(body, "raw").value_or(false);
     if (raw) {
-        run_ollama(state, model, ChatPrompt{prompt, {}, nullptr}, f, false, true, res);
+        run_ollama(state, held, ChatPrompt{prompt, {}, nullptr}, f, false, true, res);
         return;
     }
     Json messages = Json::array();
@@ -221,30 +226,37 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
     messages.push_back({{"role", "user"}, {"content", prompt}});
     Json chat = {{"messages", messages}};
     if (auto think = get_bool(body, "think")) chat["chat_template_kwargs"] = {{"enable_thinking", *think}};
-    run_ollama(state, model, render_chat_prompt(model, chat), f, false, false, res);
+    run_ollama(state, held, render_chat_prompt(model, chat), f, false, false, res);
 }
 
 void handle_ollama_tags(ServerState& state, const httplib::Request&, httplib::Response& res) {
-    res.set_content(json_text({{"models", Json::array({model_entry(*state.model)})}}), "application/json");
+    Json models = Json::array();
+    for (const auto& a : state.models->available()) models.push_back(model_entry(a.name, a.path, a.loaded ? state.models->resident(a.name).get() : nullptr));
+    res.set_content(json_text({{"models", models}}), "application/json");
 }
 
 void handle_ollama_ps(ServerState& state, const httplib::Request&, httplib::Response& res) {
-    Json m = model_entry(*state.model);
-    m["expires_at"] = "2999-12-31T00:00:00Z";  // resident until the server stops
-    m["size_vram"] = 0;
-    res.set_content(json_text({{"models", Json::array({m})}}), "application/json");
+    Json models = Json::array();
+    for (const auto& m : state.models->loaded()) {
+        Json e = model_entry(m->name, m->model->path(), m.get());
+        e["expires_at"] = "2999-12-31T00:00:00Z";  // resident until evicted or unloaded
+        e["size_vram"] = 0;
+        models.push_back(e);
+    }
+    res.set_content(json_text({{"models", models}}), "application/json");
 }
 
 void handle_ollama_show(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    const LoadedModel& m = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    const LoadedModel& m = *held;
     Json caps = Json::array({"completion"});
     if (m.format.has_tools()) caps.push_back("tools");
     if (m.format.has_reasoning()) caps.push_back("thinking");
     res.set_content(json_text({{"modelfile", ""},
                                {"parameters", ""},
                                {"template", m.template_source.value_or("")},
-                               {"details", model_details(m)},
+                               {"details", model_details(&m)},
                                {"model_info", {{"general.architecture", m.model->architecture()},
                                                {"general.context_length", m.model->n_ctx_train()},
                                                {"general.embedding_length", m.model->n_embd()},

@@ -245,7 +245,8 @@ private:
 
 void handle_responses(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    LoadedModel& model = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    LoadedModel& model = *held;
     if (get_string(body, "previous_response_id"))
         throw ApiError(400, "'previous_response_id': this server stores no responses; send the conversation as input items",
                        "previous_response_id", "unsupported_value");
@@ -283,7 +284,7 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
     auto channel = std::make_shared<Channel>();
     std::vector<Job> jobs;
     jobs.push_back(make_chat_job(model, prompt, ids, f.options, 0, channel));
-    run_jobs(state, model, std::move(jobs), channel, std::make_shared<ResponsesBuilder>(model, echo), f.stream, res);
+    run_jobs(state, held, std::move(jobs), channel, std::make_shared<ResponsesBuilder>(model, echo), f.stream, res);
 }
 
 }  // namespace kiln::server

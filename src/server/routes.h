@@ -15,6 +15,9 @@ void handle_chat_completions(ServerState& state, const httplib::Request& req, ht
 void handle_responses(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_models(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_models_load(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_models_unload(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_models_cache(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_health(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_props(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_tokenize(ServerState& state, const httplib::Request& req, httplib::Response& res);

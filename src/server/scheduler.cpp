@@ -35,6 +35,7 @@ JobEvent failure(int index, const std::string& message, ErrorKind kind) {
 Scheduler::Scheduler(std::shared_ptr<const Model> model, const ContextOptions& options, size_t max_queue)
     : engine_(std::make_unique<Engine>(std::move(model), options)), max_queue_(max_queue) {
     n_ctx_ = engine_->context().n_ctx();
+    memory_bytes_ = engine_->context().memory_bytes();
     n_slots_ = options.n_seq_max;
     active_.resize(static_cast<size_t>(n_slots_));
     thread_ = std::thread([this] { loop(); });

@@ -38,6 +38,7 @@ public:
     ~Scheduler();
 
     int n_ctx() const { return n_ctx_; }
+    uint64_t memory_bytes() const { return memory_bytes_; }  // the sequences' memory
     // Queues all of a request's jobs or none: throws ResourceExhausted when the
     // queue cannot take them, or when the scheduler is stopping.
     void enqueue(std::vector<Job> jobs);
@@ -55,6 +56,7 @@ private:
 
     std::unique_ptr<Engine> engine_;
     int n_ctx_ = 0;
+    uint64_t memory_bytes_ = 0;
     int n_slots_ = 0;
     size_t max_queue_;
     mutable std::mutex mutex_;

@@ -25,16 +25,8 @@ int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-LoadedModel& ServerState::model_for(const Json& body) {
-    if (auto given = get_string(body, "model")) {
-        // Ollama clients name a tag; the one model has only the default one.
-        std::string name = *given;
-        if (name.size() > 7 && name.ends_with(":latest")) name.resize(name.size() - 7);
-        // An empty name is the default model, as several clients send one.
-        if (!name.empty() && name != model->name && name != model->file_name)
-            throw ApiError(404, "model '" + *given + "' not found; available: " + model->name, "model", "model_not_found");
-    }
-    return *model;
+std::shared_ptr<LoadedModel> ServerState::model_for(const Json& body) {
+    return models->get(get_string(body, "model").value_or(""));
 }
 
 }  // namespace kiln::server
@@ -77,7 +69,7 @@ struct Server::Impl {
     void log(const std::string& line) const {
         if (state.options.log) state.options.log(line);
     }
-    void load();
+    std::shared_ptr<LoadedModel> load_model(const std::string& name, const std::string& path) const;
     void add_routes();
     // httplib's stop() does nothing before listen has started: wait for it (briefly).
     void stop_listening() {
@@ -119,6 +111,9 @@ void Server::Impl::add_routes() {
     for (const char* p : {"/v1/completions", "/completions"}) post(p, handle_completions);
     for (const char* p : {"/v1/responses", "/responses"}) post(p, handle_responses);
     for (const char* p : {"/v1/models", "/models"}) get(p, handle_models, false);
+    post("/models/load", handle_models_load);
+    post("/models/unload", handle_models_unload);
+    get("/models/cache", handle_models_cache, true);
     get("/health", handle_health, false);
     get("/v1/health", handle_health, false);
     get("/props", handle_props, true);
@@ -145,14 +140,13 @@ void Server::Impl::add_routes() {
         });
 }
 
-void Server::Impl::load() {
+std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, const std::string& path) const {
     const ServerOptions& o = state.options;
-    auto model = Model::load(o.model_path);
-    auto lm = std::make_unique<LoadedModel>();
+    auto model = Model::load(path);
+    auto lm = std::make_shared<LoadedModel>();
     lm->model = model;
-    const std::filesystem::path p(o.model_path);
-    lm->name = p.stem().string();
-    lm->file_name = p.filename().string();
+    lm->name = name;
+    lm->file_name = std::filesystem::path(path).filename().string();
     lm->created = unix_now();
     chat::ModelTemplate mt = chat::model_template(model->file());
     lm->bos_text = mt.bos_token;
@@ -182,14 +176,16 @@ void Server::Impl::load() {
     log("model " + lm->name + " (" + model->architecture() + ") loaded in " + std::to_string(model->load_seconds()) +
         " s; context " + std::to_string(lm->scheduler->n_ctx()) + " tokens x " + std::to_string(o.parallel) +
         " sequences; chat template: " + (lm->template_source ? lm->template_origin : "none"));
-    state.model = std::move(lm);
-    state.ready = true;
+    return lm;
 }
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     if (options.parallel < 1) throw Error("--parallel must be at least 1, found " + std::to_string(options.parallel));
     impl_->state.options = std::move(options);
     Impl& im = *impl_;
+    im.state.models = std::make_unique<ModelCache>(
+        im.state.options.model_paths, im.state.options.max_models,
+        [&im](const std::string& name, const std::string& path) { return im.load_model(name, path); });
     const ServerOptions& o = im.state.options;
     const int threads = std::max(o.http_threads, 8);
     im.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
@@ -257,7 +253,8 @@ void Server::run() {
     // Requests are answered while the model loads: /health with 503, the rest too.
     std::thread loader([&im] {
         try {
-            im.load();
+            im.state.models->get("");  // the default model
+            im.state.ready = true;
         } catch (const std::exception& e) {
             im.state.load_error = e.what();
             im.log(std::string("loading failed: ") + e.what());
@@ -267,8 +264,8 @@ void Server::run() {
     if (!im.stop_requested) im.http.listen_after_bind();
     loader.join();
     if (im.drainer.joinable()) im.drainer.join();
-    if (im.state.model && im.state.model->scheduler) im.state.model->scheduler->stop();
-    if (!im.state.load_error.empty()) throw Error(im.state.options.model_path + ": " + im.state.load_error);
+    for (const auto& m : im.state.models->loaded()) m->scheduler->stop();
+    if (!im.state.load_error.empty()) throw Error(im.state.options.model_paths.front() + ": " + im.state.load_error);
 }
 
 // httplib's stop() cuts the streams being written, so a shutdown first turns
@@ -283,7 +280,7 @@ void Server::shutdown() {
 }
 
 void Server::cancel_all() {
-    if (impl_->state.ready) impl_->state.model->scheduler->cancel_all();
+    for (const auto& m : impl_->state.models->loaded()) m->scheduler->cancel_all();
 }
 
 }  // namespace kiln

@@ -1,5 +1,5 @@
-// What every route handler shares: the options, the loaded model with its chat
-// template and reply format, the scheduler, the counters behind /metrics.
+// What every route handler shares: the options, the models (ModelCache), the
+// counters behind /metrics.
 #pragma once
 
 #include <atomic>
@@ -7,12 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "kiln/jinja.h"
-#include "kiln/model.h"
-#include "kiln/reply_format.h"
 #include "kiln/server.h"
+#include "model_cache.h"
 #include "request_fields.h"
-#include "scheduler.h"
 
 namespace kiln::server {
 
@@ -26,30 +23,18 @@ struct Metrics {
     std::atomic<uint64_t> decode_us{0};
 };
 
-struct LoadedModel {
-    std::shared_ptr<const Model> model;
-    std::string name;           // the file's stem: what `model` fields name
-    std::string file_name;      // also accepted
-    int64_t created = 0;        // unix seconds of the load
-    std::optional<std::string> template_source;  // none: chat routes answer 400
-    std::string template_origin;
-    std::optional<jinja::Template> chat_template;
-    ChatFormat format;
-    std::string bos_text, eos_text;
-    std::unique_ptr<Scheduler> scheduler;
-};
-
 struct ServerState {
     ServerOptions options;
     std::atomic<bool> ready{false};
     std::atomic<bool> draining{false};  // shutting down: new requests get 503
     std::atomic<int> in_flight{0};      // generation requests not yet answered in full
-    std::string load_error;          // set when loading failed
-    std::unique_ptr<LoadedModel> model;
+    std::string load_error;          // set when loading the default model failed
+    std::unique_ptr<ModelCache> models;
     Metrics metrics;
 
-    // The model a request names (absent: the default); 404 naming the available ones.
-    LoadedModel& model_for(const Json& body);
+    // The model a request names (absent: the default), loaded on first use; 404
+    // naming the available ones. Holding it keeps it resident.
+    std::shared_ptr<LoadedModel> model_for(const Json& body);
 };
 
 // The JSON text of a response: invalid UTF-8 (a token that ends mid-character)
