@@ -265,7 +265,7 @@ void Server::run() {
     loader.join();
     if (im.drainer.joinable()) im.drainer.join();
     for (const auto& m : im.state.models->loaded()) m->scheduler->stop();
-    if (!im.state.load_error.empty()) throw Error(im.state.options.model_paths.front() + ": " + im.state.load_error);
+    if (!im.state.load_error.empty()) throw Error(im.state.load_error);  // it names the file
 }
 
 // httplib's stop() cuts the streams being written, so a shutdown first turns
