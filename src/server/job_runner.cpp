@@ -34,7 +34,8 @@ Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, d
 }
 
 void run_jobs(ServerState& state, std::shared_ptr<LoadedModel> model, std::vector<Job> jobs, std::shared_ptr<Channel> channel,
-              std::shared_ptr<ResponseBuilder> builder, bool stream, httplib::Response& res) {
+              std::shared_ptr<ResponseBuilder> builder, bool stream, httplib::Response& res,
+              std::function<void()> after_stream) {
     const int n = static_cast<int>(jobs.size());
     model->scheduler->enqueue(std::move(jobs));
     state.metrics.requests++;
@@ -105,8 +106,10 @@ void run_jobs(ServerState& state, std::shared_ptr<LoadedModel> model, std::vecto
             }
             return true;
         },
-        [st, channel, server, model](bool) {
+        [st, channel, server, model, after_stream](bool) mutable {
             if (!st->finished) channel->cancelled = true;  // the client left mid-stream
+            model.reset();
+            if (after_stream) after_stream();
             server->in_flight--;
         });
 }

@@ -4,6 +4,7 @@
 // away cancels its sequences at the next step).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -36,9 +37,11 @@ public:
     }
 };
 
-// `model` stays resident until the response has been sent.
+// `model` stays resident until the response has been sent. `after_stream`, if
+// given, runs once a stream has been sent and its reference to the model dropped.
 void run_jobs(ServerState& state, std::shared_ptr<LoadedModel> model, std::vector<Job> jobs, std::shared_ptr<Channel> channel,
-              std::shared_ptr<ResponseBuilder> builder, bool stream, httplib::Response& res);
+              std::shared_ptr<ResponseBuilder> builder, bool stream, httplib::Response& res,
+              std::function<void()> after_stream = nullptr);
 
 // Counts a finished choice in /metrics.
 void record_usage(ServerState& state, const GenerationResult& r);

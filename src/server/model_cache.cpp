@@ -75,6 +75,15 @@ bool ModelCache::unload(const std::string& name) {
     return true;
 }
 
+bool ModelCache::unload_if_idle(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    Entry& e = find(name);
+    if (!e.model || e.model.use_count() > 1) return false;
+    e.model.reset();
+    ++evictions_;
+    return true;
+}
+
 std::vector<ModelCache::Available> ModelCache::available() const {
     std::lock_guard lock(mutex_);
     std::vector<Available> out;

@@ -43,6 +43,8 @@ public:
     // Unloads a model; 409 while requests use it, 404 for an unknown name.
     // Returns false when it was not resident.
     bool unload(const std::string& name);
+    // Unloads it when no request holds it (Ollama's keep_alive 0); true if it did.
+    bool unload_if_idle(const std::string& name);
 
     const std::string& default_name() const { return entries_.front().name; }
     std::vector<Available> available() const;

@@ -62,12 +62,57 @@ GenerationFields ollama_fields(const Json& body, int n_vocab) {
     }
 }
 
-void check_ollama_common(const Json& body) {
+// keep_alive as Ollama reads it: seconds as a number, or a Go duration string
+// ("5m", "1h30m", "300ms", "-1"; a bare number is seconds). Negative: keep.
+std::optional<double> keep_alive_seconds(const Json& body) {
+    const Json* k = field(body, "keep_alive");
+    if (!k) return std::nullopt;
+    if (k->is_number()) return k->get<double>();
+    if (!k->is_string()) throw bad_field("keep_alive", "expected a duration string or seconds");
+    const std::string s = k->get<std::string>();
+    auto bad = [&] { return bad_field("keep_alive", "'" + s + "' is not a duration (e.g. 5m, 1h30m, 300ms, -1)"); };
+    size_t i = 0;
+    const bool negative = !s.empty() && s[0] == '-';
+    if (negative || (!s.empty() && s[0] == '+')) ++i;
+    if (i == s.size()) throw bad();
+    double total = 0;
+    while (i < s.size()) {
+        size_t used = 0;
+        double v = 0;
+        try {
+            v = std::stod(s.substr(i), &used);
+        } catch (const std::exception&) {
+            throw bad();
+        }
+        i += used;
+        static const std::pair<const char*, double> k_units[] = {{"ns", 1e-9}, {"us", 1e-6}, {"µs", 1e-6}, {"ms", 1e-3},
+                                                                  {"s", 1}, {"m", 60}, {"h", 3600}};
+        double unit = 0;
+        for (const auto& [name, scale] : k_units) {
+            const size_t n = std::char_traits<char>::length(name);
+            if (s.compare(i, n, name) == 0) {  // the list has "ms" before "m" and "s"
+                unit = scale;
+                i += n;
+                break;
+            }
+        }
+        if (unit == 0) {
+            if (i != s.size() || total != 0) throw bad();
+            unit = 1;  // a bare number: seconds
+        }
+        total += v * unit;
+    }
+    return negative ? -total : total;
+}
+
+// Checks the fields every Ollama generation route shares; returns whether the
+// model is to be unloaded after the reply (keep_alive 0).
+bool check_ollama_common(const Json& body) {
     if (field(body, "format"))
         throw ApiError(400, "'format': structured output needs the constraint engine, which this server does not have yet",
                        "format");
-    if (const Json* k = field(body, "keep_alive"))
-        if (!k->is_string() && !k->is_number()) throw bad_field("keep_alive", "expected a duration string or seconds");
+    const std::optional<double> keep = keep_alive_seconds(body);
+    return keep && *keep == 0;
 }
 
 class OllamaBuilder : public ResponseBuilder {
@@ -154,9 +199,15 @@ Json model_entry(const std::string& name, const std::string& path, const LoadedM
             {"size", ec ? 0 : size}, {"digest", ""}, {"details", model_details(m)}};
 }
 
-void run_ollama(ServerState& state, const std::shared_ptr<LoadedModel>& held, const ChatPrompt& prompt,
-                const GenerationFields& f, bool chat, bool raw, httplib::Response& res) {
+// Runs the reply; with `unload_after` (keep_alive 0) the model is unloaded once
+// it has been sent, unless other requests hold it.
+void run_ollama(ServerState& state, std::shared_ptr<LoadedModel>& held, const ChatPrompt& prompt,
+                const GenerationFields& f, bool chat, bool raw, httplib::Response& res, bool unload_after) {
     LoadedModel& model = *held;
+    const std::string name = model.name;
+    ModelCache* cache = state.models.get();
+    std::function<void()> after;
+    if (unload_after) after = [cache, name] { cache->unload_if_idle(name); };
     auto channel = std::make_shared<Channel>();
     std::vector<Job> jobs;
     if (raw) {
@@ -171,16 +222,21 @@ void run_ollama(ServerState& state, const std::shared_ptr<LoadedModel>& held, co
     } else {
         jobs.push_back(make_chat_job(model, prompt, chat_prompt_tokens(model, prompt), f.options, 0, channel));
     }
-    run_jobs(state, held, std::move(jobs), channel, std::make_shared<OllamaBuilder>(model, chat, raw), f.stream, res);
+    run_jobs(state, held, std::move(jobs), channel, std::make_shared<OllamaBuilder>(model, chat, raw), f.stream, res,
+             after);
+    if (unload_after && !f.stream) {
+        held.reset();
+        cache->unload_if_idle(name);
+    }
 }
 
 }  // namespace
 
 void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
+    const bool unload_after = check_ollama_common(body);
     std::shared_ptr<LoadedModel> held = state.model_for(body);
     LoadedModel& model = *held;
-    check_ollama_common(body);
     GenerationFields f = ollama_fields(body, model.model->n_vocab());
     Json chat = {{"messages", body.contains("messages") ? body["messages"] : Json()}};
     if (const Json* msgs = get_array(body, "messages"))
@@ -192,33 +248,40 @@ void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib
     if (auto think = get_bool(body, "think")) chat["chat_template_kwargs"] = {{"enable_thinking", *think}};
     // A request without messages loads the model (it is loaded already).
     if (!field(body, "messages") || (chat["messages"].is_array() && chat["messages"].empty())) {
-        res.set_content(json_text({{"model", model.name}, {"created_at", rfc3339_now()},
-                                   {"message", {{"role", "assistant"}, {"content", ""}}}, {"done_reason", "load"}, {"done", true}}),
+        const std::string name = model.name;
+        held.reset();
+        const bool unloaded = unload_after && state.models->unload_if_idle(name);
+        res.set_content(json_text({{"model", name}, {"created_at", rfc3339_now()},
+                                   {"message", {{"role", "assistant"}, {"content", ""}}},
+                                   {"done_reason", unloaded ? "unload" : "load"}, {"done", true}}),
                         "application/json");
         return;
     }
-    run_ollama(state, held, render_chat_prompt(model, chat), f, true, false, res);
+    run_ollama(state, held, render_chat_prompt(model, chat), f, true, false, res, unload_after);
 }
 
 void handle_ollama_generate(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
+    const bool unload_after = check_ollama_common(body);
     std::shared_ptr<LoadedModel> held = state.model_for(body);
     LoadedModel& model = *held;
-    check_ollama_common(body);
     if (field(body, "suffix")) throw bad_field("suffix", "fill-in-the-middle is not supported yet");
     if (field(body, "images")) throw bad_field("images", "images are not supported");
     if (field(body, "template")) throw bad_field("template", "a per-request template is not supported; start the server with --chat-template-file");
     GenerationFields f = ollama_fields(body, model.model->n_vocab());
     const std::string prompt = get_string(body, "prompt").value_or("");
-    if (prompt.empty()) {  // Ollama's preload request
-        res.set_content(json_text({{"model", model.name}, {"created_at", rfc3339_now()}, {"response", ""},
-                                   {"done_reason", "load"}, {"done", true}}),
+    if (prompt.empty()) {  // Ollama's preload (or, with keep_alive 0, unload) request
+        const std::string name = model.name;
+        held.reset();
+        const bool unloaded = unload_after && state.models->unload_if_idle(name);
+        res.set_content(json_text({{"model", name}, {"created_at", rfc3339_now()}, {"response", ""},
+                                   {"done_reason", unloaded ? "unload" : "load"}, {"done", true}}),
                         "application/json");
         return;
     }
     const bool raw = get_bool(body, "raw").value_or(false);
     if (raw) {
-        run_ollama(state, held, ChatPrompt{prompt, {}, nullptr}, f, false, true, res);
+        run_ollama(state, held, ChatPrompt{prompt, {}, nullptr}, f, false, true, res, unload_after);
         return;
     }
     Json messages = Json::array();
@@ -226,7 +289,7 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
     messages.push_back({{"role", "user"}, {"content", prompt}});
     Json chat = {{"messages", messages}};
     if (auto think = get_bool(body, "think")) chat["chat_template_kwargs"] = {{"enable_thinking", *think}};
-    run_ollama(state, held, render_chat_prompt(model, chat), f, false, false, res);
+    run_ollama(state, held, render_chat_prompt(model, chat), f, false, false, res, unload_after);
 }
 
 void handle_ollama_tags(ServerState& state, const httplib::Request&, httplib::Response& res) {

@@ -2,6 +2,7 @@
 recently used one unloaded past --max-models; /models/load, /models/unload,
 /models/cache."""
 import json
+import time
 import urllib.error
 import urllib.request
 
@@ -58,5 +59,23 @@ def test_two_models_one_resident():
         assert rss_loaded - rss_unloaded > GEMMA.stat().st_size // 1024 // 2
         status, body = call(url, "/models/load", {"model": "nope"})
         assert status == 404 and GEMMA.stem in body["error"]["message"]
+        # Ollama's keep_alive 0: the model is unloaded once the reply has been sent.
+        ollama = pytest.importorskip("ollama")
+        o = ollama.Client(host=url, timeout=120)
+        r = o.generate(model=GEMMA.stem, prompt="Hi", options={"num_predict": 4}, keep_alive=0, stream=False)
+        assert r.done
+        assert call(url, "/models/cache")[1]["resident"] == 0
+        parts = list(o.generate(model=GEMMA.stem, prompt="Hi", options={"num_predict": 4}, keep_alive="0s", stream=True))
+        assert parts[-1].done
+        for _ in range(50):  # the stream's end is sent before the model is released
+            if call(url, "/models/cache")[1]["resident"] == 0:
+                break
+            time.sleep(0.05)
+        assert call(url, "/models/cache")[1]["resident"] == 0
+        assert o.generate(model=GEMMA.stem, prompt="", keep_alive="5m").done_reason == "load"
+        assert o.generate(model=GEMMA.stem, prompt="", keep_alive=0).done_reason == "unload"
+        with pytest.raises(ollama.ResponseError) as e:
+            o.generate(model=GEMMA.stem, prompt="Hi", keep_alive="soon")
+        assert e.value.status_code == 400 and "keep_alive" in e.value.error
     finally:
         s.stop()
