@@ -3,7 +3,10 @@
 // Durations are nanoseconds; errors are {"error": "..."}.
 #include <httplib.h>
 
+#include <chrono>
+#include <ctime>
 #include <filesystem>
+#include <optional>
 
 #include "generation_fields.h"
 #include "job_runner.h"

@@ -1,5 +1,5 @@
 // The HTTP front: httplib's server with a worker pool sized for many streams,
-// the key check, the routes, and errors in OpenAI's shape.
+// the key check, the routes, errors in each API's shape, and the drain.
 #include "kiln/server.h"
 
 #include <httplib.h>
@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "kiln/chat_template.h"
 #include "routes.h"
