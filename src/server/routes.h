@@ -13,6 +13,8 @@ namespace kiln::server {
 
 void handle_chat_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_responses(ServerState& state, const httplib::Request& req, httplib::Response& res);
+// The prompt's token count for a chat request (nothing is generated).
+void handle_chat_input_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_models(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_models_load(ServerState& state, const httplib::Request& req, httplib::Response& res);

@@ -109,6 +109,7 @@ void Server::Impl::add_routes() {
     auto post = [&](const char* path, Route r) { http.Post(path, wrap(r, true)); };
     auto get = [&](const char* path, Route r, bool needs_model) { http.Get(path, wrap(r, needs_model)); };
     for (const char* p : {"/v1/chat/completions", "/chat/completions"}) post(p, handle_chat_completions);
+    post("/v1/chat/completions/input_tokens", handle_chat_input_tokens);
     for (const char* p : {"/v1/completions", "/completions"}) post(p, handle_completions);
     for (const char* p : {"/v1/responses", "/responses"}) post(p, handle_responses);
     for (const char* p : {"/v1/models", "/models"}) get(p, handle_models, false);

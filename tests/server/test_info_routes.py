@@ -51,3 +51,10 @@ def test_metrics(server, client, model_id):
     assert values["kiln_tokens_predicted_total"] >= 2
     assert values["kiln_slots"] == 4
     assert "kiln_requests_queued" in values
+
+
+def test_chat_input_tokens_equal_the_prompt_tokens(server, client, model_id):
+    messages = [{"role": "user", "content": "Count my tokens, please."}]
+    n = post(server.url, "/v1/chat/completions/input_tokens", {"messages": messages})["input_tokens"]
+    r = client.chat.completions.create(model=model_id, messages=messages, max_tokens=1, temperature=0)
+    assert n == r.usage.prompt_tokens
