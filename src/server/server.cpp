@@ -217,6 +217,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     });
     im.http.set_error_handler(httplib::Server::HandlerWithResponse([&im](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        im.state.metrics.requests_failed++;
         if (res.status == 404)
             send_error(req, res, 404, "no route " + req.method + " " + req.path, {}, "unknown_route");
         else if (res.status == 413)
