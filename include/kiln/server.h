@@ -1,0 +1,65 @@
+// kiln's HTTP server: the OpenAI, Anthropic and Ollama APIs over one or more
+// models, each model's requests batched continuously on one Engine
+// (kiln/engine.h) by its scheduler thread.
+//
+//   kiln::Server server({.model_paths = {"model.gguf"}, .port = 8080});
+//   server.bind();                 // throws kiln::Error when the port is taken
+//   std::thread stopper([&] { wait_for_signal(); server.shutdown(); });
+//   server.run();                  // loads the model, serves until shutdown() drained
+//
+// Routes, fields and statuses: docs/server.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct ServerOptions {
+    // The models requests may name (by file stem); the first is the default.
+    std::vector<std::string> model_paths;
+    size_t max_models = 0;           // resident at once (least recently used unloaded first); 0: no limit
+    std::string host = "127.0.0.1";
+    int port = 8080;                 // 0: any free port (port() tells which)
+    int parallel = 4;                // sequences generated at once (the Engine's slots)
+    int n_ctx = 0;                   // one sequence's context; 0: the model's, at most 4096
+    int n_threads = 0;               // 0: every thread of the executor
+    uint64_t memory_budget = 0;      // bytes for the sequences' memory; 0: parallel x n_ctx positions
+    std::string api_key;             // empty: no key needed
+    std::optional<std::string> chat_template_source;  // overrides the model's template
+    size_t max_queue = 512;          // requests waiting for a slot; past it 503
+    size_t max_body_bytes = 8u << 20;
+    int http_threads = 128;          // connections served at once (an idle keep-alive holds one)
+    // Where the server reports what it does (one line each); null: silent.
+    std::function<void(const std::string&)> log;
+};
+
+class Server {
+public:
+    explicit Server(ServerOptions options);
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    // Binds the listening socket (so a caller learns a port-in-use error before
+    // anything loads). Throws kiln::Error.
+    void bind();
+    int port() const;
+    // Loads the default model (/health answers 503 meanwhile), then serves until
+    // shutdown(): stops accepting, lets in-flight requests finish, returns.
+    void run();
+    // Thread-safe; safe to call from a signal-waiting thread.
+    void shutdown();
+    // Ends every request in flight now (a drain that took too long).
+    void cancel_all();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

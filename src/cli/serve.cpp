@@ -1,0 +1,141 @@
+// kiln serve [-m FILE ...] [--models DIR] [--host H] [--port P] [--parallel N] ...: the HTTP server
+// (kiln/server.h; routes in docs/server.md). SIGINT / SIGTERM stop accepting and
+// let requests in flight finish (for up to --drain-timeout seconds, then they are
+// ended); a second signal exits at once.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "commands.h"
+#include "common.h"
+#include "kiln/error.h"
+#include "kiln/server.h"
+
+namespace kiln::cli {
+
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot read");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+    CLI::App app{"HTTP server: the OpenAI, Anthropic and Ollama APIs over one model (docs/server.md)", "serve"};
+    ServerOptions o;
+    std::vector<std::string> models;
+    std::string models_dir, key_file, template_file;
+    double drain_timeout = 30;
+    bool quiet = false;
+    app.add_option("-m,--model", models, "GGUF file, repeatable; the first is the default (default: the model setup installed)");
+    app.add_option("--models", models_dir, "also offer every .gguf file in this folder (loaded on first use)");
+    app.add_option("--max-models", o.max_models, "models resident at once, least recently used unloaded first (0: no limit)");
+    app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
+    app.add_option("--port", o.port, "port (0: any free one, printed)")->check(CLI::Range(0, 65535));
+    app.add_option("--parallel", o.parallel, "sequences generated at once (default 4)")->check(CLI::Range(1, 256));
+    app.add_option("-c,--ctx-size", o.n_ctx, "context of one sequence (0: the model's, at most 4096)")->check(CLI::Range(0, 1 << 24));
+    app.add_option("-t,--threads", o.n_threads, "threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    app.add_option("--memory-budget", o.memory_budget,
+                   "bytes for the sequences' memory, e.g. 512MiB (0: parallel x context); a smaller budget shortens the context")
+        ->transform(CLI::AsSizeValue(false));
+    auto* key_opt = app.add_option("--api-key", o.api_key, "require this key (Authorization: Bearer KEY or x-api-key)");
+    app.add_option("--api-key-file", key_file, "read the key from the file's first line")->excludes(key_opt);
+    app.add_option("--chat-template-file", template_file, "a Jinja chat template to use instead of the model's");
+    app.add_option("--max-queue", o.max_queue, "requests waiting for a slot before 503 (default 512)")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--drain-timeout", drain_timeout, "seconds a shutdown waits for requests in flight (default 30)")
+        ->check(CLI::Range(0.0, 86400.0));
+    app.add_flag("-q,--quiet", quiet, "no request log on stderr");
+    int rc = 0;
+    if (!parse_args(app, argc, argv, rc)) return rc;
+    if (models.empty()) models.push_back(resolve_model(""));
+    if (!models_dir.empty()) {
+        std::error_code ec;
+        std::vector<std::string> found;
+        for (const auto& e : std::filesystem::directory_iterator(models_dir, ec))
+            if (e.path().extension() == ".gguf") found.push_back(e.path().string());
+        if (ec) throw Error(models_dir + ": cannot list (" + ec.message() + ")");
+        std::sort(found.begin(), found.end());
+        for (const auto& f : found)
+            if (std::find(models.begin(), models.end(), f) == models.end()) models.push_back(f);
+    }
+    o.model_paths = models;
+    if (!key_file.empty()) {
+        std::string k = read_file(key_file);
+        k = k.substr(0, k.find('\n'));
+        while (!k.empty() && (k.back() == '\r' || k.back() == ' ')) k.pop_back();
+        if (k.empty()) throw Error(key_file + ": the first line is empty, expected the API key");
+        o.api_key = k;
+    }
+    if (!template_file.empty()) o.chat_template_source = read_file(template_file);
+    if (!is_loopback(o.host) && o.api_key.empty())
+        std::fprintf(stderr, "warning: listening on %s without --api-key: anyone who can reach this address can use it\n",
+                     o.host.c_str());
+    o.log = [quiet](const std::string& line) {
+        if (!quiet || line.rfind("model ", 0) == 0) std::fprintf(stderr, "%s\n", line.c_str());
+    };
+
+    // Signals go to one thread that waits for them (every thread made after
+    // this inherits the mask), so shutting down runs outside a signal handler.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    Server server(o);
+    server.bind();
+    std::fprintf(stderr, "kiln serve: listening on http://%s:%d\n", o.host.c_str(), server.port());
+    std::fflush(stderr);
+    std::atomic<bool> finished{false};
+    std::thread waiter([&] {
+        bool draining = false, cancelled = false;
+        std::chrono::steady_clock::time_point since;
+        const timespec tick{0, 200 * 1000 * 1000};
+        while (!finished) {
+            const int sig = sigtimedwait(&signals, nullptr, &tick);
+            if (sig > 0) {
+                if (draining) {
+                    std::fprintf(stderr, "kiln serve: second signal, exiting now\n");
+                    std::_Exit(130);
+                }
+                draining = true;
+                since = std::chrono::steady_clock::now();
+                std::fprintf(stderr, "kiln serve: stopping; finishing the requests in flight (a second signal exits now)\n");
+                server.shutdown();
+            }
+            if (draining && !cancelled &&
+                std::chrono::steady_clock::now() - since > std::chrono::duration<double>(drain_timeout)) {
+                cancelled = true;
+                server.cancel_all();
+            }
+        }
+    });
+    try {
+        server.run();
+    } catch (...) {
+        finished = true;
+        waiter.join();
+        throw;
+    }
+    finished = true;
+    waiter.join();
+    std::fprintf(stderr, "kiln serve: stopped\n");
+    return 0;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,52 @@
+// Runs a request's jobs on the scheduler and answers: one JSON response when
+// every choice has finished, or a Server-Sent Events stream of chunks as the
+// tokens come (a keep-alive comment while nothing does; a client that goes
+// away cancels its sequences at the next step).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "state.h"
+
+namespace httplib {
+struct Response;
+}
+
+namespace kiln::server {
+
+// The API-specific part: turns events into stream chunks and the response.
+class ResponseBuilder {
+public:
+    virtual ~ResponseBuilder() = default;
+    // Takes one event; when streaming, appends the chunks it produces.
+    virtual void add(const JobEvent& event, std::vector<Json>* chunks) = 0;
+    // Non-streaming: the whole response.
+    virtual Json response() = 0;
+    // Streaming: chunks after every choice has finished (usage).
+    virtual std::vector<Json> stream_end() = 0;
+    // How a chunk, the end of the stream and an error are written as SSE
+    // (OpenAI: data lines and [DONE]; Anthropic: named events).
+    virtual std::string frame(const Json& chunk) const { return "data: " + json_text(chunk) + "\n\n"; }
+    virtual std::string end_frame() const { return "data: [DONE]\n\n"; }
+    virtual const char* stream_content_type() const { return "text/event-stream"; }
+    virtual std::string keep_alive_frame() const { return ": keep-alive\n\n"; }
+    virtual std::string error_frame(int status, const std::string& message) const {
+        return frame(error_body(status, message));
+    }
+};
+
+// `model` stays resident until the response has been sent. `after_stream`, if
+// given, runs once a stream has been sent and its reference to the model dropped.
+void run_jobs(ServerState& state, std::shared_ptr<LoadedModel> model, std::vector<Job> jobs, std::shared_ptr<Channel> channel,
+              std::shared_ptr<ResponseBuilder> builder, bool stream, httplib::Response& res,
+              std::function<void()> after_stream = nullptr);
+
+// Counts a finished choice in /metrics.
+void record_usage(ServerState& state, const GenerationResult& r);
+
+// llama-server's timings object.
+Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, double predicted_s);
+
+}  // namespace kiln::server

@@ -1,0 +1,54 @@
+// Route handlers, one file per API family. Each reads the request strictly,
+// throws ApiError / kiln::Error for what is wrong, and fills the response.
+#pragma once
+
+#include "state.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace kiln::server {
+
+void handle_chat_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_responses(ServerState& state, const httplib::Request& req, httplib::Response& res);
+// The prompt's token count for a chat request (nothing is generated).
+void handle_chat_input_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_models(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_models_load(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_models_unload(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_models_cache(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_health(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_props(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_tokenize(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_detokenize(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_apply_template(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_messages(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_count_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_generate(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_tags(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_ps(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_show(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_version(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_metrics(ServerState& state, const httplib::Request& req, httplib::Response& res);
+
+// Chat helpers shared by the chat and template routes.
+struct ChatPrompt {
+    std::string text;             // rendered prompt + assistant prefill
+    std::string assistant_prefix; // the last message's content when it is the assistant's (continued)
+    Json tools;                   // offered tools (null when none or tool_choice none)
+};
+ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body);
+// The prompt's tokens; 400 when they alone fill the context.
+std::vector<TokenId> chat_prompt_tokens(const LoadedModel& model, const ChatPrompt& prompt);
+// One choice of a chat request: its sequence, with a ReplyParser fed the prefill.
+Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std::vector<TokenId>& ids,
+                  const GenerateOptions& options, int index, std::shared_ptr<Channel> channel);
+
+// Logprob entries of one token, OpenAI chat shape.
+Json token_logprob_json(const Tokenizer& tok, const TokenEvent& e);
+
+}  // namespace kiln::server

@@ -1,0 +1,194 @@
+#include "scheduler.h"
+
+#include <chrono>
+
+namespace kiln::server {
+
+namespace {
+
+constexpr const char* k_shutdown_message = "the server shut down before this reply was finished";
+
+ReplyFinish reply_finish(const GenerationResult& r, const ReplyParser& parser) {
+    switch (r.finish) {
+        case FinishReason::Stop: return ReplyFinish::Stop;
+        case FinishReason::Cancelled: return ReplyFinish::Cancelled;
+        case FinishReason::Length:
+        case FinishReason::ContextFull:
+            // Complete tool calls are what the client acts on, even when the
+            // model rambled on to the limit afterwards (as ChatSession decides).
+            return parser.message().tool_calls.empty() ? ReplyFinish::Length : ReplyFinish::Stop;
+    }
+    return ReplyFinish::Stop;
+}
+
+JobEvent failure(int index, const std::string& message, ErrorKind kind) {
+    JobEvent e;
+    e.kind = JobEvent::Kind::Failed;
+    e.index = index;
+    e.error = message;
+    e.error_kind = kind;
+    return e;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(std::shared_ptr<const Model> model, const ContextOptions& options, size_t max_queue)
+    : engine_(std::make_unique<Engine>(std::move(model), options)), max_queue_(max_queue) {
+    n_ctx_ = engine_->context().n_ctx();
+    memory_bytes_ = engine_->context().memory_bytes();
+    n_slots_ = options.n_seq_max;
+    active_.resize(static_cast<size_t>(n_slots_));
+    thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+    stop();
+    if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::enqueue(std::vector<Job> jobs) {
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) throw Error("the server is shutting down", ErrorKind::ResourceExhausted);
+        if (queue_.size() + jobs.size() > max_queue_)
+            throw Error("the request queue is full (" + std::to_string(max_queue_) + " waiting); retry later",
+                        ErrorKind::ResourceExhausted);
+        for (Job& j : jobs) {
+            auto job = std::make_unique<Job>(std::move(j));
+            job->options.cancel = &job->channel->cancelled;
+            queue_.push_back(std::move(job));
+        }
+    }
+    wake_.notify_one();
+}
+
+void Scheduler::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_one();
+}
+
+void Scheduler::cancel_all() {
+    {
+        std::lock_guard lock(mutex_);
+        cancel_all_ = true;
+    }
+    wake_.notify_one();
+}
+
+SchedulerStats Scheduler::stats() const {
+    std::lock_guard lock(mutex_);
+    return {queue_.size(), busy_, n_slots_};
+}
+
+void Scheduler::start(std::unique_ptr<Job> job) {
+    Job* j = job.get();
+    if (j->channel->shutdown.load()) {
+        j->channel->push(failure(j->index, k_shutdown_message, ErrorKind::ResourceExhausted));
+        return;
+    }
+    if (j->channel->cancelled.load()) {  // its client left while it waited
+        JobEvent e;
+        e.kind = JobEvent::Kind::Done;
+        e.index = j->index;
+        e.result.finish = FinishReason::Cancelled;
+        j->channel->push(std::move(e));
+        return;
+    }
+    SeqId seq = -1;
+    try {
+        seq = engine_->submit(j->prompt, j->options, [j](const TokenEvent& t) {
+            JobEvent e;
+            e.index = j->index;
+            e.token = t;
+            if (j->parser) e.reply = j->parser->push(t.text);
+            j->channel->push(std::move(e));
+            return !(j->parser && j->parser->done());
+        });
+    } catch (const Error& e) {
+        j->channel->push(failure(j->index, e.what(), e.kind()));
+        return;
+    } catch (const std::exception& e) {
+        j->channel->push(failure(j->index, std::string("internal error: ") + e.what(), ErrorKind::Internal));
+        return;
+    }
+    active_[static_cast<size_t>(seq)] = std::move(job);
+}
+
+void Scheduler::finish(SeqId seq) {
+    std::unique_ptr<Job> job = std::move(active_[static_cast<size_t>(seq)]);
+    if (!job) return;
+    if (job->channel->shutdown.load()) {
+        job->channel->push(failure(job->index, k_shutdown_message, ErrorKind::ResourceExhausted));
+        return;
+    }
+    JobEvent e;
+    e.kind = JobEvent::Kind::Done;
+    e.index = job->index;
+    e.result = engine_->result(seq);
+    if (job->parser) {
+        const GenerationResult& r = e.result;
+        e.reply = job->parser->finish(reply_finish(r, *job->parser),
+                                      Usage{r.prompt_tokens, r.reused_tokens, r.completion_tokens, 0});
+    }
+    job->channel->push(std::move(e));
+}
+
+// A failed forward pass fails the sequences in it; the engine and the requests
+// that come next go on.
+void Scheduler::fail_active(const std::string& message, ErrorKind kind) {
+    for (SeqId s = 0; s < static_cast<SeqId>(active_.size()); ++s) {
+        auto& job = active_[static_cast<size_t>(s)];
+        if (!job) continue;
+        job->channel->push(failure(job->index, message, kind));
+        engine_->cancel(s);
+        job.reset();
+    }
+}
+
+void Scheduler::loop() {
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] {
+                return engine_->busy() || cancel_all_ || stopping_ || (!queue_.empty() && engine_->n_free() > 0);
+            });
+            if (cancel_all_) {
+                for (auto& job : queue_) job->channel->shutdown = job->channel->cancelled = true;
+                for (auto& job : active_)
+                    if (job) job->channel->shutdown = job->channel->cancelled = true;
+                cancel_all_ = false;
+            }
+            while (!queue_.empty() && engine_->n_free() > 0) {
+                std::unique_ptr<Job> job = std::move(queue_.front());
+                queue_.pop_front();
+                lock.unlock();
+                start(std::move(job));
+                lock.lock();
+            }
+            busy_ = engine_->n_active();
+            if (stopping_ && queue_.empty() && !engine_->busy()) return;
+        }
+        if (!engine_->busy()) continue;
+        std::vector<SeqId> done;
+        try {
+            done = engine_->step();
+        } catch (const Error& e) {
+            fail_active(e.what(), e.kind());
+            continue;
+        } catch (const std::bad_alloc&) {
+            fail_active("out of memory", ErrorKind::ResourceExhausted);
+            continue;
+        } catch (const std::exception& e) {
+            fail_active(std::string("internal error: ") + e.what(), ErrorKind::Internal);
+            continue;
+        }
+        for (SeqId seq : done) finish(seq);
+        std::lock_guard lock(mutex_);
+        busy_ = engine_->n_active();
+    }
+}
+
+}  // namespace kiln::server

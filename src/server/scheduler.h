@@ -1,0 +1,72 @@
+// Continuous batching: one thread owns the Engine (which is not thread-safe).
+// HTTP threads enqueue jobs; the scheduler submits them while slots are free,
+// steps every active sequence together and pushes each token to the job's
+// channel. A new request joins the running batch at the next step; a finished
+// one leaves it.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "channel.h"
+#include "kiln/engine.h"
+#include "kiln/reply.h"
+
+namespace kiln::server {
+
+struct Job {
+    std::vector<TokenId> prompt;
+    GenerateOptions options;            // options.cancel is set to the channel's flag
+    int index = 0;                      // choice index within its request
+    std::unique_ptr<ReplyParser> parser;  // chat: the reply's parser (it stops generation at an end marker)
+    std::shared_ptr<Channel> channel;
+};
+
+struct SchedulerStats {
+    size_t queued = 0;
+    int busy = 0;
+    int slots = 0;
+};
+
+class Scheduler {
+public:
+    Scheduler(std::shared_ptr<const Model> model, const ContextOptions& options, size_t max_queue);
+    ~Scheduler();
+
+    int n_ctx() const { return n_ctx_; }
+    uint64_t memory_bytes() const { return memory_bytes_; }  // the sequences' memory
+    // Queues all of a request's jobs or none: throws ResourceExhausted when the
+    // queue cannot take them, or when the scheduler is stopping.
+    void enqueue(std::vector<Job> jobs);
+    // Lets the queued and active jobs finish, then ends the thread.
+    void stop();
+    // Ends every queued and active job now.
+    void cancel_all();
+    SchedulerStats stats() const;
+
+private:
+    void loop();
+    void start(std::unique_ptr<Job> job);
+    void finish(SeqId seq);
+    void fail_active(const std::string& message, ErrorKind kind);
+
+    std::unique_ptr<Engine> engine_;
+    int n_ctx_ = 0;
+    uint64_t memory_bytes_ = 0;
+    int n_slots_ = 0;
+    size_t max_queue_;
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::unique_ptr<Job>> queue_;
+    bool stopping_ = false;
+    bool cancel_all_ = false;
+    int busy_ = 0;                                  // read by stats() from other threads
+    std::vector<std::unique_ptr<Job>> active_;       // by slot; only the scheduler thread
+    std::thread thread_;
+};
+
+}  // namespace kiln::server

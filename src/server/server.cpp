@@ -1,0 +1,289 @@
+// The HTTP front: httplib's server with a worker pool sized for many streams,
+// the key check, the routes, errors in each API's shape, and the drain.
+#include "kiln/server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "kiln/chat_template.h"
+#include "routes.h"
+
+namespace kiln::server {
+
+std::string random_id(const std::string& prefix) {
+    static const char k_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::string id = prefix;
+    for (int i = 0; i < 24; ++i) id += k_chars[rng() % (sizeof(k_chars) - 1)];
+    return id;
+}
+
+int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::shared_ptr<LoadedModel> ServerState::model_for(const Json& body) {
+    return models->get(get_string(body, "model").value_or(""));
+}
+
+}  // namespace kiln::server
+
+namespace kiln {
+
+using namespace kiln::server;
+
+namespace {
+
+// Equal strings, in a time that does not depend on where they differ.
+bool same_key(std::string_view a, std::string_view b) {
+    unsigned diff = static_cast<unsigned>(a.size() ^ b.size());
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+        const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+        const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+        diff |= static_cast<unsigned>(x ^ y);
+    }
+    return diff == 0;
+}
+
+void send_error(const httplib::Request& req, httplib::Response& res, int status, const std::string& message,
+                const std::string& param = {}, const std::string& code = {}) {
+    res.status = status;
+    res.set_content(json_text(error_body_for(req.path, status, message, param, code)), "application/json");
+}
+
+}  // namespace
+
+struct Server::Impl {
+    ServerState state;
+    httplib::Server http;
+    std::atomic<bool> stop_requested{false};
+    std::thread drainer;  // waits for the requests in flight, then stops listening
+    int port = 0;
+    ~Impl() {
+        if (drainer.joinable()) drainer.join();
+    }
+
+    void log(const std::string& line) const {
+        if (state.options.log) state.options.log(line);
+    }
+    std::shared_ptr<LoadedModel> load_model(const std::string& name, const std::string& path) const;
+    void add_routes();
+    // httplib's stop() does nothing before listen has started: wait for it (briefly).
+    void stop_listening() {
+        stop_requested = true;
+        for (int i = 0; i < 200 && !http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        http.stop();
+    }
+    using Route = void (*)(ServerState&, const httplib::Request&, httplib::Response&);
+    httplib::Server::Handler wrap(Route route, bool needs_model);
+};
+
+httplib::Server::Handler Server::Impl::wrap(Route route, bool needs_model) {
+    return [this, route, needs_model](const httplib::Request& req, httplib::Response& res) {
+        try {
+            if (needs_model && !state.ready)
+                throw ApiError(503, state.load_error.empty() ? "the model is still loading" : state.load_error);
+            route(state, req, res);
+            return;
+        } catch (const ApiError& e) {
+            send_error(req, res, e.status(), e.what(), e.param(), e.code());
+            if (e.status() == 503) res.set_header("Retry-After", "1");
+        } catch (const Error& e) {
+            const int status = status_of(e.kind());
+            send_error(req, res, status, e.what());
+            if (status == 503) res.set_header("Retry-After", "1");
+        } catch (const std::bad_alloc&) {
+            send_error(req, res, 503, "out of memory");
+        } catch (const std::exception& e) {
+            send_error(req, res, 500, std::string("internal error: ") + e.what());
+        }
+        state.metrics.requests_failed++;
+    };
+}
+
+void Server::Impl::add_routes() {
+    auto post = [&](const char* path, Route r) { http.Post(path, wrap(r, true)); };
+    auto get = [&](const char* path, Route r, bool needs_model) { http.Get(path, wrap(r, needs_model)); };
+    for (const char* p : {"/v1/chat/completions", "/chat/completions"}) post(p, handle_chat_completions);
+    post("/v1/chat/completions/input_tokens", handle_chat_input_tokens);
+    for (const char* p : {"/v1/completions", "/completions"}) post(p, handle_completions);
+    for (const char* p : {"/v1/responses", "/responses"}) post(p, handle_responses);
+    for (const char* p : {"/v1/models", "/models"}) get(p, handle_models, false);
+    post("/models/load", handle_models_load);
+    post("/models/unload", handle_models_unload);
+    get("/models/cache", handle_models_cache, true);
+    get("/health", handle_health, false);
+    get("/v1/health", handle_health, false);
+    get("/props", handle_props, true);
+    get("/metrics", handle_metrics, false);
+    post("/tokenize", handle_tokenize);
+    post("/detokenize", handle_detokenize);
+    post("/apply-template", handle_apply_template);
+    post("/v1/messages", handle_messages);
+    post("/v1/messages/count_tokens", handle_count_tokens);
+    post("/api/chat", handle_ollama_chat);
+    post("/api/generate", handle_ollama_generate);
+    get("/api/tags", handle_ollama_tags, true);
+    get("/api/ps", handle_ollama_ps, true);
+    post("/api/show", handle_ollama_show);
+    get("/api/version", handle_ollama_version, false);
+    http.Post("/api/embed", [this](const httplib::Request& req, httplib::Response& res) {
+        send_error(req, res, 400, "embeddings are not supported yet (the embeddings issue)");
+        state.metrics.requests_failed++;
+    });
+    for (const char* p : {"/v1/embeddings", "/embeddings"})
+        http.Post(p, [this](const httplib::Request& req, httplib::Response& res) {
+            send_error(req, res, 400, "embeddings are not supported yet (the embeddings issue)", {}, "unsupported");
+            state.metrics.requests_failed++;
+        });
+}
+
+std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, const std::string& path) const {
+    const ServerOptions& o = state.options;
+    auto model = Model::load(path);
+    auto lm = std::make_shared<LoadedModel>();
+    lm->model = model;
+    lm->name = name;
+    lm->file_name = std::filesystem::path(path).filename().string();
+    lm->created = unix_now();
+    chat::ModelTemplate mt = chat::model_template(model->file());
+    lm->bos_text = mt.bos_token;
+    lm->eos_text = mt.eos_token;
+    if (o.chat_template_source) {
+        lm->template_source = o.chat_template_source;
+        lm->template_origin = "--chat-template-file";
+    } else if (mt.source) {
+        lm->template_source = mt.source;
+        lm->template_origin = "file";
+    } else if (auto builtin = chat::builtin_template_for(model->tokenizer())) {
+        lm->template_source = builtin->source;
+        lm->template_origin = "built-in " + builtin->name + " (the file has no tokenizer.chat_template)";
+    }
+    if (lm->template_source) {
+        lm->chat_template.emplace(*lm->template_source);
+        const Tokenizer& tok = model->tokenizer();
+        lm->format = detect_chat_format(*lm->template_source,
+                                        [&](std::string_view t) { return tok.find_token(t) != k_no_token; });
+    }
+    ContextOptions co;
+    co.n_ctx = o.n_ctx;
+    co.n_seq_max = o.parallel;
+    co.memory_budget = o.memory_budget;
+    co.n_threads = o.n_threads;
+    lm->scheduler = std::make_unique<Scheduler>(model, co, o.max_queue);
+    log("model " + lm->name + " (" + model->architecture() + ") loaded in " + std::to_string(model->load_seconds()) +
+        " s; context " + std::to_string(lm->scheduler->n_ctx()) + " tokens x " + std::to_string(o.parallel) +
+        " sequences; chat template: " + (lm->template_source ? lm->template_origin : "none"));
+    return lm;
+}
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
+    if (options.parallel < 1) throw Error("--parallel must be at least 1, found " + std::to_string(options.parallel));
+    impl_->state.options = std::move(options);
+    Impl& im = *impl_;
+    im.state.models = std::make_unique<ModelCache>(
+        im.state.options.model_paths, im.state.options.max_models,
+        [&im](const std::string& name, const std::string& path) { return im.load_model(name, path); });
+    const ServerOptions& o = im.state.options;
+    const int threads = std::max(o.http_threads, 8);
+    im.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    im.http.set_payload_max_length(o.max_body_bytes);
+    im.http.set_keep_alive_timeout(5);
+    im.http.set_pre_routing_handler([&im](const httplib::Request& req, httplib::Response& res) {
+        if (im.state.draining) {
+            send_error(req, res, 503, "the server is shutting down", {}, "shutting_down");
+            res.set_header("Retry-After", "5");
+            res.set_header("Connection", "close");
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        const std::string& key = im.state.options.api_key;
+        if (key.empty() || req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
+        std::string given;
+        const std::string auth = req.get_header_value("Authorization");
+        if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
+        else if (req.has_header("x-api-key")) given = req.get_header_value("x-api-key");
+        if (given.empty() || !same_key(given, key)) {
+            send_error(req, res, 401, given.empty() ? "an API key is required (Authorization: Bearer KEY or x-api-key)"
+                                               : "invalid API key",
+                       {}, "invalid_api_key");
+            im.state.metrics.requests_failed++;
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+    im.http.set_error_handler(httplib::Server::HandlerWithResponse([&im](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        im.state.metrics.requests_failed++;
+        if (res.status == 404)
+            send_error(req, res, 404, "no route " + req.method + " " + req.path, {}, "unknown_route");
+        else if (res.status == 413)
+            send_error(req, res, 413, "the request body exceeds " + std::to_string(im.state.options.max_body_bytes) + " bytes",
+                       {}, "body_too_large");
+        else
+            send_error(req, res, res.status, "HTTP status " + std::to_string(res.status));
+        return httplib::Server::HandlerResponse::Handled;
+    }));
+    im.http.set_logger([&im](const httplib::Request& req, const httplib::Response& res) {
+        im.log(req.method + " " + req.path + " " + std::to_string(res.status));
+    });
+    im.add_routes();
+}
+
+Server::~Server() = default;
+
+void Server::bind() {
+    Impl& im = *impl_;
+    const ServerOptions& o = im.state.options;
+    if (o.port == 0) {
+        im.port = im.http.bind_to_any_port(o.host);
+        if (im.port <= 0) throw Error("cannot listen on " + o.host + " (any port)", ErrorKind::ResourceExhausted);
+    } else {
+        if (!im.http.bind_to_port(o.host, o.port))
+            throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) + " (in use, or not an address here)",
+                        ErrorKind::ResourceExhausted);
+        im.port = o.port;
+    }
+}
+
+int Server::port() const { return impl_->port; }
+
+void Server::run() {
+    Impl& im = *impl_;
+    // Requests are answered while the model loads: /health with 503, the rest too.
+    std::thread loader([&im] {
+        try {
+            im.state.models->get("");  // the default model
+            im.state.ready = true;
+        } catch (const std::exception& e) {
+            im.state.load_error = e.what();
+            im.log(std::string("loading failed: ") + e.what());
+            im.stop_listening();
+        }
+    });
+    if (!im.stop_requested) im.http.listen_after_bind();
+    loader.join();
+    if (im.drainer.joinable()) im.drainer.join();
+    for (const auto& m : im.state.models->loaded()) m->scheduler->stop();
+    if (!im.state.load_error.empty()) throw Error(im.state.load_error);  // it names the file
+}
+
+// httplib's stop() cuts the streams being written, so a shutdown first turns
+// new requests away (503) and stops listening once the ones in flight are done.
+void Server::shutdown() {
+    Impl& im = *impl_;
+    if (im.state.draining.exchange(true)) return;
+    im.drainer = std::thread([&im] {
+        while (im.state.in_flight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        im.stop_listening();
+    });
+}
+
+void Server::cancel_all() {
+    for (const auto& m : impl_->state.models->loaded()) m->scheduler->cancel_all();
+}
+
+}  // namespace kiln
