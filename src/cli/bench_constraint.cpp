@@ -32,7 +32,10 @@ int bench_constraint(std::shared_ptr<const Model> model, const std::string& sche
     const auto t1 = std::chrono::steady_clock::now();
     const TokenVocabulary vocab = TokenVocabulary::from_tokenizer(model->tokenizer());
     const auto t2 = std::chrono::steady_clock::now();
-    Session session(model, {.n_ctx = 64 + n_gen, .n_threads = n_threads});
+    ContextOptions co;
+    co.n_ctx = 64 + n_gen;
+    co.n_threads = n_threads;
+    Session session(model, co);
     const std::vector<TokenId> prompt = model->tokenizer().encode("A JSON document:\n");
     GenerateOptions go;
     go.max_tokens = n_gen;

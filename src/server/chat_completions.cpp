@@ -112,16 +112,13 @@ ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body) {
                        "be guaranteed, which this server does not have yet; use 'auto' or 'none'",
                        "tool_choice", "unsupported_value");
     get_bool(body, "parallel_tool_calls");
-    if (const Json* rf = get_object(body, "response_format")) {
-        auto type = get_string(*rf, "type");
-        if (!type) throw bad_field("response_format.type", "missing");
-        if (*type != "text")
-            throw ApiError(400,
-                           "'response_format': type '" + *type +
-                               "' needs the structured-output constraint engine, which this server does not have yet "
-                               "(a reply that ignored it would be wrong); use 'text'",
-                           "response_format", "unsupported_value");
-    }
+    if (const Json* rf = get_object(body, "response_format")) out.grammar = response_grammar(*rf, "response_format");
+    if (out.grammar && !out.assistant_prefix.empty())
+        throw ApiError(400, "'response_format' together with an assistant prefill is not supported", "response_format",
+                       "unsupported_value");
+    if (out.grammar && !out.tools.is_null())
+        throw ApiError(400, "'response_format' together with tools is not supported (the reply is either a call or the document)",
+                       "response_format", "unsupported_value");
     if (const Json* kwargs = get_object(body, "chat_template_kwargs")) {
         for (const auto& [k, v] : kwargs->items()) {
             if (k == "enable_thinking") {
@@ -355,6 +352,7 @@ Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std:
     ro.stop = options.stop;
     ro.tools = prompt.tools;
     j.parser = std::make_unique<ReplyParser>(model.format, ro);
+    j.grammar = prompt.grammar;
     // The prefill is part of the reply the parser reads (it may open a tool
     // call or a thought), but not of what the response returns.
     if (!prompt.assistant_prefix.empty()) j.parser->push(prompt.assistant_prefix);

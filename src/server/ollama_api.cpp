@@ -108,12 +108,24 @@ std::optional<double> keep_alive_seconds(const Json& body) {
     return negative ? -total : total;
 }
 
+// Ollama's format ("json", or a JSON Schema object) as the chat body's response_format.
+void add_ollama_format(const Json& body, Json& chat) {
+    const Json* format = field(body, "format");
+    if (!format) return;
+    if (format->is_string()) {
+        if (format->get<std::string>().empty()) return;  // Ollama's "no format"
+        if (format->get<std::string>() != "json") throw bad_field("format", "expected \"json\" or a JSON Schema object");
+        chat["response_format"] = {{"type", "json_object"}};
+    } else if (format->is_object()) {
+        chat["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"schema", *format}}}};
+    } else {
+        throw bad_field("format", "expected \"json\" or a JSON Schema object");
+    }
+}
+
 // Checks the fields every Ollama generation route shares; returns whether the
 // model is to be unloaded after the reply (keep_alive 0).
 bool check_ollama_common(const Json& body) {
-    if (field(body, "format"))
-        throw ApiError(400, "'format': structured output needs the constraint engine, which this server does not have yet",
-                       "format");
     const std::optional<double> keep = keep_alive_seconds(body);
     return keep && *keep == 0;
 }
@@ -220,6 +232,7 @@ void run_ollama(ServerState& state, std::shared_ptr<LoadedModel>& held, const Ch
             throw ApiError(400, "the prompt is " + std::to_string(j.prompt.size()) + " tokens, the context holds " +
                                     std::to_string(model.scheduler->n_ctx()), "prompt");
         j.options = f.options;
+        j.grammar = prompt.grammar;
         j.channel = channel;
         jobs.push_back(std::move(j));
     } else {
@@ -249,6 +262,7 @@ void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib
                                "messages[" + std::to_string(i) + "].images");
     if (body.contains("tools")) chat["tools"] = body["tools"];
     if (auto think = get_bool(body, "think")) chat["chat_template_kwargs"] = {{"enable_thinking", *think}};
+    add_ollama_format(body, chat);
     // A request without messages loads the model (it is loaded already).
     if (!field(body, "messages") || (chat["messages"].is_array() && chat["messages"].empty())) {
         const std::string name = model.name;
@@ -284,7 +298,13 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
     }
     const bool raw = get_bool(body, "raw").value_or(false);
     if (raw) {
-        run_ollama(state, held, ChatPrompt{prompt, {}, nullptr}, f, false, true, res, unload_after);
+        ChatPrompt p{prompt, {}, nullptr, nullptr};
+        if (field(body, "format")) {
+            Json chat;
+            add_ollama_format(body, chat);
+            p.grammar = response_grammar(chat["response_format"], "format");
+        }
+        run_ollama(state, held, p, f, false, true, res, unload_after);
         return;
     }
     Json messages = Json::array();
@@ -292,6 +312,7 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
     messages.push_back({{"role", "user"}, {"content", prompt}});
     Json chat = {{"messages", messages}};
     if (auto think = get_bool(body, "think")) chat["chat_template_kwargs"] = {{"enable_thinking", *think}};
+    add_ollama_format(body, chat);
     run_ollama(state, held, render_chat_prompt(model, chat), f, false, false, res, unload_after);
 }
 

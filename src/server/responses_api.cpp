@@ -251,13 +251,9 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
         throw ApiError(400, "'previous_response_id': this server stores no responses; send the conversation as input items",
                        "previous_response_id", "unsupported_value");
     get_bool(body, "store");
+    std::shared_ptr<const Grammar> grammar;
     if (const Json* text = get_object(body, "text"))
-        if (const Json* format = get_object(*text, "format"))
-            if (auto type = get_string(*format, "type"); type && *type != "text")
-                throw ApiError(400,
-                               "'text.format': type '" + *type +
-                                   "' needs the structured-output constraint engine, which this server does not have yet",
-                               "text.format", "unsupported_value");
+        if (const Json* format = get_object(*text, "format")) grammar = response_grammar(*format, "text.format");
     Json fields = Json::object();
     if (body.contains("max_output_tokens")) fields["max_tokens"] = body["max_output_tokens"];
     for (const char* k : {"temperature", "top_p", "stream", "seed", "top_k", "min_p"})
@@ -270,6 +266,7 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
         throw ApiError(400, "'max_output_tokens'" + std::string(e.what()).substr(12), "max_output_tokens");
     }
     ChatPrompt prompt = render_chat_prompt(model, to_chat_body(body));
+    prompt.grammar = grammar;
     std::vector<TokenId> ids = chat_prompt_tokens(model, prompt);
     Json echo = {{"instructions", body.value("instructions", Json())},
                  {"max_output_tokens", body.value("max_output_tokens", Json())},

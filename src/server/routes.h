@@ -2,6 +2,8 @@
 // throws ApiError / kiln::Error for what is wrong, and fills the response.
 #pragma once
 
+#include "kiln/constraint.h"
+
 #include "state.h"
 
 namespace httplib {
@@ -40,8 +42,12 @@ struct ChatPrompt {
     std::string text;             // rendered prompt + assistant prefill
     std::string assistant_prefix; // the last message's content when it is the assistant's (continued)
     Json tools;                   // offered tools (null when none or tool_choice none)
+    std::shared_ptr<const Grammar> grammar;  // response_format json_object / json_schema: the reply's constraint
 };
 ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body);
+// A response format object ({"type": "text" | "json_object" | "json_schema", ...})
+// as the reply's grammar (null for text); 400 naming what cannot be enforced.
+std::shared_ptr<const Grammar> response_grammar(const Json& format, const std::string& where);
 // The prompt's tokens; 400 when they alone fill the context.
 std::vector<TokenId> chat_prompt_tokens(const LoadedModel& model, const ChatPrompt& prompt);
 // One choice of a chat request: its sequence, with a ReplyParser fed the prefill.

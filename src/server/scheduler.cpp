@@ -99,6 +99,11 @@ void Scheduler::start(std::unique_ptr<Job> job) {
     }
     SeqId seq = -1;
     try {
+        std::unique_ptr<SamplerStage> constraint;
+        if (j->grammar) {
+            if (!vocab_) vocab_ = TokenVocabulary::from_tokenizer(engine_->model().tokenizer());
+            constraint = grammar_stage(*j->grammar, *vocab_);
+        }
         seq = engine_->submit(j->prompt, j->options, [j](const TokenEvent& t) {
             JobEvent e;
             e.index = j->index;
@@ -106,7 +111,7 @@ void Scheduler::start(std::unique_ptr<Job> job) {
             if (j->parser) e.reply = j->parser->push(t.text);
             j->channel->push(std::move(e));
             return !(j->parser && j->parser->done());
-        });
+        }, std::move(constraint));
     } catch (const Error& e) {
         j->channel->push(failure(j->index, e.what(), e.kind()));
         return;

@@ -9,10 +9,12 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "channel.h"
+#include "kiln/constraint.h"
 #include "kiln/engine.h"
 #include "kiln/reply.h"
 
@@ -23,6 +25,7 @@ struct Job {
     GenerateOptions options;            // options.cancel is set to the channel's flag
     int index = 0;                      // choice index within its request
     std::unique_ptr<ReplyParser> parser;  // chat: the reply's parser (it stops generation at an end marker)
+    std::shared_ptr<const Grammar> grammar;  // the reply's constraint (response_format), if any
     std::shared_ptr<Channel> channel;
 };
 
@@ -55,6 +58,7 @@ private:
     void fail_active(const std::string& message, ErrorKind kind);
 
     std::unique_ptr<Engine> engine_;
+    std::optional<TokenVocabulary> vocab_;  // made on the first constrained job (the scheduler thread only)
     int n_ctx_ = 0;
     uint64_t memory_bytes_ = 0;
     int n_slots_ = 0;

@@ -62,8 +62,12 @@ def test_malformed_json_and_bad_messages(server):
 
 
 def test_unsupported_features_say_why(server):
-    status, body = call(server.url, CHAT, {"messages": HELLO, "response_format": {"type": "json_object"}})
-    check_error(status, body, 400, param="response_format", contains="structured-output")
+    # A schema keyword kiln cannot enforce is named, never ignored.
+    status, body = call(server.url, CHAT, {"messages": HELLO, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "object", "patternProperties": {"^a": {"type": "string"}}}}}})
+    check_error(status, body, 400, param="response_format", contains="patternProperties")
+    status, body = call(server.url, CHAT, {"messages": HELLO, "response_format": {"type": "xml"}})
+    check_error(status, body, 400, param="response_format.type")
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     for choice in ["required", {"type": "function", "function": {"name": "f"}}]:
         status, body = call(server.url, CHAT, {"messages": HELLO, "tools": tools, "tool_choice": choice})

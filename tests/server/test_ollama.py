@@ -55,8 +55,9 @@ def test_errors(ollama_client, model_id):
         ollama_client.chat(model="llama3:8b", messages=[{"role": "user", "content": "x"}], stream=False)
     assert e.value.status_code == 404 and "SmolLM2" in e.value.error
     with pytest.raises(ollama.ResponseError) as e:
-        ollama_client.chat(model=model_id, messages=[{"role": "user", "content": "x"}], format="json", stream=False)
-    assert e.value.status_code == 400 and "format" in e.value.error
+        ollama_client.chat(model=model_id, messages=[{"role": "user", "content": "x"}], stream=False,
+                           format={"type": "object", "patternProperties": {"^a": {"type": "string"}}})
+    assert e.value.status_code == 400 and "patternProperties" in e.value.error
     with pytest.raises(ollama.ResponseError) as e:
         ollama_client.chat(model=model_id, messages=[{"role": "user", "content": "x"}],
                            options={"temperature": "hot"}, stream=False)

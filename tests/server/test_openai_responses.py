@@ -33,8 +33,9 @@ def test_items_input_and_errors(client, model_id):
         client.responses.create(model=model_id, input="x", previous_response_id="resp_123")
     assert "previous_response_id" in e.value.message
     with pytest.raises(openai.BadRequestError) as e:
-        client.responses.create(model=model_id, input="x", text={"format": {"type": "json_object"}})
-    assert "structured-output" in e.value.message
+        client.responses.create(model=model_id, input="x", text={"format": {
+            "type": "json_schema", "name": "x", "schema": {"type": "object", "not": {"required": ["a"]}}}})
+    assert "not" in e.value.message
 
 
 def test_function_call_round_trip(tool_client):
