@@ -4,6 +4,8 @@
 // program the recogniser runs; print_gbnf writes it back as GBNF.
 #pragma once
 
+#include "tokenizer/unicode.h"
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -95,6 +97,6 @@ struct GrammarIR {
 std::string print_gbnf(const GrammarIR& grammar);
 
 // Appends the UTF-8 encoding of cp.
-void append_utf8(std::string& out, uint32_t cp);
+using kiln::tok::append_utf8;  // tokenizer/unicode.h: one UTF-8 encoder for the whole engine
 
 }  // namespace kiln::constrain
