@@ -275,7 +275,7 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
                  {"tool_choice", body.value("tool_choice", Json("auto"))},
                  {"tools", body.value("tools", Json::array())},
                  {"parallel_tool_calls", true},
-                 {"text", {{"format", {{"type", "text"}}}}},
+                 {"text", body.contains("text") && body["text"].is_object() ? body["text"] : Json{{"format", {{"type", "text"}}}}},
                  {"reasoning", body.value("reasoning", Json{{"effort", nullptr}, {"summary", nullptr}})},
                  {"metadata", body.value("metadata", Json::object())}};
     auto channel = std::make_shared<Channel>();
