@@ -147,16 +147,8 @@ private:
             ++pos_;
             return c;
         }
-        const size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
-        if (n == 0 || pos_ + n > src_.size()) fail("invalid UTF-8 in the grammar");
-        uint32_t cp = c & (0x7F >> n);
-        for (size_t k = 1; k < n; ++k) {
-            const auto cc = static_cast<unsigned char>(src_[pos_ + k]);
-            if ((cc & 0xC0) != 0x80) fail("invalid UTF-8 in the grammar");
-            cp = (cp << 6) | (cc & 0x3F);
-        }
-        pos_ += n;
-        return cp;
+        if (tok::utf8_sequence_status(src_, pos_) <= 0) fail("invalid UTF-8 in the grammar");
+        return tok::decode_utf8(src_, pos_);
     }
 
     uint32_t parse_hex(int digits, size_t at) {

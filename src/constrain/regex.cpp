@@ -7,6 +7,7 @@
 #include <string>
 
 #include "constrain/converters.h"
+#include "tokenizer/unicode.h"
 #include "kiln/error.h"
 
 namespace kiln::constrain {
@@ -227,12 +228,9 @@ private:
             ++pos_;
             return c;
         }
-        const size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
-        if (n == 0 || pos_ + n > src_.size()) fail("invalid UTF-8");
-        uint32_t cp = c & (0x7F >> n);
-        for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(src_[pos_ + k]) & 0x3F);
-        pos_ += n;
-        return cp;
+        // Well-formed only: a continuation byte missing is an error, not a guess.
+        if (tok::utf8_sequence_status(src_, pos_) <= 0) fail("invalid UTF-8");
+        return tok::decode_utf8(src_, pos_);
     }
 
     // After a backslash: a class escape (into `cls`, returns true) or one codepoint.
