@@ -295,29 +295,13 @@ private:
         return ch;
     }
     Json usage() const {
-        const GenerationResult& first = choices_[0].result;
-        int completion = 0, reasoning = 0;
-        for (const Choice& c : choices_) {
-            completion += c.result.completion_tokens;
-            reasoning += c.reasoning_tokens;
-        }
-        return {{"prompt_tokens", first.prompt_tokens},
-                {"completion_tokens", completion},
-                {"total_tokens", first.prompt_tokens + completion},
-                {"prompt_tokens_details", {{"cached_tokens", first.reused_tokens}}},
-                {"completion_tokens_details", {{"reasoning_tokens", reasoning}}}};
+        int reasoning = 0;
+        for (const Choice& c : choices_) reasoning += c.reasoning_tokens;
+        Json u = choices_usage(choices_);
+        u["completion_tokens_details"] = {{"reasoning_tokens", reasoning}};
+        return u;
     }
-    Json timings() const {
-        const GenerationResult& first = choices_[0].result;
-        int predicted = 0;
-        double decode = 0;
-        for (const Choice& c : choices_) {
-            predicted += c.result.completion_tokens;
-            decode = std::max(decode, c.result.decode_seconds);
-        }
-        return timings_json(first.prompt_tokens - first.reused_tokens, first.reused_tokens, first.prefill_seconds,
-                            predicted, decode);
-    }
+    Json timings() const { return choices_timings(choices_); }
 
     const Tokenizer& tok_;
     std::string model_name_;

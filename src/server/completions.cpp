@@ -94,26 +94,8 @@ private:
                                      {"finish_reason", std::move(finish)}}});
         return r;
     }
-    Json usage() const {
-        const GenerationResult& first = choices_[0].result;
-        int completion = 0;
-        for (const Choice& c : choices_) completion += c.result.completion_tokens;
-        return {{"prompt_tokens", first.prompt_tokens},
-                {"completion_tokens", completion},
-                {"total_tokens", first.prompt_tokens + completion},
-                {"prompt_tokens_details", {{"cached_tokens", first.reused_tokens}}}};
-    }
-    Json timings() const {
-        const GenerationResult& first = choices_[0].result;
-        int predicted = 0;
-        double decode = 0;
-        for (const Choice& c : choices_) {
-            predicted += c.result.completion_tokens;
-            decode = std::max(decode, c.result.decode_seconds);
-        }
-        return timings_json(first.prompt_tokens - first.reused_tokens, first.reused_tokens, first.prefill_seconds,
-                            predicted, decode);
-    }
+    Json usage() const { return choices_usage(choices_); }
+    Json timings() const { return choices_timings(choices_); }
 
     const Tokenizer& tok_;
     std::string model_name_;

@@ -4,6 +4,8 @@
 // away cancels its sequences at the next step).
 #pragma once
 
+#include <algorithm>
+
 #include <functional>
 #include <memory>
 #include <vector>
@@ -48,5 +50,30 @@ void record_usage(ServerState& state, const GenerationResult& r);
 
 // llama-server's timings object.
 Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, double predicted_s);
+
+// The usage and timings of a request's choices: several sequences of one prompt,
+// each with its GenerationResult in `.result` (the first one's prompt figures).
+template <typename Choices>
+Json choices_usage(const Choices& choices) {
+    const GenerationResult& first = choices[0].result;
+    int completion = 0;
+    for (const auto& c : choices) completion += c.result.completion_tokens;
+    return {{"prompt_tokens", first.prompt_tokens},
+            {"completion_tokens", completion},
+            {"total_tokens", first.prompt_tokens + completion},
+            {"prompt_tokens_details", {{"cached_tokens", first.reused_tokens}}}};
+}
+
+template <typename Choices>
+Json choices_timings(const Choices& choices) {
+    const GenerationResult& first = choices[0].result;
+    int predicted = 0;
+    double decode = 0;
+    for (const auto& c : choices) {
+        predicted += c.result.completion_tokens;
+        decode = std::max(decode, c.result.decode_seconds);  // the choices decode together
+    }
+    return timings_json(first.prompt_tokens - first.reused_tokens, first.reused_tokens, first.prefill_seconds, predicted, decode);
+}
 
 }  // namespace kiln::server
