@@ -119,7 +119,9 @@ struct Context::Impl {
         if (seq < 0 || seq >= static_cast<SeqId>(tokens.size()))
             throw Error("sequence id " + std::to_string(seq) + " is outside 0.." + std::to_string(tokens.size() - 1));
     }
-    void validate(const Batch& b) const;
+    // Checks a batch; leaves in `added` how many entries each sequence has in it.
+    void validate(const Batch& b);
+    std::vector<int64_t> next, added;  // [n_seq_max]: scratch of validate, its result
 };
 
 Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : impl_(std::make_unique<Impl>()) {
@@ -151,13 +153,13 @@ int Context::n_seq_max() const { return static_cast<int>(impl_->tokens.size()); 
 int Context::n_batch() const { return impl_->n_batch; }
 int Context::n_threads() const { return impl_->pool->size(); }
 
-void Context::Impl::validate(const Batch& b) const {
+void Context::Impl::validate(const Batch& b) {
     const int n_vocab = spec->n_vocab;
     if (b.n_embd() > 0 && b.n_embd() != spec->n_embd)
         throw Error("batch: embeddings of " + std::to_string(b.n_embd()) + " values, the model's width is " +
                     std::to_string(spec->n_embd));
     // Each sequence's entries continue its positions in order.
-    std::vector<int64_t> next(tokens.size());
+    next.resize(tokens.size());
     for (size_t s = 0; s < tokens.size(); ++s) next[s] = static_cast<int64_t>(tokens[s].size());
     for (int i = 0; i < b.size(); ++i) {
         const SeqId seq = b.seqs()[static_cast<size_t>(i)];
@@ -188,6 +190,8 @@ void Context::Impl::validate(const Batch& b) const {
             throw Error("a non-causal model evaluates a batch at once: " + std::to_string(b.size()) +
                         " entries are more than the batch size " + std::to_string(n_batch));
     }
+    added.resize(tokens.size());
+    for (size_t s = 0; s < tokens.size(); ++s) added[s] = next[s] - static_cast<int64_t>(tokens[s].size());
 }
 
 void Context::decode(const Batch& batch) {
@@ -200,7 +204,6 @@ void Context::decode(const Batch& batch) {
     for (uint8_t o : batch.outputs()) n_out += o ? 1 : 0;
     im.logits.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
     if (im.hidden_states) im.hidden.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_embd));
-    std::vector<int> per_seq(im.tokens.size(), 0);
     int done_out = 0;
     for (int done = 0; done < batch.size();) {
         const int n = std::min(im.n_batch, batch.size() - done);
@@ -216,17 +219,15 @@ void Context::decode(const Batch& batch) {
         im.forward->eval(rows, chunk_out ? im.logits.data() + static_cast<size_t>(done_out) * static_cast<size_t>(n_vocab) : nullptr,
                          chunk_out && im.hidden_states ? im.hidden.data() + static_cast<size_t>(done_out) * static_cast<size_t>(n_embd)
                                                        : nullptr);
-        for (int i = 0; i < n; ++i) {
-            im.tokens[static_cast<size_t>(rows.seq[i])].push_back(rows.tokens[i]);
-            ++per_seq[static_cast<size_t>(rows.seq[i])];
-        }
+        for (int i = 0; i < n; ++i) im.tokens[static_cast<size_t>(rows.seq[i])].push_back(rows.tokens[i]);
         done_out += chunk_out;
         done += n;
     }
     im.n_outputs = n_out;
-    // A prompt's end is where a recurrent state is worth returning to.
-    for (size_t s = 0; s < per_seq.size(); ++s)
-        if (per_seq[s] > 1) im.memory->checkpoint(static_cast<int>(s), static_cast<int64_t>(im.tokens[s].size()));
+    // A prompt's end (several entries of a sequence) is where a recurrent state is
+    // worth returning to.
+    for (size_t s = 0; s < im.added.size(); ++s)
+        if (im.added[s] > 1) im.memory->checkpoint(static_cast<int>(s), static_cast<int64_t>(im.tokens[s].size()));
 }
 
 int Context::n_outputs() const { return impl_->n_outputs; }
