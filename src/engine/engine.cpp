@@ -88,32 +88,29 @@ SeqId Engine::Impl::place(std::span<const TokenId> prompt, int& reused) {
     if (static_cast<int64_t>(prompt.size()) > c.n_ctx())
         throw Error("prompt of " + std::to_string(prompt.size()) + " tokens does not fit in a context of " +
                     std::to_string(c.n_ctx()));
+    // Each slot's common prefix with the prompt, measured once.
+    std::vector<size_t> common(slots.size());
+    for (size_t s = 0; s < slots.size(); ++s) common[s] = common_prefix(c.seq_tokens(static_cast<SeqId>(s)), prompt);
     // The free slot that already holds the longest prefix (least recently used among equals).
     SeqId dst = -1;
-    size_t dst_common = 0;
-    for (SeqId s = 0; s < static_cast<SeqId>(slots.size()); ++s) {
-        if (slots[static_cast<size_t>(s)].active) continue;
-        const size_t common = common_prefix(c.seq_tokens(s), prompt);
-        if (dst < 0 || common > dst_common ||
-            (common == dst_common && slots[static_cast<size_t>(s)].last_used < slots[static_cast<size_t>(dst)].last_used)) {
-            dst = s;
-            dst_common = common;
-        }
+    for (size_t s = 0; s < slots.size(); ++s) {
+        if (slots[s].active) continue;
+        const size_t d = static_cast<size_t>(dst);
+        if (dst < 0 || common[s] > common[d] || (common[s] == common[d] && slots[s].last_used < slots[d].last_used))
+            dst = static_cast<SeqId>(s);
     }
     if (dst < 0)
         throw Error("all " + std::to_string(slots.size()) + " sequence slots are busy", ErrorKind::ResourceExhausted);
     // Another slot (busy or not) with a longer prefix lends it: copying cells is
     // far cheaper than evaluating them again.
+    const size_t dst_common = common[static_cast<size_t>(dst)];
     SeqId src = -1;
     size_t src_common = dst_common;
-    for (SeqId s = 0; s < static_cast<SeqId>(slots.size()); ++s) {
-        if (s == dst) continue;
-        const size_t common = common_prefix(c.seq_tokens(s), prompt);
-        if (common > src_common) {
-            src = s;
-            src_common = common;
+    for (size_t s = 0; s < slots.size(); ++s)
+        if (common[s] > src_common) {
+            src = static_cast<SeqId>(s);
+            src_common = common[s];
         }
-    }
     const int64_t want = static_cast<int64_t>(std::min(std::max(dst_common, src_common), prompt.size() - 1));
     // The memory may keep less than asked (a sliding window that moved on): the
     // rest of the prompt is evaluated again.
