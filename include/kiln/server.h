@@ -23,6 +23,9 @@ struct ServerOptions {
     // The models requests may name (by file stem); the first is the default.
     std::vector<std::string> model_paths;
     size_t max_models = 0;           // resident at once (least recently used unloaded first); 0: no limit
+    uint64_t models_memory = 0;      // bytes of resident models (files + sequence memory), LRU unloaded past it; 0: no limit
+    // A JSON object {"alias": "model name", ...}: more names for the models (empty: none).
+    std::string aliases_file;
     std::string host = "127.0.0.1";
     int port = 8080;                 // 0: any free port (port() tells which)
     int parallel = 4;                // sequences generated at once (the Engine's slots)

@@ -45,6 +45,11 @@ int cmd_serve(int argc, char** argv) {
     app.add_option("-m,--model", models, "GGUF file, repeatable; the first is the default (default: the model setup installed)");
     app.add_option("--models", models_dir, "also offer every .gguf file in this folder (loaded on first use)");
     app.add_option("--max-models", o.max_models, "models resident at once, least recently used unloaded first (0: no limit)");
+    app.add_option("--models-memory", o.models_memory,
+                   "bytes the resident models may use together (files + sequence memory), e.g. 4GiB; least recently "
+                   "used ones are unloaded past it (0: no limit)")
+        ->transform(CLI::AsSizeValue(false));
+    app.add_option("--aliases", o.aliases_file, "a JSON object {\"alias\": \"model name\", ...}: more names for the models");
     app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
     app.add_option("--port", o.port, "port (0: any free one, printed)")->check(CLI::Range(0, 65535));
     app.add_option("--parallel", o.parallel, "sequences generated at once (default 4)")->check(CLI::Range(1, 256));

@@ -5,8 +5,11 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "kiln/chat_template.h"
@@ -49,6 +52,28 @@ bool same_key(std::string_view a, std::string_view b) {
     return diff == 0;
 }
 
+// The aliases file: one JSON object of strings, alias -> model name.
+std::map<std::string, std::string> read_aliases(const std::string& path) {
+    std::map<std::string, std::string> out;
+    if (path.empty()) return out;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot read the aliases file");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    Json j;
+    try {
+        j = Json::parse(ss.str());
+    } catch (const std::exception& e) {
+        throw Error(path + ": not JSON (" + e.what() + ")");
+    }
+    if (!j.is_object()) throw Error(path + ": expected a JSON object {\"alias\": \"model name\", ...}");
+    for (const auto& [alias, target] : j.items()) {
+        if (!target.is_string()) throw Error(path + ": alias '" + alias + "': expected a model name (a string)");
+        out[alias] = target.get<std::string>();
+    }
+    return out;
+}
+
 void send_error(const httplib::Request& req, httplib::Response& res, int status, const std::string& message,
                 const std::string& param = {}, const std::string& code = {}) {
     res.status = status;
@@ -63,8 +88,35 @@ struct Server::Impl {
     std::atomic<bool> stop_requested{false};
     std::thread drainer;  // waits for the requests in flight, then stops listening
     int port = 0;
+    // Unloads models whose keep_alive ran out (ModelCache::unload_expired).
+    std::thread sweeper;
+    std::mutex sweeper_mutex;
+    std::condition_variable sweeper_wake;
+    bool sweeper_stop = false;
     ~Impl() {
         if (drainer.joinable()) drainer.join();
+        stop_sweeper();
+    }
+    void start_sweeper() {
+        sweeper = std::thread([this] {
+            std::unique_lock lock(sweeper_mutex);
+            while (!sweeper_stop) {
+                sweeper_wake.wait_for(lock, std::chrono::milliseconds(250));
+                if (sweeper_stop) break;
+                lock.unlock();
+                if (const size_t n = state.models->unload_expired(ModelCache::Clock::now()))
+                    log(std::to_string(n) + " model(s) unloaded: keep_alive ran out");
+                lock.lock();
+            }
+        });
+    }
+    void stop_sweeper() {
+        {
+            std::lock_guard lock(sweeper_mutex);
+            sweeper_stop = true;
+        }
+        sweeper_wake.notify_all();
+        if (sweeper.joinable()) sweeper.join();
     }
 
     void log(const std::string& line) const {
@@ -185,8 +237,13 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     if (options.parallel < 1) throw Error("--parallel must be at least 1, found " + std::to_string(options.parallel));
     impl_->state.options = std::move(options);
     Impl& im = *impl_;
+    ModelCacheLimits limits;
+    limits.capacity = im.state.options.max_models;
+    limits.bytes_budget = im.state.options.models_memory;
+    limits.aliases = read_aliases(im.state.options.aliases_file);
+    if (!im.state.options.aliases_file.empty()) limits.aliases_origin = im.state.options.aliases_file;
     im.state.models = std::make_unique<ModelCache>(
-        im.state.options.model_paths, im.state.options.max_models,
+        im.state.options.model_paths, std::move(limits),
         [&im](const std::string& name, const std::string& path) { return im.load_model(name, path); });
     const ServerOptions& o = im.state.options;
     const int threads = std::max(o.http_threads, 8);
@@ -264,8 +321,10 @@ void Server::run() {
             im.stop_listening();
         }
     });
+    im.start_sweeper();
     if (!im.stop_requested) im.http.listen_after_bind();
     loader.join();
+    im.stop_sweeper();
     if (im.drainer.joinable()) im.drainer.join();
     for (const auto& m : im.state.models->loaded()) m->scheduler->stop();
     if (!im.state.load_error.empty()) throw Error(im.state.load_error);  // it names the file
