@@ -53,7 +53,9 @@ public:
             } else if (const auto* end = std::get_if<ReplyEnd>(&ev)) {
                 stop_reason_ = end->finish == ReplyFinish::ToolCalls ? "tool_use"
                                : end->finish == ReplyFinish::Length  ? "max_tokens"
+                               : !end->stop_string.empty()           ? "stop_sequence"
                                                                      : "end_turn";
+                if (!end->stop_string.empty() && stop_reason_ == "stop_sequence") stop_sequence_ = end->stop_string;
             }
         }
         if (e.kind == JobEvent::Kind::Done) {
