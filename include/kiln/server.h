@@ -33,6 +33,8 @@ struct ServerOptions {
     int n_threads = 0;               // 0: every thread of the executor
     uint64_t memory_budget = 0;      // bytes for the sequences' memory; 0: parallel x n_ctx positions
     std::string api_key;             // empty: no key needed
+    // Names this replica to a router (/props, the X-Kiln-Replica header); empty: the host name.
+    std::string replica_id;
     std::optional<std::string> chat_template_source;  // overrides the model's template
     size_t max_queue = 512;          // requests waiting for a slot; past it 503
     size_t max_body_bytes = 8u << 20;

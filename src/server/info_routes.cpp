@@ -78,6 +78,8 @@ void handle_props(ServerState& state, const httplib::Request&, httplib::Response
     const ChatFormat& f = m.format;
     reply_json(res, {{"model_alias", m.name},
                      {"model_path", m.file_name},
+                     {"model_fingerprint", m.fingerprint},
+                     {"replica_id", state.options.replica_id},
                      {"total_slots", state.options.parallel},
                      {"n_ctx", m.scheduler->n_ctx()},
                      {"chat_template", m.template_source.value_or("")},
@@ -175,6 +177,7 @@ void handle_metrics(ServerState& state, const httplib::Request&, httplib::Respon
     metric("model_evictions_total", "counter", "models unloaded", static_cast<double>(cache.evictions));
     metric("model_expirations_total", "counter", "models unloaded when their keep_alive ran out",
            static_cast<double>(cache.expirations));
+    append_gateway_metrics(state, out);
     res.set_content(out, "text/plain; version=0.0.4");
 }
 

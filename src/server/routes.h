@@ -36,6 +36,8 @@ void handle_ollama_ps(ServerState& state, const httplib::Request& req, httplib::
 void handle_ollama_show(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_ollama_version(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_metrics(ServerState& state, const httplib::Request& req, httplib::Response& res);
+// The inference gateway's metrics (vLLM-compatible names too), appended to /metrics.
+void append_gateway_metrics(ServerState& state, std::string& out);
 
 // Chat helpers shared by the chat and template routes.
 struct ChatPrompt {

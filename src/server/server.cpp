@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "kiln/chat_template.h"
 #include "routes.h"
 
@@ -50,6 +52,40 @@ bool same_key(std::string_view a, std::string_view b) {
         diff |= static_cast<unsigned>(x ^ y);
     }
     return diff == 0;
+}
+
+// Tells model files apart for a router (/props): FNV-1a (64 bits) over the
+// file's size, its first MiB (header, metadata, the start of the tensor table)
+// and 16 samples of 4 KiB spread over the rest. Cheap on a multi-GB file; not a
+// content hash (two files that differ only between the samples share it).
+std::string model_fingerprint(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](const char* p, size_t n) {
+        for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
+    };
+    mix(reinterpret_cast<const char*>(&size), sizeof size);
+    std::vector<char> buf(1u << 20);
+    auto sample = [&](uint64_t at, size_t n) {
+        if (!in || ec || at >= size) return;
+        in.seekg(static_cast<std::streamoff>(at));
+        in.read(buf.data(), static_cast<std::streamsize>(std::min<uint64_t>(n, size - at)));
+        mix(buf.data(), static_cast<size_t>(in.gcount()));
+        in.clear();
+    };
+    sample(0, buf.size());
+    for (uint64_t i = 1; i <= 16; ++i) sample(size / 17 * i, 4096);
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+    return out;
+}
+
+std::string host_name() {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0 || !name[0]) return "kiln";
+    return name;
 }
 
 // The aliases file: one JSON object of strings, alias -> model name.
@@ -202,6 +238,7 @@ std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, c
     lm->name = name;
     lm->file_name = std::filesystem::path(path).filename().string();
     lm->created = unix_now();
+    lm->fingerprint = model_fingerprint(path);
     chat::ModelTemplate mt = chat::model_template(model->file());
     lm->bos_text = mt.bos_token;
     lm->eos_text = mt.eos_token;
@@ -250,6 +287,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     im.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
     im.http.set_payload_max_length(o.max_body_bytes);
     im.http.set_keep_alive_timeout(5);
+    if (im.state.options.replica_id.empty()) im.state.options.replica_id = host_name();
+    im.http.set_default_headers({{"X-Kiln-Replica", im.state.options.replica_id}});
     im.http.set_pre_routing_handler([&im](const httplib::Request& req, httplib::Response& res) {
         if (im.state.draining) {
             send_error(req, res, 503, "the server is shutting down", {}, "shutting_down");
