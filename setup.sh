@@ -12,9 +12,10 @@ BUILD_DIR=${KILN_BUILD_DIR:-build}
 MODELS=${KILN_MODELS:-$HOME/.cache/kiln/models}
 step() { printf '\033[1m== %s\033[0m\n' "$*"; }
 
-# 1. Debian packages the build needs.
+# 1. Debian packages the build needs (haproxy: the deploy/ checks and the scale-out long check).
 PKGS=(cmake ninja-build g++ pkg-config python3-venv libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libutf8proc-dev libpcre2-dev liblzma-dev)
+      nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libutf8proc-dev libpcre2-dev liblzma-dev
+      haproxy)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
