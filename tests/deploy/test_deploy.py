@@ -9,19 +9,15 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "server"))
+from conftest import require  # noqa: E402  (skips, or fails under KILN_TESTS_REQUIRE_DATA=1)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-
-
-def require(condition, reason):
-    if condition:
-        return
-    if os.environ.get("KILN_TESTS_REQUIRE_DATA") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 def manifests():
