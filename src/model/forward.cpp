@@ -10,10 +10,11 @@ namespace kiln {
 
 Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMemory& memory, const ThreadPool& pool,
                  int n_batch_max)
-    : spec_(spec), w_(weights), cache_(*memory.kv()), pool_(pool), n_batch_max_(n_batch_max) {
+    : spec_(spec), w_(weights), cache_(memory.kv()), recurrent_(memory.recurrent()), pool_(pool), n_batch_max_(n_batch_max) {
     for (const LayerSpec& l : spec.layers) {
-        if (l.mixer != MixerKind::Attention)
-            throw Error("recurrent layers are not supported yet (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
+        if ((l.mixer == MixerKind::Attention && !cache_) || (l.mixer == MixerKind::Recurrent && !recurrent_))
+            throw Error("forward: the memory has no part for the layers' mixers (architecture '" + spec.arch + "')",
+                        ErrorKind::Internal);
         if (l.ffn == FfnKind::Experts)
             throw Error("mixture-of-experts layers are not supported yet (architecture '" + spec.arch + "')",
                         ErrorKind::Unsupported);
@@ -32,6 +33,7 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     for (const LayerSpec& l : spec.layers)
         if (l.ffn == FfnKind::Plain) ones_.assign(static_cast<size_t>(spec.max_n_ff()), 1.0f);
     attn_scratch_.resize(static_cast<size_t>(pool.size()));
+    if (recurrent_) ssm_ = std::make_unique<SsmMixer>(spec, n_batch_max);
 }
 
 namespace {
@@ -167,7 +169,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     }
 
     pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
-        for (int64_t r = r0; r < r1; ++r) cache_.store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);
+        for (int64_t r = r0; r < r1; ++r) cache_->store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);
     });
 
     AttentionShape as;
@@ -180,20 +182,20 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     as.softcap = spec_.attn_softcap;
     // The keys a row sees: its window (or everything) up to itself, or with
     // non-causal attention up to its sequence's last position in the batch.
-    const int window = cache_.window(il);
+    const int window = cache_->window(il);
     auto first_key = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
     auto last_key = [&](int64_t r) { return spec_.causal ? b.pos[r] : spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].pos_max; };
     for (size_t i = 0; i < n_spans_; ++i) {
         SeqSpan& sp = spans_[i];
-        if (cache_.ggml_type() == GgmlType::Q8_0) {
+        if (cache_->ggml_type() == GgmlType::Q8_0) {
             // Dequantized once per batch for all its queries (exact).
             KvView kv;
-            kv.type = cache_.ggml_type();
-            kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_.k_row(il, seq, p); };
-            kv.v_row = [&, seq = sp.seq](int64_t p) { return cache_.v_row(il, seq, p); };
+            kv.type = cache_->ggml_type();
+            kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_->k_row(il, seq, p); };
+            kv.v_row = [&, seq = sp.seq](int64_t p) { return cache_->v_row(il, seq, p); };
             sp.rows = kv_rows_f32(as, kv, spec_.causal ? first_key(sp.pos_min) : 0, sp.pos_max, sp.k_f32, sp.v_f32, &pool_);
         } else {
-            sp.rows = cache_.rows(il, sp.seq);
+            sp.rows = cache_->rows(il, sp.seq);
         }
     }
     // One task per block of rows and KV head. In a prefill chunk a task takes 16
@@ -273,6 +275,19 @@ void Forward::ffn_layer(int il, int n) {
     dump("l_out", il, x_.data(), e, n);
 }
 
+// A recurrent layer: attn_norm → the layer's mixer over the rows in batch order
+// (src/model/ssm.cpp) → residual.
+void Forward::recurrent_layer(int il, const BatchRows& b) {
+    const int n = b.n;
+    const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
+    const int64_t e = spec_.n_embd;
+    norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
+    dump("attn_norm", il, h_.data(), e, n);
+    ssm_->eval(il, lw.ssm, b.seq, n, h_.data(), o_.data(), *recurrent_, pool_, mm_, hook_);
+    add_rows(x_.data(), o_.data(), n * e, pool_);
+    dump(spec_.layers[static_cast<size_t>(il)].ffn == FfnKind::None ? "l_out" : "ffn_inp", il, x_.data(), e, n);
+}
+
 void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     const int n = b.n;
     if (n <= 0 || n > n_batch_max_)
@@ -296,8 +311,12 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     dump("inp_embd", -1, x_.data(), e, n);
 
     for (int il = 0; il < spec_.n_layer; ++il) {
-        attention_layer(il, b);
-        ffn_layer(il, n);
+        const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
+        if (l.mixer == MixerKind::Recurrent)
+            recurrent_layer(il, b);
+        else
+            attention_layer(il, b);
+        if (l.ffn != FfnKind::None) ffn_layer(il, n);
     }
 
     // The rows whose output is wanted, gathered (in decode and at the end of a

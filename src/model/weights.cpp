@@ -5,6 +5,7 @@
 
 #include "kiln/error.h"
 #include "kiln/quant.h"
+#include "model/tensor_source.h"
 
 namespace kiln {
 
@@ -16,7 +17,7 @@ std::string shape_text(const std::vector<uint64_t>& s) {
     return out + "]";
 }
 
-class Binder {
+class Binder : public TensorSource {
 public:
     Binder(const gguf::File& file, ModelWeights& w) : file_(file), w_(w) {}
 
@@ -35,12 +36,20 @@ public:
 
     // An f32 vector (norm weights, biases), converted at load if stored otherwise.
     const float* vector(const std::string& name, int64_t n, bool required) {
+        return floats(name, {static_cast<uint64_t>(n)}, required);
+    }
+
+    const float* floats(const std::string& name, const std::vector<uint64_t>& shape, bool required) override {
         const gguf::TensorInfo* t = find(name);
         if (!t) {
             if (required) throw Error("tensor '" + name + "' not found");
             return nullptr;
         }
-        check_shape(*t, {static_cast<uint64_t>(n)});
+        std::vector<uint64_t> want = shape;  // [n, 1] may be stored as [n]
+        while (want.size() > 1 && want.back() == 1) want.pop_back();
+        check_shape(*t, want);
+        int64_t n = 1;
+        for (uint64_t d : shape) n *= static_cast<int64_t>(d);
         if (t->type == GgmlType::F32) return reinterpret_cast<const float*>(file_.tensor_data(*t));
         if (!quant::can_dequantize(t->type))
             throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read",
@@ -52,7 +61,7 @@ public:
         return p;
     }
 
-    Matrix matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required) {
+    Matrix matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required) override {
         const gguf::TensorInfo* t = find(name);
         if (!t) {
             if (required) throw Error("tensor '" + name + "' not found");
@@ -129,6 +138,15 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         LayerSpec& l = s.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights lw;
+        if (l.mixer == MixerKind::Recurrent && l.ffn == FfnKind::None) {
+            // A recurrent layer alone (Mamba): its norm and its mixer's tensors.
+            lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            lw.ssm = bind_ssm_weights(b, p, s);
+            w.layers.push_back(lw);
+            continue;
+        }
+        if (l.mixer != MixerKind::Attention)
+            throw Error("layer " + std::to_string(il) + ": recurrent layers with an FFN are not supported yet", ErrorKind::Unsupported);
         if (b.find(p + "ffn_gate_inp.weight"))
             throw Error("tensor '" + p + "ffn_gate_inp.weight': mixture-of-experts layers are not supported yet",
                         ErrorKind::Unsupported);
@@ -164,6 +182,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     for (int il = 0; il < s.n_layer; ++il) {
         const LayerWeights& lw = w.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
+        if (s.layers[static_cast<size_t>(il)].mixer != MixerKind::Attention) continue;
         if (any_q_norm && !lw.q_norm) throw Error("tensor '" + p + "attn_q_norm.weight' not found (other layers have it)");
         if (any_post_attn && !lw.attn_post_norm)
             throw Error("tensor '" + p + "post_attention_norm.weight' not found (other layers have it)");
@@ -176,9 +195,11 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
     // output head gets its own packed copy).
     std::vector<Matrix*> products = {&w.output};
-    for (LayerWeights& lw : w.layers)
+    for (LayerWeights& lw : w.layers) {
         for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
             if (!m->empty()) products.push_back(m);
+        for (Matrix* m : ssm_matrices(lw.ssm)) products.push_back(m);
+    }
     // Every matrix here is bound in place from the file's read-only mapping.
     w.packed_bytes = prepare_matrices(products, /*release_file_pages=*/true);
     return w;

@@ -11,5 +11,7 @@ void configure_qwen3(ArchConfig& c);
 void configure_smollm3(ArchConfig& c);
 void configure_gemma2(ArchConfig& c);
 void configure_gemma3(ArchConfig& c);
+void configure_mamba(ArchConfig& c);
+void configure_mamba2(ArchConfig& c);
 
 }  // namespace kiln
