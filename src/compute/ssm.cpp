@@ -34,13 +34,15 @@ void scan2_step(float* state, const float* x, const float* dt, const float* A, c
             const int64_t ii = static_cast<int64_t>(h) * head_dim + d;
             float* s = state + ii * d_state;
             const float x_dt = x[ii] * dt_sp;
-            float sum = 0.0f;
+            float lane[k_scan_lanes] = {};
             for (int i = 0; i < d_state; ++i) {
                 const float v = s[i] * dA + Bg[i] * x_dt;
-                sum += v * Cg[i];
+                lane[i % k_scan_lanes] += v * Cg[i];
                 s[i] = v;
             }
-            y[ii] = sum;
+            for (int w = k_scan_lanes / 2; w > 0; w /= 2)
+                for (int k = 0; k < w; ++k) lane[k] += lane[k + w];
+            y[ii] = lane[0];
         }
     }
 }

@@ -16,6 +16,8 @@
 
 namespace kiln::ssm {
 
+constexpr int k_scan_lanes = 16;
+
 // softplus as ggml: x above 20 passes through, else log(1 + exp(x)).
 float softplus(float x);
 
@@ -29,6 +31,10 @@ void conv_step(float* state, const float* x, const float* w, const float* bias, 
 // n_group)) with dt' = softplus(dt[h]) and dA = exp(dt' · A[h]):
 //   s[i][d] = s[i][d] · dA + B[g][i] · (x[h][d] · dt'),   y[h][d] = Σ_i s[i][d] · C[g][i]
 // x, y: f32 [head_dim, n_head]; dt, A: [n_head]; B, C: [d_state, n_group].
+// The sum over i is taken in 16 lanes (lane k adds the terms i ≡ k mod 16 in
+// order), the lanes then folded in halves (k + 8, then + 4, + 2, + 1): the order
+// of one 512-bit or two 256-bit accumulators, so the SIMD kernels
+// (KernelTable::ssm_scan2) are bit-identical to this reference.
 void scan2_step(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C, float* y,
                 int d_state, int head_dim, int n_head, int n_group, int h0, int h1);
 

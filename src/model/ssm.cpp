@@ -119,11 +119,12 @@ void SsmMixer::eval2(int il, const SsmWeights& w, const int32_t* seq, int n, con
     for (int r = 0; r < n; ++r)
         for (int64_t k = 0; k < nh; ++k) dt_[static_cast<size_t>(r * nh + k)] = proj_[static_cast<size_t>(r * np + di + nc + k)] + w.dt_b[k];
     // The scan: threads take heads, each walks the rows in order.
+    const auto scan2 = kernels().ssm_scan2;
     pool.parallel_for(nh, 1, [&](int64_t h0, int64_t h1, int) {
         for (int r = 0; r < n; ++r) {
             float* st = reinterpret_cast<float*>(states.state(il, seq[r]) + conv_bytes_);
             const float* xr = xc_.data() + r * nc;
-            ssm::scan2_step(st, xr, dt_.data() + r * nh, w.A, xr + di, xr + di + ng * ds, y_.data() + r * di, static_cast<int>(ds),
+            scan2(st, xr, dt_.data() + r * nh, w.A, xr + di, xr + di + ng * ds, y_.data() + r * di, static_cast<int>(ds),
                             static_cast<int>(hd), static_cast<int>(nh), static_cast<int>(ng), static_cast<int>(h0), static_cast<int>(h1));
         }
     });
