@@ -15,7 +15,7 @@ void conv_step(float* state, const float* x, const float* w, const float* bias, 
         float sum = 0.0f;
         for (int j = 0; j < n_keep; ++j) sum += s[j] * wc[j];
         sum += x[c] * wc[n_keep];
-        y[c] = sum + bias[c];
+        y[c] = bias ? sum + bias[c] : sum;
         for (int j = 0; j + 1 < n_keep; ++j) s[j] = s[j + 1];
         if (n_keep > 0) s[n_keep - 1] = x[c];
     }

@@ -24,7 +24,8 @@ float softplus(float x);
 // Causal depthwise convolution of one position, channels [c0, c1): for channel
 // c, y[c] = Σ_j window[j] · w[c·d_conv + j] (j in order, from 0) + bias[c], where
 // window is the state's d_conv - 1 inputs followed by x[c]; then the state
-// shifts x[c] in. w: f32 [d_conv, n_channels] (the GGUF ssm_conv1d layout).
+// shifts x[c] in. w: f32 [d_conv, n_channels] (the GGUF ssm_conv1d layout);
+// bias may be null (no bias: the sum as it is).
 void conv_step(float* state, const float* x, const float* w, const float* bias, float* y, int d_conv, int64_t c0, int64_t c1);
 
 // Mamba-2 scan of one position, heads [h0, h1). Head h (group g = h / (n_head /

@@ -108,6 +108,8 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
     // (or write 0, as llama.cpp's converter does); a layer without heads must
     // then be made recurrent by the family (checked after configure).
     const bool attention_free = row.memory == MemoryKind::Recurrent;
+    // Hybrids mark their recurrent layers by 0 heads or KV heads (lfm2, nemotron_h).
+    const bool layers_may_lack_heads = row.memory != MemoryKind::Kv;
     const std::optional<std::vector<int>> none =
         attention_free ? std::optional<std::vector<int>>(std::vector<int>(static_cast<size_t>(s.n_layer), 0)) : std::nullopt;
     std::vector<int> heads = per_layer(md, k("attention.head_count"), s.n_layer, none);
@@ -119,7 +121,7 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
         l.n_head = heads[static_cast<size_t>(il)];
         l.n_head_kv = heads_kv[static_cast<size_t>(il)];
         l.n_ff = ff[static_cast<size_t>(il)];
-        if (attention_free && l.n_head == 0) continue;  // checked after configure
+        if (layers_may_lack_heads && (l.n_head == 0 || l.n_head_kv == 0)) continue;  // checked after configure
         if (l.n_head <= 0 || l.n_head_kv <= 0 || l.n_head % l.n_head_kv != 0)
             throw Error("layer " + std::to_string(il) + ": " + std::to_string(l.n_head) + " heads cannot be grouped over " +
                         std::to_string(l.n_head_kv) + " KV heads (" + k("attention.head_count_kv") + ")");
@@ -172,8 +174,11 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
     // its numbers can run, and an FFN only with a width.
     for (int il = 0; il < s.n_layer; ++il) {
         const LayerSpec& l = s.layers[static_cast<size_t>(il)];
-        if (l.mixer == MixerKind::Attention && (l.n_head <= 0 || s.head_dim_k <= 0))
-            throw Error("layer " + std::to_string(il) + ": an attention layer without heads (" + k("attention.head_count") + ")");
+        if (l.mixer == MixerKind::Attention &&
+            (l.n_head <= 0 || l.n_head_kv <= 0 || l.n_head % l.n_head_kv != 0 || s.head_dim_k <= 0))
+            throw Error("layer " + std::to_string(il) + ": an attention layer with " + std::to_string(l.n_head) + " heads over " +
+                        std::to_string(l.n_head_kv) + " KV heads (" + k("attention.head_count") + ", " +
+                        k("attention.head_count_kv") + ")");
         if (l.mixer == MixerKind::Recurrent && s.ssm.kind == SsmKind::None)
             throw Error("layer " + std::to_string(il) + ": a recurrent layer without a recurrence (architecture '" + s.arch + "')",
                         ErrorKind::Internal);

@@ -29,7 +29,7 @@ constexpr ArchRow k_rows[] = {
     {"gpt-oss", RopeKind::Neox},    {"gpt2", RopeKind::None},       {"bert", RopeKind::None},
     {"nomic-bert", RopeKind::Neox}, {"mpt", RopeKind::None},        {"bloom", RopeKind::None},
     {"mamba", RopeKind::None, MemoryKind::Recurrent, configure_mamba}, {"mamba2", RopeKind::None, MemoryKind::Recurrent, configure_mamba2},      {"rwkv6", RopeKind::None, MemoryKind::Recurrent},      {"rwkv7", RopeKind::None, MemoryKind::Recurrent},
-    {"t5", RopeKind::None},         {"jais", RopeKind::None},       {"lfm2", RopeKind::Neox, MemoryKind::Hybrid},
+    {"t5", RopeKind::None},         {"jais", RopeKind::None},       {"lfm2", RopeKind::Neox, MemoryKind::Hybrid, configure_lfm2},
     {"refact", RopeKind::None},
 };
 

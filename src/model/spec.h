@@ -45,11 +45,11 @@ struct RopeSpec {
 };
 
 // The recurrence of a model's recurrent layers (llama.cpp's `ssm.*` keys).
-enum class SsmKind { None, Mamba1, Mamba2 };
+enum class SsmKind { None, Mamba1, Mamba2, ShortConv };
 struct SsmSpec {
     SsmKind kind = SsmKind::None;
-    int d_conv = 0;   // causal convolution width (ssm.conv_kernel)
-    int d_inner = 0;  // channels of the recurrence (ssm.inner_size)
+    int d_conv = 0;   // causal convolution width (ssm.conv_kernel; ShortConv: shortconv.l_cache)
+    int d_inner = 0;  // channels of the recurrence (ssm.inner_size; ShortConv: the width)
     int d_state = 0;  // state per channel (ssm.state_size)
     int dt_rank = 0;  // Mamba-1: rank of the time-step projection; Mamba-2: number of heads (ssm.time_step_rank)
     int n_group = 1;  // Mamba-2: groups sharing B and C (ssm.group_count)
@@ -88,6 +88,8 @@ struct ModelSpec {
     float attn_softcap = 0.0f;      // 0: none
     float final_softcap = 0.0f;
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
+
+    std::string output_norm_tensor = "output_norm.weight";  // the final norm's name (lfm2: token_embd_norm.weight)
 
     // Set by a family that requires per-head Q/K norms (binding then fails naming
     // the missing tensor); otherwise they are found by presence.

@@ -23,6 +23,12 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
     const SsmSpec& m = s.ssm;
     const int64_t e = s.n_embd, di = m.d_inner, ds = m.d_state, nc = n_conv_channels(m);
     SsmWeights w;
+    if (m.kind == SsmKind::ShortConv) {
+        w.conv = src.floats(p + "shortconv.conv.weight", {static_cast<u64>(m.d_conv), static_cast<u64>(di)}, true);
+        w.in = src.matrix(p + "shortconv.in_proj.weight", e, 3 * di, true);
+        w.out = src.matrix(p + "shortconv.out_proj.weight", di, e, true);
+        return w;
+    }
     w.conv = src.floats(p + "ssm_conv1d.weight", {static_cast<u64>(m.d_conv), static_cast<u64>(nc)}, true);
     w.conv_b = src.floats(p + "ssm_conv1d.bias", {static_cast<u64>(nc)}, true);
     w.out = src.matrix(p + "ssm_out.weight", di, e, true);
@@ -55,7 +61,7 @@ uint64_t ssm_state_bytes(const ModelSpec& s) {
     const SsmSpec& m = s.ssm;
     if (m.kind == SsmKind::None) return 0;
     const u64 conv = static_cast<u64>(m.d_conv - 1) * static_cast<u64>(n_conv_channels(m));
-    const u64 scan = static_cast<u64>(m.d_state) * static_cast<u64>(m.d_inner);
+    const u64 scan = m.kind == SsmKind::ShortConv ? 0 : static_cast<u64>(m.d_state) * static_cast<u64>(m.d_inner);
     return (conv + scan) * sizeof(float);
 }
 
@@ -63,7 +69,9 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
     const SsmSpec& m = spec.ssm;
     const size_t b = static_cast<size_t>(n_batch_max);
     n_conv_ = n_conv_channels(m);
-    d_in_proj_ = m.kind == SsmKind::Mamba2 ? m.d_inner + n_conv_ + m.dt_rank : 2 * static_cast<int64_t>(m.d_inner);
+    d_in_proj_ = m.kind == SsmKind::Mamba2      ? m.d_inner + n_conv_ + m.dt_rank
+                 : m.kind == SsmKind::ShortConv ? 3 * static_cast<int64_t>(m.d_inner)
+                                                : 2 * static_cast<int64_t>(m.d_inner);
     conv_bytes_ = static_cast<int64_t>(m.d_conv - 1) * n_conv_ * static_cast<int64_t>(sizeof(float));
     proj_.resize(b * static_cast<size_t>(d_in_proj_));
     xc_.resize(b * static_cast<size_t>(n_conv_));
@@ -71,7 +79,7 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
     g_.resize(b * static_cast<size_t>(m.d_inner));
     if (m.kind == SsmKind::Mamba2) {
         dt_.resize(b * static_cast<size_t>(m.dt_rank));
-    } else {
+    } else if (m.kind == SsmKind::Mamba1) {
         xdb_.resize(b * static_cast<size_t>(m.dt_rank + 2 * m.d_state));
         dtl_.resize(b * static_cast<size_t>(m.dt_rank));
         dt_.resize(b * static_cast<size_t>(m.d_inner));
@@ -79,10 +87,11 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
 }
 
 // The convolution of the channels at src + src_offset of each row (rows of
-// src_stride floats) into xc_, then SiLU. Threads take channel ranges and walk
-// the rows in order, so each sequence's convolution state advances row by row.
+// src_stride floats) into xc_, then SiLU if asked. Threads take channel ranges
+// and walk the rows in order, so each sequence's convolution state advances row
+// by row.
 void SsmMixer::conv(int il, const SsmWeights& w, const int32_t* seq, int n, const float* src, int64_t src_stride,
-                    int64_t src_offset, RecurrentState& states, const ThreadPool& pool) {
+                    int64_t src_offset, RecurrentState& states, const ThreadPool& pool, bool silu) {
     const int d_conv = spec_.ssm.d_conv;
     const int64_t nc = n_conv_;
     pool.parallel_for(nc, 64, [&](int64_t c0, int64_t c1, int) {
@@ -91,6 +100,7 @@ void SsmMixer::conv(int il, const SsmWeights& w, const int32_t* seq, int n, cons
             ssm::conv_step(st, src + r * src_stride + src_offset, w.conv, w.conv_b, xc_.data() + r * nc, d_conv, c0, c1);
         }
     });
+    if (!silu) return;
     pool.parallel_for(static_cast<int64_t>(n) * nc, 4096, [&](int64_t b, int64_t e, int) {
         for (int64_t i = b; i < e; ++i) xc_[static_cast<size_t>(i)] = ops::silu(xc_[static_cast<size_t>(i)]);
     });
@@ -98,10 +108,39 @@ void SsmMixer::conv(int il, const SsmWeights& w, const int32_t* seq, int n, cons
 
 void SsmMixer::eval(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
                     const ThreadPool& pool, MatmulScratch& mm, const Hook& hook) {
-    if (spec_.ssm.kind == SsmKind::Mamba2)
-        eval2(il, w, seq, n, h, out, states, pool, mm, hook);
-    else
-        eval1(il, w, seq, n, h, out, states, pool, mm, hook);
+    switch (spec_.ssm.kind) {
+        case SsmKind::Mamba2: return eval2(il, w, seq, n, h, out, states, pool, mm, hook);
+        case SsmKind::Mamba1: return eval1(il, w, seq, n, h, out, states, pool, mm, hook);
+        case SsmKind::ShortConv: return eval_shortconv(il, w, seq, n, h, out, states, pool, mm, hook);
+        case SsmKind::None: break;
+    }
+}
+
+void SsmMixer::eval_shortconv(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out,
+                              RecurrentState& states, const ThreadPool& pool, MatmulScratch& mm, const Hook& hook) {
+    const int64_t e = spec_.ssm.d_inner, np = d_in_proj_;
+    // f32 [3 n_embd, n]: B | C | x
+    matmul(w.in, h, n, proj_.data(), pool, mm);
+    if (hook) hook("shortconv_in", il, proj_.data(), np, n);
+    pool.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const float* p = proj_.data() + r * np;
+            float* bx = g_.data() + r * e;
+            for (int64_t i = 0; i < e; ++i) bx[i] = p[i] * p[2 * e + i];
+        }
+    });
+    conv(il, w, seq, n, g_.data(), e, 0, states, pool, false);
+    if (hook) hook("shortconv_conv", il, xc_.data(), e, n);
+    pool.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const float* c = proj_.data() + r * np + e;
+            const float* x = xc_.data() + r * e;
+            float* y = y_.data() + r * e;
+            for (int64_t i = 0; i < e; ++i) y[i] = c[i] * x[i];
+        }
+    });
+    matmul(w.out, y_.data(), n, out, pool, mm);
+    if (hook) hook("shortconv_out", il, out, spec_.n_embd, n);
 }
 
 void SsmMixer::eval2(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
@@ -114,7 +153,7 @@ void SsmMixer::eval2(int il, const SsmWeights& w, const int32_t* seq, int n, con
     // f32 [d_in_proj, n]: z [d_inner] | x B C [n_conv] | dt [n_head]
     matmul(w.in, h, n, proj_.data(), pool, mm);
     dump("ssm_in", proj_.data(), np);
-    conv(il, w, seq, n, proj_.data(), np, di, states, pool);
+    conv(il, w, seq, n, proj_.data(), np, di, states, pool, true);
     dump("ssm_conv", xc_.data(), nc);
     for (int r = 0; r < n; ++r)
         for (int64_t k = 0; k < nh; ++k) dt_[static_cast<size_t>(r * nh + k)] = proj_[static_cast<size_t>(r * np + di + nc + k)] + w.dt_b[k];
@@ -159,7 +198,7 @@ void SsmMixer::eval1(int il, const SsmWeights& w, const int32_t* seq, int n, con
     // f32 [2 d_inner, n]: x | z
     matmul(w.in, h, n, proj_.data(), pool, mm);
     dump("ssm_in", proj_.data(), np);
-    conv(il, w, seq, n, proj_.data(), np, 0, states, pool);
+    conv(il, w, seq, n, proj_.data(), np, 0, states, pool, true);
     dump("ssm_conv", xc_.data(), di);
     matmul(w.x_proj, xc_.data(), n, xdb_.data(), pool, mm);
     for (int r = 0; r < n; ++r)

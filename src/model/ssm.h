@@ -6,6 +6,8 @@
 // Mamba-2 (mamba2; the Mamba-2 layers of nemotron_h, granitehybrid, falcon-h1):
 //   zxBCdt = ssm_in · x;  xBC = SiLU(conv1d(xBC) + b);  y = scan(x, dt + dt_b, A, B, C) + D·x
 //   y = RMSNorm_per_group(y · SiLU(z)) · ssm_norm;   out = ssm_out · y
+// ShortConv (lfm2's convolution layers): no scan, a gated short convolution:
+//   [B, C, x] = in_proj · x;  y = C · conv1d(B · x);  out = out_proj · y
 // Mamba-1 (mamba):
 //   xz = ssm_in · x;  x = SiLU(conv1d(x) + b);  [dt_low, B, C] = ssm_x · x;  dt = ssm_dt · dt_low + dt_b
 //   y = (scan(x, dt, A, B, C) + D·x) · SiLU(z);   out = ssm_out · y
@@ -29,16 +31,16 @@
 namespace kiln {
 
 struct SsmWeights {
-    Matrix in;                       // ssm_in [n_embd, d_in_proj]
-    const float* conv = nullptr;     // ssm_conv1d.weight f32 [d_conv, n_conv]
-    const float* conv_b = nullptr;   // [n_conv]
+    Matrix in;                       // ssm_in (shortconv.in_proj) [n_embd, d_in_proj]
+    const float* conv = nullptr;     // ssm_conv1d.weight (shortconv.conv.weight) f32 [d_conv, n_conv]
+    const float* conv_b = nullptr;   // [n_conv]; ShortConv: none
     Matrix x_proj;                   // Mamba-1 ssm_x [d_inner, dt_rank + 2 d_state]
     Matrix dt_proj;                  // Mamba-1 ssm_dt [dt_rank, d_inner]
     const float* dt_b = nullptr;     // [n_head] (Mamba-2) or [d_inner]
     const float* A = nullptr;        // ssm_a: [1, n_head] (Mamba-2) or [d_state, d_inner]; already -exp(A_log)
     const float* D = nullptr;        // ssm_d: [1, n_head] (Mamba-2) or [d_inner]
     const float* norm = nullptr;     // Mamba-2 ssm_norm [d_inner / n_group, n_group]
-    Matrix out;                      // ssm_out [d_inner, n_embd]
+    Matrix out;                      // ssm_out (shortconv.out_proj) [d_inner, n_embd]
 };
 
 // Binds layer `prefix` ("blk.3.")'s mixer tensors, checking every shape.
@@ -62,7 +64,9 @@ public:
 
 private:
     void conv(int il, const SsmWeights& w, const int32_t* seq, int n, const float* src, int64_t src_stride, int64_t src_offset,
-              RecurrentState& states, const ThreadPool& pool);
+              RecurrentState& states, const ThreadPool& pool, bool silu);
+    void eval_shortconv(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
+                        const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
     void eval2(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
                const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
     void eval1(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
@@ -78,7 +82,7 @@ private:
     std::vector<float> dtl_;   // Mamba-1: its dt part, contiguous [dt_rank, n]
     std::vector<float> dt_;    // time steps with bias [n_head or d_inner, n]
     std::vector<float> y_;     // scan output [d_inner, n]
-    std::vector<float> g_;     // the gate, SiLU(z) · y [d_inner, n]
+    std::vector<float> g_;     // the gate, SiLU(z) · y [d_inner, n]; ShortConv: B · x
 };
 
 }  // namespace kiln

@@ -126,7 +126,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     if (!embd) throw Error("tensor 'token_embd.weight' not found");
     if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
-    w.output_norm = b.vector("output_norm.weight", s.n_embd, true);
+    w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
     if (s.norm == NormKind::Layer) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
     w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, false);
     if (w.output.empty()) w.output = w.tok_embd;  // tied output head
@@ -138,33 +138,36 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         LayerSpec& l = s.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights lw;
-        if (l.mixer == MixerKind::Recurrent && l.ffn == FfnKind::None) {
-            // A recurrent layer alone (Mamba): its norm and its mixer's tensors.
+        if (l.mixer == MixerKind::Recurrent) {
+            // A recurrent layer: its norm and its mixer's tensors (src/model/ssm.cpp);
+            // with FFN kind None (Mamba) nothing else.
             lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
             lw.ssm = bind_ssm_weights(b, p, s);
-            w.layers.push_back(lw);
-            continue;
+            if (l.ffn == FfnKind::None) {
+                w.layers.push_back(lw);
+                continue;
+            }
         }
-        if (l.mixer != MixerKind::Attention)
-            throw Error("layer " + std::to_string(il) + ": recurrent layers with an FFN are not supported yet", ErrorKind::Unsupported);
         if (b.find(p + "ffn_gate_inp.weight"))
             throw Error("tensor '" + p + "ffn_gate_inp.weight': mixture-of-experts layers are not supported yet",
                         ErrorKind::Unsupported);
-        lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
-        if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
-        lw.wq = b.matrix(p + "attn_q.weight", e, l.n_head * dk, true);
-        lw.wk = b.matrix(p + "attn_k.weight", e, l.n_head_kv * dk, true);
-        lw.wv = b.matrix(p + "attn_v.weight", e, l.n_head_kv * dv, true);
-        lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
-        lw.bq = b.vector(p + "attn_q.bias", l.n_head * dk, false);
-        lw.bk = b.vector(p + "attn_k.bias", l.n_head_kv * dk, false);
-        lw.bv = b.vector(p + "attn_v.bias", l.n_head_kv * dv, false);
-        lw.bo = b.vector(p + "attn_output.bias", e, false);
-        lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, s.qk_norm);
-        lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, s.qk_norm || lw.q_norm);
-        any_q_norm |= lw.q_norm != nullptr;
-        lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
-        any_post_attn |= lw.attn_post_norm != nullptr;
+        if (l.mixer == MixerKind::Attention) {
+            lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
+            lw.wq = b.matrix(p + "attn_q.weight", e, l.n_head * dk, true);
+            lw.wk = b.matrix(p + "attn_k.weight", e, l.n_head_kv * dk, true);
+            lw.wv = b.matrix(p + "attn_v.weight", e, l.n_head_kv * dv, true);
+            lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
+            lw.bq = b.vector(p + "attn_q.bias", l.n_head * dk, false);
+            lw.bk = b.vector(p + "attn_k.bias", l.n_head_kv * dk, false);
+            lw.bv = b.vector(p + "attn_v.bias", l.n_head_kv * dv, false);
+            lw.bo = b.vector(p + "attn_output.bias", e, false);
+            lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, s.qk_norm);
+            lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, s.qk_norm || lw.q_norm);
+            any_q_norm |= lw.q_norm != nullptr;
+            lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
+            any_post_attn |= lw.attn_post_norm != nullptr;
+        }
         lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
         // The FFN's kind from the file: gated when it has a gate projection.

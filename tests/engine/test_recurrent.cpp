@@ -18,7 +18,7 @@
 
 namespace {
 
-const std::vector<std::string> k_families = {"mamba2", "mamba"};
+const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2"};
 
 std::shared_ptr<const kiln::Model> load_tiny(const std::string& family) {
     static std::map<std::string, std::shared_ptr<const kiln::Model>> models;
@@ -199,7 +199,9 @@ TEST_P(Recurrent, ConversationTurnsReuseTheirPrefixAndMatchColdEngines) {
 TEST_P(Recurrent, MemoryIsTheStatePerSequenceAndABudgetTooSmallSaysSo) {
     auto m = load_tiny(GetParam());
     kiln::Context ctx(m, {.n_ctx = 512, .n_seq_max = 2});
-    EXPECT_EQ(ctx.kv_bytes_per_position(), 0u);
+    // A recurrent model has no per-position memory; the hybrid lfm2 has its two
+    // attention layers' f16 K and V (2 KV heads of 16).
+    EXPECT_EQ(ctx.kv_bytes_per_position(), GetParam() == "lfm2" ? 2u * 2 * 2 * 16 * 2 : 0u);
     EXPECT_GT(ctx.memory_bytes(), 0u);
     try {
         kiln::Context tiny(m, {.n_ctx = 512, .n_seq_max = 2, .memory_budget = 1024});

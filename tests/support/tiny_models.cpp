@@ -217,6 +217,56 @@ void write_ssm_model(const SsmRecipe& r, uint64_t seed, const std::string& token
     t.writer().write(path);
 }
 
+// lfm2: short-convolution layers (0 KV heads) and attention layers with
+// QK-norm, each with a SwiGLU FFN, the final norm named token_embd_norm.
+void write_lfm2_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "lfm2";
+    const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128, l_cache = 3;
+    const bool attention[n_layer] = {false, true, false, true};
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(n_head));
+    std::vector<Value> kv;
+    for (bool a : attention) kv.push_back(Value::u32(a ? n_head_kv : 0));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    t.key("rope.freq_base", Value::f32(1000000.0f));
+    t.key("shortconv.l_cache", Value::u32(l_cache));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (attention[il]) {
+            t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.vector(p + "attn_q_norm.weight", hd, 1.0f, 0.2f);
+            t.vector(p + "attn_k_norm.weight", hd, 1.0f, 0.2f);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else {
+            t.tensor(p + "shortconv.conv.weight", {static_cast<uint64_t>(l_cache), static_cast<uint64_t>(e)},
+                     [](float u) { return 0.7f * u; });
+            t.matrix(p + "shortconv.in_proj.weight", e, 3 * e, wt, 2.0f);
+            t.matrix(p + "shortconv.out_proj.weight", e, e, wt);
+        }
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_gate.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_up.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+    }
+    t.writer().write(path);
+}
+
 const FamilyRecipe& recipe(const std::string& family) {
     for (const auto& r : recipes())
         if (r.family == family) return r;
@@ -229,6 +279,7 @@ std::vector<TinyModelInfo> tiny_model_families() {
     std::vector<TinyModelInfo> out;
     for (const auto& r : recipes()) out.push_back({r.family, r.description});
     for (const auto& r : ssm_recipes()) out.push_back({r.family, r.description});
+    out.push_back({"lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
     return out;
 }
 
@@ -245,6 +296,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     uint64_t seed = 1000;
     for (char c : family) seed = seed * 131 + static_cast<unsigned char>(c);
     if (const SsmRecipe* sr = ssm_recipe(family)) return write_ssm_model(*sr, seed, tokenizer_source, path);
+    if (family == "lfm2") return write_lfm2_model(seed, tokenizer_source, path);
     const FamilyRecipe& r = recipe(family);
     const std::string arch = r.arch.empty() ? family : r.arch;
     TinyWriter t(arch, seed);

@@ -13,5 +13,6 @@ void configure_gemma2(ArchConfig& c);
 void configure_gemma3(ArchConfig& c);
 void configure_mamba(ArchConfig& c);
 void configure_mamba2(ArchConfig& c);
+void configure_lfm2(ArchConfig& c);
 
 }  // namespace kiln
