@@ -4,6 +4,19 @@
 
 namespace kiln::ssm {
 
+namespace {
+
+// Σ a[i] · b[i] in the 16 lanes of the scans, folded in halves.
+float lane_dot(const float* a, const float* b, int n) {
+    float lane[k_scan_lanes] = {};
+    for (int i = 0; i < n; ++i) lane[i % k_scan_lanes] += a[i] * b[i];
+    for (int w = k_scan_lanes / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; ++k) lane[k] += lane[k + w];
+    return lane[0];
+}
+
+}  // namespace
+
 float softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
 
 void conv_step(float* state, const float* x, const float* w, const float* bias, float* y, int d_conv, int64_t c0, int64_t c1) {
@@ -61,6 +74,24 @@ void scan1_step(float* state, const float* x, const float* dt, const float* A, c
             s[i] = v;
         }
         y[c] = sum;
+    }
+}
+
+void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
+                int n_k_heads, int h0, int h1) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    for (int h = h0; h < h1; ++h) {
+        const float decay = std::exp(g[h]);
+        const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
+        const float* qh = q + static_cast<int64_t>(h % n_k_heads) * d;
+        float* m = state + static_cast<int64_t>(h) * d * d;
+        for (int j = 0; j < d; ++j) {
+            float* row = m + static_cast<int64_t>(j) * d;
+            for (int i = 0; i < d; ++i) row[i] *= decay;
+            const float delta = (v[static_cast<int64_t>(h) * d + j] - lane_dot(row, kh, d)) * beta[h];
+            for (int i = 0; i < d; ++i) row[i] += kh[i] * delta;
+            y[static_cast<int64_t>(h) * d + j] = lane_dot(row, qh, d) * scale;
+        }
     }
 }
 

@@ -45,4 +45,14 @@ void scan2_step(float* state, const float* x, const float* dt, const float* A, c
 void scan1_step(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C, float* y,
                 int d_state, int64_t c0, int64_t c1);
 
+// The gated delta rule of one position (Qwen3.5's linear attention), value
+// heads [h0, h1), value head h reading key head h % n_k_heads (llama.cpp's
+// tiling of the key heads). The state of head h is M [d, d] with M[j][i] =
+// S[i][j]; row j of it, with decay exp(g[h]):
+//   row *= decay;  δ = (v[h][j] - row · k) · beta[h];  row += k · δ;  y[h][j] = (row · q) / sqrt(d)
+// q, k: f32 [d, n_k_heads] (already L2-normed); v, y: [d, n_v_heads]; g, beta: [n_v_heads].
+// Dot products are summed in the 16 lanes of scan2_step.
+void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
+                int n_k_heads, int h0, int h1);
+
 }  // namespace kiln::ssm

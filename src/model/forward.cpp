@@ -33,6 +33,12 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     for (const LayerSpec& l : spec.layers)
         if (l.ffn == FfnKind::Plain) ones_.assign(static_cast<size_t>(spec.max_n_ff()), 1.0f);
     attn_scratch_.resize(static_cast<size_t>(pool.size()));
+    if (spec.attn_output_gate) {
+        if (spec.head_dim_k != spec.head_dim_v)
+            throw Error("an attention output gate needs equal key and value head sizes (architecture '" + spec.arch + "')");
+        qg_.resize(2 * q_.size());
+        ogate_.resize(q_.size());
+    }
     if (recurrent_) ssm_ = std::make_unique<SsmMixer>(spec, n_batch_max);
 }
 
@@ -129,8 +135,17 @@ void Forward::attention_layer(int il, const BatchRows& b) {
 
     {
         const Matrix* ws[] = {&lw.wq, &lw.wk, &lw.wv};
-        float* ys[] = {q_.data(), k_.data(), v_.data()};
+        float* ys[] = {spec_.attn_output_gate ? qg_.data() : q_.data(), k_.data(), v_.data()};
         matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+    }
+    if (spec_.attn_output_gate) {
+        // Per head: [q | gate] -> q_ and ogate_.
+        for (int64_t r = 0; r < n; ++r)
+            for (int h = 0; h < l.n_head; ++h) {
+                const float* src = qg_.data() + r * 2 * nq + h * 2 * dk;
+                std::copy(src, src + dk, q_.data() + r * nq + h * dk);
+                std::copy(src + dk, src + 2 * dk, ogate_.data() + r * nq + h * dk);
+            }
     }
     add_bias(q_.data(), lw.bq, n, nq);
     add_bias(k_.data(), lw.bk, n, nk);
@@ -230,6 +245,12 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         }
     });
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);
+    if (spec_.attn_output_gate) {
+        pool_.parallel_for(n * nq, 4096, [&](int64_t b0, int64_t b1, int) {
+            for (int64_t i = b0; i < b1; ++i) att_[static_cast<size_t>(i)] *= ops::sigmoid(ogate_[static_cast<size_t>(i)]);
+        });
+        dump("attn_gated", il, att_.data(), l.n_head * dv, n);
+    }
 
     matmul(lw.wo, att_.data(), n, o_.data(), pool_, mm_);
     add_bias(o_.data(), lw.bo, n, e);

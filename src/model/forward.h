@@ -89,6 +89,7 @@ private:
     std::vector<float> h_;       // normed input of a block [n_embd, n]
     std::vector<float> q_, k_, v_;  // [n_head * head_dim_k, n], [n_head_kv * head_dim_k, n], [n_head_kv * head_dim_v, n]
     std::vector<float> att_;     // attention output [n_head * head_dim_v, n]
+    std::vector<float> qg_, ogate_;  // attn_output_gate: Q with its gates [2 n_head head_dim_k, n], the gates [n_head head_dim_k, n]
     std::vector<float> o_;       // a block's output [n_embd, n]
     std::vector<float> gate_, up_;  // [n_ff, n]
     std::vector<float> ones_;    // [n_ff] of 1.0f: a plain FFN's activation through the gated kernel

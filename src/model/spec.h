@@ -45,14 +45,14 @@ struct RopeSpec {
 };
 
 // The recurrence of a model's recurrent layers (llama.cpp's `ssm.*` keys).
-enum class SsmKind { None, Mamba1, Mamba2, ShortConv };
+enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet };
 struct SsmSpec {
     SsmKind kind = SsmKind::None;
     int d_conv = 0;   // causal convolution width (ssm.conv_kernel; ShortConv: shortconv.l_cache)
     int d_inner = 0;  // channels of the recurrence (ssm.inner_size; ShortConv: the width)
     int d_state = 0;  // state per channel (ssm.state_size)
-    int dt_rank = 0;  // Mamba-1: rank of the time-step projection; Mamba-2: number of heads (ssm.time_step_rank)
-    int n_group = 1;  // Mamba-2: groups sharing B and C (ssm.group_count)
+    int dt_rank = 0;  // Mamba-1: rank of the time-step projection; Mamba-2: heads; delta net: value heads (ssm.time_step_rank)
+    int n_group = 1;  // Mamba-2: groups sharing B and C; delta net: key heads (ssm.group_count)
 };
 
 struct LayerSpec {
@@ -90,6 +90,10 @@ struct ModelSpec {
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
 
     std::string output_norm_tensor = "output_norm.weight";  // the final norm's name (lfm2: token_embd_norm.weight)
+    std::string ffn_norm_tensor = "ffn_norm.weight";        // the FFN's input norm (qwen35: post_attention_norm.weight)
+    // The Q projection carries a second half per head, a gate: the attention
+    // output is multiplied by its sigmoid before attn_output (qwen35).
+    bool attn_output_gate = false;
 
     // Set by a family that requires per-head Q/K norms (binding then fails naming
     // the missing tensor); otherwise they are found by presence.

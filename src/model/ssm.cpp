@@ -13,15 +13,17 @@ namespace {
 
 using u64 = uint64_t;
 
-int64_t n_conv_channels(const SsmSpec& m) {
-    return m.kind == SsmKind::Mamba2 ? m.d_inner + 2 * static_cast<int64_t>(m.n_group) * m.d_state : m.d_inner;
-}
-
 }  // namespace
+
+int64_t ssm_conv_channels(const SsmSpec& m) {
+    return m.kind == SsmKind::Mamba2 || m.kind == SsmKind::GatedDeltaNet ? m.d_inner + 2 * static_cast<int64_t>(m.n_group) * m.d_state
+                                                                         : m.d_inner;
+}
 
 SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const ModelSpec& s) {
     const SsmSpec& m = s.ssm;
-    const int64_t e = s.n_embd, di = m.d_inner, ds = m.d_state, nc = n_conv_channels(m);
+    const int64_t e = s.n_embd, di = m.d_inner, ds = m.d_state, nc = ssm_conv_channels(m);
+    if (m.kind == SsmKind::GatedDeltaNet) return bind_delta_net_weights(src, p, s);
     SsmWeights w;
     if (m.kind == SsmKind::ShortConv) {
         w.conv = src.floats(p + "shortconv.conv.weight", {static_cast<u64>(m.d_conv), static_cast<u64>(di)}, true);
@@ -52,7 +54,7 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
 
 std::vector<Matrix*> ssm_matrices(SsmWeights& w) {
     std::vector<Matrix*> out;
-    for (Matrix* m : {&w.in, &w.x_proj, &w.dt_proj, &w.out})
+    for (Matrix* m : {&w.in, &w.x_proj, &w.dt_proj, &w.out, &w.z_proj, &w.beta_proj, &w.alpha_proj})
         if (!m->empty()) out.push_back(m);
     return out;
 }
@@ -60,7 +62,8 @@ std::vector<Matrix*> ssm_matrices(SsmWeights& w) {
 uint64_t ssm_state_bytes(const ModelSpec& s) {
     const SsmSpec& m = s.ssm;
     if (m.kind == SsmKind::None) return 0;
-    const u64 conv = static_cast<u64>(m.d_conv - 1) * static_cast<u64>(n_conv_channels(m));
+    const u64 conv = static_cast<u64>(m.d_conv - 1) * static_cast<u64>(ssm_conv_channels(m));
+    // Delta net: a [d_state, d_state] matrix per value head (d_inner = heads x d_state).
     const u64 scan = m.kind == SsmKind::ShortConv ? 0 : static_cast<u64>(m.d_state) * static_cast<u64>(m.d_inner);
     return (conv + scan) * sizeof(float);
 }
@@ -68,10 +71,11 @@ uint64_t ssm_state_bytes(const ModelSpec& s) {
 SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
     const SsmSpec& m = spec.ssm;
     const size_t b = static_cast<size_t>(n_batch_max);
-    n_conv_ = n_conv_channels(m);
-    d_in_proj_ = m.kind == SsmKind::Mamba2      ? m.d_inner + n_conv_ + m.dt_rank
-                 : m.kind == SsmKind::ShortConv ? 3 * static_cast<int64_t>(m.d_inner)
-                                                : 2 * static_cast<int64_t>(m.d_inner);
+    n_conv_ = ssm_conv_channels(m);
+    d_in_proj_ = m.kind == SsmKind::Mamba2          ? m.d_inner + n_conv_ + m.dt_rank
+                 : m.kind == SsmKind::ShortConv     ? 3 * static_cast<int64_t>(m.d_inner)
+                 : m.kind == SsmKind::GatedDeltaNet ? n_conv_
+                                                    : 2 * static_cast<int64_t>(m.d_inner);
     conv_bytes_ = static_cast<int64_t>(m.d_conv - 1) * n_conv_ * static_cast<int64_t>(sizeof(float));
     proj_.resize(b * static_cast<size_t>(d_in_proj_));
     xc_.resize(b * static_cast<size_t>(n_conv_));
@@ -79,6 +83,10 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
     g_.resize(b * static_cast<size_t>(m.d_inner));
     if (m.kind == SsmKind::Mamba2) {
         dt_.resize(b * static_cast<size_t>(m.dt_rank));
+    } else if (m.kind == SsmKind::GatedDeltaNet) {
+        z_.resize(b * static_cast<size_t>(m.d_inner));
+        beta_.resize(b * static_cast<size_t>(m.dt_rank));
+        alpha_.resize(b * static_cast<size_t>(m.dt_rank));
     } else if (m.kind == SsmKind::Mamba1) {
         xdb_.resize(b * static_cast<size_t>(m.dt_rank + 2 * m.d_state));
         dtl_.resize(b * static_cast<size_t>(m.dt_rank));
@@ -112,6 +120,7 @@ void SsmMixer::eval(int il, const SsmWeights& w, const int32_t* seq, int n, cons
         case SsmKind::Mamba2: return eval2(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::Mamba1: return eval1(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::ShortConv: return eval_shortconv(il, w, seq, n, h, out, states, pool, mm, hook);
+        case SsmKind::GatedDeltaNet: return eval_delta_net(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::None: break;
     }
 }

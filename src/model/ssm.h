@@ -8,6 +8,10 @@
 //   y = RMSNorm_per_group(y · SiLU(z)) · ssm_norm;   out = ssm_out · y
 // ShortConv (lfm2's convolution layers): no scan, a gated short convolution:
 //   [B, C, x] = in_proj · x;  y = C · conv1d(B · x);  out = out_proj · y
+// Gated delta net (qwen35's linear-attention layers; src/model/delta_net.cpp):
+//   qkv = attn_qkv · x;  [q, k, v] = SiLU(conv1d(qkv));  q, k L2-normed per key head
+//   g = softplus(ssm_alpha · x + dt_b) · A;  beta = sigmoid(ssm_beta · x)
+//   y = delta_rule(q, k, v, g, beta);  out = ssm_out · (RMSNorm(y) · ssm_norm · SiLU(attn_gate · x))
 // Mamba-1 (mamba):
 //   xz = ssm_in · x;  x = SiLU(conv1d(x) + b);  [dt_low, B, C] = ssm_x · x;  dt = ssm_dt · dt_low + dt_b
 //   y = (scan(x, dt, A, B, C) + D·x) · SiLU(z);   out = ssm_out · y
@@ -41,13 +45,18 @@ struct SsmWeights {
     const float* D = nullptr;        // ssm_d: [1, n_head] (Mamba-2) or [d_inner]
     const float* norm = nullptr;     // Mamba-2 ssm_norm [d_inner / n_group, n_group]
     Matrix out;                      // ssm_out (shortconv.out_proj) [d_inner, n_embd]
+    Matrix z_proj, beta_proj, alpha_proj;  // delta net: attn_gate [n_embd, d_inner], ssm_beta / ssm_alpha [n_embd, n_v_heads]
 };
 
 // Binds layer `prefix` ("blk.3.")'s mixer tensors, checking every shape.
 SsmWeights bind_ssm_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
 // The matrices among them (for the load-time repacking).
 std::vector<Matrix*> ssm_matrices(SsmWeights& w);
+// The delta net's part of bind_ssm_weights (delta_net.cpp).
+SsmWeights bind_delta_net_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
 
+// Channels through the causal convolution.
+int64_t ssm_conv_channels(const SsmSpec& m);
 // Bytes of one sequence's state in one recurrent layer (convolution + scan).
 uint64_t ssm_state_bytes(const ModelSpec& spec);
 
@@ -65,6 +74,8 @@ public:
 private:
     void conv(int il, const SsmWeights& w, const int32_t* seq, int n, const float* src, int64_t src_stride, int64_t src_offset,
               RecurrentState& states, const ThreadPool& pool, bool silu);
+    void eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
+                        const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
     void eval_shortconv(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
                         const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
     void eval2(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
@@ -83,6 +94,8 @@ private:
     std::vector<float> dt_;    // time steps with bias [n_head or d_inner, n]
     std::vector<float> y_;     // scan output [d_inner, n]
     std::vector<float> g_;     // the gate, SiLU(z) · y [d_inner, n]; ShortConv: B · x
+    std::vector<float> z_;     // delta net: the output gate's input [d_inner, n]
+    std::vector<float> beta_, alpha_;  // delta net: [n_v_heads, n] each
 };
 
 }  // namespace kiln

@@ -154,7 +154,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         if (l.mixer == MixerKind::Attention) {
             lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
             if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
-            lw.wq = b.matrix(p + "attn_q.weight", e, l.n_head * dk, true);
+            lw.wq = b.matrix(p + "attn_q.weight", e, (s.attn_output_gate ? 2 : 1) * l.n_head * dk, true);
             lw.wk = b.matrix(p + "attn_k.weight", e, l.n_head_kv * dk, true);
             lw.wv = b.matrix(p + "attn_v.weight", e, l.n_head_kv * dv, true);
             lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
@@ -165,10 +165,11 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
             lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, s.qk_norm);
             lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, s.qk_norm || lw.q_norm);
             any_q_norm |= lw.q_norm != nullptr;
-            lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
+            if (s.ffn_norm_tensor != "post_attention_norm.weight")
+                lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
             any_post_attn |= lw.attn_post_norm != nullptr;
         }
-        lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
+        lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
         // The FFN's kind from the file: gated when it has a gate projection.
         lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);

@@ -267,6 +267,70 @@ void write_lfm2_model(uint64_t seed, const std::string& tokenizer_source, const 
     t.writer().write(path);
 }
 
+// qwen35: three gated delta-net layers then one gated full-attention layer
+// (full_attention_interval 4), SwiGLU FFN after each.
+void write_qwen35_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "qwen35";
+    using u64 = uint64_t;
+    const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 32, n_ff = 128, n_rot = 16;
+    const int d_conv = 4, d_state = 16, n_k = 2, n_v = 4, d_inner = n_v * d_state, n_conv = d_inner + 2 * n_k * d_state;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::u32(n_head_kv));
+    t.key("attention.key_length", Value::u32(hd));
+    t.key("attention.value_length", Value::u32(hd));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("rope.freq_base", Value::f32(10000000.0f));
+    t.key("rope.dimension_count", Value::u32(n_rot));
+    t.key("rope.dimension_sections",
+          Value::array(gguf::ValueType::I32, {Value::i32(3), Value::i32(3), Value::i32(2), Value::i32(0)}));
+    t.key("full_attention_interval", Value::u32(4));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(n_v));
+    t.key("ssm.group_count", Value::u32(n_k));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if ((il + 1) % 4 == 0) {
+            t.matrix(p + "attn_q.weight", e, 2 * n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.vector(p + "attn_q_norm.weight", hd, 1.0f, 0.2f);
+            t.vector(p + "attn_k_norm.weight", hd, 1.0f, 0.2f);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else {
+            t.matrix(p + "attn_qkv.weight", e, n_conv, wt, 2.0f);
+            t.matrix(p + "attn_gate.weight", e, d_inner, wt, 2.0f);
+            t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_v)}, [](float u) { return 0.5f * u; });
+            t.tensor(p + "ssm_a", {static_cast<u64>(n_v)}, [](float u) { return -std::exp(u); });
+            t.matrix(p + "ssm_beta.weight", e, n_v, wt, 2.0f);
+            t.matrix(p + "ssm_alpha.weight", e, n_v, wt, 2.0f);
+            t.vector(p + "ssm_norm.weight", d_state, 1.0f, 0.2f);
+            t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        }
+        t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_gate.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_up.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+    }
+    t.writer().write(path);
+}
+
 const FamilyRecipe& recipe(const std::string& family) {
     for (const auto& r : recipes())
         if (r.family == family) return r;
@@ -280,6 +344,8 @@ std::vector<TinyModelInfo> tiny_model_families() {
     for (const auto& r : recipes()) out.push_back({r.family, r.description});
     for (const auto& r : ssm_recipes()) out.push_back({r.family, r.description});
     out.push_back({"lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
+    out.push_back({"qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention layer "
+                             "(GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"});
     return out;
 }
 
@@ -297,6 +363,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     for (char c : family) seed = seed * 131 + static_cast<unsigned char>(c);
     if (const SsmRecipe* sr = ssm_recipe(family)) return write_ssm_model(*sr, seed, tokenizer_source, path);
     if (family == "lfm2") return write_lfm2_model(seed, tokenizer_source, path);
+    if (family == "qwen35") return write_qwen35_model(seed, tokenizer_source, path);
     const FamilyRecipe& r = recipe(family);
     const std::string arch = r.arch.empty() ? family : r.arch;
     TinyWriter t(arch, seed);

@@ -14,5 +14,6 @@ void configure_gemma3(ArchConfig& c);
 void configure_mamba(ArchConfig& c);
 void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
+void configure_qwen35(ArchConfig& c);
 
 }  // namespace kiln
