@@ -15,6 +15,8 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
         if ((l.mixer == MixerKind::Attention && !cache_) || (l.mixer == MixerKind::Recurrent && !recurrent_))
             throw Error("forward: the memory has no part for the layers' mixers (architecture '" + spec.arch + "')",
                         ErrorKind::Internal);
+        if (l.ffn == FfnKind::Gated && spec.activation == FfnActivation::Relu2)
+            throw Error("a gated FFN with ReLU² is not supported (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
         if (l.ffn == FfnKind::Experts)
             throw Error("mixture-of-experts layers are not supported yet (architecture '" + spec.arch + "')",
                         ErrorKind::Unsupported);
@@ -280,9 +282,19 @@ void Forward::ffn_layer(int il, int n) {
         // kinds share one activation kernel per CPU level.
         matmul(lw.ffn_up, h_.data(), n, gate_.data(), pool_, mm_);
         add_bias(gate_.data(), lw.ffn_up_b, n, ff);
-        pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
-            for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
-        });
+        if (spec_.activation == FfnActivation::Relu2) {
+            // max(x, 0)^2, exact in float (ggml: relu, then sqr).
+            pool_.parallel_for(n * ff, 4096, [&](int64_t b0, int64_t b1, int) {
+                for (int64_t i = b0; i < b1; ++i) {
+                    const float v = std::max(gate_[static_cast<size_t>(i)], 0.0f);
+                    gate_[static_cast<size_t>(i)] = v * v;
+                }
+            });
+        } else {
+            pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+                for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
+            });
+        }
     }
     dump("ffn_act", il, gate_.data(), ff, n);
     matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
@@ -335,7 +347,7 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
         const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
         if (l.mixer == MixerKind::Recurrent)
             recurrent_layer(il, b);
-        else
+        else if (l.mixer == MixerKind::Attention)
             attention_layer(il, b);
         if (l.ffn != FfnKind::None) ffn_layer(il, n);
     }

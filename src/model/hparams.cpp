@@ -125,9 +125,11 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
         if (l.n_head <= 0 || l.n_head_kv <= 0 || l.n_head % l.n_head_kv != 0)
             throw Error("layer " + std::to_string(il) + ": " + std::to_string(l.n_head) + " heads cannot be grouped over " +
                         std::to_string(l.n_head_kv) + " KV heads (" + k("attention.head_count_kv") + ")");
-        if (l.n_ff <= 0 && !attention_free) throw Error("GGUF metadata '" + k("feed_forward_length") + "' must be positive");
+        if (l.n_ff <= 0 && !layers_may_lack_heads) throw Error("GGUF metadata '" + k("feed_forward_length") + "' must be positive");
     }
-    const int head0 = s.layers[0].n_head;
+    int head0 = 0;  // the first layer with heads decides the head size
+    for (const LayerSpec& l : s.layers)
+        if (head0 == 0) head0 = l.n_head;
     s.head_dim_k = md.has(k("attention.key_length")) ? to_int(k("attention.key_length"), md.get_uint(k("attention.key_length")))
                                                       : (head0 > 0 ? s.n_embd / head0 : 0);
     s.head_dim_v = md.has(k("attention.value_length"))

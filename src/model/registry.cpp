@@ -30,7 +30,7 @@ constexpr ArchRow k_rows[] = {
     {"nomic-bert", RopeKind::Neox}, {"mpt", RopeKind::None},        {"bloom", RopeKind::None},
     {"mamba", RopeKind::None, MemoryKind::Recurrent, configure_mamba}, {"mamba2", RopeKind::None, MemoryKind::Recurrent, configure_mamba2},      {"rwkv6", RopeKind::None, MemoryKind::Recurrent},      {"rwkv7", RopeKind::None, MemoryKind::Recurrent},
     {"t5", RopeKind::None},         {"jais", RopeKind::None},       {"lfm2", RopeKind::Neox, MemoryKind::Hybrid, configure_lfm2},
-    {"refact", RopeKind::None},
+    {"refact", RopeKind::None},     {"nemotron_h", RopeKind::None, MemoryKind::Hybrid, configure_nemotron_h},
 };
 
 }  // namespace

@@ -12,12 +12,13 @@
 namespace kiln {
 
 enum class NormKind { Rms, Layer };
-enum class FfnActivation { Silu, Gelu };  // gated: act(gate) * up; plain: act(up)
+enum class FfnActivation { Silu, Gelu, Relu2 };  // gated: act(gate) * up; plain: act(up); Relu2: max(x, 0)^2 (plain only)
 
 // A layer's token mixer: how a position sees the others.
 enum class MixerKind {
     Attention,  // softmax attention over the KV cells (causal or not, full or sliding window)
     Recurrent,  // a fixed-size state per sequence: ModelSpec::ssm says which recurrence (src/model/ssm.h)
+    None,       // no mixer: the layer is its FFN alone (nemotron_h)
 };
 // A layer's feed-forward block.
 enum class FfnKind {

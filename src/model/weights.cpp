@@ -168,6 +168,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
             if (s.ffn_norm_tensor != "post_attention_norm.weight")
                 lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
             any_post_attn |= lw.attn_post_norm != nullptr;
+            if (l.ffn == FfnKind::None) {  // an attention layer alone (nemotron_h)
+                w.layers.push_back(lw);
+                continue;
+            }
         }
         lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);

@@ -18,7 +18,7 @@
 
 namespace {
 
-const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2", "qwen35"};
+const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2", "qwen35", "nemotron_h"};
 
 std::shared_ptr<const kiln::Model> load_tiny(const std::string& family) {
     static std::map<std::string, std::shared_ptr<const kiln::Model>> models;
@@ -202,7 +202,11 @@ TEST_P(Recurrent, MemoryIsTheStatePerSequenceAndABudgetTooSmallSaysSo) {
     // A recurrent model has no per-position memory; the hybrid lfm2 has its two
     // attention layers' f16 K and V (2 KV heads of 16).
     // (qwen35: one attention layer, 2 KV heads of 32).
-    const uint64_t per_position = GetParam() == "lfm2" ? 2u * 2 * 2 * 16 * 2 : GetParam() == "qwen35" ? 1u * 2 * 2 * 32 * 2 : 0u;
+    // (qwen35: one attention layer, 2 KV heads of 32; nemotron_h: one, 2 KV heads of 16).
+    const uint64_t per_position = GetParam() == "lfm2"         ? 2u * 2 * 2 * 16 * 2
+                                  : GetParam() == "qwen35"     ? 1u * 2 * 2 * 32 * 2
+                                  : GetParam() == "nemotron_h" ? 1u * 2 * 2 * 16 * 2
+                                                               : 0u;
     EXPECT_EQ(ctx.kv_bytes_per_position(), per_position);
     EXPECT_GT(ctx.memory_bytes(), 0u);
     try {

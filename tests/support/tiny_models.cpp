@@ -331,6 +331,67 @@ void write_qwen35_model(uint64_t seed, const std::string& tokenizer_source, cons
     t.writer().write(path);
 }
 
+// nemotron_h: Mamba-2, ReLU² FFN, attention (no RoPE), ReLU² FFN, Mamba-2, each
+// layer its block alone.
+void write_nemotron_h_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "nemotron_h";
+    using u64 = uint64_t;
+    const int n_layer = 5, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128;
+    const int d_conv = 4, d_inner = 128, d_state = 16, n_ssm_head = 8, n_group = 2, n_conv = d_inner + 2 * n_group * d_state;
+    const char kinds[n_layer + 1] = "M-*-M";
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    std::vector<Value> kv, ff;
+    for (int il = 0; il < n_layer; ++il) {
+        kv.push_back(Value::u32(kinds[il] == '*' ? n_head_kv : 0));
+        ff.push_back(Value::u32(kinds[il] == '-' ? n_ff : 0));
+    }
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("feed_forward_length", Value::array(gguf::ValueType::U32, ff));
+    t.key("attention.layer_norm_epsilon", Value::f32(1e-5f));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(n_ssm_head));
+    t.key("ssm.group_count", Value::u32(n_group));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (kinds[il] == 'M') {
+            t.matrix(p + "ssm_in.weight", e, d_inner + n_conv + n_ssm_head, wt, 2.0f);
+            t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
+            t.vector(p + "ssm_conv1d.bias", n_conv, 0.0f, 0.2f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_ssm_head)}, [](float u) { return -2.5f + 1.5f * u; });
+            t.tensor(p + "ssm_a", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return -std::exp(u); });
+            t.tensor(p + "ssm_d", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return 1.0f + 0.5f * u; });
+            t.tensor(p + "ssm_norm.weight", {static_cast<u64>(d_inner / n_group), static_cast<u64>(n_group)},
+                     [](float u) { return 1.0f + 0.2f * u; });
+            t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        } else if (kinds[il] == '*') {
+            t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else {
+            t.matrix(p + "ffn_up.weight", e, n_ff, ft, 2.0f);
+            t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+        }
+    }
+    t.writer().write(path);
+}
+
 const FamilyRecipe& recipe(const std::string& family) {
     for (const auto& r : recipes())
         if (r.family == family) return r;
@@ -346,6 +407,8 @@ std::vector<TinyModelInfo> tiny_model_families() {
     out.push_back({"lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
     out.push_back({"qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention layer "
                              "(GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"});
+    out.push_back({"nemotron_h", "Nemotron-H dense: Mamba-2 / ReLU² FFN / attention without RoPE / FFN / Mamba-2, "
+                                 "one block per layer; Q8_0 / Q4_0"});
     return out;
 }
 
@@ -364,6 +427,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (const SsmRecipe* sr = ssm_recipe(family)) return write_ssm_model(*sr, seed, tokenizer_source, path);
     if (family == "lfm2") return write_lfm2_model(seed, tokenizer_source, path);
     if (family == "qwen35") return write_qwen35_model(seed, tokenizer_source, path);
+    if (family == "nemotron_h") return write_nemotron_h_model(seed, tokenizer_source, path);
     const FamilyRecipe& r = recipe(family);
     const std::string arch = r.arch.empty() ? family : r.arch;
     TinyWriter t(arch, seed);

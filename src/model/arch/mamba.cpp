@@ -21,7 +21,9 @@ int ssm_key(ArchConfig& c, const char* name, int min) {
     return static_cast<int>(v);
 }
 
-void configure_ssm(ArchConfig& c, SsmKind kind) {
+}  // namespace
+
+void read_ssm_keys(ArchConfig& c, SsmKind kind) {
     ModelSpec& s = c.spec;
     SsmSpec& m = s.ssm;
     m.kind = kind;
@@ -41,7 +43,13 @@ void configure_ssm(ArchConfig& c, SsmKind kind) {
         throw Error("GGUF metadata '" + c.key("ssm.dt_b_c_rms") + "': the normed dt / B / C variant is not supported yet",
                     ErrorKind::Unsupported);
     }
-    for (LayerSpec& l : s.layers) {
+}
+
+namespace {
+
+void configure_ssm(ArchConfig& c, SsmKind kind) {
+    read_ssm_keys(c, kind);
+    for (LayerSpec& l : c.spec.layers) {
         l.mixer = MixerKind::Recurrent;
         l.ffn = FfnKind::None;
         l.use_rope = false;
