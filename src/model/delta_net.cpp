@@ -63,11 +63,12 @@ void SsmMixer::eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, i
         }
     });
     // The recurrence: threads take value heads, each walks the rows in order.
+    const auto delta_step = kernels().ssm_delta;
     pool.parallel_for(nv, 1, [&](int64_t h0, int64_t h1, int) {
         for (int r = 0; r < n; ++r) {
             float* st = reinterpret_cast<float*>(states.state(il, seq[r]) + conv_bytes_);
             const float* x = xc_.data() + r * nc;
-            ssm::delta_step(st, x, x + nk * d, x + 2 * nk * d, alpha_.data() + r * nv, beta_.data() + r * nv, y_.data() + r * dv,
+            delta_step(st, x, x + nk * d, x + 2 * nk * d, alpha_.data() + r * nv, beta_.data() + r * nv, y_.data() + r * dv,
                             static_cast<int>(d), static_cast<int>(nk), static_cast<int>(h0), static_cast<int>(h1));
         }
     });

@@ -125,4 +125,62 @@ TEST(SsmKernels, Mamba2ScanSimdLevelsAreBitIdenticalToTheReference) {
     }
 }
 
+TEST(SsmKernels, DeltaRuleFollowsItsRecurrence) {
+    std::mt19937 rng(5);
+    const int d = 12, nk = 2, nv = 4;
+    std::vector<float> state(d * d * nv, 0.0f);
+    std::vector<double> S(state.size(), 0.0);  // S[h][i][j]
+    std::vector<float> y(d * nv);
+    for (int t = 0; t < 5; ++t) {
+        auto q = random_floats(rng, d * nk, -0.3f, 0.3f), k = random_floats(rng, d * nk, -0.3f, 0.3f);
+        auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
+        ssm::delta_step(state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv);
+        for (int h = 0; h < nv; ++h) {
+            const float* kh = k.data() + (h % nk) * d;
+            const float* qh = q.data() + (h % nk) * d;
+            double* s = S.data() + h * d * d;
+            for (int x = 0; x < d * d; ++x) s[x] *= std::exp(static_cast<double>(g[h]));
+            for (int j = 0; j < d; ++j) {
+                double sk = 0;
+                for (int i = 0; i < d; ++i) sk += s[i * d + j] * kh[i];
+                const double delta = (v[h * d + j] - sk) * beta[h];
+                for (int i = 0; i < d; ++i) s[i * d + j] += kh[i] * delta;
+            }
+            for (int j = 0; j < d; ++j) {
+                double o = 0;
+                for (int i = 0; i < d; ++i) o += s[i * d + j] * qh[i];
+                o /= std::sqrt(static_cast<double>(d));
+                EXPECT_NEAR(y[h * d + j], o, 1e-5 * (1 + std::fabs(o))) << "step " << t << " head " << h << " j " << j;
+            }
+        }
+    }
+}
+
+TEST(SsmKernels, DeltaRuleSimdLevelsAreBitIdenticalToTheReference) {
+    std::vector<const KernelTable*> tables;
+    for (Isa isa : {Isa::Avx2, Isa::Avx512})
+        if (const KernelTable* t = kernel_table(isa)) tables.push_back(t);
+    if (tables.empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+    std::mt19937 rng(6);
+    for (int d : {1, 5, 8, 13, 16, 23, 32, 64, 128}) {
+        const int nk = 2, nv = 4;
+        std::vector<float> s_ref(d * d * nv, 0.0f);
+        std::vector<std::vector<float>> s_simd(tables.size(), s_ref);
+        for (int t = 0; t < 4; ++t) {
+            auto q = random_floats(rng, d * nk, -0.5f, 0.5f), k = random_floats(rng, d * nk, -0.5f, 0.5f);
+            auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
+            std::vector<float> y_ref(d * nv);
+            ssm::delta_step(s_ref.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y_ref.data(), d, nk, 0, nv);
+            for (size_t i = 0; i < tables.size(); ++i) {
+                std::vector<float> y(d * nv, -1.0f);
+                tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, 1);
+                tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 1, nv);
+                EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << isa_name(tables[i]->isa) << " d " << d;
+                EXPECT_EQ(std::memcmp(s_simd[i].data(), s_ref.data(), s_ref.size() * sizeof(float)), 0)
+                    << isa_name(tables[i]->isa) << " d " << d;
+            }
+        }
+    }
+}
+
 }  // namespace

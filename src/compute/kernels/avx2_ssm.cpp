@@ -1,6 +1,7 @@
-// AVX2 Mamba-2 scan (ssm::scan2_step): a head's state row updated 16 floats at a
-// time in two 8-float halves, the output's sum in two accumulators (the
-// reference's lanes 0-7 and 8-15), folded in the same halves. Bit-identical to it.
+// AVX2 recurrences: the Mamba-2 scan (ssm::scan2_step) and the gated delta rule
+// (ssm::delta_step). A state row is updated 16 floats at a time in two 8-float
+// halves, each sum in two accumulators (the reference's lanes 0-7 and 8-15),
+// folded in the same halves. Bit-identical to the references.
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -31,7 +32,60 @@ KILN_TARGET_AVX2 inline __m256 step8(float* s, const float* B, const float* C, _
     return _mm256_blendv_ps(acc, _mm256_add_ps(acc, term), _mm256_castsi256_ps(m));
 }
 
+// Lanes k + 8, then + 4, + 2, + 1 of the two halves (the references' fold).
+KILN_TARGET_AVX2 inline float fold16(__m256 lo, __m256 hi) {
+    const __m256 r8 = _mm256_add_ps(lo, hi);
+    const __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+    const __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
+    return _mm_cvtss_f32(_mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1)));
+}
+
+// Σ a[i] · b[i] in the reference's lanes (tail lanes receive nothing).
+KILN_TARGET_AVX2 inline float dot16(const float* a, const float* b, int n) {
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        lo = _mm256_add_ps(lo, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+        hi = _mm256_add_ps(hi, _mm256_mul_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8)));
+    }
+    for (int half = 0; half < 2 && i + 8 * half < n; ++half) {
+        const int left = n - i - 8 * half;
+        const __m256i m = left >= 8 ? _mm256_set1_epi32(-1) : lanes_below(left);
+        const __m256 term = _mm256_mul_ps(_mm256_maskload_ps(a + i + 8 * half, m), _mm256_maskload_ps(b + i + 8 * half, m));
+        __m256& acc = half == 0 ? lo : hi;
+        acc = _mm256_blendv_ps(acc, _mm256_add_ps(acc, term), _mm256_castsi256_ps(m));
+    }
+    return fold16(lo, hi);
+}
+
 }  // namespace
+
+KILN_TARGET_AVX2 void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,
+                                float* y, int d, int n_k_heads, int h0, int h1) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    const int full = d / 8 * 8;
+    const __m256i tail = lanes_below(d - full);
+    for (int h = h0; h < h1; ++h) {
+        const __m256 decay = _mm256_set1_ps(std::exp(g[h]));
+        const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
+        const float* qh = q + static_cast<int64_t>(h % n_k_heads) * d;
+        float* m = state + static_cast<int64_t>(h) * d * d;
+        for (int j = 0; j < d; ++j) {
+            float* row = m + static_cast<int64_t>(j) * d;
+            int i = 0;
+            for (; i < full; i += 8) _mm256_storeu_ps(row + i, _mm256_mul_ps(_mm256_loadu_ps(row + i), decay));
+            if (full < d) _mm256_maskstore_ps(row + i, tail, _mm256_mul_ps(_mm256_maskload_ps(row + i, tail), decay));
+            const float delta = (v[static_cast<int64_t>(h) * d + j] - dot16(row, kh, d)) * beta[h];
+            const __m256 dv = _mm256_set1_ps(delta);
+            for (i = 0; i < full; i += 8)
+                _mm256_storeu_ps(row + i, _mm256_add_ps(_mm256_loadu_ps(row + i), _mm256_mul_ps(_mm256_loadu_ps(kh + i), dv)));
+            if (full < d)
+                _mm256_maskstore_ps(row + i, tail,
+                                    _mm256_add_ps(_mm256_maskload_ps(row + i, tail), _mm256_mul_ps(_mm256_maskload_ps(kh + i, tail), dv)));
+            y[static_cast<int64_t>(h) * d + j] = dot16(row, qh, d) * scale;
+        }
+    }
+}
 
 KILN_TARGET_AVX2 void ssm_scan2(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C,
                                 float* y, int d_state, int head_dim, int n_head, int n_group, int h0, int h1) {

@@ -20,6 +20,7 @@ const KernelTable& scalar_kernels() {
         k.isa = Isa::Scalar;
         k.silu_mul = ops::silu_mul;
         k.ssm_scan2 = ssm::scan2_step;
+        k.ssm_delta = ssm::delta_step;
         k.rope_apply = ops::rope_apply;
         k.f32_to_f16 = [](const float* src, uint16_t* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
@@ -71,6 +72,7 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.softmax = avx2::softmax;
     k.attend_row = avx2::attend_row;
     k.ssm_scan2 = avx2::ssm_scan2;
+    k.ssm_delta = avx2::ssm_delta;
     return k;
 }
 }  // namespace
@@ -104,6 +106,7 @@ const KernelTable& avx512_kernels() {
         k.softmax = avx512::softmax;
         k.attend_row = avx512::attend_row;
         k.ssm_scan2 = avx512::ssm_scan2;
+        k.ssm_delta = avx512::ssm_delta;
         return k;
     }();
     return t;
