@@ -34,9 +34,12 @@ std::vector<KvLayerShape> kv_shapes(const ModelSpec& spec) {
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 
-// Checkpoints of a recurrent state kept per sequence (the oldest is replaced),
-// and how often a long prompt leaves one behind.
-constexpr int k_recurrent_checkpoints = 8;
+// Checkpoints of a recurrent state kept per sequence (the oldest is replaced):
+// up to 8, as many as 256 MiB per sequence holds, at least the 2 a prompt leaves
+// (a large Mamba's state is over 100 MiB). And how often a long prompt leaves one.
+constexpr int k_max_checkpoints = 8;
+constexpr int k_min_checkpoints = 2;
+constexpr uint64_t k_checkpoint_bytes = 256ull << 20;
 constexpr int64_t k_checkpoint_interval = 512;
 
 // The KV cells for n_seq sequences of n_ctx positions each, or as many
@@ -82,7 +85,10 @@ std::unique_ptr<SequenceMemory> make_memory(const ModelSpec& spec, const Context
     RecurrentStateOptions ro;
     ro.n_seq = o.n_seq_max;
     ro.n_ctx = n_ctx;
-    ro.n_checkpoints = k_recurrent_checkpoints;
+    uint64_t per_state = 0;
+    for (uint64_t b : state_bytes) per_state += b;
+    ro.n_checkpoints = static_cast<int>(std::clamp<uint64_t>(k_checkpoint_bytes / std::max<uint64_t>(per_state, 1),
+                                                             k_min_checkpoints, k_max_checkpoints));
     const uint64_t recurrent = RecurrentState::bytes_needed(state_bytes, ro);
     if (o.memory_budget > 0 && recurrent >= o.memory_budget)
         throw Error("memory budget of " + mib(o.memory_budget) + " is too small: the recurrent state of " +
