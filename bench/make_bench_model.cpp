@@ -3,6 +3,11 @@
 //
 //   make_bench_model --type Q4_0 --tokenizer SmolLM2.gguf --out model.gguf
 //                    [--layers 16] [--embd 2048] [--ff 8192] [--heads 32] [--kv-heads 8]
+//   make_bench_model --arch qwen35 --type Q8_0 --tokenizer SmolLM2.gguf --out model.gguf [--layers 24]
+//
+// --arch qwen35 writes a Qwen 3.5 0.8B-shaped hybrid instead (width 1024, FFN
+// 3584, three gated delta-net layers of 16 key / 16 value heads of 128 to one
+// gated attention layer of 8 heads / 2 KV heads of 256, 64 rotated dimensions).
 //
 // The defaults give Llama 3.2 1B's shape with SmolLM2's 49152-token vocabulary
 // (copied from --tokenizer, like the tiny test models): ~1.07 B parameters, the
@@ -37,7 +42,7 @@ struct Rng {
 };
 
 struct Options {
-    std::string type = "Q4_0", tokenizer, out;
+    std::string type = "Q4_0", tokenizer, out, arch = "llama";
     int layers = 16, embd = 2048, ff = 8192, heads = 32, kv_heads = 8;
 };
 
@@ -56,6 +61,75 @@ std::vector<uint8_t> make_matrix(GgmlType type, int64_t n_in, int64_t n_out, Rng
     return m;
 }
 
+// Qwen 3.5 0.8B's shape (o.layers layers, every fourth full attention).
+void write_qwen35(const Options& o, GgmlType type, gguf::Writer& w, int64_t n_vocab, Rng& rng) {
+    using gguf::Value;
+    gguf::Metadata& md = w.metadata();
+    const std::string a = "qwen35.";
+    const int64_t e = 1024, ff = 3584, n_head = 8, n_kv = 2, hd = 256, d = 128, nk = 16, nv = 16, d_conv = 4;
+    const int64_t d_inner = nv * d, n_conv = d_inner + 2 * nk * d;
+    md.add(a + "context_length", Value::u32(32768));
+    md.add(a + "embedding_length", Value::u32(e));
+    md.add(a + "block_count", Value::u32(static_cast<uint32_t>(o.layers)));
+    md.add(a + "feed_forward_length", Value::u32(ff));
+    md.add(a + "attention.head_count", Value::u32(n_head));
+    md.add(a + "attention.head_count_kv", Value::u32(n_kv));
+    md.add(a + "attention.key_length", Value::u32(hd));
+    md.add(a + "attention.value_length", Value::u32(hd));
+    md.add(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    md.add(a + "rope.freq_base", Value::f32(10000000.0f));
+    md.add(a + "rope.dimension_count", Value::u32(64));
+    md.add(a + "rope.dimension_sections", Value::array(gguf::ValueType::I32, {Value::i32(11), Value::i32(11), Value::i32(10), Value::i32(0)}));
+    md.add(a + "full_attention_interval", Value::u32(4));
+    md.add(a + "ssm.conv_kernel", Value::u32(d_conv));
+    md.add(a + "ssm.inner_size", Value::u32(d_inner));
+    md.add(a + "ssm.state_size", Value::u32(d));
+    md.add(a + "ssm.time_step_rank", Value::u32(nv));
+    md.add(a + "ssm.group_count", Value::u32(nk));
+    auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+        w.add_tensor(name, type, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, make_matrix(type, n_in, n_out, rng));
+    };
+    auto fill = [&](const std::string& name, std::vector<uint64_t> shape, float base, float spread) {
+        uint64_t n = 1;
+        for (uint64_t x : shape) n *= x;
+        std::vector<uint8_t> b(n * 4);
+        for (uint64_t i = 0; i < n; ++i) {
+            const float v = base + spread * rng.uniform();
+            std::memcpy(b.data() + 4 * i, &v, 4);
+        }
+        w.add_tensor(name, GgmlType::F32, std::move(shape), std::move(b));
+    };
+    using u64 = uint64_t;
+    matrix("token_embd.weight", e, n_vocab);
+    fill("output_norm.weight", {u64(e)}, 1.0f, 0.0f);
+    for (int il = 0; il < o.layers; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        fill(p + "attn_norm.weight", {u64(e)}, 1.0f, 0.0f);
+        if ((il + 1) % 4 == 0) {
+            matrix(p + "attn_q.weight", e, 2 * n_head * hd);
+            matrix(p + "attn_k.weight", e, n_kv * hd);
+            matrix(p + "attn_v.weight", e, n_kv * hd);
+            fill(p + "attn_q_norm.weight", {u64(hd)}, 1.0f, 0.0f);
+            fill(p + "attn_k_norm.weight", {u64(hd)}, 1.0f, 0.0f);
+            matrix(p + "attn_output.weight", n_head * hd, e);
+        } else {
+            matrix(p + "attn_qkv.weight", e, n_conv);
+            matrix(p + "attn_gate.weight", e, d_inner);
+            fill(p + "ssm_conv1d.weight", {u64(d_conv), u64(n_conv)}, 0.0f, 0.5f);
+            fill(p + "ssm_dt.bias", {u64(nv)}, 0.0f, 0.5f);
+            fill(p + "ssm_a", {u64(nv)}, -1.0f, 0.5f);
+            matrix(p + "ssm_beta.weight", e, nv);
+            matrix(p + "ssm_alpha.weight", e, nv);
+            fill(p + "ssm_norm.weight", {u64(d)}, 1.0f, 0.0f);
+            matrix(p + "ssm_out.weight", d_inner, e);
+        }
+        fill(p + "post_attention_norm.weight", {u64(e)}, 1.0f, 0.0f);
+        matrix(p + "ffn_gate.weight", e, ff);
+        matrix(p + "ffn_up.weight", e, ff);
+        matrix(p + "ffn_down.weight", ff, e);
+    }
+}
+
 int run(const Options& o) {
     const GgmlTypeInfo* info = find_ggml_type(o.type);
     if (!info || !quant::can_quantize(info->type)) throw Error("no quantizer for type '" + o.type + "'");
@@ -64,16 +138,18 @@ int run(const Options& o) {
     gguf::Writer w;
     gguf::Metadata& md = w.metadata();
     using gguf::Value;
-    md.add("general.architecture", Value::string("llama"));
-    md.add("general.name", Value::string("kiln bench llama " + o.type));
-    md.add("llama.context_length", Value::u32(4096));
-    md.add("llama.embedding_length", Value::u32(static_cast<uint32_t>(o.embd)));
-    md.add("llama.block_count", Value::u32(static_cast<uint32_t>(o.layers)));
-    md.add("llama.feed_forward_length", Value::u32(static_cast<uint32_t>(o.ff)));
-    md.add("llama.attention.head_count", Value::u32(static_cast<uint32_t>(o.heads)));
-    md.add("llama.attention.head_count_kv", Value::u32(static_cast<uint32_t>(o.kv_heads)));
-    md.add("llama.attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
-    md.add("llama.rope.freq_base", Value::f32(500000.0f));
+    md.add("general.architecture", Value::string(o.arch));
+    md.add("general.name", Value::string("kiln bench " + o.arch + " " + o.type));
+    if (o.arch == "llama") {
+        md.add("llama.context_length", Value::u32(4096));
+        md.add("llama.embedding_length", Value::u32(static_cast<uint32_t>(o.embd)));
+        md.add("llama.block_count", Value::u32(static_cast<uint32_t>(o.layers)));
+        md.add("llama.feed_forward_length", Value::u32(static_cast<uint32_t>(o.ff)));
+        md.add("llama.attention.head_count", Value::u32(static_cast<uint32_t>(o.heads)));
+        md.add("llama.attention.head_count_kv", Value::u32(static_cast<uint32_t>(o.kv_heads)));
+        md.add("llama.attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+        md.add("llama.rope.freq_base", Value::f32(500000.0f));
+    }
     gguf::File src = gguf::File::open(o.tokenizer);
     gguf::Metadata tok = gguf::materialize_metadata(src);
     int64_t n_vocab = 0;
@@ -85,6 +161,12 @@ int run(const Options& o) {
     if (n_vocab == 0) throw Error(o.tokenizer + ": no tokenizer.ggml.tokens");
 
     Rng rng{20240601};
+    if (o.arch == "qwen35") {
+        write_qwen35(o, type, w, n_vocab, rng);
+        w.write(o.out);
+        return 0;
+    }
+    if (o.arch != "llama") throw Error("unknown --arch '" + o.arch + "' (llama, qwen35)");
     const int64_t e = o.embd, hd = o.embd / o.heads, kv = hd * o.kv_heads;
     auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
         w.add_tensor(name, type, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, make_matrix(type, n_in, n_out, rng));
@@ -127,6 +209,7 @@ int main(int argc, char** argv) {
             if (a == "--type") o.type = value();
             else if (a == "--tokenizer") o.tokenizer = value();
             else if (a == "--out") o.out = value();
+            else if (a == "--arch") o.arch = value();
             else if (a == "--layers") o.layers = std::stoi(value());
             else if (a == "--embd") o.embd = std::stoi(value());
             else if (a == "--ff") o.ff = std::stoi(value());

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kiln vs llama.cpp, side by side on the same GGUF files, threads and workload.
 
-    bench/vs_llamacpp.py [--models all|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16] [-t 2]
+    bench/vs_llamacpp.py [--models all|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16,qwen35_q8_0,qwen35_q4_0] [-t 2]
                          [-p 512] [-n 128] [-d 0] [--rounds 3] [--kiln build/kiln]
 
 Runs with the oracle virtual environment's python (llama-cpp-python built from
@@ -44,11 +44,22 @@ REAL = {
     "gemma3": ("Gemma 3 270M Q4_K_M", os.path.join(MODELS_DIR, "gemma-3-270m-q4_k_m.gguf")),
 }
 SYNTHETIC = {"q4_0": "Q4_0", "q8_0": "Q8_0", "q4_k": "Q4_K", "f16": "F16", "bf16": "BF16"}
+# Hybrid shapes (make_bench_model --arch), not part of "all": key -> (arch, type).
+SYNTHETIC_ARCH = {"qwen35_q8_0": ("qwen35", "Q8_0"), "qwen35_q4_0": ("qwen35", "Q4_0")}
 
 
 def model_path(key, kiln_build):
     if key in REAL:
         return REAL[key]
+    if key in SYNTHETIC_ARCH:
+        arch, t = SYNTHETIC_ARCH[key]
+        path = os.path.join(BENCH_DIR, f"{arch}-0.8b-{t}.gguf")
+        if not os.path.exists(path):
+            os.makedirs(BENCH_DIR, exist_ok=True)
+            tool = os.path.join(kiln_build, "bench", "make_bench_model")
+            print(f"writing {path} ...", file=sys.stderr)
+            subprocess.run([tool, "--arch", arch, "--layers", "24", "--type", t, "--tokenizer", REAL["smollm2"][1], "--out", path], check=True)
+        return (f"{arch} 0.8B-shaped {t} (synthetic)", path)
     t = SYNTHETIC[key]
     path = os.path.join(BENCH_DIR, f"llama-1b-{t}.gguf")
     if not os.path.exists(path):

@@ -6,9 +6,10 @@ fixed seed, SmolLM2's tokenizer copied in); the tests rebuild the same files
 byte for byte and compare with these logits. For every position of the tiny
 prompt: the argmax, the 10 largest logits and 64 fixed random ids' logits, plus
 the sha256 of the model file (so a test can tell a changed writer from a changed
-forward pass).
+forward pass), and the greedy continuation of the prompt (16 tokens).
 
-Usage: tools/tiny_model_fixtures.py [--build build]
+Usage: tools/tiny_model_fixtures.py [--build build] [--families a,b,...]
+(--families: only those, leaving the other fixtures as they are)
 """
 import argparse
 import hashlib
@@ -23,20 +24,27 @@ from llama_cpp import Llama
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "golden" / "tiny"
+GREEDY_TOKENS = 16
 MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "models"))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--families", default="", help="comma-separated families to regenerate (default: all)")
     args = ap.parse_args()
     tool = Path(args.build) / "tests" / "make_tiny_model"
     listing = subprocess.run([str(tool), "--list"], check=True, capture_output=True, text=True).stdout.splitlines()
     families = [line.split("\t")[0] for line in listing if "\t" in line]
+    if args.families:
+        wanted = [f for f in args.families.split(",") if f]
+        unknown = sorted(set(wanted) - set(families))
+        if unknown:
+            raise SystemExit(f"unknown families {unknown}; make_tiny_model --list has {families}")
+        families = wanted
     prompt = [int(x) for x in listing[-1].split()[1:]]
     source = MODELS / "SmolLM2-135M-Instruct.Q4_1.gguf"
     OUT.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         for fam in families:
             path = Path(tmp) / f"tiny-{fam}.gguf"
@@ -45,7 +53,15 @@ def main() -> None:
             llm = Llama(model_path=str(path), n_ctx=256, n_batch=64, logits_all=True, verbose=False, n_threads=2)
             llm.eval(prompt)
             logits = np.array(llm.scores[: len(prompt)], dtype=np.float32)
+            # Greedy continuation: each argmax evaluated in turn (one token per eval).
+            greedy = []
+            for _ in range(GREEDY_TOKENS):
+                nxt = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+                greedy.append(nxt)
+                llm.eval([nxt])
             n_vocab = logits.shape[1]
+            # Seeded per family, so a --families run draws what a full run does.
+            rng = np.random.default_rng([7, *fam.encode()])
             random_ids = sorted(rng.choice(n_vocab, size=64, replace=False).tolist())
             top_ids = np.argsort(-logits, axis=1, kind="stable")[:, :10]
             data = {
@@ -55,6 +71,7 @@ def main() -> None:
                 "top_logits": np.take_along_axis(logits, top_ids, axis=1).tolist(),
                 "random_ids": random_ids,
                 "random_logits": logits[:, random_ids].tolist(),
+                "greedy": greedy,
             }
             (OUT / f"{fam}.json").write_text(json.dumps(data) + "\n")
             print(f"{fam}: sha256 {sha[:16]}..., logits range [{logits.min():.3f}, {logits.max():.3f}]")

@@ -57,6 +57,7 @@ void softcap(float* x, int64_t n, float cap) {
 }
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 float gelu(float x) {
     // tanh approximation, as ggml_gelu and the Gemma reference implementation.

@@ -10,10 +10,13 @@ namespace kiln {
 
 Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMemory& memory, const ThreadPool& pool,
                  int n_batch_max)
-    : spec_(spec), w_(weights), cache_(*memory.kv()), pool_(pool), n_batch_max_(n_batch_max) {
+    : spec_(spec), w_(weights), cache_(memory.kv()), recurrent_(memory.recurrent()), pool_(pool), n_batch_max_(n_batch_max) {
     for (const LayerSpec& l : spec.layers) {
-        if (l.mixer != MixerKind::Attention)
-            throw Error("recurrent layers are not supported yet (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
+        if ((l.mixer == MixerKind::Attention && !cache_) || (l.mixer == MixerKind::Recurrent && !recurrent_))
+            throw Error("forward: the memory has no part for the layers' mixers (architecture '" + spec.arch + "')",
+                        ErrorKind::Internal);
+        if (l.ffn == FfnKind::Gated && spec.activation == FfnActivation::Relu2)
+            throw Error("a gated FFN with ReLU² is not supported (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
         if (l.ffn == FfnKind::Experts)
             throw Error("mixture-of-experts layers are not supported yet (architecture '" + spec.arch + "')",
                         ErrorKind::Unsupported);
@@ -32,6 +35,13 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     for (const LayerSpec& l : spec.layers)
         if (l.ffn == FfnKind::Plain) ones_.assign(static_cast<size_t>(spec.max_n_ff()), 1.0f);
     attn_scratch_.resize(static_cast<size_t>(pool.size()));
+    if (spec.attn_output_gate) {
+        if (spec.head_dim_k != spec.head_dim_v)
+            throw Error("an attention output gate needs equal key and value head sizes (architecture '" + spec.arch + "')");
+        qg_.resize(2 * q_.size());
+        ogate_.resize(q_.size());
+    }
+    if (recurrent_) ssm_ = std::make_unique<SsmMixer>(spec, n_batch_max);
 }
 
 namespace {
@@ -127,8 +137,17 @@ void Forward::attention_layer(int il, const BatchRows& b) {
 
     {
         const Matrix* ws[] = {&lw.wq, &lw.wk, &lw.wv};
-        float* ys[] = {q_.data(), k_.data(), v_.data()};
+        float* ys[] = {spec_.attn_output_gate ? qg_.data() : q_.data(), k_.data(), v_.data()};
         matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+    }
+    if (spec_.attn_output_gate) {
+        // Per head: [q | gate] -> q_ and ogate_.
+        for (int64_t r = 0; r < n; ++r)
+            for (int h = 0; h < l.n_head; ++h) {
+                const float* src = qg_.data() + r * 2 * nq + h * 2 * dk;
+                std::copy(src, src + dk, q_.data() + r * nq + h * dk);
+                std::copy(src + dk, src + 2 * dk, ogate_.data() + r * nq + h * dk);
+            }
     }
     add_bias(q_.data(), lw.bq, n, nq);
     add_bias(k_.data(), lw.bk, n, nk);
@@ -167,7 +186,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     }
 
     pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
-        for (int64_t r = r0; r < r1; ++r) cache_.store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);
+        for (int64_t r = r0; r < r1; ++r) cache_->store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);
     });
 
     AttentionShape as;
@@ -180,20 +199,20 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     as.softcap = spec_.attn_softcap;
     // The keys a row sees: its window (or everything) up to itself, or with
     // non-causal attention up to its sequence's last position in the batch.
-    const int window = cache_.window(il);
+    const int window = cache_->window(il);
     auto first_key = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
     auto last_key = [&](int64_t r) { return spec_.causal ? b.pos[r] : spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].pos_max; };
     for (size_t i = 0; i < n_spans_; ++i) {
         SeqSpan& sp = spans_[i];
-        if (cache_.ggml_type() == GgmlType::Q8_0) {
+        if (cache_->ggml_type() == GgmlType::Q8_0) {
             // Dequantized once per batch for all its queries (exact).
             KvView kv;
-            kv.type = cache_.ggml_type();
-            kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_.k_row(il, seq, p); };
-            kv.v_row = [&, seq = sp.seq](int64_t p) { return cache_.v_row(il, seq, p); };
+            kv.type = cache_->ggml_type();
+            kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_->k_row(il, seq, p); };
+            kv.v_row = [&, seq = sp.seq](int64_t p) { return cache_->v_row(il, seq, p); };
             sp.rows = kv_rows_f32(as, kv, spec_.causal ? first_key(sp.pos_min) : 0, sp.pos_max, sp.k_f32, sp.v_f32, &pool_);
         } else {
-            sp.rows = cache_.rows(il, sp.seq);
+            sp.rows = cache_->rows(il, sp.seq);
         }
     }
     // One task per block of rows and KV head. In a prefill chunk a task takes 16
@@ -228,6 +247,12 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         }
     });
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);
+    if (spec_.attn_output_gate) {
+        pool_.parallel_for(n * nq, 4096, [&](int64_t b0, int64_t b1, int) {
+            for (int64_t i = b0; i < b1; ++i) att_[static_cast<size_t>(i)] *= ops::sigmoid(ogate_[static_cast<size_t>(i)]);
+        });
+        dump("attn_gated", il, att_.data(), l.n_head * dv, n);
+    }
 
     matmul(lw.wo, att_.data(), n, o_.data(), pool_, mm_);
     add_bias(o_.data(), lw.bo, n, e);
@@ -257,9 +282,19 @@ void Forward::ffn_layer(int il, int n) {
         // kinds share one activation kernel per CPU level.
         matmul(lw.ffn_up, h_.data(), n, gate_.data(), pool_, mm_);
         add_bias(gate_.data(), lw.ffn_up_b, n, ff);
-        pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
-            for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
-        });
+        if (spec_.activation == FfnActivation::Relu2) {
+            // max(x, 0)^2, exact in float (ggml: relu, then sqr).
+            pool_.parallel_for(n * ff, 4096, [&](int64_t b0, int64_t b1, int) {
+                for (int64_t i = b0; i < b1; ++i) {
+                    const float v = std::max(gate_[static_cast<size_t>(i)], 0.0f);
+                    gate_[static_cast<size_t>(i)] = v * v;
+                }
+            });
+        } else {
+            pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+                for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
+            });
+        }
     }
     dump("ffn_act", il, gate_.data(), ff, n);
     matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
@@ -271,6 +306,19 @@ void Forward::ffn_layer(int il, int n) {
     }
     add_rows(x_.data(), o_.data(), n * e, pool_);
     dump("l_out", il, x_.data(), e, n);
+}
+
+// A recurrent layer: attn_norm → the layer's mixer over the rows in batch order
+// (src/model/ssm.cpp) → residual.
+void Forward::recurrent_layer(int il, const BatchRows& b) {
+    const int n = b.n;
+    const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
+    const int64_t e = spec_.n_embd;
+    norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
+    dump("attn_norm", il, h_.data(), e, n);
+    ssm_->eval(il, lw.ssm, b.seq, n, h_.data(), o_.data(), *recurrent_, pool_, mm_, hook_);
+    add_rows(x_.data(), o_.data(), n * e, pool_);
+    dump(spec_.layers[static_cast<size_t>(il)].ffn == FfnKind::None ? "l_out" : "ffn_inp", il, x_.data(), e, n);
 }
 
 void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
@@ -296,8 +344,12 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     dump("inp_embd", -1, x_.data(), e, n);
 
     for (int il = 0; il < spec_.n_layer; ++il) {
-        attention_layer(il, b);
-        ffn_layer(il, n);
+        const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
+        if (l.mixer == MixerKind::Recurrent)
+            recurrent_layer(il, b);
+        else if (l.mixer == MixerKind::Attention)
+            attention_layer(il, b);
+        if (l.ffn != FfnKind::None) ffn_layer(il, n);
     }
 
     // The rows whose output is wanted, gathered (in decode and at the end of a

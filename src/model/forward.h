@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "cache/kv_cache.h"
@@ -20,6 +21,7 @@
 #include "compute/ops.h"
 #include "compute/thread_pool.h"
 #include "model/spec.h"
+#include "model/ssm.h"
 #include "model/weights.h"
 
 namespace kiln {
@@ -60,6 +62,7 @@ private:
     };
     void plan_spans(const BatchRows& b);
     void attention_layer(int il, const BatchRows& b);
+    void recurrent_layer(int il, const BatchRows& b);
     void ffn_layer(int il, int n);
     void prepare_rope(const BatchRows& b);
     ops::RopeParams rope_params(bool swa_base) const;
@@ -69,7 +72,9 @@ private:
 
     const ModelSpec& spec_;
     const ModelWeights& w_;
-    KvCache& cache_;
+    KvCache* cache_;               // null without attention layers
+    RecurrentState* recurrent_;    // null without recurrent layers
+    std::unique_ptr<SsmMixer> ssm_;
     const ThreadPool& pool_;
     int n_batch_max_;
     DebugHook hook_;
@@ -84,6 +89,7 @@ private:
     std::vector<float> h_;       // normed input of a block [n_embd, n]
     std::vector<float> q_, k_, v_;  // [n_head * head_dim_k, n], [n_head_kv * head_dim_k, n], [n_head_kv * head_dim_v, n]
     std::vector<float> att_;     // attention output [n_head * head_dim_v, n]
+    std::vector<float> qg_, ogate_;  // attn_output_gate: Q with its gates [2 n_head head_dim_k, n], the gates [n_head head_dim_k, n]
     std::vector<float> o_;       // a block's output [n_embd, n]
     std::vector<float> gate_, up_;  // [n_ff, n]
     std::vector<float> ones_;    // [n_ff] of 1.0f: a plain FFN's activation through the gated kernel

@@ -20,7 +20,7 @@ constexpr ArchRow k_rows[] = {
     {"olmo", RopeKind::Norm},       {"arctic", RopeKind::Norm},     {"chatglm", RopeKind::Norm},
     {"glm4", RopeKind::Norm},       {"qwen", RopeKind::Neox},       {"qwen2", RopeKind::Neox, MemoryKind::Kv, configure_qwen2},
     {"qwen2moe", RopeKind::Neox},   {"qwen3", RopeKind::Neox, MemoryKind::Kv, configure_qwen3},      {"qwen3moe", RopeKind::Neox},
-    {"qwen35", RopeKind::Neox, MemoryKind::Hybrid},     {"qwen3next", RopeKind::Neox, MemoryKind::Hybrid},  {"phi2", RopeKind::Neox},
+    {"qwen35", RopeKind::Neox, MemoryKind::Hybrid, configure_qwen35},     {"qwen3next", RopeKind::Neox, MemoryKind::Hybrid},  {"phi2", RopeKind::Neox},
     {"phi3", RopeKind::Neox},       {"phimoe", RopeKind::Neox},     {"gemma", RopeKind::Neox},
     {"gemma2", RopeKind::Neox, MemoryKind::Kv, configure_gemma2},     {"gemma3", RopeKind::Neox, MemoryKind::Kv, configure_gemma3},     {"gemma3n", RopeKind::Neox},
     {"gemma4", RopeKind::Neox},     {"falcon", RopeKind::Neox},     {"stablelm", RopeKind::Neox},
@@ -28,9 +28,9 @@ constexpr ArchRow k_rows[] = {
     {"gptneox", RopeKind::Neox},    {"ernie4_5", RopeKind::Norm},   {"exaone", RopeKind::Neox},
     {"gpt-oss", RopeKind::Neox},    {"gpt2", RopeKind::None},       {"bert", RopeKind::None},
     {"nomic-bert", RopeKind::Neox}, {"mpt", RopeKind::None},        {"bloom", RopeKind::None},
-    {"mamba", RopeKind::None, MemoryKind::Recurrent},      {"rwkv6", RopeKind::None, MemoryKind::Recurrent},      {"rwkv7", RopeKind::None, MemoryKind::Recurrent},
-    {"t5", RopeKind::None},         {"jais", RopeKind::None},       {"lfm2", RopeKind::Neox, MemoryKind::Hybrid},
-    {"refact", RopeKind::None},
+    {"mamba", RopeKind::None, MemoryKind::Recurrent, configure_mamba}, {"mamba2", RopeKind::None, MemoryKind::Recurrent, configure_mamba2},      {"rwkv6", RopeKind::None, MemoryKind::Recurrent},      {"rwkv7", RopeKind::None, MemoryKind::Recurrent},
+    {"t5", RopeKind::None},         {"jais", RopeKind::None},       {"lfm2", RopeKind::Neox, MemoryKind::Hybrid, configure_lfm2},
+    {"refact", RopeKind::None},     {"nemotron_h", RopeKind::None, MemoryKind::Hybrid, configure_nemotron_h},
 };
 
 }  // namespace

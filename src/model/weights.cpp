@@ -5,6 +5,7 @@
 
 #include "kiln/error.h"
 #include "kiln/quant.h"
+#include "model/tensor_source.h"
 
 namespace kiln {
 
@@ -16,7 +17,7 @@ std::string shape_text(const std::vector<uint64_t>& s) {
     return out + "]";
 }
 
-class Binder {
+class Binder : public TensorSource {
 public:
     Binder(const gguf::File& file, ModelWeights& w) : file_(file), w_(w) {}
 
@@ -35,12 +36,20 @@ public:
 
     // An f32 vector (norm weights, biases), converted at load if stored otherwise.
     const float* vector(const std::string& name, int64_t n, bool required) {
+        return floats(name, {static_cast<uint64_t>(n)}, required);
+    }
+
+    const float* floats(const std::string& name, const std::vector<uint64_t>& shape, bool required) override {
         const gguf::TensorInfo* t = find(name);
         if (!t) {
             if (required) throw Error("tensor '" + name + "' not found");
             return nullptr;
         }
-        check_shape(*t, {static_cast<uint64_t>(n)});
+        std::vector<uint64_t> want = shape;  // [n, 1] may be stored as [n]
+        while (want.size() > 1 && want.back() == 1) want.pop_back();
+        check_shape(*t, want);
+        int64_t n = 1;
+        for (uint64_t d : shape) n *= static_cast<int64_t>(d);
         if (t->type == GgmlType::F32) return reinterpret_cast<const float*>(file_.tensor_data(*t));
         if (!quant::can_dequantize(t->type))
             throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read",
@@ -52,7 +61,7 @@ public:
         return p;
     }
 
-    Matrix matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required) {
+    Matrix matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required) override {
         const gguf::TensorInfo* t = find(name);
         if (!t) {
             if (required) throw Error("tensor '" + name + "' not found");
@@ -117,7 +126,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     if (!embd) throw Error("tensor 'token_embd.weight' not found");
     if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
-    w.output_norm = b.vector("output_norm.weight", s.n_embd, true);
+    w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
     if (s.norm == NormKind::Layer) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
     w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, false);
     if (w.output.empty()) w.output = w.tok_embd;  // tied output head
@@ -129,25 +138,42 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         LayerSpec& l = s.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights lw;
+        if (l.mixer == MixerKind::Recurrent) {
+            // A recurrent layer: its norm and its mixer's tensors (src/model/ssm.cpp);
+            // with FFN kind None (Mamba) nothing else.
+            lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            lw.ssm = bind_ssm_weights(b, p, s);
+            if (l.ffn == FfnKind::None) {
+                w.layers.push_back(lw);
+                continue;
+            }
+        }
         if (b.find(p + "ffn_gate_inp.weight"))
             throw Error("tensor '" + p + "ffn_gate_inp.weight': mixture-of-experts layers are not supported yet",
                         ErrorKind::Unsupported);
-        lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
-        if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
-        lw.wq = b.matrix(p + "attn_q.weight", e, l.n_head * dk, true);
-        lw.wk = b.matrix(p + "attn_k.weight", e, l.n_head_kv * dk, true);
-        lw.wv = b.matrix(p + "attn_v.weight", e, l.n_head_kv * dv, true);
-        lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
-        lw.bq = b.vector(p + "attn_q.bias", l.n_head * dk, false);
-        lw.bk = b.vector(p + "attn_k.bias", l.n_head_kv * dk, false);
-        lw.bv = b.vector(p + "attn_v.bias", l.n_head_kv * dv, false);
-        lw.bo = b.vector(p + "attn_output.bias", e, false);
-        lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, s.qk_norm);
-        lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, s.qk_norm || lw.q_norm);
-        any_q_norm |= lw.q_norm != nullptr;
-        lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
-        any_post_attn |= lw.attn_post_norm != nullptr;
-        lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
+        if (l.mixer == MixerKind::Attention) {
+            lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
+            lw.wq = b.matrix(p + "attn_q.weight", e, (s.attn_output_gate ? 2 : 1) * l.n_head * dk, true);
+            lw.wk = b.matrix(p + "attn_k.weight", e, l.n_head_kv * dk, true);
+            lw.wv = b.matrix(p + "attn_v.weight", e, l.n_head_kv * dv, true);
+            lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
+            lw.bq = b.vector(p + "attn_q.bias", l.n_head * dk, false);
+            lw.bk = b.vector(p + "attn_k.bias", l.n_head_kv * dk, false);
+            lw.bv = b.vector(p + "attn_v.bias", l.n_head_kv * dv, false);
+            lw.bo = b.vector(p + "attn_output.bias", e, false);
+            lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, s.qk_norm);
+            lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, s.qk_norm || lw.q_norm);
+            any_q_norm |= lw.q_norm != nullptr;
+            if (s.ffn_norm_tensor != "post_attention_norm.weight")
+                lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
+            any_post_attn |= lw.attn_post_norm != nullptr;
+            if (l.ffn == FfnKind::None) {  // an attention layer alone (nemotron_h)
+                w.layers.push_back(lw);
+                continue;
+            }
+        }
+        lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
         // The FFN's kind from the file: gated when it has a gate projection.
         lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
@@ -164,6 +190,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     for (int il = 0; il < s.n_layer; ++il) {
         const LayerWeights& lw = w.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
+        if (s.layers[static_cast<size_t>(il)].mixer != MixerKind::Attention) continue;
         if (any_q_norm && !lw.q_norm) throw Error("tensor '" + p + "attn_q_norm.weight' not found (other layers have it)");
         if (any_post_attn && !lw.attn_post_norm)
             throw Error("tensor '" + p + "post_attention_norm.weight' not found (other layers have it)");
@@ -176,9 +203,11 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
     // output head gets its own packed copy).
     std::vector<Matrix*> products = {&w.output};
-    for (LayerWeights& lw : w.layers)
+    for (LayerWeights& lw : w.layers) {
         for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
             if (!m->empty()) products.push_back(m);
+        for (Matrix* m : ssm_matrices(lw.ssm)) products.push_back(m);
+    }
     // Every matrix here is bound in place from the file's read-only mapping.
     w.packed_bytes = prepare_matrices(products, /*release_file_pages=*/true);
     return w;

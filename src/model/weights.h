@@ -10,6 +10,7 @@
 #include "compute/matmul.h"
 #include "kiln/gguf/file.h"
 #include "model/spec.h"
+#include "model/ssm.h"
 
 namespace kiln {
 
@@ -30,6 +31,7 @@ struct LayerWeights {
     const float* ffn_up_b = nullptr;
     const float* ffn_down_b = nullptr;
     const float* ffn_post_norm = nullptr;
+    SsmWeights ssm;  // a recurrent layer's mixer (src/model/ssm.h)
 };
 
 struct ModelWeights {

@@ -56,6 +56,18 @@ TEST_P(TinyModels, LogitsMatchLlamaCpp) {
     std::printf("[ figures  ] tiny %s: max |logit diff| %.5f (largest logit %.2f), argmax mismatches %d\n", family.c_str(),
                 max_diff, spread, mismatches);
     EXPECT_LE(max_diff, k_relative_bound * spread);
+
+    // Greedy continuation, where the fixture has one: token by token after the prompt.
+    if (fx.contains("greedy")) {
+        std::vector<int32_t> got;
+        for (size_t i = 0; i < fx["greedy"].size(); ++i) {
+            auto l = ctx.last_logits();
+            const int32_t next = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+            got.push_back(next);
+            ctx.decode(std::span<const int32_t>(&next, 1));
+        }
+        EXPECT_EQ(got, fx["greedy"].get<std::vector<int32_t>>()) << family << ": greedy continuation";
+    }
 }
 
 TEST_P(TinyModels, WriteReadIsBitExactAndDeterministic) {

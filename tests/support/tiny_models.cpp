@@ -53,6 +53,14 @@ public:
         for (float& x : v) x = center + spread * rng_.uniform();
         add(name, {static_cast<uint64_t>(n)}, v, GgmlType::F32);
     }
+    // An f32 tensor of any shape, f(u) of uniform u in [-1, 1) per element.
+    void tensor(const std::string& name, std::vector<uint64_t> shape, const std::function<float(float)>& f) {
+        uint64_t n = 1;
+        for (uint64_t d : shape) n *= d;
+        std::vector<float> v(static_cast<size_t>(n));
+        for (float& x : v) x = f(rng_.uniform());
+        add(name, std::move(shape), v, GgmlType::F32);
+    }
 
 private:
     void add(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& v, GgmlType type) {
@@ -116,6 +124,274 @@ const std::vector<FamilyRecipe>& recipes() {
     return r;
 }
 
+// The state-space families: attention-free stacks of Mamba layers.
+struct SsmRecipe {
+    std::string family;
+    std::string description;
+    int version;  // 1: mamba, 2: mamba2
+    int n_layer, n_embd, d_inner, d_state, dt_rank, n_group, d_conv;
+    GgmlType proj_type, embd_type;
+};
+
+const std::vector<SsmRecipe>& ssm_recipes() {
+    static const std::vector<SsmRecipe> r = {
+        {"mamba2", "Mamba-2: 8 heads of 16 in 2 groups, state 32, conv 4, grouped RMSNorm gate; Q8_0 / Q5_0",
+         2, 2, 64, 128, 32, 8, 2, 4, GgmlType::Q8_0, GgmlType::Q5_0},
+        {"mamba", "Mamba-1: inner 128, state 16, dt rank 4, conv 4, separate output head; Q8_0 / F32 dt",
+         1, 2, 64, 128, 16, 4, 1, 4, GgmlType::Q8_0, GgmlType::Q8_0},
+    };
+    return r;
+}
+
+const SsmRecipe* ssm_recipe(const std::string& family) {
+    for (const auto& r : ssm_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void copy_tokenizer(gguf::Metadata& md, const std::string& tokenizer_source, int64_t& n_vocab) {
+    gguf::File src = gguf::File::open(tokenizer_source);
+    gguf::Metadata tok = gguf::materialize_metadata(src);
+    n_vocab = 0;
+    for (const auto& [k, v] : tok.entries()) {
+        if (k.rfind("tokenizer.", 0) != 0 || k == "tokenizer.chat_template") continue;
+        md.add(k, v);
+        if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
+    }
+    if (n_vocab == 0) throw Error(tokenizer_source + ": no tokenizer.ggml.tokens");
+}
+
+// Keys and tensors as llama.cpp's converter writes them (head_count and
+// feed_forward_length 0, ssm_a already -exp(A_log), [1, n_head] A and D).
+void write_ssm_model(const SsmRecipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    TinyWriter t(r.family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(r.family));
+    md.add("general.name", Value::string("kiln tiny " + r.family));
+    t.key("context_length", Value::u32(1u << 20));
+    t.key("embedding_length", Value::u32(static_cast<uint32_t>(r.n_embd)));
+    t.key("feed_forward_length", Value::u32(0));
+    t.key("attention.head_count", Value::u32(0));
+    t.key("block_count", Value::u32(static_cast<uint32_t>(r.n_layer)));
+    t.key("ssm.conv_kernel", Value::u32(static_cast<uint32_t>(r.d_conv)));
+    t.key("ssm.inner_size", Value::u32(static_cast<uint32_t>(r.d_inner)));
+    t.key("ssm.state_size", Value::u32(static_cast<uint32_t>(r.d_state)));
+    t.key("ssm.time_step_rank", Value::u32(static_cast<uint32_t>(r.dt_rank)));
+    if (r.version == 2) t.key("ssm.group_count", Value::u32(static_cast<uint32_t>(r.n_group)));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+
+    using u64 = uint64_t;
+    const int64_t e = r.n_embd, di = r.d_inner, ds = r.d_state;
+    t.matrix("token_embd.weight", e, n_vocab, r.embd_type, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    if (r.version == 1) t.matrix("output.weight", e, n_vocab, r.proj_type, 2.0f);
+    // Decays exp(dt·A) between about 0.5 and 1: the state remembers many positions.
+    auto neg_exp = [](float u) { return -std::exp(u); };
+    auto dt_bias = [](float u) { return -2.5f + 1.5f * u; };  // softplus ≈ 0.02 .. 0.6
+    for (int il = 0; il < r.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        const int64_t nc = r.version == 2 ? di + 2 * static_cast<int64_t>(r.n_group) * ds : di;
+        t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(r.d_conv), static_cast<u64>(nc)}, [](float u) { return 0.6f * u; });
+        t.vector(p + "ssm_conv1d.bias", nc, 0.0f, 0.2f);
+        if (r.version == 2) {
+            const int64_t nh = r.dt_rank;
+            t.matrix(p + "ssm_in.weight", e, di + nc + nh, r.proj_type, 2.0f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(nh)}, dt_bias);
+            t.tensor(p + "ssm_a", {1, static_cast<u64>(nh)}, neg_exp);
+            t.tensor(p + "ssm_d", {1, static_cast<u64>(nh)}, [](float u) { return 1.0f + 0.5f * u; });
+            t.tensor(p + "ssm_norm.weight", {static_cast<u64>(di / r.n_group), static_cast<u64>(r.n_group)},
+                     [](float u) { return 1.0f + 0.2f * u; });
+        } else {
+            t.matrix(p + "ssm_in.weight", e, 2 * di, r.proj_type, 2.0f);
+            t.matrix(p + "ssm_x.weight", di, r.dt_rank + 2 * ds, r.proj_type, 2.0f);
+            t.matrix(p + "ssm_dt.weight", r.dt_rank, di, GgmlType::F32, 0.5f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(di)}, dt_bias);
+            t.tensor(p + "ssm_a", {static_cast<u64>(ds), static_cast<u64>(di)}, neg_exp);
+            t.vector(p + "ssm_d", di, 1.0f, 0.5f);
+        }
+        t.matrix(p + "ssm_out.weight", di, e, r.proj_type);
+    }
+    t.writer().write(path);
+}
+
+// lfm2: short-convolution layers (0 KV heads) and attention layers with
+// QK-norm, each with a SwiGLU FFN, the final norm named token_embd_norm.
+void write_lfm2_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "lfm2";
+    const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128, l_cache = 3;
+    const bool attention[n_layer] = {false, true, false, true};
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(n_head));
+    std::vector<Value> kv;
+    for (bool a : attention) kv.push_back(Value::u32(a ? n_head_kv : 0));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    t.key("rope.freq_base", Value::f32(1000000.0f));
+    t.key("shortconv.l_cache", Value::u32(l_cache));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (attention[il]) {
+            t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.vector(p + "attn_q_norm.weight", hd, 1.0f, 0.2f);
+            t.vector(p + "attn_k_norm.weight", hd, 1.0f, 0.2f);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else {
+            t.tensor(p + "shortconv.conv.weight", {static_cast<uint64_t>(l_cache), static_cast<uint64_t>(e)},
+                     [](float u) { return 0.7f * u; });
+            t.matrix(p + "shortconv.in_proj.weight", e, 3 * e, wt, 2.0f);
+            t.matrix(p + "shortconv.out_proj.weight", e, e, wt);
+        }
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_gate.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_up.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+    }
+    t.writer().write(path);
+}
+
+// qwen35: three gated delta-net layers then one gated full-attention layer
+// (full_attention_interval 4), SwiGLU FFN after each.
+void write_qwen35_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "qwen35";
+    using u64 = uint64_t;
+    const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 32, n_ff = 128, n_rot = 16;
+    const int d_conv = 4, d_state = 16, n_k = 2, n_v = 4, d_inner = n_v * d_state, n_conv = d_inner + 2 * n_k * d_state;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::u32(n_head_kv));
+    t.key("attention.key_length", Value::u32(hd));
+    t.key("attention.value_length", Value::u32(hd));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("rope.freq_base", Value::f32(10000000.0f));
+    t.key("rope.dimension_count", Value::u32(n_rot));
+    t.key("rope.dimension_sections",
+          Value::array(gguf::ValueType::I32, {Value::i32(3), Value::i32(3), Value::i32(2), Value::i32(0)}));
+    t.key("full_attention_interval", Value::u32(4));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(n_v));
+    t.key("ssm.group_count", Value::u32(n_k));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if ((il + 1) % 4 == 0) {
+            t.matrix(p + "attn_q.weight", e, 2 * n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.vector(p + "attn_q_norm.weight", hd, 1.0f, 0.2f);
+            t.vector(p + "attn_k_norm.weight", hd, 1.0f, 0.2f);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else {
+            t.matrix(p + "attn_qkv.weight", e, n_conv, wt, 2.0f);
+            t.matrix(p + "attn_gate.weight", e, d_inner, wt, 2.0f);
+            t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_v)}, [](float u) { return 0.5f * u; });
+            t.tensor(p + "ssm_a", {static_cast<u64>(n_v)}, [](float u) { return -std::exp(u); });
+            t.matrix(p + "ssm_beta.weight", e, n_v, wt, 2.0f);
+            t.matrix(p + "ssm_alpha.weight", e, n_v, wt, 2.0f);
+            t.vector(p + "ssm_norm.weight", d_state, 1.0f, 0.2f);
+            t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        }
+        t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_gate.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_up.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+    }
+    t.writer().write(path);
+}
+
+// nemotron_h: Mamba-2, ReLU² FFN, attention (no RoPE), ReLU² FFN, Mamba-2, each
+// layer its block alone.
+void write_nemotron_h_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "nemotron_h";
+    using u64 = uint64_t;
+    const int n_layer = 5, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128;
+    const int d_conv = 4, d_inner = 128, d_state = 16, n_ssm_head = 8, n_group = 2, n_conv = d_inner + 2 * n_group * d_state;
+    const char kinds[n_layer + 1] = "M-*-M";
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    std::vector<Value> kv, ff;
+    for (int il = 0; il < n_layer; ++il) {
+        kv.push_back(Value::u32(kinds[il] == '*' ? n_head_kv : 0));
+        ff.push_back(Value::u32(kinds[il] == '-' ? n_ff : 0));
+    }
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("feed_forward_length", Value::array(gguf::ValueType::U32, ff));
+    t.key("attention.layer_norm_epsilon", Value::f32(1e-5f));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(n_ssm_head));
+    t.key("ssm.group_count", Value::u32(n_group));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (kinds[il] == 'M') {
+            t.matrix(p + "ssm_in.weight", e, d_inner + n_conv + n_ssm_head, wt, 2.0f);
+            t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
+            t.vector(p + "ssm_conv1d.bias", n_conv, 0.0f, 0.2f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_ssm_head)}, [](float u) { return -2.5f + 1.5f * u; });
+            t.tensor(p + "ssm_a", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return -std::exp(u); });
+            t.tensor(p + "ssm_d", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return 1.0f + 0.5f * u; });
+            t.tensor(p + "ssm_norm.weight", {static_cast<u64>(d_inner / n_group), static_cast<u64>(n_group)},
+                     [](float u) { return 1.0f + 0.2f * u; });
+            t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        } else if (kinds[il] == '*') {
+            t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else {
+            t.matrix(p + "ffn_up.weight", e, n_ff, ft, 2.0f);
+            t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+        }
+    }
+    t.writer().write(path);
+}
+
 const FamilyRecipe& recipe(const std::string& family) {
     for (const auto& r : recipes())
         if (r.family == family) return r;
@@ -127,6 +403,12 @@ const FamilyRecipe& recipe(const std::string& family) {
 std::vector<TinyModelInfo> tiny_model_families() {
     std::vector<TinyModelInfo> out;
     for (const auto& r : recipes()) out.push_back({r.family, r.description});
+    for (const auto& r : ssm_recipes()) out.push_back({r.family, r.description});
+    out.push_back({"lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
+    out.push_back({"qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention layer "
+                             "(GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"});
+    out.push_back({"nemotron_h", "Nemotron-H dense: Mamba-2 / ReLU² FFN / attention without RoPE / FFN / Mamba-2, "
+                                 "one block per layer; Q8_0 / Q4_0"});
     return out;
 }
 
@@ -140,9 +422,13 @@ std::vector<int32_t> tiny_model_prompt() {
 }
 
 void write_tiny_model(const std::string& family, const std::string& tokenizer_source, const std::string& path) {
-    const FamilyRecipe& r = recipe(family);
     uint64_t seed = 1000;
     for (char c : family) seed = seed * 131 + static_cast<unsigned char>(c);
+    if (const SsmRecipe* sr = ssm_recipe(family)) return write_ssm_model(*sr, seed, tokenizer_source, path);
+    if (family == "lfm2") return write_lfm2_model(seed, tokenizer_source, path);
+    if (family == "qwen35") return write_qwen35_model(seed, tokenizer_source, path);
+    if (family == "nemotron_h") return write_nemotron_h_model(seed, tokenizer_source, path);
+    const FamilyRecipe& r = recipe(family);
     const std::string arch = r.arch.empty() ? family : r.arch;
     TinyWriter t(arch, seed);
     gguf::Metadata& md = t.writer().metadata();

@@ -8,6 +8,7 @@
 #include "compute/kernels/target.h"
 #include "compute/kernels/x86.h"
 #include "compute/ops.h"
+#include "compute/ssm.h"
 #include "kiln/error.h"
 #include "kiln/quant.h"
 
@@ -18,6 +19,8 @@ const KernelTable& scalar_kernels() {
         KernelTable k;
         k.isa = Isa::Scalar;
         k.silu_mul = ops::silu_mul;
+        k.ssm_scan2 = ssm::scan2_step;
+        k.ssm_delta = ssm::delta_step;
         k.rope_apply = ops::rope_apply;
         k.f32_to_f16 = [](const float* src, uint16_t* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
@@ -68,6 +71,8 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.rms_norm = avx2::rms_norm;
     k.softmax = avx2::softmax;
     k.attend_row = avx2::attend_row;
+    k.ssm_scan2 = avx2::ssm_scan2;
+    k.ssm_delta = avx2::ssm_delta;
     return k;
 }
 }  // namespace
@@ -100,6 +105,8 @@ const KernelTable& avx512_kernels() {
         k.rms_norm = avx512::rms_norm;
         k.softmax = avx512::softmax;
         k.attend_row = avx512::attend_row;
+        k.ssm_scan2 = avx512::ssm_scan2;
+        k.ssm_delta = avx512::ssm_delta;
         return k;
     }();
     return t;

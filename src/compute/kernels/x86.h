@@ -28,7 +28,11 @@ namespace kiln {
     void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);                                    \
     void softmax(float* x, int64_t n);                                                                                \
     void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out, \
-                    AttentionScratch& scratch);
+                    AttentionScratch& scratch);                                                                       \
+    void ssm_scan2(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C,      \
+                   float* y, int d_state, int head_dim, int n_head, int n_group, int h0, int h1);               \
+    void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,   \
+                   float* y, int d, int n_k_heads, int h0, int h1);
 
 namespace avx2 {
 KILN_DECLARE_X86_KERNELS

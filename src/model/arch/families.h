@@ -4,6 +4,10 @@
 namespace kiln {
 
 struct ArchConfig;
+enum class SsmKind;
+
+// The `ssm.*` keys of a Mamba-1 / Mamba-2 recurrence into spec.ssm (mamba.cpp).
+void read_ssm_keys(ArchConfig& c, SsmKind kind);
 
 void configure_llama(ArchConfig& c);
 void configure_qwen2(ArchConfig& c);
@@ -11,5 +15,10 @@ void configure_qwen3(ArchConfig& c);
 void configure_smollm3(ArchConfig& c);
 void configure_gemma2(ArchConfig& c);
 void configure_gemma3(ArchConfig& c);
+void configure_mamba(ArchConfig& c);
+void configure_mamba2(ArchConfig& c);
+void configure_lfm2(ArchConfig& c);
+void configure_qwen35(ArchConfig& c);
+void configure_nemotron_h(ArchConfig& c);
 
 }  // namespace kiln
