@@ -144,7 +144,10 @@ function startRename(li, c) {
   li.replaceChildren(input);
   input.focus();
   input.select();
+  let finished = false;  // Enter, then the blur of the removed input: once
   const done = ok => {
+    if (finished) return;
+    finished = true;
     if (ok && input.value.trim()) { c.title = input.value.trim(); save(); }
     renderList();
   };

@@ -49,10 +49,11 @@ class Cursor {
   u32(what) { this.need(4, what); const v = this.view.getUint32(this.pos, true); this.pos += 4; return v; }
   u64(what) {
     this.need(8, what);
-    const v = this.view.getBigUint64(this.pos, true);
-    if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new GGUFError(`${what}: ${v} at offset ${this.pos} is too large`);
+    // Two 32-bit halves (BigInt is slow in the vocabulary's loop); above 2^53 is an error.
+    const lo = this.view.getUint32(this.pos, true), hi = this.view.getUint32(this.pos + 4, true);
+    if (hi >= 0x200000) throw new GGUFError(`${what}: ${this.view.getBigUint64(this.pos, true)} at offset ${this.pos} is too large`);
     this.pos += 8;
-    return Number(v);
+    return hi * 4294967296 + lo;
   }
   str(what) {
     const start = this.pos;
@@ -114,6 +115,9 @@ function readValue(c, type, what, depth = 0) {
   const offset = c.pos;
   const values = [];
   if (elem === "string") {
+    // Every string has at least its 8-byte length: ask for that much at once, so
+    // a large vocabulary grows the prefix in one step, not in many restarts.
+    c.need(count * 8, what);
     for (let i = 0; i < count; i++) {
       if (i < PREVIEW) values.push(c.str(`${what}[${i}]`));
       else c.skipStr(`${what}[${i}]`);

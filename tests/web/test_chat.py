@@ -46,6 +46,10 @@ def import_conversation(page, tmp_path, messages, title="imported"):
 
 def test_round_trip_streams_and_stop_cancels(page, server):
     settings(page, temperature="0", max_tokens="48")
+    # A cold load (nothing cached), for the byte count below.
+    page.d.execute_cdp_cmd("Network.clearBrowserCache", {})
+    page.open("/")
+    page.wait(lambda: page.js("return document.querySelector('#model').value") != "", what="the model list")
     # First load: an empty conversation, the message box is the first textarea and has the focus.
     assert page.js("return document.activeElement === document.querySelector('textarea') && document.activeElement.id === 'input'")
     assert page.js("return kilnChat.current.messages.length") == 0
@@ -128,13 +132,13 @@ def test_edit_branches_and_conversation_list(page, tmp_path):
     search = page.d.find_element(By.ID, "search")
     search.send_keys("goodbye")
     assert len(page.d.find_elements(By.CSS_SELECTOR, "#conversations li")) == 1
-    search.clear()
+    search.send_keys(Keys.CONTROL, "a")
     search.send_keys(Keys.BACKSPACE)
     page.wait(lambda: len(page.d.find_elements(By.CSS_SELECTOR, "#conversations li")) == 2)
     li = page.d.find_element(By.CSS_SELECTOR, "#conversations li[data-id='t1']")
     li.find_element(By.CSS_SELECTOR, "button[aria-label^='Rename']").click()
     title = page.d.find_element(By.CSS_SELECTOR, "#conversations li input")
-    title.clear()
+    title.send_keys(Keys.CONTROL, "a")
     title.send_keys("renamed", Keys.ENTER)
     assert page.js("return kilnChat.conversations.find(c => c.id == 't1').title") == "renamed"
     li = page.d.find_element(By.CSS_SELECTOR, "#conversations li[data-id='t1']")
@@ -163,7 +167,7 @@ def test_markdown_math_code_and_attachments(page, tmp_path):
     f.write_text("print('attached')\n")
     page.d.find_element(By.ID, "attach").send_keys(str(f))
     page.wait(lambda: "notes.py" in page.d.find_element(By.ID, "attachments").text)
-    long_text = "lorem ipsum " * 300
+    long_text = "lorem ipsum " * 180
     page.js("""const dt = new DataTransfer(); dt.setData('text/plain', arguments[0]);
                document.querySelector('#input').dispatchEvent(new ClipboardEvent('paste', {clipboardData: dt, bubbles: true, cancelable: true}));""",
             long_text)
@@ -172,6 +176,7 @@ def test_markdown_math_code_and_attachments(page, tmp_path):
     page.screenshot("chat_markdown")
     page.d.find_element(By.ID, "input").send_keys("What do these files say?", Keys.ENTER)
     wait_idle(page)
+    assert not last_message(page).get("error"), last_message(page)["error"]
     sent = page.js("const m = kilnChat.current.messages; return m[m.length - 2]")
     assert [a["name"] for a in sent["attachments"]] == ["notes.py", "pasted-2.txt"]
     assert sent["attachments"][0]["text"] == "print('attached')\n"
@@ -259,3 +264,23 @@ def test_phone_width_and_keyboard(page):
     page.js("document.activeElement.blur()")
     page.d.find_element(By.TAG_NAME, "body").send_keys(Keys.CONTROL, Keys.SHIFT, "o")
     assert page.js("return kilnChat.current.messages.length") == 0
+
+
+def test_errors_are_shown_in_the_thread(page):
+    """A prompt larger than the context (2048 here): the server's 400 is shown in the
+    thread, the page goes on, and the failed turn is not sent again."""
+    page.allowed_failures = ["/v1/chat/completions"]
+    settings(page, temperature="0", max_tokens="4")
+    page.js("""const dt = new DataTransfer(); dt.setData('text/plain', arguments[0]);
+               document.querySelector('#input').dispatchEvent(new ClipboardEvent('paste', {clipboardData: dt, bubbles: true, cancelable: true}));""",
+            "lorem ipsum dolor " * 900)
+    page.d.find_element(By.ID, "input").send_keys("Summarize.", Keys.ENTER)
+    wait_idle(page)
+    err = page.d.find_element(By.CSS_SELECTOR, ".msg.assistant .error")
+    assert "context" in err.text, err.text
+    page.screenshot("chat_error")
+    page.d.find_element(By.CSS_SELECTOR, "#attachments button").click() if page.d.find_elements(By.CSS_SELECTOR, "#attachments button") else None
+    page.d.find_element(By.ID, "new-chat").click()
+    page.d.find_element(By.ID, "input").send_keys("Hi", Keys.ENTER)
+    wait_idle(page)
+    assert not last_message(page).get("error")
