@@ -127,6 +127,7 @@ void handle_explore_open(ServerState& state, const httplib::Request& req, httpli
                            {"type", std::string(ggml_type_name(t.type))},
                            {"type_id", static_cast<uint32_t>(t.type)},
                            {"shape", t.shape},
+                           {"elements", t.n_elements()},
                            {"offset", t.offset},
                            {"bytes", t.bytes},
                            {"shard", t.shard}});

@@ -69,7 +69,7 @@ def test_drop_real_models_card_equals_inspect(page):
               f"from a {page.js('return kilnExplorer.front.prefix_bytes')}-byte prefix")
         page.screenshot("explorer_" + path.stem)
     f = page.d.find_element(By.ID, "tensor-filter")
-    f.send_keys("attn_q")
+    f.send_keys("attn_q.weight")
     assert len(page.d.find_elements(By.CSS_SELECTOR, "#tensors tbody tr")) == inspect_json(GEMMA)["n_layer"]
     f.clear()
     f.send_keys("q6_k")
