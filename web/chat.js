@@ -128,11 +128,11 @@ function renderList() {
                                  onclick: () => { select(c.id); closeSidebarOnPhone(); } });
     const rename = el("button", { type: "button", class: "icon small", "aria-label": "Rename " + c.title, text: "✎",
                                   onclick: () => startRename(li, c) });
-    const del = el("button", { type: "button", class: "icon small", "aria-label": "Delete " + c.title, text: "🗑",
+    const del = el("button", { type: "button", class: "icon small", "aria-label": "Delete " + c.title, text: "×",
                                onclick: () => {
                                  if (del.dataset.armed) return removeConversation(c.id);
                                  del.dataset.armed = "1"; del.textContent = "Delete?"; del.classList.add("danger");
-                                 setTimeout(() => { delete del.dataset.armed; del.textContent = "🗑"; del.classList.remove("danger"); }, 3000);
+                                 setTimeout(() => { delete del.dataset.armed; del.textContent = "×"; del.classList.remove("danger"); }, 3000);
                                } });
     const li = el("li", { class: c === current ? "active" : "", dataset: { id: c.id } }, title, rename, del);
     ui.list.append(li);
@@ -213,7 +213,7 @@ function messageNode(m, index) {
 function fillMessage(node, m, index) {
   node.querySelectorAll(".body, .reasoning, .tool-call, .error, .speed, .actions, .files").forEach(n => n.remove());
   if (m.attachments && m.attachments.length)
-    node.append(el("div", { class: "files" }, m.attachments.map(a => el("span", { class: "chip", text: "📄 " + a.name }))));
+    node.append(el("div", { class: "files" }, m.attachments.map(a => el("span", { class: "chip", text: a.name }))));
   if (m.reasoning) {
     const streaming = m.streaming && !m.content;
     const det = el("details", { class: "reasoning", open: streaming || m.reasoningOpen },
@@ -473,7 +473,7 @@ async function addFiles(files) {
 
 function renderAttachments() {
   ui.attachments.innerHTML = "";
-  pending.forEach((a, i) => ui.attachments.append(el("span", { class: "chip" }, "📄 " + a.name + ` (${a.text.length} chars) `,
+  pending.forEach((a, i) => ui.attachments.append(el("span", { class: "chip" }, a.name + ` (${a.text.length} characters) `,
     el("button", { type: "button", class: "icon small", "aria-label": "Remove " + a.name, text: "×",
                    onclick: () => { pending.splice(i, 1); renderAttachments(); } }))));
 }

@@ -12,7 +12,7 @@ window.kilnExplorer = api;  // for the browser tests and the curious
 
 const TYPE_COLORS = {
   F32: "#4e79a7", F16: "#76b7b2", BF16: "#59a14f", Q8_0: "#edc948", Q4_0: "#f28e2b", Q4_1: "#ff9d9a", Q5_0: "#b07aa1",
-  Q5_1: "#9c755f", Q2_K: "#e15759", Q3_K: "#d37295", Q4_K: "#f1ce63", Q5_K: "#a0cbe8", Q6_K: "#8cd17d", Q8_K: "#bab0ac",
+  Q5_1: "#9c755f", Q2_K: "#e15759", Q3_K: "#d37295", Q4_K: "#17becf", Q5_K: "#a0cbe8", Q6_K: "#8cd17d", Q8_K: "#bab0ac",
 };
 const colorOf = t => TYPE_COLORS[t] || "#" + ((Math.abs([...t].reduce((h, c) => h * 31 + c.charCodeAt(0), 7)) % 0xaaaaaa) + 0x333333).toString(16).slice(0, 6);
 
@@ -91,6 +91,7 @@ function renderCard() {
     ["n_ff", "FFN width", arr(c.n_ff)],
     ["n_ctx_train", "Context", c.n_ctx_train ?? "-"],
     ["rope", "RoPE base", c.rope.freq_base ?? "-"],
+    ["sliding_window", "Sliding window", c.sliding_window ?? "-"],
     ["experts", "Experts (used)", c.n_expert ? `${c.n_expert} (${c.n_expert_used ?? "-"})` : "-"],
     ["n_vocab", "Vocabulary", c.tokenizer.n_vocab],
     ["tokenizer", "Tokenizer", (c.tokenizer.model || "-") + (c.tokenizer.pre ? " / " + c.tokenizer.pre : "")],
@@ -106,30 +107,77 @@ function renderCard() {
 
 // ---------- tensor map ----------
 
+// Squarified treemap (Bruls, Huizing, van Wijk): items {value} laid out in the
+// rectangle with areas proportional to their values and aspect ratios near 1.
+// With sorted false the items keep their order (the layers stay in sequence),
+// at some cost in aspect ratio.
+function squarify(items, x, y, w, h, sorted = true) {
+  const total = items.reduce((a, i) => a + i.value, 0) || 1;
+  const scale = (w * h) / total;
+  const list = items.map(i => ({ item: i, area: Math.max(i.value * scale, 0) }));
+  if (sorted) list.sort((a, b) => b.area - a.area);
+  const out = [];
+  const worst = (row, side) => {
+    const s = row.reduce((a, r) => a + r.area, 0);
+    let max = 0, min = Infinity;
+    for (const r of row) { max = Math.max(max, r.area); min = Math.min(min, r.area); }
+    min = min || 1e-9;
+    return Math.max(side * side * max / (s * s), (s * s) / (side * side * min));
+  };
+  const place = row => {
+    const s = row.reduce((a, r) => a + r.area, 0);
+    if (w >= h) {
+      const cw = h ? s / h : 0;
+      let yy = y;
+      for (const r of row) { const rh = cw ? r.area / cw : 0; out.push({ item: r.item, x, y: yy, w: cw, h: rh }); yy += rh; }
+      x += cw; w -= cw;
+    } else {
+      const rh = w ? s / w : 0;
+      let xx = x;
+      for (const r of row) { const rw = rh ? r.area / rh : 0; out.push({ item: r.item, x: xx, y, w: rw, h: rh }); xx += rw; }
+      y += rh; h -= rh;
+    }
+  };
+  let row = [];
+  for (let i = 0; i < list.length;) {
+    const side = Math.min(w, h);
+    const cand = row.concat([list[i]]);
+    if (!row.length || worst(cand, side) <= worst(row, side)) { row = cand; i++; }
+    else { place(row); row = []; }
+  }
+  if (row.length) place(row);
+  return out;
+}
+
+// Every tensor as a box: grouped by layer (non-layer tensors in their own
+// group), area by bytes over one scale, colour by type.
 function renderMap() {
-  const bands = new Map();
-  const key = p => p.layer === null ? "other" : "blk." + p.layer;
+  const groups = new Map();
   for (const t of state.front.tensors) {
     const p = tensorPlace(t.name);
-    const k = key(p);
-    if (!bands.has(k)) bands.set(k, { label: p.layer === null ? "other" : "layer " + p.layer, layer: p.layer, tensors: [], bytes: 0 });
-    const b = bands.get(k);
-    b.tensors.push(t);
-    b.bytes += t.bytes;
+    const k = p.layer === null ? "other" : "layer " + p.layer;
+    if (!groups.has(k)) groups.set(k, { label: k, layer: p.layer ?? -1, value: 0, tensors: [] });
+    const g = groups.get(k);
+    g.tensors.push({ value: Math.max(t.bytes, 1), t, role: p.role });
+    g.value += Math.max(t.bytes, 1);
   }
-  // Non-layer tensors (embeddings, output) first, then the layers in order.
-  const list = [...bands.values()].sort((a, b) => (a.layer ?? -1) - (b.layer ?? -1));
-  const max = Math.max(...list.map(b => b.bytes), 1);
   const map = $("map");
   map.replaceChildren();
-  for (const b of list) {
-    const band = el("div", { class: "map-band", style: `width: calc((100% - 92px) * ${b.bytes / max})` });
-    for (const t of b.tensors) {
-      const cell = el("div", { class: "map-cell", style: `flex: ${t.bytes} 0 0; background: ${colorOf(t.type)}`, dataset: { name: t.name },
-                               title: `${t.name} · ${t.type} · [${t.shape.join(", ")}] · ${fmtBytes(t.bytes)}` });
-      band.append(cell);
+  const W = map.clientWidth || 1000, H = Math.max(260, Math.min(520, Math.round(W * 0.42)));
+  map.style.height = H + "px";
+  const ordered = [...groups.values()].sort((a, b) => a.layer - b.layer);  // "other" first, then the layers in order
+  for (const g of squarify(ordered, 0, 0, W, H, false)) {
+    const box = el("div", { class: "map-group", style: `left: ${g.x}px; top: ${g.y}px; width: ${g.w}px; height: ${g.h}px`,
+                            title: `${g.item.label}: ${fmtBytes(g.item.value)}` });
+    const labelH = g.h > 34 && g.w > 40 ? 13 : 0;
+    if (labelH) box.append(el("div", { class: "map-label", text: g.item.label }));
+    for (const c of squarify(g.item.tensors, 1, labelH + 1, Math.max(0, g.w - 2), Math.max(0, g.h - labelH - 2))) {
+      const t = c.item.t;
+      box.append(el("div", { class: "map-cell", dataset: { name: t.name },
+                             style: `left: ${c.x}px; top: ${c.y}px; width: ${c.w}px; height: ${c.h}px; background: ${colorOf(t.type)}`,
+                             title: `${t.name} · ${c.item.role} · ${t.type} · [${t.shape.join(", ")}] · ${fmtBytes(t.bytes)}` }));
     }
-    map.append(el("div", { class: "map-row" }, el("div", { class: "map-label", text: b.label, title: fmtBytes(b.bytes) }), band));
+    map.append(box);
   }
   map.onmouseover = e => {
     const c = e.target.closest(".map-cell");

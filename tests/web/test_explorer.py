@@ -68,6 +68,8 @@ def test_drop_real_models_card_equals_inspect(page):
         print(f"\n{path.name}: opened in {page.js('return kilnExplorer.lastOpenMs'):.1f} ms "
               f"from a {page.js('return kilnExplorer.front.prefix_bytes')}-byte prefix")
         page.screenshot("explorer_" + path.stem)
+        page.js("document.getElementById('map-section').scrollIntoView()")
+        page.screenshot("explorer_map_" + path.stem)
     f = page.d.find_element(By.ID, "tensor-filter")
     f.send_keys("attn_q.weight")
     assert len(page.d.find_elements(By.CSS_SELECTOR, "#tensors tbody tr")) == inspect_json(GEMMA)["n_layer"]
