@@ -364,7 +364,7 @@ function arrayCell(e) {
     more.disabled = false;
   } });
   box.append(list, more);
-  add(e.values.slice(0, Math.min(e.values.length, PREVIEW)));
+  add(e.values.slice(0, Math.min(e.values.length, PREVIEW)));  // (numeric arrays may have come whole: the rest by pages too)
   return box;
 }
 

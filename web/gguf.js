@@ -23,7 +23,8 @@ export const GGML_TYPES = {
   40: ["NVFP4", 64, 36], 41: ["Q1_0", 128, 18],
 };
 
-export const PREVIEW = 32;           // array elements decoded while parsing
+export const PREVIEW = 32;           // elements of a string array decoded while parsing
+export const WHOLE_NUMERIC = 4096;   // numeric arrays up to this long are decoded whole (per-layer values)
 const FIRST_READ = 1 << 20;
 const MAX_DIMS = 4;
 
@@ -130,8 +131,9 @@ function readValue(c, type, what, depth = 0) {
   } else {
     const size = VALUE_SIZE[elem];
     if (count * size > c.fileSize) throw new GGUFError(`${what}: ${count} elements of ${elem} exceed the file size`);
-    for (let i = 0; i < Math.min(count, PREVIEW); i++) values.push(c.scalar(elem, `${what}[${i}]`));
-    const rest = (count - Math.min(count, PREVIEW)) * size;
+    const keep = count <= WHOLE_NUMERIC ? count : PREVIEW;
+    for (let i = 0; i < keep; i++) values.push(c.scalar(elem, `${what}[${i}]`));
+    const rest = (count - keep) * size;
     c.need(rest, what);
     c.pos += rest;
   }
@@ -246,10 +248,11 @@ function num(md, key) {
   if (e.type === "array") return null;
   return typeof e.value === "number" ? e.value : null;
 }
+// A per-layer value: an array (whole: numeric arrays of up to WHOLE_NUMERIC are), or one scalar.
 function perLayer(md, key) {
   const e = md[key];
   if (!e) return [];
-  if (e.type === "array") return e.values.length === e.count ? e.values : e.values;  // long per-layer arrays are rare
+  if (e.type === "array") return e.values.length === e.count ? e.values : [];
   return [e.value];
 }
 

@@ -58,7 +58,10 @@ Json value_json(const gguf::Value& v) {
     return nullptr;
 }
 
-constexpr uint64_t k_array_preview = 32;  // elements of an array sent with the metadata
+// Elements of an array sent with the metadata: numeric arrays up to k_whole_numeric
+// whole (per-layer values: the card needs them all), others their first k_array_preview.
+constexpr uint64_t k_array_preview = 32;
+constexpr uint64_t k_whole_numeric = 4096;
 
 Json array_page(const gguf::File& file, const gguf::Value& v, uint64_t offset, uint64_t count) {
     Json values = Json::array();
@@ -115,7 +118,8 @@ void handle_explore_open(ServerState& state, const httplib::Request& req, httpli
         if (v.type() == gguf::ValueType::Array) {
             e["elem_type"] = type_name(v.elem_type());
             e["count"] = v.count();
-            e["values"] = array_page(file, v, 0, k_array_preview);
+            const bool numeric = v.elem_type() != gguf::ValueType::String && v.elem_type() != gguf::ValueType::Array;
+            e["values"] = array_page(file, v, 0, numeric && v.count() <= k_whole_numeric ? k_whole_numeric : k_array_preview);
         } else {
             e["value"] = value_json(v);
         }

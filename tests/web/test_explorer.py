@@ -218,3 +218,51 @@ def test_cache_view_unloads(page):
     page.wait(lambda: not page.d.find_elements(By.CSS_SELECTOR, f"#cache-table tr[data-model='{GEMMA.stem}']"), 20, "the unload")
     with urllib.request.urlopen(page.base + "/models/cache", timeout=10) as r:
         assert GEMMA.stem not in json.loads(r.read())["models"]
+
+
+def test_parser_refuses_damaged_files_cleanly(page, tmp_path):
+    """Damaged fronts (random byte changes, truncations, impossible counts) give a
+    GGUFError naming the problem or parse; never another exception, never a hang."""
+    open_explorer(page)
+    page.js("""const i = document.createElement('input'); i.type = 'file'; i.id = 'test-src'; i.hidden = true; document.body.append(i);""")
+    page.d.find_element(By.ID, "test-src").send_keys(str(SMOLLM2))
+    result = page.d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        (async () => {
+          const g = await import('/web/gguf.js');
+          const file = document.getElementById('test-src').files[0];
+          const front = (await g.parseFile(file)).data_offset;
+          const head = new Uint8Array(await file.slice(0, front).arrayBuffer());
+          let seed = 12345;
+          const rnd = n => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed >>> 8) % n; };
+          const cases = [];
+          const patch = (at, bytes) => { const c = head.slice(); c.set(bytes, at); return c; };
+          cases.push(["magic", patch(0, [1, 2, 3, 4])]);
+          cases.push(["version", patch(4, [1, 0, 0, 0])]);
+          cases.push(["tensor_count", patch(8, [255, 255, 255, 255, 255, 255, 15, 0])]);
+          cases.push(["kv_count", patch(16, [255, 255, 255, 255, 0, 0, 0, 0])]);
+          for (let i = 0; i < 60; i++) {
+            const at = i % 2 ? rnd(8192) : front - 1 - rnd(Math.min(front, 20000));
+            cases.push([`byte ${at}`, patch(at, [rnd(256)])]);
+          }
+          for (let i = 0; i < 30; i++) cases.push([`truncated`, head.slice(0, rnd(front))]);
+          const out = { ok: 0, refused: 0, other: [], messages: [] };
+          for (const [what, bytes] of cases) {
+            const blob = what === "truncated" ? new Blob([bytes]) : new Blob([bytes, file.slice(front)]);
+            try { await g.parseFile(blob); out.ok++; }
+            catch (e) {
+              if (e instanceof g.GGUFError) { out.refused++; if (out.messages.length < 8) out.messages.push(what + ": " + e.message); }
+              else out.other.push(what + ": " + e.name + ": " + e.message);
+            }
+          }
+          done(out);
+        })().catch(e => done({ other: ["harness: " + e.message] }));
+    """)
+    print("\n" + "\n".join(result.get("messages", [])))
+    assert not result["other"], result["other"]
+    assert result["refused"] >= 34  # the four named cases and every truncation at least
+    # On the page, a damaged file is a message in the status line, not a broken page.
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 16)
+    page.d.find_element(By.ID, "file").send_keys(str(bad))
+    page.wait(lambda: "bad.gguf: tensor_count" in page.d.find_element(By.ID, "open-status").text, 10, "the error message")
