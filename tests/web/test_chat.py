@@ -146,6 +146,19 @@ def test_edit_branches_and_conversation_list(page, tmp_path):
     li.find_element(By.CSS_SELECTOR, "button[aria-label^='Delete']").click()
     assert page.js("return kilnChat.conversations.some(c => c.id == 't1')") is False
     assert len(page.js("return JSON.parse(localStorage.getItem('kiln.conversations'))")) == 1
+    # Export gives the conversations as JSON; importing that file adds them again (new ids).
+    page.js("""window.testBlobs = []; const make = URL.createObjectURL.bind(URL);
+               URL.createObjectURL = b => { window.testBlobs.push(b); return make(b); };
+               HTMLAnchorElement.prototype.click = function () {};  // no download in the test""")
+    page.d.find_element(By.ID, "export").click()
+    exported = json.loads(page.d.execute_async_script("const done = arguments[arguments.length - 1]; window.testBlobs[0].text().then(done);"))
+    assert [c["title"] for c in exported["conversations"]] == ["greetings (branch)"]
+    f = tmp_path / "exported.json"
+    f.write_text(json.dumps(exported))
+    page.d.find_element(By.ID, "import").send_keys(str(f))
+    page.wait(lambda: page.js("return kilnChat.conversations.length") == 2, 10, "the re-import")
+    ids = page.js("return kilnChat.conversations.map(c => c.id)")
+    assert len(set(ids)) == 2
 
 
 def test_markdown_math_code_and_attachments(page, tmp_path):
