@@ -103,3 +103,25 @@ def test_metadata_array_pages(server):
     assert status == 400
     status, r = post(server, "/explore/array", {"model": SMOLLM2.stem, "key": "no.such.key"})
     assert status == 404
+
+
+def test_models_folder_is_listed_and_nothing_beside_it(tmp_path):
+    """A --models folder's .gguf files can be opened by name; a file next to the
+    folder, or reached through it with '..', cannot."""
+    from conftest import GEMMA
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "linked.gguf").symlink_to(GEMMA)
+    (tmp_path / "outside.gguf").symlink_to(GEMMA)
+    s = KilnServer("--models", str(folder), "--parallel", "1")
+    try:
+        status, r = post(s, "/explore/open", {"model": "linked"})
+        assert status == 200 and r["file"] == "linked.gguf" and len(r["tensors"]) == 236
+        for name in ("outside", "outside.gguf", "../outside.gguf", "models/../outside", str(tmp_path / "outside.gguf")):
+            status, r = post(s, "/explore/open", {"model": name})
+            assert status in (400, 404), name
+        status, _, body = fetch(s.url + "/explore/models")
+        names = [m["name"] for m in json.loads(body)["models"]]
+        assert "linked" in names and "outside" not in names
+    finally:
+        s.stop()
