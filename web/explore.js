@@ -268,7 +268,8 @@ async function loadPreview(t, { offset, row, col }) {
   const rowIn = el("input", { type: "number", min: 0, value: row, "aria-label": "First row" });
   const colIn = el("input", { type: "number", min: 0, value: col, "aria-label": "First column" });
   const go = () => loadPreview(t, { offset: +offIn.value || 0, row: +rowIn.value || 0, col: +colIn.value || 0 });
-  const values = el("div", { class: "values" }, ...r.values.map((v, i) => el("span", { title: `element ${offset + i}`, text: v === null ? "NaN" : String(v) })));
+  const values = el("div", { class: "values" }, ...r.values.map((v, i) =>
+    el("span", { title: `element ${offset + i}: ${v === null ? "not finite" : v}`, text: v === null ? "NaN" : g9(v) })));
   box.replaceChildren(
     el("p", { class: "muted small", text: `${r.type} [${r.shape.join(", ")}]: exact values (kiln's dequantization on the server, as kiln dequant prints them).` }),
     stats,
@@ -278,6 +279,35 @@ async function loadPreview(t, { offset, row, col }) {
     el("h3", { text: `Values ${offset}–${offset + r.values.length - 1}` }), values,
     el("div", { class: "row" }, el("label", {}, "from element ", offIn), el("label", {}, "heat-map row ", rowIn), el("label", {}, "column ", colIn),
        el("button", { type: "button", text: "Show", onclick: go })));
+}
+
+// As C's %.9g (what kiln dequant prints; nine significant digits name a float32
+// exactly), including its rounding of exact ties to even, which toPrecision does not do.
+function g9(v) {
+  if (!Number.isFinite(v)) return String(v);
+  if (v === 0) return Object.is(v, -0) ? "-0" : "0";
+  // The exact decimal expansion (a float32 has at most ~112 significant digits; its
+  // first 101 are enough to see a tie at the ninth).
+  const [m, x] = Math.abs(v).toExponential(100).split("e");
+  const digits = m.replace(".", "");
+  let exp = Number(x);
+  let head = digits.slice(0, 9);
+  const rest = digits.slice(9);
+  const up = rest[0] > "5" || (rest[0] === "5" && (/[1-9]/.test(rest.slice(1)) || Number(head[8]) % 2 === 1));
+  if (up) {
+    const n = (BigInt(head) + 1n).toString();
+    if (n.length > 9) { head = n.slice(0, 9); exp += 1; } else head = n;
+  }
+  const sign = v < 0 ? "-" : "";
+  if (exp < -4 || exp >= 9) {
+    const frac = head.slice(1).replace(/0+$/, "");
+    return sign + head[0] + (frac ? "." + frac : "") + "e" + (exp < 0 ? "-" : "+") + String(Math.abs(exp)).padStart(2, "0");
+  }
+  let t;
+  if (exp >= 0) t = head.slice(0, exp + 1) + "." + head.slice(exp + 1);
+  else t = "0." + "0".repeat(-exp - 1) + head;
+  t = t.replace(/0+$/, "").replace(/\.$/, "");
+  return sign + t;
 }
 
 function drawHistogram(canvas, h) {

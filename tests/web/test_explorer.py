@@ -136,6 +136,10 @@ def test_weight_preview_equals_kiln_dequant(page, tmp_path):
         got = np.array(p["values"], dtype=np.float64)
         assert np.array_equal(got.astype(np.float32).astype(np.float64), got), "values must be float32 exactly"
         assert np.array_equal(got.astype(np.float32), ref), (t["name"], type_name)
+        # The page prints them as kiln dequant does (%.9g).
+        printed = [x for line in kiln("dequant", path, t["name"], "--rows", rows).splitlines()[1:] for x in line.split(":", 1)[1].split()][:n]
+        shown = page.js("return [...document.querySelectorAll('#preview .values span')].map(s => s.textContent)")
+        assert shown == printed, (t["name"], [(a, b) for a, b in zip(shown, printed) if a != b][:5])
         # Statistics over the whole tensor, against kiln dequant's .npy.
         npy = tmp_path / "t.npy"
         subprocess.run([str(kiln_binary()), "dequant", str(path), t["name"], "--npy", str(npy)], check=True, capture_output=True)
@@ -148,6 +152,7 @@ def test_weight_preview_equals_kiln_dequant(page, tmp_path):
         full = a.astype(np.float32).reshape(-1, t["shape"][0])
         assert np.array_equal(heat, full[:heat.shape[0], :heat.shape[1]])
         if type_name == "Q4_K":
+            page.js("document.getElementById('preview-section').scrollIntoView()")
             page.screenshot("explorer_preview_q4_k")
     # A dropped file's preview says where values come from instead.
     open_local(page, SMOLLM2)
