@@ -16,6 +16,7 @@ int cmd_tensors(int argc, char** argv);
 int cmd_metadata(int argc, char** argv);
 int cmd_analyze(int argc, char** argv);
 int cmd_dequant(int argc, char** argv);
+int cmd_vocab(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);

@@ -25,6 +25,7 @@ const Subcommand k_subcommands[] = {
     {"metadata", kiln::cli::cmd_metadata, "metadata keys and values"},
     {"analyze", kiln::cli::cmd_analyze, "parameters, bits per weight, KV cache size, file layout"},
     {"dequant", kiln::cli::cmd_dequant, "dequantize a tensor to f32 (text or .npy)"},
+    {"vocab", kiln::cli::cmd_vocab, "search the vocabulary; a token's nearest neighbours in the embedding matrix"},
     {"bench", kiln::cli::cmd_bench, "prompt processing and generation speed"},
     {"tokenize", kiln::cli::cmd_tokenize, "token ids of a text (the file's tokenizer)"},
     {"detokenize", kiln::cli::cmd_detokenize, "text of token ids"},

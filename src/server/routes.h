@@ -38,6 +38,16 @@ void handle_ollama_version(ServerState& state, const httplib::Request& req, http
 void handle_metrics(ServerState& state, const httplib::Request& req, httplib::Response& res);
 // The inference gateway's metrics (vLLM-compatible names too), appended to /metrics.
 void append_gateway_metrics(ServerState& state, std::string& out);
+// The web explorer's routes (explorer_routes.cpp, explorer_live.cpp; docs/web.md).
+void handle_explore_models(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_open(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_array(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_tensor(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_vocab(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_cache(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_live_start(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_live_step(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_live_close(ServerState& state, const httplib::Request& req, httplib::Response& res);
 
 // Chat helpers shared by the chat and template routes.
 struct ChatPrompt {

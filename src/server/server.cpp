@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -16,6 +17,7 @@
 
 #include "kiln/chat_template.h"
 #include "routes.h"
+#include "static_assets.h"
 
 namespace kiln::server {
 
@@ -106,6 +108,16 @@ std::map<std::string, std::string> read_aliases(const std::string& path) {
     for (const auto& [alias, target] : j.items()) {
         if (!target.is_string()) throw Error(path + ": alias '" + alias + "': expected a model name (a string)");
         out[alias] = target.get<std::string>();
+    }
+    return out;
+}
+
+// httplib's routes are regular expressions: a literal path, escaped.
+std::string httplib_pattern(std::string_view path) {
+    std::string out;
+    for (char c : path) {
+        if (std::strchr(".[]{}()*+?^$|\\", c)) out += '\\';
+        out += c;
     }
     return out;
 }
@@ -219,6 +231,18 @@ void Server::Impl::add_routes() {
     get("/api/ps", handle_ollama_ps, true);
     post("/api/show", handle_ollama_show);
     get("/api/version", handle_ollama_version, false);
+    // The web UI (docs/web.md): the embedded pages and the explorer's routes.
+    for (const WebAsset& a : web_assets())
+        http.Get(httplib_pattern(a.path), [&a](const httplib::Request& req, httplib::Response& res) { serve_web_asset(a, req, res); });
+    get("/explore/models", handle_explore_models, false);
+    get("/explore/cache", handle_explore_cache, true);
+    post("/explore/open", handle_explore_open);
+    post("/explore/array", handle_explore_array);
+    post("/explore/tensor", handle_explore_tensor);
+    post("/explore/vocab", handle_explore_vocab);
+    post("/explore/live/start", handle_explore_live_start);
+    post("/explore/live/step", handle_explore_live_step);
+    post("/explore/live/close", handle_explore_live_close);
     http.Post("/api/embed", [this](const httplib::Request& req, httplib::Response& res) {
         send_error(req, res, 400, "embeddings are not supported yet (the embeddings issue)");
         state.metrics.requests_failed++;
@@ -297,7 +321,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
             return httplib::Server::HandlerResponse::Handled;
         }
         const std::string& key = im.state.options.api_key;
-        if (key.empty() || req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
+        if (key.empty() || req.path == "/health" || req.path == "/v1/health" || ((req.method == "GET" || req.method == "HEAD") && find_web_asset(req.path)))
+            return httplib::Server::HandlerResponse::Unhandled;
         std::string given;
         const std::string auth = req.get_header_value("Authorization");
         if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
