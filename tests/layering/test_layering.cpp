@@ -41,6 +41,7 @@ std::string public_layer(const std::string& header) {
         {"kiln/context.h", "engine"},   {"kiln/engine.h", "engine"},        {"kiln/jinja.h", "chat/jinja"},
         {"kiln/chat_template.h", "chat"}, {"kiln/reply.h", "chat"},         {"kiln/reply_format.h", "chat"},
         {"kiln/chat.h", "chat"},        {"kiln/server.h", "server"},
+        {"kiln/agent.h", "chat"},       {"kiln/mcp.h", "chat"},
     };
     if (header.rfind("kiln/gguf/", 0) == 0) return "gguf";
     auto it = k.find(header);
