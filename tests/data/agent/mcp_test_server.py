@@ -8,12 +8,14 @@ folder it runs in). Also one resource and one prompt. Modes (first argument):
   --malformed       answer every tools/call with a line that is not JSON
   --crash-at-start  exit with status 4 before reading anything
   --old-protocol    answer initialize with protocol revision 1999-01-01
+The two failing modes offer only the add tool.
 """
 import json
 import os
 import sys
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else ""
+ONLY_ADD = MODE in ("--crash-on-call", "--malformed")
 
 TOOLS = [
     {"name": "add", "description": "Adds two numbers a and b",
@@ -54,11 +56,13 @@ def main():
             version = "1999-01-01" if MODE == "--old-protocol" else params.get("protocolVersion", "2025-06-18")
             send({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": version,
-                "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+                "capabilities": {"tools": {}} if ONLY_ADD else {"tools": {}, "resources": {}, "prompts": {}},
                 "serverInfo": {"name": "kiln-test", "version": "1"}}})
         elif method == "tools/list":
             # Two pages, to exercise nextCursor.
-            if params.get("cursor") == "page2":
+            if ONLY_ADD:
+                send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[:1]}})
+            elif params.get("cursor") == "page2":
                 send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[2:]}})
             else:
                 send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[:2], "nextCursor": "page2"}})
