@@ -91,14 +91,18 @@ int cmd_chat(int argc, char** argv) {
                                  "tools, /exit quits\n");
     }
 
+    bool line_open = false;  // stdout's last text did not end with a newline
     auto show_event = [&](const ReplyEvent& ev) {
         if (const auto* t = std::get_if<TextDelta>(&ev)) {
             std::fputs(t->text.c_str(), stdout);
+            if (!t->text.empty()) line_open = t->text.back() != '\n';
         } else if (const auto* th = std::get_if<ThinkingDelta>(&ev)) {
             if (!hide_thinking) std::fprintf(stdout, "%s%s%s", style.dim(), th->text.c_str(), style.reset());
         } else if (const auto* call = std::get_if<ToolCall>(&ev)) {
             nlohmann::json j = {{"id", call->id}, {"name", call->name}, {"arguments", call->arguments}};
-            std::fprintf(stdout, "\n%stool call%s %s\n", style.bold(), style.reset(), j.dump(2).c_str());
+            std::fprintf(stdout, "%s%stool call%s %s\n", line_open ? "\n" : "", style.bold(), style.reset(),
+                         j.dump(2).c_str());
+            line_open = false;
         } else if (const auto* err = std::get_if<ReplyError>(&ev)) {
             std::fprintf(stderr, "\n[%s]\n", err->message.c_str());
         }
@@ -138,13 +142,15 @@ int cmd_chat(int argc, char** argv) {
             std::fprintf(stderr, "%srunning %s%s (%s)\n", style.dim(), call.name.c_str(), style.reset(), tool.origin.c_str());
         };
         cb.on_result = [&](const ToolCall& call, const ToolResult& result) {
-            std::fprintf(stdout, "%s%s %s%s\n%s\n", style.bold(), result.is_error ? "error from" : "result of",
+            std::fprintf(stdout, "%s%s%s %s%s\n%s\n", line_open ? "\n" : "", style.bold(), result.is_error ? "error from" : "result of",
                          call.name.c_str(), style.reset(), result.content.c_str());
             std::fflush(stdout);
+            line_open = false;
             tools.report_exits(stderr);
         };
         AgentResult r = run_agent(chat, tools.set(), agent, cb);
         std::fputc('\n', stdout);
+        line_open = false;
         std::fflush(stdout);
         if (r.finish == AgentFinish::StepLimit)
             std::fprintf(stderr, "[stopped after %d replies (--max-steps); the last calls were answered]\n",
