@@ -63,6 +63,7 @@ struct McpPrompt {
     std::vector<std::pair<std::string, bool>> arguments;  // name, required
 };
 
+// One server. Not thread-safe: one call at a time (the agent loop runs calls in order).
 class McpClient {
 public:
     // Starts the server and runs the handshake (initialize, notifications/

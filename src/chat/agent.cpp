@@ -2,6 +2,7 @@
 // through the template, reply again.
 #include "kiln/agent.h"
 
+#include <deque>
 #include <exception>
 #include <optional>
 
@@ -64,7 +65,7 @@ struct ToolSet::Impl {
         AgentTool tool;
         Grammar schema;
     };
-    std::vector<Entry> entries;
+    std::deque<Entry> entries;  // a deque: the AgentTool pointers handed out stay valid as tools are added
 };
 
 ToolSet::ToolSet() : impl_(std::make_unique<Impl>()) {}
