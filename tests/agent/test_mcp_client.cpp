@@ -140,10 +140,18 @@ TEST(McpClient, HandshakeListsAndCalls) {
     EXPECT_TRUE(c.running());
     EXPECT_EQ(c.call_tool("add", {{"a", 1.5}, {"b", 1}}, 10s).content, "2.5");
 
-    // A cancel flag already set stops the wait at once.
-    std::atomic<bool> cancel{true};
-    EXPECT_NE(error_of([&] { c.call_tool("hang", nlohmann::json::object(), 60s, &cancel); }).find("cancelled"),
-              std::string::npos);
+    // The cancel flag (Ctrl-C in kiln chat) stops the wait within about 100 ms.
+    std::atomic<bool> cancel{false};
+    std::thread later([&] {
+        std::this_thread::sleep_for(300ms);
+        cancel = true;
+    });
+    const auto t1 = std::chrono::steady_clock::now();
+    EXPECT_EQ(error_of([&] { c.call_tool("hang", nlohmann::json::object(), 60s, &cancel); }),
+              "tools/call to MCP server 'kiln-test' cancelled");
+    later.join();
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count(), 5.0);
+    EXPECT_EQ(c.call_tool("add", {{"a", 2}, {"b", 2}}, 10s).content, "4");
 }
 
 TEST(McpClient, CrashedServerIsAnErrorAndStaysDown) {
