@@ -78,6 +78,8 @@ public:
     McpClient& operator=(const McpClient&) = delete;
 
     const std::string& name() const;
+    // Renames it (before add_mcp_tools: two servers that call themselves the same).
+    void set_name(std::string name);
     const McpServerConfig& config() const;
     const std::string& protocol_version() const;  // what the server answered
     const std::vector<McpTool>& tools() const;

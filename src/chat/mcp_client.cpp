@@ -218,6 +218,7 @@ McpClient::~McpClient() {
 }
 
 const std::string& McpClient::name() const { return impl_->config.name; }
+void McpClient::set_name(std::string name) { impl_->config.name = std::move(name); }
 const McpServerConfig& McpClient::config() const { return impl_->config; }
 const std::string& McpClient::protocol_version() const { return impl_->protocol_version; }
 const std::vector<McpTool>& McpClient::tools() const { return impl_->tools; }

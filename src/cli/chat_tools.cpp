@@ -64,6 +64,14 @@ ChatTools::ChatTools(const ChatToolFlags& flags)
     for (McpServerConfig& c : configs) {
         try {
             auto client = std::make_shared<McpClient>(std::move(c), timeout_);
+            // Two servers of one name (the same program twice): the later ones get -2, -3, ...
+            const std::string base = client->name();
+            for (int n = 2;; ++n) {
+                bool taken = false;
+                for (const auto& s : servers_) taken = taken || s->name() == client->name();
+                if (!taken) break;
+                client->set_name(base + "-" + std::to_string(n));
+            }
             for (const std::string& w : add_mcp_tools(set_, client)) std::fprintf(stderr, "warning: %s\n", w.c_str());
             servers_.push_back(std::move(client));
         } catch (const Error& e) {

@@ -27,6 +27,7 @@ TEST(CliChatAgent, McpToolApprovedDeclinedAndListed) {
         "chat -m " + kiln::test::smollm2_path() + " --template " +
         quote(kiln::test::data_path("shared/templates/Qwen-Qwen2.5-7B-Instruct.jinja")) + " --temp 0 -n 10 -v" +
         " --mcp " + quote(server) + " --mcp " + quote("kiln-no-such-server --x") +
+        " --mcp " + quote(server + " --crash-on-call") +
         " --skills-dir " + quote(kiln::test::data_path("agent/skills")) + " --tool-timeout 20" +
         " --prefill " + quote("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 3}}\n</tool_call>");
     // /tools, a turn whose call is approved, one whose call is declined.
@@ -56,6 +57,33 @@ TEST(CliChatAgent, McpToolApprovedDeclinedAndListed) {
     const size_t result = r.out.find("result of add\n5\n", call);
     ASSERT_NE(result, std::string::npos) << r.out;
     EXPECT_NE(r.out.find("error from add\nthe user declined to run add\n", result), std::string::npos) << r.out;
+    // The second server of the same name is renamed; its tool, called, crashes it:
+    // an error result, a message, and the chat goes on.
+    EXPECT_NE(r.out.find("  kiln-test-2_add      MCP server 'kiln-test-2', asks first"), std::string::npos) << r.out;
     // -v: each turn's figures (two replies: the call, then after its result).
     EXPECT_NE(r.err.find("2 replies, 1 tool calls"), std::string::npos) << r.err;
+}
+
+// A server that crashes on its first call: the model gets an error result, the
+// user a message, and the next turn goes on (the tool now answers that the
+// server is not running). --yes: no approval asked.
+TEST(CliChatAgent, CrashedServerTheChatGoesOn) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string server = "python3 " + kiln::test::data_path("agent/mcp_test_server.py") + " --crash-on-call";
+    const std::string args =
+        "chat -m " + kiln::test::smollm2_path() + " --template " +
+        quote(kiln::test::data_path("shared/templates/Qwen-Qwen2.5-7B-Instruct.jinja")) + " --temp 0 -n 6 --yes" +
+        " --mcp " + quote(server) +
+        " --prefill " + quote("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 3}}\n</tool_call>");
+    auto r = run_kiln(args, "What is 2 plus 3?\nTry again.\n");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err.find("? [y]es"), std::string::npos) << r.err;  // --yes
+    EXPECT_NE(r.out.find("error from add\nMCP server 'kiln-test' exited with status 3 (during tools/call); its last stderr: "
+                         "test server: crashing on tools/call\n"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.err.find("MCP server 'kiln-test' exited with status 3; its tools now answer with errors"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.out.find("error from add\nMCP server 'kiln-test' is not running (exited with status 3)\n"), std::string::npos)
+        << r.out;
 }
