@@ -4,12 +4,15 @@
 // step limit is reached or the run is cancelled (docs/agent.md).
 //
 //   kiln::ToolSet tools;
-//   tools.add({.name = "add", .description = "Adds two numbers",
-//              .parameters = R"({"type": "object", "properties": {"a": {"type": "number"},
-//                               "b": {"type": "number"}}, "required": ["a", "b"]})"_json,
-//              .handler = [](const nlohmann::json& args, const kiln::ToolInvocation&) {
-//                  return kiln::ToolResult{std::to_string(args["a"].get<double>() + args["b"].get<double>())};
-//              }});
+//   kiln::AgentTool add;
+//   add.name = "add";
+//   add.description = "Adds two numbers";
+//   add.parameters = nlohmann::ordered_json::parse(R"({"type": "object", "properties":
+//       {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]})");
+//   add.handler = [](const nlohmann::json& args, const kiln::ToolInvocation&) {
+//       return kiln::ToolResult{std::to_string(args["a"].get<double>() + args["b"].get<double>())};
+//   };
+//   tools.add(std::move(add));
 //   chat.add_user("What is 2 + 3?");
 //   kiln::AgentResult r = kiln::run_agent(chat, tools, {}, {.on_event = show});
 //
