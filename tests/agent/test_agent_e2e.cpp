@@ -70,7 +70,7 @@ struct Harness {
         chat->reset();  // the cached prefix (system prompt with the tools) stays
         chat->add_user(user);
         o.turn.generate.sampling = kiln::SamplingParams::greedy();
-        if (o.turn.generate.max_tokens == 256) o.turn.generate.max_tokens = 12;
+        if (o.turn.generate.max_tokens == 256) o.turn.generate.max_tokens = 6;
         o.turn.assistant_prefix = prefix;
         if (o.tool_timeout == 60s) o.tool_timeout = 10s;
         if (!cb.approve) cb.approve = [this](const kiln::ToolCall&, const kiln::AgentTool&) { return approve; };

@@ -25,7 +25,7 @@ TEST(CliChatAgent, McpToolApprovedDeclinedAndListed) {
     const std::string server = "python3 " + kiln::test::data_path("agent/mcp_test_server.py");
     const std::string args =
         "chat -m " + kiln::test::smollm2_path() + " --template " +
-        quote(kiln::test::data_path("shared/templates/Qwen-Qwen2.5-7B-Instruct.jinja")) + " --temp 0 -n 10 -v" +
+        quote(kiln::test::data_path("shared/templates/Qwen-Qwen2.5-7B-Instruct.jinja")) + " --temp 0 -n 6 -v" +
         " --mcp " + quote(server) + " --mcp " + quote("kiln-no-such-server --x") +
         " --mcp " + quote(server + " --crash-on-call") +
         " --skills-dir " + quote(kiln::test::data_path("agent/skills")) + " --tool-timeout 20" +
