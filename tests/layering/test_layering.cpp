@@ -42,6 +42,7 @@ std::string public_layer(const std::string& header) {
         {"kiln/chat_template.h", "chat"}, {"kiln/reply.h", "chat"},         {"kiln/reply_format.h", "chat"},
         {"kiln/chat.h", "chat"},        {"kiln/server.h", "server"},
         {"kiln/probe.h", "engine"},     {"kiln/vocab.h", "model"},
+        {"kiln/agent.h", "chat"},       {"kiln/mcp.h", "chat"},
     };
     if (header.rfind("kiln/gguf/", 0) == 0) return "gguf";
     auto it = k.find(header);
