@@ -8,7 +8,8 @@ prompt: the argmax, the 10 largest logits and 64 fixed random ids' logits, plus
 the sha256 of the model file (so a test can tell a changed writer from a changed
 forward pass).
 
-Usage: tools/tiny_model_fixtures.py [--build build]
+Usage: tools/tiny_model_fixtures.py [--build build] [--families a,b,...]
+(--families: regenerate only those fixtures; default every family)
 """
 import argparse
 import hashlib
@@ -29,14 +30,20 @@ MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "m
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--families", default="", help="comma-separated families to regenerate (default: all)")
     args = ap.parse_args()
     tool = Path(args.build) / "tests" / "make_tiny_model"
     listing = subprocess.run([str(tool), "--list"], check=True, capture_output=True, text=True).stdout.splitlines()
     families = [line.split("\t")[0] for line in listing if "\t" in line]
+    if args.families:
+        wanted = [f for f in args.families.split(",") if f]
+        unknown = sorted(set(wanted) - set(families))
+        if unknown:
+            raise SystemExit(f"unknown families: {', '.join(unknown)} (known: {', '.join(families)})")
+        families = [f for f in families if f in wanted]
     prompt = [int(x) for x in listing[-1].split()[1:]]
     source = MODELS / "SmolLM2-135M-Instruct.Q4_1.gguf"
     OUT.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         for fam in families:
             path = Path(tmp) / f"tiny-{fam}.gguf"
@@ -46,6 +53,8 @@ def main() -> None:
             llm.eval(prompt)
             logits = np.array(llm.scores[: len(prompt)], dtype=np.float32)
             n_vocab = logits.shape[1]
+            # Per family, so regenerating some families picks the same ids as a full run.
+            rng = np.random.default_rng([7, *fam.encode()])
             random_ids = sorted(rng.choice(n_vocab, size=64, replace=False).tolist())
             top_ids = np.argsort(-logits, axis=1, kind="stable")[:, :10]
             data = {

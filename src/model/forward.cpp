@@ -10,13 +10,10 @@ namespace kiln {
 
 Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMemory& memory, const ThreadPool& pool,
                  int n_batch_max)
-    : spec_(spec), w_(weights), cache_(*memory.kv()), pool_(pool), n_batch_max_(n_batch_max) {
+    : spec_(spec), w_(weights), cache_(*memory.kv()), pool_(pool), n_batch_max_(n_batch_max), moe_(spec, n_batch_max) {
     for (const LayerSpec& l : spec.layers) {
         if (l.mixer != MixerKind::Attention)
             throw Error("recurrent layers are not supported yet (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
-        if (l.ffn == FfnKind::Experts)
-            throw Error("mixture-of-experts layers are not supported yet (architecture '" + spec.arch + "')",
-                        ErrorKind::Unsupported);
     }
     const size_t b = static_cast<size_t>(n_batch_max);
     const size_t e = static_cast<size_t>(spec.n_embd);
@@ -247,7 +244,9 @@ void Forward::ffn_layer(int il, int n) {
     norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
     dump("ffn_norm", il, h_.data(), e, n);
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
-    if (l.ffn == FfnKind::Gated) {
+    if (l.ffn == FfnKind::Experts) {
+        moe_.eval(il, lw, h_.data(), n, o_.data(), pool_, mm_, hook_);  // model/moe.h
+    } else if (l.ffn == FfnKind::Gated) {
         const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
         float* ys[] = {gate_.data(), up_.data()};
         matmul_many(ws, h_.data(), n, ys, pool_, mm_);
@@ -261,9 +260,11 @@ void Forward::ffn_layer(int il, int n) {
             for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
         });
     }
-    dump("ffn_act", il, gate_.data(), ff, n);
-    matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
-    add_bias(o_.data(), lw.ffn_down_b, n, e);
+    if (l.ffn != FfnKind::Experts) {
+        dump("ffn_act", il, gate_.data(), ff, n);
+        matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
+        add_bias(o_.data(), lw.ffn_down_b, n, e);
+    }
     dump("ffn_out", il, o_.data(), e, n);
     if (lw.ffn_post_norm) {
         norm_rows(spec_, o_.data(), lw.ffn_post_norm, nullptr, o_.data(), n, e, pool_);

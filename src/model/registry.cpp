@@ -19,7 +19,7 @@ constexpr ArchRow k_rows[] = {
     {"xverse", RopeKind::Norm},     {"command-r", RopeKind::Norm},  {"cohere2", RopeKind::Norm},
     {"olmo", RopeKind::Norm},       {"arctic", RopeKind::Norm},     {"chatglm", RopeKind::Norm},
     {"glm4", RopeKind::Norm},       {"qwen", RopeKind::Neox},       {"qwen2", RopeKind::Neox, MemoryKind::Kv, configure_qwen2},
-    {"qwen2moe", RopeKind::Neox},   {"qwen3", RopeKind::Neox, MemoryKind::Kv, configure_qwen3},      {"qwen3moe", RopeKind::Neox},
+    {"qwen2moe", RopeKind::Neox, MemoryKind::Kv, configure_qwen2moe},   {"qwen3", RopeKind::Neox, MemoryKind::Kv, configure_qwen3},      {"qwen3moe", RopeKind::Neox, MemoryKind::Kv, configure_qwen3moe},
     {"qwen35", RopeKind::Neox, MemoryKind::Hybrid},     {"qwen3next", RopeKind::Neox, MemoryKind::Hybrid},  {"phi2", RopeKind::Neox},
     {"phi3", RopeKind::Neox},       {"phimoe", RopeKind::Neox},     {"gemma", RopeKind::Neox},
     {"gemma2", RopeKind::Neox, MemoryKind::Kv, configure_gemma2},     {"gemma3", RopeKind::Neox, MemoryKind::Kv, configure_gemma3},     {"gemma3n", RopeKind::Neox},

@@ -13,6 +13,21 @@
 
 namespace kiln {
 
+// An expert layer's tensors. The merged expert tensors (ffn_*_exps, [n_in,
+// n_out, n_expert]) are bound as one Matrix view per expert, so each expert is
+// repacked and multiplied by the same kernels as a dense matrix.
+struct ExpertWeights {
+    Matrix router;                       // ffn_gate_inp [n_embd, n_expert]
+    const float* router_b = nullptr;     // [n_expert]
+    const float* probs_bias = nullptr;   // exp_probs_b [n_expert]: selection bias (not in the weights)
+    std::vector<Matrix> gate, up, down;  // [n_expert] of [n_embd, n_ff], [n_embd, n_ff], [n_ff, n_embd]
+    const float* gate_b = nullptr;       // f32 [n_ff, n_expert]
+    const float* up_b = nullptr;         // f32 [n_ff, n_expert]
+    const float* down_b = nullptr;       // f32 [n_embd, n_expert]
+    Matrix shexp_gate, shexp_up, shexp_down;  // the shared expert (empty: none)
+    Matrix shexp_router;                 // ffn_gate_inp_shexp [n_embd, 1]: its sigmoid gate (empty: ungated)
+};
+
 struct LayerWeights {
     const float* attn_norm = nullptr;
     const float* attn_norm_b = nullptr;
@@ -30,6 +45,7 @@ struct LayerWeights {
     const float* ffn_up_b = nullptr;
     const float* ffn_down_b = nullptr;
     const float* ffn_post_norm = nullptr;
+    ExpertWeights moe;  // an expert layer's (LayerSpec::ffn == Experts)
 };
 
 struct ModelWeights {
