@@ -85,11 +85,18 @@ void matmul_batch_with(const KernelTable& k, std::span<const MatmulJob> all, con
     uint8_t* base = scratch.activations.data() + (64 - reinterpret_cast<uintptr_t>(scratch.activations.data()) % 64) % 64;
     for (ActPack& a : packs) a.data = base + reinterpret_cast<uint64_t>(a.data);
     group0.push_back(n_groups_total);
-    pool.run(n_groups_total, [&](int64_t g, int) {
+    auto prep = [&](int64_t g, int) {
         const size_t p = static_cast<size_t>(std::upper_bound(group0.begin(), group0.end(), g) - group0.begin() - 1);
         const int64_t local = g - group0[p];
         k.prep_act(inputs[p], packs[p].n_blocks * packs[p].format.block, local, local + 1, packs[p]);
-    });
+    };
+    // A decode step's few rows are quantized faster than the pool wakes up.
+    const int64_t n_in = packs[0].n_blocks * packs[0].format.block;
+    if (n_groups_total * n_in <= 16384) {
+        for (int64_t g = 0; g < n_groups_total; ++g) prep(g, 0);
+    } else {
+        pool.run(n_groups_total, prep);
+    }
 
     // Tasks: about two per thread over all the jobs, each job's share by its work
     // (panels x token groups), cut along panels first (decode: one token group).

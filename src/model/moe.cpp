@@ -139,7 +139,8 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
             if (x.up_b) ops::add(up_.data() + r * ff, x.up_b + id * ff, ff);
         }
     }
-    pool.parallel_for(static_cast<int64_t>(n) * k, 4, [&](int64_t r0, int64_t r1, int) {
+    // Rows by the 16 K elements (a decode step's k rows at once, without the pool).
+    pool.parallel_for(static_cast<int64_t>(n) * k, std::max<int64_t>(1, 16384 / ff), [&](int64_t r0, int64_t r1, int) {
         act(gate_.data() + r0 * ff, up_.data() + r0 * ff, (r1 - r0) * ff);
     });
     show("ffn_moe_act", gate_.data(), ff, static_cast<int64_t>(n) * k);
