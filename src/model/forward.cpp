@@ -138,6 +138,11 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         const auto rms_norm = kernels().rms_norm;
         pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
             for (int64_t r = r0; r < r1; ++r) {
+                if (lw.qk_norm_whole) {
+                    rms_norm(q_.data() + r * nq, lw.q_norm, q_.data() + r * nq, nq, spec_.norm_eps);
+                    rms_norm(k_.data() + r * nk, lw.k_norm, k_.data() + r * nk, nk, spec_.norm_eps);
+                    continue;
+                }
                 for (int h = 0; h < l.n_head; ++h) rms_norm(q_.data() + r * nq + h * dk, lw.q_norm, q_.data() + r * nq + h * dk, dk, spec_.norm_eps);
                 for (int h = 0; h < l.n_head_kv; ++h) rms_norm(k_.data() + r * nk + h * dk, lw.k_norm, k_.data() + r * nk + h * dk, dk, spec_.norm_eps);
             }

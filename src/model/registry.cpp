@@ -24,7 +24,7 @@ constexpr ArchRow k_rows[] = {
     {"phi3", RopeKind::Neox},       {"phimoe", RopeKind::Neox},     {"gemma", RopeKind::Neox},
     {"gemma2", RopeKind::Neox, MemoryKind::Kv, configure_gemma2},     {"gemma3", RopeKind::Neox, MemoryKind::Kv, configure_gemma3},     {"gemma3n", RopeKind::Neox},
     {"gemma4", RopeKind::Neox},     {"falcon", RopeKind::Neox},     {"stablelm", RopeKind::Neox},
-    {"starcoder2", RopeKind::Neox}, {"olmo2", RopeKind::Neox},      {"olmoe", RopeKind::Neox},
+    {"starcoder2", RopeKind::Neox}, {"olmo2", RopeKind::Neox},      {"olmoe", RopeKind::Neox, MemoryKind::Kv, configure_olmoe},
     {"gptneox", RopeKind::Neox},    {"ernie4_5", RopeKind::Norm},   {"exaone", RopeKind::Neox},
     {"gpt-oss", RopeKind::Neox},    {"gpt2", RopeKind::None},       {"bert", RopeKind::None},
     {"nomic-bert", RopeKind::Neox}, {"mpt", RopeKind::None},        {"bloom", RopeKind::None},

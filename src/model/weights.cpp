@@ -191,8 +191,11 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         lw.bk = b.vector(p + "attn_k.bias", l.n_head_kv * dk, false);
         lw.bv = b.vector(p + "attn_v.bias", l.n_head_kv * dv, false);
         lw.bo = b.vector(p + "attn_output.bias", e, false);
-        lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, s.qk_norm);
-        lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, s.qk_norm || lw.q_norm);
+        // Per head ([head_dim_k]) or, as OLMoE / OLMo 2, over the whole row ([n_head * head_dim_k]).
+        const gguf::TensorInfo* qn = file.find_tensor(p + "attn_q_norm.weight");
+        lw.qk_norm_whole = qn && l.n_head > 1 && qn->ne(0) == static_cast<uint64_t>(l.n_head * dk);
+        lw.q_norm = b.vector(p + "attn_q_norm.weight", lw.qk_norm_whole ? l.n_head * dk : dk, s.qk_norm);
+        lw.k_norm = b.vector(p + "attn_k_norm.weight", lw.qk_norm_whole ? l.n_head_kv * dk : dk, s.qk_norm || lw.q_norm);
         any_q_norm |= lw.q_norm != nullptr;
         lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
         any_post_attn |= lw.attn_post_norm != nullptr;

@@ -36,8 +36,9 @@ struct LayerWeights {
     const float* bk = nullptr;
     const float* bv = nullptr;
     const float* bo = nullptr;
-    const float* q_norm = nullptr;  // f32 [head_dim_k]
-    const float* k_norm = nullptr;
+    const float* q_norm = nullptr;  // f32 [head_dim_k], or [n_head * head_dim_k] when qk_norm_whole
+    const float* k_norm = nullptr;  // f32 [head_dim_k], or [n_head_kv * head_dim_k]
+    bool qk_norm_whole = false;     // Q / K normed over the whole row, not per head
     const float* attn_post_norm = nullptr;
     const float* ffn_norm = nullptr;
     const float* ffn_norm_b = nullptr;

@@ -120,6 +120,7 @@ struct FamilyRecipe {
         GgmlType shexp_type = GgmlType::F32;
         bool ff_key = true;        // write expert_feed_forward_length
     } moe;
+    bool qk_norm_whole = false;  // Q / K norms over the whole row (OLMoE), not per head
 };
 
 FamilyRecipe with_experts(FamilyRecipe r, FamilyRecipe::Experts m) {
@@ -159,6 +160,15 @@ const std::vector<FamilyRecipe>& recipes() {
                       {2, 64, 4, 2, 128, 16, 0}, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0, false, false, false, false,
                       false, false, 0.0f, 0.0f, "llama"},
                      {8, 2, 0, false, 4, GgmlType::F32, false}),
+        [] {
+            FamilyRecipe r = with_experts({"olmoe", "OLMoE: Q/K RMS-normed over the whole row, 8 experts top-2 not renormalized, "
+                                           "tie 0/1; Q8_0 attention / Q5_K experts",
+                                           {2, 256, 4, 4, 256, 64, 0}, GgmlType::Q8_0, GgmlType::Q5_K, GgmlType::Q8_0, false,
+                                           false, true},
+                                          {8, 2, 0, false, 0});
+            r.qk_norm_whole = true;
+            return r;
+        }(),
         with_experts({"qwen2moe", "qwen2moe: 8 experts top-2 not renormalized + sigmoid-gated shared expert, Q/K/V biases; "
                       "Q4_K experts, Q8_0 shared expert",
                       {2, 256, 4, 2, 256, 64, 0}, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q8_0, false, true},
@@ -250,8 +260,8 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
             t.vector(p + "attn_v.bias", dkv, 0.0f, 0.5f);
         }
         if (r.qk_norm) {
-            t.vector(p + "attn_q_norm.weight", s.head_dim, 1.0f, 0.2f);
-            t.vector(p + "attn_k_norm.weight", s.head_dim, 1.0f, 0.2f);
+            t.vector(p + "attn_q_norm.weight", r.qk_norm_whole ? dq : s.head_dim, 1.0f, 0.2f);
+            t.vector(p + "attn_k_norm.weight", r.qk_norm_whole ? dkv : s.head_dim, 1.0f, 0.2f);
         }
         t.matrix(p + "attn_output.weight", dq, e, r.attn_type);
         if (r.post_norms) t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
