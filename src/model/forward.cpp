@@ -180,6 +180,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     as.scale = spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(static_cast<float>(dk));
     as.prescale_q = spec_.attention_scale > 0.0f;
     as.softcap = spec_.attn_softcap;
+    as.sinks = lw.attn_sinks;
     // The keys a row sees: its window (or everything) up to itself, or with
     // non-causal attention up to its sequence's last position in the batch.
     const int window = cache_.window(il);
@@ -219,6 +220,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         AttentionShape part = as;
         part.n_head = nh;
         part.n_head_kv = 1;
+        if (as.sinks) part.sinks = as.sinks + h0;
         for (int64_t r = r0; r < std::min<int64_t>(n, r0 + rows_per_task); ++r) {
             KvRows head = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
             const uint64_t esize = head.type == GgmlType::F16 ? 2 : 4;

@@ -102,6 +102,9 @@ struct ModelSpec {
     // Set by a family that requires per-head Q/K norms (binding then fails naming
     // the missing tensor); otherwise they are found by presence.
     bool qk_norm = false;
+    // gpt-oss: the pre-FFN norm is stored as `post_attention_norm` (and there is
+    // no post-attention norm in Gemma's sense).
+    bool ffn_norm_is_post_attention_norm = false;
 
     int max_n_head() const;
     int max_n_head_kv() const;

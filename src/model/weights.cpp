@@ -35,13 +35,16 @@ public:
     }
 
     // An f32 vector (norm weights, biases), converted at load if stored otherwise.
-    const float* vector(const std::string& name, int64_t n, bool required) {
+    const float* vector(const std::string& name, int64_t n, bool required) { return vector(name, n, 1, required); }
+    // The same for an f32 table [n, m] (per-expert biases), rows contiguous.
+    const float* vector(const std::string& name, int64_t n0, int64_t m, bool required) {
+        const int64_t n = n0 * m;
         const gguf::TensorInfo* t = find(name);
         if (!t) {
             if (required) throw Error("tensor '" + name + "' not found");
             return nullptr;
         }
-        check_shape(*t, {static_cast<uint64_t>(n)});
+        check_shape(*t, {static_cast<uint64_t>(n0), static_cast<uint64_t>(m)});
         if (t->type == GgmlType::F32) return reinterpret_cast<const float*>(file_.tensor_data(*t));
         if (!quant::can_dequantize(t->type))
             throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read",
@@ -146,9 +149,9 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
     int64_t out = e;
     x.down = b.experts(p + "ffn_down_exps.weight", ff, out, n);
     l.n_ff = static_cast<int>(ff);
-    x.up_b = b.vector(p + "ffn_up_exps.bias", ff * n, false);
-    x.gate_b = b.vector(p + "ffn_gate_exps.bias", ff * n, false);
-    x.down_b = b.vector(p + "ffn_down_exps.bias", e * n, false);
+    x.up_b = b.vector(p + "ffn_up_exps.bias", ff, n, false);
+    x.gate_b = b.vector(p + "ffn_gate_exps.bias", ff, n, false);
+    x.down_b = b.vector(p + "ffn_down_exps.bias", e, n, false);
     if (b.find(p + "ffn_up_shexp.weight")) {
         const gguf::TensorInfo* t = b.find(p + "ffn_up_shexp.weight");
         const int64_t sff = t->shape.size() >= 2 ? static_cast<int64_t>(t->shape[1]) : 0;
@@ -197,9 +200,14 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         lw.q_norm = b.vector(p + "attn_q_norm.weight", lw.qk_norm_whole ? l.n_head * dk : dk, s.qk_norm);
         lw.k_norm = b.vector(p + "attn_k_norm.weight", lw.qk_norm_whole ? l.n_head_kv * dk : dk, s.qk_norm || lw.q_norm);
         any_q_norm |= lw.q_norm != nullptr;
-        lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
-        any_post_attn |= lw.attn_post_norm != nullptr;
-        lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
+        lw.attn_sinks = b.vector(p + "attn_sinks.weight", l.n_head, false);
+        if (s.ffn_norm_is_post_attention_norm) {
+            lw.ffn_norm = b.vector(p + "post_attention_norm.weight", e, true);  // the family's name for it
+        } else {
+            lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
+            any_post_attn |= lw.attn_post_norm != nullptr;
+            lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
+        }
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
         if (file.find_tensor(p + "ffn_gate_inp.weight")) {
             bind_expert_layer(b, s, p, l, lw.moe);  // an expert layer: its kind from the router's presence

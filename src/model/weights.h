@@ -40,6 +40,7 @@ struct LayerWeights {
     const float* k_norm = nullptr;  // f32 [head_dim_k], or [n_head_kv * head_dim_k]
     bool qk_norm_whole = false;     // Q / K normed over the whole row, not per head
     const float* attn_post_norm = nullptr;
+    const float* attn_sinks = nullptr;  // f32 [n_head] (AttentionShape::sinks)
     const float* ffn_norm = nullptr;
     const float* ffn_norm_b = nullptr;
     Matrix ffn_gate, ffn_up, ffn_down;  // ffn_gate empty: a plain FFN

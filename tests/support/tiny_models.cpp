@@ -65,6 +65,11 @@ public:
         if (tie >= 0) std::copy_n(v.begin() + tie * n_in, n_in, v.begin() + (tie + 1) * n_in);
         add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_expert)}, v, GgmlType::F32);
     }
+    // Values center + spread * uniform, and an f32 tensor of them.
+    void fill(std::vector<float>& v, float center, float spread) {
+        for (float& x : v) x = center + spread * rng_.uniform();
+    }
+    void raw(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& v) { add(name, std::move(shape), v, GgmlType::F32); }
     // A norm weight around 1 (or a bias around 0).
     void vector(const std::string& name, int64_t n, float center, float spread) {
         std::vector<float> v(static_cast<size_t>(n));
@@ -121,6 +126,9 @@ struct FamilyRecipe {
         bool ff_key = true;        // write expert_feed_forward_length
     } moe;
     bool qk_norm_whole = false;  // Q / K norms over the whole row (OLMoE), not per head
+    // gpt-oss: attention sinks, an output-projection bias, router and expert
+    // biases, the pre-FFN norm named post_attention_norm.
+    bool gpt_oss = false;
 };
 
 FamilyRecipe with_experts(FamilyRecipe r, FamilyRecipe::Experts m) {
@@ -167,6 +175,16 @@ const std::vector<FamilyRecipe>& recipes() {
                                            false, true},
                                           {8, 2, 0, false, 0});
             r.qk_norm_whole = true;
+            return r;
+        }(),
+        [] {
+            FamilyRecipe r = with_experts({"gpt_oss", "gpt-oss: sliding window 8 on even layers / full, attention sinks, Q/K/V/O "
+                                           "biases, 8 experts top-2 (softmax over the selected), router and expert biases, "
+                                           "clamped OAI SwiGLU, tie 6/7; Q8_0",
+                                           {2, 64, 4, 2, 64, 16, 8}, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0, false, true},
+                                          {8, 2, 0, false, 6});
+            r.gpt_oss = true;
+            r.arch = "gpt-oss";
             return r;
         }(),
         with_experts({"qwen2moe", "qwen2moe: 8 experts top-2 not renormalized + sigmoid-gated shared expert, Q/K/V biases; "
@@ -265,11 +283,32 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
         }
         t.matrix(p + "attn_output.weight", dq, e, r.attn_type);
         if (r.post_norms) t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
-        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        if (r.gpt_oss) {
+            t.vector(p + "attn_output.bias", e, 0.0f, 0.5f);
+            t.vector(p + "attn_sinks.weight", s.n_head, 0.0f, 2.0f);
+            t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);  // gpt-oss's pre-FFN norm
+        } else {
+            t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        }
         if (moe.n_expert > 0) {
             // Router gain 4: logits spread over a few units, so the selection
             // is not a toss-up between near-equal experts (except the tie).
             t.router(p + "ffn_gate_inp.weight", e, moe.n_expert, moe.tie, 4.0f);
+            if (r.gpt_oss) {
+                // The router bias keeps the tie (equal bias for the tied pair).
+                std::vector<float> rb(static_cast<size_t>(moe.n_expert));
+                t.fill(rb, 0.0f, 0.5f);
+                if (moe.tie >= 0) rb[static_cast<size_t>(moe.tie + 1)] = rb[static_cast<size_t>(moe.tie)];
+                t.raw(p + "ffn_gate_inp.bias", {static_cast<uint64_t>(moe.n_expert)}, rb);
+                std::vector<float> b(static_cast<size_t>(s.n_ff * moe.n_expert));
+                t.fill(b, 0.0f, 0.5f);
+                t.raw(p + "ffn_gate_exps.bias", {static_cast<uint64_t>(s.n_ff), static_cast<uint64_t>(moe.n_expert)}, b);
+                t.fill(b, 0.0f, 0.5f);
+                t.raw(p + "ffn_up_exps.bias", {static_cast<uint64_t>(s.n_ff), static_cast<uint64_t>(moe.n_expert)}, b);
+                std::vector<float> db(static_cast<size_t>(e * moe.n_expert));
+                t.fill(db, 0.0f, 0.5f);
+                t.raw(p + "ffn_down_exps.bias", {static_cast<uint64_t>(e), static_cast<uint64_t>(moe.n_expert)}, db);
+            }
             t.experts(p + "ffn_gate_exps.weight", e, s.n_ff, moe.n_expert, r.ffn_type);
             t.experts(p + "ffn_up_exps.weight", e, s.n_ff, moe.n_expert, r.ffn_type);
             t.experts(p + "ffn_down_exps.weight", s.n_ff, e, moe.n_expert, r.ffn_type);

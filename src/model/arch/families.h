@@ -12,6 +12,7 @@ void configure_smollm3(ArchConfig& c);
 void configure_gemma2(ArchConfig& c);
 void configure_gemma3(ArchConfig& c);
 // mixture-of-experts families (model/moe.h)
+void configure_gpt_oss(ArchConfig& c);
 void configure_olmoe(ArchConfig& c);
 void configure_qwen2moe(ArchConfig& c);
 void configure_qwen3moe(ArchConfig& c);
