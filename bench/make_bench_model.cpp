@@ -8,6 +8,13 @@
 // --arch qwen35 writes a Qwen 3.5 0.8B-shaped hybrid instead (width 1024, FFN
 // 3584, three gated delta-net layers of 16 key / 16 value heads of 128 to one
 // gated attention layer of 8 heads / 2 KV heads of 256, 64 rotated dimensions).
+//                    [--arch qwen3moe --experts 128 --experts-used 8 --head-dim 128]
+//
+// With --arch qwen3moe every layer's FFN is --experts experts of width --ff
+// (merged ffn_*_exps tensors, an f32 router of random rows so tokens spread
+// over the experts) and the attention has per-head QK-norm and --head-dim heads:
+// Qwen3-30B-A3B's shape is --layers 48 --embd 2048 --ff 768 --heads 32
+// --kv-heads 4 --head-dim 128 --experts 128 --experts-used 8.
 //
 // The defaults give Llama 3.2 1B's shape with SmolLM2's 49152-token vocabulary
 // (copied from --tokenizer, like the tiny test models): ~1.07 B parameters, the
@@ -44,6 +51,8 @@ struct Rng {
 struct Options {
     std::string type = "Q4_0", tokenizer, out, arch = "llama";
     int layers = 16, embd = 2048, ff = 8192, heads = 32, kv_heads = 8;
+    int head_dim = 0;  // 0: embd / heads
+    int experts = 128, experts_used = 8;
 };
 
 std::vector<uint8_t> make_matrix(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng) {
@@ -134,21 +143,35 @@ int run(const Options& o) {
     const GgmlTypeInfo* info = find_ggml_type(o.type);
     if (!info || !quant::can_quantize(info->type)) throw Error("no quantizer for type '" + o.type + "'");
     const GgmlType type = info->type;
-    if (o.embd % o.heads != 0 || o.heads % o.kv_heads != 0) throw Error("heads must divide the width and kv-heads the heads");
+    const bool moe = o.arch == "qwen3moe";
+    if (!moe && o.arch != "llama" && o.arch != "qwen35") throw Error("--arch: llama, qwen3moe or qwen35");
+    if ((o.head_dim == 0 && o.embd % o.heads != 0) || o.heads % o.kv_heads != 0)
+        throw Error("heads must divide the width and kv-heads the heads");
     gguf::Writer w;
     gguf::Metadata& md = w.metadata();
     using gguf::Value;
+    const std::string a = o.arch + ".";
+    const int hd = o.head_dim > 0 ? o.head_dim : o.embd / o.heads;
     md.add("general.architecture", Value::string(o.arch));
     md.add("general.name", Value::string("kiln bench " + o.arch + " " + o.type));
-    if (o.arch == "llama") {
-        md.add("llama.context_length", Value::u32(4096));
-        md.add("llama.embedding_length", Value::u32(static_cast<uint32_t>(o.embd)));
-        md.add("llama.block_count", Value::u32(static_cast<uint32_t>(o.layers)));
-        md.add("llama.feed_forward_length", Value::u32(static_cast<uint32_t>(o.ff)));
-        md.add("llama.attention.head_count", Value::u32(static_cast<uint32_t>(o.heads)));
-        md.add("llama.attention.head_count_kv", Value::u32(static_cast<uint32_t>(o.kv_heads)));
-        md.add("llama.attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
-        md.add("llama.rope.freq_base", Value::f32(500000.0f));
+    if (o.arch != "qwen35") {  // qwen35's keys are written by write_qwen35
+        md.add(a + "context_length", Value::u32(4096));
+        md.add(a + "embedding_length", Value::u32(static_cast<uint32_t>(o.embd)));
+        md.add(a + "block_count", Value::u32(static_cast<uint32_t>(o.layers)));
+        md.add(a + "feed_forward_length", Value::u32(static_cast<uint32_t>(moe ? o.ff * o.experts_used : o.ff)));
+        md.add(a + "attention.head_count", Value::u32(static_cast<uint32_t>(o.heads)));
+        md.add(a + "attention.head_count_kv", Value::u32(static_cast<uint32_t>(o.kv_heads)));
+        md.add(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+        md.add(a + "rope.freq_base", Value::f32(moe ? 1000000.0f : 500000.0f));
+        if (hd * o.heads != o.embd) {
+            md.add(a + "attention.key_length", Value::u32(static_cast<uint32_t>(hd)));
+            md.add(a + "attention.value_length", Value::u32(static_cast<uint32_t>(hd)));
+        }
+        if (moe) {
+            md.add(a + "expert_count", Value::u32(static_cast<uint32_t>(o.experts)));
+            md.add(a + "expert_used_count", Value::u32(static_cast<uint32_t>(o.experts_used)));
+            md.add(a + "expert_feed_forward_length", Value::u32(static_cast<uint32_t>(o.ff)));
+        }
     }
     gguf::File src = gguf::File::open(o.tokenizer);
     gguf::Metadata tok = gguf::materialize_metadata(src);
@@ -166,10 +189,23 @@ int run(const Options& o) {
         w.write(o.out);
         return 0;
     }
-    if (o.arch != "llama") throw Error("unknown --arch '" + o.arch + "' (llama, qwen35)");
-    const int64_t e = o.embd, hd = o.embd / o.heads, kv = hd * o.kv_heads;
+    const int64_t e = o.embd, q = static_cast<int64_t>(hd) * o.heads, kv = static_cast<int64_t>(hd) * o.kv_heads;
     auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
         w.add_tensor(name, type, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, make_matrix(type, n_in, n_out, rng));
+    };
+    // [n_in, n_out, n_expert]: the rows of all experts from the pool.
+    auto experts = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+        w.add_tensor(name, type, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(o.experts)},
+                     make_matrix(type, n_in, n_out * o.experts, rng));
+    };
+    auto router = [&](const std::string& name) {
+        std::vector<uint8_t> b(static_cast<size_t>(e * o.experts) * 4);
+        const float s = std::sqrt(3.0f / static_cast<float>(e));
+        for (size_t i = 0; i < b.size(); i += 4) {
+            const float v = rng.uniform() * s;
+            std::memcpy(b.data() + i, &v, 4);
+        }
+        w.add_tensor(name, GgmlType::F32, {static_cast<uint64_t>(e), static_cast<uint64_t>(o.experts)}, std::move(b));
     };
     auto ones = [&](const std::string& name, int64_t n) {
         std::vector<uint8_t> b(static_cast<size_t>(n) * 4);
@@ -182,14 +218,23 @@ int run(const Options& o) {
     for (int il = 0; il < o.layers; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         ones(p + "attn_norm.weight", e);
-        matrix(p + "attn_q.weight", e, e);
+        matrix(p + "attn_q.weight", e, q);
         matrix(p + "attn_k.weight", e, kv);
         matrix(p + "attn_v.weight", e, kv);
-        matrix(p + "attn_output.weight", e, e);
+        matrix(p + "attn_output.weight", q, e);
         ones(p + "ffn_norm.weight", e);
-        matrix(p + "ffn_gate.weight", e, o.ff);
-        matrix(p + "ffn_up.weight", e, o.ff);
-        matrix(p + "ffn_down.weight", o.ff, e);
+        if (moe) {
+            ones(p + "attn_q_norm.weight", hd);
+            ones(p + "attn_k_norm.weight", hd);
+            router(p + "ffn_gate_inp.weight");
+            experts(p + "ffn_gate_exps.weight", e, o.ff);
+            experts(p + "ffn_up_exps.weight", e, o.ff);
+            experts(p + "ffn_down_exps.weight", o.ff, e);
+        } else {
+            matrix(p + "ffn_gate.weight", e, o.ff);
+            matrix(p + "ffn_up.weight", e, o.ff);
+            matrix(p + "ffn_down.weight", o.ff, e);
+        }
     }
     w.write(o.out);
     return 0;
@@ -215,6 +260,9 @@ int main(int argc, char** argv) {
             else if (a == "--ff") o.ff = std::stoi(value());
             else if (a == "--heads") o.heads = std::stoi(value());
             else if (a == "--kv-heads") o.kv_heads = std::stoi(value());
+            else if (a == "--head-dim") o.head_dim = std::stoi(value());
+            else if (a == "--experts") o.experts = std::stoi(value());
+            else if (a == "--experts-used") o.experts_used = std::stoi(value());
             else throw Error("unknown option " + a);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "make_bench_model: %s\n", e.what());
@@ -222,7 +270,8 @@ int main(int argc, char** argv) {
         }
     }
     if (o.tokenizer.empty() || o.out.empty()) {
-        std::fprintf(stderr, "usage: make_bench_model --type TYPE --tokenizer GGUF --out FILE [--layers N --embd N --ff N --heads N --kv-heads N]\n");
+        std::fprintf(stderr, "usage: make_bench_model --type TYPE --tokenizer GGUF --out FILE [--layers N --embd N --ff N --heads N --kv-heads N]\n"
+                             "       [--arch qwen3moe --experts N --experts-used N --head-dim N]\n");
         return 2;
     }
     try {

@@ -47,6 +47,11 @@ struct MatmulScratch {
     std::vector<uint8_t> activations;
     std::vector<float> rounded;  // one row per thread: an activation row rounded to f16 / bf16
     std::vector<Task> tasks;
+    // matmul_batch (compute/matmul_batch.h): each distinct input's packed activations
+    // and the first flat group index of each.
+    std::vector<ActPack> packs;
+    std::vector<int64_t> pack_group0;
+    std::vector<int> job_pack;
 };
 
 // Whether matmul supports `type` directly (others are converted at load).

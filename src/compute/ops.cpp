@@ -112,6 +112,19 @@ void softmax(float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+void softmax_with_sink(float* x, int64_t n, float sink) {
+    float mx = sink;
+    for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+    double sum = std::exp(sink - mx);
+    for (int64_t i = 0; i < n; ++i) {
+        const float e = std::exp(x[i] - mx);
+        x[i] = e;
+        sum += e;
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
 namespace {
 
 // YaRN correction range: the dimensions whose wavelength crosses the original

@@ -37,6 +37,9 @@ const uint16_t* gelu_f16_table();
 
 // In place softmax over n values; returns nothing. Max-subtracted, sum in double.
 void softmax(float* x, int64_t n);
+// The same over n values and a sink logit whose share is dropped (no value):
+// max over both, the sum includes exp(sink - max).
+void softmax_with_sink(float* x, int64_t n, float sink);
 
 // RoPE --------------------------------------------------------------------
 enum class RopeLayout { Norm, Neox };  // adjacent pairs / the two halves of a head

@@ -403,4 +403,7 @@ uint64_t Context::memory_bytes() const { return impl_->memory->bytes(); }
 
 void Context::set_tensor_hook(TensorHook hook) { impl_->forward->set_debug_hook(std::move(hook)); }
 
+const std::vector<std::vector<uint64_t>>& Context::expert_usage() const { return impl_->forward->expert_usage(); }
+void Context::reset_expert_usage() { impl_->forward->reset_expert_usage(); }
+
 }  // namespace kiln

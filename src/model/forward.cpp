@@ -10,16 +10,14 @@ namespace kiln {
 
 Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMemory& memory, const ThreadPool& pool,
                  int n_batch_max)
-    : spec_(spec), w_(weights), cache_(memory.kv()), recurrent_(memory.recurrent()), pool_(pool), n_batch_max_(n_batch_max) {
+    : spec_(spec), w_(weights), cache_(memory.kv()), recurrent_(memory.recurrent()), pool_(pool), n_batch_max_(n_batch_max),
+      moe_(spec, n_batch_max) {
     for (const LayerSpec& l : spec.layers) {
         if ((l.mixer == MixerKind::Attention && !cache_) || (l.mixer == MixerKind::Recurrent && !recurrent_))
             throw Error("forward: the memory has no part for the layers' mixers (architecture '" + spec.arch + "')",
                         ErrorKind::Internal);
         if (l.ffn == FfnKind::Gated && spec.activation == FfnActivation::Relu2)
             throw Error("a gated FFN with ReLU² is not supported (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
-        if (l.ffn == FfnKind::Experts)
-            throw Error("mixture-of-experts layers are not supported yet (architecture '" + spec.arch + "')",
-                        ErrorKind::Unsupported);
     }
     const size_t b = static_cast<size_t>(n_batch_max);
     const size_t e = static_cast<size_t>(spec.n_embd);
@@ -160,6 +158,11 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         const auto rms_norm = kernels().rms_norm;
         pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
             for (int64_t r = r0; r < r1; ++r) {
+                if (lw.qk_norm_whole) {
+                    rms_norm(q_.data() + r * nq, lw.q_norm, q_.data() + r * nq, nq, spec_.norm_eps);
+                    rms_norm(k_.data() + r * nk, lw.k_norm, k_.data() + r * nk, nk, spec_.norm_eps);
+                    continue;
+                }
                 for (int h = 0; h < l.n_head; ++h) rms_norm(q_.data() + r * nq + h * dk, lw.q_norm, q_.data() + r * nq + h * dk, dk, spec_.norm_eps);
                 for (int h = 0; h < l.n_head_kv; ++h) rms_norm(k_.data() + r * nk + h * dk, lw.k_norm, k_.data() + r * nk + h * dk, dk, spec_.norm_eps);
             }
@@ -197,6 +200,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     as.scale = spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(static_cast<float>(dk));
     as.prescale_q = spec_.attention_scale > 0.0f;
     as.softcap = spec_.attn_softcap;
+    as.sinks = lw.attn_sinks;
     // The keys a row sees: its window (or everything) up to itself, or with
     // non-causal attention up to its sequence's last position in the batch.
     const int window = cache_->window(il);
@@ -236,6 +240,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         AttentionShape part = as;
         part.n_head = nh;
         part.n_head_kv = 1;
+        if (as.sinks) part.sinks = as.sinks + h0;
         for (int64_t r = r0; r < std::min<int64_t>(n, r0 + rows_per_task); ++r) {
             KvRows head = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
             const uint64_t esize = head.type == GgmlType::F16 ? 2 : 4;
@@ -272,7 +277,9 @@ void Forward::ffn_layer(int il, int n) {
     norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
     dump("ffn_norm", il, h_.data(), e, n);
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
-    if (l.ffn == FfnKind::Gated) {
+    if (l.ffn == FfnKind::Experts) {
+        moe_.eval(il, lw, h_.data(), n, o_.data(), pool_, mm_, hook_);  // model/moe.h
+    } else if (l.ffn == FfnKind::Gated) {
         const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
         float* ys[] = {gate_.data(), up_.data()};
         matmul_many(ws, h_.data(), n, ys, pool_, mm_);
@@ -296,9 +303,11 @@ void Forward::ffn_layer(int il, int n) {
             });
         }
     }
-    dump("ffn_act", il, gate_.data(), ff, n);
-    matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
-    add_bias(o_.data(), lw.ffn_down_b, n, e);
+    if (l.ffn != FfnKind::Experts) {
+        dump("ffn_act", il, gate_.data(), ff, n);
+        matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
+        add_bias(o_.data(), lw.ffn_down_b, n, e);
+    }
     dump("ffn_out", il, o_.data(), e, n);
     if (lw.ffn_post_norm) {
         norm_rows(spec_, o_.data(), lw.ffn_post_norm, nullptr, o_.data(), n, e, pool_);

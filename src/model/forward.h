@@ -20,6 +20,7 @@
 #include "compute/matmul.h"
 #include "compute/ops.h"
 #include "compute/thread_pool.h"
+#include "model/moe.h"
 #include "model/spec.h"
 #include "model/ssm.h"
 #include "model/weights.h"
@@ -46,6 +47,9 @@ public:
 
     int n_batch_max() const { return n_batch_max_; }
     void set_debug_hook(DebugHook hook) { hook_ = std::move(hook); }
+    // Expert selections per layer and expert since the last reset (kiln bench).
+    const std::vector<std::vector<uint64_t>>& expert_usage() const { return moe_.usage(); }
+    void reset_expert_usage() { moe_.reset_usage(); }
 
     // Evaluates the rows (1 <= n <= n_batch_max). For the k-th row with output
     // wanted, in batch order, logits row k of f32 [n_vocab, n_out] and, if hidden
@@ -78,6 +82,7 @@ private:
     const ThreadPool& pool_;
     int n_batch_max_;
     DebugHook hook_;
+    MoeBlock moe_;  // the expert layers' FFN
 
     MatmulScratch mm_;
     std::vector<AttentionScratch> attn_scratch_;  // per thread

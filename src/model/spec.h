@@ -24,9 +24,31 @@ enum class MixerKind {
 enum class FfnKind {
     Gated,    // down(act(gate(x)) * up(x))
     Plain,    // down(act(up(x))), with optional biases
-    Experts,  // mixture of experts (the MoE families fill this in)
+    Experts,  // mixture of experts: a router picks MoeSpec::n_expert_used of n_expert gated FFNs (model/moe.h)
     None,     // no FFN block: the layer is its mixer alone (Mamba)
 };
+
+// How a mixture-of-experts router turns its logits into the experts' weights
+// (the values of llama.cpp's `expert_gating_func` key).
+enum class ExpertGating {
+    Softmax = 1,        // softmax over all experts; the selected experts' probabilities
+    Sigmoid = 2,        // sigmoid of each logit (DeepSeek-V3 style, with a selection bias)
+    SoftmaxWeight = 3,  // select on the logits, then softmax over the selected ones (gpt-oss)
+};
+
+// The routing of the model's expert layers (the same for every such layer).
+struct MoeSpec {
+    int n_expert = 0;          // experts per layer ({arch}.expert_count)
+    int n_expert_used = 0;     // selected per token ({arch}.expert_used_count)
+    ExpertGating gating = ExpertGating::Softmax;
+    bool norm_weights = false; // divide the selected weights by their sum
+    float weights_scale = 1.0f;
+    int n_group = 0;           // group-limited selection: experts in n_group groups,
+    int n_group_used = 0;      //   only the best n_group_used groups (by their top-2 sum) compete
+    int n_leading_dense = 0;   // the first layers have a dense FFN instead
+    bool oai_swiglu = false;   // gpt-oss: clamped SwiGLU with alpha 1.702, limit 7
+};
+
 // What per-sequence memory the model needs (the registry row says; the layers agree).
 enum class MemoryKind { Kv, Recurrent, Hybrid };
 
@@ -61,7 +83,8 @@ struct LayerSpec {
     FfnKind ffn = FfnKind::Gated;  // Plain when the file has no ffn_gate (weights.cpp)
     int n_head = 0;
     int n_head_kv = 0;
-    int n_ff = 0;
+    int n_ff = 0;          // an expert layer: each expert's hidden width (from its tensors)
+    int n_ff_shexp = 0;    // an expert layer's shared expert width (0: none)
     bool sliding = false;  // sliding-window attention layer
     bool use_rope = true;
 };
@@ -83,6 +106,7 @@ struct ModelSpec {
     FfnActivation activation = FfnActivation::Silu;
     RopeSpec rope;
     SsmSpec ssm;  // the recurrent layers' mixer (kind None: the model has none)
+    MoeSpec moe;  // n_expert 0: no expert layers
 
     float embedding_scale = 1.0f;   // gemma: sqrt(n_embd)
     float attention_scale = 0.0f;   // 0: 1/sqrt(head_dim_k)
@@ -91,7 +115,9 @@ struct ModelSpec {
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
 
     std::string output_norm_tensor = "output_norm.weight";  // the final norm's name (lfm2: token_embd_norm.weight)
-    std::string ffn_norm_tensor = "ffn_norm.weight";        // the FFN's input norm (qwen35: post_attention_norm.weight)
+    // The FFN's input norm (qwen35, gpt-oss: post_attention_norm.weight, and then
+    // there is no post-attention norm in Gemma's sense).
+    std::string ffn_norm_tensor = "ffn_norm.weight";
     // The Q projection carries a second half per head, a gate: the attention
     // output is multiplied by its sigmoid before attn_output (qwen35).
     bool attn_output_gate = false;

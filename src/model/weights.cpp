@@ -28,15 +28,20 @@ public:
     }
 
     void check_shape(const gguf::TensorInfo& t, const std::vector<uint64_t>& shape) {
-        std::vector<uint64_t> got = t.shape;
-        while (got.size() > shape.size() && got.back() == 1) got.pop_back();
-        if (got != shape)
+        std::vector<uint64_t> got = t.shape, want = shape;
+        while (got.size() > 1 && got.back() == 1) got.pop_back();
+        while (want.size() > 1 && want.back() == 1) want.pop_back();
+        if (got != want)
             throw Error("tensor '" + t.name + "': expected shape " + shape_text(shape) + ", found " + t.shape_string());
     }
 
     // An f32 vector (norm weights, biases), converted at load if stored otherwise.
     const float* vector(const std::string& name, int64_t n, bool required) {
         return floats(name, {static_cast<uint64_t>(n)}, required);
+    }
+    // The same for an f32 table [n, m] (per-expert biases), rows contiguous.
+    const float* vector(const std::string& name, int64_t n0, int64_t m, bool required) {
+        return floats(name, {static_cast<uint64_t>(n0), static_cast<uint64_t>(m)}, required);
     }
 
     const float* floats(const std::string& name, const std::vector<uint64_t>& shape, bool required) override {
@@ -68,12 +73,32 @@ public:
             return {};
         }
         check_shape(*t, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)});
+        return view(*t, file_.tensor_data(*t), n_in, n_out);
+    }
+
+    // A merged expert tensor [n_in, n_out, n_expert] as one matrix per expert;
+    // n_out 0: taken from the tensor (an expert's hidden width).
+    std::vector<Matrix> experts(const std::string& name, int64_t n_in, int64_t& n_out, int64_t n_expert) {
+        const gguf::TensorInfo* t = find(name);
+        if (!t) throw Error("tensor '" + name + "' not found");
+        if (n_out == 0 && t->shape.size() >= 2) n_out = static_cast<int64_t>(t->shape[1]);
+        check_shape(*t, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(n_expert)});
+        const uint64_t bytes = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in)) * static_cast<uint64_t>(n_out);
+        std::vector<Matrix> out;
+        for (int64_t x = 0; x < n_expert; ++x) out.push_back(view(*t, file_.tensor_data(*t) + static_cast<uint64_t>(x) * bytes, n_in, n_out));
+        return out;
+    }
+
+    // The rows at `data` (n_out rows of tensor t's type) as a Matrix the matmul takes.
+    Matrix view(const gguf::TensorInfo& t0, const uint8_t* data, int64_t n_in, int64_t n_out) {
+        const gguf::TensorInfo* t = &t0;
+        const std::string& name = t->name;
         Matrix m;
         m.n_in = n_in;
         m.n_out = n_out;
         if (matmul_supports(t->type)) {
             m.type = t->type;
-            m.data = file_.tensor_data(*t);
+            m.data = data;
             m.row_bytes = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in));
             return m;
         }
@@ -88,7 +113,7 @@ public:
         m.row_bytes = ggml_row_bytes(target, static_cast<uint64_t>(n_in));
         auto bytes = std::make_unique<std::vector<uint8_t>>(static_cast<size_t>(m.row_bytes * static_cast<uint64_t>(n_out)));
         std::vector<float> row(static_cast<size_t>(n_in));
-        const uint8_t* src = file_.tensor_data(*t);
+        const uint8_t* src = data;
         for (int64_t r = 0; r < n_out; ++r) {
             quant::dequantize_row(t->type, src + static_cast<uint64_t>(r) * src_row, row.data(), n_in);
             quant::quantize_row(target, row.data(), bytes->data() + static_cast<uint64_t>(r) * m.row_bytes, n_in);
@@ -116,6 +141,37 @@ private:
     std::set<std::string> used_;
     std::map<std::string, int> converted_;
 };
+
+// An expert layer: the router, the merged expert tensors (their hidden width from
+// the tensors), optional biases and the optional shared expert with its optional gate.
+void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec& l, ExpertWeights& x) {
+    const MoeSpec& m = s.moe;
+    if (m.n_expert <= 0)
+        throw Error("tensor '" + p + "ffn_gate_inp.weight': an expert layer, but the file has no '" + s.arch + ".expert_count'");
+    const int64_t e = s.n_embd, n = m.n_expert;
+    l.ffn = FfnKind::Experts;
+    x.router = b.matrix(p + "ffn_gate_inp.weight", e, n, true);
+    x.router_b = b.vector(p + "ffn_gate_inp.bias", n, false);
+    x.probs_bias = b.vector(p + "exp_probs_b.bias", n, false);
+    int64_t ff = 0;
+    x.up = b.experts(p + "ffn_up_exps.weight", e, ff, n);
+    x.gate = b.experts(p + "ffn_gate_exps.weight", e, ff, n);
+    int64_t out = e;
+    x.down = b.experts(p + "ffn_down_exps.weight", ff, out, n);
+    l.n_ff = static_cast<int>(ff);
+    x.up_b = b.vector(p + "ffn_up_exps.bias", ff, n, false);
+    x.gate_b = b.vector(p + "ffn_gate_exps.bias", ff, n, false);
+    x.down_b = b.vector(p + "ffn_down_exps.bias", e, n, false);
+    if (b.find(p + "ffn_up_shexp.weight")) {
+        const gguf::TensorInfo* t = b.find(p + "ffn_up_shexp.weight");
+        const int64_t sff = t->shape.size() >= 2 ? static_cast<int64_t>(t->shape[1]) : 0;
+        x.shexp_up = b.matrix(p + "ffn_up_shexp.weight", e, sff, true);
+        x.shexp_gate = b.matrix(p + "ffn_gate_shexp.weight", e, sff, true);
+        x.shexp_down = b.matrix(p + "ffn_down_shexp.weight", sff, e, true);
+        x.shexp_router = b.matrix(p + "ffn_gate_inp_shexp.weight", e, 1, false);
+        l.n_ff_shexp = static_cast<int>(sff);
+    }
+}
 
 }  // namespace
 
@@ -148,9 +204,6 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
                 continue;
             }
         }
-        if (b.find(p + "ffn_gate_inp.weight"))
-            throw Error("tensor '" + p + "ffn_gate_inp.weight': mixture-of-experts layers are not supported yet",
-                        ErrorKind::Unsupported);
         if (l.mixer == MixerKind::Attention) {
             lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
             if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
@@ -162,9 +215,14 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
             lw.bk = b.vector(p + "attn_k.bias", l.n_head_kv * dk, false);
             lw.bv = b.vector(p + "attn_v.bias", l.n_head_kv * dv, false);
             lw.bo = b.vector(p + "attn_output.bias", e, false);
-            lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, s.qk_norm);
-            lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, s.qk_norm || lw.q_norm);
+            // Per head ([head_dim_k]) or, as OLMoE / OLMo 2, over the whole row ([n_head * head_dim_k]).
+            const gguf::TensorInfo* qn = file.find_tensor(p + "attn_q_norm.weight");
+            lw.qk_norm_whole = qn && l.n_head > 1 && qn->ne(0) == static_cast<uint64_t>(l.n_head * dk);
+            lw.q_norm = b.vector(p + "attn_q_norm.weight", lw.qk_norm_whole ? l.n_head * dk : dk, s.qk_norm);
+            lw.k_norm = b.vector(p + "attn_k_norm.weight", lw.qk_norm_whole ? l.n_head_kv * dk : dk,
+                                 s.qk_norm || lw.q_norm);
             any_q_norm |= lw.q_norm != nullptr;
+            lw.attn_sinks = b.vector(p + "attn_sinks.weight", l.n_head, false);
             if (s.ffn_norm_tensor != "post_attention_norm.weight")
                 lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
             any_post_attn |= lw.attn_post_norm != nullptr;
@@ -175,13 +233,17 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         }
         lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
-        // The FFN's kind from the file: gated when it has a gate projection.
-        lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
-        l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
-        lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
-        lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
-        lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, false);
-        lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, false);
+        if (file.find_tensor(p + "ffn_gate_inp.weight")) {
+            bind_expert_layer(b, s, p, l, lw.moe);  // an expert layer: its kind from the router's presence
+        } else {
+            // The FFN's kind from the file: gated when it has a gate projection.
+            lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
+            l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
+            lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
+            lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
+            lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, false);
+            lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, false);
+        }
         lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, false);
         any_post_ffn |= lw.ffn_post_norm != nullptr;
         w.layers.push_back(lw);
@@ -207,6 +269,11 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
             if (!m->empty()) products.push_back(m);
         for (Matrix* m : ssm_matrices(lw.ssm)) products.push_back(m);
+        ExpertWeights& x = lw.moe;
+        for (Matrix* m : {&x.router, &x.shexp_gate, &x.shexp_up, &x.shexp_down, &x.shexp_router})
+            if (!m->empty()) products.push_back(m);
+        for (auto* v : {&x.gate, &x.up, &x.down})
+            for (Matrix& m : *v) products.push_back(&m);
     }
     // Every matrix here is bound in place from the file's read-only mapping.
     w.packed_bytes = prepare_matrices(products, /*release_file_pages=*/true);

@@ -14,6 +14,21 @@
 
 namespace kiln {
 
+// An expert layer's tensors. The merged expert tensors (ffn_*_exps, [n_in,
+// n_out, n_expert]) are bound as one Matrix view per expert, so each expert is
+// repacked and multiplied by the same kernels as a dense matrix.
+struct ExpertWeights {
+    Matrix router;                       // ffn_gate_inp [n_embd, n_expert]
+    const float* router_b = nullptr;     // [n_expert]
+    const float* probs_bias = nullptr;   // exp_probs_b [n_expert]: selection bias (not in the weights)
+    std::vector<Matrix> gate, up, down;  // [n_expert] of [n_embd, n_ff], [n_embd, n_ff], [n_ff, n_embd]
+    const float* gate_b = nullptr;       // f32 [n_ff, n_expert]
+    const float* up_b = nullptr;         // f32 [n_ff, n_expert]
+    const float* down_b = nullptr;       // f32 [n_embd, n_expert]
+    Matrix shexp_gate, shexp_up, shexp_down;  // the shared expert (empty: none)
+    Matrix shexp_router;                 // ffn_gate_inp_shexp [n_embd, 1]: its sigmoid gate (empty: ungated)
+};
+
 struct LayerWeights {
     const float* attn_norm = nullptr;
     const float* attn_norm_b = nullptr;
@@ -22,9 +37,11 @@ struct LayerWeights {
     const float* bk = nullptr;
     const float* bv = nullptr;
     const float* bo = nullptr;
-    const float* q_norm = nullptr;  // f32 [head_dim_k]
-    const float* k_norm = nullptr;
+    const float* q_norm = nullptr;  // f32 [head_dim_k], or [n_head * head_dim_k] when qk_norm_whole
+    const float* k_norm = nullptr;  // f32 [head_dim_k], or [n_head_kv * head_dim_k]
+    bool qk_norm_whole = false;     // Q / K normed over the whole row, not per head
     const float* attn_post_norm = nullptr;
+    const float* attn_sinks = nullptr;  // f32 [n_head] (AttentionShape::sinks)
     const float* ffn_norm = nullptr;
     const float* ffn_norm_b = nullptr;
     Matrix ffn_gate, ffn_up, ffn_down;  // ffn_gate empty: a plain FFN
@@ -32,6 +49,7 @@ struct LayerWeights {
     const float* ffn_down_b = nullptr;
     const float* ffn_post_norm = nullptr;
     SsmWeights ssm;  // a recurrent layer's mixer (src/model/ssm.h)
+    ExpertWeights moe;  // an expert layer's (LayerSpec::ffn == Experts)
 };
 
 struct ModelWeights {

@@ -1,6 +1,7 @@
 #include "support/tiny_models.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -47,6 +48,28 @@ public:
         for (float& x : v) x = rng_.uniform() * s;
         add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, v, type);
     }
+    // A merged expert tensor [n_in, n_out, n_expert], each expert as `matrix`.
+    void experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert, GgmlType type, float gain = 1.0f) {
+        std::vector<float> v(static_cast<size_t>(n_in * n_out * n_expert));
+        const float s = gain / std::sqrt(static_cast<float>(n_in));
+        for (float& x : v) x = rng_.uniform() * s;
+        add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(n_expert)}, v, type);
+    }
+    // A router [n_in, n_expert] in f32 (llama.cpp's quantizer keeps routers f32)
+    // whose row `tie + 1` repeats row `tie` (tie >= 0): those two experts' logits
+    // are equal for every token, so the top-k selection has to break ties.
+    void router(const std::string& name, int64_t n_in, int64_t n_expert, int tie, float gain) {
+        std::vector<float> v(static_cast<size_t>(n_in * n_expert));
+        const float s = gain / std::sqrt(static_cast<float>(n_in));
+        for (float& x : v) x = rng_.uniform() * s;
+        if (tie >= 0) std::copy_n(v.begin() + tie * n_in, n_in, v.begin() + (tie + 1) * n_in);
+        add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_expert)}, v, GgmlType::F32);
+    }
+    // Values center + spread * uniform, and an f32 tensor of them.
+    void fill(std::vector<float>& v, float center, float spread) {
+        for (float& x : v) x = center + spread * rng_.uniform();
+    }
+    void raw(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& v) { add(name, std::move(shape), v, GgmlType::F32); }
     // A norm weight around 1 (or a bias around 0).
     void vector(const std::string& name, int64_t n, float center, float spread) {
         std::vector<float> v(static_cast<size_t>(n));
@@ -100,7 +123,26 @@ struct FamilyRecipe {
     bool rope_neox_keys = false;
     float softcap_attn = 0, softcap_final = 0;
     std::string arch;  // the GGUF architecture where it is not `family`
+    // Mixture of experts (n_expert 0: dense): every layer's FFN is n_expert
+    // experts of width n_ff (the shape's), n_used selected per token.
+    struct Experts {
+        int n_expert = 0, n_used = 0;
+        int n_ff_shexp = 0;        // a shared expert of this width (0: none)
+        bool shexp_gate = false;   // ... scaled by sigmoid(ffn_gate_inp_shexp · x)
+        int tie = -1;              // experts tie and tie + 1 have equal router rows
+        GgmlType shexp_type = GgmlType::F32;
+        bool ff_key = true;        // write expert_feed_forward_length
+    } moe;
+    bool qk_norm_whole = false;  // Q / K norms over the whole row (OLMoE), not per head
+    // gpt-oss: attention sinks, an output-projection bias, router and expert
+    // biases, the pre-FFN norm named post_attention_norm.
+    bool gpt_oss = false;
 };
+
+FamilyRecipe with_experts(FamilyRecipe r, FamilyRecipe::Experts m) {
+    r.moe = m;
+    return r;
+}
 
 const std::vector<FamilyRecipe>& recipes() {
     static const std::vector<FamilyRecipe> r = {
@@ -120,6 +162,43 @@ const std::vector<FamilyRecipe>& recipes() {
         {"llama_float", "llama with float weights (the BF16 pair kernels, F32 panels); BF16 / F32 / BF16",
          {2, 64, 4, 2, 128, 16, 0}, GgmlType::BF16, GgmlType::F32, GgmlType::BF16, false, false, false, false, true, false, 0.0f,
          0.0f, "llama"},
+        // Mixture of experts: 8 experts, top 2, experts 2 and 3 with equal router
+        // rows (ties at the top-k boundary), 40 tokens x 2 layers so every expert
+        // is selected; expert tensors merged [n_in, n_ff, n_expert].
+        with_experts({"qwen3moe", "8 experts top-2 renormalized, router tie 2/3, QK-norm; Q8_0 attention / Q4_K experts",
+                      {2, 256, 4, 2, 256, 64, 0}, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q8_0, true, false, true},
+                     {8, 2, 0, false, 2}),
+        with_experts({"qwen3moe_float", "qwen3moe in F32 (experts through the float kernels), 8 experts top-3",
+                      {2, 64, 4, 2, 64, 16, 0}, GgmlType::F32, GgmlType::F32, GgmlType::F32, true, false, true, false, false,
+                      false, 0.0f, 0.0f, "qwen3moe"},
+                     {8, 3, 0, false, 2}),
+        with_experts({"mixtral", "llama with experts (Mixtral): 8 experts top-2 renormalized, tie 4/5; Q8_0 experts",
+                      {2, 64, 4, 2, 128, 16, 0}, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0, false, false, false, false,
+                      false, false, 0.0f, 0.0f, "llama"},
+                     {8, 2, 0, false, 4, GgmlType::F32, false}),
+        [] {
+            FamilyRecipe r = with_experts({"olmoe", "OLMoE: Q/K RMS-normed over the whole row, 8 experts top-2 not renormalized, "
+                                           "tie 0/1; Q8_0 attention / Q5_K experts",
+                                           {2, 256, 4, 4, 256, 64, 0}, GgmlType::Q8_0, GgmlType::Q5_K, GgmlType::Q8_0, false,
+                                           false, true},
+                                          {8, 2, 0, false, 0});
+            r.qk_norm_whole = true;
+            return r;
+        }(),
+        [] {
+            FamilyRecipe r = with_experts({"gpt_oss", "gpt-oss: sliding window 8 on even layers / full, attention sinks, Q/K/V/O "
+                                           "biases, 8 experts top-2 (softmax over the selected), router and expert biases, "
+                                           "clamped OAI SwiGLU, tie 6/7; Q8_0",
+                                           {2, 64, 4, 2, 64, 16, 8}, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0, false, true},
+                                          {8, 2, 0, false, 6});
+            r.gpt_oss = true;
+            r.arch = "gpt-oss";
+            return r;
+        }(),
+        with_experts({"qwen2moe", "qwen2moe: 8 experts top-2 not renormalized + sigmoid-gated shared expert, Q/K/V biases; "
+                      "Q4_K experts, Q8_0 shared expert",
+                      {2, 256, 4, 2, 256, 64, 0}, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q8_0, false, true},
+                     {8, 2, 512, true, 2, GgmlType::Q8_0}),
     };
     return r;
 }
@@ -450,6 +529,13 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (s.window > 0) t.key("attention.sliding_window", Value::u32(static_cast<uint32_t>(s.window)));
     if (r.softcap_attn > 0) t.key("attn_logit_softcapping", Value::f32(r.softcap_attn));
     if (r.softcap_final > 0) t.key("final_logit_softcapping", Value::f32(r.softcap_final));
+    const FamilyRecipe::Experts& moe = r.moe;
+    if (moe.n_expert > 0) {
+        t.key("expert_count", Value::u32(static_cast<uint32_t>(moe.n_expert)));
+        t.key("expert_used_count", Value::u32(static_cast<uint32_t>(moe.n_used)));
+        if (moe.ff_key) t.key("expert_feed_forward_length", Value::u32(static_cast<uint32_t>(s.n_ff)));
+        if (moe.n_ff_shexp > 0) t.key("expert_shared_feed_forward_length", Value::u32(static_cast<uint32_t>(moe.n_ff_shexp)));
+    }
 
     gguf::File src = gguf::File::open(tokenizer_source);
     gguf::Metadata tok = gguf::materialize_metadata(src);
@@ -478,15 +564,51 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
             t.vector(p + "attn_v.bias", dkv, 0.0f, 0.5f);
         }
         if (r.qk_norm) {
-            t.vector(p + "attn_q_norm.weight", s.head_dim, 1.0f, 0.2f);
-            t.vector(p + "attn_k_norm.weight", s.head_dim, 1.0f, 0.2f);
+            t.vector(p + "attn_q_norm.weight", r.qk_norm_whole ? dq : s.head_dim, 1.0f, 0.2f);
+            t.vector(p + "attn_k_norm.weight", r.qk_norm_whole ? dkv : s.head_dim, 1.0f, 0.2f);
         }
         t.matrix(p + "attn_output.weight", dq, e, r.attn_type);
         if (r.post_norms) t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
-        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
-        t.matrix(p + "ffn_gate.weight", e, s.n_ff, r.ffn_type);
-        t.matrix(p + "ffn_up.weight", e, s.n_ff, r.ffn_type);
-        t.matrix(p + "ffn_down.weight", s.n_ff, e, r.ffn_type);
+        if (r.gpt_oss) {
+            t.vector(p + "attn_output.bias", e, 0.0f, 0.5f);
+            t.vector(p + "attn_sinks.weight", s.n_head, 0.0f, 2.0f);
+            t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);  // gpt-oss's pre-FFN norm
+        } else {
+            t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        }
+        if (moe.n_expert > 0) {
+            // Router gain 4: logits spread over a few units, so the selection
+            // is not a toss-up between near-equal experts (except the tie).
+            t.router(p + "ffn_gate_inp.weight", e, moe.n_expert, moe.tie, 4.0f);
+            if (r.gpt_oss) {
+                // The router bias keeps the tie (equal bias for the tied pair).
+                std::vector<float> rb(static_cast<size_t>(moe.n_expert));
+                t.fill(rb, 0.0f, 0.5f);
+                if (moe.tie >= 0) rb[static_cast<size_t>(moe.tie + 1)] = rb[static_cast<size_t>(moe.tie)];
+                t.raw(p + "ffn_gate_inp.bias", {static_cast<uint64_t>(moe.n_expert)}, rb);
+                std::vector<float> b(static_cast<size_t>(s.n_ff * moe.n_expert));
+                t.fill(b, 0.0f, 0.5f);
+                t.raw(p + "ffn_gate_exps.bias", {static_cast<uint64_t>(s.n_ff), static_cast<uint64_t>(moe.n_expert)}, b);
+                t.fill(b, 0.0f, 0.5f);
+                t.raw(p + "ffn_up_exps.bias", {static_cast<uint64_t>(s.n_ff), static_cast<uint64_t>(moe.n_expert)}, b);
+                std::vector<float> db(static_cast<size_t>(e * moe.n_expert));
+                t.fill(db, 0.0f, 0.5f);
+                t.raw(p + "ffn_down_exps.bias", {static_cast<uint64_t>(e), static_cast<uint64_t>(moe.n_expert)}, db);
+            }
+            t.experts(p + "ffn_gate_exps.weight", e, s.n_ff, moe.n_expert, r.ffn_type);
+            t.experts(p + "ffn_up_exps.weight", e, s.n_ff, moe.n_expert, r.ffn_type);
+            t.experts(p + "ffn_down_exps.weight", s.n_ff, e, moe.n_expert, r.ffn_type);
+            if (moe.n_ff_shexp > 0) {
+                if (moe.shexp_gate) t.vector(p + "ffn_gate_inp_shexp.weight", e, 0.0f, 0.5f);
+                t.matrix(p + "ffn_gate_shexp.weight", e, moe.n_ff_shexp, moe.shexp_type);
+                t.matrix(p + "ffn_up_shexp.weight", e, moe.n_ff_shexp, moe.shexp_type);
+                t.matrix(p + "ffn_down_shexp.weight", moe.n_ff_shexp, e, moe.shexp_type);
+            }
+        } else {
+            t.matrix(p + "ffn_gate.weight", e, s.n_ff, r.ffn_type);
+            t.matrix(p + "ffn_up.weight", e, s.n_ff, r.ffn_type);
+            t.matrix(p + "ffn_down.weight", s.n_ff, e, r.ffn_type);
+        }
         if (r.post_norms) t.vector(p + "post_ffw_norm.weight", e, 1.0f, 0.2f);
     }
     t.writer().write(path);

@@ -20,5 +20,10 @@ void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
 void configure_qwen35(ArchConfig& c);
 void configure_nemotron_h(ArchConfig& c);
+// mixture-of-experts families (model/moe.h)
+void configure_gpt_oss(ArchConfig& c);
+void configure_olmoe(ArchConfig& c);
+void configure_qwen2moe(ArchConfig& c);
+void configure_qwen3moe(ArchConfig& c);
 
 }  // namespace kiln
