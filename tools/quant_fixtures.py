@@ -177,7 +177,7 @@ VEC_DOT_TYPES = {  # weight type -> activation type, as ggml pairs them
     T.F32: T.F32, T.F16: T.F16, T.BF16: T.BF16,
     T.Q4_0: T.Q8_0, T.Q4_1: T.Q8_1, T.Q5_0: T.Q8_0, T.Q5_1: T.Q8_1, T.Q8_0: T.Q8_0,
     T.Q2_K: T.Q8_K, T.Q3_K: T.Q8_K, T.Q4_K: T.Q8_K, T.Q5_K: T.Q8_K, T.Q6_K: T.Q8_K,
-    T.IQ4_NL: T.Q8_0, T.IQ4_XS: T.Q8_K,
+    T.IQ4_NL: T.Q8_0, T.IQ4_XS: T.Q8_K, T.TQ1_0: T.Q8_K, T.TQ2_0: T.Q8_K, T.MXFP4: T.Q8_0,
 }
 MIN_TYPES = {T.Q4_1, T.Q5_1, T.Q2_K, T.Q4_K, T.Q5_K}  # weights with an additive min term
 

@@ -1,7 +1,8 @@
 // The 4-bit float formats MXFP4 (OCP microscaling: E2M1 elements, one E8M0 exponent
 // per 32) and NVFP4 (E2M1 elements, one unsigned E4M3 scale per 16, 64 per block):
 // dequantization. Element values are the E2M1 values doubled (k_values_e2m1x2) and
-// both scale decoders return half the scale, as ggml does.
+// both scale decoders return half the scale, as ggml does. MXFP4 has a dot product
+// with Q8_0 activations (ggml's pairing).
 #include <cmath>
 #include <cstring>
 
@@ -56,6 +57,26 @@ void dequantize_row_nvfp4(const void* src, float* dst, int64_t n) {
             }
         }
     }
+}
+
+// Per 32-element block isum = sum e2m1x2 level x activation level, exact in int32;
+// one f32 term (d_w * d_a) * isum with d_w the halved E8M0 scale (the doubled
+// levels make the product exact: d_w * d_a is a power of two times an f16).
+float vec_dot_mxfp4_q8_0(int64_t n, const void* w, const void* a) {
+    const auto* x = blocks_of<BlockMXFP4>(w);
+    const auto* y = blocks_of<BlockQ8_0>(a);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / k_qk_mxfp4; ++i) {
+        int32_t isum = 0;
+        for (int j = 0; j < k_qk_mxfp4 / 2; ++j) {
+            isum += k_values_e2m1x2[x[i].qs[j] & 0xF] * y[i].qs[j];
+            isum += k_values_e2m1x2[x[i].qs[j] >> 4] * y[i].qs[j + 16];
+        }
+        const float d = e8m0_to_fp32_half(x[i].e) * load_f16(y[i].d);
+        const float term = d * static_cast<float>(isum);
+        acc += term;
+    }
+    return acc;
 }
 
 }  // namespace kiln::quant

@@ -31,6 +31,7 @@ TEST(QuantTraits, DotProductPairsAsGgml) {
         {GgmlType::Q5_1, GgmlType::Q8_1},   {GgmlType::Q8_0, GgmlType::Q8_0},   {GgmlType::Q2_K, GgmlType::Q8_K},
         {GgmlType::Q3_K, GgmlType::Q8_K},   {GgmlType::Q4_K, GgmlType::Q8_K},   {GgmlType::Q5_K, GgmlType::Q8_K},
         {GgmlType::Q6_K, GgmlType::Q8_K},   {GgmlType::IQ4_NL, GgmlType::Q8_0}, {GgmlType::IQ4_XS, GgmlType::Q8_K},
+        {GgmlType::TQ1_0, GgmlType::Q8_K},  {GgmlType::TQ2_0, GgmlType::Q8_K},  {GgmlType::MXFP4, GgmlType::Q8_0},
     };
     for (const auto& row : quant::quant_traits()) {
         const auto it = expected.find(row.type);
