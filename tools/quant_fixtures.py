@@ -170,7 +170,7 @@ ALL_TYPES = [
 ]
 
 QUANTIZE_TYPES = [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
-                  T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.IQ4_NL]
+                  T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.IQ4_NL, T.TQ1_0, T.TQ2_0, T.MXFP4]
 GGUF_QUANTIZES = {T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0}
 
 VEC_DOT_TYPES = {  # weight type -> activation type, as ggml pairs them

@@ -93,6 +93,8 @@ ModelFootprint Model::footprint() const {
         f.bf16_weights = w.layers[0].ffn_up.type == GgmlType::BF16;
     }
     f.repacked_bytes = w.packed_bytes;
+    f.matrix_file_bytes = w.matrix_file_bytes;
+    f.matrix_resident_bytes = w.matrix_resident_bytes;
     return f;
 }
 

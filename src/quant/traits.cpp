@@ -44,9 +44,9 @@ const QuantTraits k_traits[] = {
     {T::F64, dequantize_row_f64},
     {T::IQ1_M, dequantize_row_iq1_m},
     {T::BF16, dequantize_row_bf16, quantize_row_bf16, T::BF16, vec_dot_bf16},
-    {T::TQ1_0, dequantize_row_tq1_0, nullptr, T::Q8_K, vec_dot_tq1_0_q8_K},
-    {T::TQ2_0, dequantize_row_tq2_0, nullptr, T::Q8_K, vec_dot_tq2_0_q8_K},
-    {T::MXFP4, dequantize_row_mxfp4, nullptr, T::Q8_0, vec_dot_mxfp4_q8_0},
+    {T::TQ1_0, dequantize_row_tq1_0, quantize_row_tq1_0, T::Q8_K, vec_dot_tq1_0_q8_K},
+    {T::TQ2_0, dequantize_row_tq2_0, quantize_row_tq2_0, T::Q8_K, vec_dot_tq2_0_q8_K},
+    {T::MXFP4, dequantize_row_mxfp4, quantize_row_mxfp4, T::Q8_0, vec_dot_mxfp4_q8_0},
     {T::NVFP4, dequantize_row_nvfp4},
     {T::Q1_0, dequantize_row_q1_0},
 };
