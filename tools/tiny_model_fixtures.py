@@ -8,7 +8,11 @@ prompt: the argmax, the 10 largest logits and 64 fixed random ids' logits, plus
 the sha256 of the model file (so a test can tell a changed writer from a changed
 forward pass).
 
-Usage: tools/tiny_model_fixtures.py [--build build]
+Usage: tools/tiny_model_fixtures.py [--build build] [--families llama_q2_k,llama_mxfp4]
+
+--families regenerates only those fixtures; the others' files stay as they are
+(each family's 64 random ids are drawn in the recipe order either way, so a
+subset run writes exactly what a full run would).
 """
 import argparse
 import hashlib
@@ -29,16 +33,27 @@ MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "m
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--families", help="comma-separated families to regenerate (default: all)")
     args = ap.parse_args()
     tool = Path(args.build) / "tests" / "make_tiny_model"
     listing = subprocess.run([str(tool), "--list"], check=True, capture_output=True, text=True).stdout.splitlines()
     families = [line.split("\t")[0] for line in listing if "\t" in line]
+    wanted = set(args.families.split(",")) if args.families else set(families)
+    unknown = wanted - set(families)
+    if unknown:
+        raise SystemExit(f"unknown families: {', '.join(sorted(unknown))}; known: {', '.join(families)}")
     prompt = [int(x) for x in listing[-1].split()[1:]]
     source = MODELS / "SmolLM2-135M-Instruct.Q4_1.gguf"
     OUT.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
+        n_vocab = None
         for fam in families:
+            if fam not in wanted:
+                if n_vocab is None:  # every tiny model has SmolLM2's vocabulary
+                    n_vocab = Llama(model_path=str(source), vocab_only=True, verbose=False).n_vocab()
+                rng.choice(n_vocab, size=64, replace=False)  # keep the draws of the families after it
+                continue
             path = Path(tmp) / f"tiny-{fam}.gguf"
             subprocess.run([str(tool), fam, str(source), str(path)], check=True)
             sha = hashlib.sha256(path.read_bytes()).hexdigest()

@@ -112,6 +112,18 @@ const std::vector<FamilyRecipe>& recipes() {
         {"llama_float", "llama with float weights (the BF16 pair kernels, F32 panels); BF16 / F32 / BF16",
          {2, 64, 4, 2, 128, 16, 0}, GgmlType::BF16, GgmlType::F32, GgmlType::BF16, false, false, false, false, true, false, 0.0f,
          0.0f, "llama"},
+        // The low-bit types with kernels (src/compute/kernels/*_lowbit.cpp, MXFP4 in
+        // *_quant.cpp): llama with every layer matrix in one type, 256-wide rows.
+        {"llama_q2_k", "llama with every layer matrix Q2_K; Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0}, GgmlType::Q2_K,
+         GgmlType::Q2_K, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_q3_k", "llama with every layer matrix Q3_K; Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0}, GgmlType::Q3_K,
+         GgmlType::Q3_K, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_tq1_0", "llama with every layer matrix TQ1_0 (ternary); Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0},
+         GgmlType::TQ1_0, GgmlType::TQ1_0, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_tq2_0", "llama with every layer matrix TQ2_0 (ternary); Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0},
+         GgmlType::TQ2_0, GgmlType::TQ2_0, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_mxfp4", "llama with every layer matrix MXFP4; Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0}, GgmlType::MXFP4,
+         GgmlType::MXFP4, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
     };
     return r;
 }
