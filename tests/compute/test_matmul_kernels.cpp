@@ -66,6 +66,12 @@ std::vector<int> f16_fields(GgmlType t) {
         case GgmlType::Q3_K: return {108};
         case GgmlType::IQ4_XS: return {0};
         case GgmlType::TQ1_0: return {52};
+        case GgmlType::IQ2_XXS:
+        case GgmlType::IQ2_XS:
+        case GgmlType::IQ2_S:
+        case GgmlType::IQ3_XXS:
+        case GgmlType::IQ3_S:
+        case GgmlType::IQ1_S: return {0};
         case GgmlType::TQ2_0: return {64};
         default: return {};
     }
@@ -87,6 +93,14 @@ std::vector<uint8_t> make_weights(const Case& c, std::mt19937& rng) {
             for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk)
                 w[blk * info.block_bytes] = static_cast<uint8_t>(blk % 11 == 3 ? rng() % 3 : 110 + rng() % 17);
         std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+        if (c.type == GgmlType::IQ1_M)  // its f16 d is the top nibbles of the four scale words (bytes 48..55)
+            for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk) {
+                const uint16_t h = quant::fp32_to_fp16(scale(rng));
+                for (int k = 0; k < 4; ++k) {
+                    uint8_t& top = w[blk * info.block_bytes + 48 + 2 * k + 1];
+                    top = static_cast<uint8_t>((top & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
+                }
+            }
         for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk)
             for (int off : f16_fields(c.type)) {
                 const uint16_t h = quant::fp32_to_fp16(scale(rng));

@@ -32,6 +32,9 @@ TEST(QuantTraits, DotProductPairsAsGgml) {
         {GgmlType::Q3_K, GgmlType::Q8_K},   {GgmlType::Q4_K, GgmlType::Q8_K},   {GgmlType::Q5_K, GgmlType::Q8_K},
         {GgmlType::Q6_K, GgmlType::Q8_K},   {GgmlType::IQ4_NL, GgmlType::Q8_0}, {GgmlType::IQ4_XS, GgmlType::Q8_K},
         {GgmlType::TQ1_0, GgmlType::Q8_K},  {GgmlType::TQ2_0, GgmlType::Q8_K},  {GgmlType::MXFP4, GgmlType::Q8_0},
+        {GgmlType::IQ2_XXS, GgmlType::Q8_K}, {GgmlType::IQ2_XS, GgmlType::Q8_K}, {GgmlType::IQ2_S, GgmlType::Q8_K},
+        {GgmlType::IQ3_XXS, GgmlType::Q8_K}, {GgmlType::IQ3_S, GgmlType::Q8_K},  {GgmlType::IQ1_S, GgmlType::Q8_K},
+        {GgmlType::IQ1_M, GgmlType::Q8_K},
     };
     for (const auto& row : quant::quant_traits()) {
         const auto it = expected.find(row.type);

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "compute/kernels/iq_grid_layout.h"
 #include "kiln/error.h"
 #include "quant/blocks.h"
 
@@ -263,6 +264,85 @@ void pack_mxfp4(const uint8_t* const* rows, uint8_t* dst) {
     put_chunks(rows, 1, 4, dst + 16);
 }
 
+// ---- grid i-quants (iq_grid_layout.h): the file's fields, rows side by side ----
+
+// Row i's `n` bytes at `field` to dst + n i.
+void put_lanes(const uint8_t* const* rows, int field, int n, uint8_t* dst) {
+    for (int i = 0; i < k_panel_rows; ++i)
+        if (rows[i]) std::memcpy(dst + n * i, rows[i] + field, static_cast<size_t>(n));
+}
+
+using G = IqGridLayout;
+
+void pack_iq2_xxs(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, per ib 4 index bytes + u32 at 2 + 8 ib
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int l = 0; l < 4; ++l) put_lanes(rows, 2 + 8 * ib + l, 1, dst + G::iq2xxs_idx(ib, l));
+        put_lanes(rows, 2 + 8 * ib + 4, 4, dst + G::iq2xxs_aux(ib));
+    }
+}
+
+void pack_iq2_xs(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, u16 qs at 2, scales at 66
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int l = 0; l < 4; ++l) put_lanes(rows, 2 + 2 * (4 * ib + l), 2, dst + G::iq2xs_q(ib, l));
+        put_lanes(rows, 66 + ib, 1, dst + G::iq2xs_scales(ib));
+    }
+}
+
+void pack_iq2_s(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, qs 2, signs 34, qh 66, scales 74
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int l = 0; l < 4; ++l) {
+            put_lanes(rows, 2 + 4 * ib + l, 1, dst + G::iq2s_qs(ib, l));
+            put_lanes(rows, 34 + 4 * ib + l, 1, dst + G::iq2s_signs(ib, l));
+        }
+        put_lanes(rows, 66 + ib, 1, dst + G::iq2s_qh(ib));
+        put_lanes(rows, 74 + ib, 1, dst + G::iq2s_scales(ib));
+    }
+}
+
+void pack_iq3_xxs(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, qs 2, scales_signs 66
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int k = 0; k < 8; ++k) put_lanes(rows, 2 + 8 * ib + k, 1, dst + G::iq3xxs_qs(ib, k));
+        put_lanes(rows, 66 + 4 * ib, 4, dst + G::iq3xxs_aux(ib));
+    }
+}
+
+void pack_iq3_s(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, qs 2, qh 66, signs 74, scales 106
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int k = 0; k < 8; ++k) put_lanes(rows, 2 + 8 * ib + k, 1, dst + G::iq3s_qs(ib, k));
+        put_lanes(rows, 66 + ib, 1, dst + G::iq3s_qh(ib));
+        for (int l = 0; l < 4; ++l) put_lanes(rows, 74 + 4 * ib + l, 1, dst + G::iq3s_signs(ib, l));
+    }
+    for (int j = 0; j < 4; ++j) put_lanes(rows, 106 + j, 1, dst + G::iq3s_scales(j));
+}
+
+void pack_iq1_s(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, qs 2, u16 qh 34
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int l = 0; l < 4; ++l) put_lanes(rows, 2 + 4 * ib + l, 1, dst + G::iq1s_qs(ib, l));
+        put_lanes(rows, 34 + 2 * ib, 2, dst + G::iq1s_qh(ib));
+    }
+}
+
+void pack_iq1_m(const uint8_t* const* rows, uint8_t* dst) {  // file: qs 0, qh 32, u16 scales 48
+    for (int i = 0; i < k_panel_rows; ++i) {
+        if (!rows[i]) continue;
+        uint16_t sc[4];
+        std::memcpy(sc, rows[i] + 48, 8);
+        const uint16_t d = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+        std::memcpy(dst + 2 * i, &d, 2);
+    }
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int l = 0; l < 4; ++l) put_lanes(rows, 4 * ib + l, 1, dst + G::iq1m_qs(ib, l));
+        for (int j = 0; j < 2; ++j) put_lanes(rows, 32 + 2 * ib + j, 1, dst + G::iq1m_qh(ib, j));
+    }
+    for (int j = 0; j < 4; ++j) put_lanes(rows, 48 + 2 * j, 2, dst + G::iq1m_scales(j));
+}
+
 struct PackRow {
     GgmlType type;
     uint64_t block_bytes;  // packed, 16 rows
@@ -275,6 +355,13 @@ const PackRow k_pack_rows[] = {
     {GgmlType::Q4_K, 2368, pack_q4_K}, {GgmlType::Q5_K, 2880, pack_q5_K},  {GgmlType::Q6_K, 3360, pack_q6_K},
     {GgmlType::Q2_K, 1344, pack_q2_K}, {GgmlType::Q3_K, 1824, pack_q3_K},  {GgmlType::TQ2_0, 1056, pack_tq2_0},
     {GgmlType::TQ1_0, 1056, pack_tq1_0}, {GgmlType::IQ4_XS, 2208, pack_iq4_xs}, {GgmlType::MXFP4, 272, pack_mxfp4},
+    {GgmlType::IQ2_XXS, iq_grid_block_bytes(GgmlType::IQ2_XXS), pack_iq2_xxs},
+    {GgmlType::IQ2_XS, iq_grid_block_bytes(GgmlType::IQ2_XS), pack_iq2_xs},
+    {GgmlType::IQ2_S, iq_grid_block_bytes(GgmlType::IQ2_S), pack_iq2_s},
+    {GgmlType::IQ3_XXS, iq_grid_block_bytes(GgmlType::IQ3_XXS), pack_iq3_xxs},
+    {GgmlType::IQ3_S, iq_grid_block_bytes(GgmlType::IQ3_S), pack_iq3_s},
+    {GgmlType::IQ1_S, iq_grid_block_bytes(GgmlType::IQ1_S), pack_iq1_s},
+    {GgmlType::IQ1_M, iq_grid_block_bytes(GgmlType::IQ1_M), pack_iq1_m},
 };
 
 const PackRow* find_pack_row(GgmlType type) {
@@ -348,6 +435,14 @@ ActFormat act_format(GgmlType weight_type) {
         case GgmlType::TQ2_0: f = {GgmlType::Q8_K, ActAux::KSums16, 1, 256, 0}; break;
         case GgmlType::IQ4_XS: f = {GgmlType::Q8_K, ActAux::KPairs, 128, 256, 0}; break;
         case GgmlType::MXFP4: f = {GgmlType::Q8_0, ActAux::Bias32, 128, 32, 0}; break;
+        // grid i-quants: the offset is added to the levels in the kernel (iq_grid_layout.h)
+        case GgmlType::IQ2_XXS:
+        case GgmlType::IQ3_XXS:
+        case GgmlType::IQ3_S: f = {GgmlType::Q8_K, ActAux::KPairs, 64, 256, 0}; break;
+        case GgmlType::IQ1_S: f = {GgmlType::Q8_K, ActAux::KPairs, 16, 256, 0}; break;
+        case GgmlType::IQ2_XS:
+        case GgmlType::IQ2_S: f = {GgmlType::Q8_K, ActAux::KSums16, 64, 256, 0}; break;
+        case GgmlType::IQ1_M: f = {GgmlType::Q8_K, ActAux::KSums16, 16, 256, 0}; break;
         default: throw Error("no packed activation format for " + std::string(ggml_type_name(weight_type)));
     }
     uint64_t aux = 4 * k_act_group;
