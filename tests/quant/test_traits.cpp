@@ -73,7 +73,7 @@ TEST(QuantTraits, CheckedEntryPointsNameTheType) {
         return std::string("no error");
     };
     EXPECT_NE(message([&] { quant::quantize_row(GgmlType::IQ2_XXS, x, buf, 256); }).find("IQ2_XXS"), std::string::npos);
-    EXPECT_NE(message([&] { quant::vec_dot(GgmlType::TQ1_0, 256, buf, buf); }).find("TQ1_0"), std::string::npos);
+    EXPECT_NE(message([&] { quant::vec_dot(GgmlType::NVFP4, 256, buf, buf); }).find("NVFP4"), std::string::npos);
     EXPECT_NE(message([&] { quant::vec_dot(GgmlType::Q4_0, 48, buf, buf); }).find("48"), std::string::npos);
     EXPECT_NE(message([&] { quant::quantize_row(GgmlType::Q6_K, x, buf, 128); }).find("Q6_K"), std::string::npos);
     EXPECT_NE(message([&] { quant::dequantize_row(static_cast<GgmlType>(4), buf, x, 32); }).find("4"), std::string::npos);
