@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kiln vs llama.cpp, side by side on the same GGUF files, threads and workload.
 
-    bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16,q2_k,q3_k,mxfp4,tq1_0,tq2_0] [-t 2]
+    bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16,q2_k,...,tq2_0 (LOWBIT)] [-t 2]
                          [-p 512] [-n 128] [-d 0] [--rounds 3] [--kiln build/kiln]
 
 Runs with the oracle virtual environment's python (llama-cpp-python built from
@@ -45,8 +45,10 @@ REAL = {
 }
 SYNTHETIC = {"q4_0": "Q4_0", "q8_0": "Q8_0", "q4_k": "Q4_K", "f16": "F16", "bf16": "BF16",
              # the low-bit types (not in "all": --models lowbit or by name)
-             "q2_k": "Q2_K", "q3_k": "Q3_K", "mxfp4": "MXFP4", "tq1_0": "TQ1_0", "tq2_0": "TQ2_0"}
-LOWBIT = ["q2_k", "q3_k", "mxfp4", "tq1_0", "tq2_0"]
+             "q2_k": "Q2_K", "q3_k": "Q3_K", "iq4_xs": "IQ4_XS", "mxfp4": "MXFP4", "iq3_xxs": "IQ3_XXS", "iq3_s": "IQ3_S",
+             "iq2_xxs": "IQ2_XXS", "iq2_xs": "IQ2_XS", "iq2_s": "IQ2_S", "iq1_s": "IQ1_S", "iq1_m": "IQ1_M",
+             "tq1_0": "TQ1_0", "tq2_0": "TQ2_0"}
+LOWBIT = ["q2_k", "q3_k", "iq4_xs", "mxfp4", "iq3_xxs", "iq3_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m", "tq1_0", "tq2_0"]
 
 
 def model_path(key, kiln_build):

@@ -52,7 +52,7 @@ def main() -> None:
             path = Path(tmp) / f"smollm2-{t}.gguf"
             subprocess.run([str(tool), "--requantize", t, str(source), str(path)], check=True)
             sha = hashlib.sha256(path.read_bytes()).hexdigest()
-            llm = Llama(model_path=str(path), n_ctx=512, n_batch=256, n_threads=2, verbose=False, seed=0)
+            llm = Llama(model_path=str(path), n_ctx=512, n_batch=256, n_threads=2, logits_all=True, verbose=False, seed=0)
             prompts = []
             for name, text in PROMPTS.items():
                 tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
