@@ -104,3 +104,35 @@ TEST(LoadConversion, LowBitTypesStayInTheirOwnSize) {
         for (float v : ctx.last_logits()) ASSERT_TRUE(std::isfinite(v));
     }
 }
+
+// The types kiln cannot quantize, in the tiny families that hold them as random
+// blocks (tests/support/tiny_models.cpp): no conversion, resident about the file.
+TEST(LoadConversion, GridIQuantsStayInTheirOwnSize) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string dir = kiln::test::temp_dir();
+    struct Case {
+        std::string family, attn, ffn;
+        double max_ratio;  // the larger of the two types' panel / file bytes
+    };
+    for (const Case& c : {Case{"llama_iq2", "IQ2_XXS", "IQ2_XS", 1.0}, Case{"llama_iq3", "IQ3_XXS", "IQ2_S", 1.0},
+                          Case{"llama_iq1", "IQ1_S", "IQ1_M", 58.0 / 56}, Case{"llama_iq4_xs", "IQ3_S", "IQ4_XS", 138.0 / 136}}) {
+        SCOPED_TRACE(c.family);
+        const std::string path = dir + "/res-" + c.family + ".gguf";
+        kiln::test::write_tiny_model(c.family, kiln::test::smollm2_path(), path);
+        auto model = kiln::Model::load(path);
+        std::string report;
+        for (const auto& n : model->load_notes()) {
+            EXPECT_EQ(n.find("converted"), std::string::npos) << n;
+            if (n.rfind("matrices in memory:", 0) == 0) report = n;
+        }
+        EXPECT_NE(report.find(c.attn + " "), std::string::npos) << report;
+        EXPECT_NE(report.find(c.ffn + " "), std::string::npos) << report;
+        const kiln::ModelFootprint f = model->footprint();
+        const uint64_t embd = model->file().find_tensor("token_embd.weight")->bytes;
+        ASSERT_GT(f.matrix_file_bytes, embd);
+        const double ratio = static_cast<double>(f.matrix_resident_bytes - embd) / static_cast<double>(f.matrix_file_bytes - embd);
+        EXPECT_GE(ratio, 0.99) << report;
+        EXPECT_LE(ratio, c.max_ratio * (1 + 1e-9)) << report;
+        std::printf("[ %-12s] %s (layers resident / file %.3f)\n", c.family.c_str(), report.c_str(), ratio);
+    }
+}
