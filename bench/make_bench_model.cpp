@@ -21,7 +21,8 @@
 // output head tied to the embedding. Every matrix has the one given type. Speed
 // does not depend on the values, so each matrix is filled with rows drawn from a
 // pool of 64 quantized random rows (quantizing a billion values with the
-// reference k-quant search would take minutes).
+// reference k-quant search would take minutes); types kiln cannot quantize (the
+// grid i-quants, IQ4_XS) get random blocks with small scales.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -63,7 +64,23 @@ std::vector<uint8_t> make_matrix(GgmlType type, int64_t n_in, int64_t n_out, Rng
     const float s = std::sqrt(3.0f / static_cast<float>(n_in));  // unit variance outputs for unit inputs
     for (int r = 0; r < k_pool; ++r) {
         for (float& v : row) v = rng.uniform() * s;
-        quant::quantize_row(type, row.data(), pool.data() + r * rb, n_in);
+        if (quant::can_quantize(type)) {
+            quant::quantize_row(type, row.data(), pool.data() + r * rb, n_in);
+            continue;
+        }
+        // No kiln quantizer (the grid i-quants, IQ4_XS): random blocks with a small
+        // f16 scale at byte 0 (IQ1_M: spread over its scale words' top nibbles).
+        uint8_t* p = pool.data() + r * rb;
+        for (uint64_t i = 0; i < rb; ++i) p[i] = static_cast<uint8_t>(rng.next());
+        const uint16_t d = quant::fp32_to_fp16(s / 64);
+        const uint64_t bb = ggml_type_info(type).block_bytes;
+        for (uint64_t off = 0; off < rb; off += bb) {
+            if (type == GgmlType::IQ1_M) {
+                for (int k = 0; k < 4; ++k) p[off + 49 + 2 * k] = static_cast<uint8_t>((p[off + 49 + 2 * k] & 0x0F) | (((d >> (4 * k)) & 0xF) << 4));
+            } else {
+                std::memcpy(p + off, &d, 2);
+            }
+        }
     }
     std::vector<uint8_t> m(rb * static_cast<uint64_t>(n_out));
     for (int64_t r = 0; r < n_out; ++r) std::memcpy(m.data() + r * rb, pool.data() + (rng.next() % k_pool) * rb, rb);
@@ -141,7 +158,7 @@ void write_qwen35(const Options& o, GgmlType type, gguf::Writer& w, int64_t n_vo
 
 int run(const Options& o) {
     const GgmlTypeInfo* info = find_ggml_type(o.type);
-    if (!info || !quant::can_quantize(info->type)) throw Error("no quantizer for type '" + o.type + "'");
+    if (!info || !info->quantized || !quant::can_dequantize(info->type)) throw Error("cannot write type '" + o.type + "'");
     const GgmlType type = info->type;
     const bool moe = o.arch == "qwen3moe";
     if (!moe && o.arch != "llama" && o.arch != "qwen35") throw Error("--arch: llama, qwen3moe or qwen35");

@@ -34,6 +34,10 @@ struct ModelFootprint {
     bool float_weights = false;
     bool bf16_weights = false;
     uint64_t repacked_bytes = 0;  // weights repacked at load for the SIMD kernels
+    // The weight matrices' bytes in the file and in memory after load (repacked
+    // in their own type, used in place, or converted where no kernel takes the
+    // type); the load notes break them down by type.
+    uint64_t matrix_file_bytes = 0, matrix_resident_bytes = 0;
 };
 
 struct LoadOptions {

@@ -105,6 +105,8 @@ ModelFootprint Model::footprint() const {
         f.bf16_weights = up.type == GgmlType::BF16;
     }
     f.repacked_bytes = w.packed_bytes;
+    f.matrix_file_bytes = w.matrix_file_bytes;
+    f.matrix_resident_bytes = w.matrix_resident_bytes;
     return f;
 }
 

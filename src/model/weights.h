@@ -67,6 +67,9 @@ struct ModelWeights {
     std::vector<std::string> conversion_notes;  // "blk.0.ffn_down.weight: IQ1_S -> F32"
     uint64_t unused_tensors = 0;
     uint64_t packed_bytes = 0;  // weights repacked at load for the SIMD kernels
+    // The matrices' bytes in the file and in memory after load (repacked, in
+    // place or converted), each distinct tensor once.
+    uint64_t matrix_file_bytes = 0, matrix_resident_bytes = 0;
 };
 
 // Binds every tensor the spec needs; sets spec's presence flags. Errors name

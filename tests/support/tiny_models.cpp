@@ -1,5 +1,6 @@
 #include "support/tiny_models.h"
 
+#include <algorithm>
 #include <cmath>
 #include <algorithm>
 #include <cstring>
@@ -99,10 +100,47 @@ private:
                     uint16_t h = quant::fp32_to_fp16(v[static_cast<size_t>(r * row + i)]);
                     std::memcpy(bytes.data() + r * rb + i * 2, &h, 2);
                 }
-            else
+            else if (quant::can_quantize(type))
                 quant::quantize_row(type, v.data() + r * row, bytes.data() + r * rb, row);
         }
+        if (!quant::can_quantize(type) && type != GgmlType::F32 && type != GgmlType::F16) random_blocks(type, v, row, bytes);
         w_.add_tensor(name, type, std::move(shape), std::move(bytes));
+    }
+
+    // Types kiln cannot quantize (the grid i-quants, IQ4_XS): random block bytes,
+    // each block's f16 scale set so that its values are about the size of v's (the
+    // divisor: a typical |level x sub-block scale| of the format).
+    void random_blocks(GgmlType type, const std::vector<float>& v, int64_t row, std::vector<uint8_t>& bytes) {
+        float typical = 0;
+        switch (type) {
+            case GgmlType::IQ2_XXS:
+            case GgmlType::IQ2_XS:
+            case GgmlType::IQ2_S: typical = 50; break;
+            case GgmlType::IQ3_XXS: typical = 120; break;
+            case GgmlType::IQ3_S: typical = 128; break;
+            case GgmlType::IQ1_S:
+            case GgmlType::IQ1_M: typical = 8; break;
+            case GgmlType::IQ4_XS: typical = 1000; break;
+            default: throw Error(std::string("tiny model: no way to write ") + std::string(ggml_type_name(type)));
+        }
+        float amax = 0;
+        for (int64_t i = 0; i < row; ++i) amax = std::max(amax, std::fabs(v[static_cast<size_t>(i)]));
+        // Half the size: uniform random levels are all near the block's extremes, so
+        // at full size these models' activations (and the 8-bit rounding flips that
+        // amplify the last-bit differences of llama.cpp's own float order) grow.
+        const uint16_t d = quant::fp32_to_fp16(amax / (2 * typical));
+        const uint64_t block = ggml_type_info(type).block_bytes;
+        for (auto& b : bytes) b = static_cast<uint8_t>(rng_.next());
+        for (uint64_t off = 0; off < bytes.size(); off += block) {
+            if (type == GgmlType::IQ1_M) {  // the f16 is the top nibbles of the four scale words (bytes 48..55)
+                for (int k = 0; k < 4; ++k) {
+                    uint8_t& top = bytes[off + 48 + 2 * k + 1];
+                    top = static_cast<uint8_t>((top & 0x0F) | (((d >> (4 * k)) & 0xF) << 4));
+                }
+            } else {
+                std::memcpy(bytes.data() + off, &d, 2);
+            }
+        }
     }
 
     std::string family_;
@@ -199,6 +237,27 @@ const std::vector<FamilyRecipe>& recipes() {
                       "Q4_K experts, Q8_0 shared expert",
                       {2, 256, 4, 2, 256, 64, 0}, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q8_0, false, true},
                      {8, 2, 512, true, 2, GgmlType::Q8_0}),
+        // The low-bit types with kernels (src/compute/kernels/*_lowbit.cpp, MXFP4 in
+        // *_quant.cpp): llama with every layer matrix in one type, 256-wide rows.
+        {"llama_q2_k", "llama with every layer matrix Q2_K; Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0}, GgmlType::Q2_K,
+         GgmlType::Q2_K, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_q3_k", "llama with every layer matrix Q3_K; Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0}, GgmlType::Q3_K,
+         GgmlType::Q3_K, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_tq1_0", "llama with every layer matrix TQ1_0 (ternary); Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0},
+         GgmlType::TQ1_0, GgmlType::TQ1_0, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_tq2_0", "llama with every layer matrix TQ2_0 (ternary); Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0},
+         GgmlType::TQ2_0, GgmlType::TQ2_0, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_mxfp4", "llama with every layer matrix MXFP4; Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0}, GgmlType::MXFP4,
+         GgmlType::MXFP4, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        // Types kiln cannot quantize: random blocks (TinyWriter::random_blocks), attention in one, the FFN in another.
+        {"llama_iq2", "llama with random IQ2_XXS attention and IQ2_XS FFN blocks; Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0},
+         GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_iq3", "llama with random IQ3_XXS attention and IQ2_S FFN blocks; Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0},
+         GgmlType::IQ3_XXS, GgmlType::IQ2_S, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_iq1", "llama with random IQ1_S attention and IQ1_M FFN blocks; Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0},
+         GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
+        {"llama_iq4_xs", "llama with random IQ3_S attention and IQ4_XS FFN blocks; Q8_0 embedding", {2, 256, 4, 2, 512, 64, 0},
+         GgmlType::IQ3_S, GgmlType::IQ4_XS, GgmlType::Q8_0, true, false, false, false, false, false, 0.0f, 0.0f, "llama"},
     };
     return r;
 }
