@@ -33,13 +33,39 @@ std::string models_dir() {
 
 std::string default_model_path() { return models_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf"; }
 
-std::string resolve_model(const std::string& flag_value) {
-    if (!flag_value.empty()) return flag_value;
+namespace {
+std::string g_config_path;
+}
+
+void set_config_path(const std::string& path) { g_config_path = path; }
+
+Config& config() {
+    static Config c = Config::load(g_config_path);
+    return c;
+}
+
+const Catalog& catalog() {
+    static const Catalog c(config().catalog_options());
+    return c;
+}
+
+ResolvedModel resolve_model_full(const std::string& flag_value) {
+    if (!flag_value.empty()) return catalog().resolve(flag_value);
+    const std::string configured = config().get("default_model");
+    if (!configured.empty()) {
+        try {
+            return catalog().resolve(configured);
+        } catch (const Error& e) {
+            throw Error("default_model (" + config().origin("default_model") + "): " + e.what(), e.kind());
+        }
+    }
     std::string path = default_model_path();
     if (!std::filesystem::exists(path))
-        throw Error("no model given (-m FILE) and the default model " + path + " is missing; run ./setup.sh");
-    return path;
+        throw Error("no model given (-m NAME) and the default model " + path + " is missing; run ./setup.sh");
+    return {path, "kiln", path, std::nullopt};
 }
+
+std::string resolve_model(const std::string& flag_value) { return resolve_model_full(flag_value).path; }
 
 std::string human_bytes(uint64_t bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

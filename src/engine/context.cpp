@@ -2,6 +2,7 @@
 
 #include "cache/kv_cache.h"
 #include "cache/memory.h"
+#include "engine/context_sizing.h"
 #include "compute/thread_pool.h"
 #include "kiln/context.h"
 #include "kiln/error.h"
@@ -31,25 +32,36 @@ std::vector<KvLayerShape> kv_shapes(const ModelSpec& spec) {
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 
-// The memory the model's registry row asks for, for n_seq sequences of n_ctx
-// positions each, or as many positions as the budget holds.
-std::unique_ptr<SequenceMemory> make_memory(const ModelSpec& spec, const ContextOptions& o, int64_t n_ctx, int n_batch) {
+}  // namespace
+
+ContextSizing size_context(const ModelSpec& spec, const ContextOptions& o) {
     if (spec.memory != MemoryKind::Kv)
         throw Error("architecture '" + spec.arch + "': recurrent-state models are not supported yet", ErrorKind::Unsupported);
-    const std::vector<KvLayerShape> shapes = kv_shapes(spec);
-    KvCacheOptions ko;
+    const int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(spec.n_ctx_train, k_default_ctx_cap);
+    if (n_ctx > spec.n_ctx_train)
+        throw Error("context of " + std::to_string(n_ctx) + " tokens exceeds the model's maximum of " +
+                    std::to_string(spec.n_ctx_train));
+    if (n_ctx < 1) throw Error("context size must be positive");
+    if (o.n_batch < 1) throw Error("batch size must be positive");
+    if (o.n_seq_max < 1) throw Error("the number of sequences must be positive");
+    ContextSizing z;
+    z.n_batch = std::min(o.n_batch, n_ctx * o.n_seq_max);
+    z.shapes = kv_shapes(spec);
+    // The memory the model's registry row asks for, for n_seq sequences of n_ctx
+    // positions each, or as many positions as the budget holds.
+    KvCacheOptions& ko = z.kv;
     ko.type = parse_kv_type(o.kv_type);
     ko.n_seq = o.n_seq_max;
     ko.n_ctx = n_ctx;
-    ko.n_batch_max = n_batch;
-    const uint64_t full = KvCache::bytes_needed(shapes, ko);
+    ko.n_batch_max = std::min(z.n_batch, n_ctx);
+    const uint64_t full = KvCache::bytes_needed(z.shapes, ko);
     if (o.memory_budget > 0 && full > o.memory_budget) {
         // The most positions per sequence that fit (memory grows with them).
         int64_t lo = 0, hi = n_ctx;
         while (lo < hi) {
             const int64_t mid = (lo + hi + 1) / 2;
             ko.n_ctx = mid;
-            if (KvCache::bytes_needed(shapes, ko) <= o.memory_budget)
+            if (KvCache::bytes_needed(z.shapes, ko) <= o.memory_budget)
                 lo = mid;
             else
                 hi = mid - 1;
@@ -57,15 +69,14 @@ std::unique_ptr<SequenceMemory> make_memory(const ModelSpec& spec, const Context
         if (lo < 1) {
             ko.n_ctx = 1;
             throw Error("memory budget of " + mib(o.memory_budget) + " is too small: " + std::to_string(o.n_seq_max) +
-                            " sequences need " + mib(KvCache::bytes_needed(shapes, ko)) + " for one position each",
+                            " sequences need " + mib(KvCache::bytes_needed(z.shapes, ko)) + " for one position each",
                         ErrorKind::ResourceExhausted);
         }
         ko.n_ctx = lo;
     }
-    return std::make_unique<KvCache>(shapes, ko);
+    z.memory_bytes = KvCache::bytes_needed(z.shapes, ko);
+    return z;
 }
-
-}  // namespace
 
 void Batch::add(TokenId token, int64_t pos, SeqId seq, bool output) {
     tokens_.push_back(token);
@@ -129,17 +140,11 @@ Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : 
     const ModelSpec& spec = ModelInternals::spec(*model);
     im.model = std::move(model);
     im.spec = &spec;
-    int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(spec.n_ctx_train, k_default_ctx_cap);
-    if (n_ctx > spec.n_ctx_train)
-        throw Error("context of " + std::to_string(n_ctx) + " tokens exceeds the model's maximum of " +
-                    std::to_string(spec.n_ctx_train));
-    if (n_ctx < 1) throw Error("context size must be positive");
-    if (o.n_batch < 1) throw Error("batch size must be positive");
-    if (o.n_seq_max < 1) throw Error("the number of sequences must be positive");
-    im.n_batch = std::min(o.n_batch, n_ctx * o.n_seq_max);
+    const ContextSizing z = size_context(spec, o);
+    im.n_batch = z.n_batch;
     im.hidden_states = o.hidden_states;
     im.pool = std::make_unique<ThreadPool>(o.executor ? o.executor : Executor::shared(), o.n_threads);
-    im.memory = make_memory(spec, o, n_ctx, std::min(im.n_batch, n_ctx));
+    im.memory = std::make_unique<KvCache>(z.shapes, z.kv);
     im.n_ctx = static_cast<int>(im.memory->n_ctx());
     im.forward = std::make_unique<Forward>(spec, ModelInternals::weights(*im.model), *im.memory, *im.pool, im.n_batch);
     im.tokens.resize(static_cast<size_t>(o.n_seq_max));
