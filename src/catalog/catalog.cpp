@@ -135,7 +135,7 @@ std::vector<HfFile> hf_models(const fs::path& snapshot) {
          it.increment(ec)) {
         std::string stem;
         if (!model_stem(it->path().filename().string(), stem) || !is_file(it->path())) continue;
-        out.push_back({fs::relative(it->path(), snapshot, ec).generic_string(), it->path()});
+        out.push_back({it->path().lexically_relative(snapshot).generic_string(), it->path()});
     }
     std::sort(out.begin(), out.end(), [](const HfFile& a, const HfFile& b) { return a.rel < b.rel; });
     return out;
