@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "kiln/error.h"
+#include "kiln/memory_plan.h"
 
 namespace kiln::cli {
 
@@ -66,6 +67,20 @@ ResolvedModel resolve_model_full(const std::string& flag_value) {
 }
 
 std::string resolve_model(const std::string& flag_value) { return resolve_model_full(flag_value).path; }
+
+void check_load_fits(const std::string& path, int n_ctx, int n_seq_max, const std::string& kv_type, int n_batch,
+                     uint64_t memory_budget) {
+    MemoryPlanOptions o;
+    o.n_ctx = n_ctx;
+    o.n_seq_max = n_seq_max;
+    o.kv_type = kv_type;
+    o.n_batch = n_batch;
+    o.memory_budget = memory_budget;
+    const MemoryPlan plan = plan_memory(path, o);
+    const uint64_t available = available_memory_bytes();
+    if (available == 0 || plan.total_bytes <= available) return;
+    throw Error(plan_refusal(plan, available, "this machine's available memory", o), ErrorKind::ResourceExhausted);
+}
 
 std::string human_bytes(uint64_t bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

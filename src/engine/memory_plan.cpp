@@ -152,14 +152,14 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
 std::string plan_refusal(const MemoryPlan& plan, uint64_t limit, const std::string& what, const MemoryPlanOptions& options) {
     if (plan.total_bytes <= limit) return "";
     auto mib = [](uint64_t b) { return std::to_string((b + (1u << 20) - 1) >> 20) + " MiB"; };
-    std::string msg = plan.path + ": the load needs " + mib(plan.total_bytes) + " (weights " +
-                      mib(plan.total_bytes - [&] {
-                          uint64_t seq = 0;
-                          for (const MemoryPart& part : plan.parts)
-                              if (part.name == "kv_cache" || part.name == "scratch") seq += part.bytes;
-                          return seq;
-                      }()) +
-                      " + sequences), more than " + what + " of " + mib(limit);
+    uint64_t kv = 0, scratch = 0;
+    for (const MemoryPart& part : plan.parts) {
+        if (part.name == "kv_cache") kv = part.bytes;
+        if (part.name == "scratch") scratch = part.bytes;
+    }
+    std::string msg = plan.path + ": the load needs " + mib(plan.total_bytes) + " (KV cache " + mib(kv) + ", scratch " + mib(scratch) +
+                      ", weights, tokenizer and the process " + mib(plan.total_bytes - std::min(plan.total_bytes, kv + scratch)) +
+                      "), more than " + what + " of " + mib(limit);
     // The largest context that fits at this cache type, then at q8_0.
     for (const std::string& kv : {plan.kv_type, std::string("q8_0")}) {
         if (kv != plan.kv_type && plan.kv_type == "q8_0") break;
