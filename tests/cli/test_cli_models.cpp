@@ -169,3 +169,22 @@ TEST(CliList, JsonFieldsAndConfigOrigins) {
     EXPECT_NE(r.err.find("'sever': unknown key"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
 }
+
+// kiln serve takes its defaults from the config under its flags.
+TEST(CliServe, PrintConfigShowsPrecedence) {
+    const std::string cfg = kiln::test::temp_dir() + "/serve-config.json";
+    kiln::test::write_file(cfg, R"({"server": {"port": 9393, "parallel": 2, "host": "127.0.0.2"}})");
+    std::FILE* p = popen(("KILN_PORT=7070 " + std::string(KILN_BINARY_DIR) + "/kiln serve --config " + cfg +
+                          " --print-config --parallel 3 2>&1")
+                             .c_str(),
+                         "r");
+    ASSERT_TRUE(p);
+    std::string out;
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0) << out;
+    EXPECT_NE(out.find("server.port = 7070 (environment KILN_PORT)"), std::string::npos) << out;
+    EXPECT_NE(out.find("server.parallel = 3 (flag)"), std::string::npos) << out;
+    EXPECT_NE(out.find("server.host = 127.0.0.2 (file " + cfg + ")"), std::string::npos) << out;
+    EXPECT_NE(out.find("server.max_models = 0 (built-in)"), std::string::npos) << out;
+}
