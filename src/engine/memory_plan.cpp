@@ -7,6 +7,7 @@
 // with its reason.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -107,15 +108,20 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     const uint64_t mapped_sources = pk.source_bytes - converted_sources;
     uint64_t mapped_read = w.mapped_bytes;
     mapped_read -= std::min(mapped_read, mapped_sources);
-    const bool embd_repacked = w.output.data == w.tok_embd.data;  // a tied head: its source is the embedding
-    if (w.tok_embd_mapped && !embd_repacked) mapped_read -= std::min(mapped_read, embd_bytes);
+    // A tied output head reads the whole embedding each step unless it is repacked
+    // (then the embedding is one of the released sources); otherwise only the rows
+    // looked up are resident.
+    const bool tied = w.output.data == w.tok_embd.data;
+    const bool embd_source = std::find(pk.sources.begin(), pk.sources.end(), w.tok_embd.data) != pk.sources.end();
+    const bool embd_read_whole = tied && !embd_source;
+    if (w.tok_embd_mapped && !embd_source && !embd_read_whole) mapped_read -= std::min(mapped_read, embd_bytes);
     // Embedding rows looked up: a lookup that faults maps the kernel's
     // fault-around window (64 KiB, aligned; the file is in the page cache) of the
     // mapped table. For L lookups of random ids spread over W windows, about
     // W (1 - exp(-L k / W)) windows are mapped, k the windows one row spans on
     // average. Random ids are the worst case: text repeats its tokens.
     uint64_t embd_rows = 0;
-    if (w.tok_embd_mapped && embd_bytes > 0) {
+    if (w.tok_embd_mapped && !embd_read_whole && embd_bytes > 0) {
         constexpr double k_window = 64 * 1024;
         const double windows = std::ceil(static_cast<double>(embd_bytes) / k_window);
         const double per_row = 1.0 + static_cast<double>(w.tok_embd.row_bytes) / k_window;
