@@ -331,6 +331,10 @@ ResolvedModel Catalog::resolve_plain(const std::string& name, int depth) const {
     if (depth > 8) throw Error("model '" + name + "': aliases refer to each other in a loop");
     // A path first: whatever the user can point at is what they mean.
     if (is_file(name)) return {name, "path", name, std::nullopt};
+    // A .gguf name is a path even when missing: the reader's error names it.
+    if (name.size() > 5 && name.substr(name.size() - 5) == ".gguf" && name.rfind("hf:", 0) != 0 && name.rfind("lmstudio:", 0) != 0 &&
+        name.find("://") == std::string::npos)
+        return {name, "path", name, std::nullopt};
     if (auto a = o.aliases.find(name); a != o.aliases.end()) {
         ResolvedModel r = resolve_plain(a->second, depth + 1);
         r.name = name;
@@ -382,8 +386,6 @@ ResolvedModel Catalog::resolve_plain(const std::string& name, int depth) const {
         if (is_file(manifest)) return {ollama_blob(root, manifest).string(), "ollama", name, std::nullopt};
         where += (where.empty() ? "" : ", ") + ("the Ollama store (" + manifest.string() + ")");
     }
-    if (name.size() > 5 && name.substr(name.size() - 5) == ".gguf")
-        throw Error("model file '" + name + "' does not exist");
     throw Error("model '" + name + "' not found: it is no file, alias or preset, and not in " + where +
                 " (kiln list shows the models found)");
 }

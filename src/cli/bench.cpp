@@ -129,9 +129,14 @@ int cmd_bench(int argc, char** argv) {
     const ResolvedModel resolved = resolve_model_full(path);
     path = resolved.path;
     if (resolved.preset && resolved.preset->n_ctx > 0 && n_ctx_opt == 0) n_ctx_opt = resolved.preset->n_ctx;
-    if (json_schema.empty())
-        check_load_fits(path, n_ctx_opt > 0 ? n_ctx_opt : (parallel > 1 ? depth + n_prompt + n_gen + 1 : depth + std::max(n_prompt, n_gen + 1) + 1),
-                        parallel, kv_type, n_batch, 0);
+    if (json_schema.empty()) {
+        try {
+            check_load_fits(path, n_ctx_opt > 0 ? n_ctx_opt : (parallel > 1 ? depth + n_prompt + n_gen + 1 : depth + std::max(n_prompt, n_gen + 1) + 1),
+                            parallel, kv_type, n_batch, 0);
+        } catch (const Error& e) {
+            if (e.kind() == ErrorKind::ResourceExhausted) throw;  // other faults: bench's own checks below name them
+        }
+    }
 
     auto model = Model::load(path);
     if (!json_schema.empty()) return bench_constraint(model, json_schema, n_gen, std::max(reps, 5), n_threads, json);
