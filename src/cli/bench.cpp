@@ -13,6 +13,8 @@
 // selected experts) and int8 throughput. For a mixture-of-experts model a table
 // of each layer's expert usage follows (a histogram of the experts' loads).
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -101,6 +103,47 @@ std::vector<LayerUsage> summarize_usage(const std::vector<std::vector<uint64_t>>
     return out;
 }
 
+// The machine probes in a grandchild process that init reaps: their 512 MiB
+// buffer then counts neither in this process's peak RSS nor in what a parent
+// waiting for it sees (wait4's ru_maxrss is the largest of a process and its
+// reaped descendants, which /usr/bin/time -f %M prints): the peak of a bench run
+// stays the model's, which `kiln plan` predicts. Falls back to probing here.
+MachineProbe probe_in_grandchild(int threads) {
+    int fd[2];
+    if (pipe(fd) != 0) return probe_machine(threads);
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    if (child < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return probe_machine(threads);
+    }
+    if (child == 0) {
+        close(fd[0]);
+        const pid_t grandchild = fork();
+        if (grandchild == 0) {
+            const MachineProbe p = probe_machine(threads);  // its own threads: none of the parent's exist here
+            const ssize_t n = write(fd[1], &p, sizeof p);
+            _exit(n == static_cast<ssize_t>(sizeof p) ? 0 : 1);
+        }
+        _exit(grandchild < 0 ? 1 : 0);
+    }
+    close(fd[1]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    MachineProbe p;
+    size_t got = 0;
+    auto* bytes = reinterpret_cast<char*>(&p);
+    while (got < sizeof p) {
+        const ssize_t n = read(fd[0], bytes + got, sizeof p - got);
+        if (n <= 0) break;
+        got += static_cast<size_t>(n);
+    }
+    close(fd[0]);
+    // int8_kind points at a string literal of this same executable image.
+    return got == sizeof p ? p : MachineProbe{};
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -126,7 +169,17 @@ int cmd_bench(int argc, char** argv) {
     app.add_option("--json-schema", json_schema, "instead: greedy decode with vs without this JSON Schema's constraint");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
-    path = resolve_model(path);
+    const ResolvedModel resolved = resolve_model_full(path);
+    path = resolved.path;
+    if (resolved.preset && resolved.preset->n_ctx > 0 && n_ctx_opt == 0) n_ctx_opt = resolved.preset->n_ctx;
+    if (json_schema.empty()) {
+        try {
+            check_load_fits(path, n_ctx_opt > 0 ? n_ctx_opt : (parallel > 1 ? depth + n_prompt + n_gen + 1 : depth + std::max(n_prompt, n_gen + 1) + 1),
+                            parallel, kv_type, n_batch, 0);
+        } catch (const Error& e) {
+            if (e.kind() == ErrorKind::ResourceExhausted) throw;  // other faults: bench's own checks below name them
+        }
+    }
 
     auto model = Model::load(path);
     if (!json_schema.empty()) return bench_constraint(model, json_schema, n_gen, std::max(reps, 5), n_threads, json);
@@ -218,7 +271,7 @@ int cmd_bench(int argc, char** argv) {
     const double peak_rss = peak_rss_bytes();  // before the probes' own buffers
 
     MachineProbe probe;
-    if (!no_probe) probe = probe_machine(threads);
+    if (!no_probe) probe = probe_in_grandchild(threads);
     const ModelFootprint fp = model->footprint();
     const double weight_bytes = static_cast<double>(fp.decode_bytes);
     // A decode step reads every weight once, for all sequences of the batch.

@@ -4,6 +4,7 @@
 #include "cache/kv_cache.h"
 #include "cache/recurrent_state.h"
 #include "cache/memory.h"
+#include "engine/context_sizing.h"
 #include "compute/thread_pool.h"
 #include "kiln/context.h"
 #include "kiln/error.h"
@@ -43,10 +44,9 @@ constexpr uint64_t k_checkpoint_bytes = 256ull << 20;
 constexpr int64_t k_checkpoint_interval = 512;
 
 // The KV cells for n_seq sequences of n_ctx positions each, or as many
-// positions as the budget holds.
-std::unique_ptr<KvCache> make_kv_cache(const ModelSpec& spec, const ContextOptions& o, int64_t n_ctx, int n_batch,
-                                       uint64_t budget) {
-    const std::vector<KvLayerShape> shapes = kv_shapes(spec);
+// positions as the budget holds (0: no budget).
+KvCacheOptions size_kv(const std::vector<KvLayerShape>& shapes, const ContextOptions& o, int64_t n_ctx, int n_batch,
+                       uint64_t budget) {
     KvCacheOptions ko;
     ko.type = parse_kv_type(o.kv_type);
     ko.n_seq = o.n_seq_max;
@@ -72,36 +72,64 @@ std::unique_ptr<KvCache> make_kv_cache(const ModelSpec& spec, const ContextOptio
         }
         ko.n_ctx = lo;
     }
-    return std::make_unique<KvCache>(shapes, ko);
+    return ko;
 }
+
+// The memory the sizing describes: KV cells, a recurrent state, or both.
+std::unique_ptr<SequenceMemory> make_memory(const ModelSpec& spec, const ContextSizing& z) {
+    if (spec.memory == MemoryKind::Kv) return std::make_unique<KvCache>(z.shapes, z.kv);
+    if (spec.memory == MemoryKind::Recurrent) return std::make_unique<RecurrentState>(z.state_bytes, z.recurrent);
+    return std::make_unique<HybridMemory>(std::make_unique<KvCache>(z.shapes, z.kv),
+                                          std::make_unique<RecurrentState>(z.state_bytes, z.recurrent));
+}
+
+}  // namespace
 
 // The memory the model's registry row asks for: KV cells, a recurrent state
 // (fixed per sequence, with checkpoints; its bytes come off the budget first),
 // or both.
-std::unique_ptr<SequenceMemory> make_memory(const ModelSpec& spec, const ContextOptions& o, int64_t n_ctx, int n_batch) {
-    if (spec.memory == MemoryKind::Kv) return make_kv_cache(spec, o, n_ctx, n_batch, o.memory_budget);
-    std::vector<uint64_t> state_bytes;
-    for (const LayerSpec& l : spec.layers) state_bytes.push_back(l.mixer == MixerKind::Recurrent ? ssm_state_bytes(spec) : 0);
-    RecurrentStateOptions ro;
+ContextSizing size_context(const ModelSpec& spec, const ContextOptions& o) {
+    const int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(spec.n_ctx_train, k_default_ctx_cap);
+    if (n_ctx > spec.n_ctx_train)
+        throw Error("context of " + std::to_string(n_ctx) + " tokens exceeds the model's maximum of " +
+                    std::to_string(spec.n_ctx_train));
+    if (n_ctx < 1) throw Error("context size must be positive");
+    if (o.n_batch < 1) throw Error("batch size must be positive");
+    if (o.n_seq_max < 1) throw Error("the number of sequences must be positive");
+    ContextSizing z;
+    z.n_batch = std::min(o.n_batch, n_ctx * o.n_seq_max);
+    z.shapes = kv_shapes(spec);
+    const int kv_batch = std::min(z.n_batch, n_ctx);
+    if (spec.memory == MemoryKind::Kv) {
+        z.kv = size_kv(z.shapes, o, n_ctx, kv_batch, o.memory_budget);
+        z.memory_bytes = KvCache::bytes_needed(z.shapes, z.kv);
+        return z;
+    }
+    for (const LayerSpec& l : spec.layers) z.state_bytes.push_back(l.mixer == MixerKind::Recurrent ? ssm_state_bytes(spec) : 0);
+    RecurrentStateOptions& ro = z.recurrent;
     ro.n_seq = o.n_seq_max;
     ro.n_ctx = n_ctx;
     uint64_t per_state = 0;
-    for (uint64_t b : state_bytes) per_state += b;
+    for (uint64_t b : z.state_bytes) per_state += b;
     ro.n_checkpoints = static_cast<int>(std::clamp<uint64_t>(k_checkpoint_bytes / std::max<uint64_t>(per_state, 1),
                                                              k_min_checkpoints, k_max_checkpoints));
-    const uint64_t recurrent = RecurrentState::bytes_needed(state_bytes, ro);
+    const uint64_t recurrent = RecurrentState::bytes_needed(z.state_bytes, ro);
     if (o.memory_budget > 0 && recurrent >= o.memory_budget)
         throw Error("memory budget of " + mib(o.memory_budget) + " is too small: the recurrent state of " +
                         std::to_string(o.n_seq_max) + " sequences with " + std::to_string(ro.n_checkpoints) +
                         " checkpoints each needs " + mib(recurrent),
                     ErrorKind::ResourceExhausted);
-    if (spec.memory == MemoryKind::Recurrent) return std::make_unique<RecurrentState>(state_bytes, ro);
-    auto kv = make_kv_cache(spec, o, n_ctx, n_batch, o.memory_budget > 0 ? o.memory_budget - recurrent : 0);
-    ro.n_ctx = kv->n_ctx();
-    return std::make_unique<HybridMemory>(std::move(kv), std::make_unique<RecurrentState>(state_bytes, ro));
+    z.memory_bytes = recurrent;
+    if (spec.memory == MemoryKind::Hybrid) {
+        z.kv = size_kv(z.shapes, o, n_ctx, kv_batch, o.memory_budget > 0 ? o.memory_budget - recurrent : 0);
+        ro.n_ctx = z.kv.n_ctx;
+        z.memory_bytes += KvCache::bytes_needed(z.shapes, z.kv);
+    } else {
+        z.kv.n_ctx = n_ctx;  // no cells: the context is what the options ask for
+        z.kv.n_seq = o.n_seq_max;
+    }
+    return z;
 }
-
-}  // namespace
 
 void Batch::add(TokenId token, int64_t pos, SeqId seq, bool output) {
     tokens_.push_back(token);
@@ -166,17 +194,11 @@ Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : 
     const ModelSpec& spec = ModelInternals::spec(*model);
     im.model = std::move(model);
     im.spec = &spec;
-    int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(spec.n_ctx_train, k_default_ctx_cap);
-    if (n_ctx > spec.n_ctx_train)
-        throw Error("context of " + std::to_string(n_ctx) + " tokens exceeds the model's maximum of " +
-                    std::to_string(spec.n_ctx_train));
-    if (n_ctx < 1) throw Error("context size must be positive");
-    if (o.n_batch < 1) throw Error("batch size must be positive");
-    if (o.n_seq_max < 1) throw Error("the number of sequences must be positive");
-    im.n_batch = std::min(o.n_batch, n_ctx * o.n_seq_max);
+    const ContextSizing z = size_context(spec, o);
+    im.n_batch = z.n_batch;
     im.hidden_states = o.hidden_states;
     im.pool = std::make_unique<ThreadPool>(o.executor ? o.executor : Executor::shared(), o.n_threads);
-    im.memory = make_memory(spec, o, n_ctx, std::min(im.n_batch, n_ctx));
+    im.memory = make_memory(spec, z);
     im.n_ctx = static_cast<int>(im.memory->n_ctx());
     im.forward = std::make_unique<Forward>(spec, ModelInternals::weights(*im.model), *im.memory, *im.pool, im.n_batch);
     im.tokens.resize(static_cast<size_t>(o.n_seq_max));

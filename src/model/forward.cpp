@@ -1,5 +1,6 @@
 #include "model/forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -19,19 +20,17 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
         if (l.ffn == FfnKind::Gated && spec.activation == FfnActivation::Relu2)
             throw Error("a gated FFN with ReLU² is not supported (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
     }
-    const size_t b = static_cast<size_t>(n_batch_max);
-    const size_t e = static_cast<size_t>(spec.n_embd);
-    x_.resize(b * e);
-    h_.resize(b * e);
-    o_.resize(b * e);
-    q_.resize(b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_k));
-    k_.resize(b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_k));
-    v_.resize(b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_v));
-    att_.resize(b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_v));
-    gate_.resize(b * static_cast<size_t>(spec.max_n_ff()));
-    up_.resize(b * static_cast<size_t>(spec.max_n_ff()));
-    for (const LayerSpec& l : spec.layers)
-        if (l.ffn == FfnKind::Plain) ones_.assign(static_cast<size_t>(spec.max_n_ff()), 1.0f);
+    const BufferSizes z = buffer_sizes(spec, n_batch_max);
+    x_.resize(z.x);
+    h_.resize(z.x);
+    o_.resize(z.x);
+    q_.resize(z.q);
+    k_.resize(z.k);
+    v_.resize(z.v);
+    att_.resize(z.att);
+    gate_.resize(z.ff);
+    up_.resize(z.ff);
+    if (z.ones) ones_.assign(z.ones, 1.0f);
     attn_scratch_.resize(static_cast<size_t>(pool.size()));
     if (spec.attn_output_gate) {
         if (spec.head_dim_k != spec.head_dim_v)
@@ -40,6 +39,43 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
         ogate_.resize(q_.size());
     }
     if (recurrent_) ssm_ = std::make_unique<SsmMixer>(spec, n_batch_max);
+}
+
+Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_max) {
+    const size_t b = static_cast<size_t>(n_batch_max);
+    BufferSizes z;
+    z.x = b * static_cast<size_t>(spec.n_embd);
+    z.q = b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_k);
+    z.k = b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_k);
+    z.v = b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_v);
+    z.att = b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_v);
+    z.ff = b * static_cast<size_t>(spec.max_n_ff());
+    for (const LayerSpec& l : spec.layers)
+        if (l.ffn == FfnKind::Plain) z.ones = static_cast<size_t>(spec.max_n_ff());
+    return z;
+}
+
+uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache) {
+    const BufferSizes z = buffer_sizes(spec, n_batch_max);
+    const uint64_t b = static_cast<uint64_t>(n_batch_max);
+    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones.
+    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones;
+    // Grown on the first full batch: the rows whose output is wanted (at most a
+    // batch), the RoPE cos / sin of both bases.
+    floats += z.x + 2 * b * static_cast<uint64_t>(std::max(spec.rope.n_dims, 0));
+    // A thread's attention scores (every key of a query's group of heads) and rows.
+    const uint64_t group = static_cast<uint64_t>(std::max(1, spec.max_n_head() / std::max(1, spec.max_n_head_kv())));
+    floats += static_cast<uint64_t>(std::max(n_threads, 1)) *
+              (static_cast<uint64_t>(n_keys_max) * group + static_cast<uint64_t>(spec.head_dim_k) * (group + 1) +
+               static_cast<uint64_t>(spec.head_dim_v));
+    // A q8_0 cache is read as f32 rows of the keys a batch sees (one layer at a time).
+    if (q8_0_cache)
+        floats += static_cast<uint64_t>(n_keys_max) * static_cast<uint64_t>(spec.max_n_head_kv()) *
+                  static_cast<uint64_t>(spec.head_dim_k + spec.head_dim_v);
+    // The matmul's converted activations: a batch of its widest input as 8-bit
+    // blocks with their scales (at most 2 bytes an element covers every format).
+    const uint64_t widest = static_cast<uint64_t>(std::max({spec.n_embd, spec.max_n_ff(), spec.max_n_head() * spec.head_dim_v}));
+    return floats * sizeof(float) + 2 * widest * b;
 }
 
 namespace {

@@ -46,6 +46,11 @@ public:
     Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMemory& memory, const ThreadPool& pool, int n_batch_max);
 
     int n_batch_max() const { return n_batch_max_; }
+
+    // Bytes of the buffers a Forward of this batch size uses once it has run a
+    // full batch over n_keys_max keys (the memory plan; the constructor's
+    // buffers come from the same buffer_sizes).
+    static uint64_t scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache);
     void set_debug_hook(DebugHook hook) { hook_ = std::move(hook); }
     // Expert selections per layer and expert since the last reset (kiln bench).
     const std::vector<std::vector<uint64_t>>& expert_usage() const { return moe_.usage(); }
@@ -57,6 +62,12 @@ public:
     void eval(const BatchRows& batch, float* logits, float* hidden = nullptr);
 
 private:
+    // Elements of the activation buffers for a batch of n_batch_max rows.
+    struct BufferSizes {
+        size_t x = 0, q = 0, k = 0, v = 0, att = 0, ff = 0, ones = 0;
+    };
+    static BufferSizes buffer_sizes(const ModelSpec& spec, int n_batch_max);
+
     // The rows of one sequence in the batch: keys visible to them, where to read them.
     struct SeqSpan {
         int seq = 0;

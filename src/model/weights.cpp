@@ -20,7 +20,8 @@ std::string shape_text(const std::vector<uint64_t>& s) {
 
 class Binder : public TensorSource {
 public:
-    Binder(const gguf::File& file, ModelWeights& w) : file_(file), w_(w) {}
+    // plan_only: shapes and types are checked, nothing is converted (the memory plan).
+    Binder(const gguf::File& file, ModelWeights& w, bool plan_only) : file_(file), w_(w), plan_only_(plan_only) {}
 
     const gguf::TensorInfo* find(const std::string& name) {
         const gguf::TensorInfo* t = file_.find_tensor(name);
@@ -60,6 +61,8 @@ public:
         if (!quant::can_dequantize(t->type))
             throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read",
                         ErrorKind::Unsupported);
+        w_.converted_bytes += static_cast<uint64_t>(n) * sizeof(float);
+        if (plan_only_) return reinterpret_cast<const float*>(t);  // present; never read
         auto v = std::make_unique<std::vector<float>>(static_cast<size_t>(n));
         quant::dequantize_row(t->type, file_.tensor_data(*t), v->data(), n);
         const float* p = v->data();
@@ -113,6 +116,13 @@ public:
         const uint64_t src_row = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in));
         m.type = target;
         m.row_bytes = ggml_row_bytes(target, static_cast<uint64_t>(n_in));
+        converted_names_.insert(name);
+        converted_[std::string(ggml_type_name(t->type)) + " -> " + std::string(ggml_type_name(target))]++;
+        w_.converted_bytes += m.row_bytes * static_cast<uint64_t>(n_out);
+        if (plan_only_) {
+            m.data = reinterpret_cast<const uint8_t*>(t);  // an identity for the plan; never read
+            return m;
+        }
         auto bytes = std::make_unique<std::vector<uint8_t>>(static_cast<size_t>(m.row_bytes * static_cast<uint64_t>(n_out)));
         std::vector<float> row(static_cast<size_t>(n_in));
         const uint8_t* src = data;
@@ -123,7 +133,6 @@ public:
         m.data = bytes->data();
         sources_[m.data] = {t->type, t->bytes};
         w_.converted_matrices.push_back(std::move(bytes));
-        converted_[std::string(ggml_type_name(t->type)) + " -> " + std::string(ggml_type_name(target))]++;
         return m;
     }
 
@@ -137,6 +146,14 @@ public:
     }
 
     uint64_t unused() const { return file_.tensors().size() - used_.size(); }
+    bool converted(const std::string& name) const { return converted_names_.count(name) > 0; }
+    // Bytes of the tensors bound in place from the mapping (read where used).
+    uint64_t mapped_bytes() const {
+        uint64_t n = 0;
+        for (const std::string& name : used_)
+            if (!converted(name)) n += file_.find_tensor(name)->bytes;
+        return n;
+    }
 
     // Where the matrices' bytes are after load, per type of the file (after
     // repacking): "matrices in memory: Q3_K 1.50 MiB in the file -> 1.55 MiB
@@ -187,6 +204,8 @@ private:
     ModelWeights& w_;
     std::set<std::string> used_;
     std::map<std::string, int> converted_;
+    std::set<std::string> converted_names_;
+    bool plan_only_ = false;
 };
 
 // An expert layer: the router, the merged expert tensors (their hidden width from
@@ -222,9 +241,9 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
 
 }  // namespace
 
-ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
+ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) {
     ModelWeights w;
-    Binder b(file, w);
+    Binder b(file, w, plan_only);
     const gguf::TensorInfo* embd = b.find("token_embd.weight");
     if (!embd) throw Error("tensor 'token_embd.weight' not found");
     if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
@@ -323,6 +342,12 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
             for (Matrix& m : *v) products.push_back(&m);
     }
     // Every matrix here is bound in place from the file's read-only mapping.
+    w.mapped_bytes = b.mapped_bytes();
+    w.tok_embd_mapped = !b.converted("token_embd.weight");
+    if (plan_only) {
+        w.pack_plan = plan_prepare_matrices(products);
+        return w;
+    }
     w.packed_bytes = prepare_matrices(products, /*release_file_pages=*/true);
     std::vector<const Matrix*> all = {&w.tok_embd};
     all.insert(all.end(), products.begin(), products.end());

@@ -70,10 +70,16 @@ struct ModelWeights {
     // The matrices' bytes in the file and in memory after load (repacked, in
     // place or converted), each distinct tensor once.
     uint64_t matrix_file_bytes = 0, matrix_resident_bytes = 0;
+    uint64_t converted_bytes = 0;  // of converted_vectors and converted_matrices
+    uint64_t mapped_bytes = 0;     // tensors bound in place from the mapping
+    bool tok_embd_mapped = true;   // the embedding is read from the mapping (not converted)
+    PackPlan pack_plan;            // plan_only: what prepare_matrices would repack
 };
 
 // Binds every tensor the spec needs; sets spec's presence flags. Errors name
 // the tensor and the expected versus found shape or type.
-ModelWeights bind_weights(const gguf::File& file, ModelSpec& spec);
+// plan_only checks the same and converts and repacks nothing: converted_bytes
+// and pack_plan say what a load would allocate (src/engine/memory_plan.cpp).
+ModelWeights bind_weights(const gguf::File& file, ModelSpec& spec, bool plan_only = false);
 
 }  // namespace kiln

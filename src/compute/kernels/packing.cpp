@@ -3,6 +3,9 @@
 // values of the file's blocks, only in another order.
 #include "compute/kernels/packing.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -408,7 +411,7 @@ void pack_bf16_odd_tail(const uint8_t* data, uint64_t row_bytes, int64_t n_in, i
 bool is_float_weight(GgmlType type) { return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16; }
 
 AlignedBytes aligned_bytes(uint64_t n) {
-    const uint64_t rounded = std::max<uint64_t>(64, (n + 63) / 64 * 64);
+    const uint64_t rounded = packed_allocation_bytes(n);
     void* p = std::aligned_alloc(64, static_cast<size_t>(rounded));
     if (!p) throw Error("out of memory allocating " + std::to_string(rounded) + " bytes for repacked weights",
                         ErrorKind::ResourceExhausted);
@@ -452,29 +455,59 @@ ActFormat act_format(GgmlType weight_type) {
     return f;
 }
 
-std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out) {
+bool packed_layout(GgmlType type, int64_t n_in, int64_t n_out, PackedMatrix& m) {
     const PackRow* row = find_pack_row(type);
     const bool is_float = is_float_weight(type);
-    if (!row && !is_float) return nullptr;
+    if (!row && !is_float) return false;
     const GgmlTypeInfo& info = ggml_type_info(type);
     if (n_in <= 0 || n_out <= 0 || n_in % info.block_size != 0)
         throw Error("cannot repack a " + std::string(info.name) + " matrix of " + std::to_string(n_in) + " x " +
                     std::to_string(n_out));
-    auto m = std::make_unique<PackedMatrix>();
-    m->type = type;
-    m->n_in = n_in;
-    m->n_out = n_out;
+    m.type = type;
+    m.n_in = n_in;
+    m.n_out = n_out;
     const int panel_rows = is_float ? k_float_panel_rows : k_panel_rows;
-    m->n_panels = (n_out + panel_rows - 1) / panel_rows;
+    m.n_panels = (n_out + panel_rows - 1) / panel_rows;
     const bool bf16_pairs = type == GgmlType::BF16;  // blocks of element pairs (layout.h)
-    m->n_blocks = bf16_pairs ? (n_in + 1) / 2 : n_in / info.block_size;
-    m->block_bytes = is_float ? k_float_panel_rows * info.block_bytes * (bf16_pairs ? 2 : 1) : row->block_bytes;
-    m->panel_bytes = m->block_bytes * static_cast<uint64_t>(m->n_blocks);
+    m.n_blocks = bf16_pairs ? (n_in + 1) / 2 : n_in / info.block_size;
+    m.block_bytes = is_float ? k_float_panel_rows * info.block_bytes * (bf16_pairs ? 2 : 1) : row->block_bytes;
+    m.panel_bytes = m.block_bytes * static_cast<uint64_t>(m.n_blocks);
+    return true;
+}
+
+uint64_t packed_allocation_bytes(uint64_t n) { return std::max<uint64_t>(64, (n + 63) / 64 * 64); }
+
+void release_pages(const uint8_t* p, uint64_t n) {
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t begin = (reinterpret_cast<uint64_t>(p) + page - 1) / page * page;
+    const uint64_t end = (reinterpret_cast<uint64_t>(p) + n) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out,
+                                          bool release_source) {
+    auto m = std::make_unique<PackedMatrix>();
+    if (!packed_layout(type, n_in, n_out, *m)) return nullptr;
+    const PackRow* row = find_pack_row(type);
+    const bool is_float = is_float_weight(type);
+    const GgmlTypeInfo& info = ggml_type_info(type);
+    const bool bf16_pairs = type == GgmlType::BF16;
     m->data = aligned_bytes(m->bytes());
 
+    // With release_source, the source rows a thread has packed leave the resident
+    // set every k_release_panels panels, so packing a large matrix (a tied output
+    // head) never holds its whole source and its packed copy at once.
+    constexpr int64_t k_release_panels = 64;
+    const int64_t rows_per_panel = is_float ? k_float_panel_rows : k_panel_rows;
+    auto release_rows = [&](int64_t pa, int64_t pb) {
+        const int64_t r0 = pa * rows_per_panel, r1 = std::min(n_out, pb * rows_per_panel);
+        if (release_source && r1 > r0)
+            release_pages(data + static_cast<uint64_t>(r0) * row_bytes, static_cast<uint64_t>(r1 - r0) * row_bytes);
+    };
     auto pack_panels = [&](int64_t p0, int64_t p1) {
         const uint8_t* rows[k_panel_rows];
         for (int64_t p = p0; p < p1; ++p) {
+            if (p > p0 && (p - p0) % k_release_panels == 0) release_rows(p - k_release_panels, p);
             uint8_t* dst = m->data.get() + static_cast<uint64_t>(p) * m->panel_bytes;
             if (is_float) {  // the float packers write every byte
                 if (bf16_pairs) {
