@@ -198,10 +198,11 @@ private:
 // the model's (TokenVocabulary::from_tokenizer).
 std::unique_ptr<SamplerStage> grammar_stage(const Grammar& grammar, const TokenVocabulary& vocab);
 
-// A grammar that starts when the generated text first contains one of `triggers`
-// (a tool call's opening marker, for tool_choice auto): free text before, and
-// from there on the grammar, whose text must begin with the trigger (kiln::Error
-// otherwise). A token that completes a trigger is allowed only if the grammar
+// A grammar that starts when the generated text contains one of `triggers` (a
+// tool call's opening marker, for tool_choice auto): free text before, then the
+// grammar, whose text must begin with the trigger (kiln::Error otherwise), until
+// it is complete; then free text again until the next trigger (so the grammar
+// should end where it is complete, as a call does with its closing marker). A token that completes a trigger is allowed only if the grammar
 // also accepts the bytes it carries past the trigger. `written` is reply text
 // that precedes generation (an assistant prefill), read as if generated; if it
 // opens a call the grammar rejects, kiln::Error (InvalidInput).

@@ -230,7 +230,9 @@ ToolCallConstraint tool_call_constraint(const ChatFormat& format, const json& to
     if (options.choice == ToolChoice::Auto && s.trigger.empty())
         throw Error("the '" + std::string(tool_syntax_name(tf.syntax)) + "' tool syntax has no marker that opens a call",
                     ErrorKind::Unsupported);
-    if (options.choice == ToolChoice::Named || !options.parallel) multi = false;
+    // Auto: one call per trigger (the lazy stage frees the text after it, and
+    // the next opening marker starts the next call).
+    if (options.choice != ToolChoice::Required || !options.parallel) multi = false;
 
     // calls ::= call-0 (sep call-1 (sep call-2 ...)?)?  — unrolled, since some
     // syntaxes number the calls; past k_max_numbered calls they repeat the last.

@@ -1,7 +1,8 @@
 // A grammar that starts when the model writes one of its trigger strings (a tool
 // call's opening marker): until then generation is free; from the token that
 // completes a trigger on, the grammar holds, and the grammar's text begins with
-// the trigger itself. A token that completes a trigger and carries more bytes
+// the trigger itself; once it is complete (the call is closed) the text is free
+// again until the next trigger. A token that completes a trigger and carries more bytes
 // after it is allowed only if the grammar accepts those bytes too, so the
 // constraint never starts in a state it cannot continue.
 #include <algorithm>
@@ -73,40 +74,45 @@ public:
     }
 
     void accept(int32_t token) override {
+        if (token < 0 || static_cast<size_t>(token) >= vocab_.n_vocab()) return;
         if (active_) {
-            if (matcher_.is_terminated()) return;
             if (!matcher_.accept_token(token))
                 throw Error("token " + std::to_string(token) + " was generated against the constraint", ErrorKind::Internal);
+            end_if_complete();
             return;
         }
-        if (token < 0 || static_cast<size_t>(token) >= vocab_.n_vocab()) return;
         const std::string_view piece = vocab_.piece(token);
         if (const auto hit = completion(piece)) {
             matcher_ = started_[hit->trigger];
             if (!matcher_.accept_bytes(hit->rest))
                 throw Error("token " + std::to_string(token) + " was generated against the constraint", ErrorKind::Internal);
             active_ = true;
+            end_if_complete();
             return;
         }
-        tail_ += piece;
-        if (tail_.size() >= max_trigger_) tail_.erase(0, tail_.size() - (max_trigger_ - 1));
+        push_tail(piece);
     }
 
     void reset() override {
         active_ = false;
         tail_.clear();
         matcher_.reset();
-        if (written_.empty()) return;
         // The reply's text written before generation (an assistant prefill) is
-        // read as if generated: it may hold the trigger and the start of a call.
-        if (const auto hit = completion(written_)) {
-            matcher_ = started_[hit->trigger];
-            if (!matcher_.accept_bytes(hit->rest))
-                throw Error("the reply's prefill opens a tool call the constraint rejects", ErrorKind::InvalidInput);
-            active_ = true;
-            return;
+        // read as if generated, byte by byte: it may open a call, or hold whole ones.
+        for (char c : written_) {
+            const std::string_view byte(&c, 1);
+            if (active_) {
+                if (!matcher_.accept_bytes(byte))
+                    throw Error("the reply's prefill opens a tool call the constraint rejects", ErrorKind::InvalidInput);
+                end_if_complete();
+            } else if (const auto hit = completion(byte)) {
+                matcher_ = started_[hit->trigger];
+                active_ = true;
+                end_if_complete();
+            } else {
+                push_tail(byte);
+            }
         }
-        tail_ = written_.substr(written_.size() - std::min(written_.size(), max_trigger_ - 1));
     }
 
 private:
@@ -114,6 +120,19 @@ private:
         size_t trigger = 0;
         std::string rest;  // the piece's bytes after the trigger
     };
+
+    // A complete match ends the constraint (a call's grammar ends with it): the
+    // text is free again, and the next trigger starts the grammar anew.
+    void end_if_complete() {
+        if (!matcher_.is_complete()) return;
+        active_ = false;
+        tail_.clear();
+    }
+
+    void push_tail(std::string_view piece) {
+        tail_ += piece;
+        if (tail_.size() >= max_trigger_) tail_.erase(0, tail_.size() - (max_trigger_ - 1));
+    }
 
     // The first trigger that `piece`, written after the pending tail, completes.
     std::optional<Hit> completion(std::string_view piece) const {

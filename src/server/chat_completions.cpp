@@ -82,12 +82,15 @@ void tool_constraint(const LoadedModel& model, ChatPrompt& out, const std::strin
     }
     try {
         ToolCallConstraint c = tool_call_constraint(model.format, out.tools, o);
-        // A prefill that opens a call must be one the grammar can go on from.
-        for (const std::string& t : c.triggers) {
-            const size_t at = out.assistant_prefix.find(t);
-            if (at != std::string::npos && validate(c.grammar, out.assistant_prefix.substr(at)).status == MatchStatus::Rejected)
+        // A prefill that opens a call must be one the grammar can go on from: the
+        // stage reads it as the scheduler's will (on no vocabulary: bytes only).
+        if (!c.triggers.empty() && !out.assistant_prefix.empty()) {
+            try {
+                lazy_grammar_stage(c.grammar, TokenVocabulary::from_pieces({}, {}), c.triggers, out.assistant_prefix);
+            } catch (const Error&) {
                 throw ApiError(400, "'messages': the assistant prefill opens a tool call that breaks the tool's schema",
                                "messages", "invalid_value");
+            }
         }
         out.grammar = std::make_shared<const Grammar>(std::move(c.grammar));
         out.grammar_triggers = std::move(c.triggers);

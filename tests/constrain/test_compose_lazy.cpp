@@ -143,10 +143,18 @@ TEST(ConstrainLazy, FreeUntilTheTriggerThenConstrained) {
         ASSERT_TRUE(allowed(c, static_cast<unsigned char>(ch))) << "byte '" << ch << "'";
         stage->accept(static_cast<unsigned char>(ch));
     }
+    // The call is complete: free text again, and the next trigger starts a new call.
     c = all_candidates(v.n_vocab());
     stage->apply(c);
-    EXPECT_TRUE(allowed(c, 263));  // the call is complete: only the end
-    EXPECT_FALSE(allowed(c, ' '));
+    EXPECT_TRUE(allowed(c, 263));
+    EXPECT_TRUE(allowed(c, ' '));
+    EXPECT_FALSE(allowed(c, 259));
+    stage->accept(' ');
+    stage->accept(258);  // "<call>{"
+    c = all_candidates(v.n_vocab());
+    stage->apply(c);
+    EXPECT_FALSE(allowed(c, ' ' + 1));  // '!' cannot follow "{"
+    EXPECT_TRUE(allowed(c, '"'));
     // reset: free again.
     stage->reset();
     c = all_candidates(v.n_vocab());
@@ -185,11 +193,44 @@ TEST(ConstrainLazy, RandomFreeTextNeverStartsABrokenCall) {
             stage->accept(t);
             text += v.piece(t);
         }
-        const size_t at = text.find("<call>");
-        if (at != std::string::npos) {
-            EXPECT_NE(match_status(g, text.substr(at)), MatchStatus::Rejected) << text;
+        // Every call (from a trigger to the end of its match) is a prefix the grammar accepts.
+        size_t at = text.find("<call>");
+        while (at != std::string::npos) {
+            kiln::GrammarMatcher m(g);
+            size_t i = at;
+            while (i < text.size() && !m.is_complete()) {
+                ASSERT_TRUE(m.accept_bytes(std::string_view(text).substr(i, 1))) << text << " at " << i;
+                ++i;
+            }
+            at = text.find("<call>", i);
         }
     }
+}
+
+TEST(ConstrainLazy, PrefillIsReadAsGenerated) {
+    const TokenVocabulary v = lazy_vocab();
+    // A prefill that opens a call: the grammar holds from its end on.
+    auto open = kiln::lazy_grammar_stage(call_grammar(), v, {"<call>"}, "Sure. <call>{\"city\": \"Ro");
+    auto c = all_candidates(v.n_vocab());
+    open->apply(c);
+    EXPECT_TRUE(allowed(c, 'm'));
+    EXPECT_FALSE(allowed(c, 263));
+    EXPECT_FALSE(allowed(c, '\n'));  // inside the string: no raw newline
+    // A pending partial trigger at its end.
+    auto partial = kiln::lazy_grammar_stage(call_grammar(), v, {"<call>"}, "Sure. <ca");
+    c = all_candidates(v.n_vocab());
+    partial->apply(c);
+    EXPECT_FALSE(allowed(c, 261));  // "ll>]"
+    EXPECT_TRUE(allowed(c, 260));   // "ll>{\""
+    // A whole call and text after it: free.
+    auto whole = kiln::lazy_grammar_stage(call_grammar(), v, {"<call>"}, "<call>{\"city\": \"Rome\"}</call> ok");
+    c = all_candidates(v.n_vocab());
+    whole->apply(c);
+    EXPECT_TRUE(allowed(c, 'Q'));
+    // A prefill that breaks the grammar is refused.
+    EXPECT_NE(error_of([&] { kiln::lazy_grammar_stage(call_grammar(), v, {"<call>"}, "<call>{\"town\""); })
+                  .find("prefill opens a tool call the constraint rejects"),
+              std::string::npos);
 }
 
 TEST(ConstrainLazy, RefusesATriggerTheGrammarDoesNotStartWith) {
