@@ -64,8 +64,9 @@ Json normalize_messages(const Json& body) {
 // The reply's grammar for the offered tools: a forced call (required / named)
 // in the model's own tool syntax, or for auto a lazy one that starts when the
 // model opens a call. A forced call that cannot be enforced is a 400 naming why;
-// auto stays unconstrained where it cannot be (a syntax without a trigger, an
-// assistant prefill, a schema kiln refuses) unless a tool asked for `strict`.
+// auto stays unconstrained where it cannot be (a syntax without a grammar or a
+// trigger, a schema kiln refuses) unless a tool asked for `strict`; an assistant
+// prefill is read by the lazy stage as the reply's start.
 void tool_constraint(const LoadedModel& model, ChatPrompt& out, const std::string& choice, const std::string& name,
                      bool parallel, bool strict_tools) {
     ToolCallConstraintOptions o;
@@ -83,7 +84,7 @@ void tool_constraint(const LoadedModel& model, ChatPrompt& out, const std::strin
     try {
         ToolCallConstraint c = tool_call_constraint(model.format, out.tools, o);
         // A prefill that opens a call must be one the grammar can go on from: the
-        // stage reads it as the scheduler's will (on no vocabulary: bytes only).
+        // same stage the scheduler makes reads it here (with no vocabulary: bytes only).
         if (!c.triggers.empty() && !out.assistant_prefix.empty()) {
             try {
                 lazy_grammar_stage(c.grammar, TokenVocabulary::from_pieces({}, {}), c.triggers, out.assistant_prefix);
