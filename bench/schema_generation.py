@@ -43,6 +43,7 @@ def run_model(path, samples, max_tokens):
                     invalid.append((name, "refused", json.dumps(reply)[:200]))
                     continue
                 v = generation_schemas.validator(schema)
+                print(f"  {name}: {[c['finish_reason'] for c in reply['choices']]}", file=sys.stderr, flush=True)
                 for choice in reply["choices"]:
                     counts["replies"] += 1
                     if choice["finish_reason"] != "stop":
