@@ -54,7 +54,8 @@ struct ChatPrompt {
     std::string text;             // rendered prompt + assistant prefill
     std::string assistant_prefix; // the last message's content when it is the assistant's (continued)
     Json tools;                   // offered tools (null when none or tool_choice none)
-    std::shared_ptr<const Grammar> grammar;  // response_format json_object / json_schema: the reply's constraint
+    std::shared_ptr<const Grammar> grammar;  // response_format, or the tool calls: the reply's constraint
+    std::vector<std::string> grammar_triggers;  // non-empty: the grammar starts at the first of these (tool_choice auto)
 };
 ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body);
 // A response format object ({"type": "text" | "json_object" | "json_schema", ...})

@@ -111,7 +111,9 @@ void Scheduler::start(std::unique_ptr<Job> job) {
         std::unique_ptr<SamplerStage> constraint;
         if (j->grammar) {
             if (!vocab_) vocab_ = TokenVocabulary::from_tokenizer(engine_->model().tokenizer());
-            constraint = grammar_stage(*j->grammar, *vocab_);
+            constraint = j->grammar_triggers.empty() ? grammar_stage(*j->grammar, *vocab_)
+                                                     : lazy_grammar_stage(*j->grammar, *vocab_, j->grammar_triggers,
+                                                                          j->grammar_prefix);
         }
         seq = engine_->submit(j->prompt, j->options, [j](const TokenEvent& t) {
             JobEvent e;

@@ -25,7 +25,9 @@ struct Job {
     GenerateOptions options;            // options.cancel is set to the channel's flag
     int index = 0;                      // choice index within its request
     std::unique_ptr<ReplyParser> parser;  // chat: the reply's parser (it stops generation at an end marker)
-    std::shared_ptr<const Grammar> grammar;  // the reply's constraint (response_format), if any
+    std::shared_ptr<const Grammar> grammar;  // the reply's constraint (response_format, tool calls), if any
+    std::vector<std::string> grammar_triggers;  // non-empty: a lazy grammar that starts at one of these
+    std::string grammar_prefix;                 // lazy: reply text before generation (the assistant prefill)
     std::shared_ptr<Channel> channel;
 };
 

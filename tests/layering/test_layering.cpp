@@ -41,6 +41,7 @@ std::string public_layer(const std::string& header) {
         {"kiln/model_card.h", "model"}, {"kiln/sampling.h", "sampling"},    {"kiln/constraint.h", "constrain"},
         {"kiln/context.h", "engine"},   {"kiln/engine.h", "engine"},        {"kiln/jinja.h", "chat/jinja"},
         {"kiln/chat_template.h", "chat"}, {"kiln/reply.h", "chat"},         {"kiln/reply_format.h", "chat"},
+        {"kiln/tool_grammar.h", "chat"},
         {"kiln/chat.h", "chat"},        {"kiln/server.h", "server"},
         {"kiln/probe.h", "engine"},     {"kiln/vocab.h", "model"},
         {"kiln/agent.h", "chat"},       {"kiln/mcp.h", "chat"},
