@@ -12,10 +12,11 @@ BUILD_DIR=${KILN_BUILD_DIR:-build}
 MODELS=${KILN_MODELS:-$HOME/.cache/kiln/models}
 step() { printf '\033[1m== %s\033[0m\n' "$*"; }
 
-# 1. Debian packages the build needs (haproxy: the deploy/ checks and the scale-out long check).
+# 1. Debian packages the build needs (libssl-dev: SHA-256 for model presets; haproxy: the
+#    deploy/ checks and the scale-out long check).
 PKGS=(cmake ninja-build g++ pkg-config python3-venv libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libutf8proc-dev libpcre2-dev liblzma-dev
-      haproxy libjs-marked libjs-highlight.js libjs-katex chromium chromium-driver)
+      libssl-dev haproxy libjs-marked libjs-highlight.js libjs-katex chromium chromium-driver)
 # (the web UI embeds marked, highlight.js and KaTeX from the libjs-* packages at build
 # time; chromium + chromium-driver run its browser tests, tests/web)
 missing=()
