@@ -30,11 +30,6 @@ std::string label_value(const std::string& v) {
     return out;
 }
 
-std::string number(double v) {
-    if (v == static_cast<double>(static_cast<int64_t>(v))) return std::to_string(static_cast<int64_t>(v));
-    return Json(v).dump();
-}
-
 struct Series {
     std::string labels;  // {model_name="..."} or with more labels
     double value;
@@ -43,10 +38,15 @@ struct Series {
 void family(std::string& out, const std::string& name, const char* type, const char* help,
             const std::vector<Series>& series) {
     out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-    for (const Series& s : series) out += name + s.labels + " " + number(s.value) + "\n";
+    for (const Series& s : series) out += name + s.labels + " " + prometheus_number(s.value) + "\n";
 }
 
 }  // namespace
+
+std::string prometheus_number(double v) {
+    if (v == static_cast<double>(static_cast<int64_t>(v))) return std::to_string(static_cast<int64_t>(v));
+    return Json(v).dump();
+}
 
 void append_gateway_metrics(ServerState& state, std::string& out) {
     struct PerModel {

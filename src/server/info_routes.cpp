@@ -153,9 +153,7 @@ void handle_metrics(ServerState& state, const httplib::Request&, httplib::Respon
     std::string out;
     auto metric = [&](const char* name, const char* type, const char* help, double value) {
         out += std::string("# HELP kiln_") + name + " " + help + "\n# TYPE kiln_" + name + " " + type + "\nkiln_" + name +
-               " " + (value == static_cast<double>(static_cast<int64_t>(value)) ? std::to_string(static_cast<int64_t>(value))
-                                                                                 : Json(value).dump()) +
-               "\n";
+               " " + prometheus_number(value) + "\n";
     };
     const double prefill_s = static_cast<double>(m.prefill_us.load()) / 1e6;
     const double decode_s = static_cast<double>(m.decode_us.load()) / 1e6;

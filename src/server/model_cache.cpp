@@ -12,6 +12,11 @@ uint64_t file_bytes(const std::string& path) {
     return ec ? 0 : size;
 }
 
+// A model answers to its stem and to its file name.
+bool answers_to(const std::string& stem, const std::string& path, const std::string& name) {
+    return stem == name || std::filesystem::path(path).filename().string() == name;
+}
+
 std::string without_latest(const std::string& name) {
     return name.size() > 7 && name.ends_with(":latest") ? name.substr(0, name.size() - 7) : name;
 }
@@ -29,7 +34,7 @@ ModelCache::ModelCache(const std::vector<std::string>& paths, ModelCacheLimits l
     }
     auto names_model = [&](const std::string& n) {
         for (const Entry& e : entries_)
-            if (e.name == n || std::filesystem::path(e.path).filename().string() == n) return &e;
+            if (answers_to(e.name, e.path, n)) return &e;
         return static_cast<const Entry*>(nullptr);
     };
     std::map<std::string, std::string> resolved;
@@ -49,7 +54,7 @@ ModelCache::Entry& ModelCache::find(const std::string& given) {
     std::string name = without_latest(given);
     if (auto a = limits_.aliases.find(name); a != limits_.aliases.end()) name = a->second;
     for (Entry& e : entries_)
-        if (e.name == name || std::filesystem::path(e.path).filename().string() == name) return e;
+        if (answers_to(e.name, e.path, name)) return e;
     std::string names;
     for (const Entry& e : entries_) names += (names.empty() ? "" : ", ") + e.name;
     for (const auto& [alias, target] : limits_.aliases) names += ", " + alias;

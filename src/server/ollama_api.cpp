@@ -329,7 +329,8 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
     }
     const bool raw = get_bool(body, "raw").value_or(false);
     if (raw) {
-        ChatPrompt p{prompt, {}, nullptr, nullptr};
+        ChatPrompt p;
+        p.text = prompt;
         if (field(body, "format")) {
             Json chat;
             add_ollama_format(body, chat);

@@ -38,6 +38,8 @@ void handle_ollama_version(ServerState& state, const httplib::Request& req, http
 void handle_metrics(ServerState& state, const httplib::Request& req, httplib::Response& res);
 // The inference gateway's metrics (vLLM-compatible names too), appended to /metrics.
 void append_gateway_metrics(ServerState& state, std::string& out);
+// A sample value as Prometheus text: integers without a fraction.
+std::string prometheus_number(double v);
 // The web explorer's routes (explorer_routes.cpp, explorer_live.cpp; docs/web.md).
 void handle_explore_models(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_explore_open(ServerState& state, const httplib::Request& req, httplib::Response& res);
