@@ -1,12 +1,13 @@
 // libFuzzer target for the server's request parsing: any body must become typed
 // fields and a rendered prompt, or an ApiError (a 400 naming the field) — never
 // another exception, a crash or a hang. Covers the OpenAI chat and completion
-// fields and the Anthropic → chat conversion, rendered through a ChatML template.
+// fields and the Anthropic and Responses → chat conversions, rendered through a ChatML template.
 #include <cstdint>
 #include <string>
 
 #include "server/anthropic_request.h"
 #include "server/generation_fields.h"
+#include "server/responses_request.h"
 #include "server/routes.h"
 
 namespace {
@@ -52,6 +53,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     try {
         render_chat_prompt(model(), anthropic_to_chat_body(j));
+    } catch (const ApiError&) {
+    }
+    try {
+        render_chat_prompt(model(), responses_to_chat_body(j));
     } catch (const ApiError&) {
     }
     return 0;

@@ -29,6 +29,14 @@ for t in "${TARGETS[@]}"; do
     extra=(-dict=fuzz/jinja.dict)
   fi
   echo "== $t for ${SECONDS_PER_TARGET}s"
+  log="$BUILD/$t.log"
+  rc=0
   "$BUILD/fuzz/$t" "$corpus" $seeds -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 -rss_limit_mb=2048 \
-    -timeout=10 -artifact_prefix="$BUILD/artifacts/$t-" -print_final_stats=1 "${extra[@]}" 2>&1 | tail -n 12
+    -timeout=10 -artifact_prefix="$BUILD/artifacts/$t-" -print_final_stats=1 "${extra[@]}" >"$log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then  # the whole report: the stack and the input that failed
+    sed -n '/==[0-9]*==\|ERROR:\|runtime error\|terminate called/,$p' "$log" | head -n 200
+    echo "== $t failed (exit $rc); log in $log"
+    exit "$rc"
+  fi
+  tail -n 12 "$log"
 done

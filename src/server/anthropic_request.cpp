@@ -12,7 +12,7 @@ std::string blocks_text(const Json& v, const std::string& where) {
     for (size_t i = 0; i < v.size(); ++i) {
         const Json& b = v[i];
         const std::string w = where + "[" + std::to_string(i) + "]";
-        if (!b.is_object() || b.value("type", "") != "text")
+        if (block_type(b, w) != "text")
             throw bad_field(w + ".type", "only text blocks are supported here");
         auto t = get_string(b, "text");
         if (!t) throw bad_field(w + ".text", "missing");
@@ -48,7 +48,7 @@ Json anthropic_to_chat_body(const Json& body) {
             const Json& b = (*content)[k];
             const std::string w = where + ".content[" + std::to_string(k) + "]";
             if (!b.is_object()) throw bad_field(w, "expected a content block");
-            const std::string type = get_string(b, "type").value_or("");
+            const std::string type = block_type(b, w);
             if (type == "text") {
                 text += get_string(b, "text").value_or("");
             } else if (type == "thinking" && *role == "assistant") {

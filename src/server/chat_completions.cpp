@@ -151,7 +151,7 @@ ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body) {
         for (size_t i = 0; i < tools->size(); ++i) {
             const Json& t = (*tools)[i];
             const std::string where = "tools[" + std::to_string(i) + "]";
-            if (!t.is_object() || t.value("type", "") != "function") throw bad_field(where + ".type", "expected 'function'");
+            if (block_type(t, where) != "function") throw bad_field(where + ".type", "expected 'function'");
             const Json* fn = get_object(t, "function");
             if (!fn) throw bad_field(where + ".function", "missing");
             if (!get_string(*fn, "name")) throw bad_field(where + ".function.name", "missing");

@@ -44,6 +44,14 @@ std::optional<std::string> get_string(const Json& obj, const std::string& name) 
     return v->get<std::string>();
 }
 
+std::string block_type(const Json& obj, const std::string& where) {
+    if (!obj.is_object()) return "";
+    const Json* v = field(obj, "type");
+    if (!v) return "";
+    if (!v->is_string()) throw bad_field(where + ".type", "expected a string, found " + type_name(*v));
+    return v->get<std::string>();
+}
+
 std::optional<long long> get_int(const Json& obj, const std::string& name, long long lo, long long hi) {
     const Json* v = field(obj, name);
     if (!v) return std::nullopt;

@@ -30,5 +30,8 @@ std::vector<std::string> get_strings(const Json& obj, const std::string& name, s
 // An object (may be empty); nullptr when absent.
 const Json* get_object(const Json& obj, const std::string& name);
 const Json* get_array(const Json& obj, const std::string& name);
+// The "type" of a content block or tool: "" when `obj` is not an object or has
+// no type; a 400 naming `where`.type when the type is not a string.
+std::string block_type(const Json& obj, const std::string& where);
 
 }  // namespace kiln::server

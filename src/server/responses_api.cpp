@@ -7,6 +7,7 @@
 
 #include "generation_fields.h"
 #include "job_runner.h"
+#include "responses_request.h"
 #include "routes.h"
 
 namespace kiln::server {
@@ -20,7 +21,7 @@ std::string item_text(const Json& content, const std::string& where) {
     for (size_t i = 0; i < content.size(); ++i) {
         const Json& part = content[i];
         const std::string w = where + "[" + std::to_string(i) + "]";
-        const std::string type = part.is_object() ? part.value("type", "") : "";
+        const std::string type = block_type(part, w);
         if (type != "input_text" && type != "output_text" && type != "text")
             throw ApiError(400, "'" + w + ".type': only text parts are supported, found '" + type + "'", w + ".type",
                            "unsupported_value");
@@ -29,86 +30,6 @@ std::string item_text(const Json& content, const std::string& where) {
     return text;
 }
 
-// The Responses request -> the chat body render_chat_prompt reads.
-Json to_chat_body(const Json& body) {
-    Json messages = Json::array();
-    if (auto instructions = get_string(body, "instructions")) messages.push_back({{"role", "system"}, {"content", *instructions}});
-    const Json* input = field(body, "input");
-    if (!input) throw bad_field("input", "missing");
-    if (input->is_string()) {
-        messages.push_back({{"role", "user"}, {"content", *input}});
-    } else if (input->is_array()) {
-        for (size_t i = 0; i < input->size(); ++i) {
-            const Json& item = (*input)[i];
-            const std::string where = "input[" + std::to_string(i) + "]";
-            if (!item.is_object()) throw bad_field(where, "expected an object");
-            const std::string type = get_string(item, "type").value_or("message");
-            if (type == "message") {
-                auto role = get_string(item, "role");
-                if (!role) throw bad_field(where + ".role", "missing");
-                const Json* content = field(item, "content");
-                messages.push_back({{"role", *role}, {"content", content ? item_text(*content, where + ".content") : ""}});
-            } else if (type == "function_call") {
-                auto call_id = get_string(item, "call_id");
-                auto name = get_string(item, "name");
-                if (!call_id || !name) throw bad_field(where, "a function_call needs call_id and name");
-                Json call = {{"id", *call_id}, {"type", "function"},
-                             {"function", {{"name", *name}, {"arguments", get_string(item, "arguments").value_or("{}")}}}};
-                // Consecutive calls belong to one assistant message.
-                if (!messages.empty() && messages.back()["role"] == "assistant" && messages.back().contains("tool_calls"))
-                    messages.back()["tool_calls"].push_back(call);
-                else
-                    messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({call})}});
-            } else if (type == "function_call_output") {
-                auto call_id = get_string(item, "call_id");
-                if (!call_id) throw bad_field(where + ".call_id", "missing");
-                const Json* output = field(item, "output");
-                messages.push_back({{"role", "tool"}, {"tool_call_id", *call_id},
-                                    {"content", output ? item_text(*output, where + ".output") : ""}});
-            } else if (type == "reasoning") {
-                // A previous reply's reasoning: templates drop it from history.
-            } else {
-                throw ApiError(400, "'" + where + ".type': items of type '" + type + "' are not supported",
-                               where + ".type", "unsupported_value");
-            }
-        }
-    } else {
-        throw bad_field("input", "expected a string or an array of items");
-    }
-    Json chat = {{"messages", messages}};
-    if (const Json* tools = get_array(body, "tools")) {
-        Json out = Json::array();
-        for (size_t i = 0; i < tools->size(); ++i) {
-            const Json& t = (*tools)[i];
-            const std::string w = "tools[" + std::to_string(i) + "]";
-            if (!t.is_object() || t.value("type", "") != "function")
-                throw ApiError(400, "'" + w + ".type': only function tools are supported", w + ".type", "unsupported_value");
-            auto name = get_string(t, "name");
-            if (!name) throw bad_field(w + ".name", "missing");
-            Json fn = {{"name", *name}, {"parameters", get_object(t, "parameters") ? t["parameters"] : Json::object()}};
-            if (auto d = get_string(t, "description")) fn["description"] = *d;
-            out.push_back({{"type", "function"}, {"function", fn}});
-        }
-        chat["tools"] = out;
-    }
-    if (const Json* tc = field(body, "tool_choice")) {
-        if (tc->is_object()) {
-            // Responses names the function flat: {"type": "function", "name": ...}.
-            if (get_string(*tc, "type").value_or("") != "function")
-                throw ApiError(400, "'tool_choice.type': only 'function' is supported", "tool_choice.type",
-                               "unsupported_value");
-            auto name = get_string(*tc, "name");
-            if (!name) throw bad_field("tool_choice.name", "missing");
-            chat["tool_choice"] = Json{{"type", "function"}, {"function", {{"name", *name}}}};
-        } else {
-            chat["tool_choice"] = *tc;
-        }
-    }
-    if (const Json* p = field(body, "parallel_tool_calls")) chat["parallel_tool_calls"] = *p;
-    if (const Json* reasoning = get_object(body, "reasoning"))
-        if (auto effort = get_string(*reasoning, "effort")) chat["reasoning_effort"] = *effort;
-    return chat;
-}
 
 class ResponsesBuilder : public ResponseBuilder {
 public:
@@ -256,6 +177,86 @@ private:
 
 }  // namespace
 
+Json responses_to_chat_body(const Json& body) {
+    Json messages = Json::array();
+    if (auto instructions = get_string(body, "instructions")) messages.push_back({{"role", "system"}, {"content", *instructions}});
+    const Json* input = field(body, "input");
+    if (!input) throw bad_field("input", "missing");
+    if (input->is_string()) {
+        messages.push_back({{"role", "user"}, {"content", *input}});
+    } else if (input->is_array()) {
+        for (size_t i = 0; i < input->size(); ++i) {
+            const Json& item = (*input)[i];
+            const std::string where = "input[" + std::to_string(i) + "]";
+            if (!item.is_object()) throw bad_field(where, "expected an object");
+            const std::string type = get_string(item, "type").value_or("message");
+            if (type == "message") {
+                auto role = get_string(item, "role");
+                if (!role) throw bad_field(where + ".role", "missing");
+                const Json* content = field(item, "content");
+                messages.push_back({{"role", *role}, {"content", content ? item_text(*content, where + ".content") : ""}});
+            } else if (type == "function_call") {
+                auto call_id = get_string(item, "call_id");
+                auto name = get_string(item, "name");
+                if (!call_id || !name) throw bad_field(where, "a function_call needs call_id and name");
+                Json call = {{"id", *call_id}, {"type", "function"},
+                             {"function", {{"name", *name}, {"arguments", get_string(item, "arguments").value_or("{}")}}}};
+                // Consecutive calls belong to one assistant message.
+                if (!messages.empty() && messages.back()["role"] == "assistant" && messages.back().contains("tool_calls"))
+                    messages.back()["tool_calls"].push_back(call);
+                else
+                    messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({call})}});
+            } else if (type == "function_call_output") {
+                auto call_id = get_string(item, "call_id");
+                if (!call_id) throw bad_field(where + ".call_id", "missing");
+                const Json* output = field(item, "output");
+                messages.push_back({{"role", "tool"}, {"tool_call_id", *call_id},
+                                    {"content", output ? item_text(*output, where + ".output") : ""}});
+            } else if (type == "reasoning") {
+                // A previous reply's reasoning: templates drop it from history.
+            } else {
+                throw ApiError(400, "'" + where + ".type': items of type '" + type + "' are not supported",
+                               where + ".type", "unsupported_value");
+            }
+        }
+    } else {
+        throw bad_field("input", "expected a string or an array of items");
+    }
+    Json chat = {{"messages", messages}};
+    if (const Json* tools = get_array(body, "tools")) {
+        Json out = Json::array();
+        for (size_t i = 0; i < tools->size(); ++i) {
+            const Json& t = (*tools)[i];
+            const std::string w = "tools[" + std::to_string(i) + "]";
+            if (block_type(t, w) != "function")
+                throw ApiError(400, "'" + w + ".type': only function tools are supported", w + ".type", "unsupported_value");
+            auto name = get_string(t, "name");
+            if (!name) throw bad_field(w + ".name", "missing");
+            Json fn = {{"name", *name}, {"parameters", get_object(t, "parameters") ? t["parameters"] : Json::object()}};
+            if (auto d = get_string(t, "description")) fn["description"] = *d;
+            out.push_back({{"type", "function"}, {"function", fn}});
+        }
+        chat["tools"] = out;
+    }
+    if (const Json* tc = field(body, "tool_choice")) {
+        if (tc->is_object()) {
+            // Responses names the function flat: {"type": "function", "name": ...}.
+            if (get_string(*tc, "type").value_or("") != "function")
+                throw ApiError(400, "'tool_choice.type': only 'function' is supported", "tool_choice.type",
+                               "unsupported_value");
+            auto name = get_string(*tc, "name");
+            if (!name) throw bad_field("tool_choice.name", "missing");
+            chat["tool_choice"] = Json{{"type", "function"}, {"function", {{"name", *name}}}};
+        } else {
+            chat["tool_choice"] = *tc;
+        }
+    }
+    if (const Json* p = field(body, "parallel_tool_calls")) chat["parallel_tool_calls"] = *p;
+    if (const Json* reasoning = get_object(body, "reasoning"))
+        if (auto effort = get_string(*reasoning, "effort")) chat["reasoning_effort"] = *effort;
+    return chat;
+}
+
 void handle_responses(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
     std::shared_ptr<LoadedModel> held = state.model_for(body);
@@ -278,7 +279,7 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
         if (e.param() != "max_tokens") throw;
         throw ApiError(400, "'max_output_tokens'" + std::string(e.what()).substr(12), "max_output_tokens");
     }
-    ChatPrompt prompt = render_chat_prompt(model, to_chat_body(body));
+    ChatPrompt prompt = render_chat_prompt(model, responses_to_chat_body(body));
     if (grammar) {
         if (!prompt.tools.is_null())
             throw ApiError(400, "'text.format' together with tools is not supported (the reply is either a call or the document)",
@@ -292,7 +293,7 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
                  {"top_p", f.options.sampling.top_p},
                  {"tool_choice", body.value("tool_choice", Json("auto"))},
                  {"tools", body.value("tools", Json::array())},
-                 {"parallel_tool_calls", body.value("parallel_tool_calls", true)},
+                 {"parallel_tool_calls", get_bool(body, "parallel_tool_calls").value_or(true)},
                  {"text", body.contains("text") && body["text"].is_object() ? body["text"] : Json{{"format", {{"type", "text"}}}}},
                  {"reasoning", body.value("reasoning", Json{{"effort", nullptr}, {"summary", nullptr}})},
                  {"metadata", body.value("metadata", Json::object())}};

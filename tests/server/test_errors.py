@@ -61,6 +61,21 @@ def test_malformed_json_and_bad_messages(server):
                 param="messages[0].content[0].type")
 
 
+def test_a_non_string_type_is_400_naming_it(server):
+    # Found by fuzz_server_request: a block's "type" that is not a string was a 500.
+    for body, where in [({"system": [{"type": [1]}], "messages": HELLO}, "system[0].type"),
+                        ({"messages": [{"role": "user", "content": [{"type": {"a": 1}}]}]}, "messages[0].content[0].type")]:
+        status, reply = call(server.url, "/v1/messages", {"max_tokens": 4, **body})
+        assert status == 400 and reply["type"] == "error", reply  # Anthropic's error shape
+        assert reply["error"]["type"] == "invalid_request_error" and where in reply["error"]["message"], reply
+    check_error(*call(server.url, CHAT, {"messages": HELLO, "tools": [{"type": 7, "function": {"name": "f"}}]}), 400,
+                param="tools[0].type")
+    check_error(*call(server.url, "/v1/responses", {"input": [{"role": "user", "content": [{"type": None}]}]}), 400,
+                param="input[0].content[0].type")
+    check_error(*call(server.url, "/v1/responses", {"input": "hi", "parallel_tool_calls": "yes"}), 400,
+                param="parallel_tool_calls")
+
+
 def test_unsupported_features_say_why(server):
     # A schema keyword kiln cannot enforce is named, never ignored.
     status, body = call(server.url, CHAT, {"messages": HELLO, "response_format": {"type": "json_schema", "json_schema": {

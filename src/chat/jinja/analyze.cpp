@@ -96,7 +96,10 @@ bool compute_constant(const Expr* e) {
             for (const ExprPtr& x : static_cast<const SeqExpr*>(e)->items) c &= compute_constant(x.get());
             break;
         case ExprKind::Dict:
-            for (const auto& [k, v] : static_cast<const DictExpr*>(e)->items) c &= compute_constant(k.get()) & compute_constant(v.get());
+            for (const auto& [k, v] : static_cast<const DictExpr*>(e)->items) {  // both sides: each node records its own
+                c &= compute_constant(k.get());
+                c &= compute_constant(v.get());
+            }
             break;
     }
     const_cast<Expr*>(e)->constant = c;
