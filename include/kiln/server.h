@@ -37,6 +37,9 @@ struct ServerOptions {
     std::string replica_id;
     std::optional<std::string> chat_template_source;  // overrides the model's template
     size_t max_queue = 512;          // requests waiting for a slot; past it 503
+    // Responses (/v1/responses with store) kept in memory for previous_response_id and
+    // GET /v1/responses/{id}; past it the least recently used is forgotten. 0: store none.
+    size_t stored_responses = 1000;
     size_t max_body_bytes = 8u << 20;
     int http_threads = 128;          // connections served at once (an idle keep-alive holds one)
     // Where the server reports what it does (one line each); null: silent.

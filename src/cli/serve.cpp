@@ -72,6 +72,8 @@ int cmd_serve(int argc, char** argv) {
     app.add_option("--api-key-file", key_file, "read the key from the file's first line")->excludes(key_opt);
     app.add_option("--replica-id", o.replica_id, "this replica's name for a router: /props and the X-Kiln-Replica header (default: the host name)");
     app.add_option("--chat-template-file", template_file, "a Jinja chat template to use instead of the model's");
+    app.add_option("--stored-responses", o.stored_responses,
+                   "Responses API replies kept in memory for previous_response_id (default 1000; 0: none)");
     app.add_option("--max-queue", o.max_queue, "requests waiting for a slot before 503 (default 512)")->check(CLI::Range(1, 1 << 20));
     app.add_option("--drain-timeout", drain_timeout, "seconds a shutdown waits for requests in flight (default 30)")
         ->check(CLI::Range(0.0, 86400.0));

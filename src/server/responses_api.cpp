@@ -2,8 +2,14 @@
 // messages, function_call, function_call_output) and `instructions` become the
 // chat messages the template renders; the reply comes back as output items
 // (reasoning, message with output_text, function_call), or as the typed event
-// stream response.created ... response.completed. Responses are not stored.
+// stream response.created ... response.completed. Completed responses are
+// stored (`store`, default true) in the server's ResponseStore: a request with
+// `previous_response_id` continues that conversation (its input items and
+// output items come before the new input), and GET / DELETE
+// /v1/responses/{id} read or drop a stored one.
 #include <httplib.h>
+
+#include <functional>
 
 #include "generation_fields.h"
 #include "job_runner.h"
@@ -33,7 +39,9 @@ std::string item_text(const Json& content, const std::string& where) {
 
 class ResponsesBuilder : public ResponseBuilder {
 public:
-    ResponsesBuilder(const LoadedModel& model, Json echo) : model_name_(model.name), echo_(std::move(echo)) {}
+    // `on_done` receives the finished response object (to store it); may be empty.
+    ResponsesBuilder(const LoadedModel& model, Json echo, std::function<void(const Json&)> on_done)
+        : model_name_(model.name), echo_(std::move(echo)), on_done_(std::move(on_done)) {}
 
     void add(const JobEvent& e, std::vector<Json>* chunks) override {
         if (chunks && !started_) {
@@ -77,7 +85,9 @@ public:
         if (e.kind == JobEvent::Kind::Done) {
             result_ = e.result;
             close(chunks);
-            event(chunks, "response.completed", {{"response", response_object(incomplete_ ? "incomplete" : "completed")}});
+            Json done = response_object(incomplete_ ? "incomplete" : "completed");
+            if (on_done_) on_done_(done);
+            event(chunks, "response.completed", {{"response", std::move(done)}});
         }
     }
 
@@ -149,8 +159,6 @@ private:
         r["output"] = std::string(status) == "in_progress" ? Json::array() : items_;
         r["error"] = nullptr;
         r["incomplete_details"] = std::string(status) == "incomplete" ? Json{{"reason", "max_output_tokens"}} : Json();
-        r["store"] = false;  // responses are not kept: previous_response_id cannot name them
-        r["previous_response_id"] = nullptr;
         if (std::string(status) != "in_progress") {
             const int input = result_.prompt_tokens, output = result_.completion_tokens;
             r["usage"] = {{"input_tokens", input},
@@ -166,6 +174,7 @@ private:
 
     std::string model_name_;
     Json echo_;  // request fields the response object repeats
+    std::function<void(const Json&)> on_done_;
     std::string id_ = random_id("resp_");
     int64_t created_ = unix_now();
     bool started_ = false, open_ = false, incomplete_ = false;
@@ -174,6 +183,28 @@ private:
     std::string text_of_open_;
     GenerationResult result_;
 };
+
+// `input` as a list of items (a string is one user message).
+Json input_items(const Json& body) {
+    const Json* input = field(body, "input");
+    if (!input) throw bad_field("input", "missing");
+    if (input->is_string()) return Json::array({{{"type", "message"}, {"role", "user"}, {"content", *input}}});
+    if (!input->is_array()) throw bad_field("input", "expected a string or an array of items");
+    return *input;
+}
+
+std::string response_id(const httplib::Request& req) { return req.matches[1].str(); }
+
+StoredResponse stored_response(ServerState& state, const std::string& id, const char* param) {
+    auto stored = state.responses->get(id);
+    if (!stored)
+        throw ApiError(404,
+                       std::string(param ? "'" + std::string(param) + "': " : "") + "no stored response '" + id +
+                           "' (sent with store false, deleted, or forgotten past --stored-responses " +
+                           std::to_string(state.options.stored_responses) + ")",
+                       param ? param : "", "not_found");
+    return *stored;
+}
 
 }  // namespace
 
@@ -261,10 +292,16 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
     const Json body = parse_body(req.body);
     std::shared_ptr<LoadedModel> held = state.model_for(body);
     LoadedModel& model = *held;
-    if (get_string(body, "previous_response_id"))
-        throw ApiError(400, "'previous_response_id': this server stores no responses; send the conversation as input items",
-                       "previous_response_id", "unsupported_value");
-    get_bool(body, "store");
+    // The conversation so far: a stored response's input and output items, then this input.
+    const std::optional<std::string> previous = get_string(body, "previous_response_id");
+    Json conversation = Json::array();
+    if (previous) {
+        StoredResponse prior = stored_response(state, *previous, "previous_response_id");
+        conversation = std::move(prior.input_items);
+        for (const Json& item : prior.response["output"]) conversation.push_back(item);
+    }
+    for (const Json& item : input_items(body)) conversation.push_back(item);
+    const bool store = get_bool(body, "store").value_or(true) && state.responses->enabled();
     std::shared_ptr<const Grammar> grammar;
     if (const Json* text = get_object(body, "text"))
         if (const Json* format = get_object(*text, "format")) grammar = response_grammar(*format, "text.format");
@@ -279,7 +316,10 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
         if (e.param() != "max_tokens") throw;
         throw ApiError(400, "'max_output_tokens'" + std::string(e.what()).substr(12), "max_output_tokens");
     }
-    ChatPrompt prompt = render_chat_prompt(model, responses_to_chat_body(body));
+    if (previous) responses_to_chat_body(body);  // errors name this request's own input items
+    Json effective = body;
+    effective["input"] = conversation;
+    ChatPrompt prompt = render_chat_prompt(model, responses_to_chat_body(effective));
     if (grammar) {
         if (!prompt.tools.is_null())
             throw ApiError(400, "'text.format' together with tools is not supported (the reply is either a call or the document)",
@@ -296,11 +336,35 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
                  {"parallel_tool_calls", get_bool(body, "parallel_tool_calls").value_or(true)},
                  {"text", body.contains("text") && body["text"].is_object() ? body["text"] : Json{{"format", {{"type", "text"}}}}},
                  {"reasoning", body.value("reasoning", Json{{"effort", nullptr}, {"summary", nullptr}})},
-                 {"metadata", body.value("metadata", Json::object())}};
+                 {"metadata", body.value("metadata", Json::object())},
+                 {"store", store},
+                 {"previous_response_id", previous ? Json(*previous) : Json()}};
+    std::function<void(const Json&)> on_done;
+    if (store) {
+        ResponseStore* responses = state.responses.get();
+        on_done = [responses, conversation](const Json& response) {
+            responses->put(response["id"].get<std::string>(), {conversation, response});
+        };
+    }
     auto channel = std::make_shared<Channel>();
     std::vector<Job> jobs;
     jobs.push_back(make_chat_job(model, prompt, ids, f.options, 0, channel));
-    run_jobs(state, held, std::move(jobs), channel, std::make_shared<ResponsesBuilder>(model, echo), f.stream, res);
+    run_jobs(state, held, std::move(jobs), channel, std::make_shared<ResponsesBuilder>(model, echo, std::move(on_done)), f.stream, res);
+}
+
+void handle_response_get(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+    res.set_content(json_text(stored_response(state, response_id(req), nullptr).response), "application/json");
+}
+
+void handle_response_delete(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+    const std::string id = response_id(req);
+    if (!state.responses->erase(id)) stored_response(state, id, nullptr);  // the 404
+    res.set_content(json_text({{"id", id}, {"object", "response"}, {"deleted", true}}), "application/json");
+}
+
+void handle_response_input_items(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+    const Json items = stored_response(state, response_id(req), nullptr).input_items;
+    res.set_content(json_text({{"object", "list"}, {"data", items}, {"has_more", false}}), "application/json");
 }
 
 }  // namespace kiln::server

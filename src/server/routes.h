@@ -15,6 +15,9 @@ namespace kiln::server {
 
 void handle_chat_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_responses(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_response_get(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_response_delete(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_response_input_items(ServerState& state, const httplib::Request& req, httplib::Response& res);
 // The prompt's token count for a chat request (nothing is generated).
 void handle_chat_input_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);

@@ -212,6 +212,11 @@ void Server::Impl::add_routes() {
     post("/v1/chat/completions/input_tokens", handle_chat_input_tokens);
     for (const char* p : {"/v1/completions", "/completions"}) post(p, handle_completions);
     for (const char* p : {"/v1/responses", "/responses"}) post(p, handle_responses);
+    for (const char* p : {R"(/v1/responses/([A-Za-z0-9_]+))", R"(/responses/([A-Za-z0-9_]+))"}) {
+        get(p, handle_response_get, false);
+        http.Delete(p, wrap(handle_response_delete, false));
+    }
+    get(R"(/v1/responses/([A-Za-z0-9_]+)/input_items)", handle_response_input_items, false);
     for (const char* p : {"/v1/models", "/models"}) get(p, handle_models, false);
     post("/models/load", handle_models_load);
     post("/models/unload", handle_models_unload);
@@ -306,6 +311,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     im.state.models = std::make_unique<ModelCache>(
         im.state.options.model_paths, std::move(limits),
         [&im](const std::string& name, const std::string& path) { return im.load_model(name, path); });
+    im.state.responses = std::make_unique<ResponseStore>(im.state.options.stored_responses);
     const ServerOptions& o = im.state.options;
     const int threads = std::max(o.http_threads, 8);
     im.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };

@@ -10,6 +10,7 @@
 
 #include "kiln/server.h"
 #include "model_cache.h"
+#include "response_store.h"
 #include "request_fields.h"
 
 namespace kiln::server {
@@ -33,6 +34,7 @@ struct ServerState {
     std::atomic<int> in_flight{0};      // generation requests not yet answered in full
     std::string load_error;          // set when loading the default model failed
     std::unique_ptr<ModelCache> models;
+    std::unique_ptr<ResponseStore> responses;  // /v1/responses with store
     Metrics metrics;
     std::shared_ptr<LiveSessions> live;  // the explorer's live-view probes (made on first use)
     std::mutex live_mutex;

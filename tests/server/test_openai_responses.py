@@ -29,13 +29,56 @@ def test_items_input_and_errors(client, model_id):
     r = client.responses.create(model=model_id, max_output_tokens=8, temperature=0, input=[
         {"role": "user", "content": [{"type": "input_text", "text": "Hi!"}]}])
     assert r.output_text is not None
-    with pytest.raises(openai.BadRequestError) as e:
+    with pytest.raises(openai.NotFoundError) as e:
         client.responses.create(model=model_id, input="x", previous_response_id="resp_123")
-    assert "previous_response_id" in e.value.message
+    assert "previous_response_id" in e.value.message and "resp_123" in e.value.message
     with pytest.raises(openai.BadRequestError) as e:
         client.responses.create(model=model_id, input="x", text={"format": {
             "type": "json_schema", "name": "x", "schema": {"type": "object", "not": {"required": ["a"]}}}})
     assert "not" in e.value.message
+
+
+def test_previous_response_id_continues_the_stored_conversation(client, model_id):
+    openai = pytest.importorskip("openai")
+    kw = dict(model=model_id, max_output_tokens=12, temperature=0)
+    first = client.responses.create(input="My name is Ada. Say hello to me.", instructions="Be brief.", **kw)
+    assert first.store is True and first.previous_response_id is None
+    second = client.responses.create(input="What is my name?", previous_response_id=first.id, **kw)
+    assert second.previous_response_id == first.id
+    # The same conversation sent in full as items renders the same prompt and, greedy, the same reply
+    # (instructions are not carried over, as OpenAI's are not).
+    explicit = client.responses.create(input=[
+        {"role": "user", "content": "My name is Ada. Say hello to me."},
+        {"role": "assistant", "content": [{"type": "output_text", "text": first.output_text}]},
+        {"role": "user", "content": "What is my name?"}], store=False, **kw)
+    assert explicit.store is False
+    assert second.usage.input_tokens == explicit.usage.input_tokens
+    assert second.output_text == explicit.output_text
+    # Chains go on: a third turn sees both earlier ones.
+    third = client.responses.create(input="And again?", previous_response_id=second.id, **kw)
+    assert third.usage.input_tokens > second.usage.input_tokens + second.usage.output_tokens
+    # Stored responses can be read back, listed and deleted.
+    got = client.responses.retrieve(second.id)
+    assert got.id == second.id and got.output_text == second.output_text
+    items = client.responses.input_items.list(third.id)
+    assert len(items.data) == 5  # user, assistant, user, assistant, user
+    client.responses.delete(first.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(first.id)
+    with pytest.raises(openai.NotFoundError) as e:
+        client.responses.create(input="x", previous_response_id=first.id, **kw)
+    assert first.id in e.value.message
+    with pytest.raises(openai.NotFoundError):  # store false kept nothing
+        client.responses.retrieve(explicit.id)
+
+
+def test_a_streamed_response_is_stored(client, model_id):
+    with client.responses.stream(model=model_id, input="Count: one, two,", max_output_tokens=6, temperature=0) as stream:
+        for _ in stream:
+            pass
+        final = stream.get_final_response()
+    assert final.store is True
+    assert client.responses.retrieve(final.id).output_text == final.output_text
 
 
 def test_function_call_round_trip(tool_client):
@@ -53,3 +96,28 @@ def test_function_call_round_trip(tool_client):
                    "arguments": calls[0].arguments},
         {"type": "function_call_output", "call_id": calls[0].call_id, "output": '{"temperature_c": 18}'}])
     assert second.output_text
+
+
+def test_the_store_forgets_the_least_recently_used_past_its_limit():
+    openai = pytest.importorskip("openai")
+    from conftest import KilnServer
+    server = KilnServer("--parallel", "1", "--stored-responses", "2")
+    try:
+        c = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+        kw = dict(model="", max_output_tokens=2, temperature=0)
+        a, b = (c.responses.create(input=t, **kw) for t in ("one", "two"))
+        c.responses.retrieve(a.id)  # a is now the more recently used
+        c.responses.create(input="three", **kw)
+        assert c.responses.retrieve(a.id).id == a.id
+        with pytest.raises(openai.NotFoundError) as e:
+            c.responses.retrieve(b.id)
+        assert "--stored-responses 2" in e.value.message
+    finally:
+        server.stop()
+    off = KilnServer("--parallel", "1", "--stored-responses", "0")
+    try:
+        c = openai.OpenAI(base_url=off.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+        r = c.responses.create(model="", input="one", max_output_tokens=2, temperature=0)
+        assert r.store is False  # asked for (by default) but this server stores none
+    finally:
+        off.stop()
