@@ -36,6 +36,7 @@ const Subcommand k_subcommands[] = {
     {"list", kiln::cli::cmd_list, "the models found (kiln folder, Hugging Face cache, Ollama, LM Studio, configured folders)"},
     {"config", kiln::cli::cmd_config, "the configuration and where each value came from (--print)"},
     {"plan", kiln::cli::cmd_plan, "the memory a model will take at a context, before loading it"},
+    {"perplexity", kiln::cli::cmd_perplexity, "perplexity of a model over a text (as llama-perplexity computes it)"},
 };
 
 void usage(std::FILE* out) {
