@@ -359,6 +359,7 @@ std::vector<SeqId> Engine::step() {
         while (i + n_rows < c.n_outputs() && im.batch_outputs[static_cast<size_t>(i + n_rows)] == seq) ++n_rows;
         if (s.verify_pos < 0) {
             im.emit_token(seq, c.logits(i));  // a prompt's last row
+            ++s.result.spec.steps;
         } else {
             const bool drafted = n_rows > 1;
             const int64_t keep = s.verify_pos + 1 + im.verify(seq, i, n_rows);

@@ -7,7 +7,7 @@ namespace kiln {
 namespace {
 
 constexpr double k_margin = 1.05;    // expected speed-up below which auto does not draft
-constexpr double k_decay = 0.9;      // weight of the history in the acceptance counts
+constexpr double k_decay = 0.8;      // weight of the history in the acceptance counts
 constexpr int k_min_backoff = 8;
 constexpr int k_max_backoff = 256;
 
@@ -52,14 +52,18 @@ int SpecControl::plan(int room, const SpecCost& cost) {
     if (k_max < std::max(o_.draft_min, 1)) return 0;
     if (o_.mode == SpecMode::Ngram) return k_max;
     if (skip_ > 0) {
-        --skip_;
-        if (skip_ > 0) return 0;
-        probing_ = true;  // the wait is over: one short draft to measure again
+        if (--skip_ == 0) probe_next_ = true;
+        return 0;
+    }
+    if (probe_next_) {  // the wait is over: one short draft to measure again
+        probe_next_ = false;
+        probing_ = true;
         return std::max(o_.draft_min, 1);
     }
     int k = 0;
     if (best_gain(k_max, cost, &k) < k_margin) {
-        skip_ = backoff_;
+        skip_ = backoff_ - 1;  // this step is the first of backoff_ steps off
+        if (skip_ == 0) probe_next_ = true;
         return 0;
     }
     return k;

@@ -55,7 +55,8 @@ private:
     double accepted_ = 1.0, rejected_ = 1.0;
     int skip_ = 0;      // steps left before the next probe while off
     int backoff_ = 8;   // steps off after a failed probe (doubles, at most k_max_backoff)
-    bool probing_ = false;
+    bool probe_next_ = false;  // the next step probes
+    bool probing_ = false;     // the last plan was a probe
 };
 
 }  // namespace kiln
