@@ -6,6 +6,7 @@ prompt and greedy decoding.
 
     bench/spec_vs_llamacpp.py [--rounds 5] [-n 160] [-t 2] [--kiln build/kiln]
                               [--lookup PATH/llama-lookup] [--tasks edit,free,gemma_edit,summary]
+                              [--variants off,ngram,auto]
 
 Tasks (prompts below, each in its model's chat format, given to both engines as
 raw text with special tokens parsed):
@@ -103,8 +104,10 @@ def main():
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
     ap.add_argument("--lookup", default="", help="llama.cpp's llama-lookup binary (optional)")
     ap.add_argument("--tasks", default="edit,free,gemma_edit,summary")
+    ap.add_argument("--variants", default="off,ngram,auto", help="kiln's --spec values to run (off always runs)")
     args = ap.parse_args()
-    variants = ["off", "ngram", "auto"] + (["llama-lookup"] if args.lookup else [])
+    kiln_variants = ["off"] + [v for v in args.variants.split(",") if v != "off"]
+    variants = kiln_variants + (["llama-lookup"] if args.lookup else [])
     print(f"| task | variant | t/s (median) | x kiln off (median of rounds) | acceptance | steps verifying a draft |")
     print("|---|---|---:|---:|---:|---:|")
     for task in args.tasks.split(","):
@@ -118,7 +121,7 @@ def main():
             for v in order:
                 res[v].append(run_lookup(args, model, prompt) if v == "llama-lookup" else run_kiln(args, model, prompt, v))
         # Lossless: every kiln variant printed the same text.
-        texts = {r["text"] for v in ("off", "ngram", "auto") for r in res[v]}
+        texts = {r["text"] for v in kiln_variants for r in res[v]}
         if len(texts) != 1:
             print(f"{task}: kiln's texts differ between variants", file=sys.stderr)
             sys.exit(1)
