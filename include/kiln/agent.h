@@ -129,6 +129,7 @@ struct AgentResult {
     std::vector<AgentToolRun> calls;  // every call of the run, answered, in order
     Usage usage;                      // summed over the replies
     double prefill_seconds = 0, decode_seconds = 0;
+    SpecStats spec;                   // summed over the replies
 };
 
 // Runs the loop on the conversation as it stands (the caller added the user's

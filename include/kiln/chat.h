@@ -51,6 +51,7 @@ struct ChatReply {
     ReplyFinish finish = ReplyFinish::Stop;
     Usage usage;
     double prefill_seconds = 0, decode_seconds = 0;
+    SpecStats spec;  // speculative decoding's counts
 };
 
 using ReplyCallback = std::function<bool(const ReplyEvent&)>;  // false stops generating

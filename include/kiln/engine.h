@@ -34,12 +34,55 @@ namespace kiln {
 enum class FinishReason { Stop, Length, Cancelled, ContextFull };
 std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "context_full"
 
+// Speculative decoding (lossless): a step evaluates the sequence's next token
+// together with k drafted ones as one batch of k + 1 rows, keeps the longest
+// prefix of the draft that the sequence's own sampler draws at each position
+// (greedy: the argmax; sampling: the same draw from the same random stream as
+// plain decoding), emits those plus the sampler's token at the first mismatch,
+// and rolls the sequence back past it. The text is the same with it on or off
+// (seeded sampling too); a constraint, stop strings, EOS and max_tokens behave
+// as without it. Drafts come from prompt lookup: what followed the most recent
+// earlier occurrence of the sequence's last n tokens (prompt and generated).
+enum class SpecMode {
+    Auto,   // prompt lookup, drafting only while the measured acceptance and cost say it pays
+    Off,
+    Ngram,  // prompt lookup on every step that finds a match, draft_max tokens
+};
+std::string_view spec_mode_name(SpecMode m);  // "auto", "off", "ngram"
+
+struct SpecOptions {
+    SpecMode mode = SpecMode::Auto;
+    int draft_max = 8;  // most tokens drafted per step (also bounded by the context, max_tokens, the batch)
+    int draft_min = 1;  // a shorter draft is not verified
+    int ngram_max = 3;  // longest suffix looked up (tried first)
+    int ngram_min = 1;  // shortest suffix looked up
+};
+
+// What speculation did for a sequence (summed over replies by chat and agents).
+struct SpecStats {
+    int drafted = 0;      // tokens drafted and verified
+    int accepted = 0;     // of those, kept
+    int steps = 0;        // forward passes that gave the sequence tokens
+    int draft_steps = 0;  // of those, passes that verified a draft
+    std::string note;     // why speculation was off, if it was
+    double acceptance() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0; }
+    SpecStats& operator+=(const SpecStats& o) {
+        drafted += o.drafted;
+        accepted += o.accepted;
+        steps += o.steps;
+        draft_steps += o.draft_steps;
+        if (note.empty()) note = o.note;
+        return *this;
+    }
+};
+
 struct GenerateOptions {
     int max_tokens = 256;               // < 0: until a stop or the context is full
     SamplingParams sampling;
     std::vector<std::string> stop;      // stop strings: never part of the emitted text
     bool ignore_eos = false;            // keep going past end-of-generation tokens
     const std::atomic<bool>* cancel = nullptr;  // set from another thread to stop
+    SpecOptions spec;
 };
 
 struct TokenEvent {
@@ -59,6 +102,7 @@ struct GenerationResult {
     double prefill_seconds = 0;     // submit to the first sampled token
     double decode_seconds = 0;      // the first sampled token to the end
     std::string stop_string;        // the stop string that ended it, if any
+    SpecStats spec;
 };
 
 // Return false to stop generating (finish reason: cancelled).

@@ -196,6 +196,7 @@ AgentResult run_agent(ChatSession& chat, const ToolSet& tools, const AgentOption
         add_usage(out.usage, reply.usage);
         out.prefill_seconds += reply.prefill_seconds;
         out.decode_seconds += reply.decode_seconds;
+        out.spec += reply.spec;
         out.replies.push_back(reply);
         const auto& calls = reply.message.tool_calls;
         if (calls.empty()) {

@@ -169,6 +169,7 @@ ChatReply ChatSession::reply(const ChatTurnOptions& o, const ReplyCallback& on_e
     out.message = parser.message();
     out.prefill_seconds = r.prefill_seconds;
     out.decode_seconds = r.decode_seconds;
+    out.spec = r.spec;
     im.messages.push_back(nlohmann::ordered_json(assistant_message(out.message, o.include_reasoning_in_history)));
     return out;
 }

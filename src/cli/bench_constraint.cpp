@@ -40,6 +40,7 @@ int bench_constraint(std::shared_ptr<const Model> model, const std::string& sche
     GenerateOptions go;
     go.max_tokens = n_gen;
     go.sampling = SamplingParams::greedy();
+    go.spec.mode = SpecMode::Off;  // one token per step on both sides: the figure is the constraint's cost
     std::vector<double> free_rate, constrained_rate;
     int constrained_tokens = 0;
     for (int r = 0; r <= reps; ++r) {  // r == 0 is the warm-up

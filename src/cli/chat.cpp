@@ -73,6 +73,7 @@ int cmd_chat(int argc, char** argv) {
     turn.generate.stop = flags.stop;
     turn.generate.ignore_eos = flags.ignore_eos;
     turn.generate.cancel = &install_interrupt_handler();
+    turn.generate.spec = flags.speculation();
     if (!thinking.empty()) turn.thinking = thinking == "on";
     ChatTools tools(tool_flags);
     AgentOptions agent;
@@ -160,6 +161,7 @@ int cmd_chat(int argc, char** argv) {
                          std::string(agent_finish_name(r.finish)).c_str(), r.replies.size(), r.calls.size(),
                          r.usage.prompt_tokens, r.usage.reused_prompt_tokens, r.usage.completion_tokens,
                          r.decode_seconds > 0 ? r.usage.completion_tokens / r.decode_seconds : 0.0);
+        if (flags.verbose) std::fprintf(stderr, "[%s]\n", spec_report(r.spec, flags.spec).c_str());
     }
     return 0;
 }

@@ -1,6 +1,8 @@
 #include "generation_options.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <cstdlib>
 #include <unistd.h>
@@ -30,6 +32,10 @@ void GenerationFlags::add_to(CLI::App& app) {
     app.add_option("--stop", stop, "stop string (repeatable)");
     app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
     app.add_flag("-v,--verbose", verbose, "load and speed figures on stderr");
+    app.add_option("--spec", spec, "speculative decoding (lossless prompt lookup): auto (while it pays), off, ngram (always)")
+        ->check(CLI::IsMember({"auto", "off", "ngram"}));
+    app.add_option("--draft-max", draft_max, "most tokens drafted per step")->check(CLI::Range(1, 64));
+    app.add_option("--draft-min", draft_min, "shortest draft worth verifying")->check(CLI::Range(1, 64));
 }
 
 uint64_t GenerationFlags::resolved_seed() const {
@@ -37,6 +43,23 @@ uint64_t GenerationFlags::resolved_seed() const {
     static const uint64_t random_seed =
         static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(::getpid()) << 32);
     return random_seed;
+}
+
+SpecOptions GenerationFlags::speculation() const {
+    SpecOptions s;
+    s.mode = spec == "off" ? SpecMode::Off : spec == "ngram" ? SpecMode::Ngram : SpecMode::Auto;
+    s.draft_max = draft_max;
+    s.draft_min = std::min(draft_min, draft_max);
+    return s;
+}
+
+std::string spec_report(const SpecStats& s, const std::string& mode) {
+    if (!s.note.empty()) return s.note;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "speculation %s: drafted %d tokens, accepted %d (%.1f%%); %d of %d steps verified a draft",
+                  mode.c_str(), s.drafted, s.accepted, 100.0 * s.acceptance(), s.draft_steps, s.steps);
+    return line;
 }
 
 SamplingParams GenerationFlags::sampling() const {

@@ -34,6 +34,9 @@ struct GenerationFlags {
     std::vector<std::string> stop;
     bool ignore_eos = false;
     bool verbose = false;
+    std::string spec = "auto";  // speculative decoding: auto | off | ngram
+    int draft_max = 8;
+    int draft_min = 1;
 
     void add_to(CLI::App& app);
     // A preset's defaults (context, sampling) for what the command line left unset.
@@ -41,7 +44,11 @@ struct GenerationFlags {
     SamplingParams sampling() const;
     ContextOptions context() const;
     uint64_t resolved_seed() const;
+    SpecOptions speculation() const;
 };
+
+// The -v line of speculative decoding: "speculation ngram: drafted D, accepted A (R%), ..."
+std::string spec_report(const SpecStats& s, const std::string& mode);
 
 // Ctrl-C sets the flag (the reply stops, not the program); a second Ctrl-C
 // while the flag is still set exits.

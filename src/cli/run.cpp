@@ -80,12 +80,14 @@ int cmd_run(int argc, char** argv) {
     go.stop = flags.stop;
     go.ignore_eos = flags.ignore_eos;
     go.cancel = &install_interrupt_handler();
+    go.spec = flags.speculation();
     auto report = [&](const GenerationResult& r) {
         std::fprintf(stderr, "finish: %s; prompt %d tokens in %.3f s (%.1f t/s); generated %d tokens in %.3f s (%.1f t/s)\n",
                      std::string(finish_reason_name(r.finish)).c_str(), r.prompt_tokens, r.prefill_seconds,
                      r.prefill_seconds > 0 ? (r.prompt_tokens - r.reused_tokens) / r.prefill_seconds : 0.0,
                      r.completion_tokens, r.decode_seconds,
                      r.decode_seconds > 0 ? r.completion_tokens / r.decode_seconds : 0.0);
+        std::fprintf(stderr, "%s\n", spec_report(r.spec, flags.spec).c_str());
     };
     if (output_prefix.empty()) {
         const SeqId seq = engine.submit(tokens, go, [](const TokenEvent& e) {

@@ -2,9 +2,12 @@
 #include <chrono>
 #include <optional>
 
+#include "engine/ngram_draft.h"
+#include "engine/spec_control.h"
 #include "engine/stop_strings.h"
 #include "kiln/engine.h"
 #include "kiln/error.h"
+#include "model/internals.h"
 
 namespace kiln {
 
@@ -16,6 +19,15 @@ std::string_view finish_reason_name(FinishReason r) {
         case FinishReason::ContextFull: return "context_full";
     }
     return "stop";
+}
+
+std::string_view spec_mode_name(SpecMode m) {
+    switch (m) {
+        case SpecMode::Auto: return "auto";
+        case SpecMode::Off: return "off";
+        case SpecMode::Ngram: return "ngram";
+    }
+    return "auto";
 }
 
 namespace {
@@ -38,6 +50,10 @@ struct Slot {
     std::vector<TokenId> prompt;
     size_t prompt_next = 0;            // first prompt token not yet evaluated
     TokenId pending = k_no_token;      // sampled, to be evaluated by the next step
+    std::vector<TokenId> draft;        // proposed to follow pending, evaluated with it
+    int64_t verify_pos = -1;           // position of pending in this step's batch (-1: not generating)
+    std::vector<TokenId> history;      // prompt + generated tokens: what the drafter searches
+    SpecControl spec;
     bool sample_now = false;           // this step's batch gives it logits to sample from
     GenerateOptions options;
     TokenCallback on_token;
@@ -56,6 +72,8 @@ struct Engine::Impl {
     Batch batch;
     std::vector<SeqId> batch_outputs;  // slot of each output of the batch
     uint64_t clock = 0;
+    SpecCost spec_cost;
+    std::string spec_note;  // why this model does not draft in auto mode (empty: it does)
 
     Slot& slot(SeqId seq) {
         if (seq < 0 || seq >= static_cast<SeqId>(slots.size()))
@@ -64,13 +82,21 @@ struct Engine::Impl {
     }
     SeqId place(std::span<const TokenId> prompt, int& reused);
     void finish(SeqId seq, FinishReason reason);
-    void emit_token(SeqId seq, std::span<const float> logits);
+    TokenId emit_token(SeqId seq, std::span<const float> logits);
+    void plan_draft(Slot& s, int64_t length, int batch_room);
+    int verify(SeqId seq, int first_output, int n_rows);
 };
 
 Engine::Engine(std::shared_ptr<const Model> model, const ContextOptions& options) : impl_(std::make_unique<Impl>()) {
     impl_->ctx = std::make_unique<Context>(model, options);
     impl_->model = std::move(model);
     impl_->slots.resize(static_cast<size_t>(impl_->ctx->n_seq_max()));
+    // A recurrent state returns only to its checkpoints, so each rejected draft
+    // would cost evaluating the kept tokens again: auto leaves such models alone
+    // (an explicit ngram still works, losslessly, through that re-evaluation).
+    if (ModelInternals::spec(*impl_->model).memory != MemoryKind::Kv)
+        impl_->spec_note = "speculation off: the model's recurrent state rolls back only to checkpoints, "
+                           "so every rejected draft would cost a re-evaluation (--spec ngram forces it)";
 }
 
 Engine::~Engine() = default;
@@ -135,6 +161,16 @@ SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, 
     s.sampler.emplace(o.sampling, im.model->n_vocab());
     if (constraint) s.sampler->add_constraint(std::move(constraint));
     s.sampler->accept_prompt(prompt);  // the penalties' history starts with the prompt
+    if (o.spec.draft_max < 0 || o.spec.draft_min < 0 || o.spec.ngram_min < 1 || o.spec.ngram_max < o.spec.ngram_min)
+        throw Error("speculation options: draft_max and draft_min must be >= 0, 1 <= ngram_min <= ngram_max");
+    SpecOptions so = o.spec;
+    if (so.mode == SpecMode::Auto && !im.spec_note.empty()) {
+        so.mode = SpecMode::Off;
+        s.result.spec.note = im.spec_note;
+    }
+    s.options.spec = so;
+    s.spec = SpecControl(so);
+    if (so.mode != SpecMode::Off) s.history.assign(prompt.begin(), prompt.end());
     s.stream.emplace(im.model->tokenizer());
     s.stops.emplace(o.stop);
     s.result.prompt_tokens = static_cast<int>(prompt.size());
@@ -170,8 +206,9 @@ void Engine::Impl::finish(SeqId seq, FinishReason reason) {
     s.sampler.reset();
 }
 
-// Samples the sequence's next token from its logits and passes it on.
-void Engine::Impl::emit_token(SeqId seq, std::span<const float> logits) {
+// Samples the sequence's next token from its logits and passes it on. Returns
+// the token sampled (the slot is finished if it ended the reply).
+TokenId Engine::Impl::emit_token(SeqId seq, std::span<const float> logits) {
     Slot& s = slots[static_cast<size_t>(seq)];
     const Tokenizer& tok = model->tokenizer();
     if (!s.sampled_any) {
@@ -184,10 +221,11 @@ void Engine::Impl::emit_token(SeqId seq, std::span<const float> logits) {
     e.top = s.sampler->last_top();
     if (!s.options.ignore_eos && tok.is_end_of_generation(e.token)) {
         finish(seq, FinishReason::Stop);
-        return;
+        return e.token;
     }
     s.sampler->accept(e.token);
     s.result.tokens.push_back(e.token);
+    if (s.options.spec.mode != SpecMode::Off) s.history.push_back(e.token);
     ++s.result.completion_tokens;
     e.text = s.stops->push(s.stream->push(e.token));
     s.result.text += e.text;
@@ -195,19 +233,61 @@ void Engine::Impl::emit_token(SeqId seq, std::span<const float> logits) {
     if (s.stops->stopped()) {
         s.result.stop_string = s.stops->matched();
         finish(seq, FinishReason::Stop);
-        return;
+        return e.token;
     }
     if (!go_on) {
         finish(seq, FinishReason::Cancelled);
-        return;
+        return e.token;
     }
     if (s.options.max_tokens >= 0 && s.result.completion_tokens >= s.options.max_tokens) {
         finish(seq, FinishReason::Length);
-        return;
+        return e.token;
     }
     // Evaluated at the start of the next step, so a reply that ends here does
     // not pay for one more forward pass.
     s.pending = e.token;
+    return e.token;
+}
+
+// Fills s.draft for the step that evaluates s.pending at `length`: as many
+// tokens as the controller allows within the room the context, max_tokens and
+// the batch leave (the last drafted row must still fit the context, and a draft
+// never asks for more tokens than the reply may still emit).
+void Engine::Impl::plan_draft(Slot& s, int64_t length, int batch_room) {
+    s.draft.clear();
+    if (s.options.spec.mode == SpecMode::Off) return;
+    int64_t room = std::min<int64_t>(ctx->n_ctx() - 1 - length, batch_room);
+    if (s.options.max_tokens >= 0) room = std::min<int64_t>(room, s.options.max_tokens - s.result.completion_tokens - 1);
+    const int k = s.spec.plan(static_cast<int>(std::max<int64_t>(room, 0)), spec_cost);
+    if (k <= 0) return;
+    const SpecOptions& so = s.options.spec;
+    ngram_draft(s.history, {.n_max = so.ngram_max, .n_min = so.ngram_min, .draft_max = k}, s.draft);
+    if (static_cast<int>(s.draft.size()) < std::max(so.draft_min, 1)) s.draft.clear();
+}
+
+// Samples the n_rows outputs of one generating sequence (its pending token and
+// its draft) in order, as plain decoding would one step at a time, and stops at
+// the first row whose sampled token is not the next drafted one: that token is
+// the sequence's new pending one. Returns the drafted tokens accepted.
+int Engine::Impl::verify(SeqId seq, int first_output, int n_rows) {
+    Slot& s = slots[static_cast<size_t>(seq)];
+    const int n_draft = static_cast<int>(s.draft.size());
+    int accepted = 0;
+    for (int j = 0; j < n_rows; ++j) {
+        const TokenId t = emit_token(seq, ctx->logits(first_output + j));
+        if (s.finished || j >= n_draft || t != s.draft[static_cast<size_t>(j)]) break;
+        ++accepted;  // draft[j] is already evaluated (row j + 1): its logits come next
+        s.pending = k_no_token;
+    }
+    ++s.result.spec.steps;
+    if (n_draft > 0) {
+        ++s.result.spec.draft_steps;
+        s.result.spec.drafted += n_draft;
+        s.result.spec.accepted += accepted;
+        s.spec.result(n_draft, accepted, spec_cost);
+    }
+    s.draft.clear();
+    return accepted;
 }
 
 std::vector<SeqId> Engine::step() {
@@ -229,15 +309,27 @@ std::vector<SeqId> Engine::step() {
             done.push_back(seq);
         }
     }
-    // Generating sequences first (one token each), then prompt chunks in slot
-    // order while the batch has room.
+    // Generating sequences first (their next token and any draft), then prompt
+    // chunks in slot order while the batch has room.
+    int n_generating = 0;
+    for (const Slot& s : im.slots) n_generating += s.active && s.pending != k_no_token ? 1 : 0;
+    int draft_room = std::max(0, c.n_batch() - n_generating);
     for (SeqId seq = 0; seq < static_cast<SeqId>(im.slots.size()); ++seq) {
         Slot& s = im.slots[static_cast<size_t>(seq)];
         if (!s.active || s.pending == k_no_token) continue;
-        b.add(s.pending, c.seq_length(seq), seq, true);
+        const int64_t pos = c.seq_length(seq);
+        im.plan_draft(s, pos, draft_room);
+        draft_room -= static_cast<int>(s.draft.size());
+        s.verify_pos = pos;
+        b.add(s.pending, pos, seq, true);
         im.batch_outputs.push_back(seq);
+        for (size_t j = 0; j < s.draft.size(); ++j) {
+            b.add(s.draft[j], pos + 1 + static_cast<int64_t>(j), seq, true);
+            im.batch_outputs.push_back(seq);
+        }
         s.pending = k_no_token;
     }
+    const int generating_rows = b.size();
     for (SeqId seq = 0; seq < static_cast<SeqId>(im.slots.size()) && b.size() < c.n_batch(); ++seq) {
         Slot& s = im.slots[static_cast<size_t>(seq)];
         if (!s.active || s.prompt_next >= s.prompt.size()) continue;
@@ -251,11 +343,45 @@ std::vector<SeqId> Engine::step() {
         s.prompt_next += take;
     }
     if (b.empty()) return done;
+    const Clock::time_point t0 = Clock::now();
     c.decode(b);
-    for (int i = 0; i < c.n_outputs(); ++i) {
+    // The cost of k + 1 rows against one, measured where one sequence had the pass to itself.
+    if (n_generating == 1 && generating_rows == b.size())
+        im.spec_cost.record(b.size(), std::chrono::duration<double>(Clock::now() - t0).count());
+    // Sequences whose memory could not return to the accepted length (a recurrent
+    // state's checkpoint): their kept tokens after what it holds, evaluated again
+    // once every output of this batch is read.
+    std::vector<std::pair<SeqId, std::vector<TokenId>>> redo;
+    for (int i = 0; i < c.n_outputs();) {
         const SeqId seq = im.batch_outputs[static_cast<size_t>(i)];
-        im.emit_token(seq, c.logits(i));
-        if (im.slots[static_cast<size_t>(seq)].finished) done.push_back(seq);
+        Slot& s = im.slots[static_cast<size_t>(seq)];
+        int n_rows = 1;
+        while (i + n_rows < c.n_outputs() && im.batch_outputs[static_cast<size_t>(i + n_rows)] == seq) ++n_rows;
+        if (s.verify_pos < 0) {
+            im.emit_token(seq, c.logits(i));  // a prompt's last row
+            ++s.result.spec.steps;
+        } else {
+            const bool drafted = n_rows > 1;
+            const int64_t keep = s.verify_pos + 1 + im.verify(seq, i, n_rows);
+            s.verify_pos = -1;
+            if (drafted && c.seq_length(seq) > keep) {
+                // history[0, keep) is what the cells must hold: the prompt and the
+                // tokens emitted before the new pending one.
+                const int64_t held = c.seq_rollback(seq, keep);
+                if (held < keep && !s.finished)
+                    redo.emplace_back(seq, std::vector<TokenId>(s.history.begin() + held, s.history.begin() + keep));
+            }
+        }
+        if (s.finished) done.push_back(seq);
+        i += n_rows;
+    }
+    if (!redo.empty()) {
+        b.clear();
+        for (const auto& [seq, toks] : redo) {
+            const int64_t pos0 = c.seq_length(seq);
+            for (size_t j = 0; j < toks.size(); ++j) b.add(toks[j], pos0 + static_cast<int64_t>(j), seq, false);
+        }
+        c.decode(b);
     }
     return done;
 }
