@@ -128,7 +128,8 @@ Pooling Embedder::pooling(const EmbedOptions& o) const {
 }
 
 std::vector<TokenId> Embedder::tokenize(std::string_view text) const {
-    return impl_->model->tokenizer().encode(text, {.add_special = true, .parse_special = false});
+    // Control-token text ("[SEP]") becomes the token, as llama-server and Hugging Face do.
+    return impl_->model->tokenizer().encode(text, {.add_special = true, .parse_special = true});
 }
 
 EmbedInput Embedder::tokenize_pair(std::string_view query, std::string_view document) const {
