@@ -37,6 +37,12 @@ struct ServerOptions {
     std::string replica_id;
     std::optional<std::string> chat_template_source;  // overrides the model's template
     size_t max_queue = 512;          // requests waiting for a slot; past it 503
+    // Embeddings (/v1/embeddings, /api/embed): the pooling ("none", "mean", "cls",
+    // "last", "rank"; empty: each file's own pooling type; set, it also lets a
+    // generative model embed) and the normalization ("l2" as llama.cpp; "none",
+    // "l1", "maxabs", "pN"), both overridable per request.
+    std::string embd_pooling;
+    std::string embd_normalize = "l2";
     size_t max_body_bytes = 8u << 20;
     int http_threads = 128;          // connections served at once (an idle keep-alive holds one)
     // Where the server reports what it does (one line each); null: silent.

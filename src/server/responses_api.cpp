@@ -258,7 +258,7 @@ private:
 
 void handle_responses(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.generating_model_for(body);
     LoadedModel& model = *held;
     if (get_string(body, "previous_response_id"))
         throw ApiError(400, "'previous_response_id': this server stores no responses; send the conversation as input items",
