@@ -97,6 +97,13 @@ public:
     std::vector<Embedding> embed(std::span<const std::vector<TokenId>> inputs, const EmbedOptions& options = {});
     std::vector<Embedding> embed_texts(std::span<const std::string> texts, const EmbedOptions& options = {});
 
+    // A reranker's (rank pooling, classification head) score of each document
+    // for the query: the head's first output for [CLS] query [SEP] document [SEP]
+    // (higher: more relevant; raw, no sigmoid). `truncate` as EmbedOptions.
+    // n_tokens, if given, receives the tokens evaluated.
+    std::vector<float> rerank(std::string_view query, std::span<const std::string> documents, bool truncate = false,
+                              int64_t* n_tokens = nullptr);
+
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;

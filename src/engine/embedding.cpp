@@ -161,6 +161,26 @@ std::vector<Embedding> Embedder::embed_texts(std::span<const std::string> texts,
     return embed(std::span<const EmbedInput>(in), o);
 }
 
+std::vector<float> Embedder::rerank(std::string_view query, std::span<const std::string> documents, bool truncate,
+                                    int64_t* n_tokens) {
+    const ModelWeights& w = ModelInternals::weights(*impl_->model);
+    if (w.cls_out.empty())
+        throw Error("model '" + impl_->model->path() + "' is not a reranker: it has no classification head (cls.output.weight)");
+    std::vector<EmbedInput> pairs;
+    for (const std::string& d : documents) pairs.push_back(tokenize_pair(query, d));
+    EmbedOptions o;
+    o.pooling = Pooling::Rank;
+    o.truncate = truncate;
+    std::vector<float> scores;
+    int64_t tokens = 0;
+    for (const Embedding& e : embed(std::span<const EmbedInput>(pairs), o)) {
+        scores.push_back(e.values.at(0));
+        tokens += e.n_tokens;
+    }
+    if (n_tokens) *n_tokens = tokens;
+    return scores;
+}
+
 std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const EmbedOptions& o) {
     Impl& im = *impl_;
     const Pooling pooling = this->pooling(o);

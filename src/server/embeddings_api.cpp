@@ -8,7 +8,14 @@
 // the context is a 400 naming both lengths unless "truncate": true (a kiln
 // extension, as are "pooling" and "normalize"). Ollama: input a string or an
 // array of strings, truncate defaults to true, as Ollama does.
+// Reranking (a cross-encoder: rank pooling, classification head): Jina's /v1/rerank
+// shape (query, documents, top_n, return_documents -> results of index and
+// relevance_score, the raw score as llama-server gives it) or TEI's /rerank
+// (query, texts, return_text, raw_scores -> [{index, score}], the score through a
+// sigmoid unless raw_scores), most relevant first.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <httplib.h>
 
@@ -176,6 +183,72 @@ void handle_embeddings(ServerState& state, const httplib::Request& req, httplib:
         tokens += out[i].n_tokens;
     }
     res.set_content(json_text({{"object", "list"}, {"data", std::move(data)}, {"model", m.name},
+                               {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}}),
+                    "application/json");
+}
+
+void handle_rerank(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+    const Json body = parse_body(req.body);
+    const bool tei = field(body, "texts") != nullptr;
+    const std::string list = tei ? "texts" : "documents";
+    const auto query = get_string(body, "query");
+    if (!query) throw ApiError(400, "'query' is required", "query");
+    const Json* docs = get_array(body, list);
+    if (!docs) throw ApiError(400, "'documents' (or TEI's 'texts') is required", "documents");
+    if (docs->size() > k_max_inputs)
+        throw ApiError(400, "'" + list + "': " + std::to_string(docs->size()) + " documents, at most " + std::to_string(k_max_inputs), list);
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < docs->size(); ++i) {
+        const Json& d = (*docs)[i];
+        // Jina also takes {"text": ...} objects.
+        if (d.is_string()) texts.push_back(d.get<std::string>());
+        else if (!tei && d.is_object() && d.contains("text") && d["text"].is_string()) texts.push_back(d["text"].get<std::string>());
+        else throw ApiError(400, "'" + list + "[" + std::to_string(i) + "]': expected a string", list);
+    }
+    const auto top_n = get_int(body, "top_n", 1, 1 << 20);
+    const bool return_text = get_bool(body, tei ? "return_text" : "return_documents").value_or(!tei);
+    const bool raw = get_bool(body, "raw_scores").value_or(false);
+    const bool truncate = get_bool(body, "truncate").value_or(tei);  // TEI truncates unless told not to
+    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    LoadedModel& m = *held;
+    if (m.model->n_cls_out() < 1)
+        throw ApiError(400, "model '" + m.name + "' is not a reranker: it has no classification head (cls.output)", "model",
+                       "model_not_supported");
+    EmbedOptions o;
+    o.pooling = Pooling::Rank;
+    Embedder& e = embedder_for(state, m, o);
+    std::vector<float> scores;
+    int64_t tokens = 0;
+    {
+        std::lock_guard lock(m.embed_mutex);
+        try {
+            scores = e.rerank(*query, texts, truncate, &tokens);
+        } catch (const Error& err) {
+            if (err.kind() == ErrorKind::InvalidInput) throw ApiError(400, err.what(), list);
+            throw;
+        }
+    }
+    std::vector<size_t> order(texts.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+    if (top_n && static_cast<size_t>(*top_n) < order.size()) order.resize(static_cast<size_t>(*top_n));
+    Json results = Json::array();
+    for (size_t i : order) {
+        if (tei) {
+            Json r = {{"index", i}, {"score", raw ? scores[i] : 1.0f / (1.0f + std::exp(-scores[i]))}};
+            if (return_text) r["text"] = texts[i];
+            results.push_back(std::move(r));
+        } else {
+            Json r = {{"index", i}, {"relevance_score", scores[i]}};
+            if (return_text) r["document"] = {{"text", texts[i]}};
+            results.push_back(std::move(r));
+        }
+    }
+    if (tei) {
+        res.set_content(json_text(results), "application/json");
+        return;
+    }
+    res.set_content(json_text({{"model", m.name}, {"object", "list"}, {"results", std::move(results)},
                                {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}}),
                     "application/json");
 }

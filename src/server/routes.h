@@ -21,6 +21,8 @@ void handle_completions(ServerState& state, const httplib::Request& req, httplib
 // Embeddings (embeddings_api.cpp): OpenAI's /v1/embeddings and Ollama's /api/embed.
 void handle_embeddings(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_ollama_embed(ServerState& state, const httplib::Request& req, httplib::Response& res);
+// Reranking: Jina's shape (query, documents, top_n) and TEI's (query, texts, return_text).
+void handle_rerank(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_models(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_models_load(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_models_unload(ServerState& state, const httplib::Request& req, httplib::Response& res);

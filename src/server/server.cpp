@@ -256,6 +256,7 @@ void Server::Impl::add_routes() {
     post("/explore/live/close", handle_explore_live_close);
     for (const char* p : {"/v1/embeddings", "/embeddings"}) post(p, handle_embeddings);
     post("/api/embed", handle_ollama_embed);
+    for (const char* p : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"}) post(p, handle_rerank);
 }
 
 std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, const std::string& path) const {

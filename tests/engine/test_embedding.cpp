@@ -260,3 +260,33 @@ TEST_F(EmbeddingOptions, PairsTakeTypeOneForTheSecondSegment) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Rerank, ScoresArePairsThroughTheClassificationHead) {
+    const std::string why = test::missing_reason(vocab_path());
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    auto model = tiny("bert_rank");
+    ASSERT_EQ(model->n_cls_out(), 1);
+    Embedder emb(model);
+    const std::vector<std::string> docs = {"a short document", "another, somewhat longer document about something else", "x"};
+    const std::string query = "which document?";
+    int64_t tokens = 0;
+    const std::vector<float> scores = emb.rerank(query, docs, false, &tokens);
+    ASSERT_EQ(scores.size(), docs.size());
+    int64_t want_tokens = 0;
+    for (size_t i = 0; i < docs.size(); ++i) {
+        const EmbedInput pair = emb.tokenize_pair(query, docs[i]);
+        want_tokens += static_cast<int64_t>(pair.tokens.size());
+        EXPECT_EQ(emb.embed(std::span(&pair, 1)).at(0).values.at(0), scores[i]) << i;  // alone == batched
+    }
+    EXPECT_EQ(tokens, want_tokens);
+    EXPECT_NE(scores[0], scores[1]);
+    // A model without the head is not a reranker.
+    Embedder plain(tiny("bert"));
+    EXPECT_THROW(plain.rerank(query, docs), Error);
+}
+
+}  // namespace
+}  // namespace kiln

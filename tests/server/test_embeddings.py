@@ -1,4 +1,5 @@
-"""POST /v1/embeddings through the official openai client, and Ollama's /api/embed,
+"""POST /v1/embeddings through the official openai client, Ollama's /api/embed and
+/v1/rerank (Jina and TEI shapes, on a tiny random cross-encoder),
 against `kiln serve` with the real embedding model (all-MiniLM-L6-v2, from
 setup.sh) beside a chat model (SmolLM2): vectors equal the committed numpy
 reference (tests/golden/embedding/minilm.json) within cosine 0.9999, both
@@ -98,3 +99,49 @@ def test_ollama_embed(embed_server, oai):
     with pytest.raises(ollama.ResponseError) as e:
         client.embed(model=EMBED_MODEL, input="word " * 600, truncate=False)
     assert e.value.status_code == 400
+
+
+@pytest.fixture(scope="module")
+def rerank_server(tmp_path_factory):
+    import os
+    from conftest import kiln_binary
+    tool = kiln_binary().parent / "tests" / "make_tiny_encoder"
+    vocab = ROOT.parent / "shared" / "testdata" / "tokenizer" / "ggml-vocab-bert-bge.gguf"
+    require(tool.exists(), f"no {tool} (build the tests)")
+    require(vocab.exists(), f"no {vocab}")
+    path = tmp_path_factory.mktemp("rerank") / "tiny-rerank.gguf"
+    import subprocess
+    subprocess.run([str(tool), "bert_rank", str(vocab), str(path)], check=True)
+    s = KilnServer("--parallel", "1", model=path, ctx=512)
+    yield s
+    s.stop()
+
+
+def test_rerank_jina_and_tei_shapes(rerank_server):
+    import urllib.request
+
+    def post(path, body):
+        req = urllib.request.Request(rerank_server.url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    docs = ["first document", "the second one", "third", "and a fourth"]
+    status, jina = post("/v1/rerank", {"query": "what?", "documents": docs, "top_n": 3})
+    assert status == 200, jina
+    res = jina["results"]
+    assert len(res) == 3 and jina["usage"]["total_tokens"] > 8
+    assert [r["relevance_score"] for r in res] == sorted((r["relevance_score"] for r in res), reverse=True)
+    assert all(r["document"]["text"] == docs[r["index"]] for r in res)
+    status, tei = post("/rerank", {"query": "what?", "texts": docs, "return_text": True, "raw_scores": True})
+    assert status == 200, tei
+    assert [t["index"] for t in tei[:3]] == [r["index"] for r in res]
+    assert all(abs(t["score"] - r["relevance_score"]) < 1e-6 for t, r in zip(tei, res))
+    assert tei[0]["text"] == docs[tei[0]["index"]]
+    status, sig = post("/rerank", {"query": "what?", "texts": docs})
+    assert all(0 < t["score"] < 1 for t in sig) and "text" not in sig[0]
+    status, err = post("/v1/rerank", {"query": "what?"})
+    assert status == 400 and "documents" in err["error"]["message"]
