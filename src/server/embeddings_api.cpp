@@ -79,7 +79,7 @@ Embedder& embedder_for(ServerState& state, LoadedModel& m, const EmbedOptions& o
                        "model", "model_not_supported");
     if (!m.embedder)
         m.embedder = std::make_unique<Embedder>(
-            m.model, EmbedderOptions{.n_ctx = state.options.n_ctx, .n_seq_max = std::max(8, state.options.parallel),
+            m.model, EmbedderOptions{.n_ctx = std::min(state.options.n_ctx, m.model->n_ctx_train()), .n_seq_max = std::max(8, state.options.parallel),
                                      .n_threads = state.options.n_threads});
     return *m.embedder;
 }

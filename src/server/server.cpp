@@ -290,6 +290,12 @@ std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, c
     ContextOptions co;
     co.n_ctx = o.n_ctx;
     co.n_seq_max = o.parallel;
+    if (model->is_embedding_model()) {
+        // Generation routes refuse it (generating_model_for): one small slot, and
+        // -c (set for the chat models beside it) capped at its trained context.
+        co.n_ctx = std::min(o.n_ctx, model->n_ctx_train());
+        co.n_seq_max = 1;
+    }
     co.memory_budget = o.memory_budget;
     co.n_threads = o.n_threads;
     lm->scheduler = std::make_unique<Scheduler>(model, co, o.max_queue);

@@ -23,7 +23,8 @@ TEXTS = FIXTURE["texts"][:4]
 @pytest.fixture(scope="module")
 def embed_server():
     require(MINILM.exists(), f"model not installed: {MINILM} (run ./setup.sh)")
-    s = KilnServer("-m", str(SMOLLM2), "--parallel", "2", model=MINILM, ctx=512)
+    # -c 2048 is more than MiniLM's 512 positions: an embedding model takes its own (capped) context.
+    s = KilnServer("-m", str(SMOLLM2), "--parallel", "2", model=MINILM, ctx=2048)
     yield s
     s.stop()
 
