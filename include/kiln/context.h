@@ -40,13 +40,16 @@ struct ContextOptions {
     int n_threads = 0;            // 0: every thread of the executor
     std::shared_ptr<Executor> executor;  // null: Executor::shared()
     bool hidden_states = false;   // keep each output's final hidden state (hidden())
+    bool logits = true;           // false: no logits (embeddings need only the hidden states)
 };
 
 // Entries to evaluate: each a token (or an embedding row), its position, its
 // sequence, and whether its output (logits, hidden state) is wanted.
 class Batch {
 public:
-    void add(TokenId token, int64_t pos, SeqId seq, bool output = false);
+    // token_type: an encoder's segment (BERT: 0 for the first, 1 for the second
+    // of a pair); models without token types take only 0.
+    void add(TokenId token, int64_t pos, SeqId seq, bool output = false, int32_t token_type = 0);
     // An input embedding instead of a token (f32 [n_embd]).
     void add_embedding(std::span<const float> embedding, int64_t pos, SeqId seq, bool output = false);
     void clear();
@@ -57,6 +60,7 @@ public:
     std::span<const int64_t> positions() const { return pos_; }
     std::span<const SeqId> seqs() const { return seq_; }
     std::span<const uint8_t> outputs() const { return output_; }
+    std::span<const int32_t> token_types() const { return types_; }
     std::span<const float> embeddings() const { return embd_; }  // [n_embd, size()] once any entry is one
     int n_embd() const { return n_embd_; }
 
@@ -65,6 +69,7 @@ private:
     std::vector<int64_t> pos_;
     std::vector<SeqId> seq_;
     std::vector<uint8_t> output_;
+    std::vector<int32_t> types_;
     std::vector<float> embd_;
     int n_embd_ = 0;
 };
@@ -90,7 +95,7 @@ public:
     // seq_length(s) + 1, ... Outputs are numbered in batch order.
     void decode(const Batch& batch);
     int n_outputs() const;                          // of the last decode
-    std::span<const float> logits(int output) const;  // f32 [n_vocab]
+    std::span<const float> logits(int output) const;  // f32 [n_vocab] (an encoder has none: throws)
     std::span<const float> hidden(int output) const;  // f32 [n_embd] (hidden_states)
 
     int64_t seq_length(SeqId seq) const;

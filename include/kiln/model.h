@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,6 +41,11 @@ struct ModelFootprint {
     uint64_t matrix_file_bytes = 0, matrix_resident_bytes = 0;
 };
 
+// How an embedding model turns its per-token outputs into one vector per input
+// (the values of llama.cpp's `{arch}.pooling_type`): none keeps every token's
+// vector; rank runs the classification head on the first token (a reranker's score).
+enum class Pooling { None = 0, Mean = 1, Cls = 2, Last = 3, Rank = 4 };
+
 struct LoadOptions {
     bool prefault = false;  // touch every weight page at load (flat first-token latency)
 };
@@ -58,6 +64,13 @@ public:
     int n_embd() const;
     int n_layer() const;
     double load_seconds() const;
+    // The file's pooling type ({arch}.pooling_type), if it sets one.
+    std::optional<Pooling> pooling() const;
+    // An embedding model: an encoder (no output head) or a file that sets a
+    // pooling type. Such a model is for kiln/embedding.h, not for generation.
+    bool is_embedding_model() const;
+    bool has_output_head() const;  // false: an encoder; Context::logits is unavailable
+    int n_cls_out() const;         // rank pooling: scores per input (0: no classification head)
     // Notes from loading: tensors converted to another type, unused tensors.
     const std::vector<std::string>& load_notes() const;
     // What its products read and compute (kiln bench's bounds).

@@ -40,6 +40,12 @@ struct ServerOptions {
     // Responses (/v1/responses with store) kept in memory for previous_response_id and
     // GET /v1/responses/{id}; past it the least recently used is forgotten. 0: store none.
     size_t stored_responses = 1000;
+    // Embeddings (/v1/embeddings, /api/embed): the pooling ("none", "mean", "cls",
+    // "last", "rank"; empty: each file's own pooling type; set, it also lets a
+    // generative model embed) and the normalization ("l2" as llama.cpp; "none",
+    // "l1", "maxabs", "pN"), both overridable per request.
+    std::string embd_pooling;
+    std::string embd_normalize = "l2";
     size_t max_body_bytes = 8u << 20;
     int http_threads = 128;          // connections served at once (an idle keep-alive holds one)
     // Where the server reports what it does (one line each); null: silent.

@@ -30,6 +30,8 @@ int cmd_config(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
+int cmd_rerank(int argc, char** argv);
 
 // kiln bench --json-schema (bench_constraint.cpp).
 int bench_constraint(std::shared_ptr<const Model> model, const std::string& schema_file, int n_gen, int reps, int n_threads,

@@ -21,6 +21,8 @@ struct Subcommand {
 const Subcommand k_subcommands[] = {
     {"run", kiln::cli::cmd_run, "complete a prompt (raw text)"},
     {"chat", kiln::cli::cmd_chat, "chat with a model through its chat template"},
+    {"embed", kiln::cli::cmd_embed, "embeddings of texts (an embedding model); --json in the OpenAI shape"},
+    {"rerank", kiln::cli::cmd_rerank, "documents ranked for a query by a reranker (a cross-encoder)"},
     {"serve", kiln::cli::cmd_serve, "HTTP server (OpenAI, Anthropic and Ollama APIs)"},
     {"inspect", kiln::cli::cmd_inspect, "model card of a GGUF file"},
     {"tensors", kiln::cli::cmd_tensors, "tensor table (name, type, shape, offset, bytes)"},

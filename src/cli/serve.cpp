@@ -77,6 +77,9 @@ int cmd_serve(int argc, char** argv) {
     app.add_option("--max-queue", o.max_queue, "requests waiting for a slot before 503 (default 512)")->check(CLI::Range(1, 1 << 20));
     app.add_option("--drain-timeout", drain_timeout, "seconds a shutdown waits for requests in flight (default 30)")
         ->check(CLI::Range(0.0, 86400.0));
+    app.add_option("--pooling", o.embd_pooling,
+                   "embeddings' pooling: none | mean | cls | last | rank (default: each file's; lets a generative model embed)");
+    app.add_option("--embd-normalize", o.embd_normalize, "embeddings' normalization: l2 (default) | l1 | maxabs | pN | none");
     app.add_flag("-q,--quiet", quiet, "no request log on stderr");
     app.add_flag("--print-config", print_config, "print the settings in effect and where each came from, then exit");
     int rc = 0;

@@ -131,7 +131,8 @@ ContextSizing size_context(const ModelSpec& spec, const ContextOptions& o) {
     return z;
 }
 
-void Batch::add(TokenId token, int64_t pos, SeqId seq, bool output) {
+void Batch::add(TokenId token, int64_t pos, SeqId seq, bool output, int32_t token_type) {
+    types_.push_back(token_type);
     tokens_.push_back(token);
     pos_.push_back(pos);
     seq_.push_back(seq);
@@ -147,6 +148,7 @@ void Batch::add_embedding(std::span<const float> embedding, int64_t pos, SeqId s
     } else if (static_cast<int>(embedding.size()) != n_embd_) {
         throw Error("batch: embedding of " + std::to_string(embedding.size()) + " values after ones of " + std::to_string(n_embd_));
     }
+    types_.push_back(0);
     tokens_.push_back(k_no_token);
     pos_.push_back(pos);
     seq_.push_back(seq);
@@ -159,6 +161,7 @@ void Batch::clear() {
     pos_.clear();
     seq_.clear();
     output_.clear();
+    types_.clear();
     embd_.clear();
     n_embd_ = 0;
 }
@@ -169,6 +172,7 @@ struct Context::Impl {
     int n_ctx = 0;
     int n_batch = 0;
     bool hidden_states = false;
+    bool want_logits = true;  // ContextOptions::logits and the model has an output head
     std::unique_ptr<ThreadPool> pool;
     std::unique_ptr<SequenceMemory> memory;
     std::unique_ptr<Forward> forward;
@@ -197,6 +201,7 @@ Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : 
     const ContextSizing z = size_context(spec, o);
     im.n_batch = z.n_batch;
     im.hidden_states = o.hidden_states;
+    im.want_logits = o.logits && spec.output_head;
     im.pool = std::make_unique<ThreadPool>(o.executor ? o.executor : Executor::shared(), o.n_threads);
     im.memory = make_memory(spec, z);
     im.n_ctx = static_cast<int>(im.memory->n_ctx());
@@ -261,7 +266,8 @@ void Context::decode(const Batch& batch) {
     const int n_vocab = im.spec->n_vocab, n_embd = im.spec->n_embd;
     int n_out = 0;
     for (uint8_t o : batch.outputs()) n_out += o ? 1 : 0;
-    im.logits.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
+    const bool head = im.want_logits;  // an encoder has hidden states only
+    im.logits.resize(head ? static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab) : 0);
     if (im.hidden_states) im.hidden.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_embd));
     int done_out = 0;
     // A recurrent state cannot be cut back, so a prompt (several entries of one
@@ -294,9 +300,10 @@ void Context::decode(const Batch& batch) {
         rows.pos = batch.positions().data() + done;
         rows.seq = batch.seqs().data() + done;
         rows.output = batch.outputs().data() + done;
+        rows.types = batch.token_types().data() + done;
         int chunk_out = 0;
         for (int i = 0; i < n; ++i) chunk_out += rows.output[i] ? 1 : 0;
-        im.forward->eval(rows, chunk_out ? im.logits.data() + static_cast<size_t>(done_out) * static_cast<size_t>(n_vocab) : nullptr,
+        im.forward->eval(rows, chunk_out && head ? im.logits.data() + static_cast<size_t>(done_out) * static_cast<size_t>(n_vocab) : nullptr,
                          chunk_out && im.hidden_states ? im.hidden.data() + static_cast<size_t>(done_out) * static_cast<size_t>(n_embd)
                                                        : nullptr);
         for (int i = 0; i < n; ++i) im.tokens[static_cast<size_t>(rows.seq[i])].push_back(rows.tokens[i]);
@@ -321,6 +328,9 @@ int Context::n_outputs() const { return impl_->n_outputs; }
 
 std::span<const float> Context::logits(int output) const {
     const Impl& im = *impl_;
+    if (!im.spec->output_head)
+        throw Error("model architecture '" + im.spec->arch + "' has no output head (an embedding model): it gives hidden states, not logits");
+    if (!im.want_logits) throw Error("logits were not asked for (ContextOptions::logits)");
     if (output < 0 || output >= im.n_outputs)
         throw Error("output " + std::to_string(output) + " is outside the last batch's " + std::to_string(im.n_outputs) + " outputs");
     const size_t n_vocab = static_cast<size_t>(im.spec->n_vocab);

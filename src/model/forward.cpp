@@ -166,13 +166,18 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     const int64_t e = spec_.n_embd, dk = spec_.head_dim_k, dv = spec_.head_dim_v;
     const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
 
-    norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
-    dump("attn_norm", il, h_.data(), e, n);
+    // A post-norm block (encoders) reads the residual stream itself.
+    const float* in = x_.data();
+    if (lw.attn_norm) {
+        norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
+        dump("attn_norm", il, h_.data(), e, n);
+        in = h_.data();
+    }
 
     {
         const Matrix* ws[] = {&lw.wq, &lw.wk, &lw.wv};
         float* ys[] = {spec_.attn_output_gate ? qg_.data() : q_.data(), k_.data(), v_.data()};
-        matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+        matmul_many(ws, in, n, ys, pool_, mm_);
     }
     if (spec_.attn_output_gate) {
         // Per head: [q | gate] -> q_ and ogate_.
@@ -303,6 +308,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         dump("attn_post_norm", il, o_.data(), e, n);
     }
     add_rows(x_.data(), o_.data(), n * e, pool_);
+    if (lw.attn_out_norm) norm_rows(spec_, x_.data(), lw.attn_out_norm, lw.attn_out_norm_b, x_.data(), n, e, pool_);
     dump("ffn_inp", il, x_.data(), e, n);
 }
 
@@ -310,20 +316,24 @@ void Forward::ffn_layer(int il, int n) {
     const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
     const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
     const int64_t e = spec_.n_embd, ff = l.n_ff;
-    norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
-    dump("ffn_norm", il, h_.data(), e, n);
+    const float* in = x_.data();  // a post-norm block (encoders) reads the residual stream
+    if (lw.ffn_norm) {
+        norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
+        dump("ffn_norm", il, h_.data(), e, n);
+        in = h_.data();
+    }
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
     if (l.ffn == FfnKind::Experts) {
-        moe_.eval(il, lw, h_.data(), n, o_.data(), pool_, mm_, hook_);  // model/moe.h
+        moe_.eval(il, lw, in, n, o_.data(), pool_, mm_, hook_);  // model/moe.h
     } else if (l.ffn == FfnKind::Gated) {
         const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
         float* ys[] = {gate_.data(), up_.data()};
-        matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+        matmul_many(ws, in, n, ys, pool_, mm_);
         pool_.parallel_for(n * ff, 4096, [&](int64_t b, int64_t end, int) { act(gate_.data() + b, up_.data() + b, end - b); });
     } else {
         // act(up): the gated kernel with a gate of ones (x * 1.0f is exact), so both
         // kinds share one activation kernel per CPU level.
-        matmul(lw.ffn_up, h_.data(), n, gate_.data(), pool_, mm_);
+        matmul(lw.ffn_up, in, n, gate_.data(), pool_, mm_);
         add_bias(gate_.data(), lw.ffn_up_b, n, ff);
         if (spec_.activation == FfnActivation::Relu2) {
             // max(x, 0)^2, exact in float (ggml: relu, then sqr).
@@ -350,6 +360,7 @@ void Forward::ffn_layer(int il, int n) {
         dump("ffn_post_norm", il, o_.data(), e, n);
     }
     add_rows(x_.data(), o_.data(), n * e, pool_);
+    if (lw.layer_out_norm) norm_rows(spec_, x_.data(), lw.layer_out_norm, lw.layer_out_norm_b, x_.data(), n, e, pool_);
     dump("l_out", il, x_.data(), e, n);
 }
 
@@ -364,6 +375,30 @@ void Forward::recurrent_layer(int il, const BatchRows& b) {
     ssm_->eval(il, lw.ssm, b.seq, n, h_.data(), o_.data(), *recurrent_, pool_, mm_, hook_);
     add_rows(x_.data(), o_.data(), n * e, pool_);
     dump(spec_.layers[static_cast<size_t>(il)].ffn == FfnKind::None ? "l_out" : "ffn_inp", il, x_.data(), e, n);
+}
+
+// An encoder's input: the token row + the token type's row + the position's
+// row (in llama.cpp's order of additions), LayerNormed (token_embd_norm).
+void Forward::encoder_inputs(const BatchRows& b) {
+    const int64_t e = spec_.n_embd;
+    float* tmp = o_.data();  // [n_embd]: one looked-up row at a time
+    for (int r = 0; r < b.n; ++r) {
+        float* row = x_.data() + r * e;
+        const int32_t type = b.types ? b.types[r] : 0;
+        if (type < 0 || type >= std::max<int>(1, static_cast<int>(w_.type_embd.n_out)))
+            throw Error("token type " + std::to_string(type) + " is outside the model's " +
+                        std::to_string(w_.type_embd.n_out) + " token types");
+        if (!w_.type_embd.empty()) {
+            matrix_row_f32(w_.type_embd, type, tmp);
+            ops::add(row, tmp, e);
+        }
+        if (b.pos[r] < 0 || b.pos[r] >= w_.pos_embd.n_out)
+            throw Error("position " + std::to_string(b.pos[r]) + " is outside the model's " + std::to_string(w_.pos_embd.n_out) +
+                        " learned positions (position_embd.weight)");
+        matrix_row_f32(w_.pos_embd, b.pos[r], tmp);
+        ops::add(row, tmp, e);
+    }
+    norm_rows(spec_, x_.data(), w_.tok_embd_norm, w_.tok_embd_norm_b, x_.data(), b.n, e, pool_);
 }
 
 void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
@@ -384,6 +419,7 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
         matrix_row_f32(w_.tok_embd, b.tokens[r], row);
         if (spec_.embedding_scale != 1.0f) ops::scale(row, e, spec_.embedding_scale);
     }
+    if (spec_.post_norm) encoder_inputs(b);
     prepare_rope(b);
     plan_spans(b);
     dump("inp_embd", -1, x_.data(), e, n);
@@ -405,10 +441,15 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     out_x_.resize(static_cast<size_t>(n_out) * static_cast<size_t>(e));
     for (int r = 0, k = 0; r < n; ++r)
         if (b.output[r]) std::copy(x_.data() + r * e, x_.data() + (r + 1) * e, out_x_.data() + (k++) * e);
-    norm_rows(spec_, out_x_.data(), w_.output_norm, w_.output_norm_b, h_.data(), n_out, e, pool_);
-    dump("result_norm", -1, h_.data(), e, n_out);
+    if (w_.output_norm) {
+        norm_rows(spec_, out_x_.data(), w_.output_norm, w_.output_norm_b, h_.data(), n_out, e, pool_);
+        dump("result_norm", -1, h_.data(), e, n_out);
+    } else {  // encoders: the last layer's output as it is
+        std::copy(out_x_.begin(), out_x_.end(), h_.begin());
+        dump("result_embd", -1, h_.data(), e, n_out);
+    }
     if (hidden) std::copy(h_.data(), h_.data() + static_cast<int64_t>(n_out) * e, hidden);
-    if (!logits) return;
+    if (!logits || w_.output.empty()) return;
     matmul(w_.output, h_.data(), n_out, logits, pool_, mm_);
     if (spec_.final_softcap > 0.0f) ops::softcap(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.final_softcap);
     dump("result_output", -1, logits, spec_.n_vocab, n_out);

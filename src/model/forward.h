@@ -39,6 +39,7 @@ struct BatchRows {
     const int64_t* pos = nullptr;     // [n]
     const int32_t* seq = nullptr;     // [n]
     const uint8_t* output = nullptr;  // [n]: nonzero where the row's output is wanted
+    const int32_t* types = nullptr;   // [n]: token types of an encoder's rows (null: all 0)
 };
 
 class Forward {
@@ -80,6 +81,7 @@ private:
     void recurrent_layer(int il, const BatchRows& b);
     void ffn_layer(int il, int n);
     void prepare_rope(const BatchRows& b);
+    void encoder_inputs(const BatchRows& b);
     ops::RopeParams rope_params(bool swa_base) const;
     void dump(const char* name, int layer, const float* data, int64_t per_row, int64_t rows) const {
         if (hook_) hook_(name, layer, data, per_row, rows);

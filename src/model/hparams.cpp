@@ -170,6 +170,14 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
     if (const Value* t = md.find("tokenizer.ggml.tokens"); t && t->type() == ValueType::Array)
         s.n_vocab = to_int("tokenizer.ggml.tokens", t->count());
 
+    if (auto v = md.find_uint(k("pooling_type"))) {
+        if (*v > static_cast<uint64_t>(Pooling::Rank))
+            throw Error("GGUF metadata '" + k("pooling_type") + "': " + std::to_string(*v) +
+                            " is not a pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank)",
+                        ErrorKind::Unsupported);
+        s.pooling = static_cast<Pooling>(*v);
+    }
+
     ArchConfig cfg{md, p, s};
     row.configure(cfg);
     // What configure made of an attention-free file: every layer has a mixer that

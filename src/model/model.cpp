@@ -38,8 +38,10 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     m->impl_ = std::make_unique<Impl>(Impl{path, std::move(file), std::nullopt, {}, {}, 0, {}});
     Impl& im = *m->impl_;
     try {
-        im.tokenizer = Tokenizer::from_gguf(im.file);
         im.spec = read_model_spec(im.file, *row);
+        // An embedding model's vocabulary need not have an end-of-generation token.
+        im.tokenizer = Tokenizer::from_gguf(
+            im.file, {.require_end_of_generation = im.spec.output_head && !im.spec.pooling.has_value()});
         if (im.spec.n_vocab != 0 && static_cast<size_t>(im.spec.n_vocab) != im.tokenizer->n_vocab())
             throw Error("the tokenizer has " + std::to_string(im.tokenizer->n_vocab()) + " tokens but the model " +
                         std::to_string(im.spec.n_vocab));
@@ -72,6 +74,10 @@ int Model::n_ctx_train() const { return impl_->spec.n_ctx_train; }
 int Model::n_embd() const { return impl_->spec.n_embd; }
 int Model::n_layer() const { return impl_->spec.n_layer; }
 double Model::load_seconds() const { return impl_->load_seconds; }
+std::optional<Pooling> Model::pooling() const { return impl_->spec.pooling; }
+bool Model::is_embedding_model() const { return !impl_->spec.output_head || impl_->spec.pooling.has_value(); }
+bool Model::has_output_head() const { return impl_->spec.output_head; }
+int Model::n_cls_out() const { return impl_->spec.n_cls_out; }
 const std::vector<std::string>& Model::load_notes() const { return impl_->notes; }
 const ModelSpec& ModelInternals::spec(const Model& m) { return m.impl_->spec; }
 const ModelWeights& ModelInternals::weights(const Model& m) { return m.impl_->weights; }

@@ -26,7 +26,7 @@ constexpr ArchRow k_rows[] = {
     {"gemma4", RopeKind::Neox},     {"falcon", RopeKind::Neox},     {"stablelm", RopeKind::Neox},
     {"starcoder2", RopeKind::Neox}, {"olmo2", RopeKind::Neox},      {"olmoe", RopeKind::Neox, MemoryKind::Kv, configure_olmoe},
     {"gptneox", RopeKind::Neox},    {"ernie4_5", RopeKind::Norm},   {"exaone", RopeKind::Neox},
-    {"gpt-oss", RopeKind::Neox, MemoryKind::Kv, configure_gpt_oss},    {"gpt2", RopeKind::None},       {"bert", RopeKind::None},
+    {"gpt-oss", RopeKind::Neox, MemoryKind::Kv, configure_gpt_oss},    {"gpt2", RopeKind::None},       {"bert", RopeKind::None, MemoryKind::Kv, configure_bert},
     {"nomic-bert", RopeKind::Neox}, {"mpt", RopeKind::None},        {"bloom", RopeKind::None},
     {"mamba", RopeKind::None, MemoryKind::Recurrent, configure_mamba}, {"mamba2", RopeKind::None, MemoryKind::Recurrent, configure_mamba2},      {"rwkv6", RopeKind::None, MemoryKind::Recurrent},      {"rwkv7", RopeKind::None, MemoryKind::Recurrent},
     {"t5", RopeKind::None},         {"jais", RopeKind::None},       {"lfm2", RopeKind::Neox, MemoryKind::Hybrid, configure_lfm2},

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "compute/ops.h"
+#include "kiln/model.h"
 
 namespace kiln {
 
@@ -121,6 +123,16 @@ struct ModelSpec {
     // The Q projection carries a second half per head, a gate: the attention
     // output is multiplied by its sigmoid before attn_output (qwen35).
     bool attn_output_gate = false;
+
+    // Encoders (bert): learned absolute positions and token types are added to
+    // the input, which is LayerNormed (token_embd_norm); each block's LayerNorm
+    // follows its residual add (attn_output_norm, layer_output_norm) instead of
+    // preceding the block; no final norm.
+    bool post_norm = false;
+    bool output_head = true;  // false: no output head, outputs are hidden states only (encoders)
+    int n_token_types = 0;    // rows of token_types.weight (tokenizer.ggml.token_type_count)
+    std::optional<Pooling> pooling;  // {arch}.pooling_type, when the file sets it
+    int n_cls_out = 0;        // rank pooling: the classifier's outputs (cls.output.weight rows)
 
     // Set by a family that requires per-head Q/K norms (binding then fails naming
     // the missing tensor); otherwise they are found by presence.

@@ -239,6 +239,46 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
     }
 }
 
+// An encoder's input rows (positions, token types) and their norm, and the
+// optional classification head of rank pooling (ModelSpec::post_norm).
+void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
+    const int64_t e = s.n_embd;
+    w.pos_embd = b.matrix("position_embd.weight", e, s.n_ctx_train, true);
+    if (s.n_token_types > 0) w.type_embd = b.matrix("token_types.weight", e, s.n_token_types, false);
+    w.tok_embd_norm = b.vector("token_embd_norm.weight", e, true);
+    w.tok_embd_norm_b = b.vector("token_embd_norm.bias", e, true);
+    w.cls = b.matrix("cls.weight", e, e, false);
+    if (!w.cls.empty()) w.cls_b = b.vector("cls.bias", e, false);
+    if (const gguf::TensorInfo* t = b.find("cls.output.weight")) {
+        s.n_cls_out = t->shape.size() >= 2 ? static_cast<int>(t->shape[1]) : 1;
+        w.cls_out = b.matrix("cls.output.weight", e, s.n_cls_out, true);
+        w.cls_out_b = b.vector("cls.output.bias", s.n_cls_out, false);
+    }
+}
+
+// An encoder layer: attention with biases, then a plain FFN, each followed by
+// the residual add and a LayerNorm.
+void bind_encoder_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec& l, LayerWeights& lw) {
+    const int64_t e = s.n_embd, nq = l.n_head * s.head_dim_k, nk = l.n_head_kv * s.head_dim_k, nv = l.n_head_kv * s.head_dim_v;
+    lw.wq = b.matrix(p + "attn_q.weight", e, nq, true);
+    lw.wk = b.matrix(p + "attn_k.weight", e, nk, true);
+    lw.wv = b.matrix(p + "attn_v.weight", e, nv, true);
+    lw.bq = b.vector(p + "attn_q.bias", nq, false);
+    lw.bk = b.vector(p + "attn_k.bias", nk, false);
+    lw.bv = b.vector(p + "attn_v.bias", nv, false);
+    lw.wo = b.matrix(p + "attn_output.weight", l.n_head * s.head_dim_v, e, true);
+    lw.bo = b.vector(p + "attn_output.bias", e, false);
+    lw.attn_out_norm = b.vector(p + "attn_output_norm.weight", e, true);
+    lw.attn_out_norm_b = b.vector(p + "attn_output_norm.bias", e, true);
+    l.ffn = FfnKind::Plain;
+    lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
+    lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, false);
+    lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
+    lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, false);
+    lw.layer_out_norm = b.vector(p + "layer_output_norm.weight", e, true);
+    lw.layer_out_norm_b = b.vector(p + "layer_output_norm.bias", e, true);
+}
+
 }  // namespace
 
 ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) {
@@ -248,10 +288,11 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     if (!embd) throw Error("tensor 'token_embd.weight' not found");
     if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
-    w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
-    if (s.norm == NormKind::Layer) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
-    w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, false);
-    if (w.output.empty()) w.output = w.tok_embd;  // tied output head
+    if (s.post_norm) bind_encoder_inputs(b, s, w);  // no final norm
+    else w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
+    if (s.norm == NormKind::Layer && !s.post_norm) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
+    if (s.output_head) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, false);
+    if (w.output.empty() && s.output_head) w.output = w.tok_embd;  // tied output head
     if (s.rope.n_dims > 0) w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_dims / 2, false);
 
     const int64_t e = s.n_embd, dk = s.head_dim_k, dv = s.head_dim_v;
@@ -260,6 +301,11 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         LayerSpec& l = s.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights lw;
+        if (s.post_norm) {
+            bind_encoder_layer(b, s, p, l, lw);
+            w.layers.push_back(lw);
+            continue;
+        }
         if (l.mixer == MixerKind::Recurrent) {
             // A recurrent layer: its norm and its mixer's tensors (src/model/ssm.cpp);
             // with FFN kind None (Mamba) nothing else.
@@ -330,7 +376,9 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     // Matrices the kernels take in a repacked layout are repacked now, once
     // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
     // output head gets its own packed copy).
-    std::vector<Matrix*> products = {&w.output};
+    std::vector<Matrix*> products;
+    for (Matrix* m : {&w.output, &w.cls, &w.cls_out})
+        if (!m->empty()) products.push_back(m);
     for (LayerWeights& lw : w.layers) {
         for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
             if (!m->empty()) products.push_back(m);

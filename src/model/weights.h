@@ -48,6 +48,11 @@ struct LayerWeights {
     const float* ffn_up_b = nullptr;
     const float* ffn_down_b = nullptr;
     const float* ffn_post_norm = nullptr;
+    // Encoders' norms after the residual adds (ModelSpec::post_norm).
+    const float* attn_out_norm = nullptr;   // blk.N.attn_output_norm [n_embd]
+    const float* attn_out_norm_b = nullptr;
+    const float* layer_out_norm = nullptr;  // blk.N.layer_output_norm [n_embd]
+    const float* layer_out_norm_b = nullptr;
     SsmWeights ssm;  // a recurrent layer's mixer (src/model/ssm.h)
     ExpertWeights moe;  // an expert layer's (LayerSpec::ffn == Experts)
 };
@@ -59,6 +64,16 @@ struct ModelWeights {
     Matrix output;                  // [n_embd, n_vocab]; the embedding when tied
     const float* rope_freqs = nullptr;  // [n_rot / 2]
     std::vector<LayerWeights> layers;
+    // Encoders: learned input rows added to the token's, then a LayerNorm.
+    Matrix pos_embd;                // position_embd [n_embd, n_ctx_train] (row lookups)
+    Matrix type_embd;               // token_types [n_embd, n_token_types] (row lookups)
+    const float* tok_embd_norm = nullptr;  // token_embd_norm [n_embd]
+    const float* tok_embd_norm_b = nullptr;
+    // The classification head of rank pooling: cls [n_embd, n_embd] then tanh
+    // (optional), cls.output [n_embd, n_cls_out] (optional), each with a bias.
+    Matrix cls, cls_out;
+    const float* cls_b = nullptr;
+    const float* cls_out_b = nullptr;
 
     // Vectors stored in another type than f32 and matrices in a type the matmul
     // does not take are converted once at load and kept here.

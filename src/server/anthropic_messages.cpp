@@ -132,7 +132,7 @@ private:
 
 void handle_messages(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.generating_model_for(body);
     LoadedModel& model = *held;
     if (!get_int(body, "max_tokens", 1, 1 << 30)) throw bad_field("max_tokens", "missing (the Messages API requires it)");
     // The sampling fields under their OpenAI names, for the shared reader.
@@ -153,7 +153,7 @@ void handle_messages(ServerState& state, const httplib::Request& req, httplib::R
 
 void handle_count_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.generating_model_for(body);
     LoadedModel& model = *held;
     ChatPrompt prompt = render_chat_prompt(model, anthropic_to_chat_body(body));
     const size_t n = model.model->tokenizer().encode(prompt.text).size();

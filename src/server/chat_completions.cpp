@@ -409,14 +409,14 @@ Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std:
 
 void handle_chat_input_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.generating_model_for(body);
     const size_t n = held->model->tokenizer().encode(render_chat_prompt(*held, body).text).size();
     res.set_content(json_text({{"object", "response.input_tokens"}, {"input_tokens", n}}), "application/json");
 }
 
 void handle_chat_completions(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.generating_model_for(body);
     LoadedModel& model = *held;
     GenerationFields f = parse_generation_fields(body, Api::Chat, model.model->n_vocab());
     ChatPrompt prompt = render_chat_prompt(model, body);

@@ -137,7 +137,7 @@ std::vector<TokenId> prompt_tokens(const Json& body, const Tokenizer& tok, std::
 
 void handle_completions(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.generating_model_for(body);
     LoadedModel& model = *held;
     GenerationFields f = parse_generation_fields(body, Api::Completions, model.model->n_vocab());
     if (field(body, "suffix")) throw bad_field("suffix", "fill-in-the-middle is not supported yet");

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
+#include "kiln/embedding.h"
 #include "kiln/jinja.h"
 #include "kiln/model.h"
 #include "kiln/reply_format.h"
@@ -25,6 +27,9 @@ struct LoadedModel {
     ChatFormat format;
     std::string bos_text, eos_text;
     std::unique_ptr<Scheduler> scheduler;
+    // Embeddings, made on the first embeddings request; one request at a time.
+    std::unique_ptr<Embedder> embedder;
+    std::mutex embed_mutex;
 };
 
 }  // namespace kiln::server

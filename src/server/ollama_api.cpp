@@ -280,7 +280,7 @@ void run_ollama(ServerState& state, std::shared_ptr<LoadedModel>& held, const Ch
 void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
     const KeepAlive keep = check_ollama_common(body);
-    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.generating_model_for(body);
     LoadedModel& model = *held;
     GenerationFields f = ollama_fields(body, model.model->n_vocab());
     Json chat = {{"messages", body.contains("messages") ? body["messages"] : Json()}};
@@ -310,7 +310,7 @@ void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib
 void handle_ollama_generate(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
     const KeepAlive keep = check_ollama_common(body);
-    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.generating_model_for(body);
     LoadedModel& model = *held;
     if (field(body, "suffix")) throw bad_field("suffix", "fill-in-the-middle is not supported yet");
     if (field(body, "images")) throw bad_field("images", "images are not supported");

@@ -290,7 +290,7 @@ Json responses_to_chat_body(const Json& body) {
 
 void handle_responses(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    std::shared_ptr<LoadedModel> held = state.model_for(body);
+    std::shared_ptr<LoadedModel> held = state.generating_model_for(body);
     LoadedModel& model = *held;
     // The conversation so far: a stored response's input and output items, then this input.
     const std::optional<std::string> previous = get_string(body, "previous_response_id");

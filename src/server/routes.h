@@ -21,6 +21,11 @@ void handle_response_input_items(ServerState& state, const httplib::Request& req
 // The prompt's token count for a chat request (nothing is generated).
 void handle_chat_input_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_completions(ServerState& state, const httplib::Request& req, httplib::Response& res);
+// Embeddings (embeddings_api.cpp): OpenAI's /v1/embeddings and Ollama's /api/embed.
+void handle_embeddings(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_embed(ServerState& state, const httplib::Request& req, httplib::Response& res);
+// Reranking: Jina's shape (query, documents, top_n) and TEI's (query, texts, return_text).
+void handle_rerank(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_models(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_models_load(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_models_unload(ServerState& state, const httplib::Request& req, httplib::Response& res);

@@ -18,6 +18,7 @@
 #include "kiln/chat_template.h"
 #include "routes.h"
 #include "static_assets.h"
+#include "kiln/embedding.h"
 
 namespace kiln::server {
 
@@ -35,6 +36,16 @@ int64_t unix_now() {
 
 std::shared_ptr<LoadedModel> ServerState::model_for(const Json& body) {
     return models->get(get_string(body, "model").value_or(""));
+}
+
+std::shared_ptr<LoadedModel> ServerState::generating_model_for(const Json& body) {
+    std::shared_ptr<LoadedModel> m = model_for(body);
+    if (m->model->is_embedding_model())
+        throw ApiError(400, "model '" + m->name + "' is an embedding model (architecture '" + m->model->architecture() +
+                                "'" + (m->model->has_output_head() ? ", its file sets a pooling type" : ", an encoder") +
+                                "): it computes embeddings (/v1/embeddings, /api/embed) and cannot generate text",
+                       "model", "model_not_supported");
+    return m;
 }
 
 }  // namespace kiln::server
@@ -248,15 +259,9 @@ void Server::Impl::add_routes() {
     post("/explore/live/start", handle_explore_live_start);
     post("/explore/live/step", handle_explore_live_step);
     post("/explore/live/close", handle_explore_live_close);
-    http.Post("/api/embed", [this](const httplib::Request& req, httplib::Response& res) {
-        send_error(req, res, 400, "embeddings are not supported yet (the embeddings issue)");
-        state.metrics.requests_failed++;
-    });
-    for (const char* p : {"/v1/embeddings", "/embeddings"})
-        http.Post(p, [this](const httplib::Request& req, httplib::Response& res) {
-            send_error(req, res, 400, "embeddings are not supported yet (the embeddings issue)", {}, "unsupported");
-            state.metrics.requests_failed++;
-        });
+    for (const char* p : {"/v1/embeddings", "/embeddings"}) post(p, handle_embeddings);
+    post("/api/embed", handle_ollama_embed);
+    for (const char* p : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"}) post(p, handle_rerank);
 }
 
 std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, const std::string& path) const {
@@ -290,6 +295,12 @@ std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, c
     ContextOptions co;
     co.n_ctx = o.n_ctx;
     co.n_seq_max = o.parallel;
+    if (model->is_embedding_model()) {
+        // Generation routes refuse it (generating_model_for): one small slot, and
+        // -c (set for the chat models beside it) capped at its trained context.
+        co.n_ctx = std::min(o.n_ctx, model->n_ctx_train());
+        co.n_seq_max = 1;
+    }
     co.memory_budget = o.memory_budget;
     co.n_threads = o.n_threads;
     lm->scheduler = std::make_unique<Scheduler>(model, co, o.max_queue);
@@ -301,6 +312,10 @@ std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, c
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     if (options.parallel < 1) throw Error("--parallel must be at least 1, found " + std::to_string(options.parallel));
+    // The embeddings' defaults, checked now rather than on the first request.
+    if (!options.embd_pooling.empty()) parse_pooling(options.embd_pooling);
+    float p_norm = 0;
+    parse_normalization(options.embd_normalize, p_norm);
     impl_->state.options = std::move(options);
     Impl& im = *impl_;
     ModelCacheLimits limits;

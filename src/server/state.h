@@ -42,6 +42,8 @@ struct ServerState {
     // The model a request names (absent: the default), loaded on first use; 404
     // naming the available ones. Holding it keeps it resident.
     std::shared_ptr<LoadedModel> model_for(const Json& body);
+    // The same for a route that generates text: 400 for an embedding model.
+    std::shared_ptr<LoadedModel> generating_model_for(const Json& body);
 };
 
 // The JSON text of a response: invalid UTF-8 (a token that ends mid-character)

@@ -39,7 +39,7 @@ std::string public_layer(const std::string& header) {
         {"kiln/error.h", "gguf"},       {"kiln/quant.h", "quant"},          {"kiln/executor.h", "compute"},
         {"kiln/system.h", "compute"},   {"kiln/tokenizer.h", "tokenizer"},  {"kiln/model.h", "model"},
         {"kiln/model_card.h", "model"}, {"kiln/sampling.h", "sampling"},    {"kiln/constraint.h", "constrain"},
-        {"kiln/context.h", "engine"},   {"kiln/engine.h", "engine"},        {"kiln/jinja.h", "chat/jinja"},
+        {"kiln/context.h", "engine"},   {"kiln/engine.h", "engine"},        {"kiln/embedding.h", "engine"},        {"kiln/jinja.h", "chat/jinja"},
         {"kiln/chat_template.h", "chat"}, {"kiln/reply.h", "chat"},         {"kiln/reply_format.h", "chat"},
         {"kiln/tool_grammar.h", "chat"},
         {"kiln/chat.h", "chat"},        {"kiln/server.h", "server"},

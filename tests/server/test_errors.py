@@ -111,8 +111,8 @@ def test_body_too_large_is_413(server):
     check_error(status, body, 413)
 
 
-def test_embeddings_say_not_yet(server):
-    check_error(*call(server.url, "/v1/embeddings", {"input": "x"}), 400, contains="embeddings")
+def test_a_chat_model_cannot_embed(server):
+    check_error(*call(server.url, "/v1/embeddings", {"input": "x"}), 400, param="model", contains="no pooling type")
 
 
 @pytest.fixture(scope="module")

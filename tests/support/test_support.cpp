@@ -21,6 +21,7 @@ static std::string models_dir() {
 
 std::string smollm2_path() { return models_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf"; }
 std::string gemma3_path() { return models_dir() + "/gemma-3-270m-q4_k_m.gguf"; }
+std::string minilm_path() { return models_dir() + "/all-MiniLM-L6-v2.F16.gguf"; }
 
 std::string missing_reason(const std::string& path) {
     if (std::filesystem::exists(path)) return "";

@@ -13,6 +13,7 @@ std::string golden_path(const std::string& relative);
 // The installed model files (setup.sh links them into $KILN_MODELS).
 std::string smollm2_path();
 std::string gemma3_path();
+std::string minilm_path();  // all-MiniLM-L6-v2 converted by setup.sh (tools/bert_to_gguf.py)
 // Empty string if the file exists; otherwise the reason to print when skipping.
 std::string missing_reason(const std::string& path);
 // A scratch directory unique to this test process (created on first use).

@@ -20,6 +20,7 @@ void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
 void configure_qwen35(ArchConfig& c);
 void configure_nemotron_h(ArchConfig& c);
+void configure_bert(ArchConfig& c);  // an encoder (embeddings)
 // mixture-of-experts families (model/moe.h)
 void configure_gpt_oss(ArchConfig& c);
 void configure_olmoe(ArchConfig& c);

@@ -1,0 +1,319 @@
+// Embeddings (kiln/embedding.h): inputs packed as separate sequences into
+// batches of one Context, each sequence evaluated whole (an encoder's attention
+// sees all of it), its outputs pooled, then normalized.
+#include "kiln/embedding.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "compute/matmul.h"
+#include "compute/thread_pool.h"
+#include "kiln/context.h"
+#include "kiln/error.h"
+#include "model/internals.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr int k_default_ctx_cap = 8192;
+constexpr int k_default_batch = 2048;
+
+}  // namespace
+
+Normalization parse_normalization(std::string_view t, float& p) {
+    p = 2.0f;
+    if (t == "none") return Normalization::None;
+    if (t == "maxabs" || t == "max-abs") return Normalization::MaxAbs;
+    if (t == "l1") return Normalization::L1;
+    if (t == "l2") return Normalization::L2;
+    if (t.size() >= 2 && (t[0] == 'p' || t[0] == 'P')) {
+        const std::string num(t.substr(1));
+        char* end = nullptr;
+        const double v = std::strtod(num.c_str(), &end);
+        if (end && *end == '\0' && std::isfinite(v) && v > 0.0) {
+            p = static_cast<float>(v);
+            return Normalization::PNorm;
+        }
+    }
+    throw Error("normalization '" + std::string(t) + "': expected none, maxabs, l1, l2 or pN (N > 0)");
+}
+
+Pooling parse_pooling(std::string_view t) {
+    for (Pooling p : {Pooling::None, Pooling::Mean, Pooling::Cls, Pooling::Last, Pooling::Rank})
+        if (t == pooling_name(p)) return p;
+    throw Error("pooling '" + std::string(t) + "': expected none, mean, cls, last or rank");
+}
+
+std::string_view pooling_name(Pooling p) {
+    switch (p) {
+        case Pooling::None: return "none";
+        case Pooling::Mean: return "mean";
+        case Pooling::Cls: return "cls";
+        case Pooling::Last: return "last";
+        case Pooling::Rank: return "rank";
+    }
+    return "unknown";
+}
+
+void normalize_embedding(std::span<float> v, Normalization kind, float p) {
+    double norm = 0.0;
+    switch (kind) {
+        case Normalization::None: return;
+        case Normalization::MaxAbs:
+            for (float x : v) norm = std::max(norm, static_cast<double>(std::fabs(x)));
+            break;
+        case Normalization::L1:
+            for (float x : v) norm += std::fabs(static_cast<double>(x));
+            break;
+        case Normalization::L2:
+            for (float x : v) norm += static_cast<double>(x) * static_cast<double>(x);
+            norm = std::sqrt(norm);
+            break;
+        case Normalization::PNorm:
+            for (float x : v) norm += std::pow(std::fabs(static_cast<double>(x)), static_cast<double>(p));
+            norm = std::pow(norm, 1.0 / static_cast<double>(p));
+            break;
+    }
+    if (norm <= 0.0) return;
+    const float inv = static_cast<float>(1.0 / norm);
+    for (float& x : v) x *= inv;
+}
+
+struct Embedder::Impl {
+    std::shared_ptr<const Model> model;
+    std::unique_ptr<Context> ctx;
+    int n_ctx = 0;
+    int n_batch = 0;
+    int n_seq_max = 0;
+    std::unique_ptr<ThreadPool> pool;  // the classification head's products
+    MatmulScratch mm;
+};
+
+Embedder::Embedder(std::shared_ptr<const Model> model, const EmbedderOptions& o) : impl_(std::make_unique<Impl>()) {
+    Impl& im = *impl_;
+    if (!model) throw Error("embedder: no model");
+    im.model = std::move(model);
+    im.n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(im.model->n_ctx_train(), k_default_ctx_cap);
+    if (o.n_seq_max < 1) throw Error("embedder: the number of sequences must be positive");
+    im.n_seq_max = o.n_seq_max;
+    // A non-causal sequence is evaluated in one forward pass: a batch holds at
+    // least one whole input of the context's length.
+    im.n_batch = std::max(o.n_batch > 0 ? o.n_batch : k_default_batch, im.n_ctx);
+    ContextOptions co;
+    co.n_ctx = im.n_ctx;
+    co.n_seq_max = im.n_seq_max;
+    co.n_batch = im.n_batch;
+    co.n_threads = o.n_threads;
+    co.executor = o.executor;
+    co.hidden_states = true;
+    co.logits = false;
+    im.ctx = std::make_unique<Context>(im.model, co);
+    im.n_batch = im.ctx->n_batch();
+    im.pool = std::make_unique<ThreadPool>(o.executor ? o.executor : Executor::shared(), o.n_threads);
+}
+
+Embedder::~Embedder() = default;
+
+const Model& Embedder::model() const { return *impl_->model; }
+int Embedder::n_ctx() const { return impl_->n_ctx; }
+int Embedder::n_embd() const { return impl_->model->n_embd(); }
+
+Pooling Embedder::pooling(const EmbedOptions& o) const {
+    if (o.pooling) return *o.pooling;
+    if (auto p = impl_->model->pooling()) return *p;
+    throw Error("model '" + impl_->model->path() + "' sets no pooling type ('" + impl_->model->architecture() +
+                ".pooling_type'): choose one (none, mean, cls, last or rank)");
+}
+
+std::vector<TokenId> Embedder::tokenize(std::string_view text) const {
+    // Control-token text ("[SEP]") becomes the token, as llama-server and Hugging Face do.
+    return impl_->model->tokenizer().encode(text, {.add_special = true, .parse_special = true});
+}
+
+EmbedInput Embedder::tokenize_pair(std::string_view query, std::string_view document) const {
+    const Tokenizer& tok = impl_->model->tokenizer();
+    const SpecialTokens& sp = tok.special();
+    const TokenId cls = sp.bos, sep = sp.sep != k_no_token ? sp.sep : sp.eos;
+    if (cls == k_no_token || sep == k_no_token)
+        throw Error("model '" + impl_->model->path() + "': the vocabulary has no CLS / SEP tokens to join a query and a document");
+    EmbedInput in;
+    in.tokens.push_back(cls);
+    tok.encode(query, in.tokens, {.add_special = false, .parse_special = false});
+    in.tokens.push_back(sep);
+    in.token_types.assign(in.tokens.size(), 0);
+    tok.encode(document, in.tokens, {.add_special = false, .parse_special = false});
+    in.tokens.push_back(sep);
+    in.token_types.resize(in.tokens.size(), 1);
+    return in;
+}
+
+std::vector<Embedding> Embedder::embed(std::span<const std::vector<TokenId>> inputs, const EmbedOptions& o) {
+    std::vector<EmbedInput> in(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) in[i].tokens = inputs[i];
+    return embed(std::span<const EmbedInput>(in), o);
+}
+
+std::vector<Embedding> Embedder::embed_texts(std::span<const std::string> texts, const EmbedOptions& o) {
+    std::vector<EmbedInput> in(texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) in[i].tokens = tokenize(texts[i]);
+    return embed(std::span<const EmbedInput>(in), o);
+}
+
+std::vector<float> Embedder::rerank(std::string_view query, std::span<const std::string> documents, bool truncate,
+                                    int64_t* n_tokens) {
+    const ModelWeights& w = ModelInternals::weights(*impl_->model);
+    if (w.cls_out.empty())
+        throw Error("model '" + impl_->model->path() + "' is not a reranker: it has no classification head (cls.output.weight)");
+    std::vector<EmbedInput> pairs;
+    for (const std::string& d : documents) pairs.push_back(tokenize_pair(query, d));
+    EmbedOptions o;
+    o.pooling = Pooling::Rank;
+    o.truncate = truncate;
+    std::vector<float> scores;
+    int64_t tokens = 0;
+    for (const Embedding& e : embed(std::span<const EmbedInput>(pairs), o)) {
+        scores.push_back(e.values.at(0));
+        tokens += e.n_tokens;
+    }
+    if (n_tokens) *n_tokens = tokens;
+    return scores;
+}
+
+std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const EmbedOptions& o) {
+    Impl& im = *impl_;
+    const Pooling pooling = this->pooling(o);
+    const int n_embd = im.model->n_embd();
+    const ModelWeights& w = ModelInternals::weights(*im.model);
+    if (pooling == Pooling::Rank && w.cls.empty() && w.cls_out.empty())
+        throw Error("model '" + im.model->path() + "' has no classification head (cls / cls.output tensors) for rank pooling");
+    if (o.dimensions < 0 || o.dimensions > n_embd)
+        throw Error("dimensions " + std::to_string(o.dimensions) + ": the model's embeddings have " + std::to_string(n_embd));
+    if (o.dimensions > 0 && (pooling == Pooling::Rank || pooling == Pooling::None))
+        throw Error("dimensions apply to pooled embeddings, not to pooling '" + std::string(pooling_name(pooling)) + "'");
+
+    // Every input checked (and cut, if asked) before anything is evaluated.
+    std::vector<EmbedInput> cut;  // inputs that were truncated, by index
+    std::vector<const EmbedInput*> use(inputs.size());
+    std::vector<Embedding> out(inputs.size());
+    const int n_vocab = im.model->n_vocab();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const EmbedInput& in = inputs[i];
+        if (in.tokens.empty()) throw Error("input " + std::to_string(i) + " has no tokens");
+        if (!in.token_types.empty() && in.token_types.size() != in.tokens.size())
+            throw Error("input " + std::to_string(i) + ": " + std::to_string(in.token_types.size()) + " token types for " +
+                        std::to_string(in.tokens.size()) + " tokens");
+        for (TokenId t : in.tokens)
+            if (t < 0 || t >= n_vocab)
+                throw Error("input " + std::to_string(i) + ": token id " + std::to_string(t) + " is outside the vocabulary (" +
+                            std::to_string(n_vocab) + ")");
+        use[i] = &in;
+    }
+    cut.reserve(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const EmbedInput& in = inputs[i];
+        const size_t len = in.tokens.size();
+        if (len <= static_cast<size_t>(im.n_ctx)) continue;
+        if (!o.truncate)
+            throw Error("input " + std::to_string(i) + " has " + std::to_string(len) + " tokens, more than the context of " +
+                        std::to_string(im.n_ctx) + " (truncation is off)");
+        EmbedInput c;
+        const size_t keep = static_cast<size_t>(im.n_ctx);
+        c.tokens.assign(in.tokens.begin(), in.tokens.begin() + static_cast<std::ptrdiff_t>(keep - 1));
+        c.tokens.push_back(in.tokens.back());  // the end token the tokenizer added (SEP / EOS)
+        if (!in.token_types.empty()) {
+            c.token_types.assign(in.token_types.begin(), in.token_types.begin() + static_cast<std::ptrdiff_t>(keep - 1));
+            c.token_types.push_back(in.token_types.back());
+        }
+        cut.push_back(std::move(c));
+        use[i] = &cut.back();
+        out[i].truncated = true;
+    }
+
+    // Inputs packed in order into batches of at most n_seq_max sequences and
+    // n_batch tokens; every sequence is cleared after its batch.
+    Context& ctx = *im.ctx;
+    Batch batch;
+    std::vector<float> pooled(static_cast<size_t>(n_embd)), cls_hidden;
+    for (size_t first = 0; first < inputs.size();) {
+        size_t last = first;
+        int tokens = 0;
+        while (last < inputs.size() && static_cast<int>(last - first) < im.n_seq_max &&
+               tokens + static_cast<int>(use[last]->tokens.size()) <= im.n_batch) {
+            tokens += static_cast<int>(use[last]->tokens.size());
+            ++last;
+        }
+        batch.clear();
+        for (size_t i = first; i < last; ++i) {
+            const EmbedInput& in = *use[i];
+            const int n = static_cast<int>(in.tokens.size());
+            const SeqId seq = static_cast<SeqId>(i - first);
+            for (int t = 0; t < n; ++t) {
+                const bool wanted = pooling == Pooling::Mean || pooling == Pooling::None ||
+                                    ((pooling == Pooling::Cls || pooling == Pooling::Rank) && t == 0) ||
+                                    (pooling == Pooling::Last && t == n - 1);
+                batch.add(in.tokens[static_cast<size_t>(t)], t, seq, wanted,
+                          in.token_types.empty() ? 0 : in.token_types[static_cast<size_t>(t)]);
+            }
+        }
+        ctx.decode(batch);
+        int k = 0;  // the next output, in batch order
+        for (size_t i = first; i < last; ++i) {
+            const int n = static_cast<int>(use[i]->tokens.size());
+            Embedding& e = out[i];
+            e.n_tokens = n;
+            if (pooling == Pooling::None) {
+                e.values.resize(static_cast<size_t>(n) * static_cast<size_t>(n_embd));
+                for (int t = 0; t < n; ++t) {
+                    auto h = ctx.hidden(k++);
+                    std::span<float> row(e.values.data() + static_cast<size_t>(t) * static_cast<size_t>(n_embd), static_cast<size_t>(n_embd));
+                    std::copy(h.begin(), h.end(), row.begin());
+                    normalize_embedding(row, o.normalize, o.p);
+                }
+                continue;
+            }
+            if (pooling == Pooling::Mean) {
+                std::fill(pooled.begin(), pooled.end(), 0.0f);
+                for (int t = 0; t < n; ++t) {
+                    auto h = ctx.hidden(k++);
+                    for (int j = 0; j < n_embd; ++j) pooled[static_cast<size_t>(j)] += h[static_cast<size_t>(j)];
+                }
+                const float inv = 1.0f / static_cast<float>(n);
+                for (float& x : pooled) x *= inv;
+            } else {
+                auto h = ctx.hidden(k++);
+                std::copy(h.begin(), h.end(), pooled.begin());
+            }
+            if (pooling == Pooling::Rank) {
+                // cls (+ bias, tanh), then cls.output (+ bias), as llama.cpp's rank pooling.
+                std::vector<float> x = pooled;
+                if (!w.cls.empty()) {
+                    cls_hidden.resize(static_cast<size_t>(n_embd));
+                    matmul(w.cls, x.data(), 1, cls_hidden.data(), *im.pool, im.mm);
+                    for (int j = 0; j < n_embd; ++j)
+                        cls_hidden[static_cast<size_t>(j)] =
+                            std::tanh(cls_hidden[static_cast<size_t>(j)] + (w.cls_b ? w.cls_b[j] : 0.0f));
+                    x = cls_hidden;
+                }
+                if (!w.cls_out.empty()) {
+                    e.values.resize(static_cast<size_t>(w.cls_out.n_out));
+                    matmul(w.cls_out, x.data(), 1, e.values.data(), *im.pool, im.mm);
+                    if (w.cls_out_b)
+                        for (size_t j = 0; j < e.values.size(); ++j) e.values[j] += w.cls_out_b[j];
+                } else {
+                    e.values = x;
+                }
+                continue;
+            }
+            const size_t dims = o.dimensions > 0 ? static_cast<size_t>(o.dimensions) : static_cast<size_t>(n_embd);
+            e.values.assign(pooled.begin(), pooled.begin() + static_cast<std::ptrdiff_t>(dims));
+            normalize_embedding(e.values, o.normalize, o.p);
+        }
+        for (size_t i = first; i < last; ++i) ctx.seq_clear(static_cast<SeqId>(i - first));
+        first = last;
+    }
+    return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,292 @@
+// Embeddings (kiln/embedding.h) of the tiny random encoders against llama.cpp
+// (tests/golden/embedding/tiny, tools/tiny_embedding_fixtures.py): tokens equal,
+// pooled vectors within cosine 0.9999 (max abs diff printed), a batch of inputs
+// of different lengths equal to each input alone bit for bit; pooling,
+// normalization, Matryoshka dimensions and truncation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kiln/context.h"
+#include "kiln/embedding.h"
+#include "kiln/error.h"
+#include "kiln/model.h"
+#include "support/test_support.h"
+#include "support/tiny_encoders.h"
+
+namespace kiln {
+namespace {
+
+std::string vocab_path() { return std::string(KILN_SOURCE_DIR) + "/../shared/testdata/tokenizer/ggml-vocab-bert-bge.gguf"; }
+
+std::shared_ptr<const Model> tiny(const std::string& name) {
+    const std::string path = test::temp_dir() + "/tiny-enc-" + name + ".gguf";
+    test::write_tiny_encoder(name, vocab_path(), path);
+    return Model::load(path);
+}
+
+nlohmann::json fixture(const std::string& name) {
+    std::ifstream f(test::golden_path("embedding/tiny/" + name + ".json"));
+    return nlohmann::json::parse(f);
+}
+
+double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        ab += static_cast<double>(a[i]) * b[i];
+        aa += static_cast<double>(a[i]) * a[i];
+        bb += static_cast<double>(b[i]) * b[i];
+    }
+    return ab / std::sqrt(aa * bb);
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+    return m;
+}
+
+class TinyEncoder : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        const std::string why = test::missing_reason(vocab_path());
+        if (!why.empty()) KILN_SKIP_MISSING(why);
+    }
+};
+
+TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
+    const std::string name = GetParam();
+    auto model = tiny(name);
+    const nlohmann::json fx = fixture(name);
+    const auto texts = fx["texts"].get<std::vector<std::string>>();
+    ASSERT_EQ(texts, test::tiny_encoder_texts()) << "the fixture's texts are stale: rerun tools/tiny_embedding_fixtures.py";
+    Embedder emb(model, {.n_seq_max = 8});
+    EmbedOptions o;
+    o.normalize = Normalization::None;
+    const bool rank = fx["pooling"].get<int>() == 4;
+    ASSERT_EQ(emb.pooling(o), rank ? Pooling::Rank : Pooling::Mean);
+
+    std::vector<std::vector<TokenId>> tokens;
+    for (size_t i = 0; i < texts.size(); ++i) {
+        tokens.push_back(emb.tokenize(texts[i]));
+        EXPECT_EQ(tokens.back(), fx["tokens"][i].get<std::vector<TokenId>>()) << texts[i];
+    }
+    // Alone, then all in one batch: the same bits.
+    std::vector<Embedding> alone;
+    for (const auto& t : tokens) alone.push_back(emb.embed(std::span(&t, 1), o).at(0));
+    const std::vector<Embedding> batch = emb.embed(tokens, o);
+    ASSERT_EQ(batch.size(), texts.size());
+    double worst_cos = 1, worst_diff = 0;
+    for (size_t i = 0; i < texts.size(); ++i) {
+        EXPECT_EQ(batch[i].values, alone[i].values) << "input " << i << " differs in a batch";
+        EXPECT_EQ(batch[i].n_tokens, static_cast<int>(tokens[i].size()));
+        for (const char* which : {"alone", "batch"}) {
+            const auto want = fx[which][i].get<std::vector<float>>();
+            ASSERT_EQ(alone[i].values.size(), want.size());
+            const double d = max_abs_diff(alone[i].values, want);
+            worst_diff = std::max(worst_diff, d);
+            if (rank) {
+                EXPECT_LE(d, 1e-3 * std::max(1.0, std::fabs(static_cast<double>(want[0])))) << which << " " << i;
+            } else {
+                const double c = cosine(alone[i].values, want);
+                worst_cos = std::min(worst_cos, c);
+                EXPECT_GE(c, 0.9999) << which << " " << i << " max abs diff " << d;
+            }
+        }
+    }
+    std::printf("[ %s ] vs llama.cpp: min cosine %.7f, max abs diff %.3g\n", name.c_str(), worst_cos, worst_diff);
+}
+
+INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder, ::testing::Values("bert", "bert_q8_0", "bert_rank"));
+
+class EmbeddingOptions : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const std::string why = test::missing_reason(vocab_path());
+        if (!why.empty()) KILN_SKIP_MISSING(why);
+        if (!model_) model_ = tiny("bert");
+    }
+    static std::shared_ptr<const Model> model_;
+};
+std::shared_ptr<const Model> EmbeddingOptions::model_;
+
+TEST_F(EmbeddingOptions, PoolingKindsFromTokenVectors) {
+    Embedder emb(model_);
+    const std::vector<std::string> texts = {"pooling over the tokens of this input"};
+    EmbedOptions o;
+    o.normalize = Normalization::None;
+    o.pooling = Pooling::None;
+    const Embedding all = emb.embed_texts(texts, o).at(0);
+    const size_t e = static_cast<size_t>(emb.n_embd());
+    ASSERT_EQ(all.values.size(), e * static_cast<size_t>(all.n_tokens));
+    o.pooling = Pooling::Cls;
+    EXPECT_EQ(emb.embed_texts(texts, o).at(0).values, std::vector<float>(all.values.begin(), all.values.begin() + static_cast<long>(e)));
+    o.pooling = Pooling::Last;
+    EXPECT_EQ(emb.embed_texts(texts, o).at(0).values, std::vector<float>(all.values.end() - static_cast<long>(e), all.values.end()));
+    o.pooling = Pooling::Mean;
+    const Embedding mean = emb.embed_texts(texts, o).at(0);
+    for (size_t j = 0; j < e; ++j) {
+        double s = 0;
+        for (int t = 0; t < all.n_tokens; ++t) s += all.values[static_cast<size_t>(t) * e + j];
+        EXPECT_NEAR(mean.values[j], s / all.n_tokens, 1e-5);
+    }
+    o.pooling = Pooling::Rank;
+    EXPECT_THROW(emb.embed_texts(texts, o), Error);  // no classification head
+}
+
+TEST_F(EmbeddingOptions, Normalizations) {
+    Embedder emb(model_);
+    const std::vector<std::string> texts = {"normalize me"};
+    EmbedOptions o;
+    o.normalize = Normalization::None;
+    const std::vector<float> raw = emb.embed_texts(texts, o).at(0).values;
+    auto norm = [&](Normalization n, float p) {
+        o.normalize = n;
+        o.p = p;
+        return emb.embed_texts(texts, o).at(0).values;
+    };
+    double l2 = 0, l1 = 0, mx = 0, p3 = 0;
+    for (float x : norm(Normalization::L2, 2)) l2 += x * x;
+    for (float x : norm(Normalization::L1, 2)) l1 += std::fabs(x);
+    for (float x : norm(Normalization::MaxAbs, 2)) mx = std::max(mx, static_cast<double>(std::fabs(x)));
+    for (float x : norm(Normalization::PNorm, 3)) p3 += std::pow(std::fabs(x), 3.0);
+    EXPECT_NEAR(l2, 1.0, 1e-5);
+    EXPECT_NEAR(l1, 1.0, 1e-5);
+    EXPECT_NEAR(mx, 1.0, 1e-6);
+    EXPECT_NEAR(p3, 1.0, 1e-5);
+    // The default is L2, and the direction is the raw vector's.
+    EXPECT_GT(cosine(emb.embed_texts(texts).at(0).values, raw), 0.999999);
+    float p = 0;
+    EXPECT_EQ(parse_normalization("p3", p), Normalization::PNorm);
+    EXPECT_EQ(p, 3.0f);
+    EXPECT_EQ(parse_normalization("maxabs", p), Normalization::MaxAbs);
+    EXPECT_THROW(parse_normalization("p0", p), Error);
+    EXPECT_THROW(parse_normalization("l3", p), Error);
+    EXPECT_EQ(parse_pooling("cls"), Pooling::Cls);
+    EXPECT_THROW(parse_pooling("max"), Error);
+}
+
+TEST_F(EmbeddingOptions, MatryoshkaDimensions) {
+    Embedder emb(model_);
+    const std::vector<std::string> texts = {"first and shortest", "a second input, longer than the first one"};
+    EmbedOptions o;
+    o.normalize = Normalization::None;
+    const auto raw = emb.embed_texts(texts, o);
+    o.normalize = Normalization::L2;
+    o.dimensions = 16;
+    const auto cut = emb.embed_texts(texts, o);
+    for (size_t i = 0; i < texts.size(); ++i) {
+        ASSERT_EQ(cut[i].values.size(), 16u);
+        std::vector<float> want(raw[i].values.begin(), raw[i].values.begin() + 16);
+        normalize_embedding(want, Normalization::L2);
+        EXPECT_EQ(cut[i].values, want);
+    }
+    o.dimensions = emb.n_embd() + 1;
+    EXPECT_THROW(emb.embed_texts(texts, o), Error);
+}
+
+TEST_F(EmbeddingOptions, TruncationOrALengthError) {
+    Embedder emb(model_, {.n_ctx = 8});
+    const std::vector<std::string> texts = {"this input has many more tokens than the tiny context of eight holds"};
+    const auto ids = emb.tokenize(texts[0]);
+    ASSERT_GT(ids.size(), 8u);
+    try {
+        emb.embed_texts(texts);
+        FAIL() << "no error for an over-long input";
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find(std::to_string(ids.size()) + " tokens"), std::string::npos) << m;
+        EXPECT_NE(m.find("context of 8"), std::string::npos) << m;
+    }
+    EmbedOptions o;
+    o.truncate = true;
+    const Embedding e = emb.embed_texts(texts, o).at(0);
+    EXPECT_TRUE(e.truncated);
+    EXPECT_EQ(e.n_tokens, 8);
+    // The same as the first 7 tokens and the SEP given directly.
+    std::vector<TokenId> cut(ids.begin(), ids.begin() + 7);
+    cut.push_back(ids.back());
+    EXPECT_EQ(emb.embed(std::span(&cut, 1)).at(0).values, e.values);
+}
+
+TEST_F(EmbeddingOptions, ManyInputsOverSeveralBatches) {
+    // More inputs than sequences per batch and than one batch's tokens: still each alone's bits.
+    Embedder emb(model_, {.n_seq_max = 3, .n_batch = 40});
+    std::vector<std::string> texts;
+    for (int i = 0; i < 10; ++i) texts.push_back("input number " + std::to_string(i) + std::string(static_cast<size_t>(i), '!'));
+    const auto all = emb.embed_texts(texts);
+    Embedder single(model_, {.n_seq_max = 1});
+    for (size_t i = 0; i < texts.size(); ++i)
+        EXPECT_EQ(all[i].values, single.embed_texts(std::span(&texts[i], 1)).at(0).values) << i;
+}
+
+TEST_F(EmbeddingOptions, EncoderHasNoLogits) {
+    EXPECT_TRUE(model_->is_embedding_model());
+    EXPECT_FALSE(model_->has_output_head());
+    Context ctx(model_, {.n_ctx = 16, .hidden_states = true});
+    Batch b;
+    b.add(101, 0, 0, true);
+    b.add(102, 1, 0, true);
+    ctx.decode(b);
+    EXPECT_EQ(ctx.hidden(1).size(), static_cast<size_t>(model_->n_embd()));
+    EXPECT_THROW(ctx.logits(0), Error);
+    // Token types beyond the file's two are an error naming them.
+    Context c2(model_, {.n_ctx = 16, .hidden_states = true});
+    Batch t;
+    t.add(101, 0, 0, true, 2);
+    EXPECT_THROW(c2.decode(t), Error);
+}
+
+TEST_F(EmbeddingOptions, PairsTakeTypeOneForTheSecondSegment) {
+    Embedder emb(model_);
+    const EmbedInput pair = emb.tokenize_pair("a query", "the document");
+    const Tokenizer& tok = model_->tokenizer();
+    ASSERT_EQ(pair.tokens.front(), tok.special().bos);
+    ASSERT_EQ(pair.tokens.back(), tok.special().sep);
+    ASSERT_EQ(pair.tokens.size(), pair.token_types.size());
+    const auto q = tok.encode("a query", {.add_special = false});
+    EXPECT_EQ(pair.token_types[q.size() + 1], 0);  // the first SEP
+    EXPECT_EQ(pair.token_types[q.size() + 2], 1);
+    EXPECT_EQ(pair.token_types.back(), 1);
+    // Type 1's row changes the result.
+    EmbedInput zero = pair;
+    std::fill(zero.token_types.begin(), zero.token_types.end(), 0);
+    const std::vector<EmbedInput> both = {pair, zero};
+    const auto out = emb.embed(std::span<const EmbedInput>(both));
+    EXPECT_NE(out[0].values, out[1].values);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Rerank, ScoresArePairsThroughTheClassificationHead) {
+    const std::string why = test::missing_reason(vocab_path());
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    auto model = tiny("bert_rank");
+    ASSERT_EQ(model->n_cls_out(), 1);
+    Embedder emb(model);
+    const std::vector<std::string> docs = {"a short document", "another, somewhat longer document about something else", "x"};
+    const std::string query = "which document?";
+    int64_t tokens = 0;
+    const std::vector<float> scores = emb.rerank(query, docs, false, &tokens);
+    ASSERT_EQ(scores.size(), docs.size());
+    int64_t want_tokens = 0;
+    for (size_t i = 0; i < docs.size(); ++i) {
+        const EmbedInput pair = emb.tokenize_pair(query, docs[i]);
+        want_tokens += static_cast<int64_t>(pair.tokens.size());
+        EXPECT_EQ(emb.embed(std::span(&pair, 1)).at(0).values.at(0), scores[i]) << i;  // alone == batched
+    }
+    EXPECT_EQ(tokens, want_tokens);
+    EXPECT_NE(scores[0], scores[1]);
+    // A model without the head is not a reranker.
+    Embedder plain(tiny("bert"));
+    EXPECT_THROW(plain.rerank(query, docs), Error);
+}
+
+}  // namespace
+}  // namespace kiln

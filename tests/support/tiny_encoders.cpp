@@ -1,0 +1,174 @@
+#include "support/tiny_encoders.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+#include "kiln/error.h"
+#include "kiln/gguf/file.h"
+#include "kiln/gguf/writer.h"
+#include "kiln/quant.h"
+
+namespace kiln::test {
+
+namespace {
+
+using gguf::Value;
+
+// Values from mt19937_64's raw output (fixed by the standard, unlike its
+// distributions), in exactly representable steps so every platform agrees.
+class Values {
+public:
+    explicit Values(uint64_t seed) : gen_(seed) {}
+    float uniform() { return static_cast<float>(static_cast<int64_t>(gen_() >> 40) - (1ll << 23)) / static_cast<float>(1 << 23); }
+
+private:
+    std::mt19937_64 gen_;
+};
+
+class EncoderWriter {
+public:
+    EncoderWriter(uint64_t seed) : v_(seed) {}
+    gguf::Writer& writer() { return w_; }
+
+    // [n_in, n_out] uniform values times gain / sqrt(n_in), stored as type (F16 or F32).
+    void matrix(const std::string& name, int64_t n_in, int64_t n_out, GgmlType type, float gain = 1.0f) {
+        std::vector<float> x(static_cast<size_t>(n_in * n_out));
+        const float s = gain / std::sqrt(static_cast<float>(n_in));
+        for (float& f : x) f = v_.uniform() * s;
+        add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, x, type);
+    }
+    // A norm weight around 1 or a bias around 0, f32.
+    void vector(const std::string& name, int64_t n, float center, float spread) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (float& f : x) f = center + spread * v_.uniform();
+        add(name, {static_cast<uint64_t>(n)}, x, GgmlType::F32);
+    }
+
+private:
+    void add(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& x, GgmlType type) {
+        std::vector<uint8_t> bytes;
+        if (type == GgmlType::F32) {
+            bytes.resize(x.size() * 4);
+            std::memcpy(bytes.data(), x.data(), bytes.size());
+        } else if (type == GgmlType::F16) {
+            bytes.resize(x.size() * 2);
+            for (size_t i = 0; i < x.size(); ++i) {
+                const uint16_t h = quant::fp32_to_fp16(x[i]);
+                std::memcpy(bytes.data() + 2 * i, &h, 2);
+            }
+        } else {
+            const uint64_t row = shape[0], rb = ggml_row_bytes(type, row);
+            const uint64_t rows = x.size() / row;
+            bytes.resize(static_cast<size_t>(rb * rows));
+            for (uint64_t r = 0; r < rows; ++r)
+                quant::quantize_row(type, x.data() + r * row, bytes.data() + r * rb, static_cast<int64_t>(row));
+        }
+        w_.add_tensor(name, type, std::move(shape), std::move(bytes));
+    }
+
+    Values v_;
+    gguf::Writer w_;
+};
+
+struct EncoderRecipe {
+    std::string name, description;
+    GgmlType matrix_type = GgmlType::F16;
+    bool rank = false;  // a classification head and rank pooling
+};
+
+const std::vector<EncoderRecipe>& recipes() {
+    static const std::vector<EncoderRecipe> r = {
+        {"bert", "BERT encoder: learned positions, 2 token types, post-LayerNorm blocks with biases, GELU FFN, mean pooling; F16", GgmlType::F16, false},
+        {"bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false},
+        {"bert_rank", "BERT cross-encoder: cls + cls.output classification head (1 label), rank pooling; F16", GgmlType::F16, true},
+    };
+    return r;
+}
+
+}  // namespace
+
+std::vector<TinyEncoderInfo> tiny_encoders() {
+    std::vector<TinyEncoderInfo> out;
+    for (const auto& r : recipes()) out.push_back({r.name, r.description});
+    return out;
+}
+
+std::vector<std::string> tiny_encoder_texts() {
+    return {
+        "Hello world",
+        "The quick brown fox jumps over the lazy dog.",
+        "Embeddings turn text into vectors; similar meanings land close together, so retrieval can rank documents by cosine.",
+        "a",
+        "Ünïcödé, numbers 12345 and punctuation!? all-in-one: tokenization edge cases (WordPiece ##subwords).",
+    };
+}
+
+void write_tiny_encoder(const std::string& name, const std::string& vocab_source, const std::string& path) {
+    const EncoderRecipe* r = nullptr;
+    for (const auto& x : recipes())
+        if (x.name == name) r = &x;
+    if (!r) throw std::runtime_error("no tiny encoder '" + name + "'");
+    uint64_t seed = 27;
+    for (char c : name) seed = seed * 131 + static_cast<unsigned char>(c);
+    EncoderWriter t(seed);
+    gguf::Metadata& md = t.writer().metadata();
+    const int n_layer = 2, n_embd = 64, n_head = 4, n_ff = 128, n_ctx = 512;
+    md.add("general.architecture", Value::string("bert"));
+    md.add("general.name", Value::string("kiln tiny " + name));
+    md.add("bert.context_length", Value::u32(n_ctx));
+    md.add("bert.embedding_length", Value::u32(n_embd));
+    md.add("bert.feed_forward_length", Value::u32(n_ff));
+    md.add("bert.block_count", Value::u32(n_layer));
+    md.add("bert.attention.head_count", Value::u32(n_head));
+    md.add("bert.attention.layer_norm_epsilon", Value::f32(1e-12f));
+    md.add("bert.attention.causal", Value::boolean(false));
+    md.add("bert.pooling_type", Value::u32(r->rank ? 4 : 1));
+
+    gguf::File src = gguf::File::open(vocab_source);
+    gguf::Metadata tok = gguf::materialize_metadata(src);
+    int64_t n_vocab = 0;
+    uint64_t n_types = 0;
+    for (const auto& [k, v] : tok.entries()) {
+        if (k.rfind("tokenizer.", 0) != 0) continue;
+        md.add(k, v);
+        if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
+        if (k == "tokenizer.ggml.token_type_count") n_types = v.raw_u64();
+    }
+    if (n_vocab == 0 || n_types == 0) throw Error(vocab_source + ": not a bert vocabulary (tokens, token_type_count)");
+
+    const GgmlType mt = r->matrix_type;
+    const int64_t e = n_embd;
+    t.matrix("token_embd.weight", e, n_vocab, GgmlType::F16, 8.0f);
+    t.matrix("token_types.weight", e, static_cast<int64_t>(n_types), GgmlType::F32, 8.0f);
+    t.matrix("position_embd.weight", e, n_ctx, GgmlType::F32, 8.0f);
+    t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+    t.vector("token_embd_norm.bias", e, 0.0f, 0.2f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        for (const char* m : {"attn_q", "attn_k", "attn_v"}) {
+            t.matrix(p + m + ".weight", e, e, mt, 2.0f);
+            t.vector(p + m + ".bias", e, 0.0f, 0.3f);
+        }
+        t.matrix(p + "attn_output.weight", e, e, mt);
+        t.vector(p + "attn_output.bias", e, 0.0f, 0.3f);
+        t.vector(p + "attn_output_norm.weight", e, 1.0f, 0.2f);
+        t.vector(p + "attn_output_norm.bias", e, 0.0f, 0.2f);
+        t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
+        t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.3f);
+        t.matrix(p + "ffn_down.weight", n_ff, e, mt);
+        t.vector(p + "ffn_down.bias", e, 0.0f, 0.3f);
+        t.vector(p + "layer_output_norm.weight", e, 1.0f, 0.2f);
+        t.vector(p + "layer_output_norm.bias", e, 0.0f, 0.2f);
+    }
+    if (r->rank) {
+        t.matrix("cls.weight", e, e, GgmlType::F32, 2.0f);
+        t.vector("cls.bias", e, 0.0f, 0.3f);
+        t.matrix("cls.output.weight", e, 1, GgmlType::F32, 2.0f);
+        t.vector("cls.output.bias", 1, 0.0f, 0.3f);
+    }
+    t.writer().write(path);
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,27 @@
+// Tiny random encoder models (embeddings, reranking), written by kiln's GGUF
+// writer with a fixed seed and a real WordPiece vocabulary copied in, with the
+// tensor names and keys llama.cpp's converter writes. llama.cpp's pooled
+// embeddings for them are committed (tools/tiny_embedding_fixtures.py) and
+// compared in tests/engine/test_embedding.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kiln::test {
+
+struct TinyEncoderInfo {
+    std::string name;         // "bert", "bert_rank"
+    std::string description;  // what it exercises
+};
+
+std::vector<TinyEncoderInfo> tiny_encoders();
+
+// Writes tiny encoder `name` to `path`, with the vocabulary of the GGUF at
+// `vocab_source` (a bert vocab-only file).
+void write_tiny_encoder(const std::string& name, const std::string& vocab_source, const std::string& path);
+
+// The texts every tiny encoder is evaluated on (different lengths).
+std::vector<std::string> tiny_encoder_texts();
+
+}  // namespace kiln::test

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""llama.cpp's pooled embeddings for kiln's tiny random encoders.
+
+The encoders are written by kiln's own GGUF writer (build/tests/make_tiny_encoder,
+fixed seed, the bert-bge WordPiece vocabulary of the shared test data copied
+in); the tests rebuild the same files byte for byte and compare with these
+vectors. Per encoder: the model file's sha256, and per text of
+`make_tiny_encoder --list` llama.cpp's tokens (CLS ... SEP) and its pooled,
+unnormalized output (llama-cpp-python `embed(normalize=False)`: the mean of the
+token vectors, or for rank pooling the classifier's score), each text alone
+and all texts in one batch (different lengths, separate sequences).
+
+Usage: tools/tiny_embedding_fixtures.py [--build build]
+"""
+import argparse
+import hashlib
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from llama_cpp import Llama
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "golden" / "embedding" / "tiny"
+VOCAB = ROOT.parent / "shared" / "testdata" / "tokenizer" / "ggml-vocab-bert-bge.gguf"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--vocab", default=str(VOCAB))
+    args = ap.parse_args()
+    tool = Path(args.build) / "tests" / "make_tiny_encoder"
+    listing = subprocess.run([str(tool), "--list"], check=True, capture_output=True, text=True).stdout.split("\n")
+    cut = listing.index("texts")
+    names = [line.split("\t")[0] for line in listing[:cut]]
+    texts = [t for t in listing[cut + 1:] if t]
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            path = Path(tmp) / f"tiny-{name}.gguf"
+            subprocess.run([str(tool), name, args.vocab, str(path)], check=True)
+            sha = hashlib.sha256(path.read_bytes()).hexdigest()
+            llm = Llama(model_path=str(path), embedding=True, n_ctx=512, n_batch=512, n_seq_max=8,
+                        verbose=False, n_threads=2)
+            rank = llm.pooling_type() == 4
+            width = 1 if rank else llm.n_embd()
+
+            def pooled(vs):
+                return [list(map(float, v[:width])) for v in vs]
+
+            tokens = [llm.tokenize(t.encode(), add_bos=True, special=False) for t in texts]
+            alone = [pooled([llm.embed(t, normalize=False)])[0] for t in texts]
+            batch = pooled(llm.embed(texts, normalize=False))
+            data = {"name": name, "sha256": sha, "pooling": llm.pooling_type(), "texts": texts,
+                    "tokens": tokens, "alone": alone, "batch": batch}
+            (OUT / f"{name}.json").write_text(json.dumps(data) + "\n")
+            a, b = np.array(alone), np.array(batch)
+            print(f"{name}: sha256 {sha[:16]}..., batch vs alone max diff {np.abs(a - b).max():.2e}")
+            del llm
+
+
+if __name__ == "__main__":
+    main()
