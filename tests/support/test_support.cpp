@@ -34,9 +34,16 @@ bool data_required() {
 }
 
 std::string temp_dir() {
+    // Removed when the process exits: ctest runs each test in its own process, and
+    // the models and logs they write there would otherwise pile up (gigabytes).
     static std::string dir = [] {
         auto d = std::filesystem::temp_directory_path() / ("kiln-test-" + std::to_string(::getpid()));
         std::filesystem::create_directories(d);
+        static const auto* const removed_at_exit = new std::filesystem::path(d);  // outlives every static
+        std::atexit([] {
+            std::error_code ec;
+            std::filesystem::remove_all(*removed_at_exit, ec);
+        });
         return d.string();
     }();
     return dir;
