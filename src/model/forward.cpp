@@ -1,5 +1,6 @@
 #include "model/forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -31,6 +32,8 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     up_.resize(b * static_cast<size_t>(spec.max_n_ff()));
     for (const LayerSpec& l : spec.layers)
         if (l.ffn == FfnKind::Plain) ones_.assign(static_cast<size_t>(spec.max_n_ff()), 1.0f);
+    for (const LayerWeights& lw : weights.layers)
+        if (!lw.wqkv.empty()) qkv_.resize(std::max(qkv_.size(), b * static_cast<size_t>(lw.wqkv.n_out)));
     attn_scratch_.resize(static_cast<size_t>(pool.size()));
 }
 
@@ -57,6 +60,11 @@ void add_rows(float* y, const float* x, int64_t n, const ThreadPool& pool) {
 void add_bias(float* y, const float* bias, int n, int64_t width) {
     if (!bias) return;
     for (int r = 0; r < n; ++r) ops::add(y + r * width, bias, width);
+}
+
+// A matrix's weight scale (`.scale`); 1 when the file has none.
+void scale_rows(float* y, float s, int n, int64_t width) {
+    if (s != 1.0f) ops::scale(y, static_cast<int64_t>(n) * width, s);
 }
 
 }  // namespace
@@ -125,10 +133,26 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
     dump("attn_norm", il, h_.data(), e, n);
 
-    {
+    if (!lw.wqkv.empty()) {
+        // One product, then each row split into its Q, K and V parts.
+        const int64_t nqkv = nq + nk + nv;
+        matmul(lw.wqkv, h_.data(), n, qkv_.data(), pool_, mm_);
+        scale_rows(qkv_.data(), lw.wqkv_s, n, nqkv);
+        add_bias(qkv_.data(), lw.bqkv, n, nqkv);
+        dump("wqkv", il, qkv_.data(), nqkv, n);
+        for (int r = 0; r < n; ++r) {
+            const float* row = qkv_.data() + r * nqkv;
+            std::copy(row, row + nq, q_.data() + r * nq);
+            std::copy(row + nq, row + nq + nk, k_.data() + r * nk);
+            std::copy(row + nq + nk, row + nqkv, v_.data() + r * nv);
+        }
+    } else {
         const Matrix* ws[] = {&lw.wq, &lw.wk, &lw.wv};
         float* ys[] = {q_.data(), k_.data(), v_.data()};
         matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+        scale_rows(q_.data(), lw.wq_s, n, nq);
+        scale_rows(k_.data(), lw.wk_s, n, nk);
+        scale_rows(v_.data(), lw.wv_s, n, nv);
     }
     add_bias(q_.data(), lw.bq, n, nq);
     add_bias(k_.data(), lw.bk, n, nk);
@@ -230,6 +254,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);
 
     matmul(lw.wo, att_.data(), n, o_.data(), pool_, mm_);
+    scale_rows(o_.data(), lw.wo_s, n, e);
     add_bias(o_.data(), lw.bo, n, e);
     dump("attn_out", il, o_.data(), e, n);
     if (lw.attn_post_norm) {
@@ -251,12 +276,17 @@ void Forward::ffn_layer(int il, int n) {
         const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
         float* ys[] = {gate_.data(), up_.data()};
         matmul_many(ws, h_.data(), n, ys, pool_, mm_);
+        add_bias(gate_.data(), lw.ffn_gate_b, n, ff);
+        scale_rows(gate_.data(), lw.ffn_gate_s, n, ff);
+        add_bias(up_.data(), lw.ffn_up_b, n, ff);
+        scale_rows(up_.data(), lw.ffn_up_s, n, ff);
         pool_.parallel_for(n * ff, 4096, [&](int64_t b, int64_t end, int) { act(gate_.data() + b, up_.data() + b, end - b); });
     } else {
         // act(up): the gated kernel with a gate of ones (x * 1.0f is exact), so both
         // kinds share one activation kernel per CPU level.
         matmul(lw.ffn_up, h_.data(), n, gate_.data(), pool_, mm_);
         add_bias(gate_.data(), lw.ffn_up_b, n, ff);
+        scale_rows(gate_.data(), lw.ffn_up_s, n, ff);
         pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
             for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
         });
@@ -264,6 +294,7 @@ void Forward::ffn_layer(int il, int n) {
     dump("ffn_act", il, gate_.data(), ff, n);
     matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
     add_bias(o_.data(), lw.ffn_down_b, n, e);
+    scale_rows(o_.data(), lw.ffn_down_s, n, e);
     dump("ffn_out", il, o_.data(), e, n);
     if (lw.ffn_post_norm) {
         norm_rows(spec_, o_.data(), lw.ffn_post_norm, nullptr, o_.data(), n, e, pool_);
@@ -313,6 +344,7 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     if (hidden) std::copy(h_.data(), h_.data() + static_cast<int64_t>(n_out) * e, hidden);
     if (!logits) return;
     matmul(w_.output, h_.data(), n_out, logits, pool_, mm_);
+    add_bias(logits, w_.output_b, n_out, spec_.n_vocab);
     if (spec_.final_softcap > 0.0f) ops::softcap(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.final_softcap);
     dump("result_output", -1, logits, spec_.n_vocab, n_out);
 }

@@ -83,6 +83,7 @@ private:
     std::vector<float> x_;       // the residual stream [n_embd, n]
     std::vector<float> h_;       // normed input of a block [n_embd, n]
     std::vector<float> q_, k_, v_;  // [n_head * head_dim_k, n], [n_head_kv * head_dim_k, n], [n_head_kv * head_dim_v, n]
+    std::vector<float> qkv_;     // a fused Q/K/V product before the split [q + k + v, n] (sized only if used)
     std::vector<float> att_;     // attention output [n_head * head_dim_v, n]
     std::vector<float> o_;       // a block's output [n_embd, n]
     std::vector<float> gate_, up_;  // [n_ff, n]

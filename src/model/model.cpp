@@ -49,8 +49,6 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
         throw Error(path + ": " + e.what(), e.kind());
     }
     im.notes = im.weights.conversion_notes;
-    if (im.weights.unused_tensors)
-        im.notes.push_back(std::to_string(im.weights.unused_tensors) + " tensors in the file are not used by " + arch);
     if (options.prefault) {
         volatile uint8_t sink = 0;
         for (const auto& t : im.file.tensors()) {
@@ -83,7 +81,7 @@ ModelFootprint Model::footprint() const {
     ModelFootprint f;
     f.decode_bytes = bytes(w.output);
     for (const LayerWeights& l : w.layers)
-        for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+        for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
             f.decode_bytes += bytes(*m);
             f.layer_params += params(*m);
         }

@@ -43,6 +43,28 @@ struct RopeSpec {
     int n_ctx_orig = 0;
 };
 
+// Whether a family's graph reads an optional tensor (llama.cpp's loader for the
+// architecture creates exactly these). A tensor a family does not read is not
+// looked up, so the file's copy stays unused and the load fails naming it.
+enum class TensorUse { No, Optional, Required };
+
+// The optional tensors of a family beyond those every family takes (fused
+// attn_qkv with its bias, Q/K/V biases, per-matrix `.scale` / `.input_scale`,
+// which llama.cpp's loader looks up for every architecture).
+struct TensorRules {
+    TensorUse output = TensorUse::Optional;  // output.weight (absent: tied to the embedding)
+    TensorUse output_bias = TensorUse::No;   // output.bias (qwen2)
+    TensorUse attn_out_bias = TensorUse::No; // attn_output.bias
+    TensorUse ffn_bias = TensorUse::No;      // ffn_gate / ffn_up / ffn_down .bias
+    // ffn_gate / ffn_up / ffn_down .scale: llama.cpp loads them for every family
+    // but only some graphs apply them; where a graph ignores them, kiln refuses
+    // the file rather than ignore a weight scale.
+    TensorUse ffn_scales = TensorUse::No;
+    TensorUse rope_freqs = TensorUse::No;    // rope_freqs.weight (Llama 3 factors)
+    TensorUse qk_norm = TensorUse::No;       // attn_q_norm / attn_k_norm
+    TensorUse post_norms = TensorUse::No;    // post_attention_norm / post_ffw_norm
+};
+
 struct LayerSpec {
     MixerKind mixer = MixerKind::Attention;
     FfnKind ffn = FfnKind::Gated;  // Plain when the file has no ffn_gate (weights.cpp)
@@ -76,9 +98,7 @@ struct ModelSpec {
     float final_softcap = 0.0f;
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
 
-    // Set by a family that requires per-head Q/K norms (binding then fails naming
-    // the missing tensor); otherwise they are found by presence.
-    bool qk_norm = false;
+    TensorRules tensors;  // set by the family's configure step
 
     int max_n_head() const;
     int max_n_head_kv() const;

@@ -99,7 +99,18 @@ public:
         return notes;
     }
 
-    uint64_t unused() const { return file_.tensors().size() - used_.size(); }
+    // The first tensor of the file that nothing bound, named, with how many more.
+    void check_all_used(const std::string& arch) const {
+        if (used_.size() == file_.tensors().size()) return;
+        std::string first;
+        size_t n = 0;
+        for (const gguf::TensorInfo& t : file_.tensors())
+            if (!used_.count(t.name) && n++ == 0) first = t.name;
+        throw Error("tensor '" + first + "' is not used by architecture '" + arch + "'" +
+                        (n > 1 ? " (nor are " + std::to_string(n - 1) + " more)" : "") +
+                        " (llama.cpp's loader refuses such a file too)",
+                    ErrorKind::Unsupported);
+    }
 
 private:
     const gguf::File& file_;
@@ -110,21 +121,43 @@ private:
 
 }  // namespace
 
+namespace {
+
+bool allowed(TensorUse u) { return u != TensorUse::No; }
+bool required(TensorUse u) { return u == TensorUse::Required; }
+
+}  // namespace
+
 ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     ModelWeights w;
     Binder b(file, w);
+    const TensorRules& tr = s.tensors;
     const gguf::TensorInfo* embd = b.find("token_embd.weight");
     if (!embd) throw Error("tensor 'token_embd.weight' not found");
     if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
     w.output_norm = b.vector("output_norm.weight", s.n_embd, true);
     if (s.norm == NormKind::Layer) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
-    w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, false);
+    if (allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));
     if (w.output.empty()) w.output = w.tok_embd;  // tied output head
-    if (s.rope.n_dims > 0) w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_dims / 2, false);
+    if (allowed(tr.output_bias)) w.output_b = b.vector("output.bias", s.n_vocab, required(tr.output_bias));
+    if (s.rope.n_dims > 0 && allowed(tr.rope_freqs))
+        w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_dims / 2, required(tr.rope_freqs));
 
     const int64_t e = s.n_embd, dk = s.head_dim_k, dv = s.head_dim_v;
     bool any_q_norm = false, any_post_attn = false, any_post_ffn = false;
+    // A matrix's optional `.scale` (a weight scale, applied to its output) and
+    // `.input_scale`: llama.cpp 0.3.36 loads input scales for every matrix but no
+    // graph of a dense family multiplies by them, so they are bound and not read.
+    auto scales = [&](const std::string& base, const Matrix& m, float& scale, bool applied = true) {
+        if (m.empty()) return;
+        if (!applied && file.find_tensor(base + ".scale"))
+            throw Error("tensor '" + base + ".scale': llama.cpp's " + s.arch +
+                            " graph loads this weight scale but never applies it; kiln refuses the file rather than ignore it",
+                        ErrorKind::Unsupported);
+        if (const float* v = b.vector(base + ".scale", 1, false)) scale = v[0];
+        b.vector(base + ".input_scale", 1, false);
+    };
     for (int il = 0; il < s.n_layer; ++il) {
         LayerSpec& l = s.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
@@ -134,18 +167,41 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
                         ErrorKind::Unsupported);
         lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
         if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
-        lw.wq = b.matrix(p + "attn_q.weight", e, l.n_head * dk, true);
-        lw.wk = b.matrix(p + "attn_k.weight", e, l.n_head_kv * dk, true);
-        lw.wv = b.matrix(p + "attn_v.weight", e, l.n_head_kv * dv, true);
+        const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
+        // Q, K and V fused in one matrix where the file has it (every family, as
+        // llama.cpp's loader), with a fused bias or separate ones.
+        lw.wqkv = b.matrix(p + "attn_qkv.weight", e, nq + nk + nv, false);
+        if (!lw.wqkv.empty()) {
+            lw.bqkv = b.vector(p + "attn_qkv.bias", nq + nk + nv, false);
+            scales(p + "attn_qkv", lw.wqkv, lw.wqkv_s);
+        } else {
+            lw.wq = b.matrix(p + "attn_q.weight", e, nq, true);
+            lw.wk = b.matrix(p + "attn_k.weight", e, nk, true);
+            lw.wv = b.matrix(p + "attn_v.weight", e, nv, true);
+            scales(p + "attn_q", lw.wq, lw.wq_s);
+            scales(p + "attn_k", lw.wk, lw.wk_s);
+            scales(p + "attn_v", lw.wv, lw.wv_s);
+        }
+        if (!lw.bqkv) {
+            // llama.cpp adds separate biases to a fused product only when all three exist.
+            lw.bq = b.vector(p + "attn_q.bias", nq, false);
+            lw.bk = b.vector(p + "attn_k.bias", nk, false);
+            lw.bv = b.vector(p + "attn_v.bias", nv, false);
+            if (!lw.wqkv.empty() && !(lw.bq && lw.bk && lw.bv)) {
+                for (const char* t : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
+                    if (!file.find_tensor(p + t))
+                        throw Error("tensor '" + p + t + "' not found (a fused attn_qkv takes all three separate biases or none)");
+            }
+        }
         lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
-        lw.bq = b.vector(p + "attn_q.bias", l.n_head * dk, false);
-        lw.bk = b.vector(p + "attn_k.bias", l.n_head_kv * dk, false);
-        lw.bv = b.vector(p + "attn_v.bias", l.n_head_kv * dv, false);
-        lw.bo = b.vector(p + "attn_output.bias", e, false);
-        lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, s.qk_norm);
-        lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, s.qk_norm || lw.q_norm);
+        scales(p + "attn_output", lw.wo, lw.wo_s);
+        if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
+        if (allowed(tr.qk_norm)) {
+            lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, required(tr.qk_norm));
+            lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, required(tr.qk_norm) || lw.q_norm);
+        }
         any_q_norm |= lw.q_norm != nullptr;
-        lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
+        if (allowed(tr.post_norms)) lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, required(tr.post_norms));
         any_post_attn |= lw.attn_post_norm != nullptr;
         lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
@@ -154,9 +210,16 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
         lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
         lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
-        lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, false);
-        lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, false);
-        lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, false);
+        const bool ffn_scaled = allowed(tr.ffn_scales);
+        scales(p + "ffn_gate", lw.ffn_gate, lw.ffn_gate_s, ffn_scaled);
+        scales(p + "ffn_up", lw.ffn_up, lw.ffn_up_s, ffn_scaled);
+        scales(p + "ffn_down", lw.ffn_down, lw.ffn_down_s, ffn_scaled);
+        if (allowed(tr.ffn_bias)) {
+            if (!lw.ffn_gate.empty()) lw.ffn_gate_b = b.vector(p + "ffn_gate.bias", l.n_ff, required(tr.ffn_bias));
+            lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, required(tr.ffn_bias));
+            lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, required(tr.ffn_bias));
+        }
+        if (allowed(tr.post_norms)) lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, required(tr.post_norms));
         any_post_ffn |= lw.ffn_post_norm != nullptr;
         w.layers.push_back(lw);
     }
@@ -169,15 +232,14 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
             throw Error("tensor '" + p + "post_attention_norm.weight' not found (other layers have it)");
         if (any_post_ffn && !lw.ffn_post_norm) throw Error("tensor '" + p + "post_ffw_norm.weight' not found (other layers have it)");
     }
-    s.qk_norm = any_q_norm;
-    w.unused_tensors = b.unused();
+    b.check_all_used(s.arch);
     w.conversion_notes = b.conversion_notes();
     // Matrices the kernels take in a repacked layout are repacked now, once
     // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
     // output head gets its own packed copy).
     std::vector<Matrix*> products = {&w.output};
     for (LayerWeights& lw : w.layers)
-        for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
+        for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
             if (!m->empty()) products.push_back(m);
     // Every matrix here is bound in place from the file's read-only mapping.
     w.packed_bytes = prepare_matrices(products, /*release_file_pages=*/true);

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "kiln/context.h"
+#include "model/registry.h"
 #include "support/test_support.h"
 #include "support/tiny_models.h"
 
@@ -20,11 +23,20 @@ constexpr float k_relative_bound = 0.01f;
 
 class TinyModels : public ::testing::TestWithParam<std::string> {};
 
+// The tiny model of a family, written once per test process.
+std::string tiny_model_file(const std::string& family) {
+    static std::map<std::string, std::string> written;
+    auto it = written.find(family);
+    if (it != written.end()) return it->second;
+    const std::string path = kiln::test::temp_dir() + "/tiny-" + family + ".gguf";
+    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), path);
+    return written[family] = path;
+}
+
 TEST_P(TinyModels, LogitsMatchLlamaCpp) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());  // the tokenizer source
     const std::string family = GetParam();
-    const std::string path = kiln::test::temp_dir() + "/tiny-" + family + ".gguf";
-    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), path);
+    const std::string path = tiny_model_file(family);
     auto fx = nlohmann::json::parse(kiln::test::read_file(kiln::test::golden_path("tiny/" + family + ".json")));
     auto prompt = fx["prompt"].get<std::vector<int32_t>>();
     ASSERT_EQ(prompt, kiln::test::tiny_model_prompt());
@@ -58,12 +70,57 @@ TEST_P(TinyModels, LogitsMatchLlamaCpp) {
     EXPECT_LE(max_diff, k_relative_bound * spread);
 }
 
+// Greedy continuation: kiln's argmax at each step equals llama.cpp's, fed back
+// one token at a time (decode, not prefill). A step where llama.cpp's two best
+// logits are within the bound may pick either; the comparison stops there.
+TEST_P(TinyModels, GreedyContinuationMatchesLlamaCpp) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string family = GetParam();
+    const std::string path = tiny_model_file(family);
+    auto fx = nlohmann::json::parse(kiln::test::read_file(kiln::test::golden_path("tiny/" + family + ".json")));
+    ASSERT_TRUE(fx.contains("greedy")) << family << ": fixture without greedy tokens";
+    auto greedy = fx["greedy"].get<std::vector<int32_t>>();
+    auto gaps = fx["greedy_gap"].get<std::vector<float>>();
+    ASSERT_EQ(greedy.size(), gaps.size());
+    ASSERT_FALSE(greedy.empty());
+    auto model = kiln::Model::load(path);
+    kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 64});
+    ctx.decode(kiln::test::tiny_model_prompt());
+    const float spread = std::fabs(fx["top_logits"][0][0].get<float>());
+    for (size_t i = 0; i < greedy.size(); ++i) {
+        auto l = ctx.last_logits();
+        const int32_t am = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+        if (am != greedy[i]) {
+            EXPECT_LT(gaps[i], k_relative_bound * spread) << family << " greedy step " << i << ": kiln " << am << ", llama.cpp " << greedy[i];
+            break;
+        }
+        ctx.decode(std::span<const int32_t>(&greedy[i], 1));
+    }
+}
+
+// Every runnable registry row has a tiny model, and every tiny model a fixture:
+// no family is listed as runnable without being checked against llama.cpp.
+TEST(TinyModelCoverage, EveryRunnableArchitectureHasATinyModel) {
+    const auto families = kiln::test::tiny_model_families();
+    for (const kiln::ArchRow& row : kiln::architecture_rows()) {
+        if (!row.configure) continue;
+        bool found = false;
+        for (const auto& f : families) found |= f.arch == row.name;
+        EXPECT_TRUE(found) << "architecture '" << row.name << "' is runnable but has no tiny model (tests/support/tiny_models.cpp)";
+    }
+    for (const auto& f : families) {
+        EXPECT_TRUE(kiln::test::missing_reason(kiln::test::golden_path("tiny/" + f.family + ".json")).empty())
+            << f.family << ": no llama.cpp fixture; run tools/tiny_model_fixtures.py --families " << f.family;
+        const kiln::ArchRow* row = kiln::find_architecture(f.arch);
+        EXPECT_TRUE(row && row->configure) << f.family << ": written as '" << f.arch << "', which is not runnable";
+    }
+}
+
 TEST_P(TinyModels, WriteReadIsBitExactAndDeterministic) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     const std::string family = GetParam();
-    const std::string a = kiln::test::temp_dir() + "/tiny-a-" + family + ".gguf";
+    const std::string a = tiny_model_file(family);
     const std::string b = kiln::test::temp_dir() + "/tiny-b-" + family + ".gguf";
-    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), a);
     kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), b);
     EXPECT_EQ(kiln::test::read_file(a), kiln::test::read_file(b));
 }
@@ -71,8 +128,7 @@ TEST_P(TinyModels, WriteReadIsBitExactAndDeterministic) {
 TEST_P(TinyModels, TokenByTokenEqualsChunkedPrefill) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     const std::string family = GetParam();
-    const std::string path = kiln::test::temp_dir() + "/tiny-c-" + family + ".gguf";
-    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), path);
+    const std::string path = tiny_model_file(family);
     auto model = kiln::Model::load(path);
     auto prompt = kiln::test::tiny_model_prompt();
     std::vector<float> chunked;
@@ -96,6 +152,11 @@ std::vector<std::string> families() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, TinyModels, ::testing::ValuesIn(families()),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& info) {
+                             std::string name = info.param;  // "llama@q4_k" -> "llama_q4_k"
+                             for (char& c : name)
+                                 if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                             return name;
+                         });
 
 }  // namespace

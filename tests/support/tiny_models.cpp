@@ -79,43 +79,114 @@ private:
     gguf::Writer w_;
 };
 
+// What a tiny model carries beyond the tensors every family has. Each family's
+// base recipe has every optional tensor its llama.cpp graph accepts; the
+// variants change what changes the graph (fused Q/K/V, RoPE scaling) and the
+// matrix types (`@q4_k`, `@q8_0` for every base recipe).
 struct FamilyRecipe {
-    std::string family;
-    std::string description;
-    Shape shape;
-    GgmlType attn_type, ffn_type, embd_type;
-    bool tied_output;
-    bool qkv_bias = false;
+    std::string family = "";  // "llama", or a variant "llama@fused"
+    std::string description = "";
+    Shape shape = {};
+    GgmlType attn_type = GgmlType::F32, ffn_type = GgmlType::F32, embd_type = GgmlType::F32;
+    bool tied_output = true;
+    GgmlType output_type = GgmlType::Q8_0;  // a separate output head's type
+    bool qkv_bias = true;        // Q/K/V biases (every family's loader takes them)
+    bool fused_qkv = false;      // attn_qkv.weight in place of Q/K/V
+    bool fused_bias = false;     // attn_qkv.bias (else separate biases, if qkv_bias)
+    bool scales = true;          // `.scale` and `.input_scale` of the attention matrices (every family)
+    bool ffn_scales = false;     // `.scale` of the FFN matrices (llama, qwen3; the others' graphs ignore them)
+    bool attn_out_bias = false;
+    bool ffn_bias = false;
+    bool output_bias = false;
     bool qk_norm = false;
     bool post_norms = false;
     bool rope_freqs = false;
-    bool rope_neox_keys = false;
     float softcap_attn = 0, softcap_final = 0;
-    std::string arch;  // the GGUF architecture where it is not `family`
+    // RoPE scaling keys ("" writes none): type, factor, original context, attn_factor.
+    std::string rope_scaling = "";
+    float rope_factor = 0, rope_attn_factor = 0;
+    int rope_orig_ctx = 0;
+    bool quant_variants = true;  // `@q4_k` and `@q8_0` of this recipe
+    std::string arch() const { return family.substr(0, family.find('@')); }
 };
 
-const std::vector<FamilyRecipe>& recipes() {
-    static const std::vector<FamilyRecipe> r = {
-        {"llama", "GQA 4/2, separate output head, Llama 3 rope_freqs factors; Q8_0 / Q4_0 / F16",
-         {2, 64, 4, 2, 128, 16, 0}, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::F16, false, false, false, false, true},
-        {"qwen2", "Q/K/V biases, NEOX RoPE, tied output; Q4_K / Q6_K",
-         {2, 256, 4, 2, 256, 64, 0}, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, true, true},
-        {"qwen3", "QK-norm, head size 32 with width 64 (key_length != width / heads); Q5_0 / Q8_0",
-         {2, 64, 4, 2, 128, 32, 0}, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q8_0, true, false, true},
-        {"smollm3", "four layers: NoPE on the fourth; Q4_1 / Q5_1",
-         {4, 64, 4, 1, 128, 16, 0}, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q8_0, true},
-        {"gemma2", "sliding window 8 on even layers, attention and final soft-caps, post-norms, GELU; Q8_0 / Q5_K",
-         {3, 256, 4, 2, 256, 64, 8}, GgmlType::Q8_0, GgmlType::Q5_K, GgmlType::Q8_0, true, false, false, true, false,
-         false, 50.0f, 30.0f},
-        {"gemma3", "six layers (5 sliding, window 8, + 1 full), QK-norm, post-norms, GELU, 1 KV head of 128; Q4_K / Q3_K",
-         {6, 256, 2, 1, 512, 128, 8}, GgmlType::Q4_K, GgmlType::Q3_K, GgmlType::Q8_0, true, false, true, true},
-        {"llama_float", "llama with float weights (the BF16 pair kernels, F32 panels); BF16 / F32 / BF16",
-         {2, 64, 4, 2, 128, 16, 0}, GgmlType::BF16, GgmlType::F32, GgmlType::BF16, false, false, false, false, true, false, 0.0f,
-         0.0f, "llama"},
+std::vector<FamilyRecipe> base_recipes() {
+    using T = GgmlType;
+    const Shape small{2, 64, 4, 2, 128, 16, 0};
+    return {
+        {.family = "llama",
+         .description = "GQA 4/2, separate output head, every optional tensor (Q/K/V/O and FFN biases, weight and input "
+                        "scales, Llama 3 rope_freqs), rope.scaling linear with factor 0 (no scaling); Q8_0 / Q4_0 / F16",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::F16, .tied_output = false,
+         .ffn_scales = true, .attn_out_bias = true, .ffn_bias = true, .rope_freqs = true, .rope_scaling = "linear",
+         .rope_factor = 0.0f},
+        {.family = "llama@fused",
+         .description = "llama with a fused attn_qkv and its bias (as some converters write), linear RoPE scaling x2; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .fused_qkv = true,
+         .fused_bias = true, .ffn_scales = true, .attn_out_bias = true, .ffn_bias = true, .rope_scaling = "linear", .rope_factor = 2.0f,
+         .quant_variants = false},
+        {.family = "llama@yarn",
+         .description = "llama with YaRN RoPE scaling (factor 4 over an original context of 16, attn_factor 1.25); Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .rope_scaling = "yarn",
+         .rope_factor = 4.0f, .rope_attn_factor = 1.25f, .rope_orig_ctx = 16, .quant_variants = false},
+        {.family = "llama@float",
+         .description = "llama with float weights (the BF16 pair kernels, F32 panels); BF16 / F32 / BF16",
+         .shape = small, .attn_type = T::BF16, .ffn_type = T::F32, .embd_type = T::BF16, .tied_output = false,
+         .rope_freqs = true, .quant_variants = false},
+        {.family = "qwen2", .description = "Q/K/V biases, output bias, NEOX RoPE, tied output; Q4_K / Q6_K",
+         .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q4_K, .ffn_type = T::Q6_K, .embd_type = T::Q8_0,
+         .output_bias = true},
+        {.family = "qwen2@fused", .description = "qwen2 with a fused attn_qkv and separate Q/K/V biases; Q4_K / Q6_K",
+         .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q4_K, .ffn_type = T::Q6_K, .embd_type = T::Q8_0,
+         .fused_qkv = true, .output_bias = true, .quant_variants = false},
+        {.family = "qwen3",
+         .description = "QK-norm, FFN weight scales, head size 32 with width 64 (key_length != width / heads); Q5_0 / Q8_0",
+         .shape = {2, 64, 4, 2, 128, 32, 0}, .attn_type = T::Q5_0, .ffn_type = T::Q8_0, .embd_type = T::Q8_0,
+         .ffn_scales = true, .qk_norm = true},
+        {.family = "smollm3", .description = "four layers: NoPE on the fourth; Q4_1 / Q5_1",
+         .shape = {4, 64, 4, 1, 128, 16, 0}, .attn_type = T::Q4_1, .ffn_type = T::Q5_1, .embd_type = T::Q8_0},
+        {.family = "gemma2",
+         .description = "sliding window 8 on even layers, attention and final soft-caps, post-norms, GELU; Q8_0 / Q5_K",
+         .shape = {3, 256, 4, 2, 256, 64, 8}, .attn_type = T::Q8_0, .ffn_type = T::Q5_K, .embd_type = T::Q8_0,
+         .post_norms = true, .softcap_attn = 50.0f, .softcap_final = 30.0f},
+        {.family = "gemma3",
+         .description = "six layers (5 sliding, window 8, + 1 full), QK-norm, post-norms, GELU, 1 KV head of 128, separate "
+                        "output head; Q4_K / Q3_K",
+         .shape = {6, 256, 2, 1, 512, 128, 8}, .attn_type = T::Q4_K, .ffn_type = T::Q3_K, .embd_type = T::Q8_0,
+         .tied_output = false, .qk_norm = true, .post_norms = true},
     };
-    return r;
 }
 
+// Every base recipe, then its Q4_K and Q8_0 variants: every layer matrix in one
+// type, in a shape whose rows are whole Q4_K blocks (256); the embedding and a
+// separate output head stay Q8_0 (quantizing 12 M values to Q4_K with the
+// reference quantizer would take most of the test's time).
+const std::vector<FamilyRecipe>& recipes() {
+    static const std::vector<FamilyRecipe> r = [] {
+        std::vector<FamilyRecipe> out = base_recipes();
+        const size_t n_base = out.size();
+        for (size_t i = 0; i < n_base; ++i) {
+            if (!out[i].quant_variants) continue;
+            for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
+                FamilyRecipe v = out[i];
+                const std::string tn = t == GgmlType::Q4_K ? "q4_k" : "q8_0";
+                v.family += "@" + tn;
+                v.description = out[i].family + " with every layer matrix in " + std::string(ggml_type_name(t)) + ", width 256";
+                v.shape.n_embd = 256;
+                v.shape.n_ff = 256;
+                v.shape.head_dim = 64;
+                v.shape.n_head = 4;
+                v.shape.n_head_kv = out[i].shape.n_head_kv == 1 ? 1 : 2;
+                v.attn_type = v.ffn_type = t;
+                v.embd_type = v.output_type = GgmlType::Q8_0;
+                v.quant_variants = false;
+                out.push_back(v);
+            }
+        }
+        return out;
+    }();
+    return r;
+}
 const FamilyRecipe& recipe(const std::string& family) {
     for (const auto& r : recipes())
         if (r.family == family) return r;
@@ -126,7 +197,7 @@ const FamilyRecipe& recipe(const std::string& family) {
 
 std::vector<TinyModelInfo> tiny_model_families() {
     std::vector<TinyModelInfo> out;
-    for (const auto& r : recipes()) out.push_back({r.family, r.description});
+    for (const auto& r : recipes()) out.push_back({r.family, r.arch(), r.description});
     return out;
 }
 
@@ -143,7 +214,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     const FamilyRecipe& r = recipe(family);
     uint64_t seed = 1000;
     for (char c : family) seed = seed * 131 + static_cast<unsigned char>(c);
-    const std::string arch = r.arch.empty() ? family : r.arch;
+    const std::string arch = r.arch();
     TinyWriter t(arch, seed);
     gguf::Metadata& md = t.writer().metadata();
     const Shape& s = r.shape;
@@ -157,6 +228,12 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     t.key("attention.head_count_kv", Value::u32(static_cast<uint32_t>(s.n_head_kv)));
     t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
     t.key("rope.freq_base", Value::f32(10000.0f));
+    if (!r.rope_scaling.empty()) {
+        t.key("rope.scaling.type", Value::string(r.rope_scaling));
+        t.key("rope.scaling.factor", Value::f32(r.rope_factor));
+    }
+    if (r.rope_orig_ctx > 0) t.key("rope.scaling.original_context_length", Value::u32(static_cast<uint32_t>(r.rope_orig_ctx)));
+    if (r.rope_attn_factor > 0) t.key("rope.scaling.attn_factor", Value::f32(r.rope_attn_factor));
     if (s.head_dim * s.n_head != s.n_embd) {
         t.key("attention.key_length", Value::u32(static_cast<uint32_t>(s.head_dim)));
         t.key("attention.value_length", Value::u32(static_cast<uint32_t>(s.head_dim)));
@@ -175,18 +252,32 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     }
     if (n_vocab == 0) throw Error(tokenizer_source + ": no tokenizer.ggml.tokens");
 
+    // A matrix with its weight scale (around 1) and input scale (read by no graph).
+    auto matrix = [&](const std::string& base, int64_t n_in, int64_t n_out, GgmlType type, float gain, bool scale = true) {
+        t.matrix(base + ".weight", n_in, n_out, type, gain);
+        if (r.scales) {
+            if (scale) t.vector(base + ".scale", 1, 1.0f, 0.5f);
+            t.vector(base + ".input_scale", 1, 1.0f, 0.5f);
+        }
+    };
     const int64_t e = s.n_embd, dq = static_cast<int64_t>(s.n_head) * s.head_dim, dkv = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
     t.matrix("token_embd.weight", e, n_vocab, r.embd_type, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
-    if (!r.tied_output) t.matrix("output.weight", e, n_vocab, r.attn_type, 2.0f);
+    if (!r.tied_output) t.matrix("output.weight", e, n_vocab, r.output_type, 2.0f);
+    if (r.output_bias) t.vector("output.bias", n_vocab, 0.0f, 0.5f);
     if (r.rope_freqs) t.vector("rope_freqs.weight", s.head_dim / 2, 2.0f, 1.0f);
     for (int il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
-        t.matrix(p + "attn_q.weight", e, dq, r.attn_type, 2.0f);
-        t.matrix(p + "attn_k.weight", e, dkv, r.attn_type, 2.0f);
-        t.matrix(p + "attn_v.weight", e, dkv, r.attn_type);
-        if (r.qkv_bias) {
+        if (r.fused_qkv) {
+            matrix(p + "attn_qkv", e, dq + 2 * dkv, r.attn_type, 2.0f);
+            if (r.fused_bias) t.vector(p + "attn_qkv.bias", dq + 2 * dkv, 0.0f, 0.5f);
+        } else {
+            matrix(p + "attn_q", e, dq, r.attn_type, 2.0f);
+            matrix(p + "attn_k", e, dkv, r.attn_type, 2.0f);
+            matrix(p + "attn_v", e, dkv, r.attn_type, 1.0f);
+        }
+        if (r.qkv_bias && !r.fused_bias) {
             t.vector(p + "attn_q.bias", dq, 0.0f, 0.5f);
             t.vector(p + "attn_k.bias", dkv, 0.0f, 0.5f);
             t.vector(p + "attn_v.bias", dkv, 0.0f, 0.5f);
@@ -195,12 +286,18 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
             t.vector(p + "attn_q_norm.weight", s.head_dim, 1.0f, 0.2f);
             t.vector(p + "attn_k_norm.weight", s.head_dim, 1.0f, 0.2f);
         }
-        t.matrix(p + "attn_output.weight", dq, e, r.attn_type);
+        matrix(p + "attn_output", dq, e, r.attn_type, 1.0f);
+        if (r.attn_out_bias) t.vector(p + "attn_output.bias", e, 0.0f, 0.5f);
         if (r.post_norms) t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
-        t.matrix(p + "ffn_gate.weight", e, s.n_ff, r.ffn_type);
-        t.matrix(p + "ffn_up.weight", e, s.n_ff, r.ffn_type);
-        t.matrix(p + "ffn_down.weight", s.n_ff, e, r.ffn_type);
+        matrix(p + "ffn_gate", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+        matrix(p + "ffn_up", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+        matrix(p + "ffn_down", s.n_ff, e, r.ffn_type, 1.0f, r.ffn_scales);
+        if (r.ffn_bias) {
+            t.vector(p + "ffn_gate.bias", s.n_ff, 0.0f, 0.5f);
+            t.vector(p + "ffn_up.bias", s.n_ff, 0.0f, 0.5f);
+            t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
+        }
         if (r.post_norms) t.vector(p + "post_ffw_norm.weight", e, 1.0f, 0.2f);
     }
     t.writer().write(path);
