@@ -98,11 +98,11 @@ void read_rope(const Metadata& md, const std::function<std::string(const char*)>
 
 }  // namespace
 
-ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
+ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std::string& prefix) {
     const Metadata& md = file.metadata();
     ModelSpec s;
     s.arch = std::string(row.name);
-    const std::string p = s.arch + ".";
+    const std::string& p = prefix;
     auto k = [&](const char* name) { return p + name; };
 
     s.n_layer = to_int(k("block_count"), md.get_uint(k("block_count")));

@@ -7,8 +7,9 @@
 
 namespace kiln {
 
-// The common hyperparameters, then the family's configure step. Errors name the key.
-ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row);
+// The common hyperparameters under `prefix` ("llama."; resolve_architecture
+// says where), then the family's configure step. Errors name the key.
+ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std::string& prefix);
 
 // Marks the sliding layers as llama.cpp's load_swa_pattern does: from
 // `{arch}.attention.sliding_window_pattern` (a per-layer bool array, or a period

@@ -29,17 +29,23 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     auto t0 = std::chrono::steady_clock::now();
     gguf::File file = gguf::File::open(path);
     const gguf::Metadata& md = file.metadata();
-    const std::string arch = md.get_string("general.architecture");
-    const ArchRow* row = find_architecture(arch);
-    if (!row || !row->configure)
-        throw Error(path + ": unsupported GGUF architecture '" + arch + "'; supported: " + supported_architectures(),
+    ResolvedArch resolved;
+    try {
+        resolved = resolve_architecture(md);
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what(), e.kind());
+    }
+    const ArchRow* row = resolved.row;
+    if (!row->configure)
+        throw Error(path + ": architecture '" + std::string(row->name) + "' is not supported yet; supported: " +
+                        supported_architectures(),
                     ErrorKind::Unsupported);
     std::shared_ptr<Model> m(new Model());
     m->impl_ = std::make_unique<Impl>(Impl{path, std::move(file), std::nullopt, {}, {}, 0, {}});
     Impl& im = *m->impl_;
     try {
         im.tokenizer = Tokenizer::from_gguf(im.file);
-        im.spec = read_model_spec(im.file, *row);
+        im.spec = read_model_spec(im.file, *row, resolved.prefix);
         if (im.spec.n_vocab != 0 && static_cast<size_t>(im.spec.n_vocab) != im.tokenizer->n_vocab())
             throw Error("the tokenizer has " + std::to_string(im.tokenizer->n_vocab()) + " tokens but the model " +
                         std::to_string(im.spec.n_vocab));
@@ -49,6 +55,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
         throw Error(path + ": " + e.what(), e.kind());
     }
     im.notes = im.weights.conversion_notes;
+    if (!resolved.note.empty()) im.notes.insert(im.notes.begin(), resolved.note);
     if (options.prefault) {
         volatile uint8_t sink = 0;
         for (const auto& t : im.file.tensors()) {
