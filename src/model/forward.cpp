@@ -261,6 +261,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         norm_rows(spec_, o_.data(), lw.attn_post_norm, nullptr, o_.data(), n, e, pool_);
         dump("attn_post_norm", il, o_.data(), e, n);
     }
+    if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
     add_rows(x_.data(), o_.data(), n * e, pool_);
     dump("ffn_inp", il, x_.data(), e, n);
 }
@@ -300,6 +301,7 @@ void Forward::ffn_layer(int il, int n) {
         norm_rows(spec_, o_.data(), lw.ffn_post_norm, nullptr, o_.data(), n, e, pool_);
         dump("ffn_post_norm", il, o_.data(), e, n);
     }
+    if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
     add_rows(x_.data(), o_.data(), n * e, pool_);
     dump("l_out", il, x_.data(), e, n);
 }
@@ -345,6 +347,7 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     if (!logits) return;
     matmul(w_.output, h_.data(), n_out, logits, pool_, mm_);
     add_bias(logits, w_.output_b, n_out, spec_.n_vocab);
+    if (spec_.logit_scale != 1.0f) ops::scale(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, 1.0f / spec_.logit_scale);
     if (spec_.final_softcap > 0.0f) ops::softcap(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.final_softcap);
     dump("result_output", -1, logits, spec_.n_vocab, n_out);
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/error.h"
+#include "kiln/model.h"
 #include "model/arch/families.h"
 
 namespace kiln {
@@ -20,7 +21,7 @@ constexpr ArchRow k_rows[] = {
     {"llama4", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
     {"mistral3", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
     {"smollm3", RopeKind::Norm, MemoryKind::Kv, configure_smollm3, "gated"},
-    {"granite", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
+    {"granite", RopeKind::Norm, MemoryKind::Kv, configure_granite, "gated"},
     {"granitemoe", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
     {"deepseek", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
     {"deepseek2", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
@@ -134,6 +135,13 @@ std::vector<std::string> key_namespaces(const gguf::Metadata& md) {
     return out;
 }
 
+// Architectures with a tiny-model fixture (tests/golden/tiny/<name>[@variant].json),
+// listed by the build from the files present.
+constexpr std::string_view k_checked[] = {
+#include "model/tiny_fixtures.inc"
+    "",
+};
+
 bool is_vision_projector(const gguf::Metadata& md, std::string_view arch) {
     if (normalized(arch) == "clip" || normalized(arch) == "mmproj") return true;
     for (const auto& [key, value] : md.entries())
@@ -221,6 +229,23 @@ ResolvedArch resolve_architecture(const gguf::Metadata& md) {
                     ".', so it loads as " + std::string(known[0].second->name)};
     if (row) return {row, std::string(row->name) + ".", ""};  // reading names the missing key
     throw unknown("unsupported GGUF architecture '" + *declared + "'");
+}
+
+std::vector<ArchitectureInfo> known_architectures() {
+    std::vector<ArchitectureInfo> out;
+    for (const ArchRow& r : k_rows) {
+        ArchitectureInfo a;
+        a.name = std::string(r.name);
+        for (std::string_view s : architecture_aliases(r.name)) a.aliases.emplace_back(s);
+        a.runnable = r.configure != nullptr;
+        a.mixer = r.memory == MemoryKind::Kv ? "attention" : r.memory == MemoryKind::Recurrent ? "recurrent" : "attention + recurrent";
+        a.ffn = std::string(r.ffn);
+        a.memory = r.memory == MemoryKind::Kv ? "kv" : r.memory == MemoryKind::Recurrent ? "recurrent" : "hybrid";
+        a.rope = std::string(rope_kind_name(r.rope));
+        a.checked = std::find(std::begin(k_checked), std::end(k_checked), r.name) != std::end(k_checked);
+        out.push_back(std::move(a));
+    }
+    return out;
 }
 
 }  // namespace kiln

@@ -92,7 +92,9 @@ struct ModelSpec {
     FfnActivation activation = FfnActivation::Silu;
     RopeSpec rope;
 
-    float embedding_scale = 1.0f;   // gemma: sqrt(n_embd)
+    float embedding_scale = 1.0f;   // gemma: sqrt(n_embd); granite: from the file
+    float residual_scale = 0.0f;    // 0: none; else each block's output is scaled before the residual add (granite)
+    float logit_scale = 1.0f;       // logits are multiplied by 1 / logit_scale (granite)
     float attention_scale = 0.0f;   // 0: 1/sqrt(head_dim_k)
     float attn_softcap = 0.0f;      // 0: none
     float final_softcap = 0.0f;

@@ -107,6 +107,7 @@ struct FamilyRecipe {
     float rope_factor = 0, rope_attn_factor = 0;
     int rope_orig_ctx = 0;
     bool quant_variants = true;  // `@q4_k` and `@q8_0` of this recipe
+    std::vector<std::pair<std::string, Value>> keys = {};  // family keys ("logit_scale"), prefixed with the architecture
     std::string arch() const { return family.substr(0, family.find('@')); }
 };
 
@@ -133,6 +134,16 @@ std::vector<FamilyRecipe> base_recipes() {
          .description = "llama with float weights (the BF16 pair kernels, F32 panels); BF16 / F32 / BF16",
          .shape = small, .attn_type = T::BF16, .ffn_type = T::F32, .embd_type = T::BF16, .tied_output = false,
          .rope_freqs = true, .quant_variants = false},
+        {.family = "granite",
+         .description = "llama's tensors with Granite's embedding, attention, residual and logit scales, attention-output "
+                        "and FFN biases, rope_freqs; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .attn_out_bias = true, .ffn_bias = true, .rope_freqs = true,
+         .keys = {{"logit_scale", Value::f32(3.0f)}, {"residual_scale", Value::f32(0.6f)},
+                  {"embedding_scale", Value::f32(2.0f)}, {"attention.scale", Value::f32(0.15f)}}},
+        {.family = "granite@nope", .description = "granite with rope.scaling.finetuned = false: no RoPE; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .quant_variants = false,
+         .keys = {{"logit_scale", Value::f32(2.0f)}, {"rope.scaling.finetuned", Value::boolean(false)}}},
         {.family = "qwen2", .description = "Q/K/V biases, output bias, NEOX RoPE, tied output; Q4_K / Q6_K",
          .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q4_K, .ffn_type = T::Q6_K, .embd_type = T::Q8_0,
          .output_bias = true},
@@ -238,6 +249,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
         t.key("attention.key_length", Value::u32(static_cast<uint32_t>(s.head_dim)));
         t.key("attention.value_length", Value::u32(static_cast<uint32_t>(s.head_dim)));
     }
+    for (const auto& [k, v] : r.keys) t.key(k, v);
     if (s.window > 0) t.key("attention.sliding_window", Value::u32(static_cast<uint32_t>(s.window)));
     if (r.softcap_attn > 0) t.key("attn_logit_softcapping", Value::f32(r.softcap_attn));
     if (r.softcap_final > 0) t.key("final_logit_softcapping", Value::f32(r.softcap_final));

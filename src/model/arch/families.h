@@ -11,5 +11,6 @@ void configure_qwen3(ArchConfig& c);
 void configure_smollm3(ArchConfig& c);
 void configure_gemma2(ArchConfig& c);
 void configure_gemma3(ArchConfig& c);
+void configure_granite(ArchConfig& c);
 
 }  // namespace kiln
