@@ -32,8 +32,15 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     up_.resize(b * static_cast<size_t>(spec.max_n_ff()));
     for (const LayerSpec& l : spec.layers)
         if (l.ffn == FfnKind::Plain) ones_.assign(static_cast<size_t>(spec.max_n_ff()), 1.0f);
-    for (const LayerWeights& lw : weights.layers)
+    for (const LayerWeights& lw : weights.layers) {
         if (!lw.wqkv.empty()) qkv_.resize(std::max(qkv_.size(), b * static_cast<size_t>(lw.wqkv.n_out)));
+        if (lw.ffn_gate_up_fused) gate_up_.resize(std::max(gate_up_.size(), b * static_cast<size_t>(lw.ffn_up.n_out)));
+    }
+    // LongRoPE: the long factors when a sequence's context exceeds the original
+    // one, as llama.cpp chooses them (by the context size, not the position).
+    rope_factors_ = weights.rope_freqs;
+    if (!rope_factors_ && (weights.rope_long || weights.rope_short))
+        rope_factors_ = cache_.n_ctx() > spec.rope.n_ctx_orig ? weights.rope_long : weights.rope_short;
     attn_scratch_.resize(static_cast<size_t>(pool.size()));
 }
 
@@ -80,7 +87,7 @@ ops::RopeParams Forward::rope_params(bool swa_base) const {
     rp.beta_fast = spec_.rope.yarn_beta_fast;
     rp.beta_slow = spec_.rope.yarn_beta_slow;
     rp.n_ctx_orig = spec_.rope.n_ctx_orig;
-    rp.freq_factors = w_.rope_freqs;
+    rp.freq_factors = rope_factors_;
     return rp;
 }
 
@@ -273,7 +280,18 @@ void Forward::ffn_layer(int il, int n) {
     norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
     dump("ffn_norm", il, h_.data(), e, n);
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
-    if (l.ffn == FfnKind::Gated) {
+    if (lw.ffn_gate_up_fused) {
+        // One product [gate; up] per row, then act(gate) * up into gate_.
+        matmul(lw.ffn_up, h_.data(), n, gate_up_.data(), pool_, mm_);
+        scale_rows(gate_up_.data(), lw.ffn_up_s, n, 2 * ff);
+        pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) {
+                float* row = gate_up_.data() + r * 2 * ff;
+                act(row, row + ff, ff);
+                std::copy(row, row + ff, gate_.data() + r * ff);
+            }
+        });
+    } else if (l.ffn == FfnKind::Gated) {
         const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
         float* ys[] = {gate_.data(), up_.data()};
         matmul_many(ws, h_.data(), n, ys, pool_, mm_);

@@ -90,6 +90,8 @@ private:
     std::vector<float> ones_;    // [n_ff] of 1.0f: a plain FFN's activation through the gated kernel
     std::vector<float> out_x_;   // the rows whose output is wanted [n_embd, n_out]
     std::vector<float> rope_cache_, rope_cache_swa_;  // cos / sin per row [n_dims, n]
+    std::vector<float> gate_up_;  // a fused gate / up product [2 n_ff, n] (sized only if used)
+    const float* rope_factors_ = nullptr;  // rope_freqs, or the LongRoPE factors for this memory's context
 };
 
 }  // namespace kiln

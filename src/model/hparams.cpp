@@ -72,9 +72,10 @@ void read_rope(const Metadata& md, const std::function<std::string(const char*)>
     s.rope.scaling = md.find_string(k("rope.scaling.type")).value_or("linear");
     std::optional<double> factor = md.find_float(k("rope.scaling.factor"));
     if (!factor) factor = md.find_float(k("rope.scale_linear"));  // older key
-    if (s.rope.scaling != "none" && s.rope.scaling != "linear" && s.rope.scaling != "yarn")
+    // longrope scales as linear does; its per-pair factors are tensors (weights.cpp).
+    if (s.rope.scaling != "none" && s.rope.scaling != "linear" && s.rope.scaling != "yarn" && s.rope.scaling != "longrope")
         throw Error("GGUF metadata '" + k("rope.scaling.type") + "': unsupported RoPE scaling '" + s.rope.scaling +
-                        "' (kiln reads none, linear and yarn)",
+                        "' (kiln reads none, linear, yarn and longrope)",
                     ErrorKind::Unsupported);
     const double f = factor.value_or(0.0);
     if (f < 0.0 || !std::isfinite(f)) throw Error("GGUF metadata '" + k("rope.scaling.factor") + "' must be 0 (none) or positive");

@@ -61,6 +61,11 @@ struct TensorRules {
     // the file rather than ignore a weight scale.
     TensorUse ffn_scales = TensorUse::No;
     TensorUse rope_freqs = TensorUse::No;    // rope_freqs.weight (Llama 3 factors)
+    // rope_factors_long / rope_factors_short (LongRoPE): the long ones when a
+    // sequence's context exceeds rope.scaling.original_context_length.
+    TensorUse rope_long_short = TensorUse::No;
+    // ffn_up.weight holds gate and up stacked [n_embd, 2 n_ff] (gate first), no ffn_gate (phi3).
+    bool ffn_gate_up_fused = false;
     TensorUse qk_norm = TensorUse::No;       // attn_q_norm / attn_k_norm
     TensorUse post_norms = TensorUse::No;    // post_attention_norm / post_ffw_norm
 };

@@ -143,6 +143,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     if (allowed(tr.output_bias)) w.output_b = b.vector("output.bias", s.n_vocab, required(tr.output_bias));
     if (s.rope.n_dims > 0 && allowed(tr.rope_freqs))
         w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_dims / 2, required(tr.rope_freqs));
+    if (s.rope.n_dims > 0 && allowed(tr.rope_long_short)) {
+        w.rope_long = b.vector("rope_factors_long.weight", s.rope.n_dims / 2, required(tr.rope_long_short));
+        w.rope_short = b.vector("rope_factors_short.weight", s.rope.n_dims / 2, required(tr.rope_long_short));
+    }
 
     const int64_t e = s.n_embd, dk = s.head_dim_k, dv = s.head_dim_v;
     bool any_q_norm = false, any_post_attn = false, any_post_ffn = false;
@@ -187,7 +191,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
             lw.bq = b.vector(p + "attn_q.bias", nq, false);
             lw.bk = b.vector(p + "attn_k.bias", nk, false);
             lw.bv = b.vector(p + "attn_v.bias", nv, false);
-            if (!lw.wqkv.empty() && !(lw.bq && lw.bk && lw.bv)) {
+            const int n_separate = (lw.bq != nullptr) + (lw.bk != nullptr) + (lw.bv != nullptr);
+            if (!lw.wqkv.empty() && n_separate > 0 && n_separate < 3) {
                 for (const char* t : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
                     if (!file.find_tensor(p + t))
                         throw Error("tensor '" + p + t + "' not found (a fused attn_qkv takes all three separate biases or none)");
@@ -206,9 +211,15 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
         // The FFN's kind from the file: gated when it has a gate projection.
-        lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
-        l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
-        lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
+        if (tr.ffn_gate_up_fused) {
+            lw.ffn_up = b.matrix(p + "ffn_up.weight", e, 2 * static_cast<int64_t>(l.n_ff), true);
+            lw.ffn_gate_up_fused = true;
+            l.ffn = FfnKind::Gated;
+        } else {
+            lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
+            l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
+            lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
+        }
         lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
         const bool ffn_scaled = allowed(tr.ffn_scales);
         scales(p + "ffn_gate", lw.ffn_gate, lw.ffn_gate_s, ffn_scaled);

@@ -28,7 +28,8 @@ struct LayerWeights {
     const float* attn_post_norm = nullptr;
     const float* ffn_norm = nullptr;
     const float* ffn_norm_b = nullptr;
-    Matrix ffn_gate, ffn_up, ffn_down;  // ffn_gate empty: a plain FFN
+    Matrix ffn_gate, ffn_up, ffn_down;  // ffn_gate empty: a plain FFN, or gate and up fused in ffn_up
+    bool ffn_gate_up_fused = false;     // ffn_up is [n_embd, 2 n_ff]: gate rows, then up rows
     const float* ffn_gate_b = nullptr;
     const float* ffn_up_b = nullptr;
     const float* ffn_down_b = nullptr;
@@ -47,6 +48,8 @@ struct ModelWeights {
     Matrix output;                  // [n_embd, n_vocab]; the embedding when tied
     const float* output_b = nullptr;    // [n_vocab]
     const float* rope_freqs = nullptr;  // [n_rot / 2]
+    const float* rope_long = nullptr;   // [n_rot / 2] LongRoPE factors past the original context
+    const float* rope_short = nullptr;  // [n_rot / 2] ... within it
     std::vector<LayerWeights> layers;
 
     // Vectors stored in another type than f32 and matrices in a type the matmul

@@ -101,6 +101,9 @@ struct FamilyRecipe {
     bool qk_norm = false;
     bool post_norms = false;
     bool rope_freqs = false;
+    bool rope_long_short = false;  // LongRoPE rope_factors_long / _short
+    bool fused_gate_up = false;    // ffn_up [n_embd, 2 n_ff], no ffn_gate (phi3)
+    int rope_dims = 0;             // rope.dimension_count (0: the head size)
     float softcap_attn = 0, softcap_final = 0;
     // RoPE scaling keys ("" writes none): type, factor, original context, attn_factor.
     std::string rope_scaling = "";
@@ -144,6 +147,16 @@ std::vector<FamilyRecipe> base_recipes() {
         {.family = "granite@nope", .description = "granite with rope.scaling.finetuned = false: no RoPE; Q8_0 / Q4_0",
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .quant_variants = false,
          .keys = {{"logit_scale", Value::f32(2.0f)}, {"rope.scaling.finetuned", Value::boolean(false)}}},
+        {.family = "phi3",
+         .description = "fused attn_qkv and gate-up, partial rotary (12 of 16), LongRoPE short factors (context 256 within "
+                        "the original 4096), rope.scaling.attn_factor; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .qkv_bias = false, .fused_qkv = true, .rope_long_short = true, .fused_gate_up = true, .rope_dims = 12,
+         .rope_attn_factor = 1.19f, .rope_orig_ctx = 4096},
+        {.family = "phi3@long",
+         .description = "phi3 with separate Q/K/V and the long LongRoPE factors (context 256 past the original 64); Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .rope_long_short = true,
+         .fused_gate_up = true, .rope_dims = 12, .rope_attn_factor = 1.19f, .rope_orig_ctx = 64, .quant_variants = false},
         {.family = "qwen2", .description = "Q/K/V biases, output bias, NEOX RoPE, tied output; Q4_K / Q6_K",
          .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q4_K, .ffn_type = T::Q6_K, .embd_type = T::Q8_0,
          .output_bias = true},
@@ -156,6 +169,8 @@ std::vector<FamilyRecipe> base_recipes() {
          .ffn_scales = true, .qk_norm = true},
         {.family = "smollm3", .description = "four layers: NoPE on the fourth; Q4_1 / Q5_1",
          .shape = {4, 64, 4, 1, 128, 16, 0}, .attn_type = T::Q4_1, .ffn_type = T::Q5_1, .embd_type = T::Q8_0},
+        {.family = "gemma", .description = "Gemma 1: sqrt(width) embedding scale, GELU, pre-scaled queries, MQA; Q8_0 / Q6_K",
+         .shape = {2, 256, 4, 1, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q6_K, .embd_type = T::Q8_0},
         {.family = "gemma2",
          .description = "sliding window 8 on even layers, attention and final soft-caps, post-norms, GELU; Q8_0 / Q5_K",
          .shape = {3, 256, 4, 2, 256, 64, 8}, .attn_type = T::Q8_0, .ffn_type = T::Q5_K, .embd_type = T::Q8_0,
@@ -230,7 +245,9 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     gguf::Metadata& md = t.writer().metadata();
     const Shape& s = r.shape;
     md.add("general.architecture", Value::string(arch));
-    md.add("general.name", Value::string("kiln tiny " + family));
+    // A name without the family's: llama.cpp keys some tokenizer behaviour on the
+    // model name ("phi3" marks special tokens right-stripping), not on the file's data.
+    md.add("general.name", Value::string("kiln tiny random model"));
     t.key("context_length", Value::u32(512));
     t.key("embedding_length", Value::u32(static_cast<uint32_t>(s.n_embd)));
     t.key("block_count", Value::u32(static_cast<uint32_t>(s.n_layer)));
@@ -277,7 +294,13 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
     if (!r.tied_output) t.matrix("output.weight", e, n_vocab, r.output_type, 2.0f);
     if (r.output_bias) t.vector("output.bias", n_vocab, 0.0f, 0.5f);
-    if (r.rope_freqs) t.vector("rope_freqs.weight", s.head_dim / 2, 2.0f, 1.0f);
+    const int rope_dims = r.rope_dims > 0 ? r.rope_dims : s.head_dim;
+    if (r.rope_dims > 0) t.key("rope.dimension_count", Value::u32(static_cast<uint32_t>(r.rope_dims)));
+    if (r.rope_freqs) t.vector("rope_freqs.weight", rope_dims / 2, 2.0f, 1.0f);
+    if (r.rope_long_short) {
+        t.vector("rope_factors_long.weight", rope_dims / 2, 3.0f, 2.0f);
+        t.vector("rope_factors_short.weight", rope_dims / 2, 1.5f, 0.5f);
+    }
     for (int il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
@@ -302,11 +325,15 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
         if (r.attn_out_bias) t.vector(p + "attn_output.bias", e, 0.0f, 0.5f);
         if (r.post_norms) t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
-        matrix(p + "ffn_gate", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
-        matrix(p + "ffn_up", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+        if (r.fused_gate_up) {
+            matrix(p + "ffn_up", e, 2 * s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+        } else {
+            matrix(p + "ffn_gate", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+            matrix(p + "ffn_up", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+        }
         matrix(p + "ffn_down", s.n_ff, e, r.ffn_type, 1.0f, r.ffn_scales);
         if (r.ffn_bias) {
-            t.vector(p + "ffn_gate.bias", s.n_ff, 0.0f, 0.5f);
+            if (!r.fused_gate_up) t.vector(p + "ffn_gate.bias", s.n_ff, 0.0f, 0.5f);
             t.vector(p + "ffn_up.bias", s.n_ff, 0.0f, 0.5f);
             t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
         }

@@ -17,7 +17,7 @@ void configure_granite(ArchConfig& c) {
     TensorRules& t = s.tensors;
     t.attn_out_bias = TensorUse::Optional;
     t.ffn_bias = TensorUse::Optional;
-    t.rope_freqs = TensorUse::Optional;
+    (s.rope.scaling == "longrope" ? t.rope_long_short : t.rope_freqs) = TensorUse::Optional;
     const gguf::Metadata& md = c.metadata;
     s.logit_scale = static_cast<float>(md.get_float(c.key("logit_scale")));
     if (!(s.logit_scale != 0.0f)) throw Error("GGUF metadata '" + c.key("logit_scale") + "' must not be 0");
