@@ -53,7 +53,7 @@ constexpr ArchRow k_rows[] = {
     {"gemma4", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
     {"falcon", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
     {"stablelm", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
-    {"starcoder2", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
+    {"starcoder2", RopeKind::Neox, MemoryKind::Kv, configure_starcoder2, "plain"},
     {"olmo2", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
     {"olmoe", RopeKind::Neox, MemoryKind::Kv, nullptr, "experts"},
     {"gptneox", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},

@@ -104,6 +104,8 @@ struct FamilyRecipe {
     bool rope_long_short = false;  // LongRoPE rope_factors_long / _short
     bool fused_gate_up = false;    // ffn_up [n_embd, 2 n_ff], no ffn_gate (phi3)
     int rope_dims = 0;             // rope.dimension_count (0: the head size)
+    bool layer_norm = false;       // LayerNorm with biases (attention.layer_norm_epsilon) in place of RMSNorm
+    bool plain_ffn = false;        // no ffn_gate: down(act(up(x)))
     float softcap_attn = 0, softcap_final = 0;
     // RoPE scaling keys ("" writes none): type, factor, original context, attn_factor.
     std::string rope_scaling = "";
@@ -157,6 +159,11 @@ std::vector<FamilyRecipe> base_recipes() {
          .description = "phi3 with separate Q/K/V and the long LongRoPE factors (context 256 past the original 64); Q8_0 / Q4_0",
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .rope_long_short = true,
          .fused_gate_up = true, .rope_dims = 12, .rope_attn_factor = 1.19f, .rope_orig_ctx = 64, .quant_variants = false},
+        {.family = "starcoder2",
+         .description = "LayerNorm with biases, plain GELU FFN with biases, Q/K/V/O biases, NEOX RoPE, separate output; "
+                        "Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .attn_out_bias = true, .ffn_bias = true, .layer_norm = true, .plain_ffn = true},
         {.family = "qwen2", .description = "Q/K/V biases, output bias, NEOX RoPE, tied output; Q4_K / Q6_K",
          .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q4_K, .ffn_type = T::Q6_K, .embd_type = T::Q8_0,
          .output_bias = true},
@@ -254,7 +261,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     t.key("feed_forward_length", Value::u32(static_cast<uint32_t>(s.n_ff)));
     t.key("attention.head_count", Value::u32(static_cast<uint32_t>(s.n_head)));
     t.key("attention.head_count_kv", Value::u32(static_cast<uint32_t>(s.n_head_kv)));
-    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key(r.layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
     t.key("rope.freq_base", Value::f32(10000.0f));
     if (!r.rope_scaling.empty()) {
         t.key("rope.scaling.type", Value::string(r.rope_scaling));
@@ -292,6 +299,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     const int64_t e = s.n_embd, dq = static_cast<int64_t>(s.n_head) * s.head_dim, dkv = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
     t.matrix("token_embd.weight", e, n_vocab, r.embd_type, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    if (r.layer_norm) t.vector("output_norm.bias", e, 0.0f, 0.2f);
     if (!r.tied_output) t.matrix("output.weight", e, n_vocab, r.output_type, 2.0f);
     if (r.output_bias) t.vector("output.bias", n_vocab, 0.0f, 0.5f);
     const int rope_dims = r.rope_dims > 0 ? r.rope_dims : s.head_dim;
@@ -304,6 +312,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     for (int il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (r.layer_norm) t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
         if (r.fused_qkv) {
             matrix(p + "attn_qkv", e, dq + 2 * dkv, r.attn_type, 2.0f);
             if (r.fused_bias) t.vector(p + "attn_qkv.bias", dq + 2 * dkv, 0.0f, 0.5f);
@@ -325,15 +334,16 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
         if (r.attn_out_bias) t.vector(p + "attn_output.bias", e, 0.0f, 0.5f);
         if (r.post_norms) t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        if (r.layer_norm) t.vector(p + "ffn_norm.bias", e, 0.0f, 0.2f);
         if (r.fused_gate_up) {
             matrix(p + "ffn_up", e, 2 * s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
         } else {
-            matrix(p + "ffn_gate", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+            if (!r.plain_ffn) matrix(p + "ffn_gate", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
             matrix(p + "ffn_up", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
         }
         matrix(p + "ffn_down", s.n_ff, e, r.ffn_type, 1.0f, r.ffn_scales);
         if (r.ffn_bias) {
-            if (!r.fused_gate_up) t.vector(p + "ffn_gate.bias", s.n_ff, 0.0f, 0.5f);
+            if (!r.fused_gate_up && !r.plain_ffn) t.vector(p + "ffn_gate.bias", s.n_ff, 0.0f, 0.5f);
             t.vector(p + "ffn_up.bias", s.n_ff, 0.0f, 0.5f);
             t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
         }

@@ -14,5 +14,6 @@ void configure_gemma2(ArchConfig& c);
 void configure_gemma3(ArchConfig& c);
 void configure_granite(ArchConfig& c);
 void configure_phi3(ArchConfig& c);
+void configure_starcoder2(ArchConfig& c);
 
 }  // namespace kiln
