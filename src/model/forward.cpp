@@ -46,8 +46,13 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
 
 namespace {
 
+// y = norm(x) row by row; with no weight (a family without pre-norms) y = x.
 void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* b, float* y, int n, int64_t width,
                const ThreadPool& pool) {
+    if (!w) {
+        if (y != x) std::copy(x, x + static_cast<int64_t>(n) * width, y);
+        return;
+    }
     const auto rms_norm = kernels().rms_norm;
     pool.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
         for (int64_t r = r0; r < r1; ++r) {
@@ -82,8 +87,9 @@ ops::RopeParams Forward::rope_params(bool swa_base) const {
     rp.n_dims = spec_.rope.n_dims;
     rp.freq_base = swa_base ? spec_.rope.freq_base_swa : spec_.rope.freq_base;
     rp.freq_scale = swa_base ? spec_.rope.freq_scale_swa : spec_.rope.freq_scale;
-    rp.ext_factor = spec_.rope.yarn_ext_factor;
-    rp.attn_factor = spec_.rope.yarn_attn_factor;
+    const bool plain = swa_base && spec_.rope.swa_unscaled;
+    rp.ext_factor = plain ? 0.0f : spec_.rope.yarn_ext_factor;
+    rp.attn_factor = plain ? 1.0f : spec_.rope.yarn_attn_factor;
     rp.beta_fast = spec_.rope.yarn_beta_fast;
     rp.beta_slow = spec_.rope.yarn_beta_slow;
     rp.n_ctx_orig = spec_.rope.n_ctx_orig;
@@ -172,6 +178,11 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         const auto rms_norm = kernels().rms_norm;
         pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
             for (int64_t r = r0; r < r1; ++r) {
+                if (spec_.tensors.qk_norm_full) {
+                    rms_norm(q_.data() + r * nq, lw.q_norm, q_.data() + r * nq, nq, spec_.norm_eps);
+                    rms_norm(k_.data() + r * nk, lw.k_norm, k_.data() + r * nk, nk, spec_.norm_eps);
+                    continue;
+                }
                 for (int h = 0; h < l.n_head; ++h) rms_norm(q_.data() + r * nq + h * dk, lw.q_norm, q_.data() + r * nq + h * dk, dk, spec_.norm_eps);
                 for (int h = 0; h < l.n_head_kv; ++h) rms_norm(k_.data() + r * nk + h * dk, lw.k_norm, k_.data() + r * nk + h * dk, dk, spec_.norm_eps);
             }

@@ -54,7 +54,7 @@ constexpr ArchRow k_rows[] = {
     {"falcon", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
     {"stablelm", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
     {"starcoder2", RopeKind::Neox, MemoryKind::Kv, configure_starcoder2, "plain"},
-    {"olmo2", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
+    {"olmo2", RopeKind::Neox, MemoryKind::Kv, configure_olmo2, "gated"},
     {"olmoe", RopeKind::Neox, MemoryKind::Kv, nullptr, "experts"},
     {"gptneox", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
     {"ernie4_5", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},

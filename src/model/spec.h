@@ -35,6 +35,7 @@ struct RopeSpec {
     float freq_base_swa = 0.0f;     // sliding layers (0: same as freq_base)
     float freq_scale = 1.0f;        // 1 / linear factor
     float freq_scale_swa = 1.0f;
+    bool swa_unscaled = false;      // sliding layers rotate without YaRN's ramp and magnitude (olmo2)
     std::string scaling = "none";   // none | linear | yarn
     float yarn_ext_factor = 0.0f;
     float yarn_attn_factor = 1.0f;
@@ -67,6 +68,8 @@ struct TensorRules {
     // ffn_up.weight holds gate and up stacked [n_embd, 2 n_ff] (gate first), no ffn_gate (phi3).
     bool ffn_gate_up_fused = false;
     TensorUse qk_norm = TensorUse::No;       // attn_q_norm / attn_k_norm
+    bool qk_norm_full = false;               // ... over the whole projection [n_head * head_dim] rather than per head (olmo2)
+    bool pre_norms = true;                   // attn_norm / ffn_norm before each block (olmo2 has post-norms only)
     TensorUse post_norms = TensorUse::No;    // post_attention_norm / post_ffw_norm
 };
 

@@ -169,7 +169,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         if (b.find(p + "ffn_gate_inp.weight"))
             throw Error("tensor '" + p + "ffn_gate_inp.weight': mixture-of-experts layers are not supported yet",
                         ErrorKind::Unsupported);
-        lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+        if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
         if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
         const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
         // Q, K and V fused in one matrix where the file has it (every family, as
@@ -202,13 +202,13 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         scales(p + "attn_output", lw.wo, lw.wo_s);
         if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
         if (allowed(tr.qk_norm)) {
-            lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, required(tr.qk_norm));
-            lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, required(tr.qk_norm) || lw.q_norm);
+            lw.q_norm = b.vector(p + "attn_q_norm.weight", tr.qk_norm_full ? nq : dk, required(tr.qk_norm));
+            lw.k_norm = b.vector(p + "attn_k_norm.weight", tr.qk_norm_full ? nk : dk, required(tr.qk_norm) || lw.q_norm);
         }
         any_q_norm |= lw.q_norm != nullptr;
         if (allowed(tr.post_norms)) lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, required(tr.post_norms));
         any_post_attn |= lw.attn_post_norm != nullptr;
-        lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
+        if (tr.pre_norms) lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
         // The FFN's kind from the file: gated when it has a gate projection.
         if (tr.ffn_gate_up_fused) {

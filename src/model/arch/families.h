@@ -13,6 +13,7 @@ void configure_gemma(ArchConfig& c);
 void configure_gemma2(ArchConfig& c);
 void configure_gemma3(ArchConfig& c);
 void configure_granite(ArchConfig& c);
+void configure_olmo2(ArchConfig& c);
 void configure_phi3(ArchConfig& c);
 void configure_starcoder2(ArchConfig& c);
 
