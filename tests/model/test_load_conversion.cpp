@@ -14,13 +14,13 @@
 
 namespace {
 
-// Rewrites `src` with every ffn_up matrix re-encoded as `type` (through f32).
+// Rewrites `src` with every ffn_up matrix (not its scales) re-encoded as `type` (through f32).
 void reencode_ffn_up(const std::string& src_path, const std::string& out, kiln::GgmlType type) {
     kiln::gguf::File src = kiln::gguf::File::open(src_path);
     kiln::gguf::Writer w;
     w.metadata() = kiln::gguf::materialize_metadata(src);
     for (const auto& t : src.tensors()) {
-        if (t.name.find("ffn_up") == std::string::npos) {
+        if (t.name.find("ffn_up.weight") == std::string::npos) {
             w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
             continue;
         }
