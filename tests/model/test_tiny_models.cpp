@@ -33,9 +33,7 @@ std::string tiny_model_file(const std::string& family) {
     return written[family] = path;
 }
 
-TEST_P(TinyModels, LogitsMatchLlamaCpp) {
-    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());  // the tokenizer source
-    const std::string family = GetParam();
+void check_logits(const std::string& family) {
     const std::string path = tiny_model_file(family);
     auto fx = nlohmann::json::parse(kiln::test::read_file(kiln::test::golden_path("tiny/" + family + ".json")));
     auto prompt = fx["prompt"].get<std::vector<int32_t>>();
@@ -73,9 +71,7 @@ TEST_P(TinyModels, LogitsMatchLlamaCpp) {
 // Greedy continuation: kiln's argmax at each step equals llama.cpp's, fed back
 // one token at a time (decode, not prefill). A step where llama.cpp's two best
 // logits are within the bound may pick either; the comparison stops there.
-TEST_P(TinyModels, GreedyContinuationMatchesLlamaCpp) {
-    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
-    const std::string family = GetParam();
+void check_greedy(const std::string& family) {
     const std::string path = tiny_model_file(family);
     auto fx = nlohmann::json::parse(kiln::test::read_file(kiln::test::golden_path("tiny/" + family + ".json")));
     ASSERT_TRUE(fx.contains("greedy")) << family << ": fixture without greedy tokens";
@@ -116,18 +112,14 @@ TEST(TinyModelCoverage, EveryRunnableArchitectureHasATinyModel) {
     }
 }
 
-TEST_P(TinyModels, WriteReadIsBitExactAndDeterministic) {
-    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
-    const std::string family = GetParam();
+void check_write_is_deterministic(const std::string& family) {
     const std::string a = tiny_model_file(family);
     const std::string b = kiln::test::temp_dir() + "/tiny-b-" + family + ".gguf";
     kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), b);
     EXPECT_EQ(kiln::test::read_file(a), kiln::test::read_file(b));
 }
 
-TEST_P(TinyModels, TokenByTokenEqualsChunkedPrefill) {
-    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
-    const std::string family = GetParam();
+void check_token_by_token(const std::string& family) {
     const std::string path = tiny_model_file(family);
     auto model = kiln::Model::load(path);
     auto prompt = kiln::test::tiny_model_prompt();
@@ -142,6 +134,29 @@ TEST_P(TinyModels, TokenByTokenEqualsChunkedPrefill) {
         one.decode(std::span<const int32_t>(&prompt[i], 1));
         auto l = one.last_logits();
         ASSERT_EQ(std::memcmp(l.data(), chunked.data() + i * n_vocab, n_vocab * sizeof(float)), 0) << family << " row " << i;
+    }
+}
+
+// One test per tiny model (ctest runs each in its own process, so the model is
+// written once for all four checks, and once more for the determinism check).
+TEST_P(TinyModels, AgreesWithLlamaCpp) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());  // the tokenizer source
+    const std::string family = GetParam();
+    {
+        SCOPED_TRACE("logits at every position");
+        check_logits(family);
+    }
+    {
+        SCOPED_TRACE("greedy continuation");
+        check_greedy(family);
+    }
+    {
+        SCOPED_TRACE("token by token equals chunked prefill");
+        check_token_by_token(family);
+    }
+    {
+        SCOPED_TRACE("write -> write is bit-exact");
+        check_write_is_deterministic(family);
     }
 }
 
