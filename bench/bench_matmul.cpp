@@ -3,6 +3,7 @@
 // for every kernel level this CPU runs. Figures only; not a test.
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -27,9 +28,21 @@ Fixture make(GgmlType type, int64_t n_in, int64_t n_out) {
     std::mt19937 rng(7);
     std::normal_distribution<float> nd;
     std::vector<float> row(static_cast<size_t>(n_in));
-    for (int64_t r = 0; r < n_out; ++r) {
-        for (auto& v : row) v = nd(rng);
-        quant::quantize_row(type, row.data(), f.bytes.data() + r * rb, n_in);
+    if (quant::can_quantize(type)) {
+        for (int64_t r = 0; r < n_out; ++r) {
+            for (auto& v : row) v = nd(rng);
+            quant::quantize_row(type, row.data(), f.bytes.data() + r * rb, n_in);
+        }
+    } else {  // no kiln quantizer (IQ4_XS, the grid i-quants): random blocks with a small f16 d (speed does not depend on values)
+        const GgmlTypeInfo& info = ggml_type_info(type);
+        for (auto& b : f.bytes) b = static_cast<uint8_t>(rng());
+        const uint16_t h = quant::fp32_to_fp16(0.01f);
+        for (uint64_t off = 0; off < f.bytes.size(); off += info.block_bytes) {
+            if (type == GgmlType::IQ1_M)  // d is the top nibbles of the scale words at 48..55
+                for (int k = 0; k < 4; ++k) f.bytes[off + 49 + 2 * k] = static_cast<uint8_t>((f.bytes[off + 49 + 2 * k] & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
+            else
+                std::memcpy(f.bytes.data() + off, &h, 2);
+        }
     }
     f.m.type = type;
     f.m.data = f.bytes.data();
@@ -113,7 +126,11 @@ void bm_decode_model(benchmark::State& state, GgmlType type, Isa isa, int thread
 
 void register_all() {
     const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                              GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16};
+                              GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16,
+                              // the low-bit types (docs/perf.md, "Low-bit types")
+                              GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::IQ4_NL, GgmlType::MXFP4,
+                              GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
+                              GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::TQ1_0, GgmlType::TQ2_0};
     // Every level this CPU runs; on CPUs with AVX-VNNI also the AVX2 table without it.
     std::vector<const KernelTable*> tables;
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
@@ -134,7 +151,8 @@ void register_all() {
             }
     }
     // Decode of a whole 1B llama's products (the active level; matmul_many runs it).
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q8_0})
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS,
+                       GgmlType::MXFP4, GgmlType::IQ2_XXS, GgmlType::IQ3_XXS, GgmlType::TQ1_0, GgmlType::TQ2_0})
         for (int threads : {1, 2})
             benchmark::RegisterBenchmark(("decode/1B-llama/" + std::string(ggml_type_name(t)) + "/threads:" + std::to_string(threads)).c_str(),
                                          bm_decode_model, t, kernels().isa, threads)

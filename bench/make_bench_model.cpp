@@ -3,13 +3,26 @@
 //
 //   make_bench_model --type Q4_0 --tokenizer SmolLM2.gguf --out model.gguf
 //                    [--layers 16] [--embd 2048] [--ff 8192] [--heads 32] [--kv-heads 8]
+//   make_bench_model --arch qwen35 --type Q8_0 --tokenizer SmolLM2.gguf --out model.gguf [--layers 24]
+//
+// --arch qwen35 writes a Qwen 3.5 0.8B-shaped hybrid instead (width 1024, FFN
+// 3584, three gated delta-net layers of 16 key / 16 value heads of 128 to one
+// gated attention layer of 8 heads / 2 KV heads of 256, 64 rotated dimensions).
+//                    [--arch qwen3moe --experts 128 --experts-used 8 --head-dim 128]
+//
+// With --arch qwen3moe every layer's FFN is --experts experts of width --ff
+// (merged ffn_*_exps tensors, an f32 router of random rows so tokens spread
+// over the experts) and the attention has per-head QK-norm and --head-dim heads:
+// Qwen3-30B-A3B's shape is --layers 48 --embd 2048 --ff 768 --heads 32
+// --kv-heads 4 --head-dim 128 --experts 128 --experts-used 8.
 //
 // The defaults give Llama 3.2 1B's shape with SmolLM2's 49152-token vocabulary
 // (copied from --tokenizer, like the tiny test models): ~1.07 B parameters, the
 // output head tied to the embedding. Every matrix has the one given type. Speed
 // does not depend on the values, so each matrix is filled with rows drawn from a
 // pool of 64 quantized random rows (quantizing a billion values with the
-// reference k-quant search would take minutes).
+// reference k-quant search would take minutes); types kiln cannot quantize (the
+// grid i-quants, IQ4_XS) get random blocks with small scales.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -37,8 +50,10 @@ struct Rng {
 };
 
 struct Options {
-    std::string type = "Q4_0", tokenizer, out;
+    std::string type = "Q4_0", tokenizer, out, arch = "llama";
     int layers = 16, embd = 2048, ff = 8192, heads = 32, kv_heads = 8;
+    int head_dim = 0;  // 0: embd / heads
+    int experts = 128, experts_used = 8;
 };
 
 std::vector<uint8_t> make_matrix(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng) {
@@ -49,31 +64,132 @@ std::vector<uint8_t> make_matrix(GgmlType type, int64_t n_in, int64_t n_out, Rng
     const float s = std::sqrt(3.0f / static_cast<float>(n_in));  // unit variance outputs for unit inputs
     for (int r = 0; r < k_pool; ++r) {
         for (float& v : row) v = rng.uniform() * s;
-        quant::quantize_row(type, row.data(), pool.data() + r * rb, n_in);
+        if (quant::can_quantize(type)) {
+            quant::quantize_row(type, row.data(), pool.data() + r * rb, n_in);
+            continue;
+        }
+        // No kiln quantizer (the grid i-quants, IQ4_XS): random blocks with a small
+        // f16 scale at byte 0 (IQ1_M: spread over its scale words' top nibbles).
+        uint8_t* p = pool.data() + r * rb;
+        for (uint64_t i = 0; i < rb; ++i) p[i] = static_cast<uint8_t>(rng.next());
+        const uint16_t d = quant::fp32_to_fp16(s / 64);
+        const uint64_t bb = ggml_type_info(type).block_bytes;
+        for (uint64_t off = 0; off < rb; off += bb) {
+            if (type == GgmlType::IQ1_M) {
+                for (int k = 0; k < 4; ++k) p[off + 49 + 2 * k] = static_cast<uint8_t>((p[off + 49 + 2 * k] & 0x0F) | (((d >> (4 * k)) & 0xF) << 4));
+            } else {
+                std::memcpy(p + off, &d, 2);
+            }
+        }
     }
     std::vector<uint8_t> m(rb * static_cast<uint64_t>(n_out));
     for (int64_t r = 0; r < n_out; ++r) std::memcpy(m.data() + r * rb, pool.data() + (rng.next() % k_pool) * rb, rb);
     return m;
 }
 
+// Qwen 3.5 0.8B's shape (o.layers layers, every fourth full attention).
+void write_qwen35(const Options& o, GgmlType type, gguf::Writer& w, int64_t n_vocab, Rng& rng) {
+    using gguf::Value;
+    gguf::Metadata& md = w.metadata();
+    const std::string a = "qwen35.";
+    const int64_t e = 1024, ff = 3584, n_head = 8, n_kv = 2, hd = 256, d = 128, nk = 16, nv = 16, d_conv = 4;
+    const int64_t d_inner = nv * d, n_conv = d_inner + 2 * nk * d;
+    md.add(a + "context_length", Value::u32(32768));
+    md.add(a + "embedding_length", Value::u32(e));
+    md.add(a + "block_count", Value::u32(static_cast<uint32_t>(o.layers)));
+    md.add(a + "feed_forward_length", Value::u32(ff));
+    md.add(a + "attention.head_count", Value::u32(n_head));
+    md.add(a + "attention.head_count_kv", Value::u32(n_kv));
+    md.add(a + "attention.key_length", Value::u32(hd));
+    md.add(a + "attention.value_length", Value::u32(hd));
+    md.add(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    md.add(a + "rope.freq_base", Value::f32(10000000.0f));
+    md.add(a + "rope.dimension_count", Value::u32(64));
+    md.add(a + "rope.dimension_sections", Value::array(gguf::ValueType::I32, {Value::i32(11), Value::i32(11), Value::i32(10), Value::i32(0)}));
+    md.add(a + "full_attention_interval", Value::u32(4));
+    md.add(a + "ssm.conv_kernel", Value::u32(d_conv));
+    md.add(a + "ssm.inner_size", Value::u32(d_inner));
+    md.add(a + "ssm.state_size", Value::u32(d));
+    md.add(a + "ssm.time_step_rank", Value::u32(nv));
+    md.add(a + "ssm.group_count", Value::u32(nk));
+    auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+        w.add_tensor(name, type, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, make_matrix(type, n_in, n_out, rng));
+    };
+    auto fill = [&](const std::string& name, std::vector<uint64_t> shape, float base, float spread) {
+        uint64_t n = 1;
+        for (uint64_t x : shape) n *= x;
+        std::vector<uint8_t> b(n * 4);
+        for (uint64_t i = 0; i < n; ++i) {
+            const float v = base + spread * rng.uniform();
+            std::memcpy(b.data() + 4 * i, &v, 4);
+        }
+        w.add_tensor(name, GgmlType::F32, std::move(shape), std::move(b));
+    };
+    using u64 = uint64_t;
+    matrix("token_embd.weight", e, n_vocab);
+    fill("output_norm.weight", {u64(e)}, 1.0f, 0.0f);
+    for (int il = 0; il < o.layers; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        fill(p + "attn_norm.weight", {u64(e)}, 1.0f, 0.0f);
+        if ((il + 1) % 4 == 0) {
+            matrix(p + "attn_q.weight", e, 2 * n_head * hd);
+            matrix(p + "attn_k.weight", e, n_kv * hd);
+            matrix(p + "attn_v.weight", e, n_kv * hd);
+            fill(p + "attn_q_norm.weight", {u64(hd)}, 1.0f, 0.0f);
+            fill(p + "attn_k_norm.weight", {u64(hd)}, 1.0f, 0.0f);
+            matrix(p + "attn_output.weight", n_head * hd, e);
+        } else {
+            matrix(p + "attn_qkv.weight", e, n_conv);
+            matrix(p + "attn_gate.weight", e, d_inner);
+            fill(p + "ssm_conv1d.weight", {u64(d_conv), u64(n_conv)}, 0.0f, 0.5f);
+            fill(p + "ssm_dt.bias", {u64(nv)}, 0.0f, 0.5f);
+            fill(p + "ssm_a", {u64(nv)}, -1.0f, 0.5f);
+            matrix(p + "ssm_beta.weight", e, nv);
+            matrix(p + "ssm_alpha.weight", e, nv);
+            fill(p + "ssm_norm.weight", {u64(d)}, 1.0f, 0.0f);
+            matrix(p + "ssm_out.weight", d_inner, e);
+        }
+        fill(p + "post_attention_norm.weight", {u64(e)}, 1.0f, 0.0f);
+        matrix(p + "ffn_gate.weight", e, ff);
+        matrix(p + "ffn_up.weight", e, ff);
+        matrix(p + "ffn_down.weight", ff, e);
+    }
+}
+
 int run(const Options& o) {
     const GgmlTypeInfo* info = find_ggml_type(o.type);
-    if (!info || !quant::can_quantize(info->type)) throw Error("no quantizer for type '" + o.type + "'");
+    if (!info || !info->quantized || !quant::can_dequantize(info->type)) throw Error("cannot write type '" + o.type + "'");
     const GgmlType type = info->type;
-    if (o.embd % o.heads != 0 || o.heads % o.kv_heads != 0) throw Error("heads must divide the width and kv-heads the heads");
+    const bool moe = o.arch == "qwen3moe";
+    if (!moe && o.arch != "llama" && o.arch != "qwen35") throw Error("--arch: llama, qwen3moe or qwen35");
+    if ((o.head_dim == 0 && o.embd % o.heads != 0) || o.heads % o.kv_heads != 0)
+        throw Error("heads must divide the width and kv-heads the heads");
     gguf::Writer w;
     gguf::Metadata& md = w.metadata();
     using gguf::Value;
-    md.add("general.architecture", Value::string("llama"));
-    md.add("general.name", Value::string("kiln bench llama " + o.type));
-    md.add("llama.context_length", Value::u32(4096));
-    md.add("llama.embedding_length", Value::u32(static_cast<uint32_t>(o.embd)));
-    md.add("llama.block_count", Value::u32(static_cast<uint32_t>(o.layers)));
-    md.add("llama.feed_forward_length", Value::u32(static_cast<uint32_t>(o.ff)));
-    md.add("llama.attention.head_count", Value::u32(static_cast<uint32_t>(o.heads)));
-    md.add("llama.attention.head_count_kv", Value::u32(static_cast<uint32_t>(o.kv_heads)));
-    md.add("llama.attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
-    md.add("llama.rope.freq_base", Value::f32(500000.0f));
+    const std::string a = o.arch + ".";
+    const int hd = o.head_dim > 0 ? o.head_dim : o.embd / o.heads;
+    md.add("general.architecture", Value::string(o.arch));
+    md.add("general.name", Value::string("kiln bench " + o.arch + " " + o.type));
+    if (o.arch != "qwen35") {  // qwen35's keys are written by write_qwen35
+        md.add(a + "context_length", Value::u32(4096));
+        md.add(a + "embedding_length", Value::u32(static_cast<uint32_t>(o.embd)));
+        md.add(a + "block_count", Value::u32(static_cast<uint32_t>(o.layers)));
+        md.add(a + "feed_forward_length", Value::u32(static_cast<uint32_t>(moe ? o.ff * o.experts_used : o.ff)));
+        md.add(a + "attention.head_count", Value::u32(static_cast<uint32_t>(o.heads)));
+        md.add(a + "attention.head_count_kv", Value::u32(static_cast<uint32_t>(o.kv_heads)));
+        md.add(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+        md.add(a + "rope.freq_base", Value::f32(moe ? 1000000.0f : 500000.0f));
+        if (hd * o.heads != o.embd) {
+            md.add(a + "attention.key_length", Value::u32(static_cast<uint32_t>(hd)));
+            md.add(a + "attention.value_length", Value::u32(static_cast<uint32_t>(hd)));
+        }
+        if (moe) {
+            md.add(a + "expert_count", Value::u32(static_cast<uint32_t>(o.experts)));
+            md.add(a + "expert_used_count", Value::u32(static_cast<uint32_t>(o.experts_used)));
+            md.add(a + "expert_feed_forward_length", Value::u32(static_cast<uint32_t>(o.ff)));
+        }
+    }
     gguf::File src = gguf::File::open(o.tokenizer);
     gguf::Metadata tok = gguf::materialize_metadata(src);
     int64_t n_vocab = 0;
@@ -85,9 +201,28 @@ int run(const Options& o) {
     if (n_vocab == 0) throw Error(o.tokenizer + ": no tokenizer.ggml.tokens");
 
     Rng rng{20240601};
-    const int64_t e = o.embd, hd = o.embd / o.heads, kv = hd * o.kv_heads;
+    if (o.arch == "qwen35") {
+        write_qwen35(o, type, w, n_vocab, rng);
+        w.write(o.out);
+        return 0;
+    }
+    const int64_t e = o.embd, q = static_cast<int64_t>(hd) * o.heads, kv = static_cast<int64_t>(hd) * o.kv_heads;
     auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
         w.add_tensor(name, type, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, make_matrix(type, n_in, n_out, rng));
+    };
+    // [n_in, n_out, n_expert]: the rows of all experts from the pool.
+    auto experts = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+        w.add_tensor(name, type, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(o.experts)},
+                     make_matrix(type, n_in, n_out * o.experts, rng));
+    };
+    auto router = [&](const std::string& name) {
+        std::vector<uint8_t> b(static_cast<size_t>(e * o.experts) * 4);
+        const float s = std::sqrt(3.0f / static_cast<float>(e));
+        for (size_t i = 0; i < b.size(); i += 4) {
+            const float v = rng.uniform() * s;
+            std::memcpy(b.data() + i, &v, 4);
+        }
+        w.add_tensor(name, GgmlType::F32, {static_cast<uint64_t>(e), static_cast<uint64_t>(o.experts)}, std::move(b));
     };
     auto ones = [&](const std::string& name, int64_t n) {
         std::vector<uint8_t> b(static_cast<size_t>(n) * 4);
@@ -100,14 +235,23 @@ int run(const Options& o) {
     for (int il = 0; il < o.layers; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         ones(p + "attn_norm.weight", e);
-        matrix(p + "attn_q.weight", e, e);
+        matrix(p + "attn_q.weight", e, q);
         matrix(p + "attn_k.weight", e, kv);
         matrix(p + "attn_v.weight", e, kv);
-        matrix(p + "attn_output.weight", e, e);
+        matrix(p + "attn_output.weight", q, e);
         ones(p + "ffn_norm.weight", e);
-        matrix(p + "ffn_gate.weight", e, o.ff);
-        matrix(p + "ffn_up.weight", e, o.ff);
-        matrix(p + "ffn_down.weight", o.ff, e);
+        if (moe) {
+            ones(p + "attn_q_norm.weight", hd);
+            ones(p + "attn_k_norm.weight", hd);
+            router(p + "ffn_gate_inp.weight");
+            experts(p + "ffn_gate_exps.weight", e, o.ff);
+            experts(p + "ffn_up_exps.weight", e, o.ff);
+            experts(p + "ffn_down_exps.weight", o.ff, e);
+        } else {
+            matrix(p + "ffn_gate.weight", e, o.ff);
+            matrix(p + "ffn_up.weight", e, o.ff);
+            matrix(p + "ffn_down.weight", o.ff, e);
+        }
     }
     w.write(o.out);
     return 0;
@@ -127,11 +271,15 @@ int main(int argc, char** argv) {
             if (a == "--type") o.type = value();
             else if (a == "--tokenizer") o.tokenizer = value();
             else if (a == "--out") o.out = value();
+            else if (a == "--arch") o.arch = value();
             else if (a == "--layers") o.layers = std::stoi(value());
             else if (a == "--embd") o.embd = std::stoi(value());
             else if (a == "--ff") o.ff = std::stoi(value());
             else if (a == "--heads") o.heads = std::stoi(value());
             else if (a == "--kv-heads") o.kv_heads = std::stoi(value());
+            else if (a == "--head-dim") o.head_dim = std::stoi(value());
+            else if (a == "--experts") o.experts = std::stoi(value());
+            else if (a == "--experts-used") o.experts_used = std::stoi(value());
             else throw Error("unknown option " + a);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "make_bench_model: %s\n", e.what());
@@ -139,7 +287,8 @@ int main(int argc, char** argv) {
         }
     }
     if (o.tokenizer.empty() || o.out.empty()) {
-        std::fprintf(stderr, "usage: make_bench_model --type TYPE --tokenizer GGUF --out FILE [--layers N --embd N --ff N --heads N --kv-heads N]\n");
+        std::fprintf(stderr, "usage: make_bench_model --type TYPE --tokenizer GGUF --out FILE [--layers N --embd N --ff N --heads N --kv-heads N]\n"
+                             "       [--arch qwen3moe --experts N --experts-used N --head-dim N]\n");
         return 2;
     }
     try {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kiln vs llama.cpp, side by side on the same GGUF files, threads and workload.
 
-    bench/vs_llamacpp.py [--models all|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16] [-t 2]
+    bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16,q2_k,...,tq2_0 (LOWBIT),qwen35_q8_0,qwen35_q4_0,qwen3moe_q4_k] [-t 2]
                          [-p 512] [-n 128] [-d 0] [--rounds 3] [--kiln build/kiln]
 
 Runs with the oracle virtual environment's python (llama-cpp-python built from
@@ -43,12 +43,38 @@ REAL = {
     "smollm2": ("SmolLM2-135M Q4_1", os.path.join(MODELS_DIR, "SmolLM2-135M-Instruct.Q4_1.gguf")),
     "gemma3": ("Gemma 3 270M Q4_K_M", os.path.join(MODELS_DIR, "gemma-3-270m-q4_k_m.gguf")),
 }
-SYNTHETIC = {"q4_0": "Q4_0", "q8_0": "Q8_0", "q4_k": "Q4_K", "f16": "F16", "bf16": "BF16"}
+SYNTHETIC = {"q4_0": "Q4_0", "q8_0": "Q8_0", "q4_k": "Q4_K", "f16": "F16", "bf16": "BF16",
+             # the low-bit types (not in "all": --models lowbit or by name)
+             "q2_k": "Q2_K", "q3_k": "Q3_K", "iq4_xs": "IQ4_XS", "mxfp4": "MXFP4", "iq3_xxs": "IQ3_XXS", "iq3_s": "IQ3_S",
+             "iq2_xxs": "IQ2_XXS", "iq2_xs": "IQ2_XS", "iq2_s": "IQ2_S", "iq1_s": "IQ1_S", "iq1_m": "IQ1_M",
+             "tq1_0": "TQ1_0", "tq2_0": "TQ2_0"}
+LOWBIT = ["q2_k", "q3_k", "iq4_xs", "mxfp4", "iq3_xxs", "iq3_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m", "tq1_0", "tq2_0"]
+# Synthetic shapes beyond the llama ones (make_bench_model --arch), not part of "all":
+# key -> (name, file, make_bench_model arguments).
+# Qwen 3.5 0.8B's hybrid shape (docs/models.md), 24 layers.
+# Qwen3-30B-A3B's layer (2048 wide, 32 / 4 heads of 128, 128 experts of width 768,
+# 8 selected) with 8 of its 48 layers so the file (2.9 GB in Q4_K) fits this machine.
+SYNTHETIC_SHAPES = {
+    **{f"qwen35_{t.lower()}": (f"qwen35 0.8B-shaped {t} (synthetic)", f"qwen35-0.8b-{t}.gguf",
+                               ["--arch", "qwen35", "--layers", "24", "--type", t]) for t in ("Q8_0", "Q4_0")},
+    "qwen3moe_q4_k": ("Qwen3-30B-A3B shape, 8 of 48 layers, Q4_K (synthetic)", "qwen3moe-30b-a3b-8layers-Q4_K.gguf",
+                      ["--arch", "qwen3moe", "--type", "Q4_K", "--layers", "8", "--embd", "2048", "--ff", "768", "--heads", "32",
+                       "--kv-heads", "4", "--head-dim", "128", "--experts", "128", "--experts-used", "8"]),
+}
 
 
 def model_path(key, kiln_build):
     if key in REAL:
         return REAL[key]
+    if key in SYNTHETIC_SHAPES:
+        name, file, args = SYNTHETIC_SHAPES[key]
+        path = os.path.join(BENCH_DIR, file)
+        if not os.path.exists(path):
+            os.makedirs(BENCH_DIR, exist_ok=True)
+            tool = os.path.join(kiln_build, "bench", "make_bench_model")
+            print(f"writing {path} ...", file=sys.stderr)
+            subprocess.run([tool, *args, "--tokenizer", REAL["smollm2"][1], "--out", path], check=True)
+        return (name, path)
     t = SYNTHETIC[key]
     path = os.path.join(BENCH_DIR, f"llama-1b-{t}.gguf")
     if not os.path.exists(path):
@@ -156,7 +182,12 @@ def main():
     import llama_cpp
 
     info = llama_cpp.llama_print_system_info().decode()
-    keys = list(REAL) + list(SYNTHETIC) if a.models == "all" else a.models.split(",")
+    if a.models == "all":
+        keys = list(REAL) + [k for k in SYNTHETIC if k not in LOWBIT]
+    elif a.models == "lowbit":
+        keys = LOWBIT
+    else:
+        keys = a.models.split(",")
     kiln_build = os.path.dirname(os.path.abspath(a.kiln))
     print(f"llama.cpp (llama-cpp-python {llama_cpp.__version__}): {info.strip()}")
     at = f" @ d{a.depth}" if a.depth else ""

@@ -170,16 +170,19 @@ ALL_TYPES = [
 ]
 
 QUANTIZE_TYPES = [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
-                  T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.IQ4_NL]
+                  T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.IQ4_NL, T.TQ1_0, T.TQ2_0, T.MXFP4]
 GGUF_QUANTIZES = {T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0}
 
 VEC_DOT_TYPES = {  # weight type -> activation type, as ggml pairs them
     T.F32: T.F32, T.F16: T.F16, T.BF16: T.BF16,
     T.Q4_0: T.Q8_0, T.Q4_1: T.Q8_1, T.Q5_0: T.Q8_0, T.Q5_1: T.Q8_1, T.Q8_0: T.Q8_0,
     T.Q2_K: T.Q8_K, T.Q3_K: T.Q8_K, T.Q4_K: T.Q8_K, T.Q5_K: T.Q8_K, T.Q6_K: T.Q8_K,
-    T.IQ4_NL: T.Q8_0, T.IQ4_XS: T.Q8_K,
+    T.IQ4_NL: T.Q8_0, T.IQ4_XS: T.Q8_K, T.TQ1_0: T.Q8_K, T.TQ2_0: T.Q8_K, T.MXFP4: T.Q8_0,
+    T.IQ2_XXS: T.Q8_K, T.IQ2_XS: T.Q8_K, T.IQ2_S: T.Q8_K, T.IQ3_XXS: T.Q8_K, T.IQ3_S: T.Q8_K,
+    T.IQ1_S: T.Q8_K, T.IQ1_M: T.Q8_K,
 }
-MIN_TYPES = {T.Q4_1, T.Q5_1, T.Q2_K, T.Q4_K, T.Q5_K}  # weights with an additive min term
+MIN_TYPES = {T.Q4_1, T.Q5_1, T.Q2_K, T.Q4_K, T.Q5_K}
+GRID_IQ = {T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M}  # vec_dot weights: random blocks  # weights with an additive min term
 
 PLAIN_DTYPES = {T.F32: np.float32, T.F16: np.float16, T.F64: np.float64, T.I8: np.int8,
                 T.I16: np.int16, T.I32: np.int32, T.I64: np.int64}
@@ -469,7 +472,10 @@ def make_vec_dot(ggml: Ggml, manifest: dict) -> None:
             if t in MIN_TYPES:
                 w += np.float32(0.03 * (r - 1.5))  # make the mins matter
             a = rng.standard_normal(n).astype(np.float32) * np.float32(2.0 ** (r - 2))
-            wq = w.view(np.uint8) if t == T.F32 else ggml.quantize_ref(t, w)
+            if t in GRID_IQ:  # ggml's quantizers need its grid maps initialised (and an importance matrix to be good)
+                wq = random_blocks(t, n, rng)
+            else:
+                wq = w.view(np.uint8) if t == T.F32 else ggml.quantize_ref(t, w)
             aq = a.view(np.uint8) if at == T.F32 else ggml.quantize_ref(at, a)
             w_rows.append(wq)
             a_rows.append(aq)

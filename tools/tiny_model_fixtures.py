@@ -65,6 +65,8 @@ def main() -> None:
                 gaps.append(float(last[order[0]] - last[order[1]]))
                 llm.eval([greedy[-1]])
             n_vocab = logits.shape[1]
+            # Seeded per family, so a --families run draws what a full run does.
+            rng = np.random.default_rng([7, *fam.encode()])
             random_ids = sorted(rng.choice(n_vocab, size=64, replace=False).tolist())
             top_ids = np.argsort(-logits, axis=1, kind="stable")[:, :10]
             data = {

@@ -46,6 +46,8 @@ struct JsonSchemaOptions {
     uint32_t max_whitespace = 16;
 };
 
+struct GrammarImport;
+
 class Grammar {
 public:
     // llama.cpp's GBNF: `name ::= ...` rules, "literals", [classes] with ranges and
@@ -53,6 +55,13 @@ public:
     // Errors name the line and column. Left recursion is refused (the matcher is a
     // pushdown recogniser, as llama.cpp's).
     static Grammar from_gbnf(std::string_view text, std::string_view root_rule = "root");
+    // GBNF that may reference other grammars by name: each import's root becomes a
+    // rule of that name (its other rules are renamed `name-<rule>`), so
+    // `root ::= "<call>" args "</call>"` wraps a JSON Schema grammar `args`.
+    // Redefining an import's name is an error, as is any name that is not
+    // letters, digits, '-' and '_'.
+    static Grammar from_gbnf(std::string_view text, std::span<const GrammarImport> imports,
+                             std::string_view root_rule = "root");
     // A JSON Schema document (drafts 4 to 2020-12). Throws kiln::Error naming the
     // keyword (and its JSON pointer) that cannot be enforced exactly.
     static Grammar from_json_schema(std::string_view schema_json, const JsonSchemaOptions& options = {});
@@ -73,6 +82,11 @@ private:
     friend struct constrain::Internals;
     explicit Grammar(std::shared_ptr<const constrain::CompiledGrammar> impl) : impl_(std::move(impl)) {}
     std::shared_ptr<const constrain::CompiledGrammar> impl_;
+};
+
+struct GrammarImport {
+    std::string name;
+    Grammar grammar;
 };
 
 enum class MatchStatus {
@@ -183,5 +197,16 @@ private:
 // stage runs, and the token chosen advances its matcher. The vocabulary must be
 // the model's (TokenVocabulary::from_tokenizer).
 std::unique_ptr<SamplerStage> grammar_stage(const Grammar& grammar, const TokenVocabulary& vocab);
+
+// A grammar that starts when the generated text contains one of `triggers` (a
+// tool call's opening marker, for tool_choice auto): free text before, then the
+// grammar, whose text must begin with the trigger (kiln::Error otherwise), until
+// it is complete; then free text again until the next trigger (so the grammar
+// should end where it is complete, as a call does with its closing marker). A token that completes a trigger is allowed only if the grammar
+// also accepts the bytes it carries past the trigger. `written` is reply text
+// that precedes generation (an assistant prefill), read as if generated; if it
+// opens a call the grammar rejects, kiln::Error (InvalidInput).
+std::unique_ptr<SamplerStage> lazy_grammar_stage(const Grammar& grammar, const TokenVocabulary& vocab,
+                                                 std::vector<std::string> triggers, std::string_view written = {});
 
 }  // namespace kiln

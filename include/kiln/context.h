@@ -124,6 +124,12 @@ public:
 
     void set_tensor_hook(TensorHook hook);
 
+    // Mixture-of-experts models: how often each expert of each layer was
+    // selected by the tokens evaluated since the last reset, [n_layer][n_expert]
+    // (a dense layer's row is empty; every row is empty for a dense model).
+    const std::vector<std::vector<uint64_t>>& expert_usage() const;
+    void reset_expert_usage();
+
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;

@@ -21,11 +21,12 @@ namespace kiln {
 struct ModelInternals;
 
 struct ModelFootprint {
-    // Bytes of weights a decode step reads (every matrix once; the embedding
-    // lookup reads one row, so it counts only when it is also the output head).
+    // Bytes of weights a decode step reads (every matrix once, of an expert
+    // layer the router and n_expert_used experts; the embedding lookup reads one
+    // row, so it counts only when it is also the output head).
     uint64_t decode_bytes = 0;
-    // Weights that take part in a prompt token's matrix products (the layers;
-    // the output head runs for the last prompt row only).
+    // Weights that take part in a prompt token's matrix products (the layers,
+    // a token's selected experts; the output head runs for the last prompt row only).
     uint64_t layer_params = 0;
     // Whether the layers' matrices are float (F32 / F16 / BF16: prefill is bound
     // by f32 multiply-adds) rather than quantized (bound by int8 dot products),
@@ -33,6 +34,10 @@ struct ModelFootprint {
     bool float_weights = false;
     bool bf16_weights = false;
     uint64_t repacked_bytes = 0;  // weights repacked at load for the SIMD kernels
+    // The weight matrices' bytes in the file and in memory after load (repacked
+    // in their own type, used in place, or converted where no kernel takes the
+    // type); the load notes break them down by type.
+    uint64_t matrix_file_bytes = 0, matrix_resident_bytes = 0;
 };
 
 struct LoadOptions {

@@ -65,6 +65,7 @@ struct Usage {
 struct ReplyEnd {
     ReplyFinish finish = ReplyFinish::Stop;
     Usage usage;
+    std::string stop_string;  // the ReplyOptions::stop entry that ended the reply, if one did
 };
 
 using ReplyEvent = std::variant<TextDelta, ThinkingDelta, ToolCall, ReplyError, ReplyEnd>;

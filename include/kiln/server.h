@@ -23,6 +23,9 @@ struct ServerOptions {
     // The models requests may name (by file stem); the first is the default.
     std::vector<std::string> model_paths;
     size_t max_models = 0;           // resident at once (least recently used unloaded first); 0: no limit
+    uint64_t models_memory = 0;      // bytes of resident models (files + sequence memory), LRU unloaded past it; 0: no limit
+    // A JSON object {"alias": "model name", ...}: more names for the models (empty: none).
+    std::string aliases_file;
     std::string host = "127.0.0.1";
     int port = 8080;                 // 0: any free port (port() tells which)
     int parallel = 4;                // sequences generated at once (the Engine's slots)
@@ -30,6 +33,8 @@ struct ServerOptions {
     int n_threads = 0;               // 0: every thread of the executor
     uint64_t memory_budget = 0;      // bytes for the sequences' memory; 0: parallel x n_ctx positions
     std::string api_key;             // empty: no key needed
+    // Names this replica to a router (/props, the X-Kiln-Replica header); empty: the host name.
+    std::string replica_id;
     std::optional<std::string> chat_template_source;  // overrides the model's template
     size_t max_queue = 512;          // requests waiting for a slot; past it 503
     size_t max_body_bytes = 8u << 20;

@@ -36,8 +36,9 @@ enum class Action {
 struct Marker {
     std::string text;
     Action action = Action::Drop;
-    int index = 0;  // OpenSection: which section
+    int index = 0;  // OpenSection: which section; End: k_stop_string for the caller's stop strings
 };
+constexpr int k_stop_string = 1;
 
 struct MarkerSet {
     std::vector<Marker> list;
@@ -143,6 +144,15 @@ struct ReplyParser::Impl {
     ReplyMessage message;
     bool done = false;
     bool finished = false;
+    // The last end marker found: the one end_reply acts on, which every path
+    // calls right after finding it. A stop string's text is reported in ReplyEnd.
+    const Marker* last_end = nullptr;
+    std::string ended_by_stop;
+    Found find_end_aware(std::string_view text, size_t from, const MarkerSet& set, bool final) {
+        Found f = find_marker(text, from, set, final);
+        if (f.found && f.marker->action == Action::End) last_end = f.marker;
+        return f;
+    }
     std::vector<ReplyEvent>* out = nullptr;
 
     // Section / BareJson state.
@@ -170,7 +180,7 @@ struct ReplyParser::Impl {
 
     void build() {
         for (const std::string& m : format.end_markers) ends.add(m, Action::End);
-        for (const std::string& s : options.stop) ends.add(s, Action::End);
+        for (const std::string& s : options.stop) ends.add(s, Action::End, k_stop_string);
 
         const ToolFormat& t = format.tools;
         auto section_spec = [&](std::string open, SectionEnd end, std::string close, BodyKind body,
@@ -380,6 +390,7 @@ struct ReplyParser::Impl {
     }
 
     void end_reply() {
+        if (last_end && last_end->index == k_stop_string) ended_by_stop = last_end->text;
         if (mode == Mode::Reasoning) spans.emplace_back(reasoning_from, base);
         end_segment(text_seg);
         end_segment(think_seg);
@@ -413,7 +424,7 @@ struct ReplyParser::Impl {
             bare_ok = false;
             if (bare_after_call) consume(i);
         }
-        Found f = find_marker(buf, 0, text_markers, final);
+        Found f = find_end_aware(buf, 0, text_markers, final);
         if (!f.found) {
             release(final, f.safe, false);
             return false;
@@ -435,7 +446,7 @@ struct ReplyParser::Impl {
     }
 
     bool step_reasoning(bool final) {
-        Found f = find_marker(buf, 0, reasoning_markers, final);
+        Found f = find_end_aware(buf, 0, reasoning_markers, final);
         if (!f.found) {
             release(final, f.safe, true);
             return false;
@@ -479,7 +490,7 @@ struct ReplyParser::Impl {
             if (buf.compare(i, 3, "```") == 0) {
                 size_t nl = buf.find('\n', i);
                 if (nl == k_npos) {
-                    Found e = find_marker(buf, scan_from, ends, final);
+                    Found e = find_end_aware(buf, scan_from, ends, final);
                     if (!e.found) {
                         scan_from = e.safe;
                         return false;
@@ -492,7 +503,7 @@ struct ReplyParser::Impl {
                 fenced = true;
             } else if (s.end == SectionEnd::Mistral && buf[i] != '[' && buf[i] != '{') {
                 // NAME[ARGS]{…}: the JSON starts after [ARGS].
-                Found f = find_marker(buf, scan_from, args_markers, final);
+                Found f = find_end_aware(buf, scan_from, args_markers, final);
                 if (!f.found) {
                     scan_from = f.safe;
                     return false;
@@ -512,7 +523,7 @@ struct ReplyParser::Impl {
             scan_from = 0;
         }
         if (phase == 2) {
-            Found f = find_marker(buf, scan_from, fence_markers, final);
+            Found f = find_end_aware(buf, scan_from, fence_markers, final);
             if (!f.found) {
                 scan_from = f.safe;
                 return false;
@@ -531,7 +542,7 @@ struct ReplyParser::Impl {
             limit = buf.find('\n', json.position());
             if (limit == k_npos && final) limit = buf.size();
         }
-        Found e = find_marker(buf, scan_from, ends, final);
+        Found e = find_end_aware(buf, scan_from, ends, final);
         if (e.found && e.pos < limit) {
             close_section(e.pos, e.pos + e.marker->text.size(), true);
             return true;
@@ -557,7 +568,7 @@ struct ReplyParser::Impl {
         const SectionSpec& s = sections[static_cast<size_t>(section)];
         if (s.end == SectionEnd::Json || s.end == SectionEnd::Mistral) return step_json_section(s, final);
         const MarkerSet& markers = s.end == SectionEnd::Close ? section_markers[static_cast<size_t>(section)] : ends;
-        Found f = find_marker(buf, scan_from, markers, final);
+        Found f = find_end_aware(buf, scan_from, markers, final);
         if (!f.found) {
             scan_from = f.safe;
             return false;
@@ -571,7 +582,7 @@ struct ReplyParser::Impl {
         size_t limit = state == JsonValueScanner::State::Complete ? json.end()
                        : state == JsonValueScanner::State::Failed ? json.position()
                                                                   : k_npos;
-        Found e = find_marker(buf, scan_from, ends, final);
+        Found e = find_end_aware(buf, scan_from, ends, final);
         if (e.found && e.pos < limit) {
             finish_bare(e.pos);
             consume(e.marker->text.size());
@@ -708,7 +719,7 @@ struct ReplyParser::Impl {
     }
 
     bool step_header(bool final) {
-        Found f = find_marker(buf, 0, header_markers, final);
+        Found f = find_end_aware(buf, 0, header_markers, final);
         if (f.found && f.pos < k_max_header) {
             std::string header = buf.substr(0, f.pos);
             consume(f.pos + f.marker->text.size());
@@ -731,7 +742,7 @@ struct ReplyParser::Impl {
     }
 
     bool step_body(bool final) {
-        Found f = find_marker(buf, role == Role::Tool ? scan_from : 0, body_markers, final);
+        Found f = find_end_aware(buf, role == Role::Tool ? scan_from : 0, body_markers, final);
         if (!f.found) {
             if (role == Role::Tool) {
                 scan_from = f.safe;
@@ -845,7 +856,7 @@ std::vector<ReplyEvent> ReplyParser::finish(ReplyFinish finish, Usage usage) {
     if (finish == ReplyFinish::Cancelled && p.done) finish = ReplyFinish::Stop;
     if (finish == ReplyFinish::Stop && !p.message.tool_calls.empty()) finish = ReplyFinish::ToolCalls;
     usage.reasoning_tokens = p.reasoning_tokens();
-    events.push_back(ReplyEnd{finish, usage});
+    events.push_back(ReplyEnd{finish, usage, p.ended_by_stop});
     p.out = nullptr;
     return events;
 }

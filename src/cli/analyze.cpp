@@ -14,12 +14,13 @@ int cmd_analyze(int argc, char** argv) {
     std::string path;
     bool json = false;
     int top = 10;
-    app.add_option("file", path, "GGUF file")->required();
+    app.add_option("file", path, "GGUF file or model name")->required();
     app.add_option("--top", top, "how many of the largest tensors to list")->check(CLI::Range(0, 100000));
     app.add_flag("--json", json, "print one JSON object");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
 
+    path = resolve_model(path);  // a file, or any name of the catalog
     gguf::File file = gguf::File::open(path);
     ModelCard c = describe_model(file);
     constexpr double k_f16 = 2.0, k_q8_0 = 34.0 / 32.0;

@@ -26,13 +26,13 @@ int cmd_archs(int argc, char** argv) {
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
     }
-    std::printf("%-12s %-9s %-22s %-12s %-10s %-5s %-8s %s\n", "name", "runs", "mixer", "ffn", "memory", "rope", "checked",
+    std::printf("%-12s %-9s %-22s %-16s %-10s %-5s %-8s %s\n", "name", "runs", "mixer", "ffn", "memory", "rope", "checked",
                 "aliases");
     int n_run = 0, n_checked = 0;
     for (const ArchitectureInfo& a : archs) {
         std::string aliases;
         for (const auto& s : a.aliases) aliases += (aliases.empty() ? "" : ", ") + s;
-        std::printf("%-12s %-9s %-22s %-12s %-10s %-5s %-8s %s\n", a.name.c_str(), a.runnable ? "yes" : "not yet",
+        std::printf("%-12s %-9s %-22s %-16s %-10s %-5s %-8s %s\n", a.name.c_str(), a.runnable ? "yes" : "not yet",
                     a.mixer.c_str(), a.ffn.c_str(), a.memory.c_str(), a.rope.c_str(), a.checked ? "yes" : "-",
                     aliases.c_str());
         n_run += a.runnable;

@@ -9,10 +9,16 @@
 // one batch per step (aggregate tg: N x n tokens over the decode time).
 // Each figure is the mean ± standard deviation over -r repetitions after one
 // warm-up run. The bound fractions compare with this machine's measured memory
-// bandwidth (decode reads every weight once per token) and int8 throughput.
+// bandwidth (decode reads every weight once per token; of an expert layer, the
+// selected experts) and int8 throughput. For a mixture-of-experts model a table
+// of each layer's expert usage follows (a histogram of the experts' loads).
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -58,6 +64,86 @@ std::vector<int32_t> random_tokens(int n, int n_vocab, uint64_t seed) {
     return t;
 }
 
+// Per expert layer: how the selections spread over its experts. The buckets
+// count experts by their load relative to an even spread (1.0 = n_selections /
+// n_expert): idle, < 0.5, 0.5-0.8, 0.8-1.25, 1.25-2, >= 2.
+struct LayerUsage {
+    int layer = 0;
+    uint64_t selections = 0;
+    int n_expert = 0, used = 0, top = 0;
+    double top_share = 0, min_share = 0;
+    std::array<int, 6> buckets{};
+};
+
+std::vector<LayerUsage> summarize_usage(const std::vector<std::vector<uint64_t>>& usage) {
+    std::vector<LayerUsage> out;
+    for (size_t il = 0; il < usage.size(); ++il) {
+        const auto& row = usage[il];
+        if (row.empty()) continue;
+        LayerUsage u;
+        u.layer = static_cast<int>(il);
+        u.n_expert = static_cast<int>(row.size());
+        for (uint64_t c : row) u.selections += c;
+        if (u.selections == 0) continue;
+        const double even = static_cast<double>(u.selections) / static_cast<double>(row.size());
+        uint64_t mx = 0, mn = UINT64_MAX;
+        for (size_t x = 0; x < row.size(); ++x) {
+            const uint64_t c = row[x];
+            if (c > mx) mx = c, u.top = static_cast<int>(x);
+            mn = std::min(mn, c);
+            u.used += c > 0 ? 1 : 0;
+            const double load = static_cast<double>(c) / even;
+            const int b = c == 0 ? 0 : load < 0.5 ? 1 : load < 0.8 ? 2 : load < 1.25 ? 3 : load < 2.0 ? 4 : 5;
+            ++u.buckets[static_cast<size_t>(b)];
+        }
+        u.top_share = static_cast<double>(mx) / static_cast<double>(u.selections);
+        u.min_share = static_cast<double>(mn) / static_cast<double>(u.selections);
+        out.push_back(u);
+    }
+    return out;
+}
+
+// The machine probes in a grandchild process that init reaps: their 512 MiB
+// buffer then counts neither in this process's peak RSS nor in what a parent
+// waiting for it sees (wait4's ru_maxrss is the largest of a process and its
+// reaped descendants, which /usr/bin/time -f %M prints): the peak of a bench run
+// stays the model's, which `kiln plan` predicts. Falls back to probing here.
+MachineProbe probe_in_grandchild(int threads) {
+    int fd[2];
+    if (pipe(fd) != 0) return probe_machine(threads);
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    if (child < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return probe_machine(threads);
+    }
+    if (child == 0) {
+        close(fd[0]);
+        const pid_t grandchild = fork();
+        if (grandchild == 0) {
+            const MachineProbe p = probe_machine(threads);  // its own threads: none of the parent's exist here
+            const ssize_t n = write(fd[1], &p, sizeof p);
+            _exit(n == static_cast<ssize_t>(sizeof p) ? 0 : 1);
+        }
+        _exit(grandchild < 0 ? 1 : 0);
+    }
+    close(fd[1]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    MachineProbe p;
+    size_t got = 0;
+    auto* bytes = reinterpret_cast<char*>(&p);
+    while (got < sizeof p) {
+        const ssize_t n = read(fd[0], bytes + got, sizeof p - got);
+        if (n <= 0) break;
+        got += static_cast<size_t>(n);
+    }
+    close(fd[0]);
+    // int8_kind points at a string literal of this same executable image.
+    return got == sizeof p ? p : MachineProbe{};
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -83,7 +169,17 @@ int cmd_bench(int argc, char** argv) {
     app.add_option("--json-schema", json_schema, "instead: greedy decode with vs without this JSON Schema's constraint");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
-    path = resolve_model(path);
+    const ResolvedModel resolved = resolve_model_full(path);
+    path = resolved.path;
+    if (resolved.preset && resolved.preset->n_ctx > 0 && n_ctx_opt == 0) n_ctx_opt = resolved.preset->n_ctx;
+    if (json_schema.empty()) {
+        try {
+            check_load_fits(path, n_ctx_opt > 0 ? n_ctx_opt : (parallel > 1 ? depth + n_prompt + n_gen + 1 : depth + std::max(n_prompt, n_gen + 1) + 1),
+                            parallel, kv_type, n_batch, 0);
+        } catch (const Error& e) {
+            if (e.kind() == ErrorKind::ResourceExhausted) throw;  // other faults: bench's own checks below name them
+        }
+    }
 
     auto model = Model::load(path);
     if (!json_schema.empty()) return bench_constraint(model, json_schema, n_gen, std::max(reps, 5), n_threads, json);
@@ -171,10 +267,11 @@ int cmd_bench(int argc, char** argv) {
                          tg.empty() ? 0.0 : tg.back(), parallel > 1 ? " (all sequences)" : "");
     }
     Stats pps = stats(pp), tgs = stats(tg);
+    const std::vector<LayerUsage> usage = summarize_usage(ctx.expert_usage());
     const double peak_rss = peak_rss_bytes();  // before the probes' own buffers
 
     MachineProbe probe;
-    if (!no_probe) probe = probe_machine(threads);
+    if (!no_probe) probe = probe_in_grandchild(threads);
     const ModelFootprint fp = model->footprint();
     const double weight_bytes = static_cast<double>(fp.decode_bytes);
     // A decode step reads every weight once, for all sequences of the batch.
@@ -216,6 +313,13 @@ int cmd_bench(int argc, char** argv) {
                             {"pp_bound_kind", bf16_dot ? "bf16 dot" : float_weights ? "f32 fma" : "int8"},
                             {"tg_bound_tokens_per_s", tg_bound},
                             {"pp_bound_tokens_per_s", pp_bound}};
+        if (!usage.empty()) {
+            // Every selection of every run (warm-up included), per layer and expert.
+            nlohmann::json layers = nlohmann::json::array();
+            for (const LayerUsage& u : usage)
+                layers.push_back({{"layer", u.layer}, {"counts", ctx.expert_usage()[static_cast<size_t>(u.layer)]}});
+            j["expert_usage"] = layers;
+        }
         std::printf("%s\n", j.dump(2).c_str());
         return 0;
     }
@@ -235,6 +339,17 @@ int cmd_bench(int argc, char** argv) {
                     probe.f32_flops / 1e9);
     if (probe.bf16_flops > 0) std::printf(", bf16 dot %.0f GFLOP/s", probe.bf16_flops / 1e9);
     std::printf("\n");
+    if (!usage.empty()) {
+        // Random prompt tokens: the spread says how the router treats this
+        // input, and whether a layer funnels tokens to a few experts.
+        std::printf("\nexpert usage (every run's tokens; experts by load against an even spread)\n"
+                    "| layer | selections | experts used | busiest | its share | least share | idle | <0.5x | 0.5-0.8x | 0.8-1.25x | 1.25-2x | >=2x |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (const LayerUsage& u : usage)
+            std::printf("| %d | %llu | %d / %d | %d | %.1f%% | %.2f%% | %d | %d | %d | %d | %d | %d |\n", u.layer,
+                        static_cast<unsigned long long>(u.selections), u.used, u.n_expert, u.top, 100.0 * u.top_share,
+                        100.0 * u.min_share, u.buckets[0], u.buckets[1], u.buckets[2], u.buckets[3], u.buckets[4], u.buckets[5]);
+    }
     return 0;
 }
 

@@ -1,8 +1,10 @@
 // kiln chat [-m FILE]: an interactive conversation through the model's chat
-// template, keeping the history with prefix reuse. /reset, /system TEXT, /exit;
-// Ctrl-C stops the reply, not the program. Thinking is shown dimmed (or hidden
-// with --hide-thinking); tool calls are printed as JSON, and with --tools the
-// user types each tool's result.
+// template, keeping the history with prefix reuse. /reset, /system TEXT,
+// /tools, /exit; Ctrl-C stops the reply (or the tool call), not the program.
+// Thinking is shown dimmed (or hidden with --hide-thinking). Tools (--tools,
+// --skills-dir, --mcp, --mcp-config; chat_tools.h) run in the agent loop of
+// kiln/agent.h: each call is printed, approved where it must be, run, and its
+// result printed before the model goes on.
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,7 +14,9 @@
 
 #include "commands.h"
 #include "common.h"
+#include "chat_tools.h"
 #include "generation_options.h"
+#include "kiln/agent.h"
 #include "kiln/chat.h"
 #include "kiln/error.h"
 
@@ -33,11 +37,13 @@ int cmd_chat(int argc, char** argv) {
     CLI::App app{"Chat with a model through its chat template", "chat"};
     GenerationFlags flags;
     flags.add_to(app);
-    std::string system, template_file, tools_file, thinking, context_policy = "stop";
+    ChatToolFlags tool_flags;
+    tool_flags.add_to(app);
+    std::string system, template_file, thinking, context_policy = "stop", prefill;
     bool hide_thinking = false;
     app.add_option("--system", system, "system message");
     app.add_option("--template", template_file, "a Jinja chat template to use instead of the file's");
-    app.add_option("--tools", tools_file, "a JSON file with OpenAI tool definitions; you type each tool's result");
+    app.add_option("--prefill", prefill, "text each turn's reply starts with (the model continues it)");
     app.add_option("--thinking", thinking, "on | off: enable_thinking for templates that support it")
         ->check(CLI::IsMember({"on", "off"}));
     app.add_flag("--hide-thinking", hide_thinking, "do not show the model's reasoning");
@@ -68,25 +74,35 @@ int cmd_chat(int argc, char** argv) {
     turn.generate.ignore_eos = flags.ignore_eos;
     turn.generate.cancel = &install_interrupt_handler();
     if (!thinking.empty()) turn.thinking = thinking == "on";
-    if (!tools_file.empty()) {
-        turn.tools = nlohmann::json::parse(read_text_file(tools_file), nullptr, false);
-        if (!turn.tools.is_array()) throw Error(tools_file + ": expected a JSON array of tool definitions");
-    }
+    ChatTools tools(tool_flags);
+    AgentOptions agent;
+    agent.max_steps = tool_flags.max_steps;
+    agent.tool_timeout = tools.timeout();
+    if (!tools.set().empty() && !chat.format().has_tools())
+        std::fprintf(stderr, "warning: the chat template shows no tool-call syntax; the model may not call the %zu tools\n",
+                     tools.set().size());
     if (tty_in || flags.verbose) {
         const Context& ctx = chat.session().context();
         std::fprintf(stderr, "%s (%s), context %d, KV cache %.1f MiB; template: %s\n", model->file().path().c_str(),
                      model->architecture().c_str(), ctx.n_ctx(), ctx.memory_bytes() / 1048576.0, chat.template_origin().c_str());
-        if (tty_in) std::fprintf(stderr, "/reset clears the conversation, /system TEXT sets the system message, /exit quits\n");
+        if (!tools.set().empty()) std::fprintf(stderr, "%zu tools offered (/tools lists them)\n", tools.set().size());
+        if (tty_in)
+            std::fprintf(stderr, "/reset clears the conversation, /system TEXT sets the system message, /tools lists the "
+                                 "tools, /exit quits\n");
     }
 
+    bool line_open = false;  // stdout's last text did not end with a newline
     auto show_event = [&](const ReplyEvent& ev) {
         if (const auto* t = std::get_if<TextDelta>(&ev)) {
             std::fputs(t->text.c_str(), stdout);
+            if (!t->text.empty()) line_open = t->text.back() != '\n';
         } else if (const auto* th = std::get_if<ThinkingDelta>(&ev)) {
             if (!hide_thinking) std::fprintf(stdout, "%s%s%s", style.dim(), th->text.c_str(), style.reset());
         } else if (const auto* call = std::get_if<ToolCall>(&ev)) {
             nlohmann::json j = {{"id", call->id}, {"name", call->name}, {"arguments", call->arguments}};
-            std::fprintf(stdout, "\n%stool call%s %s\n", style.bold(), style.reset(), j.dump(2).c_str());
+            std::fprintf(stdout, "%s%stool call%s %s\n", line_open ? "\n" : "", style.bold(), style.reset(),
+                         j.dump(2).c_str());
+            line_open = false;
         } else if (const auto* err = std::get_if<ReplyError>(&ev)) {
             std::fprintf(stderr, "\n[%s]\n", err->message.c_str());
         }
@@ -110,26 +126,40 @@ int cmd_chat(int argc, char** argv) {
             chat.set_system(system);
             continue;
         }
-        chat.add_user(line);
-        for (;;) {
-            clear_interrupt();
-            ChatReply r = chat.reply(turn, show_event);
-            std::fputc('\n', stdout);
+        if (line == "/tools") {
+            tools.list(stdout);
             std::fflush(stdout);
-            if (flags.verbose)
-                std::fprintf(stderr, "[%s; prompt %d tokens (%d reused), %d generated at %.1f t/s]\n",
-                             std::string(reply_finish_name(r.finish)).c_str(), r.usage.prompt_tokens,
-                             r.usage.reused_prompt_tokens, r.usage.completion_tokens,
-                             r.decode_seconds > 0 ? r.usage.completion_tokens / r.decode_seconds : 0.0);
-            if (r.finish != ReplyFinish::ToolCalls || r.message.tool_calls.empty()) break;
-            // Ask for each tool's result, then let the model continue.
-            for (const ToolCall& call : r.message.tool_calls) {
-                std::fprintf(stderr, "result of %s (%s): ", call.name.c_str(), call.id.c_str());
-                std::string result;
-                if (!std::getline(std::cin, result)) return 0;
-                chat.add_tool_result(call, result);
-            }
+            continue;
         }
+        chat.add_user(line);
+        clear_interrupt();
+        agent.turn = turn;
+        agent.turn.assistant_prefix = prefill;
+        AgentCallbacks cb;
+        cb.on_event = show_event;
+        cb.approve = [&](const ToolCall& call, const AgentTool& tool) { return tools.approve(call, tool); };
+        cb.on_call = [&](const ToolCall& call, const AgentTool& tool) {
+            std::fprintf(stderr, "%srunning %s%s (%s)\n", style.dim(), call.name.c_str(), style.reset(), tool.origin.c_str());
+        };
+        cb.on_result = [&](const ToolCall& call, const ToolResult& result) {
+            std::fprintf(stdout, "%s%s%s %s%s\n%s\n", line_open ? "\n" : "", style.bold(), result.is_error ? "error from" : "result of",
+                         call.name.c_str(), style.reset(), result.content.c_str());
+            std::fflush(stdout);
+            line_open = false;
+            tools.report_exits(stderr);
+        };
+        AgentResult r = run_agent(chat, tools.set(), agent, cb);
+        std::fputc('\n', stdout);
+        line_open = false;
+        std::fflush(stdout);
+        if (r.finish == AgentFinish::StepLimit)
+            std::fprintf(stderr, "[stopped after %d replies (--max-steps); the last calls were answered]\n",
+                         static_cast<int>(r.replies.size()));
+        if (flags.verbose)
+            std::fprintf(stderr, "[%s; %zu replies, %zu tool calls; prompt %d tokens (%d reused), %d generated at %.1f t/s]\n",
+                         std::string(agent_finish_name(r.finish)).c_str(), r.replies.size(), r.calls.size(),
+                         r.usage.prompt_tokens, r.usage.reused_prompt_tokens, r.usage.completion_tokens,
+                         r.decode_seconds > 0 ? r.usage.completion_tokens / r.decode_seconds : 0.0);
     }
     return 0;
 }

@@ -17,6 +17,7 @@ int cmd_tensors(int argc, char** argv);
 int cmd_metadata(int argc, char** argv);
 int cmd_analyze(int argc, char** argv);
 int cmd_dequant(int argc, char** argv);
+int cmd_vocab(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
@@ -25,6 +26,9 @@ int cmd_run(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_grammar(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
+int cmd_list(int argc, char** argv);
+int cmd_config(int argc, char** argv);
+int cmd_plan(int argc, char** argv);
 
 // kiln bench --json-schema (bench_constraint.cpp).
 int bench_constraint(std::shared_ptr<const Model> model, const std::string& schema_file, int n_gen, int reps, int n_threads,

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "kiln/error.h"
+#include "kiln/memory_plan.h"
 
 namespace kiln::cli {
 
@@ -33,12 +34,52 @@ std::string models_dir() {
 
 std::string default_model_path() { return models_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf"; }
 
-std::string resolve_model(const std::string& flag_value) {
-    if (!flag_value.empty()) return flag_value;
+namespace {
+std::string g_config_path;
+}
+
+void set_config_path(const std::string& path) { g_config_path = path; }
+
+Config& config() {
+    static Config c = Config::load(g_config_path);
+    return c;
+}
+
+const Catalog& catalog() {
+    static const Catalog c(config().catalog_options());
+    return c;
+}
+
+ResolvedModel resolve_model_full(const std::string& flag_value) {
+    if (!flag_value.empty()) return catalog().resolve(flag_value);
+    const std::string configured = config().get("default_model");
+    if (!configured.empty()) {
+        try {
+            return catalog().resolve(configured);
+        } catch (const Error& e) {
+            throw Error("default_model (" + config().origin("default_model") + "): " + e.what(), e.kind());
+        }
+    }
     std::string path = default_model_path();
     if (!std::filesystem::exists(path))
-        throw Error("no model given (-m FILE) and the default model " + path + " is missing; run ./setup.sh");
-    return path;
+        throw Error("no model given (-m NAME) and the default model " + path + " is missing; run ./setup.sh");
+    return {path, "kiln", path, std::nullopt};
+}
+
+std::string resolve_model(const std::string& flag_value) { return resolve_model_full(flag_value).path; }
+
+void check_load_fits(const std::string& path, int n_ctx, int n_seq_max, const std::string& kv_type, int n_batch,
+                     uint64_t memory_budget) {
+    MemoryPlanOptions o;
+    o.n_ctx = n_ctx;
+    o.n_seq_max = n_seq_max;
+    o.kv_type = kv_type;
+    o.n_batch = n_batch;
+    o.memory_budget = memory_budget;
+    const MemoryPlan plan = plan_memory(path, o);
+    const uint64_t available = available_memory_bytes();
+    if (available == 0 || plan.total_bytes <= available) return;
+    throw Error(plan_refusal(plan, available, "this machine's available memory", o), ErrorKind::ResourceExhausted);
 }
 
 std::string human_bytes(uint64_t bytes) {

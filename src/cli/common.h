@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <string>
 
+#include "kiln/catalog.h"
+#include "kiln/config.h"
+
 namespace kiln::cli {
 
 // Parses with CLI11; on --help prints and returns the exit code in `exit_code`.
@@ -15,8 +18,22 @@ bool parse_args(CLI::App& app, int argc, char** argv, int& exit_code);
 std::string models_dir();
 // The model used when -m is not given (SmolLM2-135M-Instruct from setup).
 std::string default_model_path();
-// An explicit -m value, or the default model with a clear error when it is missing.
+
+// The config file named by main's --config (before any subcommand reads it).
+void set_config_path(const std::string& path);
+// The configuration (kiln/config.h), read once: --config, $KILN_CONFIG or ~/.config/kiln/config.json.
+Config& config();
+// The catalog over the configuration's folders, aliases and presets.
+const Catalog& catalog();
+// A -m value resolved through the catalog (a path, alias, preset, hf:..., Ollama
+// name, file stem); empty: the config's default_model, else the model setup
+// installed, with a clear error when it is missing.
+ResolvedModel resolve_model_full(const std::string& flag_value);
 std::string resolve_model(const std::string& flag_value);
+// Plans the load (kiln/memory_plan.h) and refuses one that does not fit this
+// machine's available memory, with the numbers and a context that would fit.
+void check_load_fits(const std::string& path, int n_ctx, int n_seq_max, const std::string& kv_type, int n_batch,
+                     uint64_t memory_budget);
 
 // The whole file (an error naming it when it cannot be read).
 std::string read_text_file(const std::string& path);

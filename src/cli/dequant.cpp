@@ -39,13 +39,14 @@ int cmd_dequant(int argc, char** argv) {
     CLI::App app{"Dequantize a tensor to f32", "dequant"};
     std::string path, name, npy;
     int64_t rows = -1;
-    app.add_option("file", path, "GGUF file")->required();
+    app.add_option("file", path, "GGUF file or model name")->required();
     app.add_option("tensor", name, "tensor name")->required();
     app.add_option("--rows", rows, "only the first N rows (default: all for --npy, 4 for text)");
     app.add_option("--npy", npy, "write a float32 .npy file instead of text");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
 
+    path = resolve_model(path);  // a file, or any name of the catalog
     gguf::File file = gguf::File::open(path);
     const gguf::TensorInfo& t = file.tensor(name);
     if (!quant::can_dequantize(t.type))

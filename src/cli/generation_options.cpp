@@ -54,6 +54,18 @@ SamplingParams GenerationFlags::sampling() const {
     return p;
 }
 
+void GenerationFlags::apply_preset(const Preset& preset, const CLI::App& app) {
+    if (preset.n_ctx > 0 && app.count("--ctx-size") == 0) n_ctx = preset.n_ctx;
+    for (const auto& [key, value] : preset.sampling) {
+        if (key == "temperature" && app.count("--temp") == 0) temperature = static_cast<float>(value);
+        if (key == "top_k" && app.count("--top-k") == 0) top_k = static_cast<int>(value);
+        if (key == "top_p" && app.count("--top-p") == 0) top_p = static_cast<float>(value);
+        if (key == "min_p" && app.count("--min-p") == 0) min_p = static_cast<float>(value);
+        if (key == "seed" && app.count("--seed") == 0) seed = static_cast<int64_t>(value);
+        if (key == "n_predict" && app.count("--n-predict") == 0) n_predict = static_cast<int>(value);
+    }
+}
+
 ContextOptions GenerationFlags::context() const {
     ContextOptions c;
     c.n_ctx = n_ctx;

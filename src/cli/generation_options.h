@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/catalog.h"
 #include "kiln/engine.h"
 #include "kiln/model.h"
 
@@ -35,6 +36,8 @@ struct GenerationFlags {
     bool verbose = false;
 
     void add_to(CLI::App& app);
+    // A preset's defaults (context, sampling) for what the command line left unset.
+    void apply_preset(const Preset& preset, const CLI::App& app);
     SamplingParams sampling() const;
     ContextOptions context() const;
     uint64_t resolved_seed() const;

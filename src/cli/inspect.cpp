@@ -81,13 +81,14 @@ int cmd_inspect(int argc, char** argv) {
     CLI::App app{"Show the model card of a GGUF file (reads only the front of the file)", "inspect"};
     std::string path;
     bool json = false, verbose = false;
-    app.add_option("file", path, "GGUF file (any shard of a split model)")->required();
+    app.add_option("file", path, "GGUF file or model name (any shard of a split model)")->required();
     app.add_flag("--json", json, "print one JSON object");
     app.add_flag("-v,--verbose", verbose, "also print bytes read and time taken (stderr)");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
 
     auto t0 = std::chrono::steady_clock::now();
+    path = resolve_model(path);  // a file, or any name of the catalog
     gguf::File file = gguf::File::open(path);
     ModelCard c = describe_model(file);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -4,8 +4,10 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "commands.h"
+#include "common.h"
 #include "kiln/error.h"
 
 namespace {
@@ -26,15 +28,19 @@ const Subcommand k_subcommands[] = {
     {"metadata", kiln::cli::cmd_metadata, "metadata keys and values"},
     {"analyze", kiln::cli::cmd_analyze, "parameters, bits per weight, KV cache size, file layout"},
     {"dequant", kiln::cli::cmd_dequant, "dequantize a tensor to f32 (text or .npy)"},
+    {"vocab", kiln::cli::cmd_vocab, "search the vocabulary; a token's nearest neighbours in the embedding matrix"},
     {"bench", kiln::cli::cmd_bench, "prompt processing and generation speed"},
     {"tokenize", kiln::cli::cmd_tokenize, "token ids of a text (the file's tokenizer)"},
     {"detokenize", kiln::cli::cmd_detokenize, "text of token ids"},
     {"template", kiln::cli::cmd_template, "render a chat prompt with a model's chat template"},
     {"grammar", kiln::cli::cmd_grammar, "compile a JSON Schema / GBNF / regex constraint, check a text"},
+    {"list", kiln::cli::cmd_list, "the models found (kiln folder, Hugging Face cache, Ollama, LM Studio, configured folders)"},
+    {"config", kiln::cli::cmd_config, "the configuration and where each value came from (--print)"},
+    {"plan", kiln::cli::cmd_plan, "the memory a model will take at a context, before loading it"},
 };
 
 void usage(std::FILE* out) {
-    std::fprintf(out, "usage: kiln <command> [options]\n\ncommands:\n");
+    std::fprintf(out, "usage: kiln [--config FILE] <command> [options]\n\ncommands:\n");
     for (const auto& s : k_subcommands) std::fprintf(out, "  %-10s %s\n", s.name, s.help);
     std::fprintf(out, "\nkiln <command> --help shows the options of a command.\n");
 }
@@ -42,6 +48,30 @@ void usage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    // --config FILE (or --config=FILE), anywhere on the line, is every command's:
+    // taken out before the subcommand parses the rest.
+    std::vector<char*> args;
+    for (int i = 0; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (i > 0 && a == "--config") {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "kiln: --config needs a file\n");
+                return 1;
+            }
+            kiln::cli::set_config_path(argv[++i]);
+        } else if (i > 0 && a.rfind("--config=", 0) == 0) {
+            kiln::cli::set_config_path(std::string(a.substr(9)));
+        } else {
+            args.push_back(argv[i]);
+        }
+    }
+    argc = static_cast<int>(args.size());
+    args.push_back(nullptr);
+    argv = args.data();
     if (argc < 2) {
         usage(stderr);
         return 1;

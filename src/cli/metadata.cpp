@@ -13,12 +13,13 @@ int cmd_metadata(int argc, char** argv) {
     CLI::App app{"Print the metadata of a GGUF file", "metadata"};
     std::string path, key;
     bool json = false;
-    app.add_option("file", path, "GGUF file")->required();
+    app.add_option("file", path, "GGUF file or model name")->required();
     app.add_option("key", key, "print only this key (its full value)");
     app.add_flag("--json", json, "print one JSON object of every key with its full value");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
 
+    path = resolve_model(path);  // a file, or any name of the catalog
     gguf::File file = gguf::File::open(path);
     const gguf::Metadata& md = file.metadata();
     if (!key.empty()) {

@@ -40,7 +40,10 @@ int cmd_run(int argc, char** argv) {
     if (prompt.empty()) throw Error("no prompt: give -p TEXT or -f FILE");
     if (parallel > 1 && output_prefix.empty()) throw Error("--parallel " + std::to_string(parallel) + " needs --output-prefix");
 
-    const std::string path = resolve_model(flags.model);
+    const ResolvedModel resolved = resolve_model_full(flags.model);
+    if (resolved.preset) flags.apply_preset(*resolved.preset, app);
+    const std::string path = resolved.path;
+    check_load_fits(path, flags.n_ctx, parallel, flags.kv_type, flags.n_batch, flags.memory_budget);
     auto model = Model::load(path);
     for (const auto& note : model->load_notes())
         if (note.find("converted") != std::string::npos) std::fprintf(stderr, "note: %s\n", note.c_str());

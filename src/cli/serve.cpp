@@ -41,10 +41,25 @@ int cmd_serve(int argc, char** argv) {
     std::vector<std::string> models;
     std::string models_dir, key_file, template_file;
     double drain_timeout = 30;
-    bool quiet = false;
+    bool quiet = false, print_config = false;
+    // Defaults from the config (environment > file > built-in); flags override them.
+    const Config& cfg = config();
+    o.host = cfg.get("server.host");
+    o.port = cfg.get_int("server.port");
+    o.parallel = cfg.get_int("server.parallel");
+    o.n_ctx = cfg.get_int("server.ctx_size");
+    o.n_threads = cfg.get_int("server.threads");
+    o.memory_budget = cfg.get_bytes("server.memory_budget");
+    o.max_models = static_cast<size_t>(cfg.get_int("server.max_models"));
+    models_dir = cfg.get("server.models_dir");
     app.add_option("-m,--model", models, "GGUF file, repeatable; the first is the default (default: the model setup installed)");
     app.add_option("--models", models_dir, "also offer every .gguf file in this folder (loaded on first use)");
     app.add_option("--max-models", o.max_models, "models resident at once, least recently used unloaded first (0: no limit)");
+    app.add_option("--models-memory", o.models_memory,
+                   "bytes the resident models may use together (files + sequence memory), e.g. 4GiB; least recently "
+                   "used ones are unloaded past it (0: no limit)")
+        ->transform(CLI::AsSizeValue(false));
+    app.add_option("--aliases", o.aliases_file, "a JSON object {\"alias\": \"model name\", ...}: more names for the models");
     app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
     app.add_option("--port", o.port, "port (0: any free one, printed)")->check(CLI::Range(0, 65535));
     app.add_option("--parallel", o.parallel, "sequences generated at once (default 4)")->check(CLI::Range(1, 256));
@@ -55,13 +70,29 @@ int cmd_serve(int argc, char** argv) {
         ->transform(CLI::AsSizeValue(false));
     auto* key_opt = app.add_option("--api-key", o.api_key, "require this key (Authorization: Bearer KEY or x-api-key)");
     app.add_option("--api-key-file", key_file, "read the key from the file's first line")->excludes(key_opt);
+    app.add_option("--replica-id", o.replica_id, "this replica's name for a router: /props and the X-Kiln-Replica header (default: the host name)");
     app.add_option("--chat-template-file", template_file, "a Jinja chat template to use instead of the model's");
     app.add_option("--max-queue", o.max_queue, "requests waiting for a slot before 503 (default 512)")->check(CLI::Range(1, 1 << 20));
     app.add_option("--drain-timeout", drain_timeout, "seconds a shutdown waits for requests in flight (default 30)")
         ->check(CLI::Range(0.0, 86400.0));
     app.add_flag("-q,--quiet", quiet, "no request log on stderr");
+    app.add_flag("--print-config", print_config, "print the settings in effect and where each came from, then exit");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
+    if (print_config) {
+        Config shown = cfg;
+        const std::pair<const char*, const char*> flag_keys[] = {
+            {"--host", "server.host"},          {"--port", "server.port"},       {"--parallel", "server.parallel"},
+            {"--ctx-size", "server.ctx_size"},  {"--threads", "server.threads"}, {"--memory-budget", "server.memory_budget"},
+            {"--max-models", "server.max_models"}, {"--models", "server.models_dir"}};
+        for (const auto& [flag, key] : flag_keys)
+            if (app.count(flag)) shown.set_flag(key, app.get_option(flag)->as<std::string>());
+        for (const ConfigSetting& st : shown.settings())
+            if (st.key.rfind("server.", 0) == 0) std::printf("%s = %s (%s)\n", st.key.c_str(), st.value.c_str(), st.origin.c_str());
+        return 0;
+    }
+    // Names of the catalog (paths, aliases, presets, hf:, Ollama names) become files.
+    for (std::string& m : models) m = resolve_model(m);
     if (models.empty()) models.push_back(resolve_model(""));
     if (!models_dir.empty()) {
         std::error_code ec;

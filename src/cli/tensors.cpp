@@ -14,12 +14,13 @@ int cmd_tensors(int argc, char** argv) {
     CLI::App app{"List the tensors of a GGUF file in file order", "tensors"};
     std::string path, filter;
     bool json = false;
-    app.add_option("file", path, "GGUF file")->required();
+    app.add_option("file", path, "GGUF file or model name")->required();
     app.add_option("--filter", filter, "only names matching this glob (e.g. 'blk.0.*')");
     app.add_flag("--json", json, "print a JSON array");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
 
+    path = resolve_model(path);  // a file, or any name of the catalog
     gguf::File file = gguf::File::open(path);
     const bool split = file.shards().size() > 1;
     nlohmann::json out = nlohmann::json::array();

@@ -70,7 +70,10 @@ void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos,
         }
         for (int hq = 0; hq < group; ++hq) {
             float* sp = sc.scores.data() + hq * n_keys;
-            ops::softmax(sp, n_keys);
+            if (s.sinks)
+                ops::softmax_with_sink(sp, n_keys, s.sinks[g * group + hq]);
+            else
+                ops::softmax(sp, n_keys);
             if (f16)
                 for (int64_t j = 0; j < n_keys; ++j) sp[j] = round16(sp[j]);
         }

@@ -24,6 +24,9 @@ struct AttentionShape {
     float scale = 1.0f;      // applied to q·k
     bool prescale_q = false; // multiply q by `scale` before the dot products (Gemma's reference order)
     float softcap = 0.0f;    // 0: none
+    // gpt-oss: a learned logit per query head that joins the softmax's
+    // normalisation without a value (attention may go "nowhere"); [n_head], or null.
+    const float* sinks = nullptr;
 };
 
 // Where the keys and values of positions live.

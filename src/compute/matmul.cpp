@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "compute/activation_quant.h"
@@ -22,15 +23,6 @@ bool matmul_supports(GgmlType type) { return quant::can_vec_dot(type); }
 void matrix_row_f32(const Matrix& w, int64_t r, float* out) { quant::dequantize_row(w.type, w.row(r), out, w.n_in); }
 
 namespace {
-
-// Drops the resident pages of [p, p + n) that lie wholly inside the range. The
-// mapping is a read-only file mapping, so they are only unmapped, never lost.
-void release_pages(const uint8_t* p, uint64_t n) {
-    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    const uint64_t begin = (reinterpret_cast<uint64_t>(p) + page - 1) / page * page;
-    const uint64_t end = (reinterpret_cast<uint64_t>(p) + n) / page * page;
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
 
 // Activation rows converted to the weight's dot-product format, once per call.
 const uint8_t* convert_activations(const quant::QuantTraits& t, const float* x, int64_t n_in, int64_t n_tokens,
@@ -235,17 +227,43 @@ void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_to
     for (size_t i = 0; i < ws.size(); ++i) matmul_with(k, *ws[i], x, n_tokens, ys[i], pool, scratch);
 }
 
-uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_pages) {
+namespace {
+
+// The matrices prepare_matrices repacks, and of those one per distinct tensor (a
+// tied output shares the embedding's bytes).
+void matrices_to_pack(std::span<Matrix* const> matrices, std::vector<Matrix*>& todo, std::vector<Matrix*>& unique) {
     const KernelTable& k = kernels();
-    std::vector<Matrix*> todo;
     for (Matrix* m : matrices)
         if (m && !m->empty() && !m->packed && has_packed_layout(m->type) && packed_kernel(k, m->type)) todo.push_back(m);
-    if (todo.empty()) return 0;
-    // One packed copy per distinct tensor (a tied output shares the embedding's bytes).
-    std::map<const uint8_t*, std::shared_ptr<const PackedMatrix>> done;
-    std::vector<Matrix*> unique;
+    std::set<const uint8_t*> seen;
     for (Matrix* m : todo)
-        if (done.emplace(m->data, nullptr).second) unique.push_back(m);
+        if (seen.insert(m->data).second) unique.push_back(m);
+}
+
+}  // namespace
+
+PackPlan plan_prepare_matrices(std::span<Matrix* const> matrices) {
+    std::vector<Matrix*> todo, unique;
+    matrices_to_pack(matrices, todo, unique);
+    PackPlan plan;
+    for (const Matrix* m : unique) {
+        PackedMatrix layout;
+        packed_layout(m->type, m->n_in, m->n_out, layout);
+        plan.packed_bytes += packed_allocation_bytes(layout.bytes());
+        const uint64_t source = m->row_bytes * static_cast<uint64_t>(m->n_out);
+        plan.source_bytes += source;
+        plan.largest_source = std::max(plan.largest_source, source);
+        plan.sources.push_back(m->data);
+    }
+    return plan;
+}
+
+uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_pages) {
+    std::vector<Matrix*> todo, unique;
+    matrices_to_pack(matrices, todo, unique);
+    if (todo.empty()) return 0;
+    std::map<const uint8_t*, std::shared_ptr<const PackedMatrix>> done;
+    for (Matrix* m : unique) done.emplace(m->data, nullptr);
     std::vector<std::shared_ptr<const PackedMatrix>> packed(unique.size());
     std::atomic<size_t> next{0};
     std::exception_ptr failure;
@@ -254,7 +272,7 @@ uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_p
         for (size_t i; (i = next.fetch_add(1)) < unique.size() && !failed;) {
             const Matrix& m = *unique[i];
             try {
-                packed[i] = pack_matrix(m.type, m.data, m.row_bytes, m.n_in, m.n_out);
+                packed[i] = pack_matrix(m.type, m.data, m.row_bytes, m.n_in, m.n_out, release_file_pages);
                 if (release_file_pages) release_pages(m.data, m.row_bytes * static_cast<uint64_t>(m.n_out));
             } catch (...) {
                 if (!failed.exchange(true)) failure = std::current_exception();

@@ -47,6 +47,11 @@ struct MatmulScratch {
     std::vector<uint8_t> activations;
     std::vector<float> rounded;  // one row per thread: an activation row rounded to f16 / bf16
     std::vector<Task> tasks;
+    // matmul_batch (compute/matmul_batch.h): each distinct input's packed activations
+    // and the first flat group index of each.
+    std::vector<ActPack> packs;
+    std::vector<int64_t> pack_group0;
+    std::vector<int> job_pack;
 };
 
 // Whether matmul supports `type` directly (others are converted at load).
@@ -60,6 +65,17 @@ bool matmul_supports(GgmlType type);
 // file size. Only for bytes in a read-only file mapping (they come back from the
 // page cache if read again); anonymous memory would be zeroed.
 uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_pages = false);
+
+// What prepare_matrices would repack, without doing it (the memory plan): the
+// packed bytes it allocates, and the source bytes of each distinct matrix.
+struct PackPlan {
+    uint64_t packed_bytes = 0;
+    uint64_t source_bytes = 0;      // summed over the distinct matrices repacked
+    uint64_t largest_source = 0;    // the most source bytes of one matrix
+    std::vector<const uint8_t*> sources;  // each repacked matrix's bytes (identity)
+};
+PackPlan plan_prepare_matrices(std::span<Matrix* const> matrices);
+
 
 void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, const ThreadPool& pool, MatmulScratch& scratch);
 // The same with a given kernel table (tests, benchmarks).

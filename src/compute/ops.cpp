@@ -57,6 +57,7 @@ void softcap(float* x, int64_t n, float cap) {
 }
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 float gelu(float x) {
     // tanh approximation, as ggml_gelu and the Gemma reference implementation.
@@ -102,6 +103,19 @@ void softmax(float* x, int64_t n) {
         return;
     }
     double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const float e = std::exp(x[i] - mx);
+        x[i] = e;
+        sum += e;
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void softmax_with_sink(float* x, int64_t n, float sink) {
+    float mx = sink;
+    for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+    double sum = std::exp(sink - mx);
     for (int64_t i = 0; i < n; ++i) {
         const float e = std::exp(x[i] - mx);
         x[i] = e;

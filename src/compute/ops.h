@@ -29,6 +29,7 @@ void softcap(float* x, int64_t n, float cap);
 void silu_mul(float* gate, const float* up, int64_t n);
 void gelu_mul(float* gate, const float* up, int64_t n);  // tanh approximation, as ggml_gelu
 float silu(float x);
+float sigmoid(float x);     // 1 / (1 + exp(-x)), as ggml_sigmoid
 float gelu(float x);        // exact tanh form
 float gelu_table(float x);  // through the f16 table ggml uses (what gelu_mul applies)
 // That table: GELU of every f16 bit pattern, as f16 (65536 entries + 1 padding).
@@ -36,6 +37,9 @@ const uint16_t* gelu_f16_table();
 
 // In place softmax over n values; returns nothing. Max-subtracted, sum in double.
 void softmax(float* x, int64_t n);
+// The same over n values and a sink logit whose share is dropped (no value):
+// max over both, the sum includes exp(sink - max).
+void softmax_with_sink(float* x, int64_t n, float sink);
 
 // RoPE --------------------------------------------------------------------
 enum class RopeLayout { Norm, Neox };  // adjacent pairs / the two halves of a head

@@ -10,6 +10,9 @@
 namespace kiln::constrain {
 
 GrammarIR parse_gbnf(std::string_view text, std::string_view root);
+// The same, with rules already defined (imported grammars) that the text may
+// reference by name but not redefine.
+GrammarIR parse_gbnf(std::string_view text, std::string_view root, GrammarIR predefined);
 GrammarIR regex_grammar(std::string_view pattern);
 
 // How a regular expression is used.

@@ -22,7 +22,9 @@ bool is_word_char(char c) {
 
 class GbnfParser {
 public:
-    explicit GbnfParser(std::string_view src) : src_(src) {}
+    explicit GbnfParser(std::string_view src, GrammarIR predefined = {}) : src_(src), ir_(std::move(predefined)) {
+        first_use_.resize(ir_.rules.size(), 0);
+    }
 
     GrammarIR parse(std::string_view root_name) {
         skip_space(true);
@@ -280,5 +282,9 @@ private:
 }  // namespace
 
 GrammarIR parse_gbnf(std::string_view text, std::string_view root) { return GbnfParser(text).parse(root); }
+
+GrammarIR parse_gbnf(std::string_view text, std::string_view root, GrammarIR predefined) {
+    return GbnfParser(text, std::move(predefined)).parse(root);
+}
 
 }  // namespace kiln::constrain

@@ -2,8 +2,10 @@
 #include <memory>
 
 #include "constrain/converters.h"
+#include "constrain/internals.h"
 #include "constrain/program.h"
 #include "kiln/constraint.h"
+#include "kiln/error.h"
 
 namespace kiln {
 
@@ -21,6 +23,17 @@ using constrain::GrammarFactory;
 
 Grammar Grammar::from_gbnf(std::string_view text, std::string_view root_rule) {
     return GrammarFactory::make(constrain::parse_gbnf(text, root_rule));
+}
+
+Grammar Grammar::from_gbnf(std::string_view text, std::span<const GrammarImport> imports, std::string_view root_rule) {
+    constrain::GrammarIR predefined;
+    for (const GrammarImport& import : imports) {
+        if (import.name.empty() || import.name.find_first_not_of(
+                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != std::string::npos)
+            throw Error("grammar import '" + import.name + "': a name is letters, digits, '-' and '_'");
+        constrain::import_rules(predefined, constrain::Internals::compiled(import.grammar).ir, import.name);
+    }
+    return GrammarFactory::make(constrain::parse_gbnf(text, root_rule, std::move(predefined)));
 }
 
 Grammar Grammar::from_json_schema(std::string_view schema_json, const JsonSchemaOptions& options) {

@@ -156,6 +156,27 @@ uint32_t GrammarIR::find(std::string_view name) const {
 
 namespace {
 
+Expr remap_refs(const Expr& e, const std::vector<uint32_t>& ids) {
+    Expr out = e;
+    if (out.kind == Expr::Kind::Ref) out.rule = ids.at(out.rule);
+    for (size_t i = 0; i < out.items.size(); ++i) out.items[i] = remap_refs(e.items[i], ids);
+    return out;
+}
+
+}  // namespace
+
+uint32_t import_rules(GrammarIR& into, const GrammarIR& from, std::string_view name) {
+    if (into.find(name) != UINT32_MAX) throw Error("grammar import '" + std::string(name) + "': the name is taken");
+    std::vector<uint32_t> ids(from.rules.size());
+    ids.at(from.root) = into.add_rule(name);
+    for (uint32_t i = 0; i < from.rules.size(); ++i)
+        if (i != from.root) ids[i] = into.add_rule(std::string(name) + "-" + from.rules[i].name);
+    for (uint32_t i = 0; i < from.rules.size(); ++i) into.define(ids[i], remap_refs(from.rules[i].body, ids));
+    return ids[from.root];
+}
+
+namespace {
+
 // A codepoint inside "..." or [...] in GBNF: printable ASCII as itself, the rest
 // escaped so the output is plain ASCII.
 void print_cp(std::string& out, uint32_t cp, bool in_class) {

@@ -93,6 +93,11 @@ struct GrammarIR {
     uint32_t find(std::string_view name) const;
 };
 
+// Copies every rule of `from` into `into`: its root as a rule named exactly
+// `name` (kiln::Error if `into` has that name already), the others as
+// `name-<rule>`. Returns the new id of the root.
+uint32_t import_rules(GrammarIR& into, const GrammarIR& from, std::string_view name);
+
 // GBNF text of the grammar (root rule first).
 std::string print_gbnf(const GrammarIR& grammar);
 

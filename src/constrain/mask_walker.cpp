@@ -71,8 +71,33 @@ int32_t MaskWalker::transition(int32_t s, uint8_t b) {
     return result;
 }
 
+bool MaskWalker::loops_on_plain(int32_t s) {
+    if (states_[s].plain_loop < 0) {
+        int8_t loops = 1;
+        for (unsigned b = 0x20; b <= 0x7e && loops; ++b) {
+            if (!is_plain_byte(static_cast<uint8_t>(b))) continue;
+            if (transition(s, static_cast<uint8_t>(b)) != s) loops = 0;
+            if (overflow_) return false;
+        }
+        states_[s].plain_loop = loops;
+    }
+    return states_[s].plain_loop == 1;
+}
+
 bool MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
     overflow_ = false;
+    // Inside a string (a state every plain byte keeps), every all-plain token is
+    // allowed: start from that mask and skip every plain subtree on a plain path
+    // (its tokens are in the mask); other plain subtrees reached in a state that
+    // loops on plain bytes are allowed node by node.
+    const bool root_plain = loops_on_plain(s0);
+    if (overflow_) return false;
+    if (root_plain) {
+        TokenMask eog = mask;  // the end-of-generation bits fill() set
+        mask = t.plain_mask;
+        for (TokenId id : t.eog)
+            if (eog.allowed(id)) mask.allow(id);
+    }
     levels_.clear();
     levels_.push_back(s0);
     const uint32_t n = static_cast<uint32_t>(t.size());
@@ -81,9 +106,20 @@ bool MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
     const uint32_t* subtree_end = t.subtree_end.data();
     const TokenId* token = t.token.data();
     uint32_t i = 1;
+    const char* plain = t.plain_subtree.data();
+    const char* plain_path = t.plain_path.data();
     while (i < n) {
         levels_.resize(depth[i]);
         const int32_t s = levels_.back();
+        if (plain[i] && (s == s0 ? root_plain : loops_on_plain(s))) {
+            if (overflow_) return false;
+            if (!(root_plain && plain_path[i]))
+                for (uint32_t k = i; k < subtree_end[i]; ++k)
+                    if (token[k] != k_no_token) allow_node(t, k, mask);
+            i = subtree_end[i];
+            continue;
+        }
+        if (overflow_) return false;
         const uint32_t off = states_[s].next;
         int32_t nx = off == UINT32_MAX ? k_unknown : next_[off + bytes[i]];
         if (nx == k_unknown) {

@@ -101,6 +101,13 @@ GrammarMatcher::~GrammarMatcher() = default;
 
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
     if (impl_->current().terminated) return false;
+    if (bytes.empty()) {
+        // A step that reads nothing: the same state (its tops shared, as for an
+        // end-of-generation step). Compacting the current state onto itself
+        // would lose its tops.
+        impl_->history.push_back({impl_->current().state, false});
+        return true;
+    }
     std::optional<State> s = impl_->advance(bytes);
     if (!s) return false;
     impl_->history.push_back({*s, false});

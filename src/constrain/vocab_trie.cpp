@@ -70,6 +70,27 @@ std::shared_ptr<const VocabTrie> build_trie(std::vector<std::string> pieces, std
         t->subtree_end[path.back()] = static_cast<uint32_t>(t->byte.size());
         path.pop_back();
     }
+    // not_plain[k]: nodes before k (pre-order, root excluded) whose byte is not plain.
+    std::vector<uint32_t> not_plain(t->size() + 1, 0);
+    for (size_t k = 0; k < t->size(); ++k) not_plain[k + 1] = not_plain[k] + (k > 0 && !constrain::is_plain_byte(t->byte[k]));
+    t->plain_subtree.assign(t->size(), 0);
+    for (size_t k = 1; k < t->size(); ++k)
+        t->plain_subtree[k] = not_plain[t->subtree_end[k]] == not_plain[k] && constrain::is_plain_byte(t->byte[k]);
+    t->plain_path.assign(t->size(), 0);
+    std::vector<uint32_t> stack;  // ancestors of node k, by depth
+    for (size_t k = 1; k < t->size(); ++k) {
+        const uint32_t d = t->depth[k];
+        const bool parent_plain = d == 1 || t->plain_path[stack[d - 2]];
+        t->plain_path[k] = parent_plain && constrain::is_plain_byte(t->byte[k]);
+        stack.resize(d - 1);
+        stack.push_back(static_cast<uint32_t>(k));
+    }
+    t->plain_mask.resize(n);
+    for (size_t id = 0; id < n; ++id) {
+        const std::string& p = t->pieces[id];
+        if (!p.empty() && std::all_of(p.begin(), p.end(), [](char c) { return constrain::is_plain_byte(static_cast<uint8_t>(c)); }))
+            t->plain_mask.allow(static_cast<TokenId>(id));
+    }
     return t;
 }
 

@@ -1,12 +1,16 @@
 #include <algorithm>
 
+#include "cache/hybrid_memory.h"
 #include "cache/kv_cache.h"
+#include "cache/recurrent_state.h"
 #include "cache/memory.h"
+#include "engine/context_sizing.h"
 #include "compute/thread_pool.h"
 #include "kiln/context.h"
 #include "kiln/error.h"
 #include "model/forward.h"
 #include "model/internals.h"
+#include "model/ssm.h"
 
 namespace kiln {
 
@@ -31,41 +35,101 @@ std::vector<KvLayerShape> kv_shapes(const ModelSpec& spec) {
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 
-// The memory the model's registry row asks for, for n_seq sequences of n_ctx
-// positions each, or as many positions as the budget holds.
-std::unique_ptr<SequenceMemory> make_memory(const ModelSpec& spec, const ContextOptions& o, int64_t n_ctx, int n_batch) {
-    if (spec.memory != MemoryKind::Kv)
-        throw Error("architecture '" + spec.arch + "': recurrent-state models are not supported yet", ErrorKind::Unsupported);
-    const std::vector<KvLayerShape> shapes = kv_shapes(spec);
+// Checkpoints of a recurrent state kept per sequence (the oldest is replaced):
+// up to 8, as many as 256 MiB per sequence holds, at least the 2 a prompt leaves
+// (a large Mamba's state is over 100 MiB). And how often a long prompt leaves one.
+constexpr int k_max_checkpoints = 8;
+constexpr int k_min_checkpoints = 2;
+constexpr uint64_t k_checkpoint_bytes = 256ull << 20;
+constexpr int64_t k_checkpoint_interval = 512;
+
+// The KV cells for n_seq sequences of n_ctx positions each, or as many
+// positions as the budget holds (0: no budget).
+KvCacheOptions size_kv(const std::vector<KvLayerShape>& shapes, const ContextOptions& o, int64_t n_ctx, int n_batch,
+                       uint64_t budget) {
     KvCacheOptions ko;
     ko.type = parse_kv_type(o.kv_type);
     ko.n_seq = o.n_seq_max;
     ko.n_ctx = n_ctx;
     ko.n_batch_max = n_batch;
     const uint64_t full = KvCache::bytes_needed(shapes, ko);
-    if (o.memory_budget > 0 && full > o.memory_budget) {
+    if (budget > 0 && full > budget) {
         // The most positions per sequence that fit (memory grows with them).
         int64_t lo = 0, hi = n_ctx;
         while (lo < hi) {
             const int64_t mid = (lo + hi + 1) / 2;
             ko.n_ctx = mid;
-            if (KvCache::bytes_needed(shapes, ko) <= o.memory_budget)
+            if (KvCache::bytes_needed(shapes, ko) <= budget)
                 lo = mid;
             else
                 hi = mid - 1;
         }
         if (lo < 1) {
             ko.n_ctx = 1;
-            throw Error("memory budget of " + mib(o.memory_budget) + " is too small: " + std::to_string(o.n_seq_max) +
+            throw Error("memory budget of " + mib(budget) + " is too small: " + std::to_string(o.n_seq_max) +
                             " sequences need " + mib(KvCache::bytes_needed(shapes, ko)) + " for one position each",
                         ErrorKind::ResourceExhausted);
         }
         ko.n_ctx = lo;
     }
-    return std::make_unique<KvCache>(shapes, ko);
+    return ko;
+}
+
+// The memory the sizing describes: KV cells, a recurrent state, or both.
+std::unique_ptr<SequenceMemory> make_memory(const ModelSpec& spec, const ContextSizing& z) {
+    if (spec.memory == MemoryKind::Kv) return std::make_unique<KvCache>(z.shapes, z.kv);
+    if (spec.memory == MemoryKind::Recurrent) return std::make_unique<RecurrentState>(z.state_bytes, z.recurrent);
+    return std::make_unique<HybridMemory>(std::make_unique<KvCache>(z.shapes, z.kv),
+                                          std::make_unique<RecurrentState>(z.state_bytes, z.recurrent));
 }
 
 }  // namespace
+
+// The memory the model's registry row asks for: KV cells, a recurrent state
+// (fixed per sequence, with checkpoints; its bytes come off the budget first),
+// or both.
+ContextSizing size_context(const ModelSpec& spec, const ContextOptions& o) {
+    const int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(spec.n_ctx_train, k_default_ctx_cap);
+    if (n_ctx > spec.n_ctx_train)
+        throw Error("context of " + std::to_string(n_ctx) + " tokens exceeds the model's maximum of " +
+                    std::to_string(spec.n_ctx_train));
+    if (n_ctx < 1) throw Error("context size must be positive");
+    if (o.n_batch < 1) throw Error("batch size must be positive");
+    if (o.n_seq_max < 1) throw Error("the number of sequences must be positive");
+    ContextSizing z;
+    z.n_batch = std::min(o.n_batch, n_ctx * o.n_seq_max);
+    z.shapes = kv_shapes(spec);
+    const int kv_batch = std::min(z.n_batch, n_ctx);
+    if (spec.memory == MemoryKind::Kv) {
+        z.kv = size_kv(z.shapes, o, n_ctx, kv_batch, o.memory_budget);
+        z.memory_bytes = KvCache::bytes_needed(z.shapes, z.kv);
+        return z;
+    }
+    for (const LayerSpec& l : spec.layers) z.state_bytes.push_back(l.mixer == MixerKind::Recurrent ? ssm_state_bytes(spec) : 0);
+    RecurrentStateOptions& ro = z.recurrent;
+    ro.n_seq = o.n_seq_max;
+    ro.n_ctx = n_ctx;
+    uint64_t per_state = 0;
+    for (uint64_t b : z.state_bytes) per_state += b;
+    ro.n_checkpoints = static_cast<int>(std::clamp<uint64_t>(k_checkpoint_bytes / std::max<uint64_t>(per_state, 1),
+                                                             k_min_checkpoints, k_max_checkpoints));
+    const uint64_t recurrent = RecurrentState::bytes_needed(z.state_bytes, ro);
+    if (o.memory_budget > 0 && recurrent >= o.memory_budget)
+        throw Error("memory budget of " + mib(o.memory_budget) + " is too small: the recurrent state of " +
+                        std::to_string(o.n_seq_max) + " sequences with " + std::to_string(ro.n_checkpoints) +
+                        " checkpoints each needs " + mib(recurrent),
+                    ErrorKind::ResourceExhausted);
+    z.memory_bytes = recurrent;
+    if (spec.memory == MemoryKind::Hybrid) {
+        z.kv = size_kv(z.shapes, o, n_ctx, kv_batch, o.memory_budget > 0 ? o.memory_budget - recurrent : 0);
+        ro.n_ctx = z.kv.n_ctx;
+        z.memory_bytes += KvCache::bytes_needed(z.shapes, z.kv);
+    } else {
+        z.kv.n_ctx = n_ctx;  // no cells: the context is what the options ask for
+        z.kv.n_seq = o.n_seq_max;
+    }
+    return z;
+}
 
 void Batch::add(TokenId token, int64_t pos, SeqId seq, bool output) {
     tokens_.push_back(token);
@@ -122,6 +186,7 @@ struct Context::Impl {
     // Checks a batch; leaves in `added` how many entries each sequence has in it.
     void validate(const Batch& b);
     std::vector<int64_t> next, added;  // [n_seq_max]: scratch of validate, its result
+    std::vector<int64_t> target;       // [n_seq_max]: each sequence's length after the decode
 };
 
 Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : impl_(std::make_unique<Impl>()) {
@@ -129,17 +194,11 @@ Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : 
     const ModelSpec& spec = ModelInternals::spec(*model);
     im.model = std::move(model);
     im.spec = &spec;
-    int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(spec.n_ctx_train, k_default_ctx_cap);
-    if (n_ctx > spec.n_ctx_train)
-        throw Error("context of " + std::to_string(n_ctx) + " tokens exceeds the model's maximum of " +
-                    std::to_string(spec.n_ctx_train));
-    if (n_ctx < 1) throw Error("context size must be positive");
-    if (o.n_batch < 1) throw Error("batch size must be positive");
-    if (o.n_seq_max < 1) throw Error("the number of sequences must be positive");
-    im.n_batch = std::min(o.n_batch, n_ctx * o.n_seq_max);
+    const ContextSizing z = size_context(spec, o);
+    im.n_batch = z.n_batch;
     im.hidden_states = o.hidden_states;
     im.pool = std::make_unique<ThreadPool>(o.executor ? o.executor : Executor::shared(), o.n_threads);
-    im.memory = make_memory(spec, o, n_ctx, std::min(im.n_batch, n_ctx));
+    im.memory = make_memory(spec, z);
     im.n_ctx = static_cast<int>(im.memory->n_ctx());
     im.forward = std::make_unique<Forward>(spec, ModelInternals::weights(*im.model), *im.memory, *im.pool, im.n_batch);
     im.tokens.resize(static_cast<size_t>(o.n_seq_max));
@@ -205,8 +264,29 @@ void Context::decode(const Batch& batch) {
     im.logits.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
     if (im.hidden_states) im.hidden.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_embd));
     int done_out = 0;
+    // A recurrent state cannot be cut back, so a prompt (several entries of one
+    // sequence) leaves checkpoints as it is evaluated: one just before its last
+    // token (a new request for the same prompt evaluates that token again for
+    // fresh logits), one at its end, and one every k_checkpoint_interval
+    // positions on the way. Forward passes end where a checkpoint is due; the
+    // recurrence is batch-invariant, so the split changes no result.
+    const bool recurrent = im.memory->recurrent() != nullptr;
+    if (recurrent) {
+        im.target.resize(im.tokens.size());
+        for (size_t s = 0; s < im.tokens.size(); ++s) im.target[s] = static_cast<int64_t>(im.tokens[s].size()) + im.added[s];
+    }
     for (int done = 0; done < batch.size();) {
-        const int n = std::min(im.n_batch, batch.size() - done);
+        int n = std::min(im.n_batch, batch.size() - done);
+        if (recurrent) {
+            // End the pass before the last entry of any prompt in it.
+            for (int i = done; i < done + n; ++i) {
+                const size_t s = static_cast<size_t>(batch.seqs()[static_cast<size_t>(i)]);
+                if (im.added[s] > 1 && batch.positions()[static_cast<size_t>(i)] == im.target[s] - 1 && i > done) {
+                    n = i - done;
+                    break;
+                }
+            }
+        }
         BatchRows rows;
         rows.n = n;
         rows.tokens = batch.tokens().data() + done;
@@ -222,12 +302,19 @@ void Context::decode(const Batch& batch) {
         for (int i = 0; i < n; ++i) im.tokens[static_cast<size_t>(rows.seq[i])].push_back(rows.tokens[i]);
         done_out += chunk_out;
         done += n;
+        if (!recurrent) continue;
+        for (int i = 0; i < n; ++i) {
+            const size_t s = static_cast<size_t>(rows.seq[i]);
+            if (im.added[s] <= 1) continue;
+            const int64_t len = static_cast<int64_t>(im.tokens[s].size());
+            const bool last_in_pass = i + 1 == n || std::find(rows.seq + i + 1, rows.seq + n, rows.seq[i]) == rows.seq + n;
+            if (!last_in_pass) continue;
+            const int64_t before = len - std::count(rows.seq, rows.seq + n, rows.seq[i]);
+            if (len == im.target[s] - 1 || len == im.target[s] || len / k_checkpoint_interval != before / k_checkpoint_interval)
+                im.memory->checkpoint(static_cast<int>(s), len);
+        }
     }
     im.n_outputs = n_out;
-    // A prompt's end (several entries of a sequence) is where a recurrent state is
-    // worth returning to.
-    for (size_t s = 0; s < im.added.size(); ++s)
-        if (im.added[s] > 1) im.memory->checkpoint(static_cast<int>(s), static_cast<int64_t>(im.tokens[s].size()));
 }
 
 int Context::n_outputs() const { return impl_->n_outputs; }
@@ -337,5 +424,8 @@ uint64_t Context::kv_bytes_per_position() const { return impl_->memory->bytes_pe
 uint64_t Context::memory_bytes() const { return impl_->memory->bytes(); }
 
 void Context::set_tensor_hook(TensorHook hook) { impl_->forward->set_debug_hook(std::move(hook)); }
+
+const std::vector<std::vector<uint64_t>>& Context::expert_usage() const { return impl_->forward->expert_usage(); }
+void Context::reset_expert_usage() { impl_->forward->reset_expert_usage(); }
 
 }  // namespace kiln

@@ -11,37 +11,81 @@ namespace kiln {
 
 Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMemory& memory, const ThreadPool& pool,
                  int n_batch_max)
-    : spec_(spec), w_(weights), cache_(*memory.kv()), pool_(pool), n_batch_max_(n_batch_max) {
+    : spec_(spec), w_(weights), cache_(memory.kv()), recurrent_(memory.recurrent()), pool_(pool), n_batch_max_(n_batch_max),
+      moe_(spec, n_batch_max) {
     for (const LayerSpec& l : spec.layers) {
-        if (l.mixer != MixerKind::Attention)
-            throw Error("recurrent layers are not supported yet (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
-        if (l.ffn == FfnKind::Experts)
-            throw Error("mixture-of-experts layers are not supported yet (architecture '" + spec.arch + "')",
-                        ErrorKind::Unsupported);
+        if ((l.mixer == MixerKind::Attention && !cache_) || (l.mixer == MixerKind::Recurrent && !recurrent_))
+            throw Error("forward: the memory has no part for the layers' mixers (architecture '" + spec.arch + "')",
+                        ErrorKind::Internal);
+        if (l.ffn == FfnKind::Gated && spec.activation == FfnActivation::Relu2)
+            throw Error("a gated FFN with ReLU² is not supported (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
     }
-    const size_t b = static_cast<size_t>(n_batch_max);
-    const size_t e = static_cast<size_t>(spec.n_embd);
-    x_.resize(b * e);
-    h_.resize(b * e);
-    o_.resize(b * e);
-    q_.resize(b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_k));
-    k_.resize(b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_k));
-    v_.resize(b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_v));
-    att_.resize(b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_v));
-    gate_.resize(b * static_cast<size_t>(spec.max_n_ff()));
-    up_.resize(b * static_cast<size_t>(spec.max_n_ff()));
-    for (const LayerSpec& l : spec.layers)
-        if (l.ffn == FfnKind::Plain) ones_.assign(static_cast<size_t>(spec.max_n_ff()), 1.0f);
-    for (const LayerWeights& lw : weights.layers) {
-        if (!lw.wqkv.empty()) qkv_.resize(std::max(qkv_.size(), b * static_cast<size_t>(lw.wqkv.n_out)));
-        if (lw.ffn_gate_up_fused) gate_up_.resize(std::max(gate_up_.size(), b * static_cast<size_t>(lw.ffn_up.n_out)));
-    }
+    const BufferSizes z = buffer_sizes(spec, n_batch_max);
+    x_.resize(z.x);
+    h_.resize(z.x);
+    o_.resize(z.x);
+    q_.resize(z.q);
+    k_.resize(z.k);
+    v_.resize(z.v);
+    att_.resize(z.att);
+    gate_.resize(z.ff);
+    up_.resize(z.ff);
+    if (z.ones) ones_.assign(z.ones, 1.0f);
+    qkv_.resize(z.qkv);
+    gate_up_.resize(z.gate_up);
     // LongRoPE: the long factors when a sequence's context exceeds the original
     // one, as llama.cpp chooses them (by the context size, not the position).
     rope_factors_ = weights.rope_freqs;
     if (!rope_factors_ && (weights.rope_long || weights.rope_short))
-        rope_factors_ = cache_.n_ctx() > spec.rope.n_ctx_orig ? weights.rope_long : weights.rope_short;
+        rope_factors_ = cache_ && cache_->n_ctx() > spec.rope.n_ctx_orig ? weights.rope_long : weights.rope_short;
     attn_scratch_.resize(static_cast<size_t>(pool.size()));
+    if (spec.attn_output_gate) {
+        if (spec.head_dim_k != spec.head_dim_v)
+            throw Error("an attention output gate needs equal key and value head sizes (architecture '" + spec.arch + "')");
+        qg_.resize(2 * q_.size());
+        ogate_.resize(q_.size());
+    }
+    if (recurrent_) ssm_ = std::make_unique<SsmMixer>(spec, n_batch_max);
+}
+
+Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_max) {
+    const size_t b = static_cast<size_t>(n_batch_max);
+    BufferSizes z;
+    z.x = b * static_cast<size_t>(spec.n_embd);
+    z.q = b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_k);
+    z.k = b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_k);
+    z.v = b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_v);
+    z.att = b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_v);
+    z.ff = b * static_cast<size_t>(spec.max_n_ff());
+    for (const LayerSpec& l : spec.layers)
+        if (l.ffn == FfnKind::Plain) z.ones = static_cast<size_t>(spec.max_n_ff());
+    // Fused products before their split: Q/K/V where a layer has attn_qkv, gate / up (phi3).
+    if (spec.fused_qkv) z.qkv = z.q + z.k + z.v;
+    if (spec.tensors.ffn_gate_up_fused) z.gate_up = 2 * z.ff;
+    return z;
+}
+
+uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache) {
+    const BufferSizes z = buffer_sizes(spec, n_batch_max);
+    const uint64_t b = static_cast<uint64_t>(n_batch_max);
+    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up.
+    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up;
+    // Grown on the first full batch: the rows whose output is wanted (at most a
+    // batch), the RoPE cos / sin of both bases.
+    floats += z.x + 2 * b * static_cast<uint64_t>(std::max(spec.rope.n_dims, 0));
+    // A thread's attention scores (every key of a query's group of heads) and rows.
+    const uint64_t group = static_cast<uint64_t>(std::max(1, spec.max_n_head() / std::max(1, spec.max_n_head_kv())));
+    floats += static_cast<uint64_t>(std::max(n_threads, 1)) *
+              (static_cast<uint64_t>(n_keys_max) * group + static_cast<uint64_t>(spec.head_dim_k) * (group + 1) +
+               static_cast<uint64_t>(spec.head_dim_v));
+    // A q8_0 cache is read as f32 rows of the keys a batch sees (one layer at a time).
+    if (q8_0_cache)
+        floats += static_cast<uint64_t>(n_keys_max) * static_cast<uint64_t>(spec.max_n_head_kv()) *
+                  static_cast<uint64_t>(spec.head_dim_k + spec.head_dim_v);
+    // The matmul's converted activations: a batch of its widest input as 8-bit
+    // blocks with their scales (at most 2 bytes an element covers every format).
+    const uint64_t widest = static_cast<uint64_t>(std::max({spec.n_embd, spec.max_n_ff(), spec.max_n_head() * spec.head_dim_v}));
+    return floats * sizeof(float) + 2 * widest * b;
 }
 
 namespace {
@@ -161,13 +205,23 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         }
     } else {
         const Matrix* ws[] = {&lw.wq, &lw.wk, &lw.wv};
-        float* ys[] = {q_.data(), k_.data(), v_.data()};
+        float* ys[] = {spec_.attn_output_gate ? qg_.data() : q_.data(), k_.data(), v_.data()};
         matmul_many(ws, h_.data(), n, ys, pool_, mm_);
-        scale_rows(q_.data(), lw.wq_s, n, nq);
+        scale_rows(ys[0], lw.wq_s, n, spec_.attn_output_gate ? 2 * nq : nq);
         scale_rows(k_.data(), lw.wk_s, n, nk);
         scale_rows(v_.data(), lw.wv_s, n, nv);
     }
-    add_bias(q_.data(), lw.bq, n, nq);
+    if (spec_.attn_output_gate) {
+        // Per head: [q | gate] -> q_ and ogate_ (a Q bias covers both halves).
+        add_bias(qg_.data(), lw.bq, n, 2 * nq);
+        for (int64_t r = 0; r < n; ++r)
+            for (int h = 0; h < l.n_head; ++h) {
+                const float* src = qg_.data() + r * 2 * nq + h * 2 * dk;
+                std::copy(src, src + dk, q_.data() + r * nq + h * dk);
+                std::copy(src + dk, src + 2 * dk, ogate_.data() + r * nq + h * dk);
+            }
+    }
+    if (!spec_.attn_output_gate) add_bias(q_.data(), lw.bq, n, nq);
     add_bias(k_.data(), lw.bk, n, nk);
     add_bias(v_.data(), lw.bv, n, nv);
     dump("Qcur", il, q_.data(), nq, n);
@@ -209,7 +263,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     }
 
     pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
-        for (int64_t r = r0; r < r1; ++r) cache_.store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);
+        for (int64_t r = r0; r < r1; ++r) cache_->store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);
     });
 
     AttentionShape as;
@@ -220,22 +274,23 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     as.scale = spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(static_cast<float>(dk));
     as.prescale_q = spec_.attention_scale > 0.0f;
     as.softcap = spec_.attn_softcap;
+    as.sinks = lw.attn_sinks;
     // The keys a row sees: its window (or everything) up to itself, or with
     // non-causal attention up to its sequence's last position in the batch.
-    const int window = cache_.window(il);
+    const int window = cache_->window(il);
     auto first_key = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
     auto last_key = [&](int64_t r) { return spec_.causal ? b.pos[r] : spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].pos_max; };
     for (size_t i = 0; i < n_spans_; ++i) {
         SeqSpan& sp = spans_[i];
-        if (cache_.ggml_type() == GgmlType::Q8_0) {
+        if (cache_->ggml_type() == GgmlType::Q8_0) {
             // Dequantized once per batch for all its queries (exact).
             KvView kv;
-            kv.type = cache_.ggml_type();
-            kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_.k_row(il, seq, p); };
-            kv.v_row = [&, seq = sp.seq](int64_t p) { return cache_.v_row(il, seq, p); };
+            kv.type = cache_->ggml_type();
+            kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_->k_row(il, seq, p); };
+            kv.v_row = [&, seq = sp.seq](int64_t p) { return cache_->v_row(il, seq, p); };
             sp.rows = kv_rows_f32(as, kv, spec_.causal ? first_key(sp.pos_min) : 0, sp.pos_max, sp.k_f32, sp.v_f32, &pool_);
         } else {
-            sp.rows = cache_.rows(il, sp.seq);
+            sp.rows = cache_->rows(il, sp.seq);
         }
     }
     // One task per block of rows and KV head. In a prefill chunk a task takes 16
@@ -259,6 +314,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         AttentionShape part = as;
         part.n_head = nh;
         part.n_head_kv = 1;
+        if (as.sinks) part.sinks = as.sinks + h0;
         for (int64_t r = r0; r < std::min<int64_t>(n, r0 + rows_per_task); ++r) {
             KvRows head = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
             const uint64_t esize = head.type == GgmlType::F16 ? 2 : 4;
@@ -270,6 +326,12 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         }
     });
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);
+    if (spec_.attn_output_gate) {
+        pool_.parallel_for(n * nq, 4096, [&](int64_t b0, int64_t b1, int) {
+            for (int64_t i = b0; i < b1; ++i) att_[static_cast<size_t>(i)] *= ops::sigmoid(ogate_[static_cast<size_t>(i)]);
+        });
+        dump("attn_gated", il, att_.data(), l.n_head * dv, n);
+    }
 
     matmul(lw.wo, att_.data(), n, o_.data(), pool_, mm_);
     scale_rows(o_.data(), lw.wo_s, n, e);
@@ -291,7 +353,9 @@ void Forward::ffn_layer(int il, int n) {
     norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
     dump("ffn_norm", il, h_.data(), e, n);
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
-    if (lw.ffn_gate_up_fused) {
+    if (l.ffn == FfnKind::Experts) {
+        moe_.eval(il, lw, h_.data(), n, o_.data(), pool_, mm_, hook_);  // model/moe.h
+    } else if (lw.ffn_gate_up_fused) {
         // One product [gate; up] per row, then act(gate) * up into gate_.
         matmul(lw.ffn_up, h_.data(), n, gate_up_.data(), pool_, mm_);
         scale_rows(gate_up_.data(), lw.ffn_up_s, n, 2 * ff);
@@ -317,14 +381,26 @@ void Forward::ffn_layer(int il, int n) {
         matmul(lw.ffn_up, h_.data(), n, gate_.data(), pool_, mm_);
         add_bias(gate_.data(), lw.ffn_up_b, n, ff);
         scale_rows(gate_.data(), lw.ffn_up_s, n, ff);
-        pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
-            for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
-        });
+        if (spec_.activation == FfnActivation::Relu2) {
+            // max(x, 0)^2, exact in float (ggml: relu, then sqr).
+            pool_.parallel_for(n * ff, 4096, [&](int64_t b0, int64_t b1, int) {
+                for (int64_t i = b0; i < b1; ++i) {
+                    const float v = std::max(gate_[static_cast<size_t>(i)], 0.0f);
+                    gate_[static_cast<size_t>(i)] = v * v;
+                }
+            });
+        } else {
+            pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+                for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
+            });
+        }
     }
-    dump("ffn_act", il, gate_.data(), ff, n);
-    matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
-    add_bias(o_.data(), lw.ffn_down_b, n, e);
-    scale_rows(o_.data(), lw.ffn_down_s, n, e);
+    if (l.ffn != FfnKind::Experts) {
+        dump("ffn_act", il, gate_.data(), ff, n);
+        matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
+        add_bias(o_.data(), lw.ffn_down_b, n, e);
+        scale_rows(o_.data(), lw.ffn_down_s, n, e);
+    }
     dump("ffn_out", il, o_.data(), e, n);
     if (lw.ffn_post_norm) {
         norm_rows(spec_, o_.data(), lw.ffn_post_norm, nullptr, o_.data(), n, e, pool_);
@@ -333,6 +409,19 @@ void Forward::ffn_layer(int il, int n) {
     if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
     add_rows(x_.data(), o_.data(), n * e, pool_);
     dump("l_out", il, x_.data(), e, n);
+}
+
+// A recurrent layer: attn_norm → the layer's mixer over the rows in batch order
+// (src/model/ssm.cpp) → residual.
+void Forward::recurrent_layer(int il, const BatchRows& b) {
+    const int n = b.n;
+    const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
+    const int64_t e = spec_.n_embd;
+    norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
+    dump("attn_norm", il, h_.data(), e, n);
+    ssm_->eval(il, lw.ssm, b.seq, n, h_.data(), o_.data(), *recurrent_, pool_, mm_, hook_);
+    add_rows(x_.data(), o_.data(), n * e, pool_);
+    dump(spec_.layers[static_cast<size_t>(il)].ffn == FfnKind::None ? "l_out" : "ffn_inp", il, x_.data(), e, n);
 }
 
 void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
@@ -358,8 +447,12 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     dump("inp_embd", -1, x_.data(), e, n);
 
     for (int il = 0; il < spec_.n_layer; ++il) {
-        attention_layer(il, b);
-        ffn_layer(il, n);
+        const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
+        if (l.mixer == MixerKind::Recurrent)
+            recurrent_layer(il, b);
+        else if (l.mixer == MixerKind::Attention)
+            attention_layer(il, b);
+        if (l.ffn != FfnKind::None) ffn_layer(il, n);
     }
 
     // The rows whose output is wanted, gathered (in decode and at the end of a

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "cache/kv_cache.h"
@@ -19,7 +20,9 @@
 #include "compute/matmul.h"
 #include "compute/ops.h"
 #include "compute/thread_pool.h"
+#include "model/moe.h"
 #include "model/spec.h"
+#include "model/ssm.h"
 #include "model/weights.h"
 
 namespace kiln {
@@ -43,7 +46,15 @@ public:
     Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMemory& memory, const ThreadPool& pool, int n_batch_max);
 
     int n_batch_max() const { return n_batch_max_; }
+
+    // Bytes of the buffers a Forward of this batch size uses once it has run a
+    // full batch over n_keys_max keys (the memory plan; the constructor's
+    // buffers come from the same buffer_sizes).
+    static uint64_t scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache);
     void set_debug_hook(DebugHook hook) { hook_ = std::move(hook); }
+    // Expert selections per layer and expert since the last reset (kiln bench).
+    const std::vector<std::vector<uint64_t>>& expert_usage() const { return moe_.usage(); }
+    void reset_expert_usage() { moe_.reset_usage(); }
 
     // Evaluates the rows (1 <= n <= n_batch_max). For the k-th row with output
     // wanted, in batch order, logits row k of f32 [n_vocab, n_out] and, if hidden
@@ -51,6 +62,12 @@ public:
     void eval(const BatchRows& batch, float* logits, float* hidden = nullptr);
 
 private:
+    // Elements of the activation buffers for a batch of n_batch_max rows.
+    struct BufferSizes {
+        size_t x = 0, q = 0, k = 0, v = 0, att = 0, ff = 0, ones = 0, qkv = 0, gate_up = 0;
+    };
+    static BufferSizes buffer_sizes(const ModelSpec& spec, int n_batch_max);
+
     // The rows of one sequence in the batch: keys visible to them, where to read them.
     struct SeqSpan {
         int seq = 0;
@@ -60,6 +77,7 @@ private:
     };
     void plan_spans(const BatchRows& b);
     void attention_layer(int il, const BatchRows& b);
+    void recurrent_layer(int il, const BatchRows& b);
     void ffn_layer(int il, int n);
     void prepare_rope(const BatchRows& b);
     ops::RopeParams rope_params(bool swa_base) const;
@@ -69,10 +87,13 @@ private:
 
     const ModelSpec& spec_;
     const ModelWeights& w_;
-    KvCache& cache_;
+    KvCache* cache_;               // null without attention layers
+    RecurrentState* recurrent_;    // null without recurrent layers
+    std::unique_ptr<SsmMixer> ssm_;
     const ThreadPool& pool_;
     int n_batch_max_;
     DebugHook hook_;
+    MoeBlock moe_;  // the expert layers' FFN
 
     MatmulScratch mm_;
     std::vector<AttentionScratch> attn_scratch_;  // per thread
@@ -85,6 +106,7 @@ private:
     std::vector<float> q_, k_, v_;  // [n_head * head_dim_k, n], [n_head_kv * head_dim_k, n], [n_head_kv * head_dim_v, n]
     std::vector<float> qkv_;     // a fused Q/K/V product before the split [q + k + v, n] (sized only if used)
     std::vector<float> att_;     // attention output [n_head * head_dim_v, n]
+    std::vector<float> qg_, ogate_;  // attn_output_gate: Q with its gates [2 n_head head_dim_k, n], the gates [n_head head_dim_k, n]
     std::vector<float> o_;       // a block's output [n_embd, n]
     std::vector<float> gate_, up_;  // [n_ff, n]
     std::vector<float> ones_;    // [n_ff] of 1.0f: a plain FFN's activation through the gated kernel

@@ -112,26 +112,38 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std:
     if (s.n_layer <= 0 || s.n_embd <= 0)
         throw Error("GGUF metadata: " + k("block_count") + " and " + k("embedding_length") + " must be positive");
 
-    std::vector<int> heads = per_layer(md, k("attention.head_count"), s.n_layer, std::nullopt);
+    // Attention-free models (recurrent rows) may leave out heads and FFN widths
+    // (or write 0, as llama.cpp's converter does); a layer without heads must
+    // then be made recurrent by the family (checked after configure).
+    const bool attention_free = row.memory == MemoryKind::Recurrent;
+    // Hybrids mark their recurrent layers by 0 heads or KV heads (lfm2, nemotron_h).
+    const bool layers_may_lack_heads = row.memory != MemoryKind::Kv;
+    const std::optional<std::vector<int>> none =
+        attention_free ? std::optional<std::vector<int>>(std::vector<int>(static_cast<size_t>(s.n_layer), 0)) : std::nullopt;
+    std::vector<int> heads = per_layer(md, k("attention.head_count"), s.n_layer, none);
     std::vector<int> heads_kv = per_layer(md, k("attention.head_count_kv"), s.n_layer, heads);
-    std::vector<int> ff = per_layer(md, k("feed_forward_length"), s.n_layer, std::nullopt);
+    std::vector<int> ff = per_layer(md, k("feed_forward_length"), s.n_layer, none);
     s.layers.resize(static_cast<size_t>(s.n_layer));
     for (int il = 0; il < s.n_layer; ++il) {
         LayerSpec& l = s.layers[static_cast<size_t>(il)];
         l.n_head = heads[static_cast<size_t>(il)];
         l.n_head_kv = heads_kv[static_cast<size_t>(il)];
         l.n_ff = ff[static_cast<size_t>(il)];
+        if (layers_may_lack_heads && (l.n_head == 0 || l.n_head_kv == 0)) continue;  // checked after configure
         if (l.n_head <= 0 || l.n_head_kv <= 0 || l.n_head % l.n_head_kv != 0)
             throw Error("layer " + std::to_string(il) + ": " + std::to_string(l.n_head) + " heads cannot be grouped over " +
                         std::to_string(l.n_head_kv) + " KV heads (" + k("attention.head_count_kv") + ")");
-        if (l.n_ff <= 0) throw Error("GGUF metadata '" + k("feed_forward_length") + "' must be positive");
+        if (l.n_ff <= 0 && !layers_may_lack_heads) throw Error("GGUF metadata '" + k("feed_forward_length") + "' must be positive");
     }
+    int head0 = 0;  // the first layer with heads decides the head size
+    for (const LayerSpec& l : s.layers)
+        if (head0 == 0) head0 = l.n_head;
     s.head_dim_k = md.has(k("attention.key_length")) ? to_int(k("attention.key_length"), md.get_uint(k("attention.key_length")))
-                                                      : s.n_embd / s.layers[0].n_head;
+                                                      : (head0 > 0 ? s.n_embd / head0 : 0);
     s.head_dim_v = md.has(k("attention.value_length"))
                        ? to_int(k("attention.value_length"), md.get_uint(k("attention.value_length")))
                        : s.head_dim_k;
-    if (s.head_dim_k <= 0 || s.head_dim_v <= 0) throw Error("GGUF metadata: head size must be positive");
+    if ((s.head_dim_k <= 0 || s.head_dim_v <= 0) && !attention_free) throw Error("GGUF metadata: head size must be positive");
 
     if (md.has(k("attention.layer_norm_rms_epsilon"))) {
         s.norm = NormKind::Rms;
@@ -166,6 +178,21 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std:
 
     ArchConfig cfg{md, p, s};
     row.configure(cfg);
+    // What configure made of an attention-free file: every layer has a mixer that
+    // its numbers can run, and an FFN only with a width.
+    for (int il = 0; il < s.n_layer; ++il) {
+        const LayerSpec& l = s.layers[static_cast<size_t>(il)];
+        if (l.mixer == MixerKind::Attention &&
+            (l.n_head <= 0 || l.n_head_kv <= 0 || l.n_head % l.n_head_kv != 0 || s.head_dim_k <= 0))
+            throw Error("layer " + std::to_string(il) + ": an attention layer with " + std::to_string(l.n_head) + " heads over " +
+                        std::to_string(l.n_head_kv) + " KV heads (" + k("attention.head_count") + ", " +
+                        k("attention.head_count_kv") + ")");
+        if (l.mixer == MixerKind::Recurrent && s.ssm.kind == SsmKind::None)
+            throw Error("layer " + std::to_string(il) + ": a recurrent layer without a recurrence (architecture '" + s.arch + "')",
+                        ErrorKind::Internal);
+        if (l.ffn != FfnKind::None && l.n_ff <= 0)
+            throw Error("GGUF metadata '" + k("feed_forward_length") + "' must be positive (layer " + std::to_string(il) + ")");
+    }
     return s;
 }
 

@@ -87,17 +87,31 @@ ModelFootprint Model::footprint() const {
     auto params = [](const Matrix& m) { return m.empty() ? uint64_t{0} : static_cast<uint64_t>(m.n_in) * static_cast<uint64_t>(m.n_out); };
     ModelFootprint f;
     f.decode_bytes = bytes(w.output);
-    for (const LayerWeights& l : w.layers)
-        for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+    const int n_used = impl_->spec.moe.n_expert_used;
+    for (const LayerWeights& l : w.layers) {
+        const ExpertWeights& x = l.moe;
+        for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &x.router, &x.shexp_gate,
+                                &x.shexp_up, &x.shexp_down, &x.shexp_router}) {
             f.decode_bytes += bytes(*m);
             f.layer_params += params(*m);
         }
+        // An expert layer: a token reads n_used of its experts (all experts
+        // have one shape and type, so any n_used of them weigh the same).
+        for (const auto* v : {&x.gate, &x.up, &x.down})
+            if (!v->empty()) {
+                f.decode_bytes += bytes(v->front()) * static_cast<uint64_t>(n_used);
+                f.layer_params += params(v->front()) * static_cast<uint64_t>(n_used);
+            }
+    }
     // The type of the layers' matrices: that of the first FFN matrix.
     if (!w.layers.empty()) {
-        f.float_weights = is_float_weight(w.layers[0].ffn_up.type);
-        f.bf16_weights = w.layers[0].ffn_up.type == GgmlType::BF16;
+        const Matrix& up = w.layers[0].moe.up.empty() ? w.layers[0].ffn_up : w.layers[0].moe.up.front();
+        f.float_weights = is_float_weight(up.type);
+        f.bf16_weights = up.type == GgmlType::BF16;
     }
     f.repacked_bytes = w.packed_bytes;
+    f.matrix_file_bytes = w.matrix_file_bytes;
+    f.matrix_resident_bytes = w.matrix_resident_bytes;
     return f;
 }
 

@@ -12,19 +12,43 @@
 namespace kiln {
 
 enum class NormKind { Rms, Layer };
-enum class FfnActivation { Silu, Gelu };  // gated: act(gate) * up; plain: act(up)
+enum class FfnActivation { Silu, Gelu, Relu2 };  // gated: act(gate) * up; plain: act(up); Relu2: max(x, 0)^2 (plain only)
 
 // A layer's token mixer: how a position sees the others.
 enum class MixerKind {
     Attention,  // softmax attention over the KV cells (causal or not, full or sliding window)
-    Recurrent,  // a fixed-size state per sequence (the hybrid families fill this in)
+    Recurrent,  // a fixed-size state per sequence: ModelSpec::ssm says which recurrence (src/model/ssm.h)
+    None,       // no mixer: the layer is its FFN alone (nemotron_h)
 };
 // A layer's feed-forward block.
 enum class FfnKind {
     Gated,    // down(act(gate(x)) * up(x))
     Plain,    // down(act(up(x))), with optional biases
-    Experts,  // mixture of experts (the MoE families fill this in)
+    Experts,  // mixture of experts: a router picks MoeSpec::n_expert_used of n_expert gated FFNs (model/moe.h)
+    None,     // no FFN block: the layer is its mixer alone (Mamba)
 };
+
+// How a mixture-of-experts router turns its logits into the experts' weights
+// (the values of llama.cpp's `expert_gating_func` key).
+enum class ExpertGating {
+    Softmax = 1,        // softmax over all experts; the selected experts' probabilities
+    Sigmoid = 2,        // sigmoid of each logit (DeepSeek-V3 style, with a selection bias)
+    SoftmaxWeight = 3,  // select on the logits, then softmax over the selected ones (gpt-oss)
+};
+
+// The routing of the model's expert layers (the same for every such layer).
+struct MoeSpec {
+    int n_expert = 0;          // experts per layer ({arch}.expert_count)
+    int n_expert_used = 0;     // selected per token ({arch}.expert_used_count)
+    ExpertGating gating = ExpertGating::Softmax;
+    bool norm_weights = false; // divide the selected weights by their sum
+    float weights_scale = 1.0f;
+    int n_group = 0;           // group-limited selection: experts in n_group groups,
+    int n_group_used = 0;      //   only the best n_group_used groups (by their top-2 sum) compete
+    int n_leading_dense = 0;   // the first layers have a dense FFN instead
+    bool oai_swiglu = false;   // gpt-oss: clamped SwiGLU with alpha 1.702, limit 7
+};
+
 // What per-sequence memory the model needs (the registry row says; the layers agree).
 enum class MemoryKind { Kv, Recurrent, Hybrid };
 
@@ -42,6 +66,17 @@ struct RopeSpec {
     float yarn_beta_fast = 32.0f;
     float yarn_beta_slow = 1.0f;
     int n_ctx_orig = 0;
+};
+
+// The recurrence of a model's recurrent layers (llama.cpp's `ssm.*` keys).
+enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet };
+struct SsmSpec {
+    SsmKind kind = SsmKind::None;
+    int d_conv = 0;   // causal convolution width (ssm.conv_kernel; ShortConv: shortconv.l_cache)
+    int d_inner = 0;  // channels of the recurrence (ssm.inner_size; ShortConv: the width)
+    int d_state = 0;  // state per channel (ssm.state_size)
+    int dt_rank = 0;  // Mamba-1: rank of the time-step projection; Mamba-2: heads; delta net: value heads (ssm.time_step_rank)
+    int n_group = 1;  // Mamba-2: groups sharing B and C; delta net: key heads (ssm.group_count)
 };
 
 // Whether a family's graph reads an optional tensor (llama.cpp's loader for the
@@ -71,6 +106,16 @@ struct TensorRules {
     bool qk_norm_full = false;               // ... over the whole projection [n_head * head_dim] rather than per head (olmo2)
     bool pre_norms = true;                   // attn_norm / ffn_norm before each block (olmo2 has post-norms only)
     TensorUse post_norms = TensorUse::No;    // post_attention_norm / post_ffw_norm
+    TensorUse attn_sinks = TensorUse::No;    // attn_sinks: one learned logit per head (gpt-oss)
+    // Expert layers (a router ffn_gate_inp with merged ffn_*_exps; each layer by
+    // presence) and their optional parts: router and expert biases (gpt-oss), the
+    // selection bias exp_probs_b (no runnable family yet), a shared expert
+    // ffn_*_shexp (qwen2moe, llama) and its sigmoid gate ffn_gate_inp_shexp (qwen2moe).
+    TensorUse experts = TensorUse::No;
+    TensorUse expert_bias = TensorUse::No;
+    TensorUse expert_probs_bias = TensorUse::No;
+    TensorUse shared_expert = TensorUse::No;
+    TensorUse shared_expert_gate = TensorUse::No;
 };
 
 struct LayerSpec {
@@ -78,7 +123,8 @@ struct LayerSpec {
     FfnKind ffn = FfnKind::Gated;  // Plain when the file has no ffn_gate (weights.cpp)
     int n_head = 0;
     int n_head_kv = 0;
-    int n_ff = 0;
+    int n_ff = 0;          // an expert layer: each expert's hidden width (from its tensors)
+    int n_ff_shexp = 0;    // an expert layer's shared expert width (0: none)
     bool sliding = false;  // sliding-window attention layer
     bool use_rope = true;
 };
@@ -99,6 +145,8 @@ struct ModelSpec {
     float norm_eps = 1e-5f;
     FfnActivation activation = FfnActivation::Silu;
     RopeSpec rope;
+    SsmSpec ssm;  // the recurrent layers' mixer (kind None: the model has none)
+    MoeSpec moe;  // n_expert 0: no expert layers
 
     float embedding_scale = 1.0f;   // gemma: sqrt(n_embd); granite: from the file
     float residual_scale = 0.0f;    // 0: none; else each block's output is scaled before the residual add (granite)
@@ -108,7 +156,16 @@ struct ModelSpec {
     float final_softcap = 0.0f;
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
 
+    std::string output_norm_tensor = "output_norm.weight";  // the final norm's name (lfm2: token_embd_norm.weight)
+    // The FFN's input norm (qwen35, gpt-oss: post_attention_norm.weight, and then
+    // there is no post-attention norm in Gemma's sense).
+    std::string ffn_norm_tensor = "ffn_norm.weight";
+    // The Q projection carries a second half per head, a gate: the attention
+    // output is multiplied by its sigmoid before attn_output (qwen35).
+    bool attn_output_gate = false;
+
     TensorRules tensors;  // set by the family's configure step
+    bool fused_qkv = false;  // some layer has attn_qkv (set by bind_weights; the forward pass's buffer sizes)
 
     int max_n_head() const;
     int max_n_head_kv() const;

@@ -1,10 +1,12 @@
 #include "model/weights.h"
 
+#include <cstdio>
 #include <map>
 #include <set>
 
 #include "kiln/error.h"
 #include "kiln/quant.h"
+#include "model/tensor_source.h"
 
 namespace kiln {
 
@@ -16,9 +18,10 @@ std::string shape_text(const std::vector<uint64_t>& s) {
     return out + "]";
 }
 
-class Binder {
+class Binder : public TensorSource {
 public:
-    Binder(const gguf::File& file, ModelWeights& w) : file_(file), w_(w) {}
+    // plan_only: shapes and types are checked, nothing is converted (the memory plan).
+    Binder(const gguf::File& file, ModelWeights& w, bool plan_only) : file_(file), w_(w), plan_only_(plan_only) {}
 
     const gguf::TensorInfo* find(const std::string& name) {
         const gguf::TensorInfo* t = file_.find_tensor(name);
@@ -27,24 +30,39 @@ public:
     }
 
     void check_shape(const gguf::TensorInfo& t, const std::vector<uint64_t>& shape) {
-        std::vector<uint64_t> got = t.shape;
-        while (got.size() > shape.size() && got.back() == 1) got.pop_back();
-        if (got != shape)
+        std::vector<uint64_t> got = t.shape, want = shape;
+        while (got.size() > 1 && got.back() == 1) got.pop_back();
+        while (want.size() > 1 && want.back() == 1) want.pop_back();
+        if (got != want)
             throw Error("tensor '" + t.name + "': expected shape " + shape_text(shape) + ", found " + t.shape_string());
     }
 
     // An f32 vector (norm weights, biases), converted at load if stored otherwise.
     const float* vector(const std::string& name, int64_t n, bool required) {
+        return floats(name, {static_cast<uint64_t>(n)}, required);
+    }
+    // The same for an f32 table [n, m] (per-expert biases), rows contiguous.
+    const float* vector(const std::string& name, int64_t n0, int64_t m, bool required) {
+        return floats(name, {static_cast<uint64_t>(n0), static_cast<uint64_t>(m)}, required);
+    }
+
+    const float* floats(const std::string& name, const std::vector<uint64_t>& shape, bool required) override {
         const gguf::TensorInfo* t = find(name);
         if (!t) {
             if (required) throw Error("tensor '" + name + "' not found");
             return nullptr;
         }
-        check_shape(*t, {static_cast<uint64_t>(n)});
+        std::vector<uint64_t> want = shape;  // [n, 1] may be stored as [n]
+        while (want.size() > 1 && want.back() == 1) want.pop_back();
+        check_shape(*t, want);
+        int64_t n = 1;
+        for (uint64_t d : shape) n *= static_cast<int64_t>(d);
         if (t->type == GgmlType::F32) return reinterpret_cast<const float*>(file_.tensor_data(*t));
         if (!quant::can_dequantize(t->type))
             throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read",
                         ErrorKind::Unsupported);
+        w_.converted_bytes += static_cast<uint64_t>(n) * sizeof(float);
+        if (plan_only_) return reinterpret_cast<const float*>(t);  // present; never read
         auto v = std::make_unique<std::vector<float>>(static_cast<size_t>(n));
         quant::dequantize_row(t->type, file_.tensor_data(*t), v->data(), n);
         const float* p = v->data();
@@ -52,20 +70,41 @@ public:
         return p;
     }
 
-    Matrix matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required) {
+    Matrix matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required) override {
         const gguf::TensorInfo* t = find(name);
         if (!t) {
             if (required) throw Error("tensor '" + name + "' not found");
             return {};
         }
         check_shape(*t, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)});
+        return view(*t, file_.tensor_data(*t), n_in, n_out);
+    }
+
+    // A merged expert tensor [n_in, n_out, n_expert] as one matrix per expert;
+    // n_out 0: taken from the tensor (an expert's hidden width).
+    std::vector<Matrix> experts(const std::string& name, int64_t n_in, int64_t& n_out, int64_t n_expert) {
+        const gguf::TensorInfo* t = find(name);
+        if (!t) throw Error("tensor '" + name + "' not found");
+        if (n_out == 0 && t->shape.size() >= 2) n_out = static_cast<int64_t>(t->shape[1]);
+        check_shape(*t, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(n_expert)});
+        const uint64_t bytes = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in)) * static_cast<uint64_t>(n_out);
+        std::vector<Matrix> out;
+        for (int64_t x = 0; x < n_expert; ++x) out.push_back(view(*t, file_.tensor_data(*t) + static_cast<uint64_t>(x) * bytes, n_in, n_out));
+        return out;
+    }
+
+    // The rows at `data` (n_out rows of tensor t's type) as a Matrix the matmul takes.
+    Matrix view(const gguf::TensorInfo& t0, const uint8_t* data, int64_t n_in, int64_t n_out) {
+        const gguf::TensorInfo* t = &t0;
+        const std::string& name = t->name;
         Matrix m;
         m.n_in = n_in;
         m.n_out = n_out;
         if (matmul_supports(t->type)) {
             m.type = t->type;
-            m.data = file_.tensor_data(*t);
+            m.data = data;
             m.row_bytes = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in));
+            sources_[m.data] = {t->type, t->bytes};
             return m;
         }
         // No dot product for this type: convert once at load, to Q8_0 (8.5 bits per
@@ -77,16 +116,23 @@ public:
         const uint64_t src_row = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in));
         m.type = target;
         m.row_bytes = ggml_row_bytes(target, static_cast<uint64_t>(n_in));
+        converted_names_.insert(name);
+        converted_[std::string(ggml_type_name(t->type)) + " -> " + std::string(ggml_type_name(target))]++;
+        w_.converted_bytes += m.row_bytes * static_cast<uint64_t>(n_out);
+        if (plan_only_) {
+            m.data = reinterpret_cast<const uint8_t*>(t);  // an identity for the plan; never read
+            return m;
+        }
         auto bytes = std::make_unique<std::vector<uint8_t>>(static_cast<size_t>(m.row_bytes * static_cast<uint64_t>(n_out)));
         std::vector<float> row(static_cast<size_t>(n_in));
-        const uint8_t* src = file_.tensor_data(*t);
+        const uint8_t* src = data;
         for (int64_t r = 0; r < n_out; ++r) {
             quant::dequantize_row(t->type, src + static_cast<uint64_t>(r) * src_row, row.data(), n_in);
             quant::quantize_row(target, row.data(), bytes->data() + static_cast<uint64_t>(r) * m.row_bytes, n_in);
         }
         m.data = bytes->data();
+        sources_[m.data] = {t->type, t->bytes};
         w_.converted_matrices.push_back(std::move(bytes));
-        converted_[std::string(ggml_type_name(t->type)) + " -> " + std::string(ggml_type_name(target))]++;
         return m;
     }
 
@@ -112,31 +158,120 @@ public:
                     ErrorKind::Unsupported);
     }
 
+    bool converted(const std::string& name) const { return converted_names_.count(name) > 0; }
+    // Bytes of the tensors bound in place from the mapping (read where used).
+    uint64_t mapped_bytes() const {
+        uint64_t n = 0;
+        for (const std::string& name : used_)
+            if (!converted(name)) n += file_.find_tensor(name)->bytes;
+        return n;
+    }
+
+    // Where the matrices' bytes are after load, per type of the file (after
+    // repacking): "matrices in memory: Q3_K 1.50 MiB in the file -> 1.55 MiB
+    // repacked, Q8_0 3.00 MiB -> 3.00 MiB in place; 4.50 MiB -> 4.55 MiB". Sets
+    // the totals in w.
+    std::string residency_note(std::span<const Matrix* const> ms) {
+        struct Use {
+            uint64_t file = 0, resident = 0;
+            std::set<std::string> how;
+        };
+        std::map<std::string, Use> by_type;
+        std::map<const uint8_t*, const Matrix*> unique;  // a tied head shares the embedding's bytes: count them once, packed if so
+        for (const Matrix* m : ms)
+            if (!m->empty() && (!unique.contains(m->data) || m->packed)) unique[m->data] = m;
+        for (const auto& [data, m] : unique) {
+            const Source& src = sources_.at(data);
+            Use& u = by_type[std::string(ggml_type_name(src.type))];
+            u.file += src.bytes;
+            const uint64_t in_place = m->row_bytes * static_cast<uint64_t>(m->n_out);
+            u.resident += m->packed ? m->packed->bytes() : in_place;
+            if (m->type != src.type) u.how.insert("converted to " + std::string(ggml_type_name(m->type)));
+            u.how.insert(m->packed ? "repacked" : "in place");
+            w_.matrix_file_bytes += src.bytes;
+            w_.matrix_resident_bytes += m->packed ? m->packed->bytes() : in_place;
+        }
+        auto mib = [](uint64_t b) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+            return std::string(buf);
+        };
+        std::string out = "matrices in memory:";
+        bool first = true;
+        for (const auto& [type, u] : by_type) {
+            out += std::string(first ? " " : ", ") + type + " " + mib(u.file) + (first ? " in the file" : "") + " -> " + mib(u.resident);
+            for (const std::string& h : u.how) out += " " + h;
+            first = false;
+        }
+        return out + "; " + mib(w_.matrix_file_bytes) + " -> " + mib(w_.matrix_resident_bytes);
+    }
+
 private:
+    struct Source {
+        GgmlType type;
+        uint64_t bytes;  // in the file
+    };
+    std::map<const uint8_t*, Source> sources_;  // per bound matrix's data (the file's bytes or the converted copy)
     const gguf::File& file_;
     ModelWeights& w_;
     std::set<std::string> used_;
     std::map<std::string, int> converted_;
+    std::set<std::string> converted_names_;
+    bool plan_only_ = false;
 };
-
-}  // namespace
-
-namespace {
 
 bool allowed(TensorUse u) { return u != TensorUse::No; }
 bool required(TensorUse u) { return u == TensorUse::Required; }
 
+// An expert layer: the router, the merged expert tensors (their hidden width from
+// the tensors), optional biases and the optional shared expert with its optional gate.
+void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec& l, ExpertWeights& x) {
+    const MoeSpec& m = s.moe;
+    if (m.n_expert <= 0)
+        throw Error("tensor '" + p + "ffn_gate_inp.weight': an expert layer, but the file has no '" + s.arch + ".expert_count'");
+    const TensorRules& tr = s.tensors;
+    const int64_t e = s.n_embd, n = m.n_expert;
+    l.ffn = FfnKind::Experts;
+    x.router = b.matrix(p + "ffn_gate_inp.weight", e, n, true);
+    const bool biased = allowed(tr.expert_bias), need_bias = required(tr.expert_bias);
+    if (biased) x.router_b = b.vector(p + "ffn_gate_inp.bias", n, need_bias);
+    if (allowed(tr.expert_probs_bias)) x.probs_bias = b.vector(p + "exp_probs_b.bias", n, required(tr.expert_probs_bias));
+    int64_t ff = 0;
+    x.up = b.experts(p + "ffn_up_exps.weight", e, ff, n);
+    x.gate = b.experts(p + "ffn_gate_exps.weight", e, ff, n);
+    int64_t out = e;
+    x.down = b.experts(p + "ffn_down_exps.weight", ff, out, n);
+    l.n_ff = static_cast<int>(ff);
+    if (biased) {
+        x.up_b = b.vector(p + "ffn_up_exps.bias", ff, n, need_bias);
+        x.gate_b = b.vector(p + "ffn_gate_exps.bias", ff, n, need_bias);
+        x.down_b = b.vector(p + "ffn_down_exps.bias", e, n, need_bias);
+    }
+    if (!allowed(tr.shared_expert)) return;
+    if (required(tr.shared_expert) && !b.find(p + "ffn_up_shexp.weight"))
+        throw Error("tensor '" + p + "ffn_up_shexp.weight' not found (architecture '" + s.arch + "' has a shared expert)");
+    if (const gguf::TensorInfo* t = b.find(p + "ffn_up_shexp.weight")) {
+        const int64_t sff = t->shape.size() >= 2 ? static_cast<int64_t>(t->shape[1]) : 0;
+        x.shexp_up = b.matrix(p + "ffn_up_shexp.weight", e, sff, true);
+        x.shexp_gate = b.matrix(p + "ffn_gate_shexp.weight", e, sff, true);
+        x.shexp_down = b.matrix(p + "ffn_down_shexp.weight", sff, e, true);
+        if (allowed(tr.shared_expert_gate))
+            x.shexp_router = b.matrix(p + "ffn_gate_inp_shexp.weight", e, 1, required(tr.shared_expert_gate));
+        l.n_ff_shexp = static_cast<int>(sff);
+    }
+}
+
 }  // namespace
 
-ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
+ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) {
     ModelWeights w;
-    Binder b(file, w);
+    Binder b(file, w, plan_only);
     const TensorRules& tr = s.tensors;
     const gguf::TensorInfo* embd = b.find("token_embd.weight");
     if (!embd) throw Error("tensor 'token_embd.weight' not found");
     if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
-    w.output_norm = b.vector("output_norm.weight", s.n_embd, true);
+    w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
     if (s.norm == NormKind::Layer) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
     if (allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));
     if (w.output.empty()) w.output = w.tok_embd;  // tied output head
@@ -166,69 +301,98 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
         LayerSpec& l = s.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights lw;
-        if (b.find(p + "ffn_gate_inp.weight"))
-            throw Error("tensor '" + p + "ffn_gate_inp.weight': mixture-of-experts layers are not supported yet",
-                        ErrorKind::Unsupported);
-        if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
-        if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
-        const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
-        // Q, K and V fused in one matrix where the file has it (every family, as
-        // llama.cpp's loader), with a fused bias or separate ones.
-        lw.wqkv = b.matrix(p + "attn_qkv.weight", e, nq + nk + nv, false);
-        if (!lw.wqkv.empty()) {
-            lw.bqkv = b.vector(p + "attn_qkv.bias", nq + nk + nv, false);
-            scales(p + "attn_qkv", lw.wqkv, lw.wqkv_s);
-        } else {
-            lw.wq = b.matrix(p + "attn_q.weight", e, nq, true);
-            lw.wk = b.matrix(p + "attn_k.weight", e, nk, true);
-            lw.wv = b.matrix(p + "attn_v.weight", e, nv, true);
-            scales(p + "attn_q", lw.wq, lw.wq_s);
-            scales(p + "attn_k", lw.wk, lw.wk_s);
-            scales(p + "attn_v", lw.wv, lw.wv_s);
-        }
-        if (!lw.bqkv) {
-            // llama.cpp adds separate biases to a fused product only when all three exist.
-            lw.bq = b.vector(p + "attn_q.bias", nq, false);
-            lw.bk = b.vector(p + "attn_k.bias", nk, false);
-            lw.bv = b.vector(p + "attn_v.bias", nv, false);
-            const int n_separate = (lw.bq != nullptr) + (lw.bk != nullptr) + (lw.bv != nullptr);
-            if (!lw.wqkv.empty() && n_separate > 0 && n_separate < 3) {
-                for (const char* t : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
-                    if (!file.find_tensor(p + t))
-                        throw Error("tensor '" + p + t + "' not found (a fused attn_qkv takes all three separate biases or none)");
+        if (l.mixer == MixerKind::Recurrent) {
+            // A recurrent layer: its norm and its mixer's tensors (src/model/ssm.cpp);
+            // with FFN kind None (Mamba) nothing else.
+            lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            lw.ssm = bind_ssm_weights(b, p, s);
+            if (l.ffn == FfnKind::None) {
+                w.layers.push_back(lw);
+                continue;
             }
         }
-        lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
-        scales(p + "attn_output", lw.wo, lw.wo_s);
-        if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
-        if (allowed(tr.qk_norm)) {
-            lw.q_norm = b.vector(p + "attn_q_norm.weight", tr.qk_norm_full ? nq : dk, required(tr.qk_norm));
-            lw.k_norm = b.vector(p + "attn_k_norm.weight", tr.qk_norm_full ? nk : dk, required(tr.qk_norm) || lw.q_norm);
+        if (l.mixer == MixerKind::Attention) {
+            if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
+            // With an output gate the Q projection holds the gate's half per head too (qwen35).
+            const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
+            const int64_t nq_proj = (s.attn_output_gate ? 2 : 1) * nq;
+            // Q, K and V fused in one matrix where the file has it (every family, as
+            // llama.cpp's loader), with a fused bias or separate ones; not with an
+            // output gate, whose Q half kiln reads from a separate attn_q.
+            if (!s.attn_output_gate) lw.wqkv = b.matrix(p + "attn_qkv.weight", e, nq + nk + nv, false);
+            if (!lw.wqkv.empty()) {
+                s.fused_qkv = true;
+                lw.bqkv = b.vector(p + "attn_qkv.bias", nq + nk + nv, false);
+                scales(p + "attn_qkv", lw.wqkv, lw.wqkv_s);
+            } else {
+                lw.wq = b.matrix(p + "attn_q.weight", e, nq_proj, true);
+                lw.wk = b.matrix(p + "attn_k.weight", e, nk, true);
+                lw.wv = b.matrix(p + "attn_v.weight", e, nv, true);
+                scales(p + "attn_q", lw.wq, lw.wq_s);
+                scales(p + "attn_k", lw.wk, lw.wk_s);
+                scales(p + "attn_v", lw.wv, lw.wv_s);
+            }
+            if (!lw.bqkv) {
+                // llama.cpp adds separate biases to a fused product only when all three exist.
+                lw.bq = b.vector(p + "attn_q.bias", nq_proj, false);
+                lw.bk = b.vector(p + "attn_k.bias", nk, false);
+                lw.bv = b.vector(p + "attn_v.bias", nv, false);
+                const int n_separate = (lw.bq != nullptr) + (lw.bk != nullptr) + (lw.bv != nullptr);
+                if (!lw.wqkv.empty() && n_separate > 0 && n_separate < 3) {
+                    for (const char* t : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
+                        if (!file.find_tensor(p + t))
+                            throw Error("tensor '" + p + t + "' not found (a fused attn_qkv takes all three separate biases or none)");
+                }
+            }
+            lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
+            scales(p + "attn_output", lw.wo, lw.wo_s);
+            if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
+            if (allowed(tr.qk_norm)) {
+                lw.q_norm = b.vector(p + "attn_q_norm.weight", tr.qk_norm_full ? nq : dk, required(tr.qk_norm));
+                lw.k_norm = b.vector(p + "attn_k_norm.weight", tr.qk_norm_full ? nk : dk, required(tr.qk_norm) || lw.q_norm);
+            }
+            any_q_norm |= lw.q_norm != nullptr;
+            if (allowed(tr.attn_sinks)) lw.attn_sinks = b.vector(p + "attn_sinks.weight", l.n_head, required(tr.attn_sinks));
+            if (allowed(tr.post_norms))
+                lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, required(tr.post_norms));
+            any_post_attn |= lw.attn_post_norm != nullptr;
+            if (l.ffn == FfnKind::None) {  // an attention layer alone (nemotron_h)
+                w.layers.push_back(lw);
+                continue;
+            }
         }
-        any_q_norm |= lw.q_norm != nullptr;
-        if (allowed(tr.post_norms)) lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, required(tr.post_norms));
-        any_post_attn |= lw.attn_post_norm != nullptr;
-        if (tr.pre_norms) lw.ffn_norm = b.vector(p + "ffn_norm.weight", e, true);
+        // The FFN's input norm: ffn_norm, or under the family's name for it; none
+        // without pre-norms (olmo2).
+        if (tr.pre_norms) lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
-        // The FFN's kind from the file: gated when it has a gate projection.
-        if (tr.ffn_gate_up_fused) {
-            lw.ffn_up = b.matrix(p + "ffn_up.weight", e, 2 * static_cast<int64_t>(l.n_ff), true);
-            lw.ffn_gate_up_fused = true;
-            l.ffn = FfnKind::Gated;
+        if (file.find_tensor(p + "ffn_gate_inp.weight")) {
+            if (!allowed(tr.experts))
+                throw Error("tensor '" + p + "ffn_gate_inp.weight': a mixture-of-experts layer, which architecture '" + s.arch +
+                                "' does not have",
+                            ErrorKind::Unsupported);
+            bind_expert_layer(b, s, p, l, lw.moe);  // an expert layer: its kind from the router's presence
         } else {
-            lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
-            l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
-            lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
-        }
-        lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
-        const bool ffn_scaled = allowed(tr.ffn_scales);
-        scales(p + "ffn_gate", lw.ffn_gate, lw.ffn_gate_s, ffn_scaled);
-        scales(p + "ffn_up", lw.ffn_up, lw.ffn_up_s, ffn_scaled);
-        scales(p + "ffn_down", lw.ffn_down, lw.ffn_down_s, ffn_scaled);
-        if (allowed(tr.ffn_bias)) {
-            if (!lw.ffn_gate.empty()) lw.ffn_gate_b = b.vector(p + "ffn_gate.bias", l.n_ff, required(tr.ffn_bias));
-            lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, required(tr.ffn_bias));
-            lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, required(tr.ffn_bias));
+            // The FFN's kind from the file: gated when it has a gate projection.
+            if (tr.ffn_gate_up_fused) {
+                lw.ffn_up = b.matrix(p + "ffn_up.weight", e, 2 * static_cast<int64_t>(l.n_ff), true);
+                lw.ffn_gate_up_fused = true;
+                l.ffn = FfnKind::Gated;
+            } else {
+                lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
+                l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
+                lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
+            }
+            lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
+            const bool ffn_scaled = allowed(tr.ffn_scales);
+            scales(p + "ffn_gate", lw.ffn_gate, lw.ffn_gate_s, ffn_scaled);
+            scales(p + "ffn_up", lw.ffn_up, lw.ffn_up_s, ffn_scaled);
+            scales(p + "ffn_down", lw.ffn_down, lw.ffn_down_s, ffn_scaled);
+            if (allowed(tr.ffn_bias)) {
+                if (!lw.ffn_gate.empty()) lw.ffn_gate_b = b.vector(p + "ffn_gate.bias", l.n_ff, required(tr.ffn_bias));
+                lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, required(tr.ffn_bias));
+                lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, required(tr.ffn_bias));
+            }
         }
         if (allowed(tr.post_norms)) lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, required(tr.post_norms));
         any_post_ffn |= lw.ffn_post_norm != nullptr;
@@ -238,6 +402,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     for (int il = 0; il < s.n_layer; ++il) {
         const LayerWeights& lw = w.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
+        if (s.layers[static_cast<size_t>(il)].mixer != MixerKind::Attention) continue;
         if (any_q_norm && !lw.q_norm) throw Error("tensor '" + p + "attn_q_norm.weight' not found (other layers have it)");
         if (any_post_attn && !lw.attn_post_norm)
             throw Error("tensor '" + p + "post_attention_norm.weight' not found (other layers have it)");
@@ -249,11 +414,27 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s) {
     // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
     // output head gets its own packed copy).
     std::vector<Matrix*> products = {&w.output};
-    for (LayerWeights& lw : w.layers)
+    for (LayerWeights& lw : w.layers) {
         for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
             if (!m->empty()) products.push_back(m);
+        for (Matrix* m : ssm_matrices(lw.ssm)) products.push_back(m);
+        ExpertWeights& x = lw.moe;
+        for (Matrix* m : {&x.router, &x.shexp_gate, &x.shexp_up, &x.shexp_down, &x.shexp_router})
+            if (!m->empty()) products.push_back(m);
+        for (auto* v : {&x.gate, &x.up, &x.down})
+            for (Matrix& m : *v) products.push_back(&m);
+    }
     // Every matrix here is bound in place from the file's read-only mapping.
+    w.mapped_bytes = b.mapped_bytes();
+    w.tok_embd_mapped = !b.converted("token_embd.weight");
+    if (plan_only) {
+        w.pack_plan = plan_prepare_matrices(products);
+        return w;
+    }
     w.packed_bytes = prepare_matrices(products, /*release_file_pages=*/true);
+    std::vector<const Matrix*> all = {&w.tok_embd};
+    all.insert(all.end(), products.begin(), products.end());
+    w.conversion_notes.push_back(b.residency_note(all));
     return w;
 }
 

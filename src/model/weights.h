@@ -10,8 +10,24 @@
 #include "compute/matmul.h"
 #include "kiln/gguf/file.h"
 #include "model/spec.h"
+#include "model/ssm.h"
 
 namespace kiln {
+
+// An expert layer's tensors. The merged expert tensors (ffn_*_exps, [n_in,
+// n_out, n_expert]) are bound as one Matrix view per expert, so each expert is
+// repacked and multiplied by the same kernels as a dense matrix.
+struct ExpertWeights {
+    Matrix router;                       // ffn_gate_inp [n_embd, n_expert]
+    const float* router_b = nullptr;     // [n_expert]
+    const float* probs_bias = nullptr;   // exp_probs_b [n_expert]: selection bias (not in the weights)
+    std::vector<Matrix> gate, up, down;  // [n_expert] of [n_embd, n_ff], [n_embd, n_ff], [n_ff, n_embd]
+    const float* gate_b = nullptr;       // f32 [n_ff, n_expert]
+    const float* up_b = nullptr;         // f32 [n_ff, n_expert]
+    const float* down_b = nullptr;       // f32 [n_embd, n_expert]
+    Matrix shexp_gate, shexp_up, shexp_down;  // the shared expert (empty: none)
+    Matrix shexp_router;                 // ffn_gate_inp_shexp [n_embd, 1]: its sigmoid gate (empty: ungated)
+};
 
 struct LayerWeights {
     const float* attn_norm = nullptr;
@@ -23,9 +39,10 @@ struct LayerWeights {
     const float* bk = nullptr;
     const float* bv = nullptr;
     const float* bo = nullptr;
-    const float* q_norm = nullptr;  // f32 [head_dim_k]
-    const float* k_norm = nullptr;
+    const float* q_norm = nullptr;  // f32 [head_dim_k], or [n_head * head_dim_k] with TensorRules::qk_norm_full
+    const float* k_norm = nullptr;  // f32 [head_dim_k], or [n_head_kv * head_dim_k]
     const float* attn_post_norm = nullptr;
+    const float* attn_sinks = nullptr;  // f32 [n_head] (AttentionShape::sinks)
     const float* ffn_norm = nullptr;
     const float* ffn_norm_b = nullptr;
     Matrix ffn_gate, ffn_up, ffn_down;  // ffn_gate empty: a plain FFN, or gate and up fused in ffn_up
@@ -39,6 +56,8 @@ struct LayerWeights {
     float wq_s = 1.0f, wk_s = 1.0f, wv_s = 1.0f, wo_s = 1.0f, wqkv_s = 1.0f;
     float ffn_gate_s = 1.0f, ffn_up_s = 1.0f, ffn_down_s = 1.0f;
     const float* ffn_post_norm = nullptr;
+    SsmWeights ssm;  // a recurrent layer's mixer (src/model/ssm.h)
+    ExpertWeights moe;  // an expert layer's (LayerSpec::ffn == Experts)
 };
 
 struct ModelWeights {
@@ -58,12 +77,21 @@ struct ModelWeights {
     std::vector<std::unique_ptr<std::vector<uint8_t>>> converted_matrices;
     std::vector<std::string> conversion_notes;  // "blk.0.ffn_down.weight: IQ1_S -> F32"
     uint64_t packed_bytes = 0;  // weights repacked at load for the SIMD kernels
+    // The matrices' bytes in the file and in memory after load (repacked, in
+    // place or converted), each distinct tensor once.
+    uint64_t matrix_file_bytes = 0, matrix_resident_bytes = 0;
+    uint64_t converted_bytes = 0;  // of converted_vectors and converted_matrices
+    uint64_t mapped_bytes = 0;     // tensors bound in place from the mapping
+    bool tok_embd_mapped = true;   // the embedding is read from the mapping (not converted)
+    PackPlan pack_plan;            // plan_only: what prepare_matrices would repack
 };
 
 // Binds every tensor the spec needs; sets spec's presence flags. Errors name
 // the tensor and the expected versus found shape or type. A tensor of the file
 // that the family does not read is an error naming it (llama.cpp refuses such a
 // file too: its loader counts the tensors it created against the file's).
-ModelWeights bind_weights(const gguf::File& file, ModelSpec& spec);
+// plan_only checks the same and converts and repacks nothing: converted_bytes
+// and pack_plan say what a load would allocate (src/engine/memory_plan.cpp).
+ModelWeights bind_weights(const gguf::File& file, ModelSpec& spec, bool plan_only = false);
 
 }  // namespace kiln

@@ -297,4 +297,195 @@ float vec_dot_iq4_xs_q8_K(int64_t n, const void* w, const void* a) {
     return acc;
 }
 
+// ---- grid formats x Q8_K ----------------------------------------------------------------
+//
+// Per super-block an exact integer isum = sum over sub-blocks of the integer scale
+// ls (2 s + 1) x sum of signed grid level x activation level; one f32 term
+// (d_w * d_a) * isum per block, added in block order; the row's result is that sum
+// times the format's power of two (IQ2: 1/8, IQ3_XXS: 1/4, IQ3_S: 1, IQ1: 1/8 with
+// levels 8 grid +- 1), ggml's factors. Scaling by a power of two is exact, so the
+// row still equals the sum of its blocks' results.
+
+namespace {
+
+// v negated where bit `bit` of the sign byte is set.
+inline int with_sign(int v, uint8_t signs, int bit) { return (signs >> bit) & 1 ? -v : v; }
+
+// sum over j < 8 of signed grid level x q8[j].
+inline int32_t dot8(const uint8_t* grid, uint8_t signs, const int8_t* q8) {
+    int32_t s = 0;
+    for (int j = 0; j < 8; ++j) s += with_sign(grid[j], signs, j) * q8[j];
+    return s;
+}
+
+}  // namespace
+
+float vec_dot_iq2_xxs_q8_K(int64_t n, const void* w, const void* a) {
+    const auto* x = blocks_of<BlockIQ2_XXS>(w);
+    const auto* y = blocks_of<BlockQ8_K>(a);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        int32_t isum = 0;
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t* q = x[i].qs + 8 * ib;
+            const uint32_t aux = load_u32(q + 4);
+            int32_t sum = 0;
+            for (int l = 0; l < 4; ++l) sum += dot8(k_iq2xxs_grid[q[l]], k_iq2_signs[(aux >> (7 * l)) & 127], y[i].qs + 32 * ib + 8 * l);
+            isum += static_cast<int32_t>(2 * (aux >> 28) + 1) * sum;
+        }
+        const float d = load_f16(x[i].d) * load_f32(y[i].d);
+        const float term = d * static_cast<float>(isum);
+        acc += term;
+    }
+    return 0.125f * acc;
+}
+
+float vec_dot_iq2_xs_q8_K(int64_t n, const void* w, const void* a) {
+    const auto* x = blocks_of<BlockIQ2_XS>(w);
+    const auto* y = blocks_of<BlockQ8_K>(a);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        int32_t isum = 0;
+        for (int ib = 0; ib < 8; ++ib)
+            for (int h = 0; h < 2; ++h) {  // two sub-blocks of 16, each with its own scale
+                int32_t sum = 0;
+                for (int l = 2 * h; l < 2 * h + 2; ++l) {
+                    const uint16_t q = load_u16(x[i].qs + 2 * (4 * ib + l));
+                    sum += dot8(k_iq2xs_grid[q & 511], k_iq2_signs[q >> 9], y[i].qs + 32 * ib + 8 * l);
+                }
+                isum += (2 * ((x[i].scales[ib] >> (4 * h)) & 0xF) + 1) * sum;
+            }
+        const float d = load_f16(x[i].d) * load_f32(y[i].d);
+        const float term = d * static_cast<float>(isum);
+        acc += term;
+    }
+    return 0.125f * acc;
+}
+
+float vec_dot_iq2_s_q8_K(int64_t n, const void* w, const void* a) {
+    const auto* x = blocks_of<BlockIQ2_S>(w);
+    const auto* y = blocks_of<BlockQ8_K>(a);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        int32_t isum = 0;
+        for (int ib = 0; ib < 8; ++ib)
+            for (int h = 0; h < 2; ++h) {
+                int32_t sum = 0;
+                for (int l = 2 * h; l < 2 * h + 2; ++l) {
+                    const int index = x[i].qs[4 * ib + l] | (((x[i].qh[ib] >> (2 * l)) & 3) << 8);
+                    sum += dot8(k_iq2s_grid[index], x[i].signs[4 * ib + l], y[i].qs + 32 * ib + 8 * l);
+                }
+                isum += (2 * ((x[i].scales[ib] >> (4 * h)) & 0xF) + 1) * sum;
+            }
+        const float d = load_f16(x[i].d) * load_f32(y[i].d);
+        const float term = d * static_cast<float>(isum);
+        acc += term;
+    }
+    return 0.125f * acc;
+}
+
+float vec_dot_iq3_xxs_q8_K(int64_t n, const void* w, const void* a) {
+    const auto* x = blocks_of<BlockIQ3_XXS>(w);
+    const auto* y = blocks_of<BlockQ8_K>(a);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        int32_t isum = 0;
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t* q = x[i].qs + 8 * ib;
+            const uint32_t aux = load_u32(x[i].scales_signs + 4 * ib);
+            int32_t sum = 0;
+            for (int l = 0; l < 4; ++l) {
+                const uint8_t signs = k_iq2_signs[(aux >> (7 * l)) & 127];
+                const int8_t* q8 = y[i].qs + 32 * ib + 8 * l;
+                for (int j = 0; j < 4; ++j) {
+                    sum += with_sign(k_iq3xxs_grid[q[2 * l]][j], signs, j) * q8[j];
+                    sum += with_sign(k_iq3xxs_grid[q[2 * l + 1]][j], signs, j + 4) * q8[j + 4];
+                }
+            }
+            isum += static_cast<int32_t>(2 * (aux >> 28) + 1) * sum;
+        }
+        const float d = load_f16(x[i].d) * load_f32(y[i].d);
+        const float term = d * static_cast<float>(isum);
+        acc += term;
+    }
+    return 0.25f * acc;
+}
+
+float vec_dot_iq3_s_q8_K(int64_t n, const void* w, const void* a) {
+    const auto* x = blocks_of<BlockIQ3_S>(w);
+    const auto* y = blocks_of<BlockQ8_K>(a);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        int32_t isum = 0;
+        for (int ib = 0; ib < 8; ++ib) {
+            int32_t sum = 0;
+            for (int k = 0; k < 8; ++k) {  // 8 grid rows of 4
+                const int g = 8 * ib + k;
+                const int index = x[i].qs[g] | (((x[i].qh[g / 8] >> (g % 8)) & 1) << 8);
+                const uint8_t signs = x[i].signs[4 * ib + k / 2];
+                const int8_t* q8 = y[i].qs + 4 * g;
+                for (int j = 0; j < 4; ++j) sum += with_sign(k_iq3s_grid[index][j], signs, 4 * (k % 2) + j) * q8[j];
+            }
+            isum += (2 * ((x[i].scales[ib / 2] >> (4 * (ib % 2))) & 0xF) + 1) * sum;
+        }
+        const float d = load_f16(x[i].d) * load_f32(y[i].d);
+        const float term = d * static_cast<float>(isum);
+        acc += term;
+    }
+    return acc;
+}
+
+float vec_dot_iq1_s_q8_K(int64_t n, const void* w, const void* a) {
+    const auto* x = blocks_of<BlockIQ1_S>(w);
+    const auto* y = blocks_of<BlockQ8_K>(a);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        int32_t isum = 0;
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint16_t qh = load_u16(x[i].qh + 2 * ib);
+            const int delta = qh & 0x8000 ? -1 : 1;
+            int32_t sum = 0;
+            for (int l = 0; l < 4; ++l) {
+                const int8_t* grid = k_iq1s_grid[x[i].qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)];
+                const int8_t* q8 = y[i].qs + 32 * ib + 8 * l;
+                for (int j = 0; j < 8; ++j) sum += (8 * grid[j] + delta) * q8[j];
+            }
+            isum += (2 * ((qh >> 12) & 7) + 1) * sum;
+        }
+        const float d = load_f16(x[i].d) * load_f32(y[i].d);
+        const float term = d * static_cast<float>(isum);
+        acc += term;
+    }
+    return 0.125f * acc;
+}
+
+float vec_dot_iq1_m_q8_K(int64_t n, const void* w, const void* a) {
+    const auto* x = blocks_of<BlockIQ1_M>(w);
+    const auto* y = blocks_of<BlockQ8_K>(a);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / k_qk_k; ++i) {
+        uint16_t sc[4];
+        for (int k = 0; k < 4; ++k) sc[k] = load_u16(x[i].scales + 2 * k);
+        const uint16_t d_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
+                                                      (sc[3] & 0xF000));
+        int32_t isum = 0;
+        for (int ib = 0; ib < 8; ++ib)
+            for (int h = 0; h < 2; ++h) {  // sub-blocks of 16: grid rows 2h, 2h + 1
+                int32_t sum = 0;
+                for (int l = 2 * h; l < 2 * h + 2; ++l) {
+                    const int nibble = (x[i].qh[2 * ib + l / 2] >> (4 * (l % 2))) & 0xF;
+                    const int delta = nibble & 0x8 ? -1 : 1;
+                    const int8_t* grid = k_iq1s_grid[x[i].qs[4 * ib + l] | ((nibble & 7) << 8)];
+                    const int8_t* q8 = y[i].qs + 32 * ib + 8 * l;
+                    for (int j = 0; j < 8; ++j) sum += (8 * grid[j] + delta) * q8[j];
+                }
+                isum += (2 * ((sc[ib / 2] >> (6 * (ib % 2) + 3 * h)) & 7) + 1) * sum;
+            }
+        const float d = fp16_to_fp32(d_bits) * load_f32(y[i].d);
+        const float term = d * static_cast<float>(isum);
+        acc += term;
+    }
+    return 0.125f * acc;
+}
+
 }  // namespace kiln::quant

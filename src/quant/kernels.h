@@ -75,13 +75,26 @@ void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
 void quantize_row_iq4_nl(const float* src, void* dst, int64_t n);
 float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_iq4_xs_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq2_xxs_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq2_xs_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq2_s_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq3_xxs_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq3_s_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq1_s_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq1_m_q8_K(int64_t n, const void* w, const void* a);
 
 // ---- ternary_quants.cpp
 void dequantize_row_tq1_0(const void* src, float* dst, int64_t n);
 void dequantize_row_tq2_0(const void* src, float* dst, int64_t n);
+void quantize_row_tq1_0(const float* src, void* dst, int64_t n);
+void quantize_row_tq2_0(const float* src, void* dst, int64_t n);
+float vec_dot_tq1_0_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_tq2_0_q8_K(int64_t n, const void* w, const void* a);
 
 // ---- fp4_quants.cpp
 void dequantize_row_mxfp4(const void* src, float* dst, int64_t n);
 void dequantize_row_nvfp4(const void* src, float* dst, int64_t n);
+void quantize_row_mxfp4(const float* src, void* dst, int64_t n);
+float vec_dot_mxfp4_q8_0(int64_t n, const void* w, const void* a);
 
 }  // namespace kiln::quant

@@ -5,6 +5,8 @@
 // the stream of named events message_start ... message_stop.
 #include <httplib.h>
 
+#include <optional>
+
 #include "anthropic_request.h"
 #include "generation_fields.h"
 #include "job_runner.h"
@@ -51,16 +53,22 @@ public:
             } else if (const auto* end = std::get_if<ReplyEnd>(&ev)) {
                 stop_reason_ = end->finish == ReplyFinish::ToolCalls ? "tool_use"
                                : end->finish == ReplyFinish::Length  ? "max_tokens"
+                               : !end->stop_string.empty()           ? "stop_sequence"
                                                                      : "end_turn";
+                if (!end->stop_string.empty() && stop_reason_ == "stop_sequence") stop_sequence_ = end->stop_string;
             }
         }
         if (e.kind == JobEvent::Kind::Done) {
             result_ = e.result;
             if (stop_reason_.empty()) stop_reason_ = e.result.finish == FinishReason::Stop ? "end_turn" : "max_tokens";
+            if (!e.result.stop_string.empty() && stop_reason_ != "tool_use") {
+                stop_reason_ = "stop_sequence";
+                stop_sequence_ = e.result.stop_string;
+            }
             close(chunks);
             if (chunks) {
                 chunks->push_back({{"type", "message_delta"},
-                                   {"delta", {{"stop_reason", stop_reason_}, {"stop_sequence", nullptr}}},
+                                   {"delta", {{"stop_reason", stop_reason_}, {"stop_sequence", stop_sequence()}}},
                                    {"usage", {{"output_tokens", result_.completion_tokens}}}});
                 chunks->push_back({{"type", "message_stop"}});
             }
@@ -71,6 +79,7 @@ public:
         Json r = skeleton();
         r["content"] = blocks_;
         r["stop_reason"] = stop_reason_;
+        r["stop_sequence"] = stop_sequence();
         r["usage"] = {{"input_tokens", result_.prompt_tokens - result_.reused_tokens},
                       {"cache_read_input_tokens", result_.reused_tokens},
                       {"cache_creation_input_tokens", 0},
@@ -91,6 +100,7 @@ private:
         return {{"id", id_}, {"type", "message"}, {"role", "assistant"}, {"model", model_name_},
                 {"stop_reason", nullptr}, {"stop_sequence", nullptr}};
     }
+    Json stop_sequence() const { return stop_sequence_ ? Json(*stop_sequence_) : Json(nullptr); }
     Json delta(Json d) const { return {{"type", "content_block_delta"}, {"index", blocks_.size() - 1}, {"delta", std::move(d)}}; }
     // Makes the last block one of `type`, closing another one that is open.
     void open(const std::string& type, std::vector<Json>* chunks) {
@@ -114,6 +124,7 @@ private:
     bool started_ = false, open_ = false;
     Json blocks_ = Json::array();
     std::string stop_reason_;
+    std::optional<std::string> stop_sequence_;  // the stop_sequences entry that ended the reply
     GenerationResult result_;
 };
 

@@ -98,8 +98,14 @@ Json anthropic_to_chat_body(const Json& body) {
         const std::string type = get_string(*tc, "type").value_or("");
         if (type == "auto" || type == "none") chat["tool_choice"] = type;
         else if (type == "any") chat["tool_choice"] = "required";
-        else if (type == "tool") chat["tool_choice"] = Json{{"type", "function"}};
-        else throw bad_field("tool_choice.type", "expected auto, any, tool or none");
+        else if (type == "tool") {
+            auto name = get_string(*tc, "name");
+            if (!name) throw bad_field("tool_choice.name", "missing");
+            chat["tool_choice"] = Json{{"type", "function"}, {"function", {{"name", *name}}}};
+        } else {
+            throw bad_field("tool_choice.type", "expected auto, any, tool or none");
+        }
+        if (auto one = get_bool(*tc, "disable_parallel_tool_use")) chat["parallel_tool_calls"] = !*one;
     }
     if (const Json* thinking = get_object(body, "thinking")) {
         const std::string type = get_string(*thinking, "type").value_or("");

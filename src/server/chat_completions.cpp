@@ -8,6 +8,7 @@
 #include "generation_fields.h"
 #include "job_runner.h"
 #include "kiln/chat_template.h"
+#include "kiln/tool_grammar.h"
 #include "routes.h"
 
 namespace kiln::server {
@@ -60,6 +61,53 @@ Json normalize_messages(const Json& body) {
     return out;
 }
 
+// The reply's grammar for the offered tools: a forced call (required / named)
+// in the model's own tool syntax, or for auto a lazy one that starts when the
+// model opens a call. A forced call that cannot be enforced is a 400 naming why;
+// auto stays unconstrained where it cannot be (a syntax without a grammar or a
+// trigger, a schema kiln refuses) unless a tool asked for `strict`; an assistant
+// prefill is read by the lazy stage as the reply's start.
+void tool_constraint(const LoadedModel& model, ChatPrompt& out, const std::string& choice, const std::string& name,
+                     bool parallel, bool strict_tools) {
+    ToolCallConstraintOptions o;
+    o.choice = choice == "required" ? ToolChoice::Required : choice == "named" ? ToolChoice::Named : ToolChoice::Auto;
+    o.name = name;
+    o.parallel = parallel;
+    o.starts_in_thinking = prompt_opens_thinking(model.format, out.text);
+    if (o.choice == ToolChoice::Auto && !tool_syntax_can_constrain(model.format.tools.syntax)) {
+        if (strict_tools)
+            throw ApiError(400, "'tools': strict arguments cannot be enforced in the '" +
+                                    std::string(tool_syntax_name(model.format.tools.syntax)) + "' tool syntax",
+                           "tools", "unsupported_value");
+        return;
+    }
+    try {
+        ToolCallConstraint c = tool_call_constraint(model.format, out.tools, o);
+        // A prefill that opens a call must be one the grammar can go on from: the
+        // same stage the scheduler makes reads it here (with no vocabulary: bytes only).
+        if (!c.triggers.empty() && !out.assistant_prefix.empty()) {
+            try {
+                lazy_grammar_stage(c.grammar, TokenVocabulary::from_pieces({}, {}), c.triggers, out.assistant_prefix);
+            } catch (const Error&) {
+                throw ApiError(400, "'messages': the assistant prefill opens a tool call that breaks the tool's schema",
+                               "messages", "invalid_value");
+            }
+        }
+        out.grammar = std::make_shared<const Grammar>(std::move(c.grammar));
+        out.grammar_triggers = std::move(c.triggers);
+    } catch (const ApiError&) {
+        throw;
+    } catch (const Error& e) {
+        if (o.choice == ToolChoice::Auto && !strict_tools) return;
+        const std::string param = o.choice == ToolChoice::Named && std::string(e.what()).find("not among the tools") !=
+                                                                      std::string::npos
+                                      ? "tool_choice.function.name"
+                                      : o.choice == ToolChoice::Auto ? "tools" : "tool_choice";
+        throw ApiError(400, "'" + param + "': " + e.what(), param,
+                       e.kind() == ErrorKind::Unsupported ? "unsupported_value" : "invalid_value");
+    }
+}
+
 }  // namespace
 
 ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body) {
@@ -80,6 +128,7 @@ ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body) {
     req.bos_token = model.bos_text;
     req.eos_token = model.eos_text;
     std::string tool_choice = "auto";
+    std::string forced_name;  // tool_choice {"type": "function", "function": {"name": ...}}
     if (const Json* tc = field(body, "tool_choice")) {
         if (tc->is_string()) {
             tool_choice = tc->get<std::string>();
@@ -87,10 +136,17 @@ ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body) {
                 throw bad_field("tool_choice", "expected 'auto', 'none', 'required' or a named function");
         } else if (tc->is_object()) {
             tool_choice = "named";
+            if (get_string(*tc, "type").value_or("") != "function") throw bad_field("tool_choice.type", "expected 'function'");
+            const Json* fn = get_object(*tc, "function");
+            if (!fn) throw bad_field("tool_choice.function", "missing");
+            auto name = get_string(*fn, "name");
+            if (!name) throw bad_field("tool_choice.function.name", "missing");
+            forced_name = *name;
         } else {
             throw bad_field("tool_choice", "expected a string or an object");
         }
     }
+    bool strict_tools = false;  // some tool asks for its arguments to be enforced (function.strict)
     if (const Json* tools = get_array(body, "tools")) {
         for (size_t i = 0; i < tools->size(); ++i) {
             const Json& t = (*tools)[i];
@@ -100,18 +156,22 @@ ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body) {
             if (!fn) throw bad_field(where + ".function", "missing");
             if (!get_string(*fn, "name")) throw bad_field(where + ".function.name", "missing");
             get_object(*fn, "parameters");
+            if (auto strict = get_bool(*fn, "strict")) strict_tools = strict_tools || *strict;
         }
         if (!tools->empty() && tool_choice != "none") {
             out.tools = *tools;
             req.tools = nlohmann::ordered_json::parse(tools->dump());
         }
     }
-    if (tool_choice == "required" || tool_choice == "named")
-        throw ApiError(400,
-                       "'tool_choice': 'required' and a named function need the structured-output constraint engine to "
-                       "be guaranteed, which this server does not have yet; use 'auto' or 'none'",
+    const bool forced = tool_choice == "required" || tool_choice == "named";
+    if (forced && out.tools.is_null())
+        throw ApiError(400, "'tool_choice': '" + (tool_choice == "named" ? forced_name : tool_choice) +
+                                "' needs at least one tool in 'tools'",
+                       "tool_choice", "invalid_value");
+    if (forced && !out.assistant_prefix.empty())
+        throw ApiError(400, "'tool_choice' that forces a call together with an assistant prefill is not supported",
                        "tool_choice", "unsupported_value");
-    get_bool(body, "parallel_tool_calls");
+    const bool parallel = get_bool(body, "parallel_tool_calls").value_or(true);
     if (const Json* rf = get_object(body, "response_format")) out.grammar = response_grammar(*rf, "response_format");
     if (out.grammar && !out.assistant_prefix.empty())
         throw ApiError(400, "'response_format' together with an assistant prefill is not supported", "response_format",
@@ -146,6 +206,7 @@ ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body) {
                        "template_error");
     }
     out.text += out.assistant_prefix;
+    if (!out.tools.is_null()) tool_constraint(model, out, forced ? tool_choice : "auto", forced_name, parallel, strict_tools);
     return out;
 }
 
@@ -337,6 +398,8 @@ Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std:
     ro.tools = prompt.tools;
     j.parser = std::make_unique<ReplyParser>(model.format, ro);
     j.grammar = prompt.grammar;
+    j.grammar_triggers = prompt.grammar_triggers;
+    if (!j.grammar_triggers.empty()) j.grammar_prefix = prompt.assistant_prefix;
     // The prefill is part of the reply the parser reads (it may open a tool
     // call or a thought), but not of what the response returns.
     if (!prompt.assistant_prefix.empty()) j.parser->push(prompt.assistant_prefix);

@@ -25,8 +25,14 @@ void handle_models(ServerState& state, const httplib::Request&, httplib::Respons
                              {"n_embd", m->model->n_embd()},
                              {"architecture", m->model->architecture()}});
             }
+            if (!a.aliases.empty()) meta["aliases"] = a.aliases;
             entry["meta"] = meta;
             data.push_back(std::move(entry));
+            // An alias is listed as a model of its own, so a client that picks
+            // from the list finds the name it was configured with.
+            for (const std::string& alias : a.aliases)
+                data.push_back({{"id", alias}, {"object", "model"}, {"created", 0}, {"owned_by", "kiln"},
+                                {"meta", {{"loaded", a.loaded}, {"alias_of", a.name}}}});
         }
     }
     reply_json(res, {{"object", "list"}, {"data", data}});
@@ -51,8 +57,9 @@ void handle_models_cache(ServerState& state, const httplib::Request&, httplib::R
     const ModelCacheStats s = state.models->stats();
     Json resident = Json::array();
     for (const auto& m : state.models->loaded()) resident.push_back(m->name);
-    reply_json(res, {{"resident", s.resident}, {"capacity", s.capacity}, {"bytes", s.bytes}, {"hits", s.hits},
-                     {"loads", s.loads}, {"evictions", s.evictions}, {"models", resident}});
+    reply_json(res, {{"resident", s.resident}, {"capacity", s.capacity}, {"bytes", s.bytes},
+                     {"bytes_budget", s.bytes_budget}, {"hits", s.hits}, {"loads", s.loads},
+                     {"evictions", s.evictions}, {"expirations", s.expirations}, {"models", resident}});
 }
 
 void handle_health(ServerState& state, const httplib::Request&, httplib::Response& res) {
@@ -71,6 +78,8 @@ void handle_props(ServerState& state, const httplib::Request&, httplib::Response
     const ChatFormat& f = m.format;
     reply_json(res, {{"model_alias", m.name},
                      {"model_path", m.file_name},
+                     {"model_fingerprint", m.fingerprint},
+                     {"replica_id", state.options.replica_id},
                      {"total_slots", state.options.parallel},
                      {"n_ctx", m.scheduler->n_ctx()},
                      {"chat_template", m.template_source.value_or("")},
@@ -144,9 +153,7 @@ void handle_metrics(ServerState& state, const httplib::Request&, httplib::Respon
     std::string out;
     auto metric = [&](const char* name, const char* type, const char* help, double value) {
         out += std::string("# HELP kiln_") + name + " " + help + "\n# TYPE kiln_" + name + " " + type + "\nkiln_" + name +
-               " " + (value == static_cast<double>(static_cast<int64_t>(value)) ? std::to_string(static_cast<int64_t>(value))
-                                                                                 : Json(value).dump()) +
-               "\n";
+               " " + prometheus_number(value) + "\n";
     };
     const double prefill_s = static_cast<double>(m.prefill_us.load()) / 1e6;
     const double decode_s = static_cast<double>(m.decode_us.load()) / 1e6;
@@ -166,6 +173,9 @@ void handle_metrics(ServerState& state, const httplib::Request&, httplib::Respon
     metric("model_cache_hits_total", "counter", "requests for a resident model", static_cast<double>(cache.hits));
     metric("model_loads_total", "counter", "models loaded", static_cast<double>(cache.loads));
     metric("model_evictions_total", "counter", "models unloaded", static_cast<double>(cache.evictions));
+    metric("model_expirations_total", "counter", "models unloaded when their keep_alive ran out",
+           static_cast<double>(cache.expirations));
+    append_gateway_metrics(state, out);
     res.set_content(out, "text/plain; version=0.0.4");
 }
 

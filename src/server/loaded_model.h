@@ -18,6 +18,7 @@ struct LoadedModel {
     std::string name;           // the file's stem: what `model` fields name
     std::string file_name;      // also accepted
     int64_t created = 0;        // unix seconds of the load
+    std::string fingerprint;    // tells model files apart (model_fingerprint in server.cpp)
     std::optional<std::string> template_source;  // none: chat routes answer 400
     std::string template_origin;
     std::optional<jinja::Template> chat_template;

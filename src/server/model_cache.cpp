@@ -4,26 +4,65 @@
 
 namespace kiln::server {
 
-ModelCache::ModelCache(const std::vector<std::string>& paths, size_t capacity, Loader loader)
-    : capacity_(capacity), loader_(std::move(loader)) {
+namespace {
+
+uint64_t file_bytes(const std::string& path) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    return ec ? 0 : size;
+}
+
+// A model answers to its stem and to its file name.
+bool answers_to(const std::string& stem, const std::string& path, const std::string& name) {
+    return stem == name || std::filesystem::path(path).filename().string() == name;
+}
+
+std::string without_latest(const std::string& name) {
+    return name.size() > 7 && name.ends_with(":latest") ? name.substr(0, name.size() - 7) : name;
+}
+
+}  // namespace
+
+ModelCache::ModelCache(const std::vector<std::string>& paths, ModelCacheLimits limits, Loader loader)
+    : limits_(std::move(limits)), loader_(std::move(loader)) {
     if (paths.empty()) throw Error("no model given");
     for (const std::string& p : paths) {
         const std::string name = std::filesystem::path(p).stem().string();
         for (const Entry& e : entries_)
             if (e.name == name) throw Error("two models are named '" + name + "': " + e.path + " and " + p);
-        entries_.push_back({name, p, nullptr, 0});
+        entries_.push_back({name, p, nullptr, 0, std::nullopt});
     }
+    auto names_model = [&](const std::string& n) {
+        for (const Entry& e : entries_)
+            if (answers_to(e.name, e.path, n)) return &e;
+        return static_cast<const Entry*>(nullptr);
+    };
+    std::map<std::string, std::string> resolved;
+    for (const auto& [alias, target] : limits_.aliases) {
+        if (alias.empty()) throw Error(limits_.aliases_origin + ": an alias is empty");
+        if (names_model(without_latest(alias)))
+            throw Error(limits_.aliases_origin + ": '" + alias + "' is already a model's name");
+        const Entry* e = names_model(without_latest(target));
+        if (!e) throw Error(limits_.aliases_origin + ": '" + alias + "' names '" + target + "', which is not one of the server's models");
+        resolved[without_latest(alias)] = e->name;
+    }
+    limits_.aliases = std::move(resolved);
 }
 
 ModelCache::Entry& ModelCache::find(const std::string& given) {
     if (given.empty()) return entries_.front();
-    std::string name = given;
-    if (name.size() > 7 && name.ends_with(":latest")) name.resize(name.size() - 7);
+    std::string name = without_latest(given);
+    if (auto a = limits_.aliases.find(name); a != limits_.aliases.end()) name = a->second;
     for (Entry& e : entries_)
-        if (e.name == name || std::filesystem::path(e.path).filename().string() == name) return e;
+        if (answers_to(e.name, e.path, name)) return e;
     std::string names;
     for (const Entry& e : entries_) names += (names.empty() ? "" : ", ") + e.name;
+    for (const auto& [alias, target] : limits_.aliases) names += ", " + alias;
     throw ApiError(404, "model '" + given + "' not found; available: " + names, "model", "model_not_found");
+}
+
+uint64_t ModelCache::resident_bytes(const Entry& e) const {
+    return e.model ? file_bytes(e.path) + e.model->scheduler->memory_bytes() : 0;
 }
 
 std::shared_ptr<LoadedModel> ModelCache::get(const std::string& name) {
@@ -34,9 +73,18 @@ std::shared_ptr<LoadedModel> ModelCache::get(const std::string& name) {
         ++hits_;
         return e.model;
     }
+    const uint64_t incoming = file_bytes(e.path);
+    if (limits_.bytes_budget && incoming > limits_.bytes_budget)
+        throw ApiError(503, "model '" + e.name + "' is " + std::to_string(incoming) +
+                                " bytes, more than the models' memory budget of " +
+                                std::to_string(limits_.bytes_budget) + " bytes",
+                       "model", "model_too_large");
+    // Room first (by the file's size), so two models never peak together when
+    // one of them has to go anyway; then the new one's sequence memory counts too.
+    evict_over_limits(e, incoming);
     e.model = loader_(e.name, e.path);
     ++loads_;
-    evict_over_capacity(e);
+    evict_over_limits(e, 0);
     return e.model;
 }
 
@@ -45,20 +93,29 @@ std::shared_ptr<LoadedModel> ModelCache::resident(const std::string& name) const
     return const_cast<ModelCache*>(this)->find(name).model;
 }
 
+void ModelCache::release(Entry& e) {
+    e.model.reset();  // the scheduler's thread ends, memory and weights are released
+    e.expires.reset();
+}
+
 // A model that a request holds (its shared_ptr is not the cache's alone) stays,
-// so the cache may stay over capacity until those requests end.
-void ModelCache::evict_over_capacity(const Entry& keep) {
-    if (capacity_ == 0) return;
+// so the cache may stay over its limits until those requests end.
+void ModelCache::evict_over_limits(const Entry& keep, uint64_t incoming_bytes) {
+    if (limits_.capacity == 0 && limits_.bytes_budget == 0) return;
     for (;;) {
-        size_t resident = 0;
+        size_t resident = incoming_bytes ? 1 : 0;
+        uint64_t bytes = incoming_bytes;
         Entry* oldest = nullptr;
         for (Entry& e : entries_) {
             if (!e.model) continue;
             ++resident;
+            bytes += resident_bytes(e);
             if (&e != &keep && e.model.use_count() == 1 && (!oldest || e.last_used < oldest->last_used)) oldest = &e;
         }
-        if (resident <= capacity_ || !oldest) return;
-        oldest->model.reset();  // the scheduler's thread ends, memory and weights are released
+        const bool over = (limits_.capacity && resident > limits_.capacity) ||
+                          (limits_.bytes_budget && bytes > limits_.bytes_budget);
+        if (!over || !oldest) return;
+        release(*oldest);
         ++evictions_;
     }
 }
@@ -70,7 +127,7 @@ bool ModelCache::unload(const std::string& name) {
     if (e.model.use_count() > 1)
         throw ApiError(409, "model '" + e.name + "' has requests in flight; unload it when they have finished", "model",
                        "model_busy");
-    e.model.reset();
+    release(e);
     ++evictions_;
     return true;
 }
@@ -79,15 +136,38 @@ bool ModelCache::unload_if_idle(const std::string& name) {
     std::lock_guard lock(mutex_);
     Entry& e = find(name);
     if (!e.model || e.model.use_count() > 1) return false;
-    e.model.reset();
+    release(e);
     ++evictions_;
     return true;
+}
+
+void ModelCache::set_expiry(const std::string& name, std::optional<Clock::time_point> deadline) {
+    std::lock_guard lock(mutex_);
+    Entry& e = find(name);
+    if (e.model) e.expires = deadline;
+}
+
+size_t ModelCache::unload_expired(Clock::time_point now) {
+    std::lock_guard lock(mutex_);
+    size_t n = 0;
+    for (Entry& e : entries_) {
+        if (!e.model || !e.expires || *e.expires > now || e.model.use_count() > 1) continue;
+        release(e);
+        ++expirations_;
+        ++n;
+    }
+    return n;
 }
 
 std::vector<ModelCache::Available> ModelCache::available() const {
     std::lock_guard lock(mutex_);
     std::vector<Available> out;
-    for (const Entry& e : entries_) out.push_back({e.name, e.path, e.model != nullptr});
+    for (const Entry& e : entries_) {
+        Available a{e.name, e.path, e.model != nullptr, {}, e.expires};
+        for (const auto& [alias, target] : limits_.aliases)
+            if (target == e.name) a.aliases.push_back(alias);
+        out.push_back(std::move(a));
+    }
     return out;
 }
 
@@ -102,16 +182,16 @@ std::vector<std::shared_ptr<LoadedModel>> ModelCache::loaded() const {
 ModelCacheStats ModelCache::stats() const {
     std::lock_guard lock(mutex_);
     ModelCacheStats s;
-    s.capacity = capacity_;
+    s.capacity = limits_.capacity;
+    s.bytes_budget = limits_.bytes_budget;
     s.hits = hits_;
     s.loads = loads_;
     s.evictions = evictions_;
+    s.expirations = expirations_;
     for (const Entry& e : entries_) {
         if (!e.model) continue;
         ++s.resident;
-        std::error_code ec;
-        const auto file = std::filesystem::file_size(e.path, ec);
-        s.bytes += (ec ? 0 : file) + e.model->scheduler->memory_bytes();
+        s.bytes += resident_bytes(e);
     }
     return s;
 }

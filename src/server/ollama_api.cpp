@@ -123,11 +123,36 @@ void add_ollama_format(const Json& body, Json& chat) {
     }
 }
 
-// Checks the fields every Ollama generation route shares; returns whether the
-// model is to be unloaded after the reply (keep_alive 0).
-bool check_ollama_common(const Json& body) {
-    const std::optional<double> keep = keep_alive_seconds(body);
-    return keep && *keep == 0;
+// What keep_alive asks of the model once the reply has been sent.
+struct KeepAlive {
+    std::optional<double> seconds;  // absent: as it was; < 0: keep; 0: unload; > 0: unload after that long idle
+    bool unload_now() const { return seconds && *seconds == 0; }
+};
+
+KeepAlive check_ollama_common(const Json& body) { return {keep_alive_seconds(body)}; }
+
+// Applies a keep_alive other than 0 (that one unloads; see run_ollama).
+void apply_keep_alive(ModelCache& cache, const std::string& name, const KeepAlive& keep) {
+    if (!keep.seconds || *keep.seconds == 0) return;
+    if (*keep.seconds < 0) {
+        cache.set_expiry(name, std::nullopt);
+        return;
+    }
+    const auto span = std::chrono::duration_cast<ModelCache::Clock::duration>(
+        std::chrono::duration<double>(std::min(*keep.seconds, 1e9)));
+    cache.set_expiry(name, ModelCache::Clock::now() + span);
+}
+
+// RFC 3339 of a steady-clock deadline, for /api/ps.
+std::string rfc3339_at(ModelCache::Clock::time_point t) {
+    const auto wall = std::chrono::system_clock::now() +
+                      std::chrono::duration_cast<std::chrono::system_clock::duration>(t - ModelCache::Clock::now());
+    const std::time_t secs = std::chrono::system_clock::to_time_t(wall);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
 }
 
 class OllamaBuilder : public ResponseBuilder {
@@ -214,15 +239,17 @@ Json model_entry(const std::string& name, const std::string& path, const LoadedM
             {"size", ec ? 0 : size}, {"digest", ""}, {"details", model_details(m)}};
 }
 
-// Runs the reply; with `unload_after` (keep_alive 0) the model is unloaded once
-// it has been sent, unless other requests hold it.
+// Runs the reply; keep_alive 0 unloads the model once it has been sent, unless
+// other requests hold it; a positive one starts its expiry then.
 void run_ollama(ServerState& state, std::shared_ptr<LoadedModel>& held, const ChatPrompt& prompt,
-                const GenerationFields& f, bool chat, bool raw, httplib::Response& res, bool unload_after) {
+                const GenerationFields& f, bool chat, bool raw, httplib::Response& res, const KeepAlive& keep) {
     LoadedModel& model = *held;
     const std::string name = model.name;
     ModelCache* cache = state.models.get();
+    const bool unload_after = keep.unload_now();
     std::function<void()> after;
     if (unload_after) after = [cache, name] { cache->unload_if_idle(name); };
+    else if (keep.seconds) after = [cache, name, keep] { apply_keep_alive(*cache, name, keep); };
     auto channel = std::make_shared<Channel>();
     std::vector<Job> jobs;
     if (raw) {
@@ -240,9 +267,11 @@ void run_ollama(ServerState& state, std::shared_ptr<LoadedModel>& held, const Ch
     }
     run_jobs(state, held, std::move(jobs), channel, std::make_shared<OllamaBuilder>(model, chat, raw), f.stream, res,
              after);
-    if (unload_after && !f.stream) {
+    if (!f.stream && unload_after) {
         held.reset();
         cache->unload_if_idle(name);
+    } else if (!f.stream && keep.seconds) {
+        apply_keep_alive(*cache, name, keep);
     }
 }
 
@@ -250,7 +279,7 @@ void run_ollama(ServerState& state, std::shared_ptr<LoadedModel>& held, const Ch
 
 void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    const bool unload_after = check_ollama_common(body);
+    const KeepAlive keep = check_ollama_common(body);
     std::shared_ptr<LoadedModel> held = state.model_for(body);
     LoadedModel& model = *held;
     GenerationFields f = ollama_fields(body, model.model->n_vocab());
@@ -267,19 +296,20 @@ void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib
     if (!field(body, "messages") || (chat["messages"].is_array() && chat["messages"].empty())) {
         const std::string name = model.name;
         held.reset();
-        const bool unloaded = unload_after && state.models->unload_if_idle(name);
+        const bool unloaded = keep.unload_now() && state.models->unload_if_idle(name);
+        if (!unloaded) apply_keep_alive(*state.models, name, keep);
         res.set_content(json_text({{"model", name}, {"created_at", rfc3339_now()},
                                    {"message", {{"role", "assistant"}, {"content", ""}}},
                                    {"done_reason", unloaded ? "unload" : "load"}, {"done", true}}),
                         "application/json");
         return;
     }
-    run_ollama(state, held, render_chat_prompt(model, chat), f, true, false, res, unload_after);
+    run_ollama(state, held, render_chat_prompt(model, chat), f, true, false, res, keep);
 }
 
 void handle_ollama_generate(ServerState& state, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req.body);
-    const bool unload_after = check_ollama_common(body);
+    const KeepAlive keep = check_ollama_common(body);
     std::shared_ptr<LoadedModel> held = state.model_for(body);
     LoadedModel& model = *held;
     if (field(body, "suffix")) throw bad_field("suffix", "fill-in-the-middle is not supported yet");
@@ -290,7 +320,8 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
     if (prompt.empty()) {  // Ollama's preload (or, with keep_alive 0, unload) request
         const std::string name = model.name;
         held.reset();
-        const bool unloaded = unload_after && state.models->unload_if_idle(name);
+        const bool unloaded = keep.unload_now() && state.models->unload_if_idle(name);
+        if (!unloaded) apply_keep_alive(*state.models, name, keep);
         res.set_content(json_text({{"model", name}, {"created_at", rfc3339_now()}, {"response", ""},
                                    {"done_reason", unloaded ? "unload" : "load"}, {"done", true}}),
                         "application/json");
@@ -298,13 +329,14 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
     }
     const bool raw = get_bool(body, "raw").value_or(false);
     if (raw) {
-        ChatPrompt p{prompt, {}, nullptr, nullptr};
+        ChatPrompt p;
+        p.text = prompt;
         if (field(body, "format")) {
             Json chat;
             add_ollama_format(body, chat);
             p.grammar = response_grammar(chat["response_format"], "format");
         }
-        run_ollama(state, held, p, f, false, true, res, unload_after);
+        run_ollama(state, held, p, f, false, true, res, keep);
         return;
     }
     Json messages = Json::array();
@@ -313,7 +345,7 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
     Json chat = {{"messages", messages}};
     if (auto think = get_bool(body, "think")) chat["chat_template_kwargs"] = {{"enable_thinking", *think}};
     add_ollama_format(body, chat);
-    run_ollama(state, held, render_chat_prompt(model, chat), f, false, false, res, unload_after);
+    run_ollama(state, held, render_chat_prompt(model, chat), f, false, false, res, keep);
 }
 
 void handle_ollama_tags(ServerState& state, const httplib::Request&, httplib::Response& res) {
@@ -324,9 +356,12 @@ void handle_ollama_tags(ServerState& state, const httplib::Request&, httplib::Re
 
 void handle_ollama_ps(ServerState& state, const httplib::Request&, httplib::Response& res) {
     Json models = Json::array();
-    for (const auto& m : state.models->loaded()) {
+    for (const auto& a : state.models->available()) {
+        const std::shared_ptr<LoadedModel> m = a.loaded ? state.models->resident(a.name) : nullptr;
+        if (!m) continue;
         Json e = model_entry(m->name, m->model->path(), m.get());
-        e["expires_at"] = "2999-12-31T00:00:00Z";  // resident until evicted or unloaded
+        // Without a keep_alive deadline a model stays until evicted or unloaded.
+        e["expires_at"] = a.expires ? rfc3339_at(*a.expires) : "2999-12-31T00:00:00Z";
         e["size_vram"] = 0;
         models.push_back(e);
     }

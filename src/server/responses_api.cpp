@@ -91,7 +91,20 @@ Json to_chat_body(const Json& body) {
         }
         chat["tools"] = out;
     }
-    if (const Json* tc = field(body, "tool_choice")) chat["tool_choice"] = tc->is_object() ? Json{{"type", "function"}} : *tc;
+    if (const Json* tc = field(body, "tool_choice")) {
+        if (tc->is_object()) {
+            // Responses names the function flat: {"type": "function", "name": ...}.
+            if (get_string(*tc, "type").value_or("") != "function")
+                throw ApiError(400, "'tool_choice.type': only 'function' is supported", "tool_choice.type",
+                               "unsupported_value");
+            auto name = get_string(*tc, "name");
+            if (!name) throw bad_field("tool_choice.name", "missing");
+            chat["tool_choice"] = Json{{"type", "function"}, {"function", {{"name", *name}}}};
+        } else {
+            chat["tool_choice"] = *tc;
+        }
+    }
+    if (const Json* p = field(body, "parallel_tool_calls")) chat["parallel_tool_calls"] = *p;
     if (const Json* reasoning = get_object(body, "reasoning"))
         if (auto effort = get_string(*reasoning, "effort")) chat["reasoning_effort"] = *effort;
     return chat;
@@ -266,7 +279,12 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
         throw ApiError(400, "'max_output_tokens'" + std::string(e.what()).substr(12), "max_output_tokens");
     }
     ChatPrompt prompt = render_chat_prompt(model, to_chat_body(body));
-    prompt.grammar = grammar;
+    if (grammar) {
+        if (!prompt.tools.is_null())
+            throw ApiError(400, "'text.format' together with tools is not supported (the reply is either a call or the document)",
+                           "text.format", "unsupported_value");
+        prompt.grammar = grammar;
+    }
     std::vector<TokenId> ids = chat_prompt_tokens(model, prompt);
     Json echo = {{"instructions", body.value("instructions", Json())},
                  {"max_output_tokens", body.value("max_output_tokens", Json())},
@@ -274,7 +292,7 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
                  {"top_p", f.options.sampling.top_p},
                  {"tool_choice", body.value("tool_choice", Json("auto"))},
                  {"tools", body.value("tools", Json::array())},
-                 {"parallel_tool_calls", true},
+                 {"parallel_tool_calls", body.value("parallel_tool_calls", true)},
                  {"text", body.contains("text") && body["text"].is_object() ? body["text"] : Json{{"format", {{"type", "text"}}}}},
                  {"reasoning", body.value("reasoning", Json{{"effort", nullptr}, {"summary", nullptr}})},
                  {"metadata", body.value("metadata", Json::object())}};

@@ -36,13 +36,28 @@ void handle_ollama_ps(ServerState& state, const httplib::Request& req, httplib::
 void handle_ollama_show(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_ollama_version(ServerState& state, const httplib::Request& req, httplib::Response& res);
 void handle_metrics(ServerState& state, const httplib::Request& req, httplib::Response& res);
+// The inference gateway's metrics (vLLM-compatible names too), appended to /metrics.
+void append_gateway_metrics(ServerState& state, std::string& out);
+// A sample value as Prometheus text: integers without a fraction.
+std::string prometheus_number(double v);
+// The web explorer's routes (explorer_routes.cpp, explorer_live.cpp; docs/web.md).
+void handle_explore_models(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_open(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_array(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_tensor(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_vocab(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_cache(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_live_start(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_live_step(ServerState& state, const httplib::Request& req, httplib::Response& res);
+void handle_explore_live_close(ServerState& state, const httplib::Request& req, httplib::Response& res);
 
 // Chat helpers shared by the chat and template routes.
 struct ChatPrompt {
     std::string text;             // rendered prompt + assistant prefill
     std::string assistant_prefix; // the last message's content when it is the assistant's (continued)
     Json tools;                   // offered tools (null when none or tool_choice none)
-    std::shared_ptr<const Grammar> grammar;  // response_format json_object / json_schema: the reply's constraint
+    std::shared_ptr<const Grammar> grammar;  // response_format, or the tool calls: the reply's constraint
+    std::vector<std::string> grammar_triggers;  // non-empty: the grammar starts at the first of these (tool_choice auto)
 };
 ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body);
 // A response format object ({"type": "text" | "json_object" | "json_schema", ...})

@@ -80,7 +80,16 @@ void Scheduler::cancel_all() {
 
 SchedulerStats Scheduler::stats() const {
     std::lock_guard lock(mutex_);
-    return {queue_.size(), busy_, n_slots_};
+    return {queue_.size(), busy_, n_slots_, kv_used_, static_cast<int64_t>(n_slots_) * n_ctx_,
+            prompt_tokens_, cached_tokens_, generated_tokens_};
+}
+
+void Scheduler::update_busy() {
+    busy_ = engine_->n_active();
+    int64_t used = 0;
+    for (SeqId s = 0; s < static_cast<SeqId>(active_.size()); ++s)
+        if (active_[static_cast<size_t>(s)]) used += engine_->context().seq_length(s);
+    kv_used_ = used;
 }
 
 void Scheduler::start(std::unique_ptr<Job> job) {
@@ -102,7 +111,9 @@ void Scheduler::start(std::unique_ptr<Job> job) {
         std::unique_ptr<SamplerStage> constraint;
         if (j->grammar) {
             if (!vocab_) vocab_ = TokenVocabulary::from_tokenizer(engine_->model().tokenizer());
-            constraint = grammar_stage(*j->grammar, *vocab_);
+            constraint = j->grammar_triggers.empty() ? grammar_stage(*j->grammar, *vocab_)
+                                                     : lazy_grammar_stage(*j->grammar, *vocab_, j->grammar_triggers,
+                                                                          j->grammar_prefix);
         }
         seq = engine_->submit(j->prompt, j->options, [j](const TokenEvent& t) {
             JobEvent e;
@@ -133,6 +144,12 @@ void Scheduler::finish(SeqId seq) {
     e.kind = JobEvent::Kind::Done;
     e.index = job->index;
     e.result = engine_->result(seq);
+    {
+        std::lock_guard lock(mutex_);
+        prompt_tokens_ += static_cast<uint64_t>(e.result.prompt_tokens);
+        cached_tokens_ += static_cast<uint64_t>(e.result.reused_tokens);
+        generated_tokens_ += static_cast<uint64_t>(e.result.completion_tokens);
+    }
     if (job->parser) {
         const GenerationResult& r = e.result;
         e.reply = job->parser->finish(reply_finish(r, *job->parser),
@@ -173,7 +190,7 @@ void Scheduler::loop() {
                 start(std::move(job));
                 lock.lock();
             }
-            busy_ = engine_->n_active();
+            update_busy();
             if (stopping_ && queue_.empty() && !engine_->busy()) return;
         }
         if (!engine_->busy()) continue;
@@ -192,7 +209,7 @@ void Scheduler::loop() {
         }
         for (SeqId seq : done) finish(seq);
         std::lock_guard lock(mutex_);
-        busy_ = engine_->n_active();
+        update_busy();
     }
 }
 

@@ -25,7 +25,9 @@ struct Job {
     GenerateOptions options;            // options.cancel is set to the channel's flag
     int index = 0;                      // choice index within its request
     std::unique_ptr<ReplyParser> parser;  // chat: the reply's parser (it stops generation at an end marker)
-    std::shared_ptr<const Grammar> grammar;  // the reply's constraint (response_format), if any
+    std::shared_ptr<const Grammar> grammar;  // the reply's constraint (response_format, tool calls), if any
+    std::vector<std::string> grammar_triggers;  // non-empty: a lazy grammar that starts at one of these
+    std::string grammar_prefix;                 // lazy: reply text before generation (the assistant prefill)
     std::shared_ptr<Channel> channel;
 };
 
@@ -33,6 +35,11 @@ struct SchedulerStats {
     size_t queued = 0;
     int busy = 0;
     int slots = 0;
+    int64_t kv_used = 0;           // positions held by the sequences being generated
+    int64_t kv_total = 0;          // slots x context
+    uint64_t prompt_tokens = 0;    // of finished sequences: prompt positions asked for (the prefix cache's queries)
+    uint64_t cached_tokens = 0;    // of those, served from the prefix cache (its hits)
+    uint64_t generated_tokens = 0;
 };
 
 class Scheduler {
@@ -68,7 +75,11 @@ private:
     std::deque<std::unique_ptr<Job>> queue_;
     bool stopping_ = false;
     bool cancel_all_ = false;
-    int busy_ = 0;                                  // read by stats() from other threads
+    // Read by stats() from other threads (under mutex_).
+    int busy_ = 0;
+    int64_t kv_used_ = 0;
+    uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
+    void update_busy();  // busy_ and kv_used_ from the engine (scheduler thread, mutex_ held)
     std::vector<std::unique_ptr<Job>> active_;       // by slot; only the scheduler thread
     std::thread thread_;
 };

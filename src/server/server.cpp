@@ -5,12 +5,19 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
+
+#include <unistd.h>
 
 #include "kiln/chat_template.h"
 #include "routes.h"
+#include "static_assets.h"
 
 namespace kiln::server {
 
@@ -49,6 +56,72 @@ bool same_key(std::string_view a, std::string_view b) {
     return diff == 0;
 }
 
+// Tells model files apart for a router (/props): FNV-1a (64 bits) over the
+// file's size, its first MiB (header, metadata, the start of the tensor table)
+// and 16 samples of 4 KiB spread over the rest. Cheap on a multi-GB file; not a
+// content hash (two files that differ only between the samples share it).
+std::string model_fingerprint(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](const char* p, size_t n) {
+        for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
+    };
+    mix(reinterpret_cast<const char*>(&size), sizeof size);
+    std::vector<char> buf(1u << 20);
+    auto sample = [&](uint64_t at, size_t n) {
+        if (!in || ec || at >= size) return;
+        in.seekg(static_cast<std::streamoff>(at));
+        in.read(buf.data(), static_cast<std::streamsize>(std::min<uint64_t>(n, size - at)));
+        mix(buf.data(), static_cast<size_t>(in.gcount()));
+        in.clear();
+    };
+    sample(0, buf.size());
+    for (uint64_t i = 1; i <= 16; ++i) sample(size / 17 * i, 4096);
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+    return out;
+}
+
+std::string host_name() {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0 || !name[0]) return "kiln";
+    return name;
+}
+
+// The aliases file: one JSON object of strings, alias -> model name.
+std::map<std::string, std::string> read_aliases(const std::string& path) {
+    std::map<std::string, std::string> out;
+    if (path.empty()) return out;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot read the aliases file");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    Json j;
+    try {
+        j = Json::parse(ss.str());
+    } catch (const std::exception& e) {
+        throw Error(path + ": not JSON (" + e.what() + ")");
+    }
+    if (!j.is_object()) throw Error(path + ": expected a JSON object {\"alias\": \"model name\", ...}");
+    for (const auto& [alias, target] : j.items()) {
+        if (!target.is_string()) throw Error(path + ": alias '" + alias + "': expected a model name (a string)");
+        out[alias] = target.get<std::string>();
+    }
+    return out;
+}
+
+// httplib's routes are regular expressions: a literal path, escaped.
+std::string httplib_pattern(std::string_view path) {
+    std::string out;
+    for (char c : path) {
+        if (std::strchr(".[]{}()*+?^$|\\", c)) out += '\\';
+        out += c;
+    }
+    return out;
+}
+
 void send_error(const httplib::Request& req, httplib::Response& res, int status, const std::string& message,
                 const std::string& param = {}, const std::string& code = {}) {
     res.status = status;
@@ -63,8 +136,35 @@ struct Server::Impl {
     std::atomic<bool> stop_requested{false};
     std::thread drainer;  // waits for the requests in flight, then stops listening
     int port = 0;
+    // Unloads models whose keep_alive ran out (ModelCache::unload_expired).
+    std::thread sweeper;
+    std::mutex sweeper_mutex;
+    std::condition_variable sweeper_wake;
+    bool sweeper_stop = false;
     ~Impl() {
         if (drainer.joinable()) drainer.join();
+        stop_sweeper();
+    }
+    void start_sweeper() {
+        sweeper = std::thread([this] {
+            std::unique_lock lock(sweeper_mutex);
+            while (!sweeper_stop) {
+                sweeper_wake.wait_for(lock, std::chrono::milliseconds(250));
+                if (sweeper_stop) break;
+                lock.unlock();
+                if (const size_t n = state.models->unload_expired(ModelCache::Clock::now()))
+                    log(std::to_string(n) + " model(s) unloaded: keep_alive ran out");
+                lock.lock();
+            }
+        });
+    }
+    void stop_sweeper() {
+        {
+            std::lock_guard lock(sweeper_mutex);
+            sweeper_stop = true;
+        }
+        sweeper_wake.notify_all();
+        if (sweeper.joinable()) sweeper.join();
     }
 
     void log(const std::string& line) const {
@@ -131,6 +231,18 @@ void Server::Impl::add_routes() {
     get("/api/ps", handle_ollama_ps, true);
     post("/api/show", handle_ollama_show);
     get("/api/version", handle_ollama_version, false);
+    // The web UI (docs/web.md): the embedded pages and the explorer's routes.
+    for (const WebAsset& a : web_assets())
+        http.Get(httplib_pattern(a.path), [&a](const httplib::Request& req, httplib::Response& res) { serve_web_asset(a, req, res); });
+    get("/explore/models", handle_explore_models, false);
+    get("/explore/cache", handle_explore_cache, true);
+    post("/explore/open", handle_explore_open);
+    post("/explore/array", handle_explore_array);
+    post("/explore/tensor", handle_explore_tensor);
+    post("/explore/vocab", handle_explore_vocab);
+    post("/explore/live/start", handle_explore_live_start);
+    post("/explore/live/step", handle_explore_live_step);
+    post("/explore/live/close", handle_explore_live_close);
     http.Post("/api/embed", [this](const httplib::Request& req, httplib::Response& res) {
         send_error(req, res, 400, "embeddings are not supported yet (the embeddings issue)");
         state.metrics.requests_failed++;
@@ -150,6 +262,7 @@ std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, c
     lm->name = name;
     lm->file_name = std::filesystem::path(path).filename().string();
     lm->created = unix_now();
+    lm->fingerprint = model_fingerprint(path);
     chat::ModelTemplate mt = chat::model_template(model->file());
     lm->bos_text = mt.bos_token;
     lm->eos_text = mt.eos_token;
@@ -185,14 +298,21 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     if (options.parallel < 1) throw Error("--parallel must be at least 1, found " + std::to_string(options.parallel));
     impl_->state.options = std::move(options);
     Impl& im = *impl_;
+    ModelCacheLimits limits;
+    limits.capacity = im.state.options.max_models;
+    limits.bytes_budget = im.state.options.models_memory;
+    limits.aliases = read_aliases(im.state.options.aliases_file);
+    if (!im.state.options.aliases_file.empty()) limits.aliases_origin = im.state.options.aliases_file;
     im.state.models = std::make_unique<ModelCache>(
-        im.state.options.model_paths, im.state.options.max_models,
+        im.state.options.model_paths, std::move(limits),
         [&im](const std::string& name, const std::string& path) { return im.load_model(name, path); });
     const ServerOptions& o = im.state.options;
     const int threads = std::max(o.http_threads, 8);
     im.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
     im.http.set_payload_max_length(o.max_body_bytes);
     im.http.set_keep_alive_timeout(5);
+    if (im.state.options.replica_id.empty()) im.state.options.replica_id = host_name();
+    im.http.set_default_headers({{"X-Kiln-Replica", im.state.options.replica_id}});
     im.http.set_pre_routing_handler([&im](const httplib::Request& req, httplib::Response& res) {
         if (im.state.draining) {
             send_error(req, res, 503, "the server is shutting down", {}, "shutting_down");
@@ -201,7 +321,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
             return httplib::Server::HandlerResponse::Handled;
         }
         const std::string& key = im.state.options.api_key;
-        if (key.empty() || req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
+        if (key.empty() || req.path == "/health" || req.path == "/v1/health" || ((req.method == "GET" || req.method == "HEAD") && find_web_asset(req.path)))
+            return httplib::Server::HandlerResponse::Unhandled;
         std::string given;
         const std::string auth = req.get_header_value("Authorization");
         if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
@@ -264,8 +385,10 @@ void Server::run() {
             im.stop_listening();
         }
     });
+    im.start_sweeper();
     if (!im.stop_requested) im.http.listen_after_bind();
     loader.join();
+    im.stop_sweeper();
     if (im.drainer.joinable()) im.drainer.join();
     for (const auto& m : im.state.models->loaded()) m->scheduler->stop();
     if (!im.state.load_error.empty()) throw Error(im.state.load_error);  // it names the file

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -23,6 +24,8 @@ struct Metrics {
     std::atomic<uint64_t> decode_us{0};
 };
 
+struct LiveSessions;  // explorer_live.cpp
+
 struct ServerState {
     ServerOptions options;
     std::atomic<bool> ready{false};
@@ -31,6 +34,8 @@ struct ServerState {
     std::string load_error;          // set when loading the default model failed
     std::unique_ptr<ModelCache> models;
     Metrics metrics;
+    std::shared_ptr<LiveSessions> live;  // the explorer's live-view probes (made on first use)
+    std::mutex live_mutex;
 
     // The model a request names (absent: the default), loaded on first use; 404
     // naming the available ones. Holding it keeps it resident.

@@ -65,6 +65,14 @@ std::vector<int> f16_fields(GgmlType t) {
         case GgmlType::Q2_K: return {80, 82};
         case GgmlType::Q3_K: return {108};
         case GgmlType::IQ4_XS: return {0};
+        case GgmlType::TQ1_0: return {52};
+        case GgmlType::IQ2_XXS:
+        case GgmlType::IQ2_XS:
+        case GgmlType::IQ2_S:
+        case GgmlType::IQ3_XXS:
+        case GgmlType::IQ3_S:
+        case GgmlType::IQ1_S: return {0};
+        case GgmlType::TQ2_0: return {64};
         default: return {};
     }
 }
@@ -81,7 +89,18 @@ std::vector<uint8_t> make_weights(const Case& c, std::mt19937& rng) {
     const GgmlTypeInfo& info = ggml_type_info(c.type);
     if (c.raw && info.quantized) {
         for (auto& b : w) b = static_cast<uint8_t>(rng());
+        if (c.type == GgmlType::MXFP4)  // E8M0 scales 2^-18 .. 2^-1, and the subnormal ones (0, 1) now and then
+            for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk)
+                w[blk * info.block_bytes] = static_cast<uint8_t>(blk % 11 == 3 ? rng() % 3 : 110 + rng() % 17);
         std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+        if (c.type == GgmlType::IQ1_M)  // its f16 d is the top nibbles of the four scale words (bytes 48..55)
+            for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk) {
+                const uint16_t h = quant::fp32_to_fp16(scale(rng));
+                for (int k = 0; k < 4; ++k) {
+                    uint8_t& top = w[blk * info.block_bytes + 48 + 2 * k + 1];
+                    top = static_cast<uint8_t>((top & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
+                }
+            }
         for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk)
             for (int off : f16_fields(c.type)) {
                 const uint16_t h = quant::fp32_to_fp16(scale(rng));
@@ -151,9 +170,14 @@ void check_case(const Case& c, std::mt19937& rng) {
     check_data(c, bytes, make_activations(c, rng));
 }
 
-const GgmlType k_types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                            GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                            GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::F32, GgmlType::F16, GgmlType::BF16};
+// Every type of the traits table with a dot product (a new one is tested by being
+// added there).
+std::vector<GgmlType> dot_types() {
+    std::vector<GgmlType> out;
+    for (const quant::QuantTraits& t : quant::quant_traits())
+        if (t.vec_dot_ref) out.push_back(t.type);
+    return out;
+}
 
 class MatmulKernels : public ::testing::TestWithParam<GgmlType> {};
 
@@ -225,7 +249,19 @@ TEST(MatmulKernels, Bf16SubnormalsAndFlushes) {
     EXPECT_GT(differ, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulKernels, ::testing::ValuesIn(k_types),
+// Every quantized type with a dot product has a packed layout and a kernel at
+// every SIMD level (so BitIdenticalToReference exercises a kernel for each, and
+// none runs the scalar reference, or is converted at load, for want of one).
+TEST(MatmulKernels, EveryDotTypeHasAKernelAtEveryLevel) {
+    if (simd_levels().empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+    for (GgmlType type : dot_types()) {
+        if (is_float_weight(type)) continue;
+        EXPECT_TRUE(has_packed_layout(type)) << ggml_type_name(type);
+        for (const auto& [name, table] : simd_tables(type)) EXPECT_NE(table->find_quant(type), nullptr) << ggml_type_name(type) << " " << name;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulKernels, ::testing::ValuesIn(dot_types()),
                          [](const auto& info) { return std::string(ggml_type_name(info.param)); });
 
 // The packed activation layouts hold exactly what the reference activation

@@ -208,6 +208,7 @@ struct AttentionCase {
     GgmlType cache;
     float softcap;
     bool prescale;
+    bool sinks = false;  // gpt-oss's per-head sink logits
 };
 
 TEST(OpKernels, AttentionTracksScalarReference) {
@@ -220,10 +221,13 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         {2, 1, 24, 40, 23, GgmlType::F32, 0, false},    {9, 3, 64, 64, 70, GgmlType::Q8_0, 0, false},
         {4, 1, 256, 256, 33, GgmlType::Q8_0, 0, true},  {9, 3, 64, 64, 700, GgmlType::F16, 0, false},
         {4, 1, 256, 256, 1100, GgmlType::F16, 30.0f, true},
+        // With sinks: one key (the sink weighs against it alone), a few, many.
+        {4, 2, 16, 16, 1, GgmlType::F32, 0, false, true},   {8, 2, 64, 64, 40, GgmlType::F16, 0, false, true},
+        {9, 3, 64, 64, 300, GgmlType::F16, 0, false, true}, {4, 1, 64, 64, 33, GgmlType::Q8_0, 0, false, true},
     };
     for (const AttentionCase& c : cases) {
         SCOPED_TRACE("heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dk " + std::to_string(c.dk) +
-                     " keys " + std::to_string(c.n_keys) + " " + std::string(ggml_type_name(c.cache)));
+                     " keys " + std::to_string(c.n_keys) + " " + std::string(ggml_type_name(c.cache)) + (c.sinks ? " sinks" : ""));
         AttentionShape s;
         s.n_head = c.n_head;
         s.n_head_kv = c.n_head_kv;
@@ -232,6 +236,8 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         s.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
         s.prescale_q = c.prescale;
         s.softcap = c.softcap;
+        const std::vector<float> sinks = random_values(static_cast<size_t>(c.n_head), 3.0f, rng);
+        if (c.sinks) s.sinks = sinks.data();
         const int64_t ks = static_cast<int64_t>(c.n_head_kv) * c.dk, vs = static_cast<int64_t>(c.n_head_kv) * c.dv;
         const uint64_t k_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(ks));
         const uint64_t v_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(vs));

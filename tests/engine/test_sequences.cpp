@@ -137,6 +137,14 @@ TEST_F(Sequences, TinyFamiliesBatchedEqualsAlone) {
     check_together(load_tiny("gemma3"), 5, 2, "q8_0", 12);
 }
 
+TEST_F(Sequences, ExpertModelsBatchedEqualsAlone) {
+    // A token's experts depend on the token only; the batch groups every
+    // sequence's tokens by expert, so a token shares its experts' products with
+    // whatever else the batch routed there: its logits must not change.
+    for (const char* family : {"qwen3moe", "qwen2moe"})
+        for (int threads : {1, 2}) check_together(load_tiny(family), 6, threads, "f16", 6);
+}
+
 TEST_F(Sequences, SmolLM2Q8CacheBatchedEqualsAlone) {
     check_together(smollm2(), 7, 2, "q8_0", 3);
 }

@@ -28,6 +28,7 @@ const std::map<std::string, std::set<std::string>> k_allowed = {
     {"engine", {"model", "cache", "compute", "quant", "gguf", "tokenizer", "sampling", "constrain"}},
     {"chat/jinja", {"gguf"}},
     {"chat", {"chat/jinja", "engine", "model", "cache", "compute", "quant", "gguf", "tokenizer", "sampling", "constrain"}},
+    {"catalog", {"engine", "model", "cache", "compute", "quant", "gguf", "tokenizer", "sampling", "constrain"}},
     {"server", {}},  // the public API only
     {"cli", {}},     // the public API only
 };
@@ -40,7 +41,12 @@ std::string public_layer(const std::string& header) {
         {"kiln/model_card.h", "model"}, {"kiln/sampling.h", "sampling"},    {"kiln/constraint.h", "constrain"},
         {"kiln/context.h", "engine"},   {"kiln/engine.h", "engine"},        {"kiln/jinja.h", "chat/jinja"},
         {"kiln/chat_template.h", "chat"}, {"kiln/reply.h", "chat"},         {"kiln/reply_format.h", "chat"},
+        {"kiln/tool_grammar.h", "chat"},
         {"kiln/chat.h", "chat"},        {"kiln/server.h", "server"},
+        {"kiln/probe.h", "engine"},     {"kiln/vocab.h", "model"},
+        {"kiln/agent.h", "chat"},       {"kiln/mcp.h", "chat"},
+        {"kiln/chat.h", "chat"},        {"kiln/server.h", "server"},        {"kiln/memory_plan.h", "engine"},
+        {"kiln/catalog.h", "catalog"},  {"kiln/config.h", "catalog"},
     };
     if (header.rfind("kiln/gguf/", 0) == 0) return "gguf";
     auto it = k.find(header);

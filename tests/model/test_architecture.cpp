@@ -221,4 +221,60 @@ TEST(TensorRules, FusedQkvNeedsAllThreeSeparateBiasesOrNone) {
     EXPECT_NE(e.find("blk.1.attn_k.bias"), std::string::npos) << e;
 }
 
+// The MoE families' rules (merged with the TensorRules): a router in a dense
+// family's file is a named error; a tensor of another MoE family's graph (here
+// gpt-oss's attention sinks and router bias in qwen3moe) is not used, and a
+// required one missing (gpt-oss without its sinks) is named.
+TEST(TensorRules, ExpertLayersAndTheirPartsPerFamily) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string dir = kiln::test::temp_dir();
+    auto rewrite = [&](const std::string& family, const std::string& name, const std::function<bool(const std::string&)>& keep,
+                       const std::function<void(kiln::gguf::Writer&)>& add) {
+        kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), dir + "/" + name + "-src.gguf");
+        kiln::gguf::File src = kiln::gguf::File::open(dir + "/" + name + "-src.gguf");
+        kiln::gguf::Writer w;
+        w.metadata() = kiln::gguf::materialize_metadata(src);
+        for (const auto& t : src.tensors())
+            if (keep(t.name)) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
+        add(w);
+        w.write(dir + "/" + name + ".gguf");
+        return dir + "/" + name + ".gguf";
+    };
+    auto all = [](const std::string&) { return true; };
+    // qwen2 (dense) with a router: its graph has no expert layers.
+    std::string e = error_of([&] {
+        kiln::Model::load(rewrite("qwen2", "router", all, [](kiln::gguf::Writer& w) {
+            w.add_tensor("blk.0.ffn_gate_inp.weight", kiln::GgmlType::F32, {256, 8}, f32_bytes(std::vector<float>(256 * 8, 0.0f)));
+        }));
+    });
+    EXPECT_NE(e.find("'blk.0.ffn_gate_inp.weight': a mixture-of-experts layer"), std::string::npos) << e;
+    EXPECT_NE(e.find("'qwen2'"), std::string::npos) << e;
+    // qwen3moe with attention sinks: gpt-oss's, not qwen3moe's.
+    e = error_of([&] {
+        kiln::Model::load(rewrite("qwen3moe", "sinks", all, [](kiln::gguf::Writer& w) {
+            w.add_tensor("blk.0.attn_sinks.weight", kiln::GgmlType::F32, {4}, f32_bytes(std::vector<float>(4, 0.0f)));
+        }));
+    });
+    EXPECT_NE(e.find("'blk.0.attn_sinks.weight' is not used by architecture 'qwen3moe'"), std::string::npos) << e;
+    // qwen3moe with a router bias.
+    e = error_of([&] {
+        kiln::Model::load(rewrite("qwen3moe", "router-bias", all, [](kiln::gguf::Writer& w) {
+            w.add_tensor("blk.1.ffn_gate_inp.bias", kiln::GgmlType::F32, {8}, f32_bytes(std::vector<float>(8, 0.0f)));
+        }));
+    });
+    EXPECT_NE(e.find("'blk.1.ffn_gate_inp.bias' is not used by architecture 'qwen3moe'"), std::string::npos) << e;
+    // gpt-oss without its sinks: required, as in llama.cpp's loader.
+    e = error_of([&] {
+        kiln::Model::load(rewrite("gpt-oss", "no-sinks", [](const std::string& n) { return n != "blk.1.attn_sinks.weight"; },
+                                  [](kiln::gguf::Writer&) {}));
+    });
+    EXPECT_NE(e.find("'blk.1.attn_sinks.weight' not found"), std::string::npos) << e;
+    // qwen2moe without the shared expert's gate.
+    e = error_of([&] {
+        kiln::Model::load(rewrite("qwen2moe", "no-shexp-gate", [](const std::string& n) { return n != "blk.0.ffn_gate_inp_shexp.weight"; },
+                                  [](kiln::gguf::Writer&) {}));
+    });
+    EXPECT_NE(e.find("'blk.0.ffn_gate_inp_shexp.weight' not found"), std::string::npos) << e;
+}
+
 }  // namespace

@@ -87,6 +87,7 @@ TEST_P(Quantize, BitExactAgainstOracle) {
 //    to the absmax can need level +8 / +16, clipped to +7 / +15;
 //  * Q4_1 / Q5_1: half a step of range / 15 or / 31 (range <= 2 absmax), plus the f16
 //    roundings of d and of the min;
+//  * TQ1_0 / TQ2_0, MXFP4: see their rows;
 //  * the k-quants and IQ4_NL: loose sanity bounds (their search-based scales have no
 //    simple worst case; bit-exactness above is the real check), about half a step of
 //    the coarsest grid the format allows.
@@ -107,6 +108,12 @@ const std::map<GgmlType, double> k_round_trip = {
     {GgmlType::Q5_K, 0.1},
     {GgmlType::Q6_K, 0.05},
     {GgmlType::IQ4_NL, 0.2},
+    // ternary: d = absmax, so anything below half of it rounds to 0 (plus d's f16 rounding)
+    {GgmlType::TQ1_0, 0.5 + 0x1p-10},
+    {GgmlType::TQ2_0, 0.5 + 0x1p-10},
+    // MXFP4: levels 2^(floor(log2 absmax) - 2) x {0 .. 6}: half the widest step (4 -> 6)
+    // or the clip above 6, both at most absmax / 4
+    {GgmlType::MXFP4, 0.25 + 0x1p-20},
 };
 
 TEST_P(Quantize, RoundTripErrorBound) {

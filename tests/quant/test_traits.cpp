@@ -31,6 +31,10 @@ TEST(QuantTraits, DotProductPairsAsGgml) {
         {GgmlType::Q5_1, GgmlType::Q8_1},   {GgmlType::Q8_0, GgmlType::Q8_0},   {GgmlType::Q2_K, GgmlType::Q8_K},
         {GgmlType::Q3_K, GgmlType::Q8_K},   {GgmlType::Q4_K, GgmlType::Q8_K},   {GgmlType::Q5_K, GgmlType::Q8_K},
         {GgmlType::Q6_K, GgmlType::Q8_K},   {GgmlType::IQ4_NL, GgmlType::Q8_0}, {GgmlType::IQ4_XS, GgmlType::Q8_K},
+        {GgmlType::TQ1_0, GgmlType::Q8_K},  {GgmlType::TQ2_0, GgmlType::Q8_K},  {GgmlType::MXFP4, GgmlType::Q8_0},
+        {GgmlType::IQ2_XXS, GgmlType::Q8_K}, {GgmlType::IQ2_XS, GgmlType::Q8_K}, {GgmlType::IQ2_S, GgmlType::Q8_K},
+        {GgmlType::IQ3_XXS, GgmlType::Q8_K}, {GgmlType::IQ3_S, GgmlType::Q8_K},  {GgmlType::IQ1_S, GgmlType::Q8_K},
+        {GgmlType::IQ1_M, GgmlType::Q8_K},
     };
     for (const auto& row : quant::quant_traits()) {
         const auto it = expected.find(row.type);
@@ -69,7 +73,7 @@ TEST(QuantTraits, CheckedEntryPointsNameTheType) {
         return std::string("no error");
     };
     EXPECT_NE(message([&] { quant::quantize_row(GgmlType::IQ2_XXS, x, buf, 256); }).find("IQ2_XXS"), std::string::npos);
-    EXPECT_NE(message([&] { quant::vec_dot(GgmlType::TQ1_0, 256, buf, buf); }).find("TQ1_0"), std::string::npos);
+    EXPECT_NE(message([&] { quant::vec_dot(GgmlType::NVFP4, 256, buf, buf); }).find("NVFP4"), std::string::npos);
     EXPECT_NE(message([&] { quant::vec_dot(GgmlType::Q4_0, 48, buf, buf); }).find("48"), std::string::npos);
     EXPECT_NE(message([&] { quant::quantize_row(GgmlType::Q6_K, x, buf, 128); }).find("Q6_K"), std::string::npos);
     EXPECT_NE(message([&] { quant::dequantize_row(static_cast<GgmlType>(4), buf, x, 32); }).find("4"), std::string::npos);

@@ -610,6 +610,32 @@ TEST(ReplyParser, StopStringsNeverLeak) {
     EXPECT_EQ(check_all_splits(f, o, "a < b <tool", Expect(f).text("a < b <tool").end("length"), ReplyFinish::Length), "");
 }
 
+// The stop string that ended a reply is named in ReplyEnd (Anthropic's
+// stop_sequence); a format's own end marker or a length cut names none.
+TEST(ReplyParser, ReplyEndNamesTheStopString) {
+    ChatFormat f = format_of("Qwen-Qwen3-0.6B.jinja");
+    ReplyOptions o;
+    o.stop = {"###", "END OF ANSWER"};
+    auto ended_by = [&](const std::string& text, ReplyFinish finish = ReplyFinish::Stop) {
+        std::string by = "?";
+        for (size_t cut = 0; cut <= text.size(); ++cut) {  // every split of the text gives the same answer
+            kiln::ReplyParser p(f, o);
+            p.push(text.substr(0, cut));
+            p.push(text.substr(cut));
+            auto end = p.finish(finish);
+            const auto* e = std::get_if<kiln::ReplyEnd>(&end.back());
+            if (!e) return std::string("no ReplyEnd");
+            if (by != "?" && by != e->stop_string) return "split " + std::to_string(cut) + " gave " + e->stop_string;
+            by = e->stop_string;
+        }
+        return by;
+    };
+    EXPECT_EQ(ended_by("Answer: 4 ### ignored"), "###");
+    EXPECT_EQ(ended_by("<think>a</think>Answer END OF ANSWER ### x"), "END OF ANSWER");
+    EXPECT_EQ(ended_by("Answer<|im_end|> ###"), "");
+    EXPECT_EQ(ended_by("Answer END OF", ReplyFinish::Length), "");
+}
+
 TEST(ReplyParser, NoTextBeforeAnEndMarkerEverLeaksPartially) {
     // Each push's own output never contains the start of an end marker.
     ChatFormat f = format_of("Qwen-Qwen3-0.6B.jinja");

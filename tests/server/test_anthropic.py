@@ -87,3 +87,18 @@ def test_tool_use_round_trip():
         assert answer.stop_reason != "tool_use"
     finally:
         s.stop()
+
+
+def test_stop_sequence_is_reported(anthropic_client, model_id):
+    """A reply ended by one of stop_sequences says so, and which one (streamed too)."""
+    kw = dict(model=model_id, max_tokens=64, extra_body=GREEDY, stop_sequences=["zzz", "e"],
+              messages=[{"role": "user", "content": "Describe the sea in one sentence."}])
+    r = anthropic_client.messages.create(**kw)
+    assert r.stop_reason == "stop_sequence" and r.stop_sequence == "e"
+    assert "e" not in r.content[0].text
+    with anthropic_client.messages.stream(**kw) as stream:
+        final = stream.get_final_message()
+    assert final.stop_reason == "stop_sequence" and final.stop_sequence == "e"
+    assert final.content[0].text == r.content[0].text
+    plain = anthropic_client.messages.create(**dict(kw, stop_sequences=["\x01"]))
+    assert plain.stop_sequence is None and plain.stop_reason in ("end_turn", "max_tokens")

@@ -79,3 +79,79 @@ def test_two_models_one_resident():
         assert e.value.status_code == 400 and "keep_alive" in e.value.error
     finally:
         s.stop()
+
+
+def test_aliases_memory_budget_and_keep_alive(tmp_path):
+    """Aliases from --aliases name the models; --models-memory unloads the least
+    recently used model to make room; a positive Ollama keep_alive unloads an idle
+    model when it runs out, a negative one keeps it."""
+    require(GEMMA.exists(), f"model not installed: {GEMMA} (run ./setup.sh)")
+    ollama = pytest.importorskip("ollama")
+    aliases = tmp_path / "aliases.json"
+    aliases.write_text(json.dumps({"gpt-4o-mini": SMOLLM2.stem, "small-gemma": GEMMA.name}))
+    # Room for either model with its sequence memory (a few MiB at -c 512, one
+    # sequence), never for both.
+    sizes = sorted([SMOLLM2.stat().st_size, GEMMA.stat().st_size])
+    budget = sizes[1] + sizes[0] // 2
+    s = KilnServer("-m", str(GEMMA), "--parallel", "1", "--aliases", str(aliases),
+                   "--models-memory", str(budget), ctx=512)
+    try:
+        url = s.url
+        listed = call(url, "/v1/models")[1]["data"]
+        ids = [m["id"] for m in listed]
+        assert ids == [SMOLLM2.stem, "gpt-4o-mini", GEMMA.stem, "small-gemma"]
+        assert listed[1]["meta"]["alias_of"] == SMOLLM2.stem and listed[0]["meta"]["aliases"] == ["gpt-4o-mini"]
+        status, body = call(url, "/v1/completions", {"model": "gpt-4o-mini", "prompt": "Hi", "max_tokens": 2})
+        assert status == 200 and body["model"] == SMOLLM2.stem
+        cache = call(url, "/models/cache")[1]
+        assert cache["bytes_budget"] == budget and cache["bytes"] <= budget and cache["models"] == [SMOLLM2.stem]
+        # Loading the other model through its alias makes room: SmolLM2 goes.
+        status, body = call(url, "/v1/chat/completions", {"model": "small-gemma:latest", "max_tokens": 2,
+                                                          "messages": [{"role": "user", "content": "Hi"}]})
+        assert status == 200 and body["model"] == GEMMA.stem
+        cache = call(url, "/models/cache")[1]
+        assert cache["models"] == [GEMMA.stem] and cache["evictions"] == 1 and cache["bytes"] <= budget
+        status, body = call(url, "/v1/completions", {"model": "gpt-4", "prompt": "Hi"})
+        assert status == 404 and "gpt-4o-mini" in body["error"]["message"]
+
+        o = ollama.Client(host=url, timeout=120)
+        # keep_alive 1.5 s: resident while in use, unloaded about 1.5 s after the reply.
+        r = o.generate(model=GEMMA.stem, prompt="Hi", options={"num_predict": 2}, keep_alive="1500ms", stream=False)
+        assert r.done
+        ps = o.ps()
+        assert [m.model for m in ps.models] == [GEMMA.stem + ":latest"]
+        assert not ps.models[0].expires_at.isoformat().startswith("2999")
+        t0 = time.time()
+        while call(url, "/models/cache")[1]["resident"] and time.time() - t0 < 10:
+            time.sleep(0.1)
+        waited = time.time() - t0
+        cache = call(url, "/models/cache")[1]
+        assert cache["resident"] == 0 and cache["expirations"] == 1, cache
+        assert 0.5 < waited < 5, waited
+        metrics = urllib.request.urlopen(url + "/metrics", timeout=30).read().decode()
+        assert "kiln_model_expirations_total 1" in metrics
+        # A preload with a negative keep_alive keeps the model past an earlier deadline.
+        assert o.generate(model=GEMMA.stem, prompt="", keep_alive="1s").done_reason == "load"
+        assert o.generate(model=GEMMA.stem, prompt="", keep_alive=-1).done_reason == "load"
+        time.sleep(1.6)
+        assert call(url, "/models/cache")[1]["models"] == [GEMMA.stem]
+        assert o.ps().models[0].expires_at.isoformat().startswith("2999")
+    finally:
+        s.stop()
+
+
+def test_bad_aliases_file_is_a_clear_error(tmp_path):
+    require(SMOLLM2.exists(), f"model not installed: {SMOLLM2} (run ./setup.sh)")
+    from conftest import kiln_binary
+    import subprocess
+    cases = {"not json": "{", "names no model": json.dumps({"x": "nope"}),
+             "shadows a model": json.dumps({SMOLLM2.stem: SMOLLM2.stem}), "not a string": json.dumps({"x": 3})}
+    expected = {"not json": "not JSON", "names no model": "not one of the server's models",
+                "shadows a model": "already a model's name", "not a string": "expected a model name"}
+    for case, text in cases.items():
+        f = tmp_path / "aliases.json"
+        f.write_text(text)
+        p = subprocess.run([str(kiln_binary()), "serve", "-m", str(SMOLLM2), "--port", "0", "--aliases", str(f)],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1, (case, p.stderr)
+        assert expected[case] in p.stderr and str(f) in p.stderr, (case, p.stderr)

@@ -1,5 +1,6 @@
 #include "support/tiny_models.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -47,11 +48,41 @@ public:
         for (float& x : v) x = rng_.uniform() * s;
         add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, v, type);
     }
+    // A merged expert tensor [n_in, n_out, n_expert], each expert as `matrix`.
+    void experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert, GgmlType type, float gain = 1.0f) {
+        std::vector<float> v(static_cast<size_t>(n_in * n_out * n_expert));
+        const float s = gain / std::sqrt(static_cast<float>(n_in));
+        for (float& x : v) x = rng_.uniform() * s;
+        add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(n_expert)}, v, type);
+    }
+    // A router [n_in, n_expert] in f32 (llama.cpp's quantizer keeps routers f32)
+    // whose row `tie + 1` repeats row `tie` (tie >= 0): those two experts' logits
+    // are equal for every token, so the top-k selection has to break ties.
+    void router(const std::string& name, int64_t n_in, int64_t n_expert, int tie, float gain) {
+        std::vector<float> v(static_cast<size_t>(n_in * n_expert));
+        const float s = gain / std::sqrt(static_cast<float>(n_in));
+        for (float& x : v) x = rng_.uniform() * s;
+        if (tie >= 0) std::copy_n(v.begin() + tie * n_in, n_in, v.begin() + (tie + 1) * n_in);
+        add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_expert)}, v, GgmlType::F32);
+    }
+    // Values center + spread * uniform, and an f32 tensor of them.
+    void fill(std::vector<float>& v, float center, float spread) {
+        for (float& x : v) x = center + spread * rng_.uniform();
+    }
+    void raw(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& v) { add(name, std::move(shape), v, GgmlType::F32); }
     // A norm weight around 1 (or a bias around 0).
     void vector(const std::string& name, int64_t n, float center, float spread) {
         std::vector<float> v(static_cast<size_t>(n));
         for (float& x : v) x = center + spread * rng_.uniform();
         add(name, {static_cast<uint64_t>(n)}, v, GgmlType::F32);
+    }
+    // An f32 tensor of any shape, f(u) of uniform u in [-1, 1) per element.
+    void tensor(const std::string& name, std::vector<uint64_t> shape, const std::function<float(float)>& f) {
+        uint64_t n = 1;
+        for (uint64_t d : shape) n *= d;
+        std::vector<float> v(static_cast<size_t>(n));
+        for (float& x : v) x = f(rng_.uniform());
+        add(name, std::move(shape), v, GgmlType::F32);
     }
 
 private:
@@ -68,10 +99,47 @@ private:
                     uint16_t h = quant::fp32_to_fp16(v[static_cast<size_t>(r * row + i)]);
                     std::memcpy(bytes.data() + r * rb + i * 2, &h, 2);
                 }
-            else
+            else if (quant::can_quantize(type))
                 quant::quantize_row(type, v.data() + r * row, bytes.data() + r * rb, row);
         }
+        if (!quant::can_quantize(type) && type != GgmlType::F32 && type != GgmlType::F16) random_blocks(type, v, row, bytes);
         w_.add_tensor(name, type, std::move(shape), std::move(bytes));
+    }
+
+    // Types kiln cannot quantize (the grid i-quants, IQ4_XS): random block bytes,
+    // each block's f16 scale set so that its values are about the size of v's (the
+    // divisor: a typical |level x sub-block scale| of the format).
+    void random_blocks(GgmlType type, const std::vector<float>& v, int64_t row, std::vector<uint8_t>& bytes) {
+        float typical = 0;
+        switch (type) {
+            case GgmlType::IQ2_XXS:
+            case GgmlType::IQ2_XS:
+            case GgmlType::IQ2_S: typical = 50; break;
+            case GgmlType::IQ3_XXS: typical = 120; break;
+            case GgmlType::IQ3_S: typical = 128; break;
+            case GgmlType::IQ1_S:
+            case GgmlType::IQ1_M: typical = 8; break;
+            case GgmlType::IQ4_XS: typical = 1000; break;
+            default: throw Error(std::string("tiny model: no way to write ") + std::string(ggml_type_name(type)));
+        }
+        float amax = 0;
+        for (int64_t i = 0; i < row; ++i) amax = std::max(amax, std::fabs(v[static_cast<size_t>(i)]));
+        // Half the size: uniform random levels are all near the block's extremes, so
+        // at full size these models' activations (and the 8-bit rounding flips that
+        // amplify the last-bit differences of llama.cpp's own float order) grow.
+        const uint16_t d = quant::fp32_to_fp16(amax / (2 * typical));
+        const uint64_t block = ggml_type_info(type).block_bytes;
+        for (auto& b : bytes) b = static_cast<uint8_t>(rng_.next());
+        for (uint64_t off = 0; off < bytes.size(); off += block) {
+            if (type == GgmlType::IQ1_M) {  // the f16 is the top nibbles of the four scale words (bytes 48..55)
+                for (int k = 0; k < 4; ++k) {
+                    uint8_t& top = bytes[off + 48 + 2 * k + 1];
+                    top = static_cast<uint8_t>((top & 0x0F) | (((d >> (4 * k)) & 0xF) << 4));
+                }
+            } else {
+                std::memcpy(bytes.data() + off, &d, 2);
+            }
+        }
     }
 
     std::string family_;
@@ -116,7 +184,25 @@ struct FamilyRecipe {
     bool quant_variants = true;  // `@q4_k` and `@q8_0` of this recipe
     bool q4_k_variant = true;    // (see olmo2)
     std::vector<std::pair<std::string, Value>> keys = {};  // family keys ("logit_scale"), prefixed with the architecture
-    std::string arch() const { return family.substr(0, family.find('@')); }
+    // general.name "kiln tiny <name>" (else a neutral name), and the seed from
+    // <name> where it is not the family: the recipes made before the families
+    // were named <arch>@<variant> and neutral names keep their bytes this way.
+    bool name_with_family = false;
+    std::string first_name = "";
+    // Mixture of experts (n_expert 0: dense): every layer's FFN is n_expert
+    // experts of width n_ff (the shape's), n_used selected per token.
+    struct Experts {
+        int n_expert = 0, n_used = 0;
+        int n_ff_shexp = 0;        // a shared expert of this width (0: none)
+        bool shexp_gate = false;   // ... scaled by sigmoid(ffn_gate_inp_shexp · x)
+        int tie = -1;              // experts tie and tie + 1 have equal router rows
+        GgmlType shexp_type = GgmlType::F32;
+        bool ff_key = true;        // write expert_feed_forward_length
+    } moe = {};
+    // gpt-oss: attention sinks, router and expert biases, the pre-FFN norm named
+    // post_attention_norm.
+    bool gpt_oss = false;
+    std::string arch() const { return family.substr(0, family.find('@')); }  // the GGUF architecture
 };
 
 std::vector<FamilyRecipe> base_recipes() {
@@ -210,6 +296,73 @@ std::vector<FamilyRecipe> base_recipes() {
     };
 }
 
+// The mixture-of-experts and low-bit recipes: written without the optional
+// tensors every family's loader takes (attention scales, Q/K/V biases where not
+// listed), their bytes as when their fixtures were made. Mixture of experts: 8
+// experts, a pair of them with equal router rows (ties at the top-k boundary),
+// 40 tokens x 2 layers so every expert is selected; expert tensors merged
+// [n_in, n_ff, n_expert].
+std::vector<FamilyRecipe> expert_and_lowbit_recipes() {
+    using T = GgmlType;
+    using X = FamilyRecipe::Experts;
+    std::vector<FamilyRecipe> out = {
+        {.family = "qwen3moe", .description = "8 experts top-2 renormalized, router tie 2/3, QK-norm; Q8_0 attention / Q4_K experts",
+         .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_K, .embd_type = T::Q8_0,
+         .qkv_bias = false, .scales = false, .qk_norm = true, .quant_variants = false, .name_with_family = true,
+         .moe = X{.n_expert = 8, .n_used = 2, .tie = 2}},
+        {.family = "qwen3moe@float", .description = "qwen3moe in F32 (experts through the float kernels), 8 experts top-3",
+         .shape = {2, 64, 4, 2, 64, 16, 0}, .attn_type = T::F32, .ffn_type = T::F32, .embd_type = T::F32,
+         .qkv_bias = false, .scales = false, .qk_norm = true, .quant_variants = false, .name_with_family = true,
+         .first_name = "qwen3moe_float", .moe = X{.n_expert = 8, .n_used = 3, .tie = 2}},
+        {.family = "llama@mixtral", .description = "llama with experts (Mixtral): 8 experts top-2 renormalized, tie 4/5; Q8_0 experts",
+         .shape = {2, 64, 4, 2, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q8_0, .embd_type = T::Q8_0,
+         .tied_output = false, .output_type = T::Q8_0, .qkv_bias = false, .scales = false, .quant_variants = false,
+         .name_with_family = true, .first_name = "mixtral", .moe = X{.n_expert = 8, .n_used = 2, .tie = 4, .ff_key = false}},
+        {.family = "olmoe", .description = "OLMoE: Q/K RMS-normed over the whole row, 8 experts top-2 not renormalized, "
+                                           "tie 0/1; Q8_0 attention / Q5_K experts",
+         .shape = {2, 256, 4, 4, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q5_K, .embd_type = T::Q8_0,
+         .tied_output = false, .output_type = T::Q8_0, .qkv_bias = false, .scales = false, .qk_norm = true,
+         .qk_norm_full = true, .quant_variants = false, .name_with_family = true, .moe = X{.n_expert = 8, .n_used = 2, .tie = 0}},
+        {.family = "gpt-oss", .description = "gpt-oss: sliding window 8 on even layers / full, attention sinks, Q/K/V/O "
+                                             "biases, 8 experts top-2 (softmax over the selected), router and expert biases, "
+                                             "clamped OAI SwiGLU, tie 6/7; Q8_0",
+         .shape = {2, 64, 4, 2, 64, 16, 8}, .attn_type = T::Q8_0, .ffn_type = T::Q8_0, .embd_type = T::Q8_0,
+         .tied_output = false, .output_type = T::Q8_0, .scales = false, .attn_out_bias = true, .quant_variants = false,
+         .name_with_family = true, .first_name = "gpt_oss", .moe = X{.n_expert = 8, .n_used = 2, .tie = 6}, .gpt_oss = true},
+        {.family = "qwen2moe", .description = "qwen2moe: 8 experts top-2 not renormalized + sigmoid-gated shared expert, Q/K/V "
+                                              "biases; Q4_K experts, Q8_0 shared expert",
+         .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_K, .embd_type = T::Q8_0,
+         .tied_output = false, .output_type = T::Q8_0, .scales = false, .quant_variants = false, .name_with_family = true,
+         .moe = X{.n_expert = 8, .n_used = 2, .n_ff_shexp = 512, .shexp_gate = true, .tie = 2, .shexp_type = T::Q8_0}},
+    };
+    // The low-bit types with kernels (src/compute/kernels/*_lowbit.cpp, MXFP4 in
+    // *_quant.cpp): llama with every layer matrix in one type, 256-wide rows;
+    // types kiln cannot quantize get random blocks (TinyWriter::random_blocks),
+    // attention in one, the FFN in another.
+    struct LowBit {
+        std::string family;
+        const char* description;
+        GgmlType attn, ffn;
+    };
+    const LowBit low[] = {
+        {"llama@q2_k", "llama with every layer matrix Q2_K; Q8_0 embedding", T::Q2_K, T::Q2_K},
+        {"llama@q3_k", "llama with every layer matrix Q3_K; Q8_0 embedding", T::Q3_K, T::Q3_K},
+        {"llama@tq1_0", "llama with every layer matrix TQ1_0 (ternary); Q8_0 embedding", T::TQ1_0, T::TQ1_0},
+        {"llama@tq2_0", "llama with every layer matrix TQ2_0 (ternary); Q8_0 embedding", T::TQ2_0, T::TQ2_0},
+        {"llama@mxfp4", "llama with every layer matrix MXFP4; Q8_0 embedding", T::MXFP4, T::MXFP4},
+        {"llama@iq2", "llama with random IQ2_XXS attention and IQ2_XS FFN blocks; Q8_0 embedding", T::IQ2_XXS, T::IQ2_XS},
+        {"llama@iq3", "llama with random IQ3_XXS attention and IQ2_S FFN blocks; Q8_0 embedding", T::IQ3_XXS, T::IQ2_S},
+        {"llama@iq1", "llama with random IQ1_S attention and IQ1_M FFN blocks; Q8_0 embedding", T::IQ1_S, T::IQ1_M},
+        {"llama@iq4_xs", "llama with random IQ3_S attention and IQ4_XS FFN blocks; Q8_0 embedding", T::IQ3_S, T::IQ4_XS},
+    };
+    for (const LowBit& l : low)
+        out.push_back({.family = l.family, .description = l.description, .shape = {2, 256, 4, 2, 512, 64, 0}, .attn_type = l.attn,
+                       .ffn_type = l.ffn, .embd_type = T::Q8_0, .qkv_bias = false, .scales = false, .quant_variants = false,
+                       .name_with_family = true,
+                       .first_name = "llama_" + l.family.substr(l.family.find('@') + 1)});
+    return out;
+}
+
 // Every base recipe, then its Q4_K and Q8_0 variants: every layer matrix in one
 // type, in a shape whose rows are whole Q4_K blocks (256); the embedding and a
 // separate output head stay Q8_0 (quantizing 12 M values to Q4_K with the
@@ -218,6 +371,7 @@ const std::vector<FamilyRecipe>& recipes() {
     static const std::vector<FamilyRecipe> r = [] {
         std::vector<FamilyRecipe> out = base_recipes();
         const size_t n_base = out.size();
+        for (FamilyRecipe& x : expert_and_lowbit_recipes()) out.push_back(std::move(x));
         for (size_t i = 0; i < n_base; ++i) {
             if (!out[i].quant_variants) continue;
             for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0}) {
@@ -247,11 +401,285 @@ const FamilyRecipe& recipe(const std::string& family) {
     throw std::runtime_error("no tiny model recipe for '" + family + "'");
 }
 
+// The state-space families: attention-free stacks of Mamba layers.
+struct SsmRecipe {
+    std::string family;
+    std::string description;
+    int version;  // 1: mamba, 2: mamba2
+    int n_layer, n_embd, d_inner, d_state, dt_rank, n_group, d_conv;
+    GgmlType proj_type, embd_type;
+};
+
+const std::vector<SsmRecipe>& ssm_recipes() {
+    static const std::vector<SsmRecipe> r = {
+        {"mamba2", "Mamba-2: 8 heads of 16 in 2 groups, state 32, conv 4, grouped RMSNorm gate; Q8_0 / Q5_0",
+         2, 2, 64, 128, 32, 8, 2, 4, GgmlType::Q8_0, GgmlType::Q5_0},
+        {"mamba", "Mamba-1: inner 128, state 16, dt rank 4, conv 4, separate output head; Q8_0 / F32 dt",
+         1, 2, 64, 128, 16, 4, 1, 4, GgmlType::Q8_0, GgmlType::Q8_0},
+    };
+    return r;
+}
+
+const SsmRecipe* ssm_recipe(const std::string& family) {
+    for (const auto& r : ssm_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void copy_tokenizer(gguf::Metadata& md, const std::string& tokenizer_source, int64_t& n_vocab) {
+    gguf::File src = gguf::File::open(tokenizer_source);
+    gguf::Metadata tok = gguf::materialize_metadata(src);
+    n_vocab = 0;
+    for (const auto& [k, v] : tok.entries()) {
+        if (k.rfind("tokenizer.", 0) != 0 || k == "tokenizer.chat_template") continue;
+        md.add(k, v);
+        if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
+    }
+    if (n_vocab == 0) throw Error(tokenizer_source + ": no tokenizer.ggml.tokens");
+}
+
+// Keys and tensors as llama.cpp's converter writes them (head_count and
+// feed_forward_length 0, ssm_a already -exp(A_log), [1, n_head] A and D).
+void write_ssm_model(const SsmRecipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    TinyWriter t(r.family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(r.family));
+    md.add("general.name", Value::string("kiln tiny " + r.family));
+    t.key("context_length", Value::u32(1u << 20));
+    t.key("embedding_length", Value::u32(static_cast<uint32_t>(r.n_embd)));
+    t.key("feed_forward_length", Value::u32(0));
+    t.key("attention.head_count", Value::u32(0));
+    t.key("block_count", Value::u32(static_cast<uint32_t>(r.n_layer)));
+    t.key("ssm.conv_kernel", Value::u32(static_cast<uint32_t>(r.d_conv)));
+    t.key("ssm.inner_size", Value::u32(static_cast<uint32_t>(r.d_inner)));
+    t.key("ssm.state_size", Value::u32(static_cast<uint32_t>(r.d_state)));
+    t.key("ssm.time_step_rank", Value::u32(static_cast<uint32_t>(r.dt_rank)));
+    if (r.version == 2) t.key("ssm.group_count", Value::u32(static_cast<uint32_t>(r.n_group)));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+
+    using u64 = uint64_t;
+    const int64_t e = r.n_embd, di = r.d_inner, ds = r.d_state;
+    t.matrix("token_embd.weight", e, n_vocab, r.embd_type, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    if (r.version == 1) t.matrix("output.weight", e, n_vocab, r.proj_type, 2.0f);
+    // Decays exp(dt·A) between about 0.5 and 1: the state remembers many positions.
+    auto neg_exp = [](float u) { return -std::exp(u); };
+    auto dt_bias = [](float u) { return -2.5f + 1.5f * u; };  // softplus ≈ 0.02 .. 0.6
+    for (int il = 0; il < r.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        const int64_t nc = r.version == 2 ? di + 2 * static_cast<int64_t>(r.n_group) * ds : di;
+        t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(r.d_conv), static_cast<u64>(nc)}, [](float u) { return 0.6f * u; });
+        t.vector(p + "ssm_conv1d.bias", nc, 0.0f, 0.2f);
+        if (r.version == 2) {
+            const int64_t nh = r.dt_rank;
+            t.matrix(p + "ssm_in.weight", e, di + nc + nh, r.proj_type, 2.0f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(nh)}, dt_bias);
+            t.tensor(p + "ssm_a", {1, static_cast<u64>(nh)}, neg_exp);
+            t.tensor(p + "ssm_d", {1, static_cast<u64>(nh)}, [](float u) { return 1.0f + 0.5f * u; });
+            t.tensor(p + "ssm_norm.weight", {static_cast<u64>(di / r.n_group), static_cast<u64>(r.n_group)},
+                     [](float u) { return 1.0f + 0.2f * u; });
+        } else {
+            t.matrix(p + "ssm_in.weight", e, 2 * di, r.proj_type, 2.0f);
+            t.matrix(p + "ssm_x.weight", di, r.dt_rank + 2 * ds, r.proj_type, 2.0f);
+            t.matrix(p + "ssm_dt.weight", r.dt_rank, di, GgmlType::F32, 0.5f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(di)}, dt_bias);
+            t.tensor(p + "ssm_a", {static_cast<u64>(ds), static_cast<u64>(di)}, neg_exp);
+            t.vector(p + "ssm_d", di, 1.0f, 0.5f);
+        }
+        t.matrix(p + "ssm_out.weight", di, e, r.proj_type);
+    }
+    t.writer().write(path);
+}
+
+// lfm2: short-convolution layers (0 KV heads) and attention layers with
+// QK-norm, each with a SwiGLU FFN, the final norm named token_embd_norm.
+void write_lfm2_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "lfm2";
+    const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128, l_cache = 3;
+    const bool attention[n_layer] = {false, true, false, true};
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(n_head));
+    std::vector<Value> kv;
+    for (bool a : attention) kv.push_back(Value::u32(a ? n_head_kv : 0));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    t.key("rope.freq_base", Value::f32(1000000.0f));
+    t.key("shortconv.l_cache", Value::u32(l_cache));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (attention[il]) {
+            t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.vector(p + "attn_q_norm.weight", hd, 1.0f, 0.2f);
+            t.vector(p + "attn_k_norm.weight", hd, 1.0f, 0.2f);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else {
+            t.tensor(p + "shortconv.conv.weight", {static_cast<uint64_t>(l_cache), static_cast<uint64_t>(e)},
+                     [](float u) { return 0.7f * u; });
+            t.matrix(p + "shortconv.in_proj.weight", e, 3 * e, wt, 2.0f);
+            t.matrix(p + "shortconv.out_proj.weight", e, e, wt);
+        }
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_gate.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_up.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+    }
+    t.writer().write(path);
+}
+
+// qwen35: three gated delta-net layers then one gated full-attention layer
+// (full_attention_interval 4), SwiGLU FFN after each.
+void write_qwen35_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "qwen35";
+    using u64 = uint64_t;
+    const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 32, n_ff = 128, n_rot = 16;
+    const int d_conv = 4, d_state = 16, n_k = 2, n_v = 4, d_inner = n_v * d_state, n_conv = d_inner + 2 * n_k * d_state;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::u32(n_head_kv));
+    t.key("attention.key_length", Value::u32(hd));
+    t.key("attention.value_length", Value::u32(hd));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("rope.freq_base", Value::f32(10000000.0f));
+    t.key("rope.dimension_count", Value::u32(n_rot));
+    t.key("rope.dimension_sections",
+          Value::array(gguf::ValueType::I32, {Value::i32(3), Value::i32(3), Value::i32(2), Value::i32(0)}));
+    t.key("full_attention_interval", Value::u32(4));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(n_v));
+    t.key("ssm.group_count", Value::u32(n_k));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if ((il + 1) % 4 == 0) {
+            t.matrix(p + "attn_q.weight", e, 2 * n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.vector(p + "attn_q_norm.weight", hd, 1.0f, 0.2f);
+            t.vector(p + "attn_k_norm.weight", hd, 1.0f, 0.2f);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else {
+            t.matrix(p + "attn_qkv.weight", e, n_conv, wt, 2.0f);
+            t.matrix(p + "attn_gate.weight", e, d_inner, wt, 2.0f);
+            t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_v)}, [](float u) { return 0.5f * u; });
+            t.tensor(p + "ssm_a", {static_cast<u64>(n_v)}, [](float u) { return -std::exp(u); });
+            t.matrix(p + "ssm_beta.weight", e, n_v, wt, 2.0f);
+            t.matrix(p + "ssm_alpha.weight", e, n_v, wt, 2.0f);
+            t.vector(p + "ssm_norm.weight", d_state, 1.0f, 0.2f);
+            t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        }
+        t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_gate.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_up.weight", e, n_ff, ft);
+        t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+    }
+    t.writer().write(path);
+}
+
+// nemotron_h: Mamba-2, ReLU² FFN, attention (no RoPE), ReLU² FFN, Mamba-2, each
+// layer its block alone.
+void write_nemotron_h_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "nemotron_h";
+    using u64 = uint64_t;
+    const int n_layer = 5, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128;
+    const int d_conv = 4, d_inner = 128, d_state = 16, n_ssm_head = 8, n_group = 2, n_conv = d_inner + 2 * n_group * d_state;
+    const char kinds[n_layer + 1] = "M-*-M";
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    std::vector<Value> kv, ff;
+    for (int il = 0; il < n_layer; ++il) {
+        kv.push_back(Value::u32(kinds[il] == '*' ? n_head_kv : 0));
+        ff.push_back(Value::u32(kinds[il] == '-' ? n_ff : 0));
+    }
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("feed_forward_length", Value::array(gguf::ValueType::U32, ff));
+    t.key("attention.layer_norm_epsilon", Value::f32(1e-5f));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(n_ssm_head));
+    t.key("ssm.group_count", Value::u32(n_group));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (kinds[il] == 'M') {
+            t.matrix(p + "ssm_in.weight", e, d_inner + n_conv + n_ssm_head, wt, 2.0f);
+            t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
+            t.vector(p + "ssm_conv1d.bias", n_conv, 0.0f, 0.2f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_ssm_head)}, [](float u) { return -2.5f + 1.5f * u; });
+            t.tensor(p + "ssm_a", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return -std::exp(u); });
+            t.tensor(p + "ssm_d", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return 1.0f + 0.5f * u; });
+            t.tensor(p + "ssm_norm.weight", {static_cast<u64>(d_inner / n_group), static_cast<u64>(n_group)},
+                     [](float u) { return 1.0f + 0.2f * u; });
+            t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        } else if (kinds[il] == '*') {
+            t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else {
+            t.matrix(p + "ffn_up.weight", e, n_ff, ft, 2.0f);
+            t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+        }
+    }
+    t.writer().write(path);
+}
+
 }  // namespace
 
 std::vector<TinyModelInfo> tiny_model_families() {
     std::vector<TinyModelInfo> out;
     for (const auto& r : recipes()) out.push_back({r.family, r.arch(), r.description});
+    for (const auto& r : ssm_recipes()) out.push_back({r.family, r.family, r.description});
+    out.push_back({"lfm2", "lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
+    out.push_back({"qwen35", "qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention "
+                                       "layer (GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"});
+    out.push_back({"nemotron_h", "nemotron_h", "Nemotron-H dense: Mamba-2 / ReLU² FFN / attention without RoPE / FFN / Mamba-2, "
+                                               "one block per layer; Q8_0 / Q4_0"});
     return out;
 }
 
@@ -265,9 +693,18 @@ std::vector<int32_t> tiny_model_prompt() {
 }
 
 void write_tiny_model(const std::string& family, const std::string& tokenizer_source, const std::string& path) {
+    auto seed_of = [](const std::string& name) {
+        uint64_t seed = 1000;
+        for (char c : name) seed = seed * 131 + static_cast<unsigned char>(c);
+        return seed;
+    };
+    if (const SsmRecipe* sr = ssm_recipe(family)) return write_ssm_model(*sr, seed_of(family), tokenizer_source, path);
+    if (family == "lfm2") return write_lfm2_model(seed_of(family), tokenizer_source, path);
+    if (family == "qwen35") return write_qwen35_model(seed_of(family), tokenizer_source, path);
+    if (family == "nemotron_h") return write_nemotron_h_model(seed_of(family), tokenizer_source, path);
     const FamilyRecipe& r = recipe(family);
-    uint64_t seed = 1000;
-    for (char c : family) seed = seed * 131 + static_cast<unsigned char>(c);
+    const std::string name = r.first_name.empty() ? family : r.first_name;
+    const uint64_t seed = seed_of(name);
     const std::string arch = r.arch();
     TinyWriter t(arch, seed);
     gguf::Metadata& md = t.writer().metadata();
@@ -275,7 +712,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     md.add("general.architecture", Value::string(arch));
     // A name without the family's: llama.cpp keys some tokenizer behaviour on the
     // model name ("phi3" marks special tokens right-stripping), not on the file's data.
-    md.add("general.name", Value::string("kiln tiny random model"));
+    md.add("general.name", Value::string(r.name_with_family ? "kiln tiny " + name : "kiln tiny random model"));
     t.key("context_length", Value::u32(512));
     t.key("embedding_length", Value::u32(static_cast<uint32_t>(s.n_embd)));
     t.key("block_count", Value::u32(static_cast<uint32_t>(s.n_layer)));
@@ -298,16 +735,15 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (s.window > 0) t.key("attention.sliding_window", Value::u32(static_cast<uint32_t>(s.window)));
     if (r.softcap_attn > 0) t.key("attn_logit_softcapping", Value::f32(r.softcap_attn));
     if (r.softcap_final > 0) t.key("final_logit_softcapping", Value::f32(r.softcap_final));
-
-    gguf::File src = gguf::File::open(tokenizer_source);
-    gguf::Metadata tok = gguf::materialize_metadata(src);
-    int64_t n_vocab = 0;
-    for (const auto& [k, v] : tok.entries()) {
-        if (k.rfind("tokenizer.", 0) != 0 || k == "tokenizer.chat_template") continue;
-        md.add(k, v);
-        if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
+    const FamilyRecipe::Experts& moe = r.moe;
+    if (moe.n_expert > 0) {
+        t.key("expert_count", Value::u32(static_cast<uint32_t>(moe.n_expert)));
+        t.key("expert_used_count", Value::u32(static_cast<uint32_t>(moe.n_used)));
+        if (moe.ff_key) t.key("expert_feed_forward_length", Value::u32(static_cast<uint32_t>(s.n_ff)));
+        if (moe.n_ff_shexp > 0) t.key("expert_shared_feed_forward_length", Value::u32(static_cast<uint32_t>(moe.n_ff_shexp)));
     }
-    if (n_vocab == 0) throw Error(tokenizer_source + ": no tokenizer.ggml.tokens");
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
 
     // A matrix with its weight scale (around 1) and input scale (read by no graph).
     auto matrix = [&](const std::string& base, int64_t n_in, int64_t n_out, GgmlType type, float gain, bool scale = true) {
@@ -353,20 +789,54 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
         }
         matrix(p + "attn_output", dq, e, r.attn_type, 1.0f);
         if (r.attn_out_bias) t.vector(p + "attn_output.bias", e, 0.0f, 0.5f);
+        if (r.gpt_oss) t.vector(p + "attn_sinks.weight", s.n_head, 0.0f, 2.0f);
         if (r.post_norms) t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
-        if (r.pre_norms) t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        if (r.gpt_oss)
+            t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);  // gpt-oss's pre-FFN norm
+        else if (r.pre_norms)
+            t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
         if (r.layer_norm) t.vector(p + "ffn_norm.bias", e, 0.0f, 0.2f);
-        if (r.fused_gate_up) {
-            matrix(p + "ffn_up", e, 2 * s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+        if (moe.n_expert > 0) {
+            // Router gain 4: logits spread over a few units, so the selection
+            // is not a toss-up between near-equal experts (except the tie).
+            t.router(p + "ffn_gate_inp.weight", e, moe.n_expert, moe.tie, 4.0f);
+            if (r.gpt_oss) {
+                // The router bias keeps the tie (equal bias for the tied pair).
+                std::vector<float> rb(static_cast<size_t>(moe.n_expert));
+                t.fill(rb, 0.0f, 0.5f);
+                if (moe.tie >= 0) rb[static_cast<size_t>(moe.tie + 1)] = rb[static_cast<size_t>(moe.tie)];
+                t.raw(p + "ffn_gate_inp.bias", {static_cast<uint64_t>(moe.n_expert)}, rb);
+                std::vector<float> b(static_cast<size_t>(s.n_ff * moe.n_expert));
+                t.fill(b, 0.0f, 0.5f);
+                t.raw(p + "ffn_gate_exps.bias", {static_cast<uint64_t>(s.n_ff), static_cast<uint64_t>(moe.n_expert)}, b);
+                t.fill(b, 0.0f, 0.5f);
+                t.raw(p + "ffn_up_exps.bias", {static_cast<uint64_t>(s.n_ff), static_cast<uint64_t>(moe.n_expert)}, b);
+                std::vector<float> db(static_cast<size_t>(e * moe.n_expert));
+                t.fill(db, 0.0f, 0.5f);
+                t.raw(p + "ffn_down_exps.bias", {static_cast<uint64_t>(e), static_cast<uint64_t>(moe.n_expert)}, db);
+            }
+            t.experts(p + "ffn_gate_exps.weight", e, s.n_ff, moe.n_expert, r.ffn_type);
+            t.experts(p + "ffn_up_exps.weight", e, s.n_ff, moe.n_expert, r.ffn_type);
+            t.experts(p + "ffn_down_exps.weight", s.n_ff, e, moe.n_expert, r.ffn_type);
+            if (moe.n_ff_shexp > 0) {
+                if (moe.shexp_gate) t.vector(p + "ffn_gate_inp_shexp.weight", e, 0.0f, 0.5f);
+                t.matrix(p + "ffn_gate_shexp.weight", e, moe.n_ff_shexp, moe.shexp_type);
+                t.matrix(p + "ffn_up_shexp.weight", e, moe.n_ff_shexp, moe.shexp_type);
+                t.matrix(p + "ffn_down_shexp.weight", moe.n_ff_shexp, e, moe.shexp_type);
+            }
         } else {
-            if (!r.plain_ffn) matrix(p + "ffn_gate", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
-            matrix(p + "ffn_up", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
-        }
-        matrix(p + "ffn_down", s.n_ff, e, r.ffn_type, 1.0f, r.ffn_scales);
-        if (r.ffn_bias) {
-            if (!r.fused_gate_up && !r.plain_ffn) t.vector(p + "ffn_gate.bias", s.n_ff, 0.0f, 0.5f);
-            t.vector(p + "ffn_up.bias", s.n_ff, 0.0f, 0.5f);
-            t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
+            if (r.fused_gate_up) {
+                matrix(p + "ffn_up", e, 2 * s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+            } else {
+                if (!r.plain_ffn) matrix(p + "ffn_gate", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+                matrix(p + "ffn_up", e, s.n_ff, r.ffn_type, 1.0f, r.ffn_scales);
+            }
+            matrix(p + "ffn_down", s.n_ff, e, r.ffn_type, 1.0f, r.ffn_scales);
+            if (r.ffn_bias) {
+                if (!r.fused_gate_up && !r.plain_ffn) t.vector(p + "ffn_gate.bias", s.n_ff, 0.0f, 0.5f);
+                t.vector(p + "ffn_up.bias", s.n_ff, 0.0f, 0.5f);
+                t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
+            }
         }
         if (r.post_norms) t.vector(p + "post_ffw_norm.weight", e, 1.0f, 0.2f);
     }

@@ -78,13 +78,14 @@ KILN_TARGET_AVX2 inline double hsum_pd(__m256d v) {
     return _mm_cvtsd_f64(s);
 }
 
-KILN_TARGET_AVX2 void softmax_row(float* x, int64_t n, bool f16) {
+// sink: a logit in the normalisation without a value (-inf: none), as ops::softmax_with_sink.
+KILN_TARGET_AVX2 void softmax_row(float* x, int64_t n, bool f16, float sink = -INFINITY) {
     __m256 mx = _mm256_set1_ps(-INFINITY);
     for (int64_t i = 0; i < n; i += 8) {
         const __m256i m = tail_mask(n - i);
         mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), load_m(x + i, m), _mm256_castsi256_ps(m)));
     }
-    const float top = hmax_ps(mx);
+    const float top = std::max(hmax_ps(mx), sink);
     if (top == -INFINITY) {
         for (int64_t i = 0; i < n; i += 8) store_m(x + i, tail_mask(n - i), _mm256_setzero_ps());
         return;
@@ -98,7 +99,8 @@ KILN_TARGET_AVX2 void softmax_row(float* x, int64_t n, bool f16) {
         s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
     }
-    const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / hsum_pd(_mm256_add_pd(s0, s1))));
+    const double sum = hsum_pd(_mm256_add_pd(s0, s1)) + (sink == -INFINITY ? 0.0 : static_cast<double>(std::exp(sink - top)));
+    const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
     for (int64_t i = 0; i < n; i += 8) {
         const __m256i m = tail_mask(n - i);
         __m256 v = _mm256_mul_ps(load_m(x + i, m), inv);
@@ -272,7 +274,7 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
             float* sp = sc.scores.data() + hq * stride;
             if (s.softcap > 0.0f)
                 for (int64_t jj = 0; jj < n_keys; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
-            softmax_row(sp, n_keys, round);
+            softmax_row(sp, n_keys, round, s.sinks ? s.sinks[g * group + hq] : -INFINITY);
         }
         for (int d0 = 0; d0 < dv; d0 += 32)
             for (int h0 = 0; h0 < group; h0 += 3) {

@@ -6,7 +6,7 @@
 // sums use vpmaddubsw (unsigned weight level x signed activation, pairs summed to
 // int16) and vpmaddwd (to int32). vpmaddubsw saturates, so int16 partial sums
 // are only accumulated as far as they provably fit: 8 chunks of 4-bit levels, 4
-// of 5-bit ones; 8-bit weights (Q8_0, IQ4_NL) use the sign trick (|w| x sign(a, w))
+// of 5-bit ones; 8-bit weights (Q8_0, IQ4_NL, MXFP4) use the sign trick (|w| x sign(a, w))
 // one chunk at a time. On CPUs with AVX-VNNI the `vnni` variants take one
 // vpdpbusd per chunk instead, as the AVX-512 kernels do (8-bit weights flipped to
 // unsigned, the activations' bias removing the offset). The sums are exact either
@@ -106,7 +106,7 @@ KILN_TARGET_AVX2 void quantize_block256(const float* x, const ActFormat& f, uint
 
 // ---- legacy formats ------------------------------------------------------------------
 
-enum class Legacy { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
+enum class Legacy { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4 };
 
 struct LegacyLayout {
     bool has_min, fifth_bit;
@@ -117,6 +117,7 @@ constexpr LegacyLayout legacy_layout(Legacy f) {
     switch (f) {
         case Legacy::Q4_0: return {false, false, 32};
         case Legacy::IQ4_NL: return {false, false, 32};
+        case Legacy::MXFP4: return {false, false, 16};  // e[16] E8M0 instead of d[16] f16
         case Legacy::Q4_1: return {true, false, 64};
         case Legacy::Q5_0: return {false, true, 96};
         case Legacy::Q5_1: return {true, true, 128};
@@ -125,11 +126,32 @@ constexpr LegacyLayout legacy_layout(Legacy f) {
     return {};
 }
 
-// IQ4_NL's level table; for vpdpbusd plus 128 (unsigned; the bias removes 128 x sum(a)).
-template <bool Vnni>
-KILN_TARGET_AVX2 inline __m256i iq4nl_lut() {
-    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::k_values_iq4nl)));
+// Formats whose 4-bit codes select levels from a table (IQ4_NL, MXFP4).
+constexpr bool table_levels(Legacy f) { return f == Legacy::IQ4_NL || f == Legacy::MXFP4; }
+
+// The level table of IQ4_NL or MXFP4 (E2M1 doubled); for vpdpbusd plus 128
+// (unsigned; the bias removes 128 x sum(a)).
+template <Legacy F, bool Vnni>
+KILN_TARGET_AVX2 inline __m256i level_lut() {
+    if constexpr (!table_levels(F)) return _mm256_setzero_si256();
+    const int8_t* levels = F == Legacy::MXFP4 ? quant::k_values_e2m1x2 : quant::k_values_iq4nl;
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(levels)));
     return Vnni ? _mm256_xor_si256(lut, _mm256_set1_epi8(static_cast<char>(0x80))) : lut;
+}
+
+// Rows 8h ..'s weight scales: f16, or MXFP4's E8M0 bytes halved (2^(e - 128);
+// e = 0 and 1 give the subnormals 0x00200000 << e), as quant's e8m0_to_fp32_half.
+template <Legacy F>
+KILN_TARGET_AVX2 inline __m256 load_scales(const uint8_t* w, int h) {
+    if constexpr (F == Legacy::MXFP4) {
+        const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + 8 * h)));
+        const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+        const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+        const __m256i is_tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+        return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, is_tiny));
+    } else {
+        return load_f16x8(w + 16 * h);
+    }
 }
 
 // Chunk c of rows 8h .. 8h + 7 of a 4- or 5-bit block: the levels of elements
@@ -154,7 +176,7 @@ template <Legacy F, int T, bool Vnni>
 KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256i lut, __m256* acc) {
     constexpr LegacyLayout L = legacy_layout(F);
     constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
-    constexpr bool signed_bytes = !Vnni && (F == Legacy::Q8_0 || F == Legacy::IQ4_NL);
+    constexpr bool signed_bytes = !Vnni && (F == Legacy::Q8_0 || table_levels(F));
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
     // This tile's tokens t0 .. t0 + T - 1 of the group.
@@ -183,7 +205,7 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
             for (int c = 0; c < 4; ++c) {
                 __m256i lo, hi;
                 nibble_levels<F>(w, h, c, lo, hi);
-                if constexpr (F == Legacy::IQ4_NL) {
+                if constexpr (table_levels(F)) {
                     lo = _mm256_shuffle_epi8(lut, lo);
                     hi = _mm256_shuffle_epi8(lut, hi);
                 }
@@ -203,7 +225,7 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(absq, s), ones));
             }
         }
-    } else if constexpr (F == Legacy::IQ4_NL) {
+    } else if constexpr (table_levels(F)) {
         for (int c = 0; c < 4; ++c) {
             const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
             const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(raw, low4));
@@ -231,7 +253,7 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
             }
         }
     }
-    const __m256 dw = load_f16x8(w + 16 * h);
+    const __m256 dw = load_scales<F>(w, h);
     if constexpr (L.has_min) {
         const __m256 mw = load_f16x8(w + 32 + 16 * h);
         for (int t = 0; t < T; ++t) {
@@ -252,7 +274,7 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
 template <Legacy F, int T, bool Vnni>
 KILN_TARGET_AVX2 void legacy_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
                                   uint64_t a_stride, float* y, int64_t ldy, int n_rows, bool stream) {
-    const __m256i lut = F == Legacy::IQ4_NL ? iq4nl_lut<Vnni>() : _mm256_setzero_si256();
+    const __m256i lut = level_lut<F, Vnni>();
     const uint64_t ahead = stream_ahead(w_stride);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
@@ -267,7 +289,7 @@ KILN_TARGET_AVX2 void legacy_tile(const uint8_t* w, int h, const uint8_t* a, int
 template <Legacy F, bool Vnni>
 struct LegacyBlock {
     static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) {
-        legacy_block<F, 1, Vnni>(w, h, a, 0, F == Legacy::IQ4_NL ? iq4nl_lut<Vnni>() : _mm256_setzero_si256(), &acc);
+        legacy_block<F, 1, Vnni>(w, h, a, 0, level_lut<F, Vnni>(), &acc);
     }
 };
 
@@ -320,6 +342,9 @@ void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, 
 void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     legacy_gemm<Legacy::IQ4_NL, false>(w, a, p0, p1, y, ldy);
 }
+void gemm_mxfp4(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::MXFP4, false>(w, a, p0, p1, y, ldy);
+}
 
 namespace vnni {
 const PackedGemmFn gemm_q4_0 = legacy_gemm<Legacy::Q4_0, true>;
@@ -328,6 +353,7 @@ const PackedGemmFn gemm_q5_0 = legacy_gemm<Legacy::Q5_0, true>;
 const PackedGemmFn gemm_q5_1 = legacy_gemm<Legacy::Q5_1, true>;
 const PackedGemmFn gemm_q8_0 = legacy_gemm<Legacy::Q8_0, true>;
 const PackedGemmFn gemm_iq4_nl = legacy_gemm<Legacy::IQ4_NL, true>;
+const PackedGemmFn gemm_mxfp4 = legacy_gemm<Legacy::MXFP4, true>;
 }  // namespace vnni
 
 }  // namespace kiln::avx2

@@ -194,36 +194,6 @@ KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const u
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * y_step, rows[p], acc[p * T + t]);
 }
 
-// The last argument: stream (a batch of one group of several tokens, batched
-// decode: the panel is read once, from memory, so the next super-block's lines,
-// 37-53 of them, are requested while this one is summed, as one token's decode
-// does; in prefill the panel stays in cache for the next groups).
-using TileFn = void (*)(const uint8_t*, uint64_t, const uint8_t*, int64_t, uint64_t, uint64_t, float*, int64_t, const __mmask16*,
-                        int64_t, bool);
-
-// tiles[0] decodes 2 panels x 1 token (decode_halves); tiles[T] is 1 panel x T tokens.
-KILN_TARGET_AVX512 void run_tiles(const TileFn (&tiles)[9], const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1,
-                                  float* y, int64_t ldy) {
-    const bool stream = a.n_groups() == 1;
-    auto tokens = [&](int64_t p) KILN_TARGET_AVX512 {
-        const __mmask16 rows[1] = {panel_rows(w, p)};
-        for (int64_t g = 0; g < a.n_groups(); ++g) {
-            const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
-            tiles[n](w.panel(p), w.panel_bytes, a.group(g), w.n_blocks, w.block_bytes, a.format.block_stride,
-                     y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows, k_panel_rows, stream);
-        }
-    };
-    if (a.n_tokens == 1) {
-        auto pair = [&](int64_t q, int64_t half) KILN_TARGET_AVX512 {
-            const __mmask16 rows[2] = {panel_rows(w, q), panel_rows(w, q + half)};
-            tiles[0](w.panel(q), half * w.panel_bytes, a.group(0), w.n_blocks, w.block_bytes, a.format.block_stride,
-                     y + q * k_panel_rows, ldy, rows, half * k_panel_rows, false);
-        };
-        return decode_halves(p0, p1, pair, tokens);
-    }
-    for (int64_t p = p0; p < p1; ++p) tokens(p);
-}
-
 template <bool fifth_bit>
 constexpr TileFn k4_tiles[9] = {k4_tile<fifth_bit, 2, 1>, k4_tile<fifth_bit, 1, 1>, k4_tile<fifth_bit, 1, 2>,
                                 k4_tile<fifth_bit, 1, 3>, k4_tile<fifth_bit, 1, 4>, k4_tile<fifth_bit, 1, 5>,

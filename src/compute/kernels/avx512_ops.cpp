@@ -89,10 +89,11 @@ KILN_TARGET_AVX512 inline __m512 dot_lanes(const float* q, const uint8_t* k, int
     return acc;
 }
 
-KILN_TARGET_AVX512 void softmax_row(float* x, int64_t n, bool f16) {
+// sink: a logit in the normalisation without a value (-inf: none), as ops::softmax_with_sink.
+KILN_TARGET_AVX512 void softmax_row(float* x, int64_t n, bool f16, float sink = -INFINITY) {
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int64_t i = 0; i < n; i += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i));
-    const float m = _mm512_reduce_max_ps(mx);
+    const float m = std::max(_mm512_reduce_max_ps(mx), sink);
     if (m == -INFINITY) {
         for (int64_t i = 0; i < n; i += 16) _mm512_mask_storeu_ps(x + i, tail_mask(n - i), _mm512_setzero_ps());
         return;
@@ -106,7 +107,7 @@ KILN_TARGET_AVX512 void softmax_row(float* x, int64_t n, bool f16) {
         s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
         s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
     }
-    const double sum = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    const double sum = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1)) + (sink == -INFINITY ? 0.0 : static_cast<double>(std::exp(sink - m)));
     const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 k = tail_mask(n - i);
@@ -265,7 +266,7 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
             float* sp = sc.scores.data() + hq * stride;
             if (s.softcap > 0.0f)
                 for (int64_t jj = 0; jj < n_keys; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
-            softmax_row(sp, n_keys, round);
+            softmax_row(sp, n_keys, round, s.sinks ? s.sinks[g * group + hq] : -INFINITY);
         }
         // Weighted sums of values.
         for (int d0 = 0; d0 < dv; d0 += 64)

@@ -1,6 +1,6 @@
 // AVX-512 (F/BW/VL/DQ/VNNI): activation quantization into the grouped layout and
 // the products of the legacy 32-element formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// IQ4_NL) over packed panels.
+// IQ4_NL, MXFP4) over packed panels.
 //
 // One zmm holds one int32 or f32 per row of a 16-row panel. Per block and token:
 // vpdpbusd accumulates the exact integer sum of the 16 rows against one broadcast
@@ -110,7 +110,7 @@ KILN_TARGET_AVX512 void quantize_block256(const float* x, const ActFormat& f, ui
 
 // ---- legacy formats ------------------------------------------------------------------
 
-enum class Legacy { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL };
+enum class Legacy { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4 };
 
 struct LegacyLayout {
     bool has_min;      // m[16] f16 after d
@@ -122,6 +122,7 @@ constexpr LegacyLayout legacy_layout(Legacy f) {
     switch (f) {
         case Legacy::Q4_0: return {false, false, 32};
         case Legacy::IQ4_NL: return {false, false, 32};
+        case Legacy::MXFP4: return {false, false, 16};  // e[16] E8M0 instead of d[16] f16
         case Legacy::Q4_1: return {true, false, 64};
         case Legacy::Q5_0: return {false, true, 96};
         case Legacy::Q5_1: return {true, true, 128};
@@ -130,11 +131,32 @@ constexpr LegacyLayout legacy_layout(Legacy f) {
     return {};
 }
 
-// IQ4_NL's level table plus 128 (unsigned for vpdpbusd; the bias removes 128 x sum(a)).
-KILN_TARGET_AVX512 inline __m512i iq4nl_lut() {
+// Formats whose 4-bit codes select levels from a table (IQ4_NL, MXFP4).
+constexpr bool table_levels(Legacy f) { return f == Legacy::IQ4_NL || f == Legacy::MXFP4; }
+
+// The level table of IQ4_NL or MXFP4 (E2M1 doubled) plus 128 (unsigned for
+// vpdpbusd; the bias removes 128 x sum(a)).
+template <Legacy F>
+KILN_TARGET_AVX512 inline __m512i level_lut() {
+    if constexpr (!table_levels(F)) return _mm512_setzero_si512();
+    const int8_t* levels = F == Legacy::MXFP4 ? quant::k_values_e2m1x2 : quant::k_values_iq4nl;
     alignas(16) uint8_t t[16];
-    for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(quant::k_values_iq4nl[i] + 128);
+    for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(levels[i] + 128);
     return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
+// The 16 rows' weight scales: f16, or MXFP4's E8M0 bytes halved (2^(e - 128);
+// e = 0 and 1 give the subnormals 0x00200000 << e), as quant's e8m0_to_fp32_half.
+template <Legacy F>
+KILN_TARGET_AVX512 inline __m512 load_scales(const uint8_t* w) {
+    if constexpr (F == Legacy::MXFP4) {
+        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+        const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+        const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+        return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, tiny));
+    } else {
+        return load_f16x16(w);
+    }
 }
 
 // Blocks ahead whose weight lines a streaming tile requests (k_stream_ahead).
@@ -150,7 +172,7 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
     constexpr LegacyLayout L = legacy_layout(F);
     constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
     const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const __m512i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm512_setzero_si512();
+    const __m512i lut = level_lut<F>();
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
@@ -184,7 +206,7 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
                     lo = _mm512_mask_add_epi8(lo, load_mask64(masks + 16 * c), lo, bit);
                     hi = _mm512_mask_add_epi8(hi, load_mask64(masks + 16 * c + 8), hi, bit);
                 }
-                if constexpr (F == Legacy::IQ4_NL) {
+                if constexpr (table_levels(F)) {
                     lo = _mm512_shuffle_epi8(lut, lo);
                     hi = _mm512_shuffle_epi8(lut, hi);
                 }
@@ -195,7 +217,7 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
             }
         }
         for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], isum2[t]);
-        const __m512 dw = load_f16x16(w);
+        const __m512 dw = load_scales<F>(w);
         if constexpr (L.has_min) {
             const __m512 mw = load_f16x16(w + 32);
             for (int t = 0; t < T; ++t) {
@@ -223,7 +245,7 @@ KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, co
     constexpr LegacyLayout L = legacy_layout(F);
     constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
     const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const __m512i lut = F == Legacy::IQ4_NL ? iq4nl_lut() : _mm512_setzero_si512();
+    const __m512i lut = level_lut<F>();
     __m512 acc[P];
     for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
@@ -247,7 +269,7 @@ KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, co
                         lo = _mm512_mask_add_epi8(lo, load_mask64_via_gpr(masks + 16 * c), lo, bit);
                         hi = _mm512_mask_add_epi8(hi, load_mask64_via_gpr(masks + 16 * c + 8), hi, bit);
                     }
-                    if constexpr (F == Legacy::IQ4_NL) {
+                    if constexpr (table_levels(F)) {
                         lo = _mm512_shuffle_epi8(lut, lo);
                         hi = _mm512_shuffle_epi8(lut, hi);
                     }
@@ -255,7 +277,7 @@ KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, co
                     isum = _mm512_dpbusd_epi32(isum, hi, bcast_i32(a + 16 + 4 * c));
                 }
             }
-            const __m512 d = _mm512_mul_ps(load_f16x16(wp), da);
+            const __m512 d = _mm512_mul_ps(load_scales<F>(wp), da);
             __m512 term = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum));
             if constexpr (L.has_min) term = _mm512_add_ps(term, _mm512_mul_ps(load_f16x16(wp + 32), bcast_f32(a + act_aux_offset(32))));
             acc[p] = _mm512_add_ps(acc[p], term);
@@ -339,6 +361,9 @@ void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, 
 }
 void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     legacy_gemm<Legacy::IQ4_NL>(w, a, p0, p1, y, ldy);
+}
+void gemm_mxfp4(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_gemm<Legacy::MXFP4>(w, a, p0, p1, y, ldy);
 }
 
 }  // namespace kiln::avx512

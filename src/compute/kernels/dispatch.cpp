@@ -8,6 +8,7 @@
 #include "compute/kernels/target.h"
 #include "compute/kernels/x86.h"
 #include "compute/ops.h"
+#include "compute/ssm.h"
 #include "kiln/error.h"
 #include "kiln/quant.h"
 
@@ -18,6 +19,8 @@ const KernelTable& scalar_kernels() {
         KernelTable k;
         k.isa = Isa::Scalar;
         k.silu_mul = ops::silu_mul;
+        k.ssm_scan2 = ssm::scan2_step;
+        k.ssm_delta = ssm::delta_step;
         k.rope_apply = ops::rope_apply;
         k.f32_to_f16 = [](const float* src, uint16_t* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
@@ -43,7 +46,12 @@ const KernelTable& scalar_kernels() {
 #define KILN_QUANT_KERNELS(ns)                                                                                           \
     {GgmlType::Q4_0, ns::gemm_q4_0}, {GgmlType::Q4_1, ns::gemm_q4_1}, {GgmlType::Q5_0, ns::gemm_q5_0},                  \
         {GgmlType::Q5_1, ns::gemm_q5_1}, {GgmlType::Q8_0, ns::gemm_q8_0}, {GgmlType::IQ4_NL, ns::gemm_iq4_nl},          \
-        {GgmlType::Q4_K, ns::gemm_q4_K}, {GgmlType::Q5_K, ns::gemm_q5_K}, {GgmlType::Q6_K, ns::gemm_q6_K}
+        {GgmlType::Q4_K, ns::gemm_q4_K}, {GgmlType::Q5_K, ns::gemm_q5_K}, {GgmlType::Q6_K, ns::gemm_q6_K},             \
+        {GgmlType::Q2_K, ns::gemm_q2_K}, {GgmlType::Q3_K, ns::gemm_q3_K}, {GgmlType::IQ4_XS, ns::gemm_iq4_xs},          \
+        {GgmlType::TQ2_0, ns::gemm_tq2_0}, {GgmlType::TQ1_0, ns::gemm_tq2_0}, {GgmlType::MXFP4, ns::gemm_mxfp4},       \
+        {GgmlType::IQ2_XXS, ns::gemm_iq2_xxs}, {GgmlType::IQ2_XS, ns::gemm_iq2_xs}, {GgmlType::IQ2_S, ns::gemm_iq2_s},   \
+        {GgmlType::IQ3_XXS, ns::gemm_iq3_xxs}, {GgmlType::IQ3_S, ns::gemm_iq3_s}, {GgmlType::IQ1_S, ns::gemm_iq1_s},     \
+        {GgmlType::IQ1_M, ns::gemm_iq1_m}
 
 namespace {
 const QuantKernel k_avx2_quant[] = {KILN_QUANT_KERNELS(avx2)};
@@ -68,6 +76,8 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.rms_norm = avx2::rms_norm;
     k.softmax = avx2::softmax;
     k.attend_row = avx2::attend_row;
+    k.ssm_scan2 = avx2::ssm_scan2;
+    k.ssm_delta = avx2::ssm_delta;
     return k;
 }
 }  // namespace
@@ -100,6 +110,8 @@ const KernelTable& avx512_kernels() {
         k.rms_norm = avx512::rms_norm;
         k.softmax = avx512::softmax;
         k.attend_row = avx512::attend_row;
+        k.ssm_scan2 = avx512::ssm_scan2;
+        k.ssm_delta = avx512::ssm_delta;
         return k;
     }();
     return t;

@@ -74,6 +74,12 @@ struct KernelTable {
     // One query row over f32 keys and values (attend_rows); nullptr: the scalar attend().
     void (*attend_row)(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                        AttentionScratch& scratch) = nullptr;
+    // The Mamba-2 scan of one position over heads [h0, h1), bit-identical to ssm::scan2_step.
+    void (*ssm_scan2)(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C, float* y,
+                      int d_state, int head_dim, int n_head, int n_group, int h0, int h1) = nullptr;
+    // The gated delta rule of one position over value heads [h0, h1), bit-identical to ssm::delta_step.
+    void (*ssm_delta)(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y,
+                      int d, int n_k_heads, int h0, int h1) = nullptr;
 
     PackedGemmFn find_quant(GgmlType type) const {
         for (const QuantKernel& k : quant)

@@ -3,12 +3,16 @@
 // values of the file's blocks, only in another order.
 #include "compute/kernels/packing.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "compute/kernels/iq_grid_layout.h"
 #include "kiln/error.h"
 #include "quant/blocks.h"
 
@@ -155,6 +159,193 @@ void pack_q6_K(const uint8_t* const* rows, uint8_t* dst) {
     }
 }
 
+// The 2-bit level of element e of a 256-element block whose 64 qs bytes pack
+// elements l, l+32, l+64, l+96 of each 128-element half in byte l (Q2_K, Q3_K, TQ2_0).
+int k2_level(const uint8_t* qs, int e) { return (qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
+
+// 16 sub-block chunks of 2-bit levels: sub-block sb at dst + 64 sb, lane i byte j
+// bits 2k..2k+1 = level(i, 16 sb + 4k + j).
+template <typename Level>
+void put_k2_chunks(const uint8_t* const* rows, uint8_t* dst, Level&& level) {
+    for (int i = 0; i < k_panel_rows; ++i) {
+        if (!rows[i]) continue;
+        for (int sb = 0; sb < 16; ++sb)
+            for (int k = 0; k < 4; ++k)
+                for (int j = 0; j < 4; ++j) dst[64 * sb + 4 * i + j] |= static_cast<uint8_t>((level(rows[i], 16 * sb + 4 * k + j) & 3) << (2 * k));
+    }
+}
+
+// Q2_K (file: scales 0, qs 16, d 80, dmin 82).
+void pack_q2_K(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 80, dst);
+    put_f16_lanes(rows, 82, dst + 32);
+    for (int i = 0; i < k_panel_rows; ++i)
+        if (rows[i])
+            for (int sb = 0; sb < 16; ++sb) dst[64 + 32 * (sb / 2) + 2 * i + (sb % 2)] = rows[i][sb];
+    put_k2_chunks(rows, dst + 320, [](const uint8_t* b, int e) { return k2_level(b + 16, e); });
+}
+
+// Q3_K's signed 6-bit scale of sub-block j (12 packed bytes), as the reference reads it.
+int q3_scale(const uint8_t* scales, int j) {
+    const int low = j < 8 ? (scales[j] & 0xF) : (scales[j - 8] >> 4);
+    const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+// Q3_K's unsigned 3-bit level (q2 + 4 high = value + 4) of element e (file: hmask 0, qs 32).
+int q3_level(const uint8_t* b, int e) {
+    const int high = (b[e % 32] >> (4 * (e / 128) + (e % 128) / 32)) & 1;
+    return k2_level(b + 32, e) | (high << 2);
+}
+
+// Q3_K (file: hmask 0, qs 32, scales 96, d 108).
+void pack_q3_K(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 108, dst);
+    for (int i = 0; i < k_panel_rows; ++i) {
+        if (!rows[i]) continue;
+        for (int sb = 0; sb < 16; ++sb)
+            dst[32 + 32 * (sb / 2) + 2 * i + (sb % 2)] = static_cast<uint8_t>(static_cast<int8_t>(q3_scale(rows[i] + 96, sb)));
+        for (int sb = 0; sb < 16; ++sb)
+            for (int k = 0; k < 4; ++k)
+                for (int j = 0; j < 4; ++j)
+                    dst[1312 + 64 * (sb / 2) + 4 * i + j] |=
+                        static_cast<uint8_t>((q3_level(rows[i], 16 * sb + 4 * k + j) >> 2) << (k + 4 * (sb % 2)));
+    }
+    put_k2_chunks(rows, dst + 288, q3_level);
+}
+
+// TQ2_0 (file: qs 0, d 64).
+void pack_tq2_0(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 64, dst);
+    put_k2_chunks(rows, dst + 32, [](const uint8_t* b, int e) { return k2_level(b, e); });
+}
+
+// TQ1_0's base-3 digit (0, 1, 2) of element e (file: qs 0..47, qh 48..51), in the
+// element order of dequantize_row_tq1_0.
+int tq1_level(const uint8_t* b, int e) {
+    static constexpr uint8_t k_pow3[5] = {1, 3, 9, 27, 81};
+    int byte, digit;
+    if (e < 160) {
+        byte = e % 32, digit = e / 32;
+    } else if (e < 240) {
+        byte = 32 + (e - 160) % 16, digit = (e - 160) / 16;
+    } else {
+        byte = 48 + (e - 240) % 4, digit = (e - 240) / 4;
+    }
+    const uint8_t q = static_cast<uint8_t>(b[byte] * k_pow3[digit]);
+    return (q * 3) >> 8;
+}
+
+// TQ1_0 in TQ2_0's panel layout (file: qs 0, qh 48, d 52): the kernels read 2-bit
+// levels; decoding five base-3 digits per byte in the inner loop would cost more
+// than the 22 % more bytes (66 per row instead of 54).
+void pack_tq1_0(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 52, dst);
+    put_k2_chunks(rows, dst + 32, tq1_level);
+}
+
+// IQ4_XS (file: d 0, scales_h 2, scales_l 4, qs 8): d[16] | signed scale pairs
+// [4][16][2] | per sub-block of 32, 4 nibble chunks as IQ4_NL's.
+void pack_iq4_xs(const uint8_t* const* rows, uint8_t* dst) {
+    put_f16_lanes(rows, 0, dst);
+    for (int i = 0; i < k_panel_rows; ++i) {
+        if (!rows[i]) continue;
+        const int scales_h = rows[i][2] | (rows[i][3] << 8);
+        for (int sb = 0; sb < 8; ++sb) {
+            const int low = (rows[i][4 + sb / 2] >> (4 * (sb % 2))) & 0xF;
+            const int high = (scales_h >> (2 * sb)) & 3;
+            dst[32 + 32 * (sb / 2) + 2 * i + (sb % 2)] = static_cast<uint8_t>(static_cast<int8_t>((low | (high << 4)) - 32));
+        }
+    }
+    for (int sb = 0; sb < 8; ++sb) put_chunks(rows, 8 + 16 * sb, 4, dst + 160 + 256 * sb);
+}
+
+// MXFP4 (file: e 0, qs 1): e[16] | 4 nibble chunks, as Q4_0's.
+void pack_mxfp4(const uint8_t* const* rows, uint8_t* dst) {
+    for (int i = 0; i < k_panel_rows; ++i)
+        if (rows[i]) dst[i] = rows[i][0];
+    put_chunks(rows, 1, 4, dst + 16);
+}
+
+// ---- grid i-quants (iq_grid_layout.h): the file's fields, rows side by side ----
+
+// Row i's `n` bytes at `field` to dst + n i.
+void put_lanes(const uint8_t* const* rows, int field, int n, uint8_t* dst) {
+    for (int i = 0; i < k_panel_rows; ++i)
+        if (rows[i]) std::memcpy(dst + n * i, rows[i] + field, static_cast<size_t>(n));
+}
+
+using G = IqGridLayout;
+
+void pack_iq2_xxs(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, per ib 4 index bytes + u32 at 2 + 8 ib
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int l = 0; l < 4; ++l) put_lanes(rows, 2 + 8 * ib + l, 1, dst + G::iq2xxs_idx(ib, l));
+        put_lanes(rows, 2 + 8 * ib + 4, 4, dst + G::iq2xxs_aux(ib));
+    }
+}
+
+void pack_iq2_xs(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, u16 qs at 2, scales at 66
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int l = 0; l < 4; ++l) put_lanes(rows, 2 + 2 * (4 * ib + l), 2, dst + G::iq2xs_q(ib, l));
+        put_lanes(rows, 66 + ib, 1, dst + G::iq2xs_scales(ib));
+    }
+}
+
+void pack_iq2_s(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, qs 2, signs 34, qh 66, scales 74
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int l = 0; l < 4; ++l) {
+            put_lanes(rows, 2 + 4 * ib + l, 1, dst + G::iq2s_qs(ib, l));
+            put_lanes(rows, 34 + 4 * ib + l, 1, dst + G::iq2s_signs(ib, l));
+        }
+        put_lanes(rows, 66 + ib, 1, dst + G::iq2s_qh(ib));
+        put_lanes(rows, 74 + ib, 1, dst + G::iq2s_scales(ib));
+    }
+}
+
+void pack_iq3_xxs(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, qs 2, scales_signs 66
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int k = 0; k < 8; ++k) put_lanes(rows, 2 + 8 * ib + k, 1, dst + G::iq3xxs_qs(ib, k));
+        put_lanes(rows, 66 + 4 * ib, 4, dst + G::iq3xxs_aux(ib));
+    }
+}
+
+void pack_iq3_s(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, qs 2, qh 66, signs 74, scales 106
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int k = 0; k < 8; ++k) put_lanes(rows, 2 + 8 * ib + k, 1, dst + G::iq3s_qs(ib, k));
+        put_lanes(rows, 66 + ib, 1, dst + G::iq3s_qh(ib));
+        for (int l = 0; l < 4; ++l) put_lanes(rows, 74 + 4 * ib + l, 1, dst + G::iq3s_signs(ib, l));
+    }
+    for (int j = 0; j < 4; ++j) put_lanes(rows, 106 + j, 1, dst + G::iq3s_scales(j));
+}
+
+void pack_iq1_s(const uint8_t* const* rows, uint8_t* dst) {  // file: d 0, qs 2, u16 qh 34
+    put_lanes(rows, 0, 2, dst);
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int l = 0; l < 4; ++l) put_lanes(rows, 2 + 4 * ib + l, 1, dst + G::iq1s_qs(ib, l));
+        put_lanes(rows, 34 + 2 * ib, 2, dst + G::iq1s_qh(ib));
+    }
+}
+
+void pack_iq1_m(const uint8_t* const* rows, uint8_t* dst) {  // file: qs 0, qh 32, u16 scales 48
+    for (int i = 0; i < k_panel_rows; ++i) {
+        if (!rows[i]) continue;
+        uint16_t sc[4];
+        std::memcpy(sc, rows[i] + 48, 8);
+        const uint16_t d = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+        std::memcpy(dst + 2 * i, &d, 2);
+    }
+    for (int ib = 0; ib < 8; ++ib) {
+        for (int l = 0; l < 4; ++l) put_lanes(rows, 4 * ib + l, 1, dst + G::iq1m_qs(ib, l));
+        for (int j = 0; j < 2; ++j) put_lanes(rows, 32 + 2 * ib + j, 1, dst + G::iq1m_qh(ib, j));
+    }
+    for (int j = 0; j < 4; ++j) put_lanes(rows, 48 + 2 * j, 2, dst + G::iq1m_scales(j));
+}
+
 struct PackRow {
     GgmlType type;
     uint64_t block_bytes;  // packed, 16 rows
@@ -165,6 +356,15 @@ const PackRow k_pack_rows[] = {
     {GgmlType::Q4_0, 288, pack_q4_0},  {GgmlType::IQ4_NL, 288, pack_q4_0}, {GgmlType::Q4_1, 320, pack_q4_1},
     {GgmlType::Q5_0, 352, pack_q5_0},  {GgmlType::Q5_1, 384, pack_q5_1},   {GgmlType::Q8_0, 544, pack_q8_0},
     {GgmlType::Q4_K, 2368, pack_q4_K}, {GgmlType::Q5_K, 2880, pack_q5_K},  {GgmlType::Q6_K, 3360, pack_q6_K},
+    {GgmlType::Q2_K, 1344, pack_q2_K}, {GgmlType::Q3_K, 1824, pack_q3_K},  {GgmlType::TQ2_0, 1056, pack_tq2_0},
+    {GgmlType::TQ1_0, 1056, pack_tq1_0}, {GgmlType::IQ4_XS, 2208, pack_iq4_xs}, {GgmlType::MXFP4, 272, pack_mxfp4},
+    {GgmlType::IQ2_XXS, iq_grid_block_bytes(GgmlType::IQ2_XXS), pack_iq2_xxs},
+    {GgmlType::IQ2_XS, iq_grid_block_bytes(GgmlType::IQ2_XS), pack_iq2_xs},
+    {GgmlType::IQ2_S, iq_grid_block_bytes(GgmlType::IQ2_S), pack_iq2_s},
+    {GgmlType::IQ3_XXS, iq_grid_block_bytes(GgmlType::IQ3_XXS), pack_iq3_xxs},
+    {GgmlType::IQ3_S, iq_grid_block_bytes(GgmlType::IQ3_S), pack_iq3_s},
+    {GgmlType::IQ1_S, iq_grid_block_bytes(GgmlType::IQ1_S), pack_iq1_s},
+    {GgmlType::IQ1_M, iq_grid_block_bytes(GgmlType::IQ1_M), pack_iq1_m},
 };
 
 const PackRow* find_pack_row(GgmlType type) {
@@ -211,7 +411,7 @@ void pack_bf16_odd_tail(const uint8_t* data, uint64_t row_bytes, int64_t n_in, i
 bool is_float_weight(GgmlType type) { return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16; }
 
 AlignedBytes aligned_bytes(uint64_t n) {
-    const uint64_t rounded = std::max<uint64_t>(64, (n + 63) / 64 * 64);
+    const uint64_t rounded = packed_allocation_bytes(n);
     void* p = std::aligned_alloc(64, static_cast<size_t>(rounded));
     if (!p) throw Error("out of memory allocating " + std::to_string(rounded) + " bytes for repacked weights",
                         ErrorKind::ResourceExhausted);
@@ -232,6 +432,20 @@ ActFormat act_format(GgmlType weight_type) {
         case GgmlType::Q4_K:
         case GgmlType::Q5_K: f = {GgmlType::Q8_K, ActAux::KPairs, 0, 256, 0}; break;
         case GgmlType::Q6_K: f = {GgmlType::Q8_K, ActAux::KSums16, 32, 256, 0}; break;
+        case GgmlType::Q2_K: f = {GgmlType::Q8_K, ActAux::KSums16, 0, 256, 0}; break;
+        case GgmlType::Q3_K: f = {GgmlType::Q8_K, ActAux::KSums16, 4, 256, 0}; break;
+        case GgmlType::TQ1_0:
+        case GgmlType::TQ2_0: f = {GgmlType::Q8_K, ActAux::KSums16, 1, 256, 0}; break;
+        case GgmlType::IQ4_XS: f = {GgmlType::Q8_K, ActAux::KPairs, 128, 256, 0}; break;
+        case GgmlType::MXFP4: f = {GgmlType::Q8_0, ActAux::Bias32, 128, 32, 0}; break;
+        // grid i-quants: the offset is added to the levels in the kernel (iq_grid_layout.h)
+        case GgmlType::IQ2_XXS:
+        case GgmlType::IQ3_XXS:
+        case GgmlType::IQ3_S: f = {GgmlType::Q8_K, ActAux::KPairs, 64, 256, 0}; break;
+        case GgmlType::IQ1_S: f = {GgmlType::Q8_K, ActAux::KPairs, 16, 256, 0}; break;
+        case GgmlType::IQ2_XS:
+        case GgmlType::IQ2_S: f = {GgmlType::Q8_K, ActAux::KSums16, 64, 256, 0}; break;
+        case GgmlType::IQ1_M: f = {GgmlType::Q8_K, ActAux::KSums16, 16, 256, 0}; break;
         default: throw Error("no packed activation format for " + std::string(ggml_type_name(weight_type)));
     }
     uint64_t aux = 4 * k_act_group;
@@ -241,29 +455,59 @@ ActFormat act_format(GgmlType weight_type) {
     return f;
 }
 
-std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out) {
+bool packed_layout(GgmlType type, int64_t n_in, int64_t n_out, PackedMatrix& m) {
     const PackRow* row = find_pack_row(type);
     const bool is_float = is_float_weight(type);
-    if (!row && !is_float) return nullptr;
+    if (!row && !is_float) return false;
     const GgmlTypeInfo& info = ggml_type_info(type);
     if (n_in <= 0 || n_out <= 0 || n_in % info.block_size != 0)
         throw Error("cannot repack a " + std::string(info.name) + " matrix of " + std::to_string(n_in) + " x " +
                     std::to_string(n_out));
-    auto m = std::make_unique<PackedMatrix>();
-    m->type = type;
-    m->n_in = n_in;
-    m->n_out = n_out;
+    m.type = type;
+    m.n_in = n_in;
+    m.n_out = n_out;
     const int panel_rows = is_float ? k_float_panel_rows : k_panel_rows;
-    m->n_panels = (n_out + panel_rows - 1) / panel_rows;
+    m.n_panels = (n_out + panel_rows - 1) / panel_rows;
     const bool bf16_pairs = type == GgmlType::BF16;  // blocks of element pairs (layout.h)
-    m->n_blocks = bf16_pairs ? (n_in + 1) / 2 : n_in / info.block_size;
-    m->block_bytes = is_float ? k_float_panel_rows * info.block_bytes * (bf16_pairs ? 2 : 1) : row->block_bytes;
-    m->panel_bytes = m->block_bytes * static_cast<uint64_t>(m->n_blocks);
+    m.n_blocks = bf16_pairs ? (n_in + 1) / 2 : n_in / info.block_size;
+    m.block_bytes = is_float ? k_float_panel_rows * info.block_bytes * (bf16_pairs ? 2 : 1) : row->block_bytes;
+    m.panel_bytes = m.block_bytes * static_cast<uint64_t>(m.n_blocks);
+    return true;
+}
+
+uint64_t packed_allocation_bytes(uint64_t n) { return std::max<uint64_t>(64, (n + 63) / 64 * 64); }
+
+void release_pages(const uint8_t* p, uint64_t n) {
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t begin = (reinterpret_cast<uint64_t>(p) + page - 1) / page * page;
+    const uint64_t end = (reinterpret_cast<uint64_t>(p) + n) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out,
+                                          bool release_source) {
+    auto m = std::make_unique<PackedMatrix>();
+    if (!packed_layout(type, n_in, n_out, *m)) return nullptr;
+    const PackRow* row = find_pack_row(type);
+    const bool is_float = is_float_weight(type);
+    const GgmlTypeInfo& info = ggml_type_info(type);
+    const bool bf16_pairs = type == GgmlType::BF16;
     m->data = aligned_bytes(m->bytes());
 
+    // With release_source, the source rows a thread has packed leave the resident
+    // set every k_release_panels panels, so packing a large matrix (a tied output
+    // head) never holds its whole source and its packed copy at once.
+    constexpr int64_t k_release_panels = 64;
+    const int64_t rows_per_panel = is_float ? k_float_panel_rows : k_panel_rows;
+    auto release_rows = [&](int64_t pa, int64_t pb) {
+        const int64_t r0 = pa * rows_per_panel, r1 = std::min(n_out, pb * rows_per_panel);
+        if (release_source && r1 > r0)
+            release_pages(data + static_cast<uint64_t>(r0) * row_bytes, static_cast<uint64_t>(r1 - r0) * row_bytes);
+    };
     auto pack_panels = [&](int64_t p0, int64_t p1) {
         const uint8_t* rows[k_panel_rows];
         for (int64_t p = p0; p < p1; ++p) {
+            if (p > p0 && (p - p0) % k_release_panels == 0) release_rows(p - k_release_panels, p);
             uint8_t* dst = m->data.get() + static_cast<uint64_t>(p) * m->panel_bytes;
             if (is_float) {  // the float packers write every byte
                 if (bf16_pairs) {

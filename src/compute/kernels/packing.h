@@ -15,10 +15,24 @@ bool has_packed_layout(GgmlType type);
 // F32, F16 or BF16: weights in the float panel layout (32 rows, element-major).
 bool is_float_weight(GgmlType type);
 
+// The layout (everything but the data) pack_matrix gives a type and shape; false
+// if the type has none. The memory plan sizes repacked weights with it.
+bool packed_layout(GgmlType type, int64_t n_in, int64_t n_out, PackedMatrix& layout);
+// Bytes an allocation of n packed bytes takes (64-byte aligned, at least 64).
+uint64_t packed_allocation_bytes(uint64_t n);
+
 // Repacks n_out rows of n_in elements (row r at data + r * row_bytes); nullptr if
 // the type has no panel layout. Throws kiln::Error on a shape that is not whole
 // blocks or when memory runs out.
+//
+// With release_source the source rows' pages are dropped from the resident set
+// as they are packed (only for bytes in a read-only file mapping: they come back
+// from the page cache if read again; anonymous memory would be zeroed).
 std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in,
-                                          int64_t n_out);
+                                          int64_t n_out, bool release_source = false);
+
+// Drops the resident pages of [p, p + n) that lie wholly inside the range (a
+// read-only file mapping: they are only unmapped, never lost).
+void release_pages(const uint8_t* p, uint64_t n);
 
 }  // namespace kiln

@@ -17,6 +17,18 @@ namespace kiln {
     void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
     void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
     void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_q2_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_q3_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
+    void gemm_tq2_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);          \
+    void gemm_iq4_xs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);         \
+    void gemm_mxfp4(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);          \
+    void gemm_iq2_xxs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);        \
+    void gemm_iq2_xs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);         \
+    void gemm_iq2_s(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);          \
+    void gemm_iq3_xxs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);        \
+    void gemm_iq3_s(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);          \
+    void gemm_iq1_s(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);          \
+    void gemm_iq1_m(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);          \
     void gemm_float(const PackedMatrix& w, const FloatActs& a, int64_t p0, int64_t p1, float* y, int64_t ldy);         \
     void silu_mul(float* gate, const float* up, int64_t n);                                                           \
     void f32_to_f16(const float* src, uint16_t* dst, int64_t n);                                                      \
@@ -28,13 +40,19 @@ namespace kiln {
     void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);                                    \
     void softmax(float* x, int64_t n);                                                                                \
     void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out, \
-                    AttentionScratch& scratch);
+                    AttentionScratch& scratch);                                                                       \
+    void ssm_scan2(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C,      \
+                   float* y, int d_state, int head_dim, int n_head, int n_group, int h0, int h1);               \
+    void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,   \
+                   float* y, int d, int n_k_heads, int h0, int h1);
 
 namespace avx2 {
 KILN_DECLARE_X86_KERNELS
 // The quantized products with AVX-VNNI's vpdpbusd (CPUs that have it).
 namespace vnni {
-extern const PackedGemmFn gemm_q4_0, gemm_q4_1, gemm_q5_0, gemm_q5_1, gemm_q8_0, gemm_iq4_nl, gemm_q4_K, gemm_q5_K, gemm_q6_K;
+extern const PackedGemmFn gemm_q4_0, gemm_q4_1, gemm_q5_0, gemm_q5_1, gemm_q8_0, gemm_iq4_nl, gemm_q4_K, gemm_q5_K, gemm_q6_K,
+    gemm_q2_K, gemm_q3_K, gemm_tq2_0, gemm_iq4_xs, gemm_mxfp4, gemm_iq2_xxs, gemm_iq2_xs, gemm_iq2_s, gemm_iq3_xxs, gemm_iq3_s,
+    gemm_iq1_s, gemm_iq1_m;
 }  // namespace vnni
 }
 namespace avx512 {

@@ -4,6 +4,10 @@
 namespace kiln {
 
 struct ArchConfig;
+enum class SsmKind;
+
+// The `ssm.*` keys of a Mamba-1 / Mamba-2 recurrence into spec.ssm (mamba.cpp).
+void read_ssm_keys(ArchConfig& c, SsmKind kind);
 
 void configure_llama(ArchConfig& c);
 void configure_qwen2(ArchConfig& c);
@@ -16,5 +20,15 @@ void configure_granite(ArchConfig& c);
 void configure_olmo2(ArchConfig& c);
 void configure_phi3(ArchConfig& c);
 void configure_starcoder2(ArchConfig& c);
+void configure_mamba(ArchConfig& c);
+void configure_mamba2(ArchConfig& c);
+void configure_lfm2(ArchConfig& c);
+void configure_qwen35(ArchConfig& c);
+void configure_nemotron_h(ArchConfig& c);
+// mixture-of-experts families (model/moe.h)
+void configure_gpt_oss(ArchConfig& c);
+void configure_olmoe(ArchConfig& c);
+void configure_qwen2moe(ArchConfig& c);
+void configure_qwen3moe(ArchConfig& c);
 
 }  // namespace kiln

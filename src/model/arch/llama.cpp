@@ -2,7 +2,11 @@
 // llama.cpp takes, beyond the common tensors, an attention-output bias, biases
 // and weight scales on the three FFN matrices and the Llama 3 RoPE factors (rope_freqs.weight; LongRoPE's
 // long / short factors instead when rope.scaling.type is longrope), each by presence.
+// With llama.expert_count the file is a mixture of experts (Mixtral): layers
+// with a router (ffn_gate_inp) select the top k experts by softmax and
+// renormalize their weights, as llama.cpp does for this family.
 #include "model/arch/families.h"
+#include "model/moe.h"
 #include "model/registry.h"
 #include "model/spec.h"
 
@@ -15,6 +19,11 @@ void configure_llama(ArchConfig& c) {
     // With LongRoPE scaling llama.cpp reads long / short factors in place of rope_freqs.
     (c.spec.rope.scaling == "longrope" ? t.rope_long_short : t.rope_freqs) = TensorUse::Optional;
     t.ffn_scales = TensorUse::Optional;
+    if (c.metadata.has(c.key("expert_count")) && c.metadata.get_uint(c.key("expert_count")) > 0) {
+        read_moe_hparams(c, {.gating = ExpertGating::Softmax, .norm_weights = true});
+        t.experts = TensorUse::Optional;
+        t.shared_expert = TensorUse::Optional;  // ungated (Granite MoE Shared under llama's graph)
+    }
 }
 
 }  // namespace kiln

@@ -1,0 +1,284 @@
+// AVX2 products of the grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
+// IQ1_S, IQ1_M) with Q8_K activations over packed panels, as avx512_iq_grid.cpp
+// but on 8-row tiles (rows 8h ..). Sign masks by compare and blend; without
+// AVX-VNNI each chunk's products go through vpmaddubsw (at most 2 x 126 x 127 per
+// int16 pair: exact) and vpmaddwd to int32 at once; the `vnni` variants take
+// vpdpbusd. Decode (one token) takes the vpmaddubsw path on every CPU, as the
+// k-quants do.
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "compute/kernels/avx2_common.h"
+#include "compute/kernels/iq_grid_layout.h"
+#include "compute/kernels/x86.h"
+#include "quant/quant_tables.h"
+
+namespace kiln::avx2 {
+
+namespace {
+
+// Rows 8h .. of a u8 / u16 lane field as int32.
+KILN_TARGET_AVX2 inline __m256i u8x8(const uint8_t* p, int h) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h)));
+}
+KILN_TARGET_AVX2 inline __m256i u16x8(const uint8_t* p, int h) {
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
+}
+
+// offset + (sign bit set ? -g : g) for the two chunks of each lane's group of 8
+// (sign bits 0-3: the low chunk's bytes, 4-7: the high one's).
+KILN_TARGET_AVX2 inline void apply_signs(__m256i signs, __m256i glo, __m256i ghi, int offset, __m256i& lo, __m256i& hi) {
+    const __m256i spread = _mm256_shuffle_epi8(signs, _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4,
+                                                                       4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12));
+    const __m256i bits_lo = _mm256_set1_epi32(0x08040201), bits_hi = _mm256_set1_epi32(static_cast<int>(0x80402010u));
+    const __m256i neg_lo = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bits_lo), bits_lo);
+    const __m256i neg_hi = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bits_hi), bits_hi);
+    const __m256i off = _mm256_set1_epi8(static_cast<char>(offset));
+    lo = _mm256_blendv_epi8(_mm256_add_epi8(off, glo), _mm256_sub_epi8(off, glo), neg_lo);
+    hi = _mm256_blendv_epi8(_mm256_add_epi8(off, ghi), _mm256_sub_epi8(off, ghi), neg_hi);
+}
+
+// The 7-bit sign index's 8 signs (the eighth: the parity of the seven).
+KILN_TARGET_AVX2 inline __m256i signs_of_index(__m256i s7) {
+    __m256i p = _mm256_xor_si256(s7, _mm256_srli_epi32(s7, 4));
+    p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 2));
+    p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 1));
+    return _mm256_or_si256(s7, _mm256_slli_epi32(_mm256_and_si256(p, _mm256_set1_epi32(1)), 7));
+}
+
+KILN_TARGET_AVX2 inline __m256i odd_scale(__m256i field, int shift, int bits) {
+    const __m256i s = _mm256_and_si256(_mm256_srli_epi32(field, shift), _mm256_set1_epi32((1 << bits) - 1));
+    return _mm256_add_epi32(_mm256_slli_epi32(s, 1), _mm256_set1_epi32(1));
+}
+
+KILN_TARGET_AVX2 inline __m256i bits_of(__m256i v, int shift, int mask) {
+    return _mm256_and_si256(_mm256_srli_epi32(v, shift), _mm256_set1_epi32(mask));
+}
+
+using L = IqGridLayout;
+
+// As avx512_iq_grid.cpp: group(w, h, ib, l, lo, hi) and scale(w, h, ib, half).
+struct Iq2xxs {
+    static constexpr GgmlType k_type = GgmlType::IQ2_XXS;
+    static constexpr int k_offset = 64;
+    static constexpr bool k_per16 = false;
+    static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq2xxs_aux(ib) + 32 * h), 28, 4); }
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+        const __m256i idx = u8x8(w + L::iq2xxs_idx(ib, l), h);
+        const auto* grid = reinterpret_cast<const int*>(quant::k_iq2xxs_grid);
+        const __m256i aux = load256(w + L::iq2xxs_aux(ib) + 32 * h);
+        apply_signs(signs_of_index(bits_of(aux, 7 * l, 127)), _mm256_i32gather_epi32(grid, idx, 8), _mm256_i32gather_epi32(grid + 1, idx, 8),
+                    k_offset, lo, hi);
+    }
+};
+
+struct Iq2xs {
+    static constexpr GgmlType k_type = GgmlType::IQ2_XS;
+    static constexpr int k_offset = 64;
+    static constexpr bool k_per16 = true;
+    static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2xs_scales(ib), h), 4 * half, 4); }
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+        const __m256i q = u16x8(w + L::iq2xs_q(ib, l), h);
+        const __m256i idx = _mm256_and_si256(q, _mm256_set1_epi32(511));
+        const auto* grid = reinterpret_cast<const int*>(quant::k_iq2xs_grid);
+        apply_signs(signs_of_index(_mm256_srli_epi32(q, 9)), _mm256_i32gather_epi32(grid, idx, 8), _mm256_i32gather_epi32(grid + 1, idx, 8),
+                    k_offset, lo, hi);
+    }
+};
+
+struct Iq2s {
+    static constexpr GgmlType k_type = GgmlType::IQ2_S;
+    static constexpr int k_offset = 64;
+    static constexpr bool k_per16 = true;
+    static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2s_scales(ib), h), 4 * half, 4); }
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+        const __m256i idx = _mm256_or_si256(u8x8(w + L::iq2s_qs(ib, l), h), _mm256_slli_epi32(bits_of(u8x8(w + L::iq2s_qh(ib), h), 2 * l, 3), 8));
+        const auto* grid = reinterpret_cast<const int*>(quant::k_iq2s_grid);
+        apply_signs(u8x8(w + L::iq2s_signs(ib, l), h), _mm256_i32gather_epi32(grid, idx, 8), _mm256_i32gather_epi32(grid + 1, idx, 8), k_offset,
+                    lo, hi);
+    }
+};
+
+struct Iq3xxs {
+    static constexpr GgmlType k_type = GgmlType::IQ3_XXS;
+    static constexpr int k_offset = 64;
+    static constexpr bool k_per16 = false;
+    static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq3xxs_aux(ib) + 32 * h), 28, 4); }
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+        const auto* grid = reinterpret_cast<const int*>(quant::k_iq3xxs_grid);
+        const __m256i aux = load256(w + L::iq3xxs_aux(ib) + 32 * h);
+        apply_signs(signs_of_index(bits_of(aux, 7 * l, 127)), _mm256_i32gather_epi32(grid, u8x8(w + L::iq3xxs_qs(ib, 2 * l), h), 4),
+                    _mm256_i32gather_epi32(grid, u8x8(w + L::iq3xxs_qs(ib, 2 * l + 1), h), 4), k_offset, lo, hi);
+    }
+};
+
+struct Iq3s {
+    static constexpr GgmlType k_type = GgmlType::IQ3_S;
+    static constexpr int k_offset = 64;
+    static constexpr bool k_per16 = false;
+    static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u8x8(w + L::iq3s_scales(ib / 2), h), 4 * (ib % 2), 4); }
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+        const __m256i qh = u8x8(w + L::iq3s_qh(ib), h);
+        const auto* grid = reinterpret_cast<const int*>(quant::k_iq3s_grid);
+        const __m256i i0 = _mm256_or_si256(u8x8(w + L::iq3s_qs(ib, 2 * l), h), _mm256_slli_epi32(bits_of(qh, 2 * l, 1), 8));
+        const __m256i i1 = _mm256_or_si256(u8x8(w + L::iq3s_qs(ib, 2 * l + 1), h), _mm256_slli_epi32(bits_of(qh, 2 * l + 1, 1), 8));
+        apply_signs(u8x8(w + L::iq3s_signs(ib, l), h), _mm256_i32gather_epi32(grid, i0, 4), _mm256_i32gather_epi32(grid, i1, 4), k_offset, lo, hi);
+    }
+};
+
+// IQ1: 8 (g + 2) + delta, the level 8 g + delta plus 16.
+KILN_TARGET_AVX2 inline void iq1_levels(__m256i idx, __m256i minus, __m256i& lo, __m256i& hi) {
+    const auto* grid = reinterpret_cast<const int*>(quant::k_iq1s_grid);
+    const __m256i two = _mm256_set1_epi8(2);
+    const __m256i delta = _mm256_blendv_epi8(_mm256_set1_epi8(1), _mm256_set1_epi8(-1), minus);
+    lo = _mm256_add_epi8(_mm256_slli_epi16(_mm256_add_epi8(_mm256_i32gather_epi32(grid, idx, 8), two), 3), delta);
+    hi = _mm256_add_epi8(_mm256_slli_epi16(_mm256_add_epi8(_mm256_i32gather_epi32(grid + 1, idx, 8), two), 3), delta);
+}
+
+struct Iq1s {
+    static constexpr GgmlType k_type = GgmlType::IQ1_S;
+    static constexpr int k_offset = 16;
+    static constexpr bool k_per16 = false;
+    static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u16x8(w + L::iq1s_qh(ib), h), 12, 3); }
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+        const __m256i qh = u16x8(w + L::iq1s_qh(ib), h);
+        const __m256i idx = _mm256_or_si256(u8x8(w + L::iq1s_qs(ib, l), h), _mm256_slli_epi32(bits_of(qh, 3 * l, 7), 8));
+        iq1_levels(idx, _mm256_cmpeq_epi32(bits_of(qh, 15, 1), _mm256_set1_epi32(1)), lo, hi);
+    }
+};
+
+struct Iq1m {
+    static constexpr GgmlType k_type = GgmlType::IQ1_M;
+    static constexpr int k_offset = 16;
+    static constexpr bool k_per16 = true;
+    static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) {
+        return odd_scale(u16x8(w + L::iq1m_scales(ib / 2), h), 6 * (ib % 2) + 3 * half, 3);
+    }
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+        const __m256i nibble = bits_of(u8x8(w + L::iq1m_qh(ib, l / 2), h), 4 * (l % 2), 0xF);
+        const __m256i idx = _mm256_or_si256(u8x8(w + L::iq1m_qs(ib, l), h), _mm256_slli_epi32(_mm256_and_si256(nibble, _mm256_set1_epi32(7)), 8));
+        iq1_levels(idx, _mm256_cmpeq_epi32(bits_of(nibble, 3, 1), _mm256_set1_epi32(1)), lo, hi);
+    }
+};
+
+template <typename F>
+KILN_TARGET_AVX2 inline __m256i sum_start(const uint8_t* a, int t, int ib, int half) {
+    int16_t s;
+    if constexpr (F::k_per16)
+        std::memcpy(&s, a + act_aux_offset(256) + 32 * t + 2 * (2 * ib + half), 2);
+    else
+        std::memcpy(&s, a + act_aux_offset(256) + 16 * t + 2 * ib, 2);
+    return _mm256_set1_epi32(-F::k_offset * static_cast<int32_t>(s));
+}
+
+// One block of rows 8h .. x T tokens of one group (t0 ..): its terms added to acc[t].
+template <typename F, int T, bool Vnni>
+KILN_TARGET_AVX2 inline void iq_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
+    constexpr int halves = F::k_per16 ? 2 : 1;
+    constexpr int groups = 4 / halves;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ++ib)
+        for (int half = 0; half < halves; ++half) {
+            __m256i dot[T];
+            for (int t = 0; t < T; ++t) dot[t] = sum_start<F>(a, t0 + t, ib, half);
+            for (int l = groups * half; l < groups * (half + 1); ++l) {
+                __m256i lo, hi;
+                F::group(w, h, ib, l, lo, hi);
+                for (int t = 0; t < T; ++t) {
+                    const uint8_t* at = a + 256 * (t0 + t) + 32 * ib + 8 * l;
+                    if constexpr (Vnni) {
+                        dot[t] = dpbusd(dot[t], lo, bcast_i32(at));
+                        dot[t] = dpbusd(dot[t], hi, bcast_i32(at + 4));
+                    } else {
+                        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, bcast_i32(at)), ones));
+                        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, bcast_i32(at + 4)), ones));
+                    }
+                }
+            }
+            const __m256i ls = F::scale(w, h, ib, half);
+            for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], ls));
+        }
+    const __m256 dw = load_f16x8(w + 16 * h);
+    for (int t = 0; t < T; ++t) {
+        const __m256 d = _mm256_mul_ps(dw, bcast_f32(a + act_d_offset(256) + 4 * (t0 + t)));
+        acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
+    }
+}
+
+// The row's sums times the format's power of two (iq_grid_layout.h), stored.
+KILN_TARGET_AVX2 inline void store_scaled(float* y, __m256 acc, int n, GgmlType type) {
+    store_rows(y, _mm256_mul_ps(_mm256_set1_ps(iq_grid_factor(type)), acc), n);
+}
+
+template <typename F, int T, bool Vnni>
+KILN_TARGET_AVX2 void iq_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride, uint64_t a_stride,
+                              float* y, int64_t ldy, int n_rows, bool stream) {
+    const uint64_t ahead = stream_ahead(w_stride);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (stream) prefetch_block(w + ahead, w_stride);
+        iq_block<F, T, Vnni>(w, h, a, t0, acc);
+    }
+    for (int t = 0; t < T; ++t) store_scaled(y + t * ldy, acc[t], n_rows, F::k_type);
+}
+
+// Decode of panels [p0, p1), one token: each panel's two halves block by block,
+// the next block's lines requested while this one is summed (as run_decode; the
+// row's sum is scaled before it is stored, so this walk is its own).
+template <typename F>
+KILN_TARGET_AVX2 void iq_decode(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y) {
+    for (int64_t p = p0; p < p1; ++p) {
+        const uint8_t* wb = w.panel(p);
+        const uint8_t* ab = a.group(0);
+        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int64_t b = 0; b < w.n_blocks; ++b, wb += w.block_bytes, ab += a.format.block_stride) {
+            prefetch_block(wb + w.block_bytes, w.block_bytes);
+            iq_block<F, 1, false>(wb, 0, ab, 0, &acc[0]);
+            iq_block<F, 1, false>(wb, 1, ab, 0, &acc[1]);
+        }
+        const int rows = static_cast<int>(std::min<int64_t>(k_panel_rows, w.n_out - p * k_panel_rows));
+        store_scaled(y + p * k_panel_rows, acc[0], std::min(rows, 8), F::k_type);
+        if (rows > 8) store_scaled(y + p * k_panel_rows + 8, acc[1], rows - 8, F::k_type);
+    }
+}
+
+template <typename F, bool Vnni>
+constexpr TileFn k_iq_tiles[5] = {nullptr, iq_tile<F, 1, Vnni>, iq_tile<F, 2, Vnni>, iq_tile<F, 3, Vnni>, iq_tile<F, 4, Vnni>};
+
+template <typename F, bool Vnni>
+void iq_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return iq_decode<F>(w, a, p0, p1, y);
+    run_tiles(k_iq_tiles<F, Vnni>, w, a, p0, p1, y, ldy);
+}
+
+}  // namespace
+
+void gemm_iq2_xxs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { iq_gemm<Iq2xxs, false>(w, a, p0, p1, y, ldy); }
+void gemm_iq2_xs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { iq_gemm<Iq2xs, false>(w, a, p0, p1, y, ldy); }
+void gemm_iq2_s(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { iq_gemm<Iq2s, false>(w, a, p0, p1, y, ldy); }
+void gemm_iq3_xxs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { iq_gemm<Iq3xxs, false>(w, a, p0, p1, y, ldy); }
+void gemm_iq3_s(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { iq_gemm<Iq3s, false>(w, a, p0, p1, y, ldy); }
+void gemm_iq1_s(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { iq_gemm<Iq1s, false>(w, a, p0, p1, y, ldy); }
+void gemm_iq1_m(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) { iq_gemm<Iq1m, false>(w, a, p0, p1, y, ldy); }
+
+namespace vnni {
+const PackedGemmFn gemm_iq2_xxs = iq_gemm<Iq2xxs, true>;
+const PackedGemmFn gemm_iq2_xs = iq_gemm<Iq2xs, true>;
+const PackedGemmFn gemm_iq2_s = iq_gemm<Iq2s, true>;
+const PackedGemmFn gemm_iq3_xxs = iq_gemm<Iq3xxs, true>;
+const PackedGemmFn gemm_iq3_s = iq_gemm<Iq3s, true>;
+const PackedGemmFn gemm_iq1_s = iq_gemm<Iq1s, true>;
+const PackedGemmFn gemm_iq1_m = iq_gemm<Iq1m, true>;
+}  // namespace vnni
+
+}  // namespace kiln::avx2
+
+#endif  // KILN_HAVE_X86_KERNELS

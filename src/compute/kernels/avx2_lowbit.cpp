@@ -1,0 +1,289 @@
+// AVX2 products of the low-bit 256-element formats (Q2_K, Q3_K, TQ2_0 / TQ1_0,
+// IQ4_XS) with Q8_K activations over packed panels, as avx512_lowbit.cpp but on
+// 8-row tiles (a ymm is one half of a 64-byte chunk). Without AVX-VNNI a
+// sub-block's products are summed by vpmaddubsw into int16 pairs (at most 4 chunks
+// of 3-bit levels: 4 x 2 x 7 x 127 fits) and scaled by vpmaddwd against (scale,
+// scale) pairs, exactly; IQ4_XS takes signed levels by the sign trick. The `vnni`
+// variants sum each sub-block with vpdpbusd in int32, as the AVX-512 kernels do.
+// Decode (one token) takes the vpmaddubsw path on every CPU, as the k-quants do.
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+#include <immintrin.h>
+
+#include "compute/kernels/avx2_common.h"
+#include "compute/kernels/x86.h"
+#include "quant/quant_tables.h"
+
+namespace kiln::avx2 {
+
+namespace {
+
+enum class K2 { Q2_K, Q3_K, TQ2 };  // as avx512_lowbit.cpp
+
+struct K2Layout {
+    int sc, qs, high;
+};
+
+constexpr K2Layout k2_layout(K2 f) {
+    switch (f) {
+        case K2::Q2_K: return {64, 320, 0};
+        case K2::Q3_K: return {32, 288, 1312};
+        case K2::TQ2: return {0, 32, 0};
+    }
+    return {};
+}
+
+KILN_TARGET_AVX2 inline __m256i shift16(__m256i v, int n) {
+    return n >= 0 ? _mm256_slli_epi16(v, n) : _mm256_srli_epi16(v, -n);
+}
+
+// Unsigned levels of chunk k of a sub-block's 2-bit chunk half `raw` (rows 8h ..);
+// Q3_K takes bit k + 4 half of `hb` as the third bit.
+template <K2 F>
+KILN_TARGET_AVX2 inline __m256i k2_levels(__m256i raw, __m256i hb, int half, int k) {
+    const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * k), _mm256_set1_epi8(0x03));
+    if constexpr (F == K2::Q3_K)
+        return _mm256_or_si256(lo, _mm256_and_si256(shift16(hb, 2 - k - 4 * half), _mm256_set1_epi8(0x04)));
+    else
+        return lo;
+}
+
+// (s, s) int16 pairs of the even (odd = false) or odd sub-block of each lane's
+// scale pair.
+KILN_TARGET_AVX2 inline __m256i dup_scale(__m256i pairs, bool odd) {
+    const __m256i dup_even = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8,
+                                              9, 12, 13, 12, 13);
+    const __m256i dup_odd = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7, 6, 7, 10,
+                                             11, 10, 11, 14, 15, 14, 15);
+    return _mm256_shuffle_epi8(pairs, odd ? dup_odd : dup_even);
+}
+
+// One block of a 2-bit format, rows 8h .. x T tokens of one group (t0 ..): its
+// terms added to acc[t].
+template <K2 F, int T, bool Vnni>
+KILN_TARGET_AVX2 inline void k2_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
+    constexpr K2Layout L = k2_layout(F);
+    const uint8_t* aq = a + 256 * t0;
+    const uint8_t* ad = a + act_d_offset(256) + 4 * t0;
+    const uint8_t* ax = a + act_aux_offset(256) + 32 * t0;
+    __m256i isum[T], msum[T];
+    for (int t = 0; t < T; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s) {
+        // Scale pairs of sub-blocks 2s, 2s + 1 (int16 per lane); the level offset
+        // of Q3_K / TQ2 and Q2_K's mins through the activation sums.
+        __m256i sc = _mm256_setzero_si256();
+        if constexpr (F == K2::Q2_K) {
+            const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + L.sc + 32 * s + 16 * h)));
+            sc = _mm256_and_si256(raw, _mm256_set1_epi16(0x0F));
+            const __m256i m = _mm256_srli_epi16(raw, 4);
+            for (int t = 0; t < T; ++t) msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, bcast_i32(ax + 32 * t + 4 * s)));
+        } else {
+            __m256i bias = _mm256_set1_epi16(-1);
+            if constexpr (F == K2::Q3_K) {
+                sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + L.sc + 32 * s + 16 * h)));
+                bias = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 2));
+            }
+            for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(bias, bcast_i32(ax + 32 * t + 4 * s)));
+        }
+        const __m256i hb = F == K2::Q3_K ? load256(w + L.high + 64 * s + 32 * h) : _mm256_setzero_si256();
+        if constexpr (Vnni) {
+            __m256i de[T], dodd[T];
+            for (int t = 0; t < T; ++t) de[t] = dodd[t] = _mm256_setzero_si256();
+            for (int half = 0; half < 2; ++half) {
+                const int sb = 2 * s + half;
+                const __m256i raw = load256(w + L.qs + 64 * sb + 32 * h);
+                for (int k = 0; k < 4; ++k) {
+                    const __m256i q = k2_levels<F>(raw, hb, half, k);
+                    for (int t = 0; t < T; ++t) {
+                        __m256i& d = half ? dodd[t] : de[t];
+                        d = dpbusd(d, q, bcast_i32(aq + 256 * t + 16 * sb + 4 * k));
+                    }
+                }
+            }
+            for (int t = 0; t < T; ++t) {
+                if constexpr (F == K2::TQ2) {
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(de[t], dodd[t]));
+                } else {
+                    // Both sums fit int16 (|sum| <= 16 x 7 x 128): one vpmaddwd
+                    // against the scale pairs applies both scales.
+                    const __m256i both = _mm256_blend_epi16(de[t], _mm256_slli_epi32(dodd[t], 16), 0xAA);
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(both, sc));
+                }
+            }
+        } else {
+            for (int half = 0; half < 2; ++half) {
+                const int sb = 2 * s + half;
+                const __m256i scd = F == K2::TQ2 ? _mm256_set1_epi16(1) : dup_scale(sc, half == 1);
+                const __m256i raw = load256(w + L.qs + 64 * sb + 32 * h);
+                __m256i s16[T];
+                for (int k = 0; k < 4; ++k) {
+                    const __m256i q = k2_levels<F>(raw, hb, half, k);
+                    for (int t = 0; t < T; ++t) {
+                        const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(aq + 256 * t + 16 * sb + 4 * k));
+                        s16[t] = k == 0 ? p : _mm256_add_epi16(s16[t], p);
+                    }
+                }
+                for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], scd));
+            }
+        }
+    }
+    const __m256 dw = load_f16x8(w + 16 * h);
+    for (int t = 0; t < T; ++t) {
+        const __m256 da = bcast_f32(ad + 4 * t);
+        if constexpr (F == K2::Q2_K) {
+            const __m256 dall = _mm256_mul_ps(da, dw);
+            const __m256 dmin = _mm256_mul_ps(da, load_f16x8(w + 32 + 16 * h));
+            const __m256 scaled = _mm256_mul_ps(dall, _mm256_cvtepi32_ps(isum[t]));
+            const __m256 mins = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(msum[t]));
+            acc[t] = _mm256_add_ps(acc[t], _mm256_sub_ps(scaled, mins));
+        } else {
+            const __m256 d = F == K2::Q3_K ? _mm256_mul_ps(da, dw) : _mm256_mul_ps(dw, da);
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
+        }
+    }
+}
+
+// IQ4_XS (layout.h: d[16] | scale pairs s8 [4][16][2] at 32 | sub-block sb's 4
+// nibble chunks at 160 + 256 sb). Without VNNI: signed levels by the sign trick,
+// each chunk's int16 pairs scaled by vpmaddwd; with VNNI: levels + 128, isum =
+// sum sc (dot_u - 128 asum).
+template <int T, bool Vnni>
+KILN_TARGET_AVX2 inline void iq4xs_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::k_values_iq4nl)));
+    if constexpr (Vnni) lut = _mm256_xor_si256(lut, _mm256_set1_epi8(static_cast<char>(0x80)));
+    const uint8_t* aq = a + 256 * t0;
+    const uint8_t* ad = a + act_d_offset(256) + 4 * t0;
+    const uint8_t* ax = a + act_aux_offset(256) + 16 * t0;
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int q = 0; q < 4; ++q) {
+        const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 32 * q + 16 * h)));
+        if constexpr (Vnni) {
+            const __m256i bias = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 7));
+            for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(bias, bcast_i32(ax + 16 * t + 4 * q)));
+        }
+        for (int half = 0; half < 2; ++half) {
+            const int sb = 2 * q + half;
+            const uint8_t* qs = w + 160 + 256 * sb + 32 * h;
+            if constexpr (Vnni) {
+                __m256i dot[T];
+                for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
+                for (int c = 0; c < 4; ++c) {
+                    const __m256i raw = load256(qs + 64 * c);
+                    const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(raw, low4));
+                    const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
+                    for (int t = 0; t < T; ++t) {
+                        dot[t] = dpbusd(dot[t], lo, bcast_i32(aq + 256 * t + 32 * sb + 4 * c));
+                        dot[t] = dpbusd(dot[t], hi, bcast_i32(aq + 256 * t + 32 * sb + 16 + 4 * c));
+                    }
+                }
+                const __m256i s32 = half ? _mm256_srai_epi32(sc, 16) : _mm256_srai_epi32(_mm256_slli_epi32(sc, 16), 16);
+                for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], s32));
+            } else {
+                // |level x activation| pairs <= 2 x 127 x 127: one chunk per int16 sum.
+                const __m256i scd = dup_scale(sc, half == 1);
+                for (int c = 0; c < 4; ++c) {
+                    const __m256i raw = load256(qs + 64 * c);
+                    const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(raw, low4));
+                    const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
+                    const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+                    for (int t = 0; t < T; ++t) {
+                        const __m256i slo = _mm256_sign_epi8(bcast_i32(aq + 256 * t + 32 * sb + 4 * c), lo);
+                        const __m256i shi = _mm256_sign_epi8(bcast_i32(aq + 256 * t + 32 * sb + 16 + 4 * c), hi);
+                        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(alo, slo), scd));
+                        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, shi), scd));
+                    }
+                }
+            }
+        }
+    }
+    const __m256 dw = load_f16x8(w + 16 * h);
+    for (int t = 0; t < T; ++t) {
+        const __m256 d = _mm256_mul_ps(bcast_f32(ad + 4 * t), dw);
+        acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
+    }
+}
+
+template <K2 F, int T, bool Vnni>
+KILN_TARGET_AVX2 void k2_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride, uint64_t a_stride,
+                              float* y, int64_t ldy, int n_rows, bool stream) {
+    const uint64_t ahead = stream_ahead(w_stride);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (stream) prefetch_block(w + ahead, w_stride);
+        k2_block<F, T, Vnni>(w, h, a, t0, acc);
+    }
+    for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
+}
+
+template <int T, bool Vnni>
+KILN_TARGET_AVX2 void iq4xs_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride, uint64_t a_stride,
+                                 float* y, int64_t ldy, int n_rows, bool stream) {
+    const uint64_t ahead = stream_ahead(w_stride);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (stream) prefetch_block(w + ahead, w_stride);
+        iq4xs_block<T, Vnni>(w, h, a, t0, acc);
+    }
+    for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
+}
+
+// One block's terms for decode (run_decode).
+template <K2 F>
+struct K2Block {
+    static constexpr bool k_prefetch_next = true;
+    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { k2_block<F, 1, false>(w, h, a, 0, &acc); }
+};
+
+struct Iq4xsBlock {
+    static constexpr bool k_prefetch_next = true;
+    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { iq4xs_block<1, false>(w, h, a, 0, &acc); }
+};
+
+template <K2 F, bool Vnni>
+constexpr TileFn k_k2_tiles[5] = {nullptr, k2_tile<F, 1, Vnni>, k2_tile<F, 2, Vnni>, k2_tile<F, 3, Vnni>, k2_tile<F, 4, Vnni>};
+template <bool Vnni>
+constexpr TileFn k_iq4xs_tiles[5] = {nullptr, iq4xs_tile<1, Vnni>, iq4xs_tile<2, Vnni>, iq4xs_tile<3, Vnni>, iq4xs_tile<4, Vnni>};
+
+template <K2 F, bool Vnni>
+void k2_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode<K2Block<F>>(w, a, p0, p1, y);
+    run_tiles(k_k2_tiles<F, Vnni>, w, a, p0, p1, y, ldy);
+}
+
+template <bool Vnni>
+void iq4xs_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode<Iq4xsBlock>(w, a, p0, p1, y);
+    run_tiles(k_iq4xs_tiles<Vnni>, w, a, p0, p1, y, ldy);
+}
+
+}  // namespace
+
+void gemm_q2_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    k2_gemm<K2::Q2_K, false>(w, a, p0, p1, y, ldy);
+}
+void gemm_q3_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    k2_gemm<K2::Q3_K, false>(w, a, p0, p1, y, ldy);
+}
+void gemm_tq2_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    k2_gemm<K2::TQ2, false>(w, a, p0, p1, y, ldy);
+}
+void gemm_iq4_xs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    iq4xs_gemm<false>(w, a, p0, p1, y, ldy);
+}
+
+namespace vnni {
+const PackedGemmFn gemm_q2_K = k2_gemm<K2::Q2_K, true>;
+const PackedGemmFn gemm_q3_K = k2_gemm<K2::Q3_K, true>;
+const PackedGemmFn gemm_tq2_0 = k2_gemm<K2::TQ2, true>;
+const PackedGemmFn gemm_iq4_xs = iq4xs_gemm<true>;
+}  // namespace vnni
+
+}  // namespace kiln::avx2
+
+#endif  // KILN_HAVE_X86_KERNELS

@@ -1,0 +1,134 @@
+// AVX2 recurrences: the Mamba-2 scan (ssm::scan2_step) and the gated delta rule
+// (ssm::delta_step). A state row is updated 16 floats at a time in two 8-float
+// halves, each sum in two accumulators (the reference's lanes 0-7 and 8-15),
+// folded in the same halves. Bit-identical to the references.
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "compute/kernels/x86.h"
+#include "compute/ssm.h"
+
+namespace kiln::avx2 {
+
+namespace {
+
+// Lanes [0, left) of 8 as a load / store mask (none when left <= 0).
+KILN_TARGET_AVX2 inline __m256i lanes_below(int left) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), idx);
+}
+
+// One 8-float step at s + i: the state's update and the sum's terms, masked.
+KILN_TARGET_AVX2 inline __m256 step8(float* s, const float* B, const float* C, __m256 dA, __m256 x_dt, __m256 acc, __m256i m) {
+    const __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_maskload_ps(s, m), dA), _mm256_mul_ps(_mm256_maskload_ps(B, m), x_dt));
+    const __m256 term = _mm256_mul_ps(v, _mm256_maskload_ps(C, m));
+    _mm256_maskstore_ps(s, m, v);
+    // Only the masked lanes receive a term, as in the reference.
+    return _mm256_blendv_ps(acc, _mm256_add_ps(acc, term), _mm256_castsi256_ps(m));
+}
+
+// Lanes k + 8, then + 4, + 2, + 1 of the two halves (the references' fold).
+KILN_TARGET_AVX2 inline float fold16(__m256 lo, __m256 hi) {
+    const __m256 r8 = _mm256_add_ps(lo, hi);
+    const __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+    const __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
+    return _mm_cvtss_f32(_mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1)));
+}
+
+// Σ a[i] · b[i] in the reference's lanes (tail lanes receive nothing).
+KILN_TARGET_AVX2 inline float dot16(const float* a, const float* b, int n) {
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        lo = _mm256_add_ps(lo, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+        hi = _mm256_add_ps(hi, _mm256_mul_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8)));
+    }
+    for (int half = 0; half < 2 && i + 8 * half < n; ++half) {
+        const int left = n - i - 8 * half;
+        const __m256i m = left >= 8 ? _mm256_set1_epi32(-1) : lanes_below(left);
+        const __m256 term = _mm256_mul_ps(_mm256_maskload_ps(a + i + 8 * half, m), _mm256_maskload_ps(b + i + 8 * half, m));
+        __m256& acc = half == 0 ? lo : hi;
+        acc = _mm256_blendv_ps(acc, _mm256_add_ps(acc, term), _mm256_castsi256_ps(m));
+    }
+    return fold16(lo, hi);
+}
+
+}  // namespace
+
+KILN_TARGET_AVX2 void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,
+                                float* y, int d, int n_k_heads, int h0, int h1) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    const int full = d / 8 * 8;
+    const __m256i tail = lanes_below(d - full);
+    for (int h = h0; h < h1; ++h) {
+        const __m256 decay = _mm256_set1_ps(std::exp(g[h]));
+        const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
+        const float* qh = q + static_cast<int64_t>(h % n_k_heads) * d;
+        float* m = state + static_cast<int64_t>(h) * d * d;
+        for (int j = 0; j < d; ++j) {
+            float* row = m + static_cast<int64_t>(j) * d;
+            int i = 0;
+            for (; i < full; i += 8) _mm256_storeu_ps(row + i, _mm256_mul_ps(_mm256_loadu_ps(row + i), decay));
+            if (full < d) _mm256_maskstore_ps(row + i, tail, _mm256_mul_ps(_mm256_maskload_ps(row + i, tail), decay));
+            const float delta = (v[static_cast<int64_t>(h) * d + j] - dot16(row, kh, d)) * beta[h];
+            const __m256 dv = _mm256_set1_ps(delta);
+            for (i = 0; i < full; i += 8)
+                _mm256_storeu_ps(row + i, _mm256_add_ps(_mm256_loadu_ps(row + i), _mm256_mul_ps(_mm256_loadu_ps(kh + i), dv)));
+            if (full < d)
+                _mm256_maskstore_ps(row + i, tail,
+                                    _mm256_add_ps(_mm256_maskload_ps(row + i, tail), _mm256_mul_ps(_mm256_maskload_ps(kh + i, tail), dv)));
+            y[static_cast<int64_t>(h) * d + j] = dot16(row, qh, d) * scale;
+        }
+    }
+}
+
+KILN_TARGET_AVX2 void ssm_scan2(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C,
+                                float* y, int d_state, int head_dim, int n_head, int n_group, int h0, int h1) {
+    static_assert(ssm::k_scan_lanes == 16);
+    const int heads_per_group = n_head / n_group;
+    const int full = d_state / 16 * 16;
+    const __m256i all = _mm256_set1_epi32(-1);
+    for (int h = h0; h < h1; ++h) {
+        const float dt_sp = ssm::softplus(dt[h]);
+        const __m256 dA = _mm256_set1_ps(std::exp(dt_sp * A[h]));
+        const int g = h / heads_per_group;
+        const float* Bg = B + static_cast<int64_t>(g) * d_state;
+        const float* Cg = C + static_cast<int64_t>(g) * d_state;
+        for (int d = 0; d < head_dim; ++d) {
+            const int64_t ii = static_cast<int64_t>(h) * head_dim + d;
+            float* s = state + ii * d_state;
+            const __m256 x_dt = _mm256_set1_ps(x[ii] * dt_sp);
+            __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+            int i = 0;
+            for (; i < full; i += 16) {
+                const __m256 v0 = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(s + i), dA), _mm256_mul_ps(_mm256_loadu_ps(Bg + i), x_dt));
+                const __m256 v1 =
+                    _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(s + i + 8), dA), _mm256_mul_ps(_mm256_loadu_ps(Bg + i + 8), x_dt));
+                lo = _mm256_add_ps(lo, _mm256_mul_ps(v0, _mm256_loadu_ps(Cg + i)));
+                hi = _mm256_add_ps(hi, _mm256_mul_ps(v1, _mm256_loadu_ps(Cg + i + 8)));
+                _mm256_storeu_ps(s + i, v0);
+                _mm256_storeu_ps(s + i + 8, v1);
+            }
+            if (i < d_state) {
+                const int left = d_state - i;
+                lo = step8(s + i, Bg + i, Cg + i, dA, x_dt, lo, left >= 8 ? all : lanes_below(left));
+                if (left > 8) hi = step8(s + i + 8, Bg + i + 8, Cg + i + 8, dA, x_dt, hi, lanes_below(left - 8));
+            }
+            // Lanes k + 8, then + 4, + 2, + 1.
+            const __m256 r8 = _mm256_add_ps(lo, hi);
+            const __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+            const __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
+            const __m128 r1 = _mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1));
+            y[ii] = _mm_cvtss_f32(r1);
+        }
+    }
+}
+
+}  // namespace kiln::avx2
+
+#endif

@@ -1,0 +1,111 @@
+// AVX-512 recurrences: the Mamba-2 scan (ssm::scan2_step) and the gated delta
+// rule (ssm::delta_step). A state row is updated 16 floats at a time, each sum in
+// one accumulator whose lanes are the reference's 16 lanes, folded in the same
+// halves. Bit-identical to the references.
+#include "compute/kernels/target.h"
+
+#if KILN_HAVE_X86_KERNELS
+
+#include "compute/kernels/avx512_intrinsics.h"
+
+#include <cmath>
+
+#include "compute/kernels/x86.h"
+#include "compute/ssm.h"
+
+namespace kiln::avx512 {
+
+namespace {
+
+// Lanes k + 8, then + 4, + 2, + 1 (the references' fold).
+KILN_TARGET_AVX512 inline float fold16(__m512 acc) {
+    const __m256 r8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+    const __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+    const __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
+    return _mm_cvtss_f32(_mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1)));
+}
+
+// Σ a[i] · b[i] in the reference's lanes (tail lanes receive nothing).
+KILN_TARGET_AVX512 inline float dot16(const float* a, const float* b, int n) {
+    __m512 acc = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+    if (i < n) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+        acc = _mm512_mask_add_ps(acc, m, acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+    }
+    return fold16(acc);
+}
+
+}  // namespace
+
+KILN_TARGET_AVX512 void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,
+                                  float* y, int d, int n_k_heads, int h0, int h1) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    const int full = d / 16 * 16;
+    const __mmask16 tail = static_cast<__mmask16>((1u << (d - full)) - 1);
+    for (int h = h0; h < h1; ++h) {
+        const __m512 decay = _mm512_set1_ps(std::exp(g[h]));
+        const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
+        const float* qh = q + static_cast<int64_t>(h % n_k_heads) * d;
+        float* m = state + static_cast<int64_t>(h) * d * d;
+        for (int j = 0; j < d; ++j) {
+            float* row = m + static_cast<int64_t>(j) * d;
+            int i = 0;
+            for (; i < full; i += 16) _mm512_storeu_ps(row + i, _mm512_mul_ps(_mm512_loadu_ps(row + i), decay));
+            if (tail) _mm512_mask_storeu_ps(row + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, row + i), decay));
+            const float delta = (v[static_cast<int64_t>(h) * d + j] - dot16(row, kh, d)) * beta[h];
+            const __m512 dv = _mm512_set1_ps(delta);
+            for (i = 0; i < full; i += 16)
+                _mm512_storeu_ps(row + i, _mm512_add_ps(_mm512_loadu_ps(row + i), _mm512_mul_ps(_mm512_loadu_ps(kh + i), dv)));
+            if (tail)
+                _mm512_mask_storeu_ps(row + i, tail,
+                                      _mm512_add_ps(_mm512_maskz_loadu_ps(tail, row + i), _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, kh + i), dv)));
+            y[static_cast<int64_t>(h) * d + j] = dot16(row, qh, d) * scale;
+        }
+    }
+}
+
+KILN_TARGET_AVX512 void ssm_scan2(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C,
+                                  float* y, int d_state, int head_dim, int n_head, int n_group, int h0, int h1) {
+    static_assert(ssm::k_scan_lanes == 16);
+    const int heads_per_group = n_head / n_group;
+    const int full = d_state / 16 * 16;
+    const __mmask16 tail = static_cast<__mmask16>((1u << (d_state - full)) - 1);
+    for (int h = h0; h < h1; ++h) {
+        const float dt_sp = ssm::softplus(dt[h]);
+        const __m512 dA = _mm512_set1_ps(std::exp(dt_sp * A[h]));
+        const int g = h / heads_per_group;
+        const float* Bg = B + static_cast<int64_t>(g) * d_state;
+        const float* Cg = C + static_cast<int64_t>(g) * d_state;
+        for (int d = 0; d < head_dim; ++d) {
+            const int64_t ii = static_cast<int64_t>(h) * head_dim + d;
+            float* s = state + ii * d_state;
+            const __m512 x_dt = _mm512_set1_ps(x[ii] * dt_sp);
+            __m512 acc = _mm512_setzero_ps();
+            int i = 0;
+            for (; i < full; i += 16) {
+                const __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(s + i), dA), _mm512_mul_ps(_mm512_loadu_ps(Bg + i), x_dt));
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(v, _mm512_loadu_ps(Cg + i)));
+                _mm512_storeu_ps(s + i, v);
+            }
+            if (tail) {
+                const __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, s + i), dA),
+                                               _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, Bg + i), x_dt));
+                // Only the tail's lanes receive a term, as in the reference.
+                acc = _mm512_mask_add_ps(acc, tail, acc, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(tail, Cg + i)));
+                _mm512_mask_storeu_ps(s + i, tail, v);
+            }
+            // Lanes k + 8, then + 4, + 2, + 1.
+            __m256 r8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+            __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+            __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
+            __m128 r1 = _mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1));
+            y[ii] = _mm_cvtss_f32(r1);
+        }
+    }
+}
+
+}  // namespace kiln::avx512
+
+#endif

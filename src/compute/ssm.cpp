@@ -1,0 +1,98 @@
+#include "compute/ssm.h"
+
+#include <cmath>
+
+namespace kiln::ssm {
+
+namespace {
+
+// Σ a[i] · b[i] in the 16 lanes of the scans, folded in halves.
+float lane_dot(const float* a, const float* b, int n) {
+    float lane[k_scan_lanes] = {};
+    for (int i = 0; i < n; ++i) lane[i % k_scan_lanes] += a[i] * b[i];
+    for (int w = k_scan_lanes / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; ++k) lane[k] += lane[k + w];
+    return lane[0];
+}
+
+}  // namespace
+
+float softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
+
+void conv_step(float* state, const float* x, const float* w, const float* bias, float* y, int d_conv, int64_t c0, int64_t c1) {
+    const int n_keep = d_conv - 1;
+    for (int64_t c = c0; c < c1; ++c) {
+        float* s = state + c * n_keep;
+        const float* wc = w + c * d_conv;
+        // The sum in float, term by term as ggml_ssm_conv (not a double-accumulating dot).
+        float sum = 0.0f;
+        for (int j = 0; j < n_keep; ++j) sum += s[j] * wc[j];
+        sum += x[c] * wc[n_keep];
+        y[c] = bias ? sum + bias[c] : sum;
+        for (int j = 0; j + 1 < n_keep; ++j) s[j] = s[j + 1];
+        if (n_keep > 0) s[n_keep - 1] = x[c];
+    }
+}
+
+void scan2_step(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C, float* y,
+                int d_state, int head_dim, int n_head, int n_group, int h0, int h1) {
+    const int heads_per_group = n_head / n_group;
+    for (int h = h0; h < h1; ++h) {
+        const float dt_sp = softplus(dt[h]);
+        const float dA = std::exp(dt_sp * A[h]);
+        const int g = h / heads_per_group;
+        const float* Bg = B + static_cast<int64_t>(g) * d_state;
+        const float* Cg = C + static_cast<int64_t>(g) * d_state;
+        for (int d = 0; d < head_dim; ++d) {
+            const int64_t ii = static_cast<int64_t>(h) * head_dim + d;
+            float* s = state + ii * d_state;
+            const float x_dt = x[ii] * dt_sp;
+            float lane[k_scan_lanes] = {};
+            for (int i = 0; i < d_state; ++i) {
+                const float v = s[i] * dA + Bg[i] * x_dt;
+                lane[i % k_scan_lanes] += v * Cg[i];
+                s[i] = v;
+            }
+            for (int w = k_scan_lanes / 2; w > 0; w /= 2)
+                for (int k = 0; k < w; ++k) lane[k] += lane[k + w];
+            y[ii] = lane[0];
+        }
+    }
+}
+
+void scan1_step(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C, float* y,
+                int d_state, int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+        const float dt_sp = softplus(dt[c]);
+        const float x_dt = x[c] * dt_sp;
+        float* s = state + c * d_state;
+        const float* Ac = A + c * d_state;
+        float sum = 0.0f;
+        for (int i = 0; i < d_state; ++i) {
+            const float v = s[i] * std::exp(dt_sp * Ac[i]) + B[i] * x_dt;
+            sum += v * C[i];
+            s[i] = v;
+        }
+        y[c] = sum;
+    }
+}
+
+void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
+                int n_k_heads, int h0, int h1) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    for (int h = h0; h < h1; ++h) {
+        const float decay = std::exp(g[h]);
+        const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
+        const float* qh = q + static_cast<int64_t>(h % n_k_heads) * d;
+        float* m = state + static_cast<int64_t>(h) * d * d;
+        for (int j = 0; j < d; ++j) {
+            float* row = m + static_cast<int64_t>(j) * d;
+            for (int i = 0; i < d; ++i) row[i] *= decay;
+            const float delta = (v[static_cast<int64_t>(h) * d + j] - lane_dot(row, kh, d)) * beta[h];
+            for (int i = 0; i < d; ++i) row[i] += kh[i] * delta;
+            y[static_cast<int64_t>(h) * d + j] = lane_dot(row, qh, d) * scale;
+        }
+    }
+}
+
+}  // namespace kiln::ssm

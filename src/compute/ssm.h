@@ -1,0 +1,58 @@
+// The recurrences of the state-space (Mamba) mixers, one position at a time over
+// a range of channels or heads: scalar references, written operation by
+// operation as ggml's CPU kernels (ggml_ssm_conv, ggml_ssm_scan) so results
+// track llama.cpp's. A chunk of a sequence's rows is evaluated by calling these
+// in position order inside the mixer (src/model/ssm.cpp); every position is the
+// same arithmetic whether it arrives alone or in a chunk of any size, so the
+// recurrence is batch-invariant by construction (no chunk-wise reordering).
+//
+// State layouts (per sequence and layer, f32, fastest dimension first):
+//   convolution  [d_conv - 1, n_channels]   the last d_conv - 1 inputs, oldest first
+//   Mamba-1 scan [d_state, d_inner]
+//   Mamba-2 scan [d_state, head_dim, n_head]
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::ssm {
+
+constexpr int k_scan_lanes = 16;
+
+// softplus as ggml: x above 20 passes through, else log(1 + exp(x)).
+float softplus(float x);
+
+// Causal depthwise convolution of one position, channels [c0, c1): for channel
+// c, y[c] = Σ_j window[j] · w[c·d_conv + j] (j in order, from 0) + bias[c], where
+// window is the state's d_conv - 1 inputs followed by x[c]; then the state
+// shifts x[c] in. w: f32 [d_conv, n_channels] (the GGUF ssm_conv1d layout);
+// bias may be null (no bias: the sum as it is).
+void conv_step(float* state, const float* x, const float* w, const float* bias, float* y, int d_conv, int64_t c0, int64_t c1);
+
+// Mamba-2 scan of one position, heads [h0, h1). Head h (group g = h / (n_head /
+// n_group)) with dt' = softplus(dt[h]) and dA = exp(dt' · A[h]):
+//   s[i][d] = s[i][d] · dA + B[g][i] · (x[h][d] · dt'),   y[h][d] = Σ_i s[i][d] · C[g][i]
+// x, y: f32 [head_dim, n_head]; dt, A: [n_head]; B, C: [d_state, n_group].
+// The sum over i is taken in 16 lanes (lane k adds the terms i ≡ k mod 16 in
+// order), the lanes then folded in halves (k + 8, then + 4, + 2, + 1): the order
+// of one 512-bit or two 256-bit accumulators, so the SIMD kernels
+// (KernelTable::ssm_scan2) are bit-identical to this reference.
+void scan2_step(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C, float* y,
+                int d_state, int head_dim, int n_head, int n_group, int h0, int h1);
+
+// Mamba-1 scan of one position, channels [c0, c1), with dt' = softplus(dt[c]):
+//   s[i][c] = s[i][c] · exp(dt' · A[c][i]) + B[i] · (x[c] · dt'),   y[c] = Σ_i s[i][c] · C[i]
+// x, dt, y: f32 [d_inner]; A: [d_state, d_inner]; B, C: [d_state].
+void scan1_step(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C, float* y,
+                int d_state, int64_t c0, int64_t c1);
+
+// The gated delta rule of one position (Qwen3.5's linear attention), value
+// heads [h0, h1), value head h reading key head h % n_k_heads (llama.cpp's
+// tiling of the key heads). The state of head h is M [d, d] with M[j][i] =
+// S[i][j]; row j of it, with decay exp(g[h]):
+//   row *= decay;  δ = (v[h][j] - row · k) · beta[h];  row += k · δ;  y[h][j] = (row · q) / sqrt(d)
+// q, k: f32 [d, n_k_heads] (already L2-normed); v, y: [d, n_v_heads]; g, beta: [n_v_heads].
+// Dot products are summed in the 16 lanes of scan2_step.
+void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
+                int n_k_heads, int h0, int h1);
+
+}  // namespace kiln::ssm

@@ -1,0 +1,101 @@
+// The state-space mixers of the Mamba families (spec.ssm.kind): a recurrent
+// layer's token mixer between `attn_norm` and the residual. Per layer and
+// sequence it keeps, in the RecurrentState, the causal convolution's last inputs
+// and the scan state (compute/ssm.h has the layouts).
+//
+// Mamba-2 (mamba2; the Mamba-2 layers of nemotron_h, granitehybrid, falcon-h1):
+//   zxBCdt = ssm_in · x;  xBC = SiLU(conv1d(xBC) + b);  y = scan(x, dt + dt_b, A, B, C) + D·x
+//   y = RMSNorm_per_group(y · SiLU(z)) · ssm_norm;   out = ssm_out · y
+// ShortConv (lfm2's convolution layers): no scan, a gated short convolution:
+//   [B, C, x] = in_proj · x;  y = C · conv1d(B · x);  out = out_proj · y
+// Gated delta net (qwen35's linear-attention layers; src/model/delta_net.cpp):
+//   qkv = attn_qkv · x;  [q, k, v] = SiLU(conv1d(qkv));  q, k L2-normed per key head
+//   g = softplus(ssm_alpha · x + dt_b) · A;  beta = sigmoid(ssm_beta · x)
+//   y = delta_rule(q, k, v, g, beta);  out = ssm_out · (RMSNorm(y) · ssm_norm · SiLU(attn_gate · x))
+// Mamba-1 (mamba):
+//   xz = ssm_in · x;  x = SiLU(conv1d(x) + b);  [dt_low, B, C] = ssm_x · x;  dt = ssm_dt · dt_low + dt_b
+//   y = (scan(x, dt, A, B, C) + D·x) · SiLU(z);   out = ssm_out · y
+//
+// A batch's rows are evaluated in batch order (a sequence's rows are in position
+// order): the projections over all rows at once, the convolution and the scan
+// row by row inside the mixer, split over threads by channel / head. A row's
+// result therefore never depends on how its sequence was split into batches.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "cache/recurrent_state.h"
+#include "compute/matmul.h"
+#include "compute/thread_pool.h"
+#include "model/spec.h"
+#include "model/tensor_source.h"
+
+namespace kiln {
+
+struct SsmWeights {
+    Matrix in;                       // ssm_in (shortconv.in_proj) [n_embd, d_in_proj]
+    const float* conv = nullptr;     // ssm_conv1d.weight (shortconv.conv.weight) f32 [d_conv, n_conv]
+    const float* conv_b = nullptr;   // [n_conv]; ShortConv: none
+    Matrix x_proj;                   // Mamba-1 ssm_x [d_inner, dt_rank + 2 d_state]
+    Matrix dt_proj;                  // Mamba-1 ssm_dt [dt_rank, d_inner]
+    const float* dt_b = nullptr;     // [n_head] (Mamba-2) or [d_inner]
+    const float* A = nullptr;        // ssm_a: [1, n_head] (Mamba-2) or [d_state, d_inner]; already -exp(A_log)
+    const float* D = nullptr;        // ssm_d: [1, n_head] (Mamba-2) or [d_inner]
+    const float* norm = nullptr;     // Mamba-2 ssm_norm [d_inner / n_group, n_group]
+    Matrix out;                      // ssm_out (shortconv.out_proj) [d_inner, n_embd]
+    Matrix z_proj, beta_proj, alpha_proj;  // delta net: attn_gate [n_embd, d_inner], ssm_beta / ssm_alpha [n_embd, n_v_heads]
+};
+
+// Binds layer `prefix` ("blk.3.")'s mixer tensors, checking every shape.
+SsmWeights bind_ssm_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
+// The matrices among them (for the load-time repacking).
+std::vector<Matrix*> ssm_matrices(SsmWeights& w);
+// The delta net's part of bind_ssm_weights (delta_net.cpp).
+SsmWeights bind_delta_net_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
+
+// Channels through the causal convolution.
+int64_t ssm_conv_channels(const SsmSpec& m);
+// Bytes of one sequence's state in one recurrent layer (convolution + scan).
+uint64_t ssm_state_bytes(const ModelSpec& spec);
+
+class SsmMixer {
+public:
+    using Hook = std::function<void(const char* name, int layer, const float* data, int64_t n_per_row, int64_t n_rows)>;
+
+    SsmMixer(const ModelSpec& spec, int n_batch_max);
+
+    // h: the normed input f32 [n_embd, n]; out: the mixer's output f32 [n_embd, n].
+    // seq[r]: row r's sequence, whose state in `states` it reads and advances.
+    void eval(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
+              const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
+
+private:
+    void conv(int il, const SsmWeights& w, const int32_t* seq, int n, const float* src, int64_t src_stride, int64_t src_offset,
+              RecurrentState& states, const ThreadPool& pool, bool silu);
+    void eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
+                        const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
+    void eval_shortconv(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
+                        const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
+    void eval2(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
+               const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
+    void eval1(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
+               const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
+
+    const ModelSpec& spec_;
+    int64_t n_conv_ = 0;     // channels through the convolution
+    int64_t d_in_proj_ = 0;  // ssm_in's outputs
+    int64_t conv_bytes_ = 0; // the convolution's part of a layer's state (the scan's follows)
+    std::vector<float> proj_;  // ssm_in's output [d_in_proj, n]
+    std::vector<float> xc_;    // convolved channels [n_conv, n]
+    std::vector<float> xdb_;   // Mamba-1: ssm_x's output [dt_rank + 2 d_state, n]
+    std::vector<float> dtl_;   // Mamba-1: its dt part, contiguous [dt_rank, n]
+    std::vector<float> dt_;    // time steps with bias [n_head or d_inner, n]
+    std::vector<float> y_;     // scan output [d_inner, n]
+    std::vector<float> g_;     // the gate, SiLU(z) · y [d_inner, n]; ShortConv: B · x
+    std::vector<float> z_;     // delta net: the output gate's input [d_inner, n]
+    std::vector<float> beta_, alpha_;  // delta net: [n_v_heads, n] each
+};
+
+}  // namespace kiln

@@ -1,0 +1,190 @@
+// kiln plan / list / config as a user runs them: the planned peak against the
+// measured peak RSS of kiln bench, the list's JSON fields, the config's origins.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_runner.h"
+#include "support/test_support.h"
+
+using kiln::test::run_kiln;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Peak RSS in bytes of `kiln bench ...` as /usr/bin/time -f %M reports it.
+double bench_peak_rss(const std::string& args) {
+    const std::string marker = "PEAK_RSS_KIB=";
+    const std::string cmd = "/usr/bin/time -f '" + marker + "%M' " + std::string(KILN_BINARY_DIR) + "/kiln bench " + args +
+                            " 2>&1 >/dev/null | grep " + marker;
+    std::FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return -1;
+    char buf[256] = {};
+    std::string out;
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+    const size_t at = out.find(marker);
+    if (at == std::string::npos) return -1;
+    return std::stod(out.substr(at + marker.size())) * 1024.0;
+}
+
+}  // namespace
+
+// The plan's total_bytes is within 5% of the measured peak RSS of
+// `kiln bench -m MODEL -c C -p C-48 -n 16 -r 1` (its machine probes included
+// at -c 512: they run in a process whose memory does not count) on both real
+// models at three context sizes; -c 4096 is a long check (README).
+TEST(CliPlan, TotalWithinFivePercentOfBenchPeakRss) {
+    if (!fs::exists("/usr/bin/time")) GTEST_SKIP() << "/usr/bin/time (GNU time) is not installed";
+    for (const std::string& model : {kiln::test::smollm2_path(), kiln::test::gemma3_path()}) {
+        KILN_REQUIRE_MODEL(model);
+        for (int c : {512, 1024, 2048}) {
+            auto plan = run_kiln("plan -m " + model + " -c " + std::to_string(c) + " --json");
+            ASSERT_EQ(plan.status, 0) << plan.err;
+            const auto j = nlohmann::json::parse(plan.out);
+            // total_bytes is the only key containing "total".
+            int totals = 0;
+            for (const auto& [k, v] : j.items()) totals += k.find("total") != std::string::npos;
+            for (const auto& [k, v] : j["breakdown"].items()) totals += k.find("total") != std::string::npos;
+            EXPECT_EQ(totals, 1);
+            EXPECT_TRUE(j["fits"].get<bool>());
+            EXPECT_EQ(j["n_ctx"], c);
+            const double planned = j["total_bytes"].get<double>();
+            // The probes (about 4 s) run once, at the first size, to show they do not count.
+            const bool probe = c == 512;
+            const double measured = bench_peak_rss("-m " + model + " -c " + std::to_string(c) + " -p " + std::to_string(c - 48) +
+                                                   " -n 16 -r 1" + (probe ? "" : " --no-probe"));
+            ASSERT_GT(measured, 0) << "no peak RSS from /usr/bin/time";
+            EXPECT_LT(std::fabs(planned / measured - 1.0), 0.05)
+                << model << " -c " << c << ": planned " << planned << " bytes, measured " << measured;
+            std::printf("%s -c %d: planned %.1f MiB, measured %.1f MiB (%+.2f%%)\n", fs::path(model).filename().c_str(), c,
+                        planned / 1048576.0, measured / 1048576.0, 100.0 * (planned / measured - 1.0));
+        }
+    }
+}
+
+// A budget the load does not fit is refused with the numbers and a context that fits.
+TEST(CliPlan, RefusesWhatDoesNotFitWithAdvice) {
+    KILN_REQUIRE_MODEL(kiln::test::gemma3_path());
+    auto r = run_kiln("plan -m " + kiln::test::gemma3_path() + " -c 32768 --memory-budget 400MiB --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_FALSE(j["fits"].get<bool>());
+    const std::string advice = j["advice"];
+    EXPECT_NE(advice.find("more than --memory-budget of 400 MiB"), std::string::npos) << advice;
+    const size_t at = advice.find("; -c ");
+    ASSERT_NE(at, std::string::npos) << advice;
+    const int suggested = std::stoi(advice.substr(at + 5));
+    EXPECT_GT(suggested, 0);
+    EXPECT_LT(suggested, 32768);
+    // The suggestion really fits the budget.
+    auto s = run_kiln("plan -m " + kiln::test::gemma3_path() + " -c " + std::to_string(suggested) + " --memory-budget 400MiB --json");
+    ASSERT_EQ(s.status, 0) << s.err;
+    EXPECT_TRUE(nlohmann::json::parse(s.out)["fits"].get<bool>());
+    // Weights alone above the budget: no context fits.
+    auto w = run_kiln("plan -m " + kiln::test::gemma3_path() + " --memory-budget 100MiB");
+    EXPECT_NE(w.out.find("no context fits"), std::string::npos) << w.out;
+    // A context above the model's is an error naming both.
+    auto e = run_kiln("plan -m " + kiln::test::smollm2_path() + " -c 100000");
+    EXPECT_EQ(e.status, 1);
+    EXPECT_NE(e.err.find("exceeds the model's maximum of 8192"), std::string::npos) << e.err;
+}
+
+// kiln list --json over a home with an Ollama store and a kiln folder; kiln
+// config --print says where each value came from.
+TEST(CliList, JsonFieldsAndConfigOrigins) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const fs::path home = fs::path(kiln::test::temp_dir()) / "cli-home";
+    fs::remove_all(home);
+    const fs::path model = fs::absolute(kiln::test::smollm2_path());
+    const std::string digest(64, 'e');
+    fs::create_directories(home / ".ollama/models/blobs");
+    fs::create_symlink(model, home / ".ollama/models/blobs" / ("sha256-" + digest));
+    fs::create_directories(home / ".ollama/models/manifests/registry.ollama.ai/library/smollm2");
+    kiln::test::write_file((home / ".ollama/models/manifests/registry.ollama.ai/library/smollm2/135m").string(),
+                           R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:)" + digest + R"("}]})");
+    fs::create_directories(home / "models");
+    fs::create_symlink(model, home / "models" / "smol.gguf");
+    fs::create_directories(home / ".config/kiln");
+    kiln::test::write_file((home / ".config/kiln/config.json").string(),
+                           R"({"aliases": {"tiny": "smollm2:135m"}, "server": {"port": 9191, "parallel": 2}})");
+    const std::string env = "env -u XDG_CONFIG_HOME -u KILN_CONFIG -u HF_HOME -u HF_HUB_CACHE -u OLLAMA_MODELS -u XDG_CACHE_HOME HOME=" +
+                            home.string() + " KILN_MODELS=" + (home / "models").string() + " ";
+    const std::string kiln = std::string(KILN_BINARY_DIR) + "/kiln ";
+    auto list = run_kiln("list --json");  // the runner's own environment: it must not fail
+    EXPECT_EQ(list.status, 0) << list.err;
+    std::FILE* p = popen((env + kiln + "list --json").c_str(), "r");
+    ASSERT_TRUE(p);
+    std::string out;
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0);
+    const auto arr = nlohmann::json::parse(out);
+    ASSERT_TRUE(arr.is_array());
+    std::map<std::string, nlohmann::json> by_name;
+    for (const auto& e : arr) by_name[e["name"]] = e;
+    ASSERT_TRUE(by_name.count("smollm2:135m")) << out;
+    ASSERT_TRUE(by_name.count("smol")) << out;
+    for (const char* name : {"smollm2:135m", "smol"}) {
+        const auto& e = by_name[name];
+        for (const char* key : {"name", "source", "path", "architecture", "file_size", "quantization", "context_length", "fits"})
+            EXPECT_TRUE(e.contains(key)) << name << " lacks " << key;
+        EXPECT_EQ(e["architecture"], "llama");
+        EXPECT_EQ(e["quantization"], "Q4_1");
+        EXPECT_EQ(e["file_size"], 98362432);
+        EXPECT_EQ(e["context_length"], 8192);
+        EXPECT_TRUE(e["fits"].get<bool>());
+    }
+    EXPECT_EQ(by_name["smollm2:135m"]["source"], "ollama");
+    EXPECT_EQ(by_name["smol"]["source"], "kiln");
+    // The alias resolves for -m (tokenize loads only the tokenizer).
+    p = popen((env + kiln + "tokenize -m tiny --text hi --json 2>&1").c_str(), "r");
+    ASSERT_TRUE(p);
+    out.clear();
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0) << out;
+    EXPECT_EQ(out.front(), '[') << out;
+    // Origins: the file, the environment over it, built-in defaults.
+    p = popen((env + "KILN_PARALLEL=3 " + kiln + "config --print --json").c_str(), "r");
+    ASSERT_TRUE(p);
+    out.clear();
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0);
+    const auto cfg = nlohmann::json::parse(out);
+    const std::string file = (home / ".config/kiln/config.json").string();
+    EXPECT_EQ(cfg["file"], file);
+    EXPECT_EQ(cfg["settings"]["server.port"]["value"], "9191");
+    EXPECT_EQ(cfg["settings"]["server.port"]["origin"], "file " + file);
+    EXPECT_EQ(cfg["settings"]["server.parallel"]["value"], "3");
+    EXPECT_EQ(cfg["settings"]["server.parallel"]["origin"], "environment KILN_PARALLEL");
+    EXPECT_EQ(cfg["settings"]["server.host"]["origin"], "built-in");
+    EXPECT_EQ(cfg["aliases"]["tiny"], "smollm2:135m");
+    // --config names another file; an unknown key in it is an error naming it.
+    const std::string bad = (home / "bad.json").string();
+    kiln::test::write_file(bad, R"({"sever": {}})");
+    auto r = run_kiln("--config " + bad + " config --print");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("'sever': unknown key"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+}
+
+// kiln serve takes its defaults from the config under its flags.
+TEST(CliServe, PrintConfigShowsPrecedence) {
+    const std::string cfg = kiln::test::temp_dir() + "/serve-config.json";
+    kiln::test::write_file(cfg, R"({"server": {"port": 9393, "parallel": 2, "host": "127.0.0.2"}})");
+    std::FILE* p = popen(("KILN_PORT=7070 " + std::string(KILN_BINARY_DIR) + "/kiln serve --config " + cfg +
+                          " --print-config --parallel 3 2>&1")
+                             .c_str(),
+                         "r");
+    ASSERT_TRUE(p);
+    std::string out;
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0) << out;
+    EXPECT_NE(out.find("server.port = 7070 (environment KILN_PORT)"), std::string::npos) << out;
+    EXPECT_NE(out.find("server.parallel = 3 (flag)"), std::string::npos) << out;
+    EXPECT_NE(out.find("server.host = 127.0.0.2 (file " + cfg + ")"), std::string::npos) << out;
+    EXPECT_NE(out.find("server.max_models = 0 (built-in)"), std::string::npos) << out;
+}
