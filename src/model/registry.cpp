@@ -27,7 +27,7 @@ constexpr ArchRow k_rows[] = {
     {"deepseek2", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
     {"baichuan", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
     {"starcoder", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},
-    {"internlm2", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
+    {"internlm2", RopeKind::Norm, MemoryKind::Kv, configure_internlm2, "gated"},
     {"minicpm", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
     {"xverse", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
     {"command-r", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},

@@ -293,6 +293,8 @@ std::vector<FamilyRecipe> base_recipes() {
                         "output head; Q4_K / Q3_K",
          .shape = {6, 256, 2, 1, 512, 128, 8}, .attn_type = T::Q4_K, .ffn_type = T::Q3_K, .embd_type = T::Q8_0,
          .tied_output = false, .qk_norm = true, .post_norms = true},
+        {.family = "internlm2", .description = "llama's block, Q/K/V biases, separate output head (required); Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false},
     };
 }
 
