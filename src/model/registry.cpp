@@ -58,7 +58,7 @@ constexpr ArchRow k_rows[] = {
     {"olmoe", RopeKind::Neox, MemoryKind::Kv, configure_olmoe, "experts"},
     {"gptneox", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
     {"ernie4_5", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
-    {"exaone", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
+    {"exaone", RopeKind::Neox, MemoryKind::Kv, configure_exaone, "gated"},
     {"gpt-oss", RopeKind::Neox, MemoryKind::Kv, configure_gpt_oss, "experts"},
     {"gpt2", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},
     {"bert", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},

@@ -295,6 +295,8 @@ std::vector<FamilyRecipe> base_recipes() {
          .tied_output = false, .qk_norm = true, .post_norms = true},
         {.family = "internlm2", .description = "llama's block, Q/K/V biases, separate output head (required); Q8_0 / Q4_0",
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false},
+        {.family = "exaone", .description = "llama's block with NEOX RoPE, Q/K/V biases, rope_freqs, tied output; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .rope_freqs = true},
     };
 }
 
