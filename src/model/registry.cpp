@@ -57,7 +57,7 @@ constexpr ArchRow k_rows[] = {
     {"olmo2", RopeKind::Neox, MemoryKind::Kv, configure_olmo2, "gated"},
     {"olmoe", RopeKind::Neox, MemoryKind::Kv, configure_olmoe, "experts"},
     {"gptneox", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
-    {"ernie4_5", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
+    {"ernie4_5", RopeKind::Norm, MemoryKind::Kv, configure_ernie4_5, "gated"},
     {"exaone", RopeKind::Neox, MemoryKind::Kv, configure_exaone, "gated"},
     {"gpt-oss", RopeKind::Neox, MemoryKind::Kv, configure_gpt_oss, "experts"},
     {"gpt2", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},

@@ -297,6 +297,9 @@ std::vector<FamilyRecipe> base_recipes() {
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false},
         {.family = "exaone", .description = "llama's block with NEOX RoPE, Q/K/V biases, rope_freqs, tied output; Q8_0 / Q4_0",
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .rope_freqs = true},
+        {.family = "ernie4_5",
+         .description = "head size 32 x 4 heads over width 64 (larger than width / heads), Q/K/V biases, tied; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 2, 128, 32, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0},
     };
 }
 

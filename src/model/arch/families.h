@@ -22,6 +22,7 @@ void configure_phi3(ArchConfig& c);
 void configure_starcoder2(ArchConfig& c);
 void configure_internlm2(ArchConfig& c);
 void configure_exaone(ArchConfig& c);
+void configure_ernie4_5(ArchConfig& c);
 void configure_mamba(ArchConfig& c);
 void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
