@@ -28,7 +28,7 @@ constexpr ArchRow k_rows[] = {
     {"baichuan", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
     {"starcoder", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},
     {"internlm2", RopeKind::Norm, MemoryKind::Kv, configure_internlm2, "gated"},
-    {"minicpm", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
+    {"minicpm", RopeKind::Norm, MemoryKind::Kv, configure_minicpm, "gated"},
     {"xverse", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
     {"command-r", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
     {"cohere2", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},

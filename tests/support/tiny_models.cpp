@@ -300,6 +300,14 @@ std::vector<FamilyRecipe> base_recipes() {
         {.family = "ernie4_5",
          .description = "head size 32 x 4 heads over width 64 (larger than width / heads), Q/K/V biases, tied; Q8_0 / Q4_0",
          .shape = {2, 64, 4, 2, 128, 32, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0},
+        {.family = "minicpm",
+         .description = "granite's graph with MiniCPM's default scales (no keys: embedding 12, residual 1.4 / sqrt(layers), "
+                        "logits / (256 / width)), attention-output and FFN biases, rope_freqs, separate output; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .attn_out_bias = true, .ffn_bias = true, .rope_freqs = true},
+        {.family = "minicpm@keys", .description = "minicpm with the three scales from the file's keys; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .quant_variants = false,
+         .keys = {{"embedding_scale", Value::f32(3.0f)}, {"residual_scale", Value::f32(0.5f)}, {"logit_scale", Value::f32(0.5f)}}},
     };
 }
 
