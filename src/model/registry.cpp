@@ -59,6 +59,7 @@ constexpr ArchRow k_rows[] = {
     {"gptneox", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
     {"ernie4_5", RopeKind::Norm, MemoryKind::Kv, configure_ernie4_5, "gated"},
     {"exaone", RopeKind::Neox, MemoryKind::Kv, configure_exaone, "gated"},
+    {"exaone4", RopeKind::Neox, MemoryKind::Kv, configure_exaone4, "gated"},
     {"gpt-oss", RopeKind::Neox, MemoryKind::Kv, configure_gpt_oss, "experts"},
     {"gpt2", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},
     {"bert", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},

@@ -308,6 +308,16 @@ std::vector<FamilyRecipe> base_recipes() {
         {.family = "minicpm@keys", .description = "minicpm with the three scales from the file's keys; Q8_0 / Q4_0",
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .quant_variants = false,
          .keys = {{"embedding_scale", Value::f32(3.0f)}, {"residual_scale", Value::f32(0.5f)}, {"logit_scale", Value::f32(0.5f)}}},
+        {.family = "exaone4",
+         .description = "post-norms only, per-head QK-norm, rope_freqs, Q/K/V biases; a sliding_window key that llama.cpp "
+                        "ignores below 64 layers; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 2, 128, 16, 8}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .qk_norm = true, .post_norms = true, .rope_freqs = true, .pre_norms = false},
+        {.family = "exaone4@swa",
+         .description = "exaone4 with 64 layers: three sliding (window 8) to one full, RoPE on the sliding ones only; F32 "
+                        "(quantized, the 64 blocks without pre-norms grow the rounding past the bound)",
+         .shape = {64, 64, 4, 2, 128, 16, 8}, .attn_type = T::F32, .ffn_type = T::F32, .embd_type = T::Q8_0,
+         .qk_norm = true, .post_norms = true, .pre_norms = false, .quant_variants = false},
     };
 }
 
