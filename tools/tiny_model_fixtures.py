@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""llama.cpp's logits for kiln's tiny random models (one per runnable family).
+"""llama.cpp's logits for kiln's tiny random models (one per runnable family and variant).
 
 The models are written by kiln's own GGUF writer (build/tests/make_tiny_model,
 fixed seed, SmolLM2's tokenizer copied in); the tests rebuild the same files
 byte for byte and compare with these logits. For every position of the tiny
-prompt: the argmax, the 10 largest logits and 64 fixed random ids' logits, plus
-the sha256 of the model file (so a test can tell a changed writer from a changed
-forward pass), and the greedy continuation of the prompt (16 tokens).
+prompt: the argmax, the 10 largest logits and 64 fixed random ids' logits; then
+a greedy continuation of GREEDY_STEPS tokens fed back one at a time, with the
+gap between the two best logits at each step; plus the sha256 of the model
+file (so a changed writer can be told from a changed forward pass).
 
-Usage: tools/tiny_model_fixtures.py [--build build] [--families a,b,...]
-(--families: only those, leaving the other fixtures as they are)
+Usage: tools/tiny_model_fixtures.py [--build build] [--families llama,qwen2@q4_k,...]
+(without --families every tiny model is regenerated).
 """
 import argparse
 import hashlib
@@ -24,14 +25,14 @@ from llama_cpp import Llama
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "golden" / "tiny"
-GREEDY_TOKENS = 16
 MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "models"))
+GREEDY_STEPS = 8
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(ROOT / "build"))
-    ap.add_argument("--families", default="", help="comma-separated families to regenerate (default: all)")
+    ap.add_argument("--families", default="", help="comma-separated tiny models to regenerate (default: all)")
     args = ap.parse_args()
     tool = Path(args.build) / "tests" / "make_tiny_model"
     listing = subprocess.run([str(tool), "--list"], check=True, capture_output=True, text=True).stdout.splitlines()
@@ -40,25 +41,29 @@ def main() -> None:
         wanted = [f for f in args.families.split(",") if f]
         unknown = sorted(set(wanted) - set(families))
         if unknown:
-            raise SystemExit(f"unknown families {unknown}; make_tiny_model --list has {families}")
-        families = wanted
+            raise SystemExit(f"unknown tiny models: {', '.join(unknown)} (known: {', '.join(families)})")
+        families = [f for f in families if f in wanted]
     prompt = [int(x) for x in listing[-1].split()[1:]]
     source = MODELS / "SmolLM2-135M-Instruct.Q4_1.gguf"
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for fam in families:
+            # One generator per family, seeded by its name: regenerating one
+            # family leaves the others' random ids as they are.
+            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(fam.encode()).digest()[:8], "little"))
             path = Path(tmp) / f"tiny-{fam}.gguf"
             subprocess.run([str(tool), fam, str(source), str(path)], check=True)
             sha = hashlib.sha256(path.read_bytes()).hexdigest()
             llm = Llama(model_path=str(path), n_ctx=256, n_batch=64, logits_all=True, verbose=False, n_threads=2)
             llm.eval(prompt)
             logits = np.array(llm.scores[: len(prompt)], dtype=np.float32)
-            # Greedy continuation: each argmax evaluated in turn (one token per eval).
-            greedy = []
-            for _ in range(GREEDY_TOKENS):
-                nxt = int(np.argmax(llm.scores[llm.n_tokens - 1]))
-                greedy.append(nxt)
-                llm.eval([nxt])
+            greedy, gaps = [], []
+            for _ in range(GREEDY_STEPS):
+                last = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
+                order = np.argsort(-last, kind="stable")
+                greedy.append(int(order[0]))
+                gaps.append(float(last[order[0]] - last[order[1]]))
+                llm.eval([greedy[-1]])
             n_vocab = logits.shape[1]
             # Seeded per family, so a --families run draws what a full run does.
             rng = np.random.default_rng([7, *fam.encode()])
@@ -71,10 +76,10 @@ def main() -> None:
                 "top_logits": np.take_along_axis(logits, top_ids, axis=1).tolist(),
                 "random_ids": random_ids,
                 "random_logits": logits[:, random_ids].tolist(),
-                "greedy": greedy,
+                "greedy": greedy, "greedy_gap": gaps,
             }
             (OUT / f"{fam}.json").write_text(json.dumps(data) + "\n")
-            print(f"{fam}: sha256 {sha[:16]}..., logits range [{logits.min():.3f}, {logits.max():.3f}]")
+            print(f"{fam}: sha256 {sha[:16]}..., logits range [{logits.min():.3f}, {logits.max():.3f}], greedy {greedy}")
             del llm
 
 

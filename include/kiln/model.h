@@ -50,6 +50,21 @@ struct LoadOptions {
     bool prefault = false;  // touch every weight page at load (flat first-token latency)
 };
 
+// One architecture kiln knows (its registry), as `kiln archs` lists them.
+struct ArchitectureInfo {
+    std::string name;                  // canonical GGUF name ("llama")
+    std::vector<std::string> aliases;  // other spellings that resolve to it ("mistral", ...)
+    bool runnable = false;             // kiln loads and runs it
+    std::string mixer;                 // "attention", "recurrent", "attention + recurrent"
+    std::string ffn;                   // "gated", "plain", "experts", ...
+    std::string memory;                // "kv", "recurrent", "hybrid"
+    std::string rope;                  // "norm", "neox", "none"
+    // A tiny model of it is compared with llama.cpp's logits in kiln's tests
+    // (derived at build time from the fixtures present, tests/golden/tiny).
+    bool checked = false;
+};
+std::vector<ArchitectureInfo> known_architectures();
+
 class Model {
 public:
     static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {});

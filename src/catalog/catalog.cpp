@@ -288,8 +288,13 @@ CatalogEntry describe_entry(std::string name, std::string source, const fs::path
             for (const auto& [type, use] : card.type_mix)
                 if (use.bytes > most) most = use.bytes, e.quantization = type;
         }
-        const ArchRow* row = find_architecture(e.architecture);
-        e.supported = row && row->configure;
+        // Resolved as Model::load resolves it (spelling variants, the key namespace).
+        try {
+            const ArchRow* row = resolve_architecture(file.metadata()).row;
+            e.supported = row && row->configure;
+        } catch (const Error&) {
+            e.supported = false;  // a projector or an unknown architecture
+        }
     } catch (const Error& err) {
         std::error_code ec;
         e.file_size = fs::file_size(path, ec);

@@ -12,6 +12,7 @@ class Model;
 namespace kiln::cli {
 
 int cmd_inspect(int argc, char** argv);
+int cmd_archs(int argc, char** argv);
 int cmd_tensors(int argc, char** argv);
 int cmd_metadata(int argc, char** argv);
 int cmd_analyze(int argc, char** argv);

@@ -25,6 +25,7 @@ const Subcommand k_subcommands[] = {
     {"rerank", kiln::cli::cmd_rerank, "documents ranked for a query by a reranker (a cross-encoder)"},
     {"serve", kiln::cli::cmd_serve, "HTTP server (OpenAI, Anthropic and Ollama APIs)"},
     {"inspect", kiln::cli::cmd_inspect, "model card of a GGUF file"},
+    {"archs", kiln::cli::cmd_archs, "architectures kiln knows, their layer kinds, which run and are checked"},
     {"tensors", kiln::cli::cmd_tensors, "tensor table (name, type, shape, offset, bytes)"},
     {"metadata", kiln::cli::cmd_metadata, "metadata keys and values"},
     {"analyze", kiln::cli::cmd_analyze, "parameters, bits per weight, KV cache size, file layout"},

@@ -67,10 +67,16 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     p.path = path;
     const gguf::File file = gguf::File::open(path);
     const gguf::Metadata& md = file.metadata();
-    p.architecture = md.get_string("general.architecture");
-    const ArchRow* row = find_architecture(p.architecture);
-    if (!row || !row->configure)
-        throw Error(path + ": unsupported GGUF architecture '" + p.architecture + "'; supported: " + supported_architectures(),
+    ResolvedArch resolved;
+    try {
+        resolved = resolve_architecture(md);  // as Model::load resolves it
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what(), e.kind());
+    }
+    const ArchRow* row = resolved.row;
+    p.architecture = std::string(row->name);
+    if (!row->configure)
+        throw Error(path + ": architecture '" + p.architecture + "' is not supported yet; supported: " + supported_architectures(),
                     ErrorKind::Unsupported);
     ModelSpec spec;
     ModelWeights w;
@@ -82,7 +88,7 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     co.n_batch = o.n_batch;
     co.memory_budget = o.memory_budget;
     try {
-        spec = read_model_spec(file, *row);
+        spec = read_model_spec(file, *row, resolved.prefix);
         w = bind_weights(file, spec, /*plan_only=*/true);
         z = size_context(spec, co);
     } catch (const Error& e) {

@@ -31,6 +31,13 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     gate_.resize(z.ff);
     up_.resize(z.ff);
     if (z.ones) ones_.assign(z.ones, 1.0f);
+    qkv_.resize(z.qkv);
+    gate_up_.resize(z.gate_up);
+    // LongRoPE: the long factors when a sequence's context exceeds the original
+    // one, as llama.cpp chooses them (by the context size, not the position).
+    rope_factors_ = weights.rope_freqs;
+    if (!rope_factors_ && (weights.rope_long || weights.rope_short))
+        rope_factors_ = cache_ && cache_->n_ctx() > spec.rope.n_ctx_orig ? weights.rope_long : weights.rope_short;
     attn_scratch_.resize(static_cast<size_t>(pool.size()));
     if (spec.attn_output_gate) {
         if (spec.head_dim_k != spec.head_dim_v)
@@ -52,14 +59,17 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
     z.ff = b * static_cast<size_t>(spec.max_n_ff());
     for (const LayerSpec& l : spec.layers)
         if (l.ffn == FfnKind::Plain) z.ones = static_cast<size_t>(spec.max_n_ff());
+    // Fused products before their split: Q/K/V where a layer has attn_qkv, gate / up (phi3).
+    if (spec.fused_qkv) z.qkv = z.q + z.k + z.v;
+    if (spec.tensors.ffn_gate_up_fused) z.gate_up = 2 * z.ff;
     return z;
 }
 
 uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache) {
     const BufferSizes z = buffer_sizes(spec, n_batch_max);
     const uint64_t b = static_cast<uint64_t>(n_batch_max);
-    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones.
-    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones;
+    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up.
+    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up;
     // Grown on the first full batch: the rows whose output is wanted (at most a
     // batch), the RoPE cos / sin of both bases.
     floats += z.x + 2 * b * static_cast<uint64_t>(std::max(spec.rope.n_dims, 0));
@@ -80,8 +90,13 @@ uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_th
 
 namespace {
 
+// y = norm(x) row by row; with no weight (a family without pre-norms) y = x.
 void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* b, float* y, int n, int64_t width,
                const ThreadPool& pool) {
+    if (!w) {
+        if (y != x) std::copy(x, x + static_cast<int64_t>(n) * width, y);
+        return;
+    }
     const auto rms_norm = kernels().rms_norm;
     pool.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
         for (int64_t r = r0; r < r1; ++r) {
@@ -103,6 +118,11 @@ void add_bias(float* y, const float* bias, int n, int64_t width) {
     for (int r = 0; r < n; ++r) ops::add(y + r * width, bias, width);
 }
 
+// A matrix's weight scale (`.scale`); 1 when the file has none.
+void scale_rows(float* y, float s, int n, int64_t width) {
+    if (s != 1.0f) ops::scale(y, static_cast<int64_t>(n) * width, s);
+}
+
 }  // namespace
 
 ops::RopeParams Forward::rope_params(bool swa_base) const {
@@ -111,12 +131,13 @@ ops::RopeParams Forward::rope_params(bool swa_base) const {
     rp.n_dims = spec_.rope.n_dims;
     rp.freq_base = swa_base ? spec_.rope.freq_base_swa : spec_.rope.freq_base;
     rp.freq_scale = swa_base ? spec_.rope.freq_scale_swa : spec_.rope.freq_scale;
-    rp.ext_factor = spec_.rope.yarn_ext_factor;
-    rp.attn_factor = spec_.rope.yarn_attn_factor;
+    const bool plain = swa_base && spec_.rope.swa_unscaled;
+    rp.ext_factor = plain ? 0.0f : spec_.rope.yarn_ext_factor;
+    rp.attn_factor = plain ? 1.0f : spec_.rope.yarn_attn_factor;
     rp.beta_fast = spec_.rope.yarn_beta_fast;
     rp.beta_slow = spec_.rope.yarn_beta_slow;
     rp.n_ctx_orig = spec_.rope.n_ctx_orig;
-    rp.freq_factors = w_.rope_freqs;
+    rp.freq_factors = rope_factors_;
     return rp;
 }
 
@@ -174,13 +195,30 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         in = h_.data();
     }
 
-    {
+    if (!lw.wqkv.empty()) {
+        // One product, then each row split into its Q, K and V parts.
+        const int64_t nqkv = nq + nk + nv;
+        matmul(lw.wqkv, in, n, qkv_.data(), pool_, mm_);
+        scale_rows(qkv_.data(), lw.wqkv_s, n, nqkv);
+        add_bias(qkv_.data(), lw.bqkv, n, nqkv);
+        dump("wqkv", il, qkv_.data(), nqkv, n);
+        for (int r = 0; r < n; ++r) {
+            const float* row = qkv_.data() + r * nqkv;
+            std::copy(row, row + nq, q_.data() + r * nq);
+            std::copy(row + nq, row + nq + nk, k_.data() + r * nk);
+            std::copy(row + nq + nk, row + nqkv, v_.data() + r * nv);
+        }
+    } else {
         const Matrix* ws[] = {&lw.wq, &lw.wk, &lw.wv};
         float* ys[] = {spec_.attn_output_gate ? qg_.data() : q_.data(), k_.data(), v_.data()};
         matmul_many(ws, in, n, ys, pool_, mm_);
+        scale_rows(ys[0], lw.wq_s, n, spec_.attn_output_gate ? 2 * nq : nq);
+        scale_rows(k_.data(), lw.wk_s, n, nk);
+        scale_rows(v_.data(), lw.wv_s, n, nv);
     }
     if (spec_.attn_output_gate) {
-        // Per head: [q | gate] -> q_ and ogate_.
+        // Per head: [q | gate] -> q_ and ogate_ (a Q bias covers both halves).
+        add_bias(qg_.data(), lw.bq, n, 2 * nq);
         for (int64_t r = 0; r < n; ++r)
             for (int h = 0; h < l.n_head; ++h) {
                 const float* src = qg_.data() + r * 2 * nq + h * 2 * dk;
@@ -188,7 +226,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
                 std::copy(src + dk, src + 2 * dk, ogate_.data() + r * nq + h * dk);
             }
     }
-    add_bias(q_.data(), lw.bq, n, nq);
+    if (!spec_.attn_output_gate) add_bias(q_.data(), lw.bq, n, nq);
     add_bias(k_.data(), lw.bk, n, nk);
     add_bias(v_.data(), lw.bv, n, nv);
     dump("Qcur", il, q_.data(), nq, n);
@@ -199,7 +237,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         const auto rms_norm = kernels().rms_norm;
         pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
             for (int64_t r = r0; r < r1; ++r) {
-                if (lw.qk_norm_whole) {
+                if (spec_.tensors.qk_norm_full) {
                     rms_norm(q_.data() + r * nq, lw.q_norm, q_.data() + r * nq, nq, spec_.norm_eps);
                     rms_norm(k_.data() + r * nk, lw.k_norm, k_.data() + r * nk, nk, spec_.norm_eps);
                     continue;
@@ -301,12 +339,14 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     }
 
     matmul(lw.wo, att_.data(), n, o_.data(), pool_, mm_);
+    scale_rows(o_.data(), lw.wo_s, n, e);
     add_bias(o_.data(), lw.bo, n, e);
     dump("attn_out", il, o_.data(), e, n);
     if (lw.attn_post_norm) {
         norm_rows(spec_, o_.data(), lw.attn_post_norm, nullptr, o_.data(), n, e, pool_);
         dump("attn_post_norm", il, o_.data(), e, n);
     }
+    if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
     add_rows(x_.data(), o_.data(), n * e, pool_);
     if (lw.attn_out_norm) norm_rows(spec_, x_.data(), lw.attn_out_norm, lw.attn_out_norm_b, x_.data(), n, e, pool_);
     dump("ffn_inp", il, x_.data(), e, n);
@@ -325,16 +365,32 @@ void Forward::ffn_layer(int il, int n) {
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
     if (l.ffn == FfnKind::Experts) {
         moe_.eval(il, lw, in, n, o_.data(), pool_, mm_, hook_);  // model/moe.h
+    } else if (lw.ffn_gate_up_fused) {
+        // One product [gate; up] per row, then act(gate) * up into gate_.
+        matmul(lw.ffn_up, in, n, gate_up_.data(), pool_, mm_);
+        scale_rows(gate_up_.data(), lw.ffn_up_s, n, 2 * ff);
+        pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) {
+                float* row = gate_up_.data() + r * 2 * ff;
+                act(row, row + ff, ff);
+                std::copy(row, row + ff, gate_.data() + r * ff);
+            }
+        });
     } else if (l.ffn == FfnKind::Gated) {
         const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
         float* ys[] = {gate_.data(), up_.data()};
         matmul_many(ws, in, n, ys, pool_, mm_);
+        add_bias(gate_.data(), lw.ffn_gate_b, n, ff);
+        scale_rows(gate_.data(), lw.ffn_gate_s, n, ff);
+        add_bias(up_.data(), lw.ffn_up_b, n, ff);
+        scale_rows(up_.data(), lw.ffn_up_s, n, ff);
         pool_.parallel_for(n * ff, 4096, [&](int64_t b, int64_t end, int) { act(gate_.data() + b, up_.data() + b, end - b); });
     } else {
         // act(up): the gated kernel with a gate of ones (x * 1.0f is exact), so both
         // kinds share one activation kernel per CPU level.
         matmul(lw.ffn_up, in, n, gate_.data(), pool_, mm_);
         add_bias(gate_.data(), lw.ffn_up_b, n, ff);
+        scale_rows(gate_.data(), lw.ffn_up_s, n, ff);
         if (spec_.activation == FfnActivation::Relu2) {
             // max(x, 0)^2, exact in float (ggml: relu, then sqr).
             pool_.parallel_for(n * ff, 4096, [&](int64_t b0, int64_t b1, int) {
@@ -353,12 +409,14 @@ void Forward::ffn_layer(int il, int n) {
         dump("ffn_act", il, gate_.data(), ff, n);
         matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
         add_bias(o_.data(), lw.ffn_down_b, n, e);
+        scale_rows(o_.data(), lw.ffn_down_s, n, e);
     }
     dump("ffn_out", il, o_.data(), e, n);
     if (lw.ffn_post_norm) {
         norm_rows(spec_, o_.data(), lw.ffn_post_norm, nullptr, o_.data(), n, e, pool_);
         dump("ffn_post_norm", il, o_.data(), e, n);
     }
+    if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
     add_rows(x_.data(), o_.data(), n * e, pool_);
     if (lw.layer_out_norm) norm_rows(spec_, x_.data(), lw.layer_out_norm, lw.layer_out_norm_b, x_.data(), n, e, pool_);
     dump("l_out", il, x_.data(), e, n);
@@ -451,6 +509,8 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     if (hidden) std::copy(h_.data(), h_.data() + static_cast<int64_t>(n_out) * e, hidden);
     if (!logits || w_.output.empty()) return;
     matmul(w_.output, h_.data(), n_out, logits, pool_, mm_);
+    add_bias(logits, w_.output_b, n_out, spec_.n_vocab);
+    if (spec_.logit_scale != 1.0f) ops::scale(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, 1.0f / spec_.logit_scale);
     if (spec_.final_softcap > 0.0f) ops::softcap(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.final_softcap);
     dump("result_output", -1, logits, spec_.n_vocab, n_out);
 }

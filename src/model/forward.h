@@ -65,7 +65,7 @@ public:
 private:
     // Elements of the activation buffers for a batch of n_batch_max rows.
     struct BufferSizes {
-        size_t x = 0, q = 0, k = 0, v = 0, att = 0, ff = 0, ones = 0;
+        size_t x = 0, q = 0, k = 0, v = 0, att = 0, ff = 0, ones = 0, qkv = 0, gate_up = 0;
     };
     static BufferSizes buffer_sizes(const ModelSpec& spec, int n_batch_max);
 
@@ -106,6 +106,7 @@ private:
     std::vector<float> x_;       // the residual stream [n_embd, n]
     std::vector<float> h_;       // normed input of a block [n_embd, n]
     std::vector<float> q_, k_, v_;  // [n_head * head_dim_k, n], [n_head_kv * head_dim_k, n], [n_head_kv * head_dim_v, n]
+    std::vector<float> qkv_;     // a fused Q/K/V product before the split [q + k + v, n] (sized only if used)
     std::vector<float> att_;     // attention output [n_head * head_dim_v, n]
     std::vector<float> qg_, ogate_;  // attn_output_gate: Q with its gates [2 n_head head_dim_k, n], the gates [n_head head_dim_k, n]
     std::vector<float> o_;       // a block's output [n_embd, n]
@@ -113,6 +114,8 @@ private:
     std::vector<float> ones_;    // [n_ff] of 1.0f: a plain FFN's activation through the gated kernel
     std::vector<float> out_x_;   // the rows whose output is wanted [n_embd, n_out]
     std::vector<float> rope_cache_, rope_cache_swa_;  // cos / sin per row [n_dims, n]
+    std::vector<float> gate_up_;  // a fused gate / up product [2 n_ff, n] (sized only if used)
+    const float* rope_factors_ = nullptr;  // rope_freqs, or the LongRoPE factors for this memory's context
 };
 
 }  // namespace kiln

@@ -67,35 +67,43 @@ void read_rope(const Metadata& md, const std::function<std::string(const char*)>
                     " must be even and at most the head size " + std::to_string(s.head_dim_k));
     s.rope.freq_base = static_cast<float>(md.find_float(k("rope.freq_base")).value_or(10000.0));
     if (!(s.rope.freq_base > 0.0f)) throw Error("GGUF metadata '" + k("rope.freq_base") + "' must be positive");
-    s.rope.scaling = md.find_string(k("rope.scaling.type")).value_or("none");
-    double factor = md.find_float(k("rope.scaling.factor")).value_or(0.0);
-    if (factor == 0.0) factor = md.find_float(k("rope.scale_linear")).value_or(0.0);  // older key
-    if (s.rope.scaling == "none" && factor > 0.0 && factor != 1.0) s.rope.scaling = "linear";
-    if (s.rope.scaling == "linear" || s.rope.scaling == "yarn") {
-        if (!(factor > 0.0)) throw Error("GGUF metadata '" + k("rope.scaling.factor") + "' must be positive for " + s.rope.scaling + " scaling");
-        s.rope.freq_scale = static_cast<float>(1.0 / factor);
-    } else if (s.rope.scaling != "none") {
-        throw Error("GGUF metadata '" + k("rope.scaling.type") + "': unsupported RoPE scaling '" + s.rope.scaling + "'",
+    // Scaling as llama.cpp reads it: the type defaults to linear, a factor of 0
+    // (or none given) means no scaling, and type none ignores the factor.
+    s.rope.scaling = md.find_string(k("rope.scaling.type")).value_or("linear");
+    std::optional<double> factor = md.find_float(k("rope.scaling.factor"));
+    if (!factor) factor = md.find_float(k("rope.scale_linear"));  // older key
+    // longrope scales as linear does; its per-pair factors are tensors (weights.cpp).
+    if (s.rope.scaling != "none" && s.rope.scaling != "linear" && s.rope.scaling != "yarn" && s.rope.scaling != "longrope")
+        throw Error("GGUF metadata '" + k("rope.scaling.type") + "': unsupported RoPE scaling '" + s.rope.scaling +
+                        "' (kiln reads none, linear, yarn and longrope)",
                     ErrorKind::Unsupported);
-    }
+    const double f = factor.value_or(0.0);
+    if (f < 0.0 || !std::isfinite(f)) throw Error("GGUF metadata '" + k("rope.scaling.factor") + "' must be 0 (none) or positive");
+    s.rope.freq_scale = s.rope.scaling == "none" || f == 0.0 ? 1.0f : static_cast<float>(1.0 / f);
     s.rope.n_ctx_orig = md.has(k("rope.scaling.original_context_length"))
                             ? to_int(k("rope.scaling.original_context_length"), md.get_uint(k("rope.scaling.original_context_length")))
                             : s.n_ctx_train;
+    // The rotation's magnitude (ggml's attn_factor): rope.scaling.attn_factor,
+    // for every scaling type. With YaRN llama.cpp enables the ramp (ext_factor 1)
+    // and divides out the 1 + 0.1 ln(factor) that the rotation multiplies in,
+    // unless the factor is at most 1.
+    const float attn = static_cast<float>(md.find_float(k("rope.scaling.attn_factor")).value_or(1.0));
+    s.rope.yarn_attn_factor = attn;
     if (s.rope.scaling == "yarn") {
-        s.rope.yarn_ext_factor = static_cast<float>(md.find_float(k("rope.scaling.yarn_ext_factor")).value_or(1.0));
-        s.rope.yarn_attn_factor = static_cast<float>(md.find_float(k("rope.scaling.yarn_attn_factor")).value_or(1.0));
-        s.rope.yarn_beta_fast = static_cast<float>(md.find_float(k("rope.scaling.yarn_beta_fast")).value_or(32.0));
-        s.rope.yarn_beta_slow = static_cast<float>(md.find_float(k("rope.scaling.yarn_beta_slow")).value_or(1.0));
+        s.rope.yarn_ext_factor = 1.0f;
+        const float fac = 1.0f / s.rope.freq_scale;
+        const float mscale = fac <= 1.0f ? 1.0f : 0.1f * std::log(fac) + 1.0f;
+        s.rope.yarn_attn_factor = mscale / (1.0f + 0.1f * std::log(fac)) * attn;
     }
 }
 
 }  // namespace
 
-ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
+ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std::string& prefix) {
     const Metadata& md = file.metadata();
     ModelSpec s;
     s.arch = std::string(row.name);
-    const std::string p = s.arch + ".";
+    const std::string& p = prefix;
     auto k = [&](const char* name) { return p + name; };
 
     s.n_layer = to_int(k("block_count"), md.get_uint(k("block_count")));
@@ -164,8 +172,6 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
     s.rope.freq_base_swa = static_cast<float>(md.find_float(k("rope.freq_base_swa")).value_or(0.0));
 
     if (auto w = md.find_uint(k("attention.sliding_window"))) s.sliding_window = to_int(k("attention.sliding_window"), *w);
-    if (auto c = md.find_float(k("attn_logit_softcapping"))) s.attn_softcap = static_cast<float>(*c);
-    if (auto c = md.find_float(k("final_logit_softcapping"))) s.final_softcap = static_cast<float>(*c);
 
     if (const Value* t = md.find("tokenizer.ggml.tokens"); t && t->type() == ValueType::Array)
         s.n_vocab = to_int("tokenizer.ggml.tokens", t->count());
@@ -196,6 +202,28 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row) {
             throw Error("GGUF metadata '" + k("feed_forward_length") + "' must be positive (layer " + std::to_string(il) + ")");
     }
     return s;
+}
+
+void read_swa_pattern(const ArchConfig& c, int default_period, bool dense_first) {
+    const std::string key = c.key("attention.sliding_window_pattern");
+    std::vector<LayerSpec>& layers = c.spec.layers;
+    const Value* v = c.metadata.find(key);
+    if (v && v->type() == ValueType::Array) {
+        if (v->lazy() || v->count() != layers.size())
+            throw Error("GGUF metadata '" + key + "': " + std::to_string(v->count()) + " values for " +
+                        std::to_string(layers.size()) + " layers");
+        size_t il = 0;
+        for (const Value& x : v->items()) {
+            if (x.type() != ValueType::Bool) Metadata::type_error(key, "array of bools", *v);
+            layers[il++].sliding = x.raw_bool();
+        }
+        return;
+    }
+    const int n = v ? to_int(key, c.metadata.get_uint(key)) : default_period;
+    for (size_t i = 0; i < layers.size(); ++i) {
+        const int il = static_cast<int>(i);
+        layers[i].sliding = n == 0 || (dense_first ? il % n != 0 : il % n < n - 1);
+    }
 }
 
 }  // namespace kiln

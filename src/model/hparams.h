@@ -7,7 +7,14 @@
 
 namespace kiln {
 
-// The common hyperparameters, then the family's configure step. Errors name the key.
-ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row);
+// The common hyperparameters under `prefix` ("llama."; resolve_architecture
+// says where), then the family's configure step. Errors name the key.
+ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std::string& prefix);
+
+// Marks the sliding layers as llama.cpp's load_swa_pattern does: from
+// `{arch}.attention.sliding_window_pattern` (a per-layer bool array, or a period
+// n: layer il slides unless il % n == n - 1, or, dense_first, unless il % n == 0;
+// 0 makes every layer slide), else with the family's default period.
+void read_swa_pattern(const ArchConfig& c, int default_period, bool dense_first);
 
 }  // namespace kiln

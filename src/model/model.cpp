@@ -29,16 +29,22 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     auto t0 = std::chrono::steady_clock::now();
     gguf::File file = gguf::File::open(path);
     const gguf::Metadata& md = file.metadata();
-    const std::string arch = md.get_string("general.architecture");
-    const ArchRow* row = find_architecture(arch);
-    if (!row || !row->configure)
-        throw Error(path + ": unsupported GGUF architecture '" + arch + "'; supported: " + supported_architectures(),
+    ResolvedArch resolved;
+    try {
+        resolved = resolve_architecture(md);
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what(), e.kind());
+    }
+    const ArchRow* row = resolved.row;
+    if (!row->configure)
+        throw Error(path + ": architecture '" + std::string(row->name) + "' is not supported yet; supported: " +
+                        supported_architectures(),
                     ErrorKind::Unsupported);
     std::shared_ptr<Model> m(new Model());
     m->impl_ = std::make_unique<Impl>(Impl{path, std::move(file), std::nullopt, {}, {}, 0, {}});
     Impl& im = *m->impl_;
     try {
-        im.spec = read_model_spec(im.file, *row);
+        im.spec = read_model_spec(im.file, *row, resolved.prefix);
         // An embedding model's vocabulary need not have an end-of-generation token.
         im.tokenizer = Tokenizer::from_gguf(
             im.file, {.require_end_of_generation = im.spec.output_head && !im.spec.pooling.has_value()});
@@ -51,8 +57,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
         throw Error(path + ": " + e.what(), e.kind());
     }
     im.notes = im.weights.conversion_notes;
-    if (im.weights.unused_tensors)
-        im.notes.push_back(std::to_string(im.weights.unused_tensors) + " tensors in the file are not used by " + arch);
+    if (!resolved.note.empty()) im.notes.insert(im.notes.begin(), resolved.note);
     if (options.prefault) {
         volatile uint8_t sink = 0;
         for (const auto& t : im.file.tensors()) {
@@ -91,7 +96,7 @@ ModelFootprint Model::footprint() const {
     const int n_used = impl_->spec.moe.n_expert_used;
     for (const LayerWeights& l : w.layers) {
         const ExpertWeights& x = l.moe;
-        for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &x.router, &x.shexp_gate,
+        for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &x.router, &x.shexp_gate,
                                 &x.shexp_up, &x.shexp_down, &x.shexp_router}) {
             f.decode_bytes += bytes(*m);
             f.layer_params += params(*m);

@@ -61,6 +61,7 @@ struct RopeSpec {
     float freq_base_swa = 0.0f;     // sliding layers (0: same as freq_base)
     float freq_scale = 1.0f;        // 1 / linear factor
     float freq_scale_swa = 1.0f;
+    bool swa_unscaled = false;      // sliding layers rotate without YaRN's ramp and magnitude (olmo2)
     std::string scaling = "none";   // none | linear | yarn
     float yarn_ext_factor = 0.0f;
     float yarn_attn_factor = 1.0f;
@@ -78,6 +79,45 @@ struct SsmSpec {
     int d_state = 0;  // state per channel (ssm.state_size)
     int dt_rank = 0;  // Mamba-1: rank of the time-step projection; Mamba-2: heads; delta net: value heads (ssm.time_step_rank)
     int n_group = 1;  // Mamba-2: groups sharing B and C; delta net: key heads (ssm.group_count)
+};
+
+// Whether a family's graph reads an optional tensor (llama.cpp's loader for the
+// architecture creates exactly these). A tensor a family does not read is not
+// looked up, so the file's copy stays unused and the load fails naming it.
+enum class TensorUse { No, Optional, Required };
+
+// The optional tensors of a family beyond those every family takes (fused
+// attn_qkv with its bias, Q/K/V biases, per-matrix `.scale` / `.input_scale`,
+// which llama.cpp's loader looks up for every architecture).
+struct TensorRules {
+    TensorUse output = TensorUse::Optional;  // output.weight (absent: tied to the embedding)
+    TensorUse output_bias = TensorUse::No;   // output.bias (qwen2)
+    TensorUse attn_out_bias = TensorUse::No; // attn_output.bias
+    TensorUse ffn_bias = TensorUse::No;      // ffn_gate / ffn_up / ffn_down .bias
+    // ffn_gate / ffn_up / ffn_down .scale: llama.cpp loads them for every family
+    // but only some graphs apply them; where a graph ignores them, kiln refuses
+    // the file rather than ignore a weight scale.
+    TensorUse ffn_scales = TensorUse::No;
+    TensorUse rope_freqs = TensorUse::No;    // rope_freqs.weight (Llama 3 factors)
+    // rope_factors_long / rope_factors_short (LongRoPE): the long ones when a
+    // sequence's context exceeds rope.scaling.original_context_length.
+    TensorUse rope_long_short = TensorUse::No;
+    // ffn_up.weight holds gate and up stacked [n_embd, 2 n_ff] (gate first), no ffn_gate (phi3).
+    bool ffn_gate_up_fused = false;
+    TensorUse qk_norm = TensorUse::No;       // attn_q_norm / attn_k_norm
+    bool qk_norm_full = false;               // ... over the whole projection [n_head * head_dim] rather than per head (olmo2)
+    bool pre_norms = true;                   // attn_norm / ffn_norm before each block (olmo2 has post-norms only)
+    TensorUse post_norms = TensorUse::No;    // post_attention_norm / post_ffw_norm
+    TensorUse attn_sinks = TensorUse::No;    // attn_sinks: one learned logit per head (gpt-oss)
+    // Expert layers (a router ffn_gate_inp with merged ffn_*_exps; each layer by
+    // presence) and their optional parts: router and expert biases (gpt-oss), the
+    // selection bias exp_probs_b (no runnable family yet), a shared expert
+    // ffn_*_shexp (qwen2moe, llama) and its sigmoid gate ffn_gate_inp_shexp (qwen2moe).
+    TensorUse experts = TensorUse::No;
+    TensorUse expert_bias = TensorUse::No;
+    TensorUse expert_probs_bias = TensorUse::No;
+    TensorUse shared_expert = TensorUse::No;
+    TensorUse shared_expert_gate = TensorUse::No;
 };
 
 struct LayerSpec {
@@ -110,7 +150,9 @@ struct ModelSpec {
     SsmSpec ssm;  // the recurrent layers' mixer (kind None: the model has none)
     MoeSpec moe;  // n_expert 0: no expert layers
 
-    float embedding_scale = 1.0f;   // gemma: sqrt(n_embd)
+    float embedding_scale = 1.0f;   // gemma: sqrt(n_embd); granite: from the file
+    float residual_scale = 0.0f;    // 0: none; else each block's output is scaled before the residual add (granite)
+    float logit_scale = 1.0f;       // logits are multiplied by 1 / logit_scale (granite)
     float attention_scale = 0.0f;   // 0: 1/sqrt(head_dim_k)
     float attn_softcap = 0.0f;      // 0: none
     float final_softcap = 0.0f;
@@ -133,10 +175,8 @@ struct ModelSpec {
     int n_token_types = 0;    // rows of token_types.weight (tokenizer.ggml.token_type_count)
     std::optional<Pooling> pooling;  // {arch}.pooling_type, when the file sets it
     int n_cls_out = 0;        // rank pooling: the classifier's outputs (cls.output.weight rows)
-
-    // Set by a family that requires per-head Q/K norms (binding then fails naming
-    // the missing tensor); otherwise they are found by presence.
-    bool qk_norm = false;
+    TensorRules tensors;  // set by the family's configure step
+    bool fused_qkv = false;  // some layer has attn_qkv (set by bind_weights; the forward pass's buffer sizes)
 
     int max_n_head() const;
     int max_n_head_kv() const;

@@ -145,7 +145,19 @@ public:
         return notes;
     }
 
-    uint64_t unused() const { return file_.tensors().size() - used_.size(); }
+    // The first tensor of the file that nothing bound, named, with how many more.
+    void check_all_used(const std::string& arch) const {
+        if (used_.size() == file_.tensors().size()) return;
+        std::string first;
+        size_t n = 0;
+        for (const gguf::TensorInfo& t : file_.tensors())
+            if (!used_.count(t.name) && n++ == 0) first = t.name;
+        throw Error("tensor '" + first + "' is not used by architecture '" + arch + "'" +
+                        (n > 1 ? " (nor are " + std::to_string(n - 1) + " more)" : "") +
+                        " (llama.cpp's loader refuses such a file too)",
+                    ErrorKind::Unsupported);
+    }
+
     bool converted(const std::string& name) const { return converted_names_.count(name) > 0; }
     // Bytes of the tensors bound in place from the mapping (read where used).
     uint64_t mapped_bytes() const {
@@ -208,33 +220,43 @@ private:
     bool plan_only_ = false;
 };
 
+bool allowed(TensorUse u) { return u != TensorUse::No; }
+bool required(TensorUse u) { return u == TensorUse::Required; }
+
 // An expert layer: the router, the merged expert tensors (their hidden width from
 // the tensors), optional biases and the optional shared expert with its optional gate.
 void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec& l, ExpertWeights& x) {
     const MoeSpec& m = s.moe;
     if (m.n_expert <= 0)
         throw Error("tensor '" + p + "ffn_gate_inp.weight': an expert layer, but the file has no '" + s.arch + ".expert_count'");
+    const TensorRules& tr = s.tensors;
     const int64_t e = s.n_embd, n = m.n_expert;
     l.ffn = FfnKind::Experts;
     x.router = b.matrix(p + "ffn_gate_inp.weight", e, n, true);
-    x.router_b = b.vector(p + "ffn_gate_inp.bias", n, false);
-    x.probs_bias = b.vector(p + "exp_probs_b.bias", n, false);
+    const bool biased = allowed(tr.expert_bias), need_bias = required(tr.expert_bias);
+    if (biased) x.router_b = b.vector(p + "ffn_gate_inp.bias", n, need_bias);
+    if (allowed(tr.expert_probs_bias)) x.probs_bias = b.vector(p + "exp_probs_b.bias", n, required(tr.expert_probs_bias));
     int64_t ff = 0;
     x.up = b.experts(p + "ffn_up_exps.weight", e, ff, n);
     x.gate = b.experts(p + "ffn_gate_exps.weight", e, ff, n);
     int64_t out = e;
     x.down = b.experts(p + "ffn_down_exps.weight", ff, out, n);
     l.n_ff = static_cast<int>(ff);
-    x.up_b = b.vector(p + "ffn_up_exps.bias", ff, n, false);
-    x.gate_b = b.vector(p + "ffn_gate_exps.bias", ff, n, false);
-    x.down_b = b.vector(p + "ffn_down_exps.bias", e, n, false);
-    if (b.find(p + "ffn_up_shexp.weight")) {
-        const gguf::TensorInfo* t = b.find(p + "ffn_up_shexp.weight");
+    if (biased) {
+        x.up_b = b.vector(p + "ffn_up_exps.bias", ff, n, need_bias);
+        x.gate_b = b.vector(p + "ffn_gate_exps.bias", ff, n, need_bias);
+        x.down_b = b.vector(p + "ffn_down_exps.bias", e, n, need_bias);
+    }
+    if (!allowed(tr.shared_expert)) return;
+    if (required(tr.shared_expert) && !b.find(p + "ffn_up_shexp.weight"))
+        throw Error("tensor '" + p + "ffn_up_shexp.weight' not found (architecture '" + s.arch + "' has a shared expert)");
+    if (const gguf::TensorInfo* t = b.find(p + "ffn_up_shexp.weight")) {
         const int64_t sff = t->shape.size() >= 2 ? static_cast<int64_t>(t->shape[1]) : 0;
         x.shexp_up = b.matrix(p + "ffn_up_shexp.weight", e, sff, true);
         x.shexp_gate = b.matrix(p + "ffn_gate_shexp.weight", e, sff, true);
         x.shexp_down = b.matrix(p + "ffn_down_shexp.weight", sff, e, true);
-        x.shexp_router = b.matrix(p + "ffn_gate_inp_shexp.weight", e, 1, false);
+        if (allowed(tr.shared_expert_gate))
+            x.shexp_router = b.matrix(p + "ffn_gate_inp_shexp.weight", e, 1, required(tr.shared_expert_gate));
         l.n_ff_shexp = static_cast<int>(sff);
     }
 }
@@ -284,6 +306,7 @@ void bind_encoder_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec
 ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) {
     ModelWeights w;
     Binder b(file, w, plan_only);
+    const TensorRules& tr = s.tensors;
     const gguf::TensorInfo* embd = b.find("token_embd.weight");
     if (!embd) throw Error("tensor 'token_embd.weight' not found");
     if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
@@ -291,12 +314,30 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     if (s.post_norm) bind_encoder_inputs(b, s, w);  // no final norm
     else w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
     if (s.norm == NormKind::Layer && !s.post_norm) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
-    if (s.output_head) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, false);
+    if (s.output_head && allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));
     if (w.output.empty() && s.output_head) w.output = w.tok_embd;  // tied output head
-    if (s.rope.n_dims > 0) w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_dims / 2, false);
+    if (s.output_head && allowed(tr.output_bias)) w.output_b = b.vector("output.bias", s.n_vocab, required(tr.output_bias));
+    if (s.rope.n_dims > 0 && allowed(tr.rope_freqs))
+        w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_dims / 2, required(tr.rope_freqs));
+    if (s.rope.n_dims > 0 && allowed(tr.rope_long_short)) {
+        w.rope_long = b.vector("rope_factors_long.weight", s.rope.n_dims / 2, required(tr.rope_long_short));
+        w.rope_short = b.vector("rope_factors_short.weight", s.rope.n_dims / 2, required(tr.rope_long_short));
+    }
 
     const int64_t e = s.n_embd, dk = s.head_dim_k, dv = s.head_dim_v;
     bool any_q_norm = false, any_post_attn = false, any_post_ffn = false;
+    // A matrix's optional `.scale` (a weight scale, applied to its output) and
+    // `.input_scale`: llama.cpp 0.3.36 loads input scales for every matrix but no
+    // graph of a dense family multiplies by them, so they are bound and not read.
+    auto scales = [&](const std::string& base, const Matrix& m, float& scale, bool applied = true) {
+        if (m.empty()) return;
+        if (!applied && file.find_tensor(base + ".scale"))
+            throw Error("tensor '" + base + ".scale': llama.cpp's " + s.arch +
+                            " graph loads this weight scale but never applies it; kiln refuses the file rather than ignore it",
+                        ErrorKind::Unsupported);
+        if (const float* v = b.vector(base + ".scale", 1, false)) scale = v[0];
+        b.vector(base + ".input_scale", 1, false);
+    };
     for (int il = 0; il < s.n_layer; ++il) {
         LayerSpec& l = s.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
@@ -317,46 +358,89 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             }
         }
         if (l.mixer == MixerKind::Attention) {
-            lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
             if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
-            lw.wq = b.matrix(p + "attn_q.weight", e, (s.attn_output_gate ? 2 : 1) * l.n_head * dk, true);
-            lw.wk = b.matrix(p + "attn_k.weight", e, l.n_head_kv * dk, true);
-            lw.wv = b.matrix(p + "attn_v.weight", e, l.n_head_kv * dv, true);
+            // With an output gate the Q projection holds the gate's half per head too (qwen35).
+            const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
+            const int64_t nq_proj = (s.attn_output_gate ? 2 : 1) * nq;
+            // Q, K and V fused in one matrix where the file has it (every family, as
+            // llama.cpp's loader), with a fused bias or separate ones; not with an
+            // output gate, whose Q half kiln reads from a separate attn_q.
+            if (!s.attn_output_gate) lw.wqkv = b.matrix(p + "attn_qkv.weight", e, nq + nk + nv, false);
+            if (!lw.wqkv.empty()) {
+                s.fused_qkv = true;
+                lw.bqkv = b.vector(p + "attn_qkv.bias", nq + nk + nv, false);
+                scales(p + "attn_qkv", lw.wqkv, lw.wqkv_s);
+            } else {
+                lw.wq = b.matrix(p + "attn_q.weight", e, nq_proj, true);
+                lw.wk = b.matrix(p + "attn_k.weight", e, nk, true);
+                lw.wv = b.matrix(p + "attn_v.weight", e, nv, true);
+                scales(p + "attn_q", lw.wq, lw.wq_s);
+                scales(p + "attn_k", lw.wk, lw.wk_s);
+                scales(p + "attn_v", lw.wv, lw.wv_s);
+            }
+            if (!lw.bqkv) {
+                // llama.cpp adds separate biases to a fused product only when all three exist.
+                lw.bq = b.vector(p + "attn_q.bias", nq_proj, false);
+                lw.bk = b.vector(p + "attn_k.bias", nk, false);
+                lw.bv = b.vector(p + "attn_v.bias", nv, false);
+                const int n_separate = (lw.bq != nullptr) + (lw.bk != nullptr) + (lw.bv != nullptr);
+                if (!lw.wqkv.empty() && n_separate > 0 && n_separate < 3) {
+                    for (const char* t : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
+                        if (!file.find_tensor(p + t))
+                            throw Error("tensor '" + p + t + "' not found (a fused attn_qkv takes all three separate biases or none)");
+                }
+            }
             lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
-            lw.bq = b.vector(p + "attn_q.bias", l.n_head * dk, false);
-            lw.bk = b.vector(p + "attn_k.bias", l.n_head_kv * dk, false);
-            lw.bv = b.vector(p + "attn_v.bias", l.n_head_kv * dv, false);
-            lw.bo = b.vector(p + "attn_output.bias", e, false);
-            // Per head ([head_dim_k]) or, as OLMoE / OLMo 2, over the whole row ([n_head * head_dim_k]).
-            const gguf::TensorInfo* qn = file.find_tensor(p + "attn_q_norm.weight");
-            lw.qk_norm_whole = qn && l.n_head > 1 && qn->ne(0) == static_cast<uint64_t>(l.n_head * dk);
-            lw.q_norm = b.vector(p + "attn_q_norm.weight", lw.qk_norm_whole ? l.n_head * dk : dk, s.qk_norm);
-            lw.k_norm = b.vector(p + "attn_k_norm.weight", lw.qk_norm_whole ? l.n_head_kv * dk : dk,
-                                 s.qk_norm || lw.q_norm);
+            scales(p + "attn_output", lw.wo, lw.wo_s);
+            if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
+            if (allowed(tr.qk_norm)) {
+                lw.q_norm = b.vector(p + "attn_q_norm.weight", tr.qk_norm_full ? nq : dk, required(tr.qk_norm));
+                lw.k_norm = b.vector(p + "attn_k_norm.weight", tr.qk_norm_full ? nk : dk, required(tr.qk_norm) || lw.q_norm);
+            }
             any_q_norm |= lw.q_norm != nullptr;
-            lw.attn_sinks = b.vector(p + "attn_sinks.weight", l.n_head, false);
-            if (s.ffn_norm_tensor != "post_attention_norm.weight")
-                lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, false);
+            if (allowed(tr.attn_sinks)) lw.attn_sinks = b.vector(p + "attn_sinks.weight", l.n_head, required(tr.attn_sinks));
+            if (allowed(tr.post_norms))
+                lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, required(tr.post_norms));
             any_post_attn |= lw.attn_post_norm != nullptr;
             if (l.ffn == FfnKind::None) {  // an attention layer alone (nemotron_h)
                 w.layers.push_back(lw);
                 continue;
             }
         }
-        lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, true);
+        // The FFN's input norm: ffn_norm, or under the family's name for it; none
+        // without pre-norms (olmo2).
+        if (tr.pre_norms) lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, true);
         if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
         if (file.find_tensor(p + "ffn_gate_inp.weight")) {
+            if (!allowed(tr.experts))
+                throw Error("tensor '" + p + "ffn_gate_inp.weight': a mixture-of-experts layer, which architecture '" + s.arch +
+                                "' does not have",
+                            ErrorKind::Unsupported);
             bind_expert_layer(b, s, p, l, lw.moe);  // an expert layer: its kind from the router's presence
         } else {
             // The FFN's kind from the file: gated when it has a gate projection.
-            lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
-            l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
-            lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
+            if (tr.ffn_gate_up_fused) {
+                lw.ffn_up = b.matrix(p + "ffn_up.weight", e, 2 * static_cast<int64_t>(l.n_ff), true);
+                lw.ffn_gate_up_fused = true;
+                l.ffn = FfnKind::Gated;
+            } else {
+                lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
+                l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
+                lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
+            }
             lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
-            lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, false);
-            lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, false);
+            const bool ffn_scaled = allowed(tr.ffn_scales);
+            scales(p + "ffn_gate", lw.ffn_gate, lw.ffn_gate_s, ffn_scaled);
+            scales(p + "ffn_up", lw.ffn_up, lw.ffn_up_s, ffn_scaled);
+            scales(p + "ffn_down", lw.ffn_down, lw.ffn_down_s, ffn_scaled);
+            if (allowed(tr.ffn_bias)) {
+                if (!lw.ffn_gate.empty()) lw.ffn_gate_b = b.vector(p + "ffn_gate.bias", l.n_ff, required(tr.ffn_bias));
+                lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, required(tr.ffn_bias));
+                lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, required(tr.ffn_bias));
+            }
         }
-        lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, false);
+        if (allowed(tr.post_norms)) lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, required(tr.post_norms));
         any_post_ffn |= lw.ffn_post_norm != nullptr;
         w.layers.push_back(lw);
     }
@@ -370,8 +454,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             throw Error("tensor '" + p + "post_attention_norm.weight' not found (other layers have it)");
         if (any_post_ffn && !lw.ffn_post_norm) throw Error("tensor '" + p + "post_ffw_norm.weight' not found (other layers have it)");
     }
-    s.qk_norm = any_q_norm;
-    w.unused_tensors = b.unused();
+    b.check_all_used(s.arch);
     w.conversion_notes = b.conversion_notes();
     // Matrices the kernels take in a repacked layout are repacked now, once
     // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
@@ -380,7 +463,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     for (Matrix* m : {&w.output, &w.cls, &w.cls_out})
         if (!m->empty()) products.push_back(m);
     for (LayerWeights& lw : w.layers) {
-        for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
+        for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
             if (!m->empty()) products.push_back(m);
         for (Matrix* m : ssm_matrices(lw.ssm)) products.push_back(m);
         ExpertWeights& x = lw.moe;

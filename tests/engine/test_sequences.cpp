@@ -295,8 +295,8 @@ TEST_F(Sequences, EmbeddingEntriesEqualTheirTokens) {
 
 TEST(ErrorKinds, AnUnsupportedArchitectureSaysSo) {
     kiln::gguf::Writer w;
-    w.metadata().add("general.architecture", kiln::gguf::Value::string("phi3"));
-    const std::string path = kiln::test::temp_dir() + "/phi3-front.gguf";
+    w.metadata().add("general.architecture", kiln::gguf::Value::string("bloom"));
+    const std::string path = kiln::test::temp_dir() + "/bloom-front.gguf";
     w.write(path);
     try {
         kiln::Model::load(path);

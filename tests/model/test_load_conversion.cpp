@@ -116,8 +116,8 @@ TEST(LoadConversion, GridIQuantsStayInTheirOwnSize) {
         std::string family, attn, ffn;
         double max_ratio;  // the larger of the two types' panel / file bytes
     };
-    for (const Case& c : {Case{"llama_iq2", "IQ2_XXS", "IQ2_XS", 1.0}, Case{"llama_iq3", "IQ3_XXS", "IQ2_S", 1.0},
-                          Case{"llama_iq1", "IQ1_S", "IQ1_M", 58.0 / 56}, Case{"llama_iq4_xs", "IQ3_S", "IQ4_XS", 138.0 / 136}}) {
+    for (const Case& c : {Case{"llama@iq2", "IQ2_XXS", "IQ2_XS", 1.0}, Case{"llama@iq3", "IQ3_XXS", "IQ2_S", 1.0},
+                          Case{"llama@iq1", "IQ1_S", "IQ1_M", 58.0 / 56}, Case{"llama@iq4_xs", "IQ3_S", "IQ4_XS", 138.0 / 136}}) {
         SCOPED_TRACE(c.family);
         const std::string path = dir + "/res-" + c.family + ".gguf";
         kiln::test::write_tiny_model(c.family, kiln::test::smollm2_path(), path);

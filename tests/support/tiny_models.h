@@ -10,7 +10,8 @@
 namespace kiln::test {
 
 struct TinyModelInfo {
-    std::string family;       // "llama", "qwen2", ... (or a variant of one: "llama_float")
+    std::string family;       // "llama", "qwen2", ... or a variant of one: "llama@fused", "qwen2@q4_k"
+    std::string arch;         // the GGUF architecture it is written as ("llama")
     std::string description;  // what it exercises
 };
 

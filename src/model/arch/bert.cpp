@@ -29,6 +29,10 @@ void configure_bert(ArchConfig& c) {
         throw Error("GGUF metadata 'tokenizer.ggml.token_type_count': bert needs a token type count (found " +
                     std::to_string(types) + ")");
     s.n_token_types = static_cast<int>(types);
+    // Every projection has a bias (llama.cpp's bert loader requires them); no output head.
+    s.tensors.output = TensorUse::No;
+    s.tensors.attn_out_bias = TensorUse::Required;
+    s.tensors.ffn_bias = TensorUse::Required;
 }
 
 }  // namespace kiln

@@ -1,7 +1,8 @@
 // gpt-oss (gpt-oss-20b / 120b, GGUF architecture "gpt-oss"): sliding-window and
 // full attention alternate (attention.sliding_window_pattern, default 2: even
-// layers slide), learned attention sinks (attn_sinks, one logit per head), Q/K/V/O
-// biases (by presence); the pre-FFN norm is stored as post_attention_norm; every
+// layers slide), learned attention sinks (attn_sinks, one logit per head), Q/K/V
+// biases (by presence) and an attention-output bias, sinks, router and expert
+// biases and a separate output head (all required, as llama.cpp's loader); the pre-FFN norm is stored as post_attention_norm; every
 // FFN a mixture of experts routed on the biased router logits, the selected
 // experts' weights a softmax over their logits, experts with biases and the
 // clamped OAI SwiGLU (alpha 1.702, limit 7), as llama.cpp's openai-moe graph.
@@ -16,6 +17,12 @@ namespace kiln {
 void configure_gpt_oss(ArchConfig& c) {
     ModelSpec& s = c.spec;
     s.ffn_norm_tensor = "post_attention_norm.weight";  // the pre-FFN norm, under this name
+    TensorRules& t = s.tensors;
+    t.output = TensorUse::Required;
+    t.attn_out_bias = TensorUse::Required;
+    t.attn_sinks = TensorUse::Required;
+    t.experts = TensorUse::Optional;
+    t.expert_bias = TensorUse::Required;
     if (s.sliding_window <= 0) throw Error("GGUF metadata key '" + c.key("attention.sliding_window") + "' not found");
     const std::string pk = c.key("attention.sliding_window_pattern");
     const gguf::Value* pv = c.metadata.find(pk);

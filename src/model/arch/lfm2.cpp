@@ -20,7 +20,7 @@ void configure_lfm2(ArchConfig& c) {
     s.ssm.kind = SsmKind::ShortConv;
     s.ssm.d_conv = static_cast<int>(l_cache);
     s.ssm.d_inner = s.n_embd;
-    s.qk_norm = true;
+    s.tensors.qk_norm = TensorUse::Required;
     s.output_norm_tensor = "token_embd_norm.weight";
     for (LayerSpec& l : s.layers) {
         if (l.n_head_kv == 0) {

@@ -88,7 +88,7 @@ void configure_qwen35(ArchConfig& c) {
     for (LayerSpec& l : s.layers)
         if (l.mixer == MixerKind::Recurrent) l.use_rope = false;
     s.attn_output_gate = true;
-    s.qk_norm = true;
+    s.tensors.qk_norm = TensorUse::Required;
     s.ffn_norm_tensor = "post_attention_norm.weight";
     check_rope_sections(c, s.rope.n_dims / 2);
 }

@@ -10,7 +10,9 @@
 namespace kiln {
 
 void configure_qwen3moe(ArchConfig& c) {
-    c.spec.qk_norm = true;
+    TensorRules& t = c.spec.tensors;
+    t.qk_norm = TensorUse::Required;
+    t.experts = TensorUse::Optional;
     read_moe_hparams(c, {.gating = ExpertGating::Softmax, .norm_weights = true});
 }
 

@@ -1,0 +1,47 @@
+// kiln archs [--json]: the architectures kiln knows, with their layer kinds and
+// whether each runs and is checked against llama.cpp.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "kiln/model.h"
+
+namespace kiln::cli {
+
+int cmd_archs(int argc, char** argv) {
+    CLI::App app{"List the architectures kiln knows: layer kinds, whether each runs and is checked against llama.cpp",
+                 "archs"};
+    bool json = false;
+    app.add_flag("--json", json, "print a JSON array");
+    int rc = 0;
+    if (!parse_args(app, argc, argv, rc)) return rc;
+
+    const std::vector<ArchitectureInfo> archs = known_architectures();
+    if (json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const ArchitectureInfo& a : archs)
+            out.push_back({{"name", a.name},     {"aliases", a.aliases}, {"runnable", a.runnable}, {"mixer", a.mixer},
+                           {"ffn", a.ffn},       {"memory", a.memory},   {"rope", a.rope},         {"checked", a.checked}});
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+    }
+    std::printf("%-12s %-9s %-22s %-16s %-10s %-5s %-8s %s\n", "name", "runs", "mixer", "ffn", "memory", "rope", "checked",
+                "aliases");
+    int n_run = 0, n_checked = 0;
+    for (const ArchitectureInfo& a : archs) {
+        std::string aliases;
+        for (const auto& s : a.aliases) aliases += (aliases.empty() ? "" : ", ") + s;
+        std::printf("%-12s %-9s %-22s %-16s %-10s %-5s %-8s %s\n", a.name.c_str(), a.runnable ? "yes" : "not yet",
+                    a.mixer.c_str(), a.ffn.c_str(), a.memory.c_str(), a.rope.c_str(), a.checked ? "yes" : "-",
+                    aliases.c_str());
+        n_run += a.runnable;
+        n_checked += a.checked;
+    }
+    std::printf("\n%zu architectures known, %d run, %d checked against llama.cpp (a tiny random model's logits at every "
+                "position and its greedy continuation)\n",
+                archs.size(), n_run, n_checked);
+    return 0;
+}
+
+}  // namespace kiln::cli
