@@ -90,7 +90,7 @@ def main():
             print(f"{name}: PPL {r['ppl']} +/- {r['ppl_stderr']} over {r['chunks']} chunks of {n_ctx}")
         tiny_float, tiny_q = Path(tmp) / "tiny_float.gguf", Path(tmp) / "tiny_q4_0.gguf"
         make = str(Path(args.build) / "tests" / "make_tiny_model")
-        subprocess.run([make, "llama_float", str(smollm2), str(tiny_float)], check=True)
+        subprocess.run([make, "llama@float", str(smollm2), str(tiny_float)], check=True)
         subprocess.run([make, "--requantize", "Q4_0", str(tiny_float), str(tiny_q)], check=True, capture_output=True)
         r = llama_kl(bin_dir, tiny_float, tiny_q, Path(args.text), 128, tmp)
         r["text"] = os.path.relpath(args.text, ROOT)

@@ -113,7 +113,7 @@ TEST(CliPerplexity, KlDivergenceOfAQuantizationEqualsLlamaCpp) {
     const json want = fixture("kl_tiny_q4_0");
     const std::string dir = kiln::test::temp_dir(), base = dir + "/tiny_float.gguf", q = dir + "/tiny_q4_0.gguf";
     const std::string make = std::string(KILN_BINARY_DIR) + "/tests/make_tiny_model ";
-    ASSERT_EQ(std::system((make + "llama_float '" + kiln::test::smollm2_path() + "' '" + base + "' >/dev/null").c_str()), 0);
+    ASSERT_EQ(std::system((make + "llama@float '" + kiln::test::smollm2_path() + "' '" + base + "' >/dev/null").c_str()), 0);
     ASSERT_EQ(std::system((make + "--requantize Q4_0 '" + base + "' '" + q + "' >/dev/null").c_str()), 0);
     ASSERT_EQ(shell_output("sha256sum '" + base + "'").substr(0, 64), want["sha256_base"].get<std::string>());
     ASSERT_EQ(shell_output("sha256sum '" + q + "'").substr(0, 64), want["sha256"].get<std::string>());
