@@ -69,6 +69,10 @@ bool can_vec_dot(GgmlType weight_type);
 // operation or n is not a whole number of blocks.
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
+// What ggml_quantize_chunk writes without an importance matrix, i.e. what
+// llama-quantize puts in a file: the reference quantizer, except for IQ4_NL,
+// whose blocks search 15 scales for the best fit (quantize_iq4_nl).
+void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n);
 float vec_dot(GgmlType weight_type, int64_t n, const void* weight_row, const void* act_row);
 
 // Activation quantizers (the reference quantizers of the vec_dot types); n must be

@@ -46,7 +46,7 @@ std::vector<uint8_t> convert_tensor(const gguf::File& file, const gguf::TensorIn
         std::vector<float> row(static_cast<size_t>(n_per_row));
         for (int64_t r = r0; r < r1; ++r) {
             quant::dequantize_row(t.type, src + static_cast<uint64_t>(r) * src_rb, row.data(), n_per_row);
-            quant::quantize_row(type, row.data(), out.data() + static_cast<uint64_t>(r) * dst_rb, n_per_row);
+            quant::quantize_row_for_file(type, row.data(), out.data() + static_cast<uint64_t>(r) * dst_rb, n_per_row);
         }
     };
     const int n = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n_rows / 4)));

@@ -218,38 +218,70 @@ static int nearest_iq4nl_level(float v) {
     return index;
 }
 
-// ggml's quantize_row_iq4_nl_ref: d = signed absmax / -127 picks the levels; the stored
-// scale is then the x^2-weighted least-squares fit for those levels (no search).
-void quantize_row_iq4_nl(const float* src, void* dst, int64_t n) {
-    auto* y = blocks_of<BlockIQ4_NL>(dst);
-    for (int64_t i = 0; i < n / k_qk4_nl; ++i, src += k_qk4_nl) {
-        uint8_t L[k_qk4_nl] = {};
-        float amax = 0, max = 0;
-        for (int j = 0; j < k_qk4_nl; ++j) {
-            const float ax = std::fabs(src[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = src[j];
-            }
+// One IQ4_NL block as ggml's quantize_row_iq4_nl_impl makes it (a 32-value
+// super-block of one block, no importance weights: w = x^2). ntry < 0 is
+// quantize_row_iq4_nl_ref: d = signed absmax / -127 picks the levels and the stored
+// scale is the weighted least-squares fit for them. ntry > 0 is what
+// quantize_iq4_nl (llama-quantize) does: the fit starts from the other sign, then
+// the scales (values[0] + t) / max for t in [-ntry, ntry] are tried, the best fit
+// kept, and the levels picked again for it.
+static void quantize_block_iq4_nl(const float* x, BlockIQ4_NL& y, int ntry) {
+    uint8_t L[k_qk4_nl] = {};
+    float amax = 0, max = 0;
+    for (int j = 0; j < k_qk4_nl; ++j) {
+        const float ax = std::fabs(x[j]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[j];
         }
-        float d = 0.0f;
-        if (!(amax < k_group_max_eps)) {
-            const float d0 = max / static_cast<float>(k_values_iq4nl[0]);
-            const float id = 1 / d0;
-            float sumqx = 0, sumq2 = 0;
+    }
+    const auto v0 = static_cast<float>(k_values_iq4nl[0]);
+    float d = 0.0f;
+    if (!(amax < k_group_max_eps)) {
+        const float d0 = ntry > 0 ? -max / v0 : max / v0;
+        float id = 1 / d0;
+        float sumqx = 0, sumq2 = 0;
+        for (int j = 0; j < k_qk4_nl; ++j) {
+            const int l = nearest_iq4nl_level(id * x[j]);
+            L[j] = static_cast<uint8_t>(l);
+            const float q = static_cast<float>(k_values_iq4nl[l]);
+            const float w = x[j] * x[j];
+            sumqx += w * q * x[j];
+            sumq2 += w * q * q;
+        }
+        d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+        float best = d * sumqx;
+        for (int itry = -ntry; itry <= ntry; ++itry) {
+            id = static_cast<float>(itry + k_values_iq4nl[0]) / max;
+            sumqx = sumq2 = 0;
             for (int j = 0; j < k_qk4_nl; ++j) {
-                const int l = nearest_iq4nl_level(id * src[j]);
-                L[j] = static_cast<uint8_t>(l);
-                const float q = static_cast<float>(k_values_iq4nl[l]);
-                const float w = src[j] * src[j];
-                sumqx += w * q * src[j];
+                const float q = static_cast<float>(k_values_iq4nl[nearest_iq4nl_level(id * x[j])]);
+                const float w = x[j] * x[j];
+                sumqx += w * q * x[j];
                 sumq2 += w * q * q;
             }
-            d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+            if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                d = sumqx / sumq2;
+                best = d * sumqx;
+            }
         }
-        store_f16(y[i].d, d);
-        for (int j = 0; j < k_qk4_nl / 2; ++j) y[i].qs[j] = static_cast<uint8_t>(L[j] | (L[j + 16] << 4));
     }
+    store_f16(y.d, d);
+    if (ntry > 0) {  // the levels for the scale kept (a zero block: the level nearest 0)
+        const float id = d != 0 ? 1 / d : 0.f;
+        for (int j = 0; j < k_qk4_nl; ++j) L[j] = static_cast<uint8_t>(nearest_iq4nl_level(id * x[j]));
+    }
+    for (int j = 0; j < k_qk4_nl / 2; ++j) y.qs[j] = static_cast<uint8_t>(L[j] | (L[j + 16] << 4));
+}
+
+void quantize_row_iq4_nl(const float* src, void* dst, int64_t n) {
+    auto* y = blocks_of<BlockIQ4_NL>(dst);
+    for (int64_t i = 0; i < n / k_qk4_nl; ++i) quantize_block_iq4_nl(src + i * k_qk4_nl, y[i], -1);
+}
+
+void quantize_row_iq4_nl_search(const float* src, void* dst, int64_t n) {
+    auto* y = blocks_of<BlockIQ4_NL>(dst);
+    for (int64_t i = 0; i < n / k_qk4_nl; ++i) quantize_block_iq4_nl(src + i * k_qk4_nl, y[i], 7);
 }
 
 // Dot products. IQ4_NL x Q8_0, per 32-block: isum = sum of level value x activation

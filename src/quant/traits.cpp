@@ -108,6 +108,12 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
     t.quantize_row_ref(src, dst, n);
 }
 
+void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n) {
+    if (type != GgmlType::IQ4_NL) return quantize_row(type, src, dst, n);
+    check_length(type, n, "quantize");
+    quantize_row_iq4_nl_search(src, dst, n);
+}
+
 float vec_dot(GgmlType weight_type, int64_t n, const void* weight_row, const void* act_row) {
     const QuantTraits& t = require(weight_type);
     if (!t.vec_dot_ref) throw Error("no dot product for weight type " + name_of(weight_type), ErrorKind::Unsupported);
