@@ -77,6 +77,20 @@ class Page:
     def js(self, script, *args):
         return self.d.execute_script(script, *args)
 
+    def record(self, name, expr):
+        """Records the first truthy value of the JS expression `expr` as the page
+        changes (a MutationObserver runs after every DOM update), so a state that
+        lasts less than wait()'s poll interval (a short reply streamed in a few
+        milliseconds) is still seen; read it with seen(name)."""
+        self.js("""window.__seen = window.__seen || {}; const name = arguments[0], expr = arguments[1];
+                   const check = new Function('try { return (' + expr + '); } catch (e) { return null; }');
+                   new MutationObserver(() => { if (!window.__seen[name]) { const v = check(); if (v) window.__seen[name] = v; } })
+                     .observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});""",
+                name, expr)
+
+    def seen(self, name, timeout=60, what="condition"):
+        return self.wait(lambda: self.js("return (window.__seen || {})[arguments[0]]", name), timeout, what)
+
     def wait(self, cond, timeout=60, what="condition"):
         end = time.time() + timeout
         last = None

@@ -59,10 +59,10 @@ def test_round_trip_streams_and_stop_cancels(page, server):
     assert box.get_attribute("value") == "a\nb"  # Shift+Enter: a new line, nothing sent
     box.clear()
     question = "What is the capital of France?"
+    page.record("partial", "kilnChat.running && kilnChat.current.messages.length == 2 && "
+                           "kilnChat.current.messages[1].content.length > 0 ? kilnChat.current.messages[1].content : ''")
     box.send_keys(question, Keys.ENTER)
-    seen_partial = page.wait(lambda: page.js(
-        "const m = kilnChat.current.messages; return kilnChat.running && m.length == 2 && m[1].content.length > 0 ? m[1].content : ''"),
-        60, "streamed text")
+    seen_partial = page.seen("partial", 60, "streamed text")
     wait_idle(page)
     m = last_message(page)
     assert m["content"].startswith(seen_partial) and len(m["content"]) >= len(seen_partial)
@@ -203,10 +203,12 @@ def test_reasoning_block(make_page):
         page = make_page(s)
         settings(page, temperature="0", max_tokens="40")
         page.wait(lambda: not page.js("return document.querySelector('#thinking').disabled"), 20, "the thinking switch")
-        page.d.find_element(By.ID, "input").send_keys("What is 2+2?", Keys.ENTER)
-        page.wait(lambda: page.js("""const d = document.querySelector('.msg.assistant details.reasoning');
-                                     return kilnChat.running && d && d.open && d.querySelector('summary').textContent == 'Thinking…'"""),
-                  60, "the reasoning block while it streams")
+        page.record("thinking", "kilnChat.running && document.querySelector('.msg.assistant details.reasoning') && "
+                                "document.querySelector('.msg.assistant details.reasoning').open && "
+                                "document.querySelector('.msg.assistant details.reasoning summary').textContent == 'Thinking…'")
+        # A reply of many tokens: "What is 2+2?" thinks 5 tokens, which can reach the page in one read.
+        page.d.find_element(By.ID, "input").send_keys("Write a long poem about the sea.", Keys.ENTER)
+        page.seen("thinking", 60, "the reasoning block while it streams")
         wait_idle(page)
         m = last_message(page)
         assert m["reasoning"] and "<think>" not in m["reasoning"]
