@@ -88,7 +88,9 @@ def test_gateway_metrics_names_types_and_semantics():
             time.sleep(0.02)
         for t in threads:
             t.join()
-        assert seen["running"] == 1 and seen["waiting"] == 2, seen
+        # Waiting reaches 2 while one runs; a scrape between the third request's arrival
+        # and the scheduler's taking the first one can see all three waiting.
+        assert seen["running"] == 1 and 2 <= seen["waiting"] <= 3, seen
         assert seen["usage"] > 0, seen
         _, fams = scrape(url)
         assert value(fams, "vllm:num_requests_running", model) == 0
