@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
+#include "kiln/catalog.h"
 #include "support/test_support.h"
 
 using kiln::test::run_kiln;
@@ -31,16 +32,6 @@ json kiln_perplexity(const std::string& model, int n_ctx) {
     auto r = run_kiln("perplexity -m '" + model + "' -f '" + text_path() + "' -c " + std::to_string(n_ctx) + " --json");
     EXPECT_EQ(r.status, 0) << r.err;
     return r.status == 0 ? json::parse(r.out) : json();
-}
-
-std::string shell_output(const std::string& cmd) {
-    std::FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return {};
-    std::string out;
-    char buf[256];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-    return out;
 }
 
 // Final estimate within `final_bound`, each chunk's running estimate within `chunk_bound` (relative).
@@ -71,7 +62,7 @@ TEST(CliPerplexity, TinyLlamaEqualsLlamaCpp) {
                            tiny + "' >/dev/null")
                               .c_str()),
               0);
-    ASSERT_EQ(shell_output("sha256sum '" + tiny + "'").substr(0, 64), want["sha256"].get<std::string>())
+    ASSERT_EQ(kiln::sha256_file(tiny), want["sha256"].get<std::string>())
         << "the tiny model's bytes changed: rerun tools/perplexity_fixtures.py";
     expect_matches(kiln_perplexity(tiny, want["n_ctx"]), want, 0.001, 0.005);
 }
@@ -115,8 +106,8 @@ TEST(CliPerplexity, KlDivergenceOfAQuantizationEqualsLlamaCpp) {
     const std::string make = std::string(KILN_BINARY_DIR) + "/tests/make_tiny_model ";
     ASSERT_EQ(std::system((make + "llama@float '" + kiln::test::smollm2_path() + "' '" + base + "' >/dev/null").c_str()), 0);
     ASSERT_EQ(std::system((make + "--requantize Q4_0 '" + base + "' '" + q + "' >/dev/null").c_str()), 0);
-    ASSERT_EQ(shell_output("sha256sum '" + base + "'").substr(0, 64), want["sha256_base"].get<std::string>());
-    ASSERT_EQ(shell_output("sha256sum '" + q + "'").substr(0, 64), want["sha256"].get<std::string>());
+    ASSERT_EQ(kiln::sha256_file(base), want["sha256_base"].get<std::string>());
+    ASSERT_EQ(kiln::sha256_file(q), want["sha256"].get<std::string>());
     const std::string logprobs = dir + "/base.kld", chunks = " -c 128 --chunks " + std::to_string(want["chunks"].get<int>());
     auto r = run_kiln("perplexity -m '" + base + "' -f '" + text_path() + "'" + chunks + " --kl-divergence-base '" + logprobs + "'");
     ASSERT_EQ(r.status, 0) << r.err;
