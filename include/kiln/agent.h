@@ -19,6 +19,8 @@
 // A bad call (unknown tool, arguments that do not match the schema, a declined
 // approval, a handler that throws or times out) is answered with an error result,
 // so the model sees what went wrong; nothing of it ends the run or the session.
+// A call the reply parser could not read at all (no name or id to answer) is sent
+// back as a user turn quoting the parser's error, and the model replies again.
 #pragma once
 
 #include <atomic>
@@ -108,12 +110,15 @@ struct AgentCallbacks {
     std::function<void(const ToolCall& call, const AgentTool& tool)> on_call;
     // After each call is answered, with what the model will read.
     std::function<void(const ToolCall& call, const ToolResult& result)> on_result;
+    // After a reply's unreadable calls (the parser's ReplyError items) were sent
+    // back to the model as a user turn, with that turn's text.
+    std::function<void(const std::string& text)> on_malformed;
 };
 
 enum class AgentFinish {
     Answer,     // the model replied without calls
     Length,     // the last reply hit the token limit or the context
-    StepLimit,  // max_steps replies, the last one with calls
+    StepLimit,  // max_steps replies, the last one with calls (readable or not)
     Cancelled,  // the cancel flag or a callback stopped it
 };
 std::string_view agent_finish_name(AgentFinish finish);  // "answer", "length", "step_limit", "cancelled"
@@ -127,6 +132,7 @@ struct AgentResult {
     AgentFinish finish = AgentFinish::Answer;
     std::vector<ChatReply> replies;   // one per step, in order
     std::vector<AgentToolRun> calls;  // every call of the run, answered, in order
+    std::vector<std::string> malformed_calls;  // the ReplyError messages sent back to the model
     Usage usage;                      // summed over the replies
     double prefill_seconds = 0, decode_seconds = 0;
     SpecStats spec;                   // summed over the replies

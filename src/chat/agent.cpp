@@ -173,6 +173,17 @@ ToolResult run_call(const ToolSet& tools, const ToolCall& call, const AgentOptio
     }
 }
 
+// What the model reads after a reply with calls the parser could not read.
+std::string malformed_call_message(const std::vector<std::string>& errors) {
+    std::string text = errors.size() == 1 ? "error: your tool call could not be read (" + shown(errors[0], 600) + ")."
+                                          : "error: " + std::to_string(errors.size()) +
+                                                " of your tool calls could not be read:";
+    if (errors.size() > 1)
+        for (const std::string& e : errors) text += "\n- " + shown(e, 600);
+    return text + "\nWrite the call again in the tool-call format, with the arguments as one JSON object, "
+                  "or answer without a tool.";
+}
+
 void add_usage(Usage& sum, const Usage& u) {
     sum.prompt_tokens += u.prompt_tokens;
     sum.reused_prompt_tokens += u.reused_prompt_tokens;
@@ -199,7 +210,14 @@ AgentResult run_agent(ChatSession& chat, const ToolSet& tools, const AgentOption
         out.spec += reply.spec;
         out.replies.push_back(reply);
         const auto& calls = reply.message.tool_calls;
-        if (calls.empty()) {
+        // A call the parser could not read (a ReplyError) has no id to answer with
+        // a tool result, so it goes back as a user turn that quotes the error; it
+        // is answered only when the reply ended by itself (not cut by the token
+        // limit or cancelled, where a retry would only be cut again).
+        const auto& malformed = reply.message.errors;
+        const bool answer_malformed = !malformed.empty() && reply.finish != ReplyFinish::Cancelled &&
+                                      reply.finish != ReplyFinish::Length;
+        if (calls.empty() && !answer_malformed) {
             out.finish = reply.finish == ReplyFinish::Cancelled ? AgentFinish::Cancelled
                          : reply.finish == ReplyFinish::Length  ? AgentFinish::Length
                                                                 : AgentFinish::Answer;
@@ -214,6 +232,12 @@ AgentResult run_agent(ChatSession& chat, const ToolSet& tools, const AgentOption
             chat.add_tool_result(call, result.is_error ? "error: " + result.content : result.content);
             if (callbacks.on_result) callbacks.on_result(call, result);
             out.calls.push_back({call, std::move(result)});
+        }
+        if (answer_malformed) {
+            const std::string text = malformed_call_message(malformed);
+            chat.add_user(text);
+            if (callbacks.on_malformed) callbacks.on_malformed(text);
+            out.malformed_calls.insert(out.malformed_calls.end(), malformed.begin(), malformed.end());
         }
         if (stop_now || cancelled(options.turn.generate.cancel)) {
             out.finish = AgentFinish::Cancelled;

@@ -155,8 +155,11 @@ ChatReply ChatSession::reply(const ChatTurnOptions& o, const ReplyCallback& on_e
     }
     // A reply that made complete tool calls finishes with tool_calls even when the
     // model rambled on to the token limit afterwards: the calls are what the
-    // client acts on (text after them stays in the message's content).
-    if (finish == ReplyFinish::Length && !parser.message().tool_calls.empty()) finish = ReplyFinish::Stop;
+    // client acts on (text after them stays in the message's content). A call
+    // that was closed but could not be read counts too (its error is already in
+    // the message; errors added by finish() below are calls the limit cut off).
+    if (finish == ReplyFinish::Length && (!parser.message().tool_calls.empty() || !parser.message().errors.empty()))
+        finish = ReplyFinish::Stop;
     Usage usage{r.prompt_tokens, r.reused_tokens, r.completion_tokens, 0};
     ChatReply out;
     for (const ReplyEvent& ev : parser.finish(finish, usage)) {

@@ -149,6 +149,10 @@ int cmd_chat(int argc, char** argv) {
             line_open = false;
             tools.report_exits(stderr);
         };
+        cb.on_malformed = [&](const std::string&) {
+            std::fprintf(stderr, "%s[the unreadable call was sent back to the model as an error]%s\n", style.dim(),
+                         style.reset());
+        };
         AgentResult r = run_agent(chat, tools.set(), agent, cb);
         std::fputc('\n', stdout);
         line_open = false;

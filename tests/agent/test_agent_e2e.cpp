@@ -213,6 +213,37 @@ void MalformedAnswerIsAnErrorResult(Harness& hh) {
     expect_resumed(r);
 }
 
+// A call the parser cannot read has no id for a tool result: it goes back as a
+// user turn quoting the error, and the model replies again.
+void UnreadableCallIsSentBackAndTheModelGoesOn(Harness& hh) {
+    std::vector<std::string> sent;
+    kiln::AgentCallbacks cb;
+    cb.on_malformed = [&](const std::string& text) { sent.push_back(text); };
+    kiln::AgentResult r = hh.run("What is 2 plus 3?", "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2,, }}\n</tool_call>",
+                                 {}, cb);
+    EXPECT_TRUE(r.calls.empty());
+    ASSERT_EQ(r.malformed_calls.size(), 1u);
+    EXPECT_EQ(r.malformed_calls[0].rfind("malformed tool call: ", 0), 0u) << r.malformed_calls[0];
+    ASSERT_EQ(sent.size(), 1u);
+    ASSERT_GE(r.replies.size(), 2u);
+    EXPECT_EQ(r.replies[0].finish, kiln::ReplyFinish::Stop);
+    EXPECT_EQ(r.replies[0].message.errors.size(), 1u);
+    EXPECT_GT(r.replies[1].usage.completion_tokens, 0);
+    // History: the assistant's reply, then the error as a user turn, then the next reply.
+    const auto& m = hh.chat->messages();
+    ASSERT_GE(m.size(), 4u);
+    EXPECT_EQ(m[1]["role"], "assistant");
+    EXPECT_EQ(m[2]["role"], "user");
+    EXPECT_EQ(m[2]["content"], sent[0]);
+    EXPECT_EQ(sent[0].rfind("error: your tool call could not be read (malformed tool call: ", 0), 0u) << sent[0];
+    EXPECT_NE(hh.prompt().find("<|im_start|>user\nerror: your tool call could not be read"), std::string::npos);
+    // The session goes on: a good call next works.
+    r = hh.run("What is 2 plus 3?", call_text("add", R"({"a": 2, "b": 3})"));
+    ASSERT_GE(r.calls.size(), 1u);
+    EXPECT_EQ(r.calls[0].result.content, "5");
+    EXPECT_TRUE(r.malformed_calls.empty());
+}
+
 void DeclinedApprovalIsAnErrorResult(Harness& hh) {
     hh.approve = false;
     std::vector<std::string> asked;
@@ -299,6 +330,7 @@ TEST(AgentSmolLM2, BadCallsAndBrokenServersAreErrorResults) {
     SCENARIO(HangingToolTimesOutAndTheServerGoesOn);
     SCENARIO(CrashedServerIsAnErrorResultAndTheChatGoesOn);
     SCENARIO(MalformedAnswerIsAnErrorResult);
+    SCENARIO(UnreadableCallIsSentBackAndTheModelGoesOn);
     SCENARIO(DeclinedApprovalIsAnErrorResult);
 }
 

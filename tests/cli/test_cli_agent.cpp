@@ -87,3 +87,20 @@ TEST(CliChatAgent, CrashedServerTheChatGoesOn) {
     EXPECT_NE(r.out.find("error from add\nMCP server 'kiln-test' is not running (exited with status 3)\n"), std::string::npos)
         << r.out;
 }
+
+// A call the model wrote but the parser cannot read: the user sees the error and
+// that it went back to the model, and the model replies again (-v: two replies).
+TEST(CliChatAgent, UnreadableCallGoesBackToTheModel) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string server = "python3 " + kiln::test::data_path("agent/mcp_test_server.py");
+    const std::string args =
+        "chat -m " + kiln::test::smollm2_path() + " --template " +
+        quote(kiln::test::data_path("shared/templates/Qwen-Qwen2.5-7B-Instruct.jinja")) + " --temp 0 -n 6 --yes -v" +
+        " --mcp " + quote(server) +
+        " --prefill " + quote("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2,, }}\n</tool_call>");
+    auto r = run_kiln(args, "What is 2 plus 3?\n");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("[malformed tool call: <tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2,, }}]"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("[the unreadable call was sent back to the model as an error]"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("2 replies, 0 tool calls"), std::string::npos) << r.err;
+}
