@@ -148,7 +148,7 @@ void handle_messages(ServerState& state, const httplib::Request& req, httplib::R
     std::vector<Job> jobs;
     jobs.push_back(make_chat_job(model, prompt, ids, f.options, 0, channel));
     auto builder = std::make_shared<MessagesBuilder>(model, static_cast<int>(ids.size()));
-    run_jobs(state, held, std::move(jobs), channel, builder, f.stream, res);
+    run_jobs(state, req, held, std::move(jobs), channel, builder, f.stream, res);
 }
 
 void handle_count_tokens(ServerState& state, const httplib::Request& req, httplib::Response& res) {

@@ -425,7 +425,7 @@ void handle_chat_completions(ServerState& state, const httplib::Request& req, ht
     std::vector<Job> jobs;
     for (int i = 0; i < f.n; ++i) jobs.push_back(make_chat_job(model, prompt, ids, f.options, i, channel));
     auto builder = std::make_shared<ChatBuilder>(model, f.n, f.logprobs, f.include_usage);
-    run_jobs(state, held, std::move(jobs), channel, builder, f.stream, res);
+    run_jobs(state, req, held, std::move(jobs), channel, builder, f.stream, res);
 }
 
 }  // namespace kiln::server

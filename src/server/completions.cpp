@@ -165,7 +165,7 @@ void handle_completions(ServerState& state, const httplib::Request& req, httplib
         jobs.push_back(std::move(j));
     }
     auto builder = std::make_shared<CompletionBuilder>(model, f.n, f.logprobs, f.include_usage, echo ? text : "");
-    run_jobs(state, held, std::move(jobs), channel, builder, f.stream, res);
+    run_jobs(state, req, held, std::move(jobs), channel, builder, f.stream, res);
 }
 
 }  // namespace kiln::server

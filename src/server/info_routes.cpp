@@ -160,6 +160,8 @@ void handle_metrics(ServerState& state, const httplib::Request&, httplib::Respon
     metric("requests_total", "counter", "generation requests accepted", static_cast<double>(m.requests.load()));
     metric("requests_failed_total", "counter", "requests answered with an error status",
            static_cast<double>(m.requests_failed.load()));
+    metric("client_disconnects_total", "counter", "clients that left before their reply ended (their sequences cancelled)",
+           static_cast<double>(m.disconnects.load()));
     metric("prompt_tokens_total", "counter", "prompt tokens evaluated", static_cast<double>(m.prompt_tokens.load()));
     metric("prompt_tokens_cached_total", "counter", "prompt tokens served from the prefix cache",
            static_cast<double>(m.cached_tokens.load()));

@@ -4,11 +4,14 @@
 
 #include <chrono>
 
+#include "client_socket.h"
+
 namespace kiln::server {
 
 namespace {
 
 constexpr auto k_keep_alive = std::chrono::seconds(5);
+constexpr auto k_client_check = std::chrono::milliseconds(200);
 
 }  // namespace
 
@@ -33,9 +36,9 @@ Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, d
             {"predicted_per_second", predicted_s > 0 ? predicted_n / predicted_s : 0.0}};
 }
 
-void run_jobs(ServerState& state, std::shared_ptr<LoadedModel> model, std::vector<Job> jobs, std::shared_ptr<Channel> channel,
-              std::shared_ptr<ResponseBuilder> builder, bool stream, httplib::Response& res,
-              std::function<void()> after_stream) {
+void run_jobs(ServerState& state, const httplib::Request& req, std::shared_ptr<LoadedModel> model, std::vector<Job> jobs,
+              std::shared_ptr<Channel> channel, std::shared_ptr<ResponseBuilder> builder, bool stream,
+              httplib::Response& res, std::function<void()> after_stream) {
     const int n = static_cast<int>(jobs.size());
     model->scheduler->enqueue(std::move(jobs));
     state.metrics.requests++;
@@ -47,8 +50,19 @@ void run_jobs(ServerState& state, std::shared_ptr<LoadedModel> model, std::vecto
         } leave{state.in_flight};
         int done = 0;
         std::optional<JobEvent> failed;
+        // Nothing is written before the end, so the socket is watched instead:
+        // a client that left cancels its sequences at the next step.
+        const ClientSocket client(req);
+        auto next_check = std::chrono::steady_clock::now() + k_client_check;
         while (done < n) {
-            std::optional<JobEvent> e = channel->pop(std::chrono::seconds(1));
+            std::optional<JobEvent> e = channel->pop(k_client_check);
+            if (std::chrono::steady_clock::now() >= next_check) {  // tokens keep coming: check by the clock
+                next_check = std::chrono::steady_clock::now() + k_client_check;
+                if (!channel->cancelled && client.gone()) {
+                    channel->cancelled = true;
+                    state.metrics.disconnects++;
+                }
+            }
             if (!e) continue;
             if (e->kind == JobEvent::Kind::Failed) {
                 ++done;
@@ -107,7 +121,10 @@ void run_jobs(ServerState& state, std::shared_ptr<LoadedModel> model, std::vecto
             return true;
         },
         [st, channel, server, model, after_stream](bool) mutable {
-            if (!st->finished) channel->cancelled = true;  // the client left mid-stream
+            if (!st->finished) {  // the client left mid-stream
+                channel->cancelled = true;
+                server->metrics.disconnects++;
+            }
             model.reset();
             if (after_stream) after_stream();
             server->in_flight--;

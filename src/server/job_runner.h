@@ -1,7 +1,7 @@
 // Runs a request's jobs on the scheduler and answers: one JSON response when
 // every choice has finished, or a Server-Sent Events stream of chunks as the
 // tokens come (a keep-alive comment while nothing does; a client that goes
-// away cancels its sequences at the next step).
+// away cancels its sequences at the next step, streaming or not).
 #pragma once
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "state.h"
 
 namespace httplib {
+struct Request;
 struct Response;
 }
 
@@ -41,9 +42,9 @@ public:
 
 // `model` stays resident until the response has been sent. `after_stream`, if
 // given, runs once a stream has been sent and its reference to the model dropped.
-void run_jobs(ServerState& state, std::shared_ptr<LoadedModel> model, std::vector<Job> jobs, std::shared_ptr<Channel> channel,
-              std::shared_ptr<ResponseBuilder> builder, bool stream, httplib::Response& res,
-              std::function<void()> after_stream = nullptr);
+void run_jobs(ServerState& state, const httplib::Request& req, std::shared_ptr<LoadedModel> model, std::vector<Job> jobs,
+              std::shared_ptr<Channel> channel, std::shared_ptr<ResponseBuilder> builder, bool stream,
+              httplib::Response& res, std::function<void()> after_stream = nullptr);
 
 // Counts a finished choice in /metrics.
 void record_usage(ServerState& state, const GenerationResult& r);

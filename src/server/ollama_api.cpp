@@ -241,7 +241,7 @@ Json model_entry(const std::string& name, const std::string& path, const LoadedM
 
 // Runs the reply; keep_alive 0 unloads the model once it has been sent, unless
 // other requests hold it; a positive one starts its expiry then.
-void run_ollama(ServerState& state, std::shared_ptr<LoadedModel>& held, const ChatPrompt& prompt,
+void run_ollama(ServerState& state, const httplib::Request& req, std::shared_ptr<LoadedModel>& held, const ChatPrompt& prompt,
                 const GenerationFields& f, bool chat, bool raw, httplib::Response& res, const KeepAlive& keep) {
     LoadedModel& model = *held;
     const std::string name = model.name;
@@ -265,7 +265,7 @@ void run_ollama(ServerState& state, std::shared_ptr<LoadedModel>& held, const Ch
     } else {
         jobs.push_back(make_chat_job(model, prompt, chat_prompt_tokens(model, prompt), f.options, 0, channel));
     }
-    run_jobs(state, held, std::move(jobs), channel, std::make_shared<OllamaBuilder>(model, chat, raw), f.stream, res,
+    run_jobs(state, req, held, std::move(jobs), channel, std::make_shared<OllamaBuilder>(model, chat, raw), f.stream, res,
              after);
     if (!f.stream && unload_after) {
         held.reset();
@@ -304,7 +304,7 @@ void handle_ollama_chat(ServerState& state, const httplib::Request& req, httplib
                         "application/json");
         return;
     }
-    run_ollama(state, held, render_chat_prompt(model, chat), f, true, false, res, keep);
+    run_ollama(state, req, held, render_chat_prompt(model, chat), f, true, false, res, keep);
 }
 
 void handle_ollama_generate(ServerState& state, const httplib::Request& req, httplib::Response& res) {
@@ -336,7 +336,7 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
             add_ollama_format(body, chat);
             p.grammar = response_grammar(chat["response_format"], "format");
         }
-        run_ollama(state, held, p, f, false, true, res, keep);
+        run_ollama(state, req, held, p, f, false, true, res, keep);
         return;
     }
     Json messages = Json::array();
@@ -345,7 +345,7 @@ void handle_ollama_generate(ServerState& state, const httplib::Request& req, htt
     Json chat = {{"messages", messages}};
     if (auto think = get_bool(body, "think")) chat["chat_template_kwargs"] = {{"enable_thinking", *think}};
     add_ollama_format(body, chat);
-    run_ollama(state, held, render_chat_prompt(model, chat), f, false, false, res, keep);
+    run_ollama(state, req, held, render_chat_prompt(model, chat), f, false, false, res, keep);
 }
 
 void handle_ollama_tags(ServerState& state, const httplib::Request&, httplib::Response& res) {

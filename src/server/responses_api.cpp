@@ -349,7 +349,7 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
     auto channel = std::make_shared<Channel>();
     std::vector<Job> jobs;
     jobs.push_back(make_chat_job(model, prompt, ids, f.options, 0, channel));
-    run_jobs(state, held, std::move(jobs), channel, std::make_shared<ResponsesBuilder>(model, echo, std::move(on_done)), f.stream, res);
+    run_jobs(state, req, held, std::move(jobs), channel, std::make_shared<ResponsesBuilder>(model, echo, std::move(on_done)), f.stream, res);
 }
 
 void handle_response_get(ServerState& state, const httplib::Request& req, httplib::Response& res) {

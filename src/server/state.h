@@ -18,6 +18,7 @@ namespace kiln::server {
 struct Metrics {
     std::atomic<uint64_t> requests{0};          // generation requests accepted
     std::atomic<uint64_t> requests_failed{0};   // answered with an error status
+    std::atomic<uint64_t> disconnects{0};       // clients that left before their reply ended
     std::atomic<uint64_t> prompt_tokens{0};     // evaluated (not served from the cache)
     std::atomic<uint64_t> cached_tokens{0};     // served from the cache
     std::atomic<uint64_t> generated_tokens{0};

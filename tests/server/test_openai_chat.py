@@ -133,3 +133,42 @@ def test_cancelling_a_stream_leaves_the_server_working(client, model_id, server)
 def test_reasoning_and_template_kwargs_are_accepted(client, model_id):
     r = ask(client, model_id, "Hello", extra_body={"chat_template_kwargs": {"enable_thinking": False}})
     assert r.choices[0].message.content is not None
+
+
+def _metric(server, name):
+    import urllib.request
+    text = urllib.request.urlopen(server.url + "/metrics").read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_a_client_leaving_a_non_streaming_request_cancels_it(server):
+    """Nothing is written before a non-streaming reply ends, so the server watches
+    the socket: a client that closes it cancels the sequence within a step or so."""
+    import http.client
+    import time
+    body = json.dumps({"messages": [{"role": "user", "content": "Write a long story about a dragon."}],
+                       "max_tokens": 3000, "ignore_eos": True, "temperature": 0.7, "seed": 3})
+    left_before = _metric(server, "kiln_client_disconnects_total")
+    host, port = server.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+    # Generating (3000 tokens take far longer than this test waits).
+    deadline = time.time() + 20
+    while _metric(server, "kiln_requests_processing") < 1:
+        assert time.time() < deadline, "the request never started"
+        time.sleep(0.05)
+    made = _metric(server, "kiln_tokens_predicted_total")
+    conn.sock.close()
+    conn.close()
+    t0 = time.time()
+    while _metric(server, "kiln_requests_processing") > 0:
+        assert time.time() - t0 < 5, "the sequence went on after its client left"
+        time.sleep(0.05)
+    stopped_after = time.time() - t0
+    assert _metric(server, "kiln_client_disconnects_total") == left_before + 1
+    # It was cut short: far fewer than 3000 tokens were generated in all.
+    assert _metric(server, "kiln_tokens_predicted_total") - made < 1500
+    print(f"[ figures ] cancelled {stopped_after * 1000:.0f} ms after the client closed")
