@@ -8,6 +8,7 @@
 // generation starts inside reasoning (bit 7); the rest is the reply.
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,10 +61,12 @@ std::string canonical(const std::vector<kiln::ReplyEvent>& events) {
             if (last != 'h') out += "\n[thinking]";
             out += th->text;
             last = 'h';
+        } else if (std::holds_alternative<kiln::ToolCallStart>(e) || std::holds_alternative<kiln::ToolCallArguments>(e)) {
+            continue;  // when a call is announced depends on the split; run() checks the pieces
         } else {
             last = 0;
             if (auto* c = std::get_if<kiln::ToolCall>(&e))
-                out += "\n[call]" + c->id + " " + c->name + " " + c->arguments.dump();
+                out += "\n[call]" + c->id + " " + c->name + " " + c->arguments.dump() + " " + c->arguments_text;
             else if (auto* err = std::get_if<kiln::ReplyError>(&e))
                 out += "\n[error]" + err->message;
             else if (auto* end = std::get_if<kiln::ReplyEnd>(&e))
@@ -79,8 +82,21 @@ std::string run(const kiln::ChatFormat& f, const kiln::ReplyOptions& o, std::str
     for (size_t i = 0; i < reply.size(); i += step)
         for (auto& e : p.push(reply.substr(i, step))) all.push_back(std::move(e));
     for (auto& e : p.finish(kiln::ReplyFinish::Stop)) all.push_back(std::move(e));
-    for (const kiln::ReplyEvent& e : all)
-        if (auto* c = std::get_if<kiln::ToolCall>(&e)) (void)c->arguments.dump();  // must serialize
+    // Every call: ToolCallStart, pieces, then the ToolCall whose arguments_text they join to.
+    std::map<std::string, std::string> streamed;
+    for (const kiln::ReplyEvent& e : all) {
+        if (auto* st = std::get_if<kiln::ToolCallStart>(&e)) {
+            streamed[st->id] = "";  // a model may write one id twice: the later call takes it
+        } else if (auto* a = std::get_if<kiln::ToolCallArguments>(&e)) {
+            auto it = streamed.find(a->id);
+            if (it == streamed.end()) __builtin_trap();
+            it->second += a->text;
+        } else if (auto* c = std::get_if<kiln::ToolCall>(&e)) {
+            (void)c->arguments.dump();  // must serialize
+            auto it = streamed.find(c->id);
+            if (it == streamed.end() || it->second != c->arguments_text) __builtin_trap();
+        }
+    }
     return canonical(all);
 }
 

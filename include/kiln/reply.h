@@ -41,10 +41,31 @@ struct ThinkingDelta {
     std::string text;
 };
 
+// A tool call's opening, as soon as its name is known. Its arguments follow as
+// ToolCallArguments pieces, then the ToolCall itself: every call comes as
+// ToolCallStart, ToolCallArguments..., ToolCall (the pieces concatenate to
+// ToolCall::arguments_text). Where the model writes the arguments as a JSON
+// object (Hermes <tool_call>, Mistral, Llama 3 JSON, Command R, ... bodies of
+// {"name", "arguments"} objects), the pieces stream as it writes them; other
+// syntaxes send them in one piece when the call is complete. A call whose
+// arguments turn out malformed after it started ends in a ReplyError instead.
+struct ToolCallStart {
+    std::string id;
+    std::string name;
+};
+
+struct ToolCallArguments {
+    std::string id;    // the ToolCallStart it continues
+    std::string text;  // the next piece of ToolCall::arguments_text
+};
+
 struct ToolCall {
     std::string id;
     std::string name;
     nlohmann::json arguments = nlohmann::json::object();  // always a JSON object
+    // The arguments as text: the model's own JSON text of the object where it
+    // wrote one (what ToolCallArguments streamed), else the compact dump.
+    std::string arguments_text;
 };
 
 // A malformed tool call ("malformed tool call: <body>"); the stream goes on.
@@ -68,7 +89,7 @@ struct ReplyEnd {
     std::string stop_string;  // the ReplyOptions::stop entry that ended the reply, if one did
 };
 
-using ReplyEvent = std::variant<TextDelta, ThinkingDelta, ToolCall, ReplyError, ReplyEnd>;
+using ReplyEvent = std::variant<TextDelta, ThinkingDelta, ToolCallStart, ToolCallArguments, ToolCall, ReplyError, ReplyEnd>;
 
 // Everything a reply said, accumulated by the parser.
 struct ReplyMessage {

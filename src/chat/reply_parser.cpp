@@ -11,6 +11,7 @@
 // Header and Body read message-framed replies (GPT-OSS, Glimmer, Functionary).
 #include <algorithm>
 
+#include "chat/reply_call_preview.h"
 #include "chat/reply_text.h"
 #include "chat/reply_tool_bodies.h"
 #include "chat/reply_values.h"
@@ -157,6 +158,16 @@ struct ReplyParser::Impl {
 
     // Section / BareJson state.
     int section = -1;
+    struct StreamedCall {
+        std::string id;          // the id its ToolCallStart announced
+        bool announced = false;  // ToolCallStart sent
+        size_t sent = 0;         // bytes of its arguments sent
+    };
+    std::vector<StreamedCall> streamed;  // the open section's calls, in body order
+    size_t scanned = 0;                  // body bytes the last stream_calls scan read
+    // Mistral's models write their own call ids, after the arguments: those calls
+    // are sent whole, with the model's ids, once complete.
+    bool previews_on() const { return format.id_style != ToolCallIdStyle::Alnum9; }
     JsonValueScanner json;
     int phase = 0;  // Json sections: 0 = before the value, 1 = scanning it, 2 = looking for the closing fence
     bool fenced = false;
@@ -326,18 +337,60 @@ struct ReplyParser::Impl {
         seg.pending_space.clear();
     }
 
-    void emit_calls(const std::vector<ParsedCall>& calls) {
-        for (const ParsedCall& c : calls) {
-            if (c.ok) {
-                ToolCall call{c.id.empty() ? ids.next() : c.id, c.name, c.arguments};
-                message.tool_calls.push_back(call);
-                out->push_back(std::move(call));
-            } else {
-                std::string msg = "malformed tool call: " + shorten(valid_utf8(trim(c.error_text)), 2000);
-                message.errors.push_back(msg);
-                out->push_back(ReplyError{std::move(msg)});
+    void emit_error(std::string why) {
+        std::string msg = "malformed tool call: " + shorten(valid_utf8(trim(why)), 2000);
+        message.errors.push_back(msg);
+        out->push_back(ReplyError{std::move(msg)});
+    }
+
+    // The calls of a finished body. `previews` (JsonCalls bodies: the scan of the
+    // whole body) gives the model's own arguments text and the calls this
+    // section already announced while it streamed. Each good call in order takes
+    // the next id (unless the model wrote its own), and so does every call whose
+    // arguments could stream, good or not: an announced id is never given to
+    // another call, and the ids do not depend on how the reply was split (the
+    // scan of the whole body decides, and stream_calls foresees it).
+    void emit_calls(const std::vector<ParsedCall>& calls, std::string_view body = {},
+                    const std::vector<CallPreview>& previews = {}) {
+        for (size_t i = 0; i < calls.size(); ++i) {
+            const ParsedCall& c = calls[i];
+            const CallPreview* p = i < previews.size() ? &previews[i] : nullptr;
+            const StreamedCall* s = p && i < streamed.size() && streamed[i].announced ? &streamed[i] : nullptr;
+            const bool streams = p && p->streams;
+            if (!c.ok) {
+                if (streams) ids.next();  // its id may have been announced
+                emit_error(c.error_text);
+                continue;
             }
+            std::string id;
+            if (streams) {
+                std::string next = ids.next();
+                id = s ? s->id : next;  // s->id: what stream_calls foresaw, the same id
+            } else {
+                id = c.id.empty() ? ids.next() : c.id;
+            }
+            std::string text = c.arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+            if (p && p->streams && p->args_complete) {
+                std::string raw(body.substr(p->args_from, p->args_to - p->args_from));
+                auto parsed = parse_json(raw);
+                if (parsed && *parsed == c.arguments && p->name == c.name)
+                    text = std::move(raw);
+                else if (s) {
+                    emit_error(c.name + " " + raw + " (the arguments streamed are not what the call parsed to)");
+                    continue;
+                }
+            } else if (s) {
+                emit_error(std::string(body));
+                continue;
+            }
+            if (!s) out->push_back(ToolCallStart{id, c.name});
+            const size_t sent = s ? s->sent : 0;
+            if (text.size() > sent) out->push_back(ToolCallArguments{id, text.substr(sent)});
+            ToolCall call{id, c.name, c.arguments, std::move(text)};
+            message.tool_calls.push_back(call);
+            out->push_back(std::move(call));
         }
+        streamed.clear();
     }
 
     void parse_body(BodyKind kind, std::string_view body, const std::string& name, std::string_view open) {
@@ -348,7 +401,49 @@ struct ReplyParser::Impl {
         // A whole-body failure reads better with the marker that opened it.
         for (ParsedCall& c : calls)
             if (!c.ok && trim(c.error_text) == trim(body)) c.error_text = std::string(open) + std::string(body);
-        emit_calls(calls);
+        std::vector<CallPreview> previews;
+        if (kind == BodyKind::JsonCalls && previews_on()) previews = preview_json_calls(body, true);
+        emit_calls(calls, body, previews);
+    }
+
+    // While a JSON call body is still being written: announces each call whose
+    // name is known and whose arguments object has begun, and sends the
+    // arguments as far as they are safe to (no part of a marker, no split
+    // UTF-8 character). Earlier calls of the body take their ids first.
+    void stream_calls() {
+        if (!previews_on() || mode != Mode::Section || sections[static_cast<size_t>(section)].body != BodyKind::JsonCalls)
+            return;
+        const std::string_view safe = std::string_view(buf).substr(0, std::min(scan_from, buf.size()));
+        // Each scan reads the body from its start: scanning again only once the
+        // body has grown by a sixteenth keeps the whole reply linear.
+        if (safe.size() < scanned + std::max<size_t>(8, scanned / 16)) return;
+        scanned = safe.size();
+        const std::vector<CallPreview> previews = preview_json_calls(safe, false);
+        if (streamed.size() < previews.size()) streamed.resize(previews.size());
+        int good_before = 0;  // calls before this one in the body that will take an id
+        for (size_t i = 0; i < previews.size(); ++i) {
+            const CallPreview& p = previews[i];
+            StreamedCall& s = streamed[i];
+            if (!p.streams) {
+                good_before += !p.name.empty();  // a whole call without arguments: good when named
+                continue;
+            }
+            if (!s.announced) {
+                // The id emit_calls will give it: the good calls before it take theirs first.
+                ToolCallIds ahead = ids;
+                for (int k = 0; k < good_before; ++k) ahead.next();
+                s.id = ahead.next();
+                out->push_back(ToolCallStart{s.id, p.name});
+                s.announced = true;
+            }
+            ++good_before;
+            std::string_view text = safe.substr(p.args_from, p.args_to - p.args_from);
+            text.remove_suffix(incomplete_utf8_tail(text));
+            if (text.size() > s.sent) {
+                out->push_back(ToolCallArguments{s.id, std::string(text.substr(s.sent))});
+                s.sent = text.size();
+            }
+        }
     }
 
     // ---- buffer ----------------------------------------------------------
@@ -405,6 +500,8 @@ struct ReplyParser::Impl {
     void open_section(int index) {
         end_segment(text_seg);
         section = index;
+        streamed.clear();
+        scanned = 0;
         phase = 0;
         json.reset(0);
         set_mode(Mode::Section);
@@ -778,6 +875,7 @@ struct ReplyParser::Impl {
     void process(bool final) {
         while (!done && step(final)) {
         }
+        if (!final && !done) stream_calls();
     }
 
     // What is left when the reply ends, by mode.

@@ -39,16 +39,22 @@ public:
                 open("thinking", chunks);
                 blocks_.back()["thinking"] = blocks_.back()["thinking"].get<std::string>() + t->text;
                 if (chunks) chunks->push_back(delta({{"type", "thinking_delta"}, {"thinking", t->text}}));
-            } else if (const auto* call = std::get_if<ToolCall>(&ev)) {
+            } else if (const auto* start = std::get_if<ToolCallStart>(&ev)) {
                 close(chunks);
-                blocks_.push_back({{"type", "tool_use"}, {"id", "toolu_" + call->id.substr(call->id.rfind('_') + 1)},
-                                   {"name", call->name}, {"input", Json::object()}});
-                if (chunks) {
+                blocks_.push_back({{"type", "tool_use"}, {"id", "toolu_" + start->id.substr(start->id.rfind('_') + 1)},
+                                   {"name", start->name}, {"input", Json::object()}});
+                if (chunks)
                     chunks->push_back({{"type", "content_block_start"}, {"index", blocks_.size() - 1}, {"content_block", blocks_.back()}});
-                    chunks->push_back(delta({{"type", "input_json_delta"}, {"partial_json", json_text(call->arguments)}}));
-                }
-                blocks_.back()["input"] = call->arguments;
                 open_ = true;
+                open_call_ = start->id;
+            } else if (const auto* piece = std::get_if<ToolCallArguments>(&ev)) {
+                if (chunks && piece->id == open_call_)
+                    chunks->push_back(delta({{"type", "input_json_delta"}, {"partial_json", piece->text}}));
+            } else if (const auto* call = std::get_if<ToolCall>(&ev)) {
+                if (call->id == open_call_) {
+                    blocks_.back()["input"] = call->arguments;
+                    open_call_.clear();
+                }
                 close(chunks);
             } else if (const auto* end = std::get_if<ReplyEnd>(&ev)) {
                 stop_reason_ = end->finish == ReplyFinish::ToolCalls ? "tool_use"
@@ -61,6 +67,8 @@ public:
         if (e.kind == JobEvent::Kind::Done) {
             result_ = e.result;
             if (stop_reason_.empty()) stop_reason_ = e.result.finish == FinishReason::Stop ? "end_turn" : "max_tokens";
+            // A stream that showed a tool_use block the token limit then cut ends "max_tokens".
+            if (chunks && !open_call_.empty() && e.result.finish != FinishReason::Stop) stop_reason_ = "max_tokens";
             if (!e.result.stop_string.empty() && stop_reason_ != "tool_use") {
                 stop_reason_ = "stop_sequence";
                 stop_sequence_ = e.result.stop_string;
@@ -115,6 +123,15 @@ private:
     void close(std::vector<Json>* chunks) {
         if (!open_) return;
         open_ = false;
+        if (!open_call_.empty()) {
+            // Announced, but its arguments did not parse (the reply's error says so):
+            // a stream has shown its start and ends it here; a whole response leaves it out.
+            open_call_.clear();
+            if (!chunks) {
+                blocks_.erase(blocks_.size() - 1);
+                return;
+            }
+        }
         if (chunks) chunks->push_back({{"type", "content_block_stop"}, {"index", blocks_.size() - 1}});
     }
 
@@ -122,6 +139,7 @@ private:
     int input_tokens_;
     std::string id_ = random_id("msg_");
     bool started_ = false, open_ = false;
+    std::string open_call_;  // the tool_use block's call, announced and not yet complete
     Json blocks_ = Json::array();
     std::string stop_reason_;
     std::optional<std::string> stop_sequence_;  // the stop_sequences entry that ended the reply

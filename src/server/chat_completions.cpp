@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <map>
 
 #include "generation_fields.h"
 #include "job_runner.h"
@@ -255,20 +256,26 @@ public:
                 if (t->text.empty()) continue;
                 c.reasoning += t->text;
                 delta["reasoning_content"] = t->text;
+            } else if (const auto* start = std::get_if<ToolCallStart>(&ev)) {
+                // The call's header, then its arguments as they come, as OpenAI streams them.
+                const int index = static_cast<int>(c.call_index.size());
+                c.call_index[start->id] = index;
+                if (!chunks) continue;
+                delta["tool_calls"] = Json::array({{{"index", index},
+                                                    {"id", start->id},
+                                                    {"type", "function"},
+                                                    {"function", {{"name", start->name}, {"arguments", ""}}}}});
+            } else if (const auto* piece = std::get_if<ToolCallArguments>(&ev)) {
+                auto at = c.call_index.find(piece->id);
+                if (!chunks || at == c.call_index.end()) continue;  // the parser always starts a call first
+                delta["tool_calls"] = Json::array({{{"index", at->second}, {"function", {{"arguments", piece->text}}}}});
             } else if (const auto* call = std::get_if<ToolCall>(&ev)) {
-                const int index = static_cast<int>(c.tool_calls.size());
-                const std::string args = json_text(call->arguments);
+                // The pieces streamed join to arguments_text: both forms carry the same string.
                 c.tool_calls.push_back({{"id", call->id},
                                         {"type", "function"},
-                                        {"function", {{"name", call->name}, {"arguments", args}}}});
-                if (chunks) {
-                    // The call's header, then its arguments as a delta, as OpenAI streams them.
-                    chunks->push_back(chunk(e.index, {{"tool_calls", Json::array({{{"index", index},
-                                                                                   {"id", call->id},
-                                                                                   {"type", "function"},
-                                                                                   {"function", {{"name", call->name}, {"arguments", ""}}}}})}}));
-                    delta["tool_calls"] = Json::array({{{"index", index}, {"function", {{"arguments", args}}}}});
-                }
+                                        {"function", {{"name", call->name}, {"arguments", call->arguments_text}}}});
+                ++c.calls_done;
+                continue;
             } else if (const auto* err = std::get_if<ReplyError>(&ev)) {
                 c.errors.push_back(err->message);
                 continue;
@@ -291,8 +298,13 @@ public:
             c.done = true;
             if (c.finish.empty()) c.finish = e.result.finish == FinishReason::Stop ? "stop" : "length";
             if (chunks) {
+                // A call the stream announced but the token limit cut: the stream
+                // ends "length" (its deltas cannot be taken back); the whole
+                // response lists only complete calls and keeps "tool_calls".
+                const bool cut = e.result.finish == FinishReason::Length || e.result.finish == FinishReason::ContextFull;
+                const std::string finish = cut && c.calls_done < c.call_index.size() ? "length" : c.finish;
                 Json ch = chunk(e.index, Json::object());
-                ch["choices"][0]["finish_reason"] = c.finish;
+                ch["choices"][0]["finish_reason"] = finish;
                 if (!c.errors.empty()) ch["choices"][0]["errors"] = c.errors;
                 chunks->push_back(std::move(ch));
             }
@@ -335,6 +347,8 @@ private:
         bool started = false, done = false;
         std::string content, reasoning, finish;
         Json tool_calls = Json::array();
+        std::map<std::string, int> call_index;  // streamed calls by id: their index in the stream
+        size_t calls_done = 0;                  // of those, complete (the rest ended in an error)
         Json logprobs = Json::array();
         std::vector<std::string> errors;
         int reasoning_tokens = 0;
@@ -402,7 +416,10 @@ Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std:
     if (!j.grammar_triggers.empty()) j.grammar_prefix = prompt.assistant_prefix;
     // The prefill is part of the reply the parser reads (it may open a tool
     // call or a thought), but not of what the response returns.
-    if (!prompt.assistant_prefix.empty()) j.parser->push(prompt.assistant_prefix);
+    if (!prompt.assistant_prefix.empty())
+        for (ReplyEvent& e : j.parser->push(prompt.assistant_prefix))
+            if (!std::holds_alternative<TextDelta>(e) && !std::holds_alternative<ThinkingDelta>(e))
+                j.prefill_reply.push_back(std::move(e));
     j.channel = std::move(channel);
     return j;
 }

@@ -9,7 +9,9 @@
 // /v1/responses/{id} read or drop a stored one.
 #include <httplib.h>
 
+#include <algorithm>
 #include <functional>
+#include <map>
 
 #include "generation_fields.h"
 #include "job_runner.h"
@@ -63,20 +65,33 @@ public:
                 text_of_open_ += t->text;
                 event(chunks, "response.reasoning_text.delta", {{"item_id", items_.back()["id"]}, {"output_index", items_.size() - 1},
                                                                 {"content_index", 0}, {"delta", t->text}});
-            } else if (const auto* call = std::get_if<ToolCall>(&ev)) {
+            } else if (const auto* start = std::get_if<ToolCallStart>(&ev)) {
                 close(chunks);
-                const std::string args = json_text(call->arguments);
                 Json item = {{"id", random_id("fc_")}, {"type", "function_call"}, {"status", "in_progress"},
-                             {"call_id", call->id}, {"name", call->name}, {"arguments", ""}};
+                             {"call_id", start->id}, {"name", start->name}, {"arguments", ""}};
                 items_.push_back(item);
                 const size_t index = items_.size() - 1;
+                call_item_[start->id] = index;
                 event(chunks, "response.output_item.added", {{"output_index", index}, {"item", item}});
-                event(chunks, "response.function_call_arguments.delta", {{"item_id", item["id"]}, {"output_index", index}, {"delta", args}});
+            } else if (const auto* piece = std::get_if<ToolCallArguments>(&ev)) {
+                auto at = call_item_.find(piece->id);
+                if (at == call_item_.end()) continue;  // the parser always starts a call first
+                const size_t index = at->second;
+                Json& item = items_[index];
+                item["arguments"] = item["arguments"].get<std::string>() + piece->text;
+                event(chunks, "response.function_call_arguments.delta",
+                      {{"item_id", item["id"]}, {"output_index", index}, {"delta", piece->text}});
+            } else if (const auto* call = std::get_if<ToolCall>(&ev)) {
+                auto at = call_item_.find(call->id);
+                if (at == call_item_.end()) continue;
+                const size_t index = at->second;
+                call_item_.erase(at);
+                Json& item = items_[index];
+                item["arguments"] = call->arguments_text;  // what the deltas joined to
+                item["status"] = "completed";
                 event(chunks, "response.function_call_arguments.done",
-                      {{"item_id", item["id"]}, {"output_index", index}, {"name", call->name}, {"arguments", args}});
-                items_.back()["arguments"] = args;
-                items_.back()["status"] = "completed";
-                event(chunks, "response.output_item.done", {{"output_index", index}, {"item", items_.back()}});
+                      {{"item_id", item["id"]}, {"output_index", index}, {"name", call->name}, {"arguments", call->arguments_text}});
+                event(chunks, "response.output_item.done", {{"output_index", index}, {"item", item}});
             } else if (const auto* end = std::get_if<ReplyEnd>(&ev)) {
                 incomplete_ = end->finish == ReplyFinish::Length;
                 reasoning_tokens_ = end->usage.reasoning_tokens;
@@ -85,6 +100,25 @@ public:
         if (e.kind == JobEvent::Kind::Done) {
             result_ = e.result;
             close(chunks);
+            // A call announced but then cut by the token limit or malformed: a stream
+            // ends its item "incomplete" (and the response too when the limit cut
+            // it); a whole response leaves it out.
+            if (!call_item_.empty()) {
+                if (chunks) {
+                    for (const auto& [id, index] : call_item_) {
+                        items_[index]["status"] = "incomplete";
+                        event(chunks, "response.output_item.done", {{"output_index", index}, {"item", items_[index]}});
+                    }
+                    if (e.result.finish == FinishReason::Length || e.result.finish == FinishReason::ContextFull)
+                        incomplete_ = true;
+                } else {
+                    std::vector<size_t> drop;
+                    for (const auto& [id, index] : call_item_) drop.push_back(index);
+                    std::sort(drop.rbegin(), drop.rend());
+                    for (size_t index : drop) items_.erase(index);
+                }
+                call_item_.clear();
+            }
             Json done = response_object(incomplete_ ? "incomplete" : "completed");
             if (on_done_) on_done_(done);
             event(chunks, "response.completed", {{"response", std::move(done)}});
@@ -180,6 +214,7 @@ private:
     bool started_ = false, open_ = false, incomplete_ = false;
     int sequence_ = 0, reasoning_tokens_ = 0;
     Json items_ = Json::array();
+    std::map<std::string, size_t> call_item_;  // calls announced, not yet complete: their item
     std::string text_of_open_;
     GenerationResult result_;
 };

@@ -8,6 +8,15 @@ namespace {
 
 constexpr const char* k_shutdown_message = "the server shut down before this reply was finished";
 
+// The job's prefill events (once) ahead of `events`.
+std::vector<ReplyEvent> with_prefill(Job& job, std::vector<ReplyEvent> events) {
+    if (job.prefill_reply.empty()) return events;
+    std::vector<ReplyEvent> out = std::move(job.prefill_reply);
+    job.prefill_reply.clear();
+    for (ReplyEvent& e : events) out.push_back(std::move(e));
+    return out;
+}
+
 ReplyFinish reply_finish(const GenerationResult& r, const ReplyParser& parser) {
     switch (r.finish) {
         case FinishReason::Stop: return ReplyFinish::Stop;
@@ -119,7 +128,7 @@ void Scheduler::start(std::unique_ptr<Job> job) {
             JobEvent e;
             e.index = j->index;
             e.token = t;
-            if (j->parser) e.reply = j->parser->push(t.text);
+            if (j->parser) e.reply = with_prefill(*j, j->parser->push(t.text));
             j->channel->push(std::move(e));
             return !(j->parser && j->parser->done());
         }, std::move(constraint));
@@ -152,8 +161,8 @@ void Scheduler::finish(SeqId seq) {
     }
     if (job->parser) {
         const GenerationResult& r = e.result;
-        e.reply = job->parser->finish(reply_finish(r, *job->parser),
-                                      Usage{r.prompt_tokens, r.reused_tokens, r.completion_tokens, 0});
+        e.reply = with_prefill(*job, job->parser->finish(reply_finish(r, *job->parser),
+                                                         Usage{r.prompt_tokens, r.reused_tokens, r.completion_tokens, 0}));
     }
     job->channel->push(std::move(e));
 }

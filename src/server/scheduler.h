@@ -28,6 +28,10 @@ struct Job {
     std::shared_ptr<const Grammar> grammar;  // the reply's constraint (response_format, tool calls), if any
     std::vector<std::string> grammar_triggers;  // non-empty: a lazy grammar that starts at one of these
     std::string grammar_prefix;                 // lazy: reply text before generation (the assistant prefill)
+    // What the prefill's text made the parser say of tool calls (a call it opened
+    // or wrote whole), sent ahead of the first token's events. Its text is not:
+    // the client sent it.
+    std::vector<ReplyEvent> prefill_reply;
     std::shared_ptr<Channel> channel;
 };
 

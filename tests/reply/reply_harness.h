@@ -14,7 +14,8 @@
 namespace kiln::test {
 
 // [{"text": …}, {"thinking": …}, {"call": {"id", "name", "arguments"}}, {"error": …}, {"end": "stop"}]
-nlohmann::json canonical(const std::vector<ReplyEvent>& events);
+// with_arguments_text: each call also shows its arguments_text.
+nlohmann::json canonical(const std::vector<ReplyEvent>& events, bool with_arguments_text = false);
 
 // Runs the parser over `text` cut at `cuts` (sorted byte offsets). Also checks
 // that every delta is valid UTF-8 when the text is, and that no delta is empty.

@@ -25,6 +25,12 @@ public:
         return add({{"call", {{"id", id}, {"name", std::move(name)}, {"arguments", std::move(args)}}}});
     }
     Expect& error(std::string body) { return add({{"error", "malformed tool call: " + std::move(body)}}); }
+    // A malformed call whose arguments object had begun: it may have been
+    // announced while streaming, so it took an id.
+    Expect& announced_error(std::string body) {
+        ids_.next();
+        return error(std::move(body));
+    }
     json end(const char* finish) {
         events_.push_back({{"end", finish}});
         return events_;
@@ -368,7 +374,7 @@ TEST(ReplyParser, HermesMalformedBodiesAreErrorsAndTheStreamGoesOn) {
         "<tool_call>{\"name\": \"f\", \"arguments\": [1, 2]}</tool_call>"
         "<tool_call>[{\"name\": \"ok\", \"arguments\": {}}, {\"arguments\": {}}]</tool_call>After.";
     EXPECT_SPLITS(f, ReplyOptions(), text,
-                  Expect(f).error("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": }")
+                  Expect(f).announced_error("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": }")
                       .text("Retrying.")
                       .error("<tool_call>{\"arguments\": {}}")
                       .error("<tool_call>{\"name\": \"f\", \"arguments\": [1, 2]}")
@@ -700,10 +706,21 @@ TEST(ReplyParser, TextBeforeACallStreamsBeforeTheCallCompletes) {
     auto a = p.push("Let me check the weather for you. ");
     ASSERT_FALSE(a.empty());
     EXPECT_EQ(std::get<kiln::TextDelta>(a[0]).text, "Let me check the weather for you.");
-    EXPECT_TRUE(p.push("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {").empty());
-    auto c = p.push("}}\n</tool_call>");
-    ASSERT_EQ(c.size(), 1u);
-    EXPECT_EQ(std::get<kiln::ToolCall>(c[0]).name, "get_weather");
+    // The call is announced as soon as its name is known and its arguments begin,
+    // and the arguments stream as the model writes them.
+    auto b = p.push("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par");
+    ASSERT_EQ(b.size(), 2u);
+    const auto& start = std::get<kiln::ToolCallStart>(b[0]);
+    EXPECT_EQ(start.name, "get_weather");
+    EXPECT_EQ(std::get<kiln::ToolCallArguments>(b[1]).text, "{\"city\": \"Par");
+    auto c = p.push("is\"}}\n</tool_call>");
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(std::get<kiln::ToolCallArguments>(c[0]).text, "is\"}");
+    const auto& call = std::get<kiln::ToolCall>(c[1]);
+    EXPECT_EQ(call.name, "get_weather");
+    EXPECT_EQ(call.id, start.id);
+    EXPECT_EQ(call.arguments_text, "{\"city\": \"Paris\"}");  // the model's own text
+    EXPECT_EQ(call.arguments, (json{{"city", "Paris"}}));
     auto end = p.finish(ReplyFinish::Stop);
     EXPECT_EQ(std::get<kiln::ReplyEnd>(end.back()).finish, ReplyFinish::ToolCalls);
 }
@@ -727,8 +744,9 @@ TEST(ReplyParser, ToolCallIds) {
 TEST(ReplyParser, InvalidUtf8InArgumentsIsReplaced) {
     ChatFormat f = format_of("Qwen3-Coder.jinja");
     auto events = kiln::parse_reply(f, "<tool_call>\n<function=f>\n<parameter=x>\nab\xff\xfe" "c\n</parameter>\n</function>\n</tool_call>");
-    ASSERT_GE(events.size(), 1u);
-    auto& call = std::get<kiln::ToolCall>(events[0]);
+    ASSERT_GE(events.size(), 3u);  // start, arguments, call
+    auto& call = std::get<kiln::ToolCall>(events[2]);
+    EXPECT_EQ(std::get<kiln::ToolCallArguments>(events[1]).text, call.arguments_text);
     EXPECT_EQ(call.arguments["x"], "ab\xEF\xBF\xBD\xEF\xBF\xBD" "c");
     EXPECT_NO_THROW(call.arguments.dump());
 }

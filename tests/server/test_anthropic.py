@@ -74,9 +74,14 @@ def test_tool_use_round_trip():
         assert len(use) == 1 and use[0].name == "get_weather" and use[0].input["location"]
         with c.messages.stream(model="", max_tokens=40, extra_body=GREEDY, tools=tools,
                                messages=[question, {"role": "assistant", "content": PREFILL}]) as stream:
+            pieces = [e.delta.partial_json for e in stream
+                      if e.type == "content_block_delta" and e.delta.type == "input_json_delta"]
             final = stream.get_final_message()
         streamed = [b for b in final.content if b.type == "tool_use"]
         assert streamed[0].input == use[0].input
+        # The input streams as the model writes it, in several pieces that join to its JSON.
+        assert len(pieces) > 1, pieces
+        assert json.loads("".join(pieces)) == use[0].input
         answer = c.messages.create(model="", max_tokens=32, extra_body=GREEDY, tools=tools, messages=[
             question,
             {"role": "assistant", "content": [{"type": "tool_use", "id": use[0].id, "name": "get_weather",

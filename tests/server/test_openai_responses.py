@@ -91,6 +91,18 @@ def test_function_call_round_trip(tool_client):
     calls = [o for o in first.output if o.type == "function_call"]
     assert len(calls) == 1 and calls[0].name == "get_weather"
     assert json.loads(calls[0].arguments)["location"]
+    # Streamed: function_call_arguments.delta events as the model writes them,
+    # joining to the same arguments string as the whole response's item.
+    stream = tool_client.responses.create(model="", tools=tools, temperature=0, max_output_tokens=40, stream=True,
+                                          input=[QUESTION, {"role": "assistant", "content": PREFILL}])
+    pieces, done = [], None
+    for event in stream:
+        if event.type == "response.function_call_arguments.delta":
+            pieces.append(event.delta)
+        elif event.type == "response.function_call_arguments.done":
+            done = event.arguments
+    assert len(pieces) > 1, pieces
+    assert "".join(pieces) == done == calls[0].arguments
     second = tool_client.responses.create(model="", tools=tools, temperature=0, max_output_tokens=40, input=[
         QUESTION, {"type": "function_call", "call_id": calls[0].call_id, "name": "get_weather",
                    "arguments": calls[0].arguments},

@@ -38,15 +38,24 @@ def test_tool_call_round_trip(tool_client):
     # Streamed: the same call, its arguments as deltas the client accumulates.
     stream = c.chat.completions.create(model="", messages=[QUESTION, {"role": "assistant", "content": PREFILL}],
                                        tools=TOOLS, temperature=0, max_tokens=40, stream=True)
-    name, arguments, finish = "", "", None
+    name, arguments, finish, pieces, ids = "", "", None, 0, []
     for chunk in stream:
         for ch in chunk.choices:
             for tc in ch.delta.tool_calls or []:
                 assert tc.index == 0
+                if tc.id:
+                    ids.append(tc.id)
                 name += (tc.function.name or "") if tc.function else ""
-                arguments += (tc.function.arguments or "") if tc.function else ""
+                if tc.function and tc.function.arguments:
+                    arguments += tc.function.arguments
+                    pieces += 1
             finish = ch.finish_reason or finish
     assert name == "get_weather"
+    assert len(ids) == 1 and ids[0].startswith("call_")
+    # The arguments stream as the model writes them (several deltas), and join to
+    # the very string the non-streamed reply carries (the model's own JSON text).
+    assert pieces > 1, pieces
+    assert arguments == calls[0].function.arguments
     assert json.loads(arguments) == args
     assert finish == "tool_calls"
 
