@@ -436,7 +436,8 @@ void Forward::recurrent_layer(int il, const BatchRows& b) {
 }
 
 // An encoder's input: the token row + the token type's row + the position's
-// row (in llama.cpp's order of additions), LayerNormed (token_embd_norm).
+// row where positions are learned (in llama.cpp's order of additions),
+// LayerNormed (token_embd_norm).
 void Forward::encoder_inputs(const BatchRows& b) {
     const int64_t e = spec_.n_embd;
     float* tmp = o_.data();  // [n_embd]: one looked-up row at a time
@@ -450,6 +451,7 @@ void Forward::encoder_inputs(const BatchRows& b) {
             matrix_row_f32(w_.type_embd, type, tmp);
             ops::add(row, tmp, e);
         }
+        if (w_.pos_embd.empty()) continue;  // positions by RoPE or ALiBi in the attention
         if (b.pos[r] < 0 || b.pos[r] >= w_.pos_embd.n_out)
             throw Error("position " + std::to_string(b.pos[r]) + " is outside the model's " + std::to_string(w_.pos_embd.n_out) +
                         " learned positions (position_embd.weight)");

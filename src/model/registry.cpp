@@ -63,7 +63,7 @@ constexpr ArchRow k_rows[] = {
     {"gpt-oss", RopeKind::Neox, MemoryKind::Kv, configure_gpt_oss, "experts"},
     {"gpt2", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},
     {"bert", RopeKind::None, MemoryKind::Kv, configure_bert, "plain"},
-    {"nomic-bert", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
+    {"nomic-bert", RopeKind::Neox, MemoryKind::Kv, configure_nomic_bert, "gated"},
     {"mpt", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},
     {"bloom", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},
     {"mamba", RopeKind::None, MemoryKind::Recurrent, configure_mamba, "none"},

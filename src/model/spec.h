@@ -109,6 +109,10 @@ struct TensorRules {
     bool pre_norms = true;                   // attn_norm / ffn_norm before each block (olmo2 has post-norms only)
     TensorUse post_norms = TensorUse::No;    // post_attention_norm / post_ffw_norm
     TensorUse attn_sinks = TensorUse::No;    // attn_sinks: one learned logit per head (gpt-oss)
+    // Encoders (ModelSpec::post_norm): learned absolute positions position_embd
+    // (bert), and a gate projection ffn_gate beside ffn_up (nomic-bert: SwiGLU).
+    TensorUse position_embd = TensorUse::No;
+    TensorUse encoder_ffn_gate = TensorUse::No;
     // Expert layers (a router ffn_gate_inp with merged ffn_*_exps; each layer by
     // presence) and their optional parts: router and expert biases (gpt-oss), the
     // selection bias exp_probs_b (no runnable family yet), a shared expert

@@ -12,6 +12,8 @@
 #include "kiln/context.h"
 #include "kiln/embedding.h"
 #include "kiln/error.h"
+#include "kiln/gguf/file.h"
+#include "kiln/gguf/writer.h"
 #include "kiln/model.h"
 #include "support/test_support.h"
 #include "support/tiny_encoders.h"
@@ -99,7 +101,8 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
     std::printf("[ %s ] vs llama.cpp: min cosine %.7f, max abs diff %.3g\n", name.c_str(), worst_cos, worst_diff);
 }
 
-INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder, ::testing::Values("bert", "bert_q8_0", "bert_rank"));
+INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
+                         ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:
@@ -286,6 +289,58 @@ TEST(Rerank, ScoresArePairsThroughTheClassificationHead) {
     // A model without the head is not a reranker.
     Embedder plain(tiny("bert"));
     EXPECT_THROW(plain.rerank(query, docs), Error);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// nomic-embed-text is trained for Matryoshka truncation: the first d values of
+// llama.cpp's pooled vector, renormalized, are what `dimensions` gives.
+TEST(NomicBert, MatryoshkaDimensionsAgainstLlamaCpp) {
+    const std::string why = test::missing_reason(vocab_path());
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    const nlohmann::json fx = fixture("nomic-bert");
+    Embedder emb(tiny("nomic-bert"));
+    const auto texts = fx["texts"].get<std::vector<std::string>>();
+    for (int d : {16, 32}) {
+        EmbedOptions o;
+        o.dimensions = d;
+        const auto cut = emb.embed_texts(texts, o);
+        for (size_t i = 0; i < texts.size(); ++i) {
+            auto want = fx["alone"][i].get<std::vector<float>>();
+            want.resize(static_cast<size_t>(d));
+            normalize_embedding(want, Normalization::L2);
+            ASSERT_EQ(cut[i].values.size(), static_cast<size_t>(d));
+            EXPECT_GE(cosine(cut[i].values, want), 0.9999) << d << " " << i;
+            EXPECT_LE(max_abs_diff(cut[i].values, want), 1e-3) << d << " " << i;
+        }
+    }
+}
+
+// llama.cpp's nomic-bert graph adds no FFN bias: a file with one is refused
+// naming the tensor, not run without it.
+TEST(NomicBert, AnFfnBiasIsRefusedNamingIt) {
+    const std::string why = test::missing_reason(vocab_path());
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    const std::string base = test::temp_dir() + "/tiny-enc-nomic-bias-base.gguf";
+    test::write_tiny_encoder("nomic-bert", vocab_path(), base);
+    const gguf::File src = gguf::File::open(base);
+    gguf::Writer w;
+    w.metadata() = gguf::materialize_metadata(src);
+    for (const auto& t : src.tensors()) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
+    w.add_tensor("blk.0.ffn_up.bias", GgmlType::F32, {128}, std::vector<uint8_t>(128 * 4, 0));
+    const std::string path = test::temp_dir() + "/tiny-enc-nomic-bias.gguf";
+    w.write(path);
+    try {
+        Model::load(path);
+        FAIL() << "loaded a nomic-bert file with an FFN bias";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("'blk.0.ffn_up.bias' is not used by architecture 'nomic-bert'"), std::string::npos)
+            << e.what();
+    }
 }
 
 }  // namespace

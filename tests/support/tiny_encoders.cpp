@@ -76,6 +76,7 @@ struct EncoderRecipe {
     std::string name, description;
     GgmlType matrix_type = GgmlType::F16;
     bool rank = false;  // a classification head and rank pooling
+    std::string arch = "bert";
 };
 
 const std::vector<EncoderRecipe>& recipes() {
@@ -83,6 +84,9 @@ const std::vector<EncoderRecipe>& recipes() {
         {"bert", "BERT encoder: learned positions, 2 token types, post-LayerNorm blocks with biases, GELU FFN, mean pooling; F16", GgmlType::F16, false},
         {"bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false},
         {"bert_rank", "BERT cross-encoder: cls + cls.output classification head (1 label), rank pooling; F16", GgmlType::F16, true},
+        {"nomic-bert", "nomic-embed-text: RoPE (NeoX, base 1000), fused attn_qkv without biases, SwiGLU FFN without biases, mean pooling; F16",
+         GgmlType::F16, false, "nomic-bert"},
+        {"nomic-bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false, "nomic-bert"},
     };
     return r;
 }
@@ -115,16 +119,19 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     EncoderWriter t(seed);
     gguf::Metadata& md = t.writer().metadata();
     const int n_layer = 2, n_embd = 64, n_head = 4, n_ff = 128, n_ctx = 512;
-    md.add("general.architecture", Value::string("bert"));
+    const std::string a = r->arch + ".";
+    md.add("general.architecture", Value::string(r->arch));
     md.add("general.name", Value::string("kiln tiny " + name));
-    md.add("bert.context_length", Value::u32(n_ctx));
-    md.add("bert.embedding_length", Value::u32(n_embd));
-    md.add("bert.feed_forward_length", Value::u32(n_ff));
-    md.add("bert.block_count", Value::u32(n_layer));
-    md.add("bert.attention.head_count", Value::u32(n_head));
-    md.add("bert.attention.layer_norm_epsilon", Value::f32(1e-12f));
-    md.add("bert.attention.causal", Value::boolean(false));
-    md.add("bert.pooling_type", Value::u32(r->rank ? 4 : 1));
+    md.add(a + "context_length", Value::u32(n_ctx));
+    md.add(a + "embedding_length", Value::u32(n_embd));
+    md.add(a + "feed_forward_length", Value::u32(n_ff));
+    md.add(a + "block_count", Value::u32(n_layer));
+    md.add(a + "attention.head_count", Value::u32(n_head));
+    md.add(a + "attention.layer_norm_epsilon", Value::f32(1e-12f));
+    md.add(a + "attention.causal", Value::boolean(false));
+    const bool nomic = r->arch == "nomic-bert";
+    if (nomic) md.add(a + "rope.freq_base", Value::f32(1000.0f));  // nomic-embed-text v1.5's
+    md.add(a + "pooling_type", Value::u32(r->rank ? 4 : 1));
 
     gguf::File src = gguf::File::open(vocab_source);
     gguf::Metadata tok = gguf::materialize_metadata(src);
@@ -142,23 +149,29 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     const int64_t e = n_embd;
     t.matrix("token_embd.weight", e, n_vocab, GgmlType::F16, 8.0f);
     t.matrix("token_types.weight", e, static_cast<int64_t>(n_types), GgmlType::F32, 8.0f);
-    t.matrix("position_embd.weight", e, n_ctx, GgmlType::F32, 8.0f);
+    if (!nomic) t.matrix("position_embd.weight", e, n_ctx, GgmlType::F32, 8.0f);
     t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
     t.vector("token_embd_norm.bias", e, 0.0f, 0.2f);
     for (int il = 0; il < n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
-        for (const char* m : {"attn_q", "attn_k", "attn_v"}) {
-            t.matrix(p + m + ".weight", e, e, mt, 2.0f);
-            t.vector(p + m + ".bias", e, 0.0f, 0.3f);
+        if (nomic) {
+            t.matrix(p + "attn_qkv.weight", e, 3 * e, mt, 2.0f);
+            t.matrix(p + "attn_output.weight", e, e, mt);
+        } else {
+            for (const char* m : {"attn_q", "attn_k", "attn_v"}) {
+                t.matrix(p + m + ".weight", e, e, mt, 2.0f);
+                t.vector(p + m + ".bias", e, 0.0f, 0.3f);
+            }
+            t.matrix(p + "attn_output.weight", e, e, mt);
+            t.vector(p + "attn_output.bias", e, 0.0f, 0.3f);
         }
-        t.matrix(p + "attn_output.weight", e, e, mt);
-        t.vector(p + "attn_output.bias", e, 0.0f, 0.3f);
         t.vector(p + "attn_output_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "attn_output_norm.bias", e, 0.0f, 0.2f);
+        if (nomic) t.matrix(p + "ffn_gate.weight", e, n_ff, mt, 2.0f);
         t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
-        t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.3f);
+        if (!nomic) t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.3f);
         t.matrix(p + "ffn_down.weight", n_ff, e, mt);
-        t.vector(p + "ffn_down.bias", e, 0.0f, 0.3f);
+        if (!nomic) t.vector(p + "ffn_down.bias", e, 0.0f, 0.3f);
         t.vector(p + "layer_output_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "layer_output_norm.bias", e, 0.0f, 0.2f);
     }

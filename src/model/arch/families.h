@@ -30,7 +30,10 @@ void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
 void configure_qwen35(ArchConfig& c);
 void configure_nemotron_h(ArchConfig& c);
-void configure_bert(ArchConfig& c);  // an encoder (embeddings)
+// Encoders (embeddings): the steps every post-norm encoder shares (bert.cpp), then each family.
+void configure_encoder(ArchConfig& c);
+void configure_bert(ArchConfig& c);
+void configure_nomic_bert(ArchConfig& c);
 // mixture-of-experts families (model/moe.h)
 void configure_gpt_oss(ArchConfig& c);
 void configure_olmoe(ArchConfig& c);
