@@ -113,6 +113,12 @@ struct TensorRules {
     // (bert), and a gate projection ffn_gate beside ffn_up (nomic-bert: SwiGLU).
     TensorUse position_embd = TensorUse::No;
     TensorUse encoder_ffn_gate = TensorUse::No;
+    // jina-bert-v2: ffn_up may be [n_embd, 2 n_ff], gate rows then up rows (GEGLU),
+    // where the layer has no ffn_gate; a second LayerNorm attn_norm_2 after the
+    // attention's (the layer input added again); Q / K LayerNorms over the whole
+    // projection with biases (attn_q_norm, attn_k_norm; qk_norm_full).
+    bool encoder_ffn_up_gate = false;
+    TensorUse attn_norm_2 = TensorUse::No;
     // Expert layers (a router ffn_gate_inp with merged ffn_*_exps; each layer by
     // presence) and their optional parts: router and expert biases (gpt-oss), the
     // selection bias exp_probs_b (no runnable family yet), a shared expert
@@ -159,6 +165,7 @@ struct ModelSpec {
     float logit_scale = 1.0f;       // logits are multiplied by 1 / logit_scale (granite)
     float attention_scale = 0.0f;   // 0: 1/sqrt(head_dim_k)
     float attn_softcap = 0.0f;      // 0: none
+    float alibi_max_bias = 0.0f;    // > 0: ALiBi distance biases instead of positions (compute/alibi.h; jina-bert-v2: 8)
     float final_softcap = 0.0f;
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
 
@@ -181,6 +188,7 @@ struct ModelSpec {
     int n_cls_out = 0;        // rank pooling: the classifier's outputs (cls.output.weight rows)
     TensorRules tensors;  // set by the family's configure step
     bool fused_qkv = false;  // some layer has attn_qkv (set by bind_weights; the forward pass's buffer sizes)
+    bool fused_gate_up = false;  // some layer's ffn_up holds gate and up (set by bind_weights; the same)
 
     int max_n_head() const;
     int max_n_head_kv() const;

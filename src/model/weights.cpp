@@ -289,12 +289,37 @@ void bind_encoder_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec
     if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
     lw.attn_out_norm = b.vector(p + "attn_output_norm.weight", e, true);
     lw.attn_out_norm_b = b.vector(p + "attn_output_norm.bias", e, true);
+    if (allowed(tr.attn_norm_2)) {
+        lw.attn_norm_2 = b.vector(p + "attn_norm_2.weight", e, required(tr.attn_norm_2));
+        if (lw.attn_norm_2) lw.attn_norm_2_b = b.vector(p + "attn_norm_2.bias", e, true);
+    }
+    if (tr.qk_norm != TensorUse::No) {
+        // LayerNorms over the whole Q / K projections, each with its bias.
+        const int64_t nq = l.n_head * s.head_dim_k, nk = l.n_head_kv * s.head_dim_k;
+        lw.q_norm = b.vector(p + "attn_q_norm.weight", nq, required(tr.qk_norm));
+        if (lw.q_norm) lw.q_norm_b = b.vector(p + "attn_q_norm.bias", nq, true);
+        if (lw.q_norm) {  // both or neither (a lone attn_k_norm is then an unused tensor)
+            lw.k_norm = b.vector(p + "attn_k_norm.weight", nk, true);
+            lw.k_norm_b = b.vector(p + "attn_k_norm.bias", nk, true);
+        }
+    }
     if (allowed(tr.encoder_ffn_gate)) lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, required(tr.encoder_ffn_gate));
     l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
-    lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
+    // Gate and up in one ffn_up of twice the width, where the family allows it (GEGLU).
+    const gguf::TensorInfo* up = b.find(p + "ffn_up.weight");
+    const int64_t n_up = tr.encoder_ffn_up_gate && lw.ffn_gate.empty() && up && up->shape.size() >= 2 &&
+                                 static_cast<int64_t>(up->shape[1]) == 2 * static_cast<int64_t>(l.n_ff)
+                             ? 2 * static_cast<int64_t>(l.n_ff)
+                             : l.n_ff;
+    if (n_up != l.n_ff) {
+        lw.ffn_gate_up_fused = true;
+        l.ffn = FfnKind::Gated;
+        s.fused_gate_up = true;
+    }
+    lw.ffn_up = b.matrix(p + "ffn_up.weight", e, n_up, true);
     lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
     if (allowed(tr.ffn_bias)) {
-        lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, required(tr.ffn_bias));
+        lw.ffn_up_b = b.vector(p + "ffn_up.bias", n_up, required(tr.ffn_bias));
         lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, required(tr.ffn_bias));
     }
     lw.layer_out_norm = b.vector(p + "layer_output_norm.weight", e, true);
@@ -429,6 +454,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                 lw.ffn_up = b.matrix(p + "ffn_up.weight", e, 2 * static_cast<int64_t>(l.n_ff), true);
                 lw.ffn_gate_up_fused = true;
                 l.ffn = FfnKind::Gated;
+                s.fused_gate_up = true;
             } else {
                 lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
                 l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;

@@ -72,11 +72,26 @@ private:
     gguf::Writer w_;
 };
 
+// What a tiny encoder's layers hold, as each family's converter writes them.
+enum class Positions { Learned, Rope, Alibi };
+enum class Ffn {
+    PlainBiased,   // bert: up (+ bias) -> GELU -> down (+ bias)
+    SwiGlu,        // nomic-bert: gate, up, down, no biases
+    GeGluFused,    // jina-bert-v2 (base-en): ffn_up [n_embd, 2 n_ff] gate then up, no bias; down + bias
+    GeluGatedSep,  // jina-bert-v2 as llama.cpp also reads it: ffn_gate, ffn_up + bias; down + bias
+};
+
 struct EncoderRecipe {
     std::string name, description;
     GgmlType matrix_type = GgmlType::F16;
     bool rank = false;  // a classification head and rank pooling
     std::string arch = "bert";
+    Positions positions = Positions::Learned;
+    bool fused_qkv = false;  // one attn_qkv without biases (else Q, K, V with biases)
+    Ffn ffn = Ffn::PlainBiased;
+    bool qk_norm = false;     // attn_q_norm / attn_k_norm LayerNorms with biases
+    bool attn_norm_2 = false; // a second attention LayerNorm
+    int n_embd = 64, n_head = 4;
 };
 
 const std::vector<EncoderRecipe>& recipes() {
@@ -85,8 +100,12 @@ const std::vector<EncoderRecipe>& recipes() {
         {"bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false},
         {"bert_rank", "BERT cross-encoder: cls + cls.output classification head (1 label), rank pooling; F16", GgmlType::F16, true},
         {"nomic-bert", "nomic-embed-text: RoPE (NeoX, base 1000), fused attn_qkv without biases, SwiGLU FFN without biases, mean pooling; F16",
-         GgmlType::F16, false, "nomic-bert"},
-        {"nomic-bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false, "nomic-bert"},
+         GgmlType::F16, false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu},
+        {"nomic-bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu},
+        {"jina-bert-v2", "jina-embeddings-v2: ALiBi (4 heads), Q/K/V and output with biases, GEGLU FFN in one ffn_up [64, 256], mean pooling; F16",
+         GgmlType::F16, false, "jina-bert-v2", Positions::Alibi, false, Ffn::GeGluFused},
+        {"jina-bert-v2_code", "jina-bert-v2 with 6 heads (both ALiBi slope series), Q/K LayerNorms, attn_norm_2, separate ffn_gate; Q8_0",
+         GgmlType::Q8_0, false, "jina-bert-v2", Positions::Alibi, false, Ffn::GeluGatedSep, true, true, 96, 6},
     };
     return r;
 }
@@ -118,7 +137,7 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     for (char c : name) seed = seed * 131 + static_cast<unsigned char>(c);
     EncoderWriter t(seed);
     gguf::Metadata& md = t.writer().metadata();
-    const int n_layer = 2, n_embd = 64, n_head = 4, n_ff = 128, n_ctx = 512;
+    const int n_layer = 2, n_embd = r->n_embd, n_head = r->n_head, n_ff = 128, n_ctx = 512;
     const std::string a = r->arch + ".";
     md.add("general.architecture", Value::string(r->arch));
     md.add("general.name", Value::string("kiln tiny " + name));
@@ -129,8 +148,7 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     md.add(a + "attention.head_count", Value::u32(n_head));
     md.add(a + "attention.layer_norm_epsilon", Value::f32(1e-12f));
     md.add(a + "attention.causal", Value::boolean(false));
-    const bool nomic = r->arch == "nomic-bert";
-    if (nomic) md.add(a + "rope.freq_base", Value::f32(1000.0f));  // nomic-embed-text v1.5's
+    if (r->positions == Positions::Rope) md.add(a + "rope.freq_base", Value::f32(1000.0f));  // nomic-embed-text v1.5's
     md.add(a + "pooling_type", Value::u32(r->rank ? 4 : 1));
 
     gguf::File src = gguf::File::open(vocab_source);
@@ -149,29 +167,50 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     const int64_t e = n_embd;
     t.matrix("token_embd.weight", e, n_vocab, GgmlType::F16, 8.0f);
     t.matrix("token_types.weight", e, static_cast<int64_t>(n_types), GgmlType::F32, 8.0f);
-    if (!nomic) t.matrix("position_embd.weight", e, n_ctx, GgmlType::F32, 8.0f);
+    if (r->positions == Positions::Learned) t.matrix("position_embd.weight", e, n_ctx, GgmlType::F32, 8.0f);
     t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
     t.vector("token_embd_norm.bias", e, 0.0f, 0.2f);
     for (int il = 0; il < n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
-        if (nomic) {
+        if (r->fused_qkv) {
             t.matrix(p + "attn_qkv.weight", e, 3 * e, mt, 2.0f);
-            t.matrix(p + "attn_output.weight", e, e, mt);
         } else {
             for (const char* m : {"attn_q", "attn_k", "attn_v"}) {
                 t.matrix(p + m + ".weight", e, e, mt, 2.0f);
                 t.vector(p + m + ".bias", e, 0.0f, 0.3f);
             }
-            t.matrix(p + "attn_output.weight", e, e, mt);
-            t.vector(p + "attn_output.bias", e, 0.0f, 0.3f);
         }
+        if (r->qk_norm)
+            for (const char* m : {"attn_q_norm", "attn_k_norm"}) {
+                t.vector(p + m + ".weight", e, 1.0f, 0.2f);
+                t.vector(p + m + ".bias", e, 0.0f, 0.2f);
+            }
+        t.matrix(p + "attn_output.weight", e, e, mt);
+        if (!r->fused_qkv) t.vector(p + "attn_output.bias", e, 0.0f, 0.3f);
         t.vector(p + "attn_output_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "attn_output_norm.bias", e, 0.0f, 0.2f);
-        if (nomic) t.matrix(p + "ffn_gate.weight", e, n_ff, mt, 2.0f);
-        t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
-        if (!nomic) t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.3f);
+        if (r->attn_norm_2) {
+            t.vector(p + "attn_norm_2.weight", e, 1.0f, 0.2f);
+            t.vector(p + "attn_norm_2.bias", e, 0.0f, 0.2f);
+        }
+        switch (r->ffn) {
+            case Ffn::PlainBiased:
+                t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
+                t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.3f);
+                break;
+            case Ffn::SwiGlu:
+                t.matrix(p + "ffn_gate.weight", e, n_ff, mt, 2.0f);
+                t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
+                break;
+            case Ffn::GeGluFused: t.matrix(p + "ffn_up.weight", e, 2 * n_ff, mt, 2.0f); break;
+            case Ffn::GeluGatedSep:
+                t.matrix(p + "ffn_gate.weight", e, n_ff, mt, 2.0f);
+                t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
+                t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.3f);
+                break;
+        }
         t.matrix(p + "ffn_down.weight", n_ff, e, mt);
-        if (!nomic) t.vector(p + "ffn_down.bias", e, 0.0f, 0.3f);
+        if (r->ffn != Ffn::SwiGlu) t.vector(p + "ffn_down.bias", e, 0.0f, 0.3f);
         t.vector(p + "layer_output_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "layer_output_norm.bias", e, 0.0f, 0.2f);
     }

@@ -34,6 +34,7 @@ void configure_nemotron_h(ArchConfig& c);
 void configure_encoder(ArchConfig& c);
 void configure_bert(ArchConfig& c);
 void configure_nomic_bert(ArchConfig& c);
+void configure_jina_bert_v2(ArchConfig& c);
 // mixture-of-experts families (model/moe.h)
 void configure_gpt_oss(ArchConfig& c);
 void configure_olmoe(ArchConfig& c);
