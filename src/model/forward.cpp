@@ -296,10 +296,20 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     as.sinks = lw.attn_sinks;
     if (!alibi_slopes_.empty()) as.alibi = alibi_slopes_.data();
     // The keys a row sees: its window (or everything) up to itself, or with
-    // non-causal attention up to its sequence's last position in the batch.
+    // non-causal attention up to its sequence's last position in the batch
+    // (a symmetric window: half of it on each side).
     const int window = cache_->window(il);
+    const bool symmetric = !spec_.causal && spec_.swa_symmetric && window > 0;
     auto first_key = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
-    auto last_key = [&](int64_t r) { return spec_.causal ? b.pos[r] : spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].pos_max; };
+    auto first_key_row = [&](int64_t r) -> int64_t {
+        if (symmetric) return std::max<int64_t>(0, b.pos[r] - window / 2);
+        return spec_.causal ? first_key(b.pos[r]) : 0;
+    };
+    auto last_key = [&](int64_t r) -> int64_t {
+        if (spec_.causal) return b.pos[r];
+        const int64_t end = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].pos_max;
+        return symmetric ? std::min<int64_t>(end, b.pos[r] + window / 2) : end;
+    };
     for (size_t i = 0; i < n_spans_; ++i) {
         SeqSpan& sp = spans_[i];
         if (cache_->ggml_type() == GgmlType::Q8_0) {
@@ -342,9 +352,8 @@ void Forward::attention_layer(int il, const BatchRows& b) {
             const uint64_t esize = head.type == GgmlType::F16 ? 2 : 4;
             head.k += static_cast<uint64_t>(g) * static_cast<uint64_t>(dk) * esize;
             head.v += static_cast<uint64_t>(g) * static_cast<uint64_t>(dv) * esize;
-            attend_rows(part, q_.data() + r * nq + static_cast<int64_t>(h0) * dk, spec_.causal ? first_key(b.pos[r]) : 0,
-                        last_key(r), head, att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv,
-                        attn_scratch_[static_cast<size_t>(thread)]);
+            attend_rows(part, q_.data() + r * nq + static_cast<int64_t>(h0) * dk, first_key_row(r), last_key(r), head,
+                        att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv, attn_scratch_[static_cast<size_t>(thread)]);
         }
     });
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);
@@ -501,7 +510,10 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
         matrix_row_f32(w_.tok_embd, b.tokens[r], row);
         if (spec_.embedding_scale != 1.0f) ops::scale(row, e, spec_.embedding_scale);
     }
-    if (spec_.post_norm) encoder_inputs(b);
+    if (spec_.post_norm)
+        encoder_inputs(b);
+    else if (w_.tok_embd_norm)  // a pre-norm encoder's input norm (modern-bert)
+        norm_rows(spec_, x_.data(), w_.tok_embd_norm, nullptr, x_.data(), n, e, pool_);
     prepare_rope(b);
     plan_spans(b);
     dump("inp_embd", -1, x_.data(), e, n);

@@ -119,6 +119,10 @@ struct TensorRules {
     // projection with biases (attn_q_norm, attn_k_norm; qk_norm_full).
     bool encoder_ffn_up_gate = false;
     TensorUse attn_norm_2 = TensorUse::No;
+    // A pre-norm encoder (modern-bert): token_embd_norm LayerNorms the input rows
+    // (no bias), and layer 0 may lack attn_norm (its input is already normed).
+    TensorUse input_norm = TensorUse::No;
+    bool first_attn_norm_optional = false;
     // Expert layers (a router ffn_gate_inp with merged ffn_*_exps; each layer by
     // presence) and their optional parts: router and expert biases (gpt-oss), the
     // selection bias exp_probs_b (no runnable family yet), a shared expert
@@ -168,6 +172,9 @@ struct ModelSpec {
     float alibi_max_bias = 0.0f;    // > 0: ALiBi distance biases instead of positions (compute/alibi.h; jina-bert-v2: 8)
     float final_softcap = 0.0f;
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
+    // Non-causal sliding layers see sliding_window / 2 positions on each side of
+    // the query (llama.cpp's symmetric window: modern-bert).
+    bool swa_symmetric = false;
 
     std::string output_norm_tensor = "output_norm.weight";  // the final norm's name (lfm2: token_embd_norm.weight)
     // The FFN's input norm (qwen35, gpt-oss: post_attention_norm.weight, and then

@@ -338,6 +338,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
     if (s.post_norm) bind_encoder_inputs(b, s, w);  // no final norm
     else w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
+    if (!s.post_norm && allowed(tr.input_norm))  // a pre-norm encoder's input norm (modern-bert)
+        w.tok_embd_norm = b.vector("token_embd_norm.weight", s.n_embd, required(tr.input_norm));
     if (s.norm == NormKind::Layer && !s.post_norm) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
     if (s.output_head && allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));
     if (w.output.empty() && s.output_head) w.output = w.tok_embd;  // tied output head
@@ -415,7 +417,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             }
         }
         if (l.mixer == MixerKind::Attention) {
-            if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, !(tr.first_attn_norm_optional && il == 0));
             if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
             // With an output gate the Q projection holds the gate's half per head too (qwen35).
             const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk;

@@ -103,7 +103,7 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
 
 INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
                          ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
-                                           "jina-bert-v2_code"));
+                                           "jina-bert-v2_code", "modern-bert"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:

@@ -74,6 +74,7 @@ private:
 
 // What a tiny encoder's layers hold, as each family's converter writes them.
 enum class Positions { Learned, Rope, Alibi };
+// modern-bert is a pre-norm encoder with its own layout (write_modern_bert).
 enum class Ffn {
     PlainBiased,   // bert: up (+ bias) -> GELU -> down (+ bias)
     SwiGlu,        // nomic-bert: gate, up, down, no biases
@@ -106,6 +107,8 @@ const std::vector<EncoderRecipe>& recipes() {
          GgmlType::F16, false, "jina-bert-v2", Positions::Alibi, false, Ffn::GeGluFused},
         {"jina-bert-v2_code", "jina-bert-v2 with 6 heads (both ALiBi slope series), Q/K LayerNorms, attn_norm_2, separate ffn_gate; Q8_0",
          GgmlType::Q8_0, false, "jina-bert-v2", Positions::Alibi, false, Ffn::GeluGatedSep, true, true, 96, 6},
+        {"modern-bert", "ModernBERT: pre-LayerNorm without biases, 3 layers (global, then 2 sliding with a symmetric window of 8), "
+         "RoPE bases 160000 / 10000, GeGLU in one ffn_up, final norm, mean pooling; F16", GgmlType::F16, false, "modern-bert", Positions::Rope, true},
     };
     return r;
 }
@@ -128,6 +131,65 @@ std::vector<std::string> tiny_encoder_texts() {
     };
 }
 
+namespace {
+
+// The tokenizer keys of a bert vocab-only file, copied into md; n_vocab and the
+// token type count from them.
+void copy_vocab(const std::string& vocab_source, gguf::Metadata& md, int64_t& n_vocab, uint64_t& n_types) {
+    gguf::File src = gguf::File::open(vocab_source);
+    gguf::Metadata tok = gguf::materialize_metadata(src);
+    n_vocab = 0;
+    n_types = 0;
+    for (const auto& [k, v] : tok.entries()) {
+        if (k.rfind("tokenizer.", 0) != 0) continue;
+        md.add(k, v);
+        if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
+        if (k == "tokenizer.ggml.token_type_count") n_types = v.raw_u64();
+    }
+    if (n_vocab == 0 || n_types == 0) throw Error(vocab_source + ": not a bert vocabulary (tokens, token_type_count)");
+}
+
+void write_modern_bert(const EncoderRecipe& r, EncoderWriter& t, const std::string& vocab_source) {
+    gguf::Metadata& md = t.writer().metadata();
+    const int n_layer = 3, n_embd = r.n_embd, n_head = r.n_head, n_ff = 96, n_ctx = 512;
+    const std::string a = "modern-bert.";
+    md.add("general.architecture", Value::string("modern-bert"));
+    md.add("general.name", Value::string("kiln tiny " + r.name));
+    md.add(a + "context_length", Value::u32(n_ctx));
+    md.add(a + "embedding_length", Value::u32(n_embd));
+    md.add(a + "feed_forward_length", Value::u32(n_ff));
+    md.add(a + "block_count", Value::u32(n_layer));
+    md.add(a + "attention.head_count", Value::u32(n_head));
+    md.add(a + "attention.layer_norm_epsilon", Value::f32(1e-5f));
+    md.add(a + "attention.causal", Value::boolean(false));
+    md.add(a + "pooling_type", Value::u32(1));
+    md.add(a + "rope.freq_base", Value::f32(160000.0f));
+    md.add(a + "rope.freq_base_swa", Value::f32(10000.0f));
+    md.add(a + "rope.scaling.type", Value::string("none"));
+    md.add(a + "attention.sliding_window", Value::u32(8));  // the tests' longer texts exceed it
+    md.add(a + "attention.sliding_window_pattern", Value::u32(3));
+    md.add(a + "hidden_activation", Value::string("gelu"));
+    int64_t n_vocab = 0;
+    uint64_t n_types = 0;
+    copy_vocab(vocab_source, md, n_vocab, n_types);
+    const GgmlType mt = r.matrix_type;
+    const int64_t e = n_embd;
+    t.matrix("token_embd.weight", e, n_vocab, GgmlType::F16, 8.0f);
+    t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        if (il > 0) t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);  // layer 0: identity
+        t.matrix(p + "attn_qkv.weight", e, 3 * e, mt, 2.0f);
+        t.matrix(p + "attn_output.weight", e, e, mt);
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_up.weight", e, 2 * n_ff, mt, 2.0f);
+        t.matrix(p + "ffn_down.weight", n_ff, e, mt);
+    }
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+}
+
+}  // namespace
+
 void write_tiny_encoder(const std::string& name, const std::string& vocab_source, const std::string& path) {
     const EncoderRecipe* r = nullptr;
     for (const auto& x : recipes())
@@ -136,6 +198,11 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     uint64_t seed = 27;
     for (char c : name) seed = seed * 131 + static_cast<unsigned char>(c);
     EncoderWriter t(seed);
+    if (r->arch == "modern-bert") {
+        write_modern_bert(*r, t, vocab_source);
+        t.writer().write(path);
+        return;
+    }
     gguf::Metadata& md = t.writer().metadata();
     const int n_layer = 2, n_embd = r->n_embd, n_head = r->n_head, n_ff = 128, n_ctx = 512;
     const std::string a = r->arch + ".";
@@ -151,17 +218,9 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     if (r->positions == Positions::Rope) md.add(a + "rope.freq_base", Value::f32(1000.0f));  // nomic-embed-text v1.5's
     md.add(a + "pooling_type", Value::u32(r->rank ? 4 : 1));
 
-    gguf::File src = gguf::File::open(vocab_source);
-    gguf::Metadata tok = gguf::materialize_metadata(src);
     int64_t n_vocab = 0;
     uint64_t n_types = 0;
-    for (const auto& [k, v] : tok.entries()) {
-        if (k.rfind("tokenizer.", 0) != 0) continue;
-        md.add(k, v);
-        if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
-        if (k == "tokenizer.ggml.token_type_count") n_types = v.raw_u64();
-    }
-    if (n_vocab == 0 || n_types == 0) throw Error(vocab_source + ": not a bert vocabulary (tokens, token_type_count)");
+    copy_vocab(vocab_source, md, n_vocab, n_types);
 
     const GgmlType mt = r->matrix_type;
     const int64_t e = n_embd;

@@ -35,6 +35,7 @@ void configure_encoder(ArchConfig& c);
 void configure_bert(ArchConfig& c);
 void configure_nomic_bert(ArchConfig& c);
 void configure_jina_bert_v2(ArchConfig& c);
+void configure_modern_bert(ArchConfig& c);  // a pre-norm encoder (no configure_encoder)
 // mixture-of-experts families (model/moe.h)
 void configure_gpt_oss(ArchConfig& c);
 void configure_olmoe(ArchConfig& c);
