@@ -8,7 +8,12 @@ vectors. Per encoder: the model file's sha256, and per text of
 `make_tiny_encoder --list` llama.cpp's tokens (CLS ... SEP) and its pooled,
 unnormalized output (llama-cpp-python `embed(normalize=False)`: the mean of the
 token vectors, or for rank pooling the classifier's score), each text alone
-and all texts in one batch (different lengths, separate sequences).
+and all texts in one batch (different lengths, separate sequences). For a
+reranker (rank pooling) also llama.cpp's scores of query / document pairs:
+fed as kiln's Embedder::tokenize_pair joins them ([CLS] q [SEP] d [SEP], as
+Hugging Face does; llama.cpp's graph gives every token type 0) and as
+llama-server's /v1/rerank joins them (format_prompt_rerank: BOS q, EOS if the
+vocabulary adds one, SEP if it adds one, d, EOS if it adds one).
 
 Usage: tools/tiny_embedding_fixtures.py [--build build]
 """
@@ -20,11 +25,46 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import llama_cpp
 from llama_cpp import Llama
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "golden" / "embedding" / "tiny"
 VOCAB = ROOT.parent / "shared" / "testdata" / "tokenizer" / "ggml-vocab-bert-bge.gguf"
+QUERY = "which animal is fast?"
+DOCUMENTS = ["The cheetah is the fastest land animal.", "a slow tortoise", "Paris is the capital of France.", "x"]
+
+
+def score_tokens(llm, tokens, width):
+    """llama.cpp's pooled output of one token sequence (sequence 0)."""
+    llm._batch.reset()
+    llm._batch.add_sequence(tokens, 0, True)
+    llm._ctx.kv_cache_clear()
+    llm._ctx.decode(llm._batch)
+    out = llama_cpp.llama_get_embeddings_seq(llm._ctx.ctx, 0)
+    vals = [float(out[i]) for i in range(width)]
+    llm._batch.reset()
+    llm._ctx.kv_cache_clear()
+    return vals
+
+
+def pair_fixture(llm):
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    bos, eos, sep = (llama_cpp.llama_vocab_bos(vocab), llama_cpp.llama_vocab_eos(vocab), llama_cpp.llama_vocab_sep(vocab))
+    add_bos, add_eos, add_sep = (llama_cpp.llama_vocab_get_add_bos(vocab), llama_cpp.llama_vocab_get_add_eos(vocab),
+                                 llama_cpp.llama_vocab_get_add_sep(vocab))
+    if eos < 0:
+        eos = sep
+    q = llm.tokenize(QUERY.encode(), add_bos=False, special=False)
+    kiln_tokens, server_tokens = [], []
+    for d in DOCUMENTS:
+        dt = llm.tokenize(d.encode(), add_bos=False, special=False)
+        kiln_tokens.append([bos] + q + [sep] + dt + [sep])
+        server_tokens.append(([bos] if add_bos else []) + q + ([eos] if add_eos else []) + ([sep] if add_sep else []) + dt +
+                             ([eos] if add_eos else []))
+    return {"query": QUERY, "documents": DOCUMENTS,
+            "kiln_tokens": kiln_tokens, "kiln_scores": [score_tokens(llm, t, 1)[0] for t in kiln_tokens],
+            "server_tokens": server_tokens, "server_scores": [score_tokens(llm, t, 1)[0] for t in server_tokens]}
 
 
 def main() -> None:
@@ -56,6 +96,8 @@ def main() -> None:
             batch = pooled(llm.embed(texts, normalize=False))
             data = {"name": name, "sha256": sha, "pooling": llm.pooling_type(), "texts": texts,
                     "tokens": tokens, "alone": alone, "batch": batch}
+            if rank:
+                data["pairs"] = pair_fixture(llm)
             (OUT / f"{name}.json").write_text(json.dumps(data) + "\n")
             a, b = np.array(alone), np.array(batch)
             print(f"{name}: sha256 {sha[:16]}..., batch vs alone max diff {np.abs(a - b).max():.2e}")

@@ -145,7 +145,10 @@ EmbedInput Embedder::tokenize_pair(std::string_view query, std::string_view docu
     in.token_types.assign(in.tokens.size(), 0);
     tok.encode(document, in.tokens, {.add_special = false, .parse_special = false});
     in.tokens.push_back(sep);
-    in.token_types.resize(in.tokens.size(), 1);
+    // The second segment is type 1 where the model has that row (BERT); with one
+    // type (RoBERTa / XLM-R rerankers) Hugging Face gives every token type 0.
+    const bool two_types = ModelInternals::weights(*impl_->model).type_embd.n_out > 1;
+    in.token_types.resize(in.tokens.size(), two_types ? 1 : 0);
     return in;
 }
 

@@ -103,7 +103,7 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
 
 INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
                          ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
-                                           "jina-bert-v2_code", "modern-bert"));
+                                           "jina-bert-v2_code", "modern-bert", "bert_rank1"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:
@@ -343,6 +343,63 @@ TEST(NomicBert, AnFfnBiasIsRefusedNamingIt) {
             << e.what();
     }
 }
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The rerank oracle (tools/tiny_embedding_fixtures.py "pairs"): llama.cpp's rank
+// pooling of query / document pairs, fed as kiln joins them ([CLS] q [SEP] d
+// [SEP], Hugging Face's layout) and as llama-server's /v1/rerank joins them
+// (for a BERT vocabulary: [CLS] q [SEP] d, no closing SEP, since it adds no
+// EOS). llama.cpp's graph gives every token type 0; with one token type
+// (bge-reranker-like) kiln does too, so `kiln rerank` is llama.cpp's score;
+// with two, kiln gives the document type 1 as Hugging Face does.
+class RerankOracle : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
+    const std::string why = test::missing_reason(vocab_path());
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    const std::string name = GetParam();
+    const nlohmann::json px = fixture(name)["pairs"];
+    auto model = tiny(name);
+    Embedder emb(model);
+    const auto query = px["query"].get<std::string>();
+    const auto docs = px["documents"].get<std::vector<std::string>>();
+    EmbedOptions o;
+    o.pooling = Pooling::Rank;
+    auto score_all_type0 = [&](const std::vector<TokenId>& tokens) {
+        EmbedInput in;
+        in.tokens = tokens;
+        in.token_types.assign(tokens.size(), 0);
+        return emb.embed(std::span(&in, 1), o).at(0).values.at(0);
+    };
+    const std::vector<float> reranked = emb.rerank(query, docs);
+    const bool one_type = name == "bert_rank1";  // token_type_count 1
+    double worst = 0;
+    for (size_t i = 0; i < docs.size(); ++i) {
+        const EmbedInput pair = emb.tokenize_pair(query, docs[i]);
+        EXPECT_EQ(pair.tokens, px["kiln_tokens"][i].get<std::vector<TokenId>>()) << i;
+        for (const char* layout : {"kiln", "server"}) {
+            const auto tokens = px[std::string(layout) + "_tokens"][i].get<std::vector<TokenId>>();
+            const float want = px[std::string(layout) + "_scores"][i].get<float>();
+            const double d = std::fabs(static_cast<double>(score_all_type0(tokens)) - want);
+            worst = std::max(worst, d);
+            EXPECT_LE(d, 1e-3) << layout << " " << i;
+        }
+        const float want = px["kiln_scores"][i].get<float>();
+        if (one_type) {
+            EXPECT_LE(std::fabs(static_cast<double>(reranked[i]) - want), 1e-3) << i;  // kiln rerank == llama.cpp
+        } else {
+            EXPECT_GT(std::fabs(static_cast<double>(reranked[i]) - want), 1e-3) << i;  // type 1's row counts
+        }
+    }
+    std::printf("[ %s ] pair scores vs llama.cpp (same tokens, type 0): max abs diff %.3g\n", name.c_str(), worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(Embedding, RerankOracle, ::testing::Values("bert_rank", "bert_rank1"));
 
 }  // namespace
 }  // namespace kiln

@@ -93,6 +93,7 @@ struct EncoderRecipe {
     bool qk_norm = false;     // attn_q_norm / attn_k_norm LayerNorms with biases
     bool attn_norm_2 = false; // a second attention LayerNorm
     int n_embd = 64, n_head = 4;
+    int n_types = 0;  // token types (0: the vocabulary file's count)
 };
 
 const std::vector<EncoderRecipe>& recipes() {
@@ -100,6 +101,8 @@ const std::vector<EncoderRecipe>& recipes() {
         {"bert", "BERT encoder: learned positions, 2 token types, post-LayerNorm blocks with biases, GELU FFN, mean pooling; F16", GgmlType::F16, false},
         {"bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false},
         {"bert_rank", "BERT cross-encoder: cls + cls.output classification head (1 label), rank pooling; F16", GgmlType::F16, true},
+        {"bert_rank1", "the cross-encoder with one token type (as bge-reranker's type_vocab_size 1: a pair is all type 0)",
+         GgmlType::F16, true, "bert", Positions::Learned, false, Ffn::PlainBiased, false, false, 64, 4, 1},
         {"nomic-bert", "nomic-embed-text: RoPE (NeoX, base 1000), fused attn_qkv without biases, SwiGLU FFN without biases, mean pooling; F16",
          GgmlType::F16, false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu},
         {"nomic-bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu},
@@ -135,13 +138,18 @@ namespace {
 
 // The tokenizer keys of a bert vocab-only file, copied into md; n_vocab and the
 // token type count from them.
-void copy_vocab(const std::string& vocab_source, gguf::Metadata& md, int64_t& n_vocab, uint64_t& n_types) {
+void copy_vocab(const std::string& vocab_source, gguf::Metadata& md, int64_t& n_vocab, uint64_t& n_types, int types_override = 0) {
     gguf::File src = gguf::File::open(vocab_source);
     gguf::Metadata tok = gguf::materialize_metadata(src);
     n_vocab = 0;
     n_types = 0;
     for (const auto& [k, v] : tok.entries()) {
         if (k.rfind("tokenizer.", 0) != 0) continue;
+        if (k == "tokenizer.ggml.token_type_count" && types_override > 0) {
+            md.add(k, Value::u32(static_cast<uint32_t>(types_override)));
+            n_types = static_cast<uint64_t>(types_override);
+            continue;
+        }
         md.add(k, v);
         if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
         if (k == "tokenizer.ggml.token_type_count") n_types = v.raw_u64();
@@ -220,7 +228,7 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
 
     int64_t n_vocab = 0;
     uint64_t n_types = 0;
-    copy_vocab(vocab_source, md, n_vocab, n_types);
+    copy_vocab(vocab_source, md, n_vocab, n_types, r->n_types);
 
     const GgmlType mt = r->matrix_type;
     const int64_t e = n_embd;
