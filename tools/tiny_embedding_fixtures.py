@@ -3,7 +3,8 @@
 
 The encoders are written by kiln's own GGUF writer (build/tests/make_tiny_encoder,
 fixed seed, the bert-bge WordPiece vocabulary of the shared test data copied
-in); the tests rebuild the same files byte for byte and compare with these
+in, or for the XLM-R one llama.cpp's nomic-bert-moe Unigram vocabulary from
+$KILN_VOCABS: tools/fetch_llamacpp_vocabs.sh); the tests rebuild the same files byte for byte and compare with these
 vectors. Per encoder: the model file's sha256, and per text of
 `make_tiny_encoder --list` llama.cpp's tokens (CLS ... SEP) and its pooled,
 unnormalized output (llama-cpp-python `embed(normalize=False)`: the mean of the
@@ -59,7 +60,12 @@ def pair_fixture(llm):
     kiln_tokens, server_tokens = [], []
     for d in DOCUMENTS:
         dt = llm.tokenize(d.encode(), add_bos=False, special=False)
-        kiln_tokens.append([bos] + q + [sep] + dt + [sep])
+        # Embedder::tokenize_pair: a vocabulary that closes texts with EOS (XLM-R) as
+        # Hugging Face's RoBERTa tokenizers pair them, <s> q </s></s> d </s>.
+        if add_eos:
+            kiln_tokens.append([bos] + q + [eos, sep] + dt + [eos])
+        else:
+            kiln_tokens.append([bos] + q + [sep] + dt + [sep])
         server_tokens.append(([bos] if add_bos else []) + q + ([eos] if add_eos else []) + ([sep] if add_sep else []) + dt +
                              ([eos] if add_eos else []))
     return {"query": QUERY, "documents": DOCUMENTS,
@@ -76,12 +82,14 @@ def main() -> None:
     listing = subprocess.run([str(tool), "--list"], check=True, capture_output=True, text=True).stdout.split("\n")
     cut = listing.index("texts")
     names = [line.split("\t")[0] for line in listing[:cut]]
+    vocabs = {line.split("\t")[0]: line.split("\t")[2] for line in listing[:cut]}
     texts = [t for t in listing[cut + 1:] if t]
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             path = Path(tmp) / f"tiny-{name}.gguf"
-            subprocess.run([str(tool), name, args.vocab, str(path)], check=True)
+            vocab = args.vocab if vocabs[name].endswith("ggml-vocab-bert-bge.gguf") else vocabs[name]
+            subprocess.run([str(tool), name, vocab, str(path)], check=True)
             sha = hashlib.sha256(path.read_bytes()).hexdigest()
             llm = Llama(model_path=str(path), embedding=True, n_ctx=512, n_batch=512, n_seq_max=8,
                         verbose=False, n_threads=2)

@@ -25,7 +25,7 @@ std::string vocab_path() { return std::string(KILN_SOURCE_DIR) + "/../shared/tes
 
 std::shared_ptr<const Model> tiny(const std::string& name) {
     const std::string path = test::temp_dir() + "/tiny-enc-" + name + ".gguf";
-    test::write_tiny_encoder(name, vocab_path(), path);
+    test::write_tiny_encoder(name, test::tiny_encoder_vocab(name), path);
     return Model::load(path);
 }
 
@@ -53,7 +53,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 class TinyEncoder : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override {
-        const std::string why = test::missing_reason(vocab_path());
+        const std::string why = test::missing_reason(test::tiny_encoder_vocab(GetParam()));
         if (!why.empty()) KILN_SKIP_MISSING(why);
     }
 };
@@ -103,7 +103,8 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
 
 INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
                          ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
-                                           "jina-bert-v2_code", "modern-bert", "bert_rank1"));
+                                           "jina-bert-v2_code", "modern-bert", "bert_rank1",
+                                           "bert_xlmr_rank"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:
@@ -354,15 +355,16 @@ namespace {
 // pooling of query / document pairs, fed as kiln joins them ([CLS] q [SEP] d
 // [SEP], Hugging Face's layout) and as llama-server's /v1/rerank joins them
 // (for a BERT vocabulary: [CLS] q [SEP] d, no closing SEP, since it adds no
-// EOS). llama.cpp's graph gives every token type 0; with one token type
+// EOS; for XLM-R <s> q </s> d </s>, one </s> between where Hugging Face and kiln
+// put two). llama.cpp's graph gives every token type 0; with one token type
 // (bge-reranker-like) kiln does too, so `kiln rerank` is llama.cpp's score;
 // with two, kiln gives the document type 1 as Hugging Face does.
 class RerankOracle : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
-    const std::string why = test::missing_reason(vocab_path());
-    if (!why.empty()) KILN_SKIP_MISSING(why);
     const std::string name = GetParam();
+    const std::string why = test::missing_reason(test::tiny_encoder_vocab(name));
+    if (!why.empty()) KILN_SKIP_MISSING(why);
     const nlohmann::json px = fixture(name)["pairs"];
     auto model = tiny(name);
     Embedder emb(model);
@@ -377,7 +379,7 @@ TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
         return emb.embed(std::span(&in, 1), o).at(0).values.at(0);
     };
     const std::vector<float> reranked = emb.rerank(query, docs);
-    const bool one_type = name == "bert_rank1";  // token_type_count 1
+    const bool one_type = name != "bert_rank";  // token_type_count 1 (bert_rank1, the XLM-R one)
     double worst = 0;
     for (size_t i = 0; i < docs.size(); ++i) {
         const EmbedInput pair = emb.tokenize_pair(query, docs[i]);
@@ -399,7 +401,7 @@ TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
     std::printf("[ %s ] pair scores vs llama.cpp (same tokens, type 0): max abs diff %.3g\n", name.c_str(), worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Embedding, RerankOracle, ::testing::Values("bert_rank", "bert_rank1"));
+INSTANTIATE_TEST_SUITE_P(Embedding, RerankOracle, ::testing::Values("bert_rank", "bert_rank1", "bert_xlmr_rank"));
 
 }  // namespace
 }  // namespace kiln

@@ -1,6 +1,7 @@
 #include "support/tiny_encoders.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -94,6 +95,7 @@ struct EncoderRecipe {
     bool attn_norm_2 = false; // a second attention LayerNorm
     int n_embd = 64, n_head = 4;
     int n_types = 0;  // token types (0: the vocabulary file's count)
+    std::string vocab = "bert-bge";
 };
 
 const std::vector<EncoderRecipe>& recipes() {
@@ -103,6 +105,9 @@ const std::vector<EncoderRecipe>& recipes() {
         {"bert_rank", "BERT cross-encoder: cls + cls.output classification head (1 label), rank pooling; F16", GgmlType::F16, true},
         {"bert_rank1", "the cross-encoder with one token type (as bge-reranker's type_vocab_size 1: a pair is all type 0)",
          GgmlType::F16, true, "bert", Positions::Learned, false, Ffn::PlainBiased, false, false, 64, 4, 1},
+        {"bert_xlmr_rank", "an XLM-RoBERTa cross-encoder (bge-reranker-v2-m3's shape): bert with the XLM-R Unigram vocabulary "
+         "(tokenizer.ggml.model t5, 250k tokens), one token type, cls + cls.output head, rank pooling; F16",
+         GgmlType::F16, true, "bert", Positions::Learned, false, Ffn::PlainBiased, false, false, 64, 4, 0, "nomic-bert-moe"},
         {"nomic-bert", "nomic-embed-text: RoPE (NeoX, base 1000), fused attn_qkv without biases, SwiGLU FFN without biases, mean pooling; F16",
          GgmlType::F16, false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu},
         {"nomic-bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu},
@@ -120,8 +125,20 @@ const std::vector<EncoderRecipe>& recipes() {
 
 std::vector<TinyEncoderInfo> tiny_encoders() {
     std::vector<TinyEncoderInfo> out;
-    for (const auto& r : recipes()) out.push_back({r.name, r.description});
+    for (const auto& r : recipes()) out.push_back({r.name, r.description, r.vocab});
     return out;
+}
+
+std::string tiny_encoder_vocab(const std::string& name) {
+    for (const auto& r : recipes()) {
+        if (r.name != name) continue;
+        if (r.vocab == "bert-bge") return std::string(KILN_SOURCE_DIR) + "/../shared/testdata/tokenizer/ggml-vocab-bert-bge.gguf";
+        const char* env = std::getenv("KILN_VOCABS");
+        const char* home = std::getenv("HOME");
+        const std::string dir = env && *env ? env : std::string(home && *home ? home : ".") + "/.cache/kiln/vocabs";
+        return dir + "/ggml-vocab-" + r.vocab + ".gguf";
+    }
+    throw std::runtime_error("no tiny encoder '" + name + "'");
 }
 
 std::vector<std::string> tiny_encoder_texts() {
@@ -154,7 +171,7 @@ void copy_vocab(const std::string& vocab_source, gguf::Metadata& md, int64_t& n_
         if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
         if (k == "tokenizer.ggml.token_type_count") n_types = v.raw_u64();
     }
-    if (n_vocab == 0 || n_types == 0) throw Error(vocab_source + ": not a bert vocabulary (tokens, token_type_count)");
+    if (n_vocab == 0 || n_types == 0) throw Error(vocab_source + ": not an encoder's vocabulary (tokens, token_type_count)");
 }
 
 void write_modern_bert(const EncoderRecipe& r, EncoderWriter& t, const std::string& vocab_source) {
