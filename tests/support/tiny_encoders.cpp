@@ -96,6 +96,7 @@ struct EncoderRecipe {
     int n_embd = 64, n_head = 4;
     int n_types = 0;  // token types (0: the vocabulary file's count)
     std::string vocab = "bert-bge";
+    int n_layer = 2, n_ff = 128;
 };
 
 const std::vector<EncoderRecipe>& recipes() {
@@ -115,6 +116,12 @@ const std::vector<EncoderRecipe>& recipes() {
          GgmlType::F16, false, "jina-bert-v2", Positions::Alibi, false, Ffn::GeGluFused},
         {"jina-bert-v2_code", "jina-bert-v2 with 6 heads (both ALiBi slope series), Q/K LayerNorms, attn_norm_2, separate ffn_gate; Q8_0",
          GgmlType::Q8_0, false, "jina-bert-v2", Positions::Alibi, false, Ffn::GeluGatedSep, true, true, 96, 6},
+        // Speed-table shapes (bench/embed_vs_llamacpp.py), not tests: bert-base
+        // (bge-base, all-mpnet) and nomic-embed-text v1.5, F16 as they ship.
+        {"bench_bert_base", "bert-base shape: 12 layers, width 768, 12 heads, FFN 3072; F16", GgmlType::F16, false, "bert",
+         Positions::Learned, false, Ffn::PlainBiased, false, false, 768, 12, 0, "bert-bge", 12, 3072},
+        {"bench_nomic_embed", "nomic-embed-text v1.5 shape: 12 layers, width 768, 12 heads, SwiGLU FFN 3072; F16", GgmlType::F16,
+         false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu, false, false, 768, 12, 0, "bert-bge", 12, 3072},
         {"modern-bert", "ModernBERT: pre-LayerNorm without biases, 3 layers (global, then 2 sliding with a symmetric window of 8), "
          "RoPE bases 160000 / 10000, GeGLU in one ffn_up, final norm, mean pooling; F16", GgmlType::F16, false, "modern-bert", Positions::Rope, true},
     };
@@ -125,7 +132,8 @@ const std::vector<EncoderRecipe>& recipes() {
 
 std::vector<TinyEncoderInfo> tiny_encoders() {
     std::vector<TinyEncoderInfo> out;
-    for (const auto& r : recipes()) out.push_back({r.name, r.description, r.vocab});
+    for (const auto& r : recipes())
+        if (r.name.rfind("bench_", 0) != 0) out.push_back({r.name, r.description, r.vocab});
     return out;
 }
 
@@ -229,7 +237,7 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
         return;
     }
     gguf::Metadata& md = t.writer().metadata();
-    const int n_layer = 2, n_embd = r->n_embd, n_head = r->n_head, n_ff = 128, n_ctx = 512;
+    const int n_layer = r->n_layer, n_embd = r->n_embd, n_head = r->n_head, n_ff = r->n_ff, n_ctx = 512;
     const std::string a = r->arch + ".";
     md.add("general.architecture", Value::string(r->arch));
     md.add("general.name", Value::string("kiln tiny " + name));

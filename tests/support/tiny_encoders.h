@@ -16,6 +16,8 @@ struct TinyEncoderInfo {
     std::string vocab;        // the llama.cpp vocab-only file it copies: "bert-bge" (WordPiece) or "nomic-bert-moe" (XLM-R Unigram)
 };
 
+// The test encoders; write_tiny_encoder also writes the speed table's
+// bench_bert_base and bench_nomic_embed shapes, which are not listed.
 std::vector<TinyEncoderInfo> tiny_encoders();
 
 // Writes tiny encoder `name` to `path`, with the vocabulary of the GGUF at
