@@ -297,8 +297,8 @@ void bind_encoder_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec
         // LayerNorms over the whole Q / K projections, each with its bias.
         const int64_t nq = l.n_head * s.head_dim_k, nk = l.n_head_kv * s.head_dim_k;
         lw.q_norm = b.vector(p + "attn_q_norm.weight", nq, required(tr.qk_norm));
-        if (lw.q_norm) lw.q_norm_b = b.vector(p + "attn_q_norm.bias", nq, true);
         if (lw.q_norm) {  // both or neither (a lone attn_k_norm is then an unused tensor)
+            lw.q_norm_b = b.vector(p + "attn_q_norm.bias", nq, true);
             lw.k_norm = b.vector(p + "attn_k_norm.weight", nk, true);
             lw.k_norm_b = b.vector(p + "attn_k_norm.bias", nk, true);
         }
