@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "compute/alibi.h"
 #include "compute/kernels/kernels.h"
 #include "compute/thread_pool.h"
 #include "compute/ops.h"
@@ -70,6 +71,7 @@ void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos,
         }
         for (int hq = 0; hq < group; ++hq) {
             float* sp = sc.scores.data() + hq * n_keys;
+            if (s.alibi) alibi_bias(sp, n_keys, first, s.q_pos, s.alibi[g * group + hq]);
             if (s.sinks)
                 ops::softmax_with_sink(sp, n_keys, s.sinks[g * group + hq]);
             else

@@ -27,6 +27,10 @@ struct AttentionShape {
     // gpt-oss: a learned logit per query head that joins the softmax's
     // normalisation without a value (attention may go "nowhere"); [n_head], or null.
     const float* sinks = nullptr;
+    // ALiBi (compute/alibi.h): a slope per query head, [n_head], or null; the
+    // bias slope * -|q_pos - key position| joins each score before the softmax.
+    const float* alibi = nullptr;
+    int64_t q_pos = 0;  // the query's position (ALiBi's distances)
 };
 
 // Where the keys and values of positions live.

@@ -138,14 +138,22 @@ EmbedInput Embedder::tokenize_pair(std::string_view query, std::string_view docu
     const TokenId cls = sp.bos, sep = sp.sep != k_no_token ? sp.sep : sp.eos;
     if (cls == k_no_token || sep == k_no_token)
         throw Error("model '" + impl_->model->path() + "': the vocabulary has no CLS / SEP tokens to join a query and a document");
+    // A vocabulary that closes a text with EOS (RoBERTa, XLM-R: </s>) pairs as
+    // Hugging Face's RoBERTa tokenizers do, <s> q </s></s> d </s>; BERT's
+    // [CLS] q [SEP] d [SEP].
+    const bool closes_with_eos = tok.add_eos() && sp.eos != k_no_token;
     EmbedInput in;
     in.tokens.push_back(cls);
     tok.encode(query, in.tokens, {.add_special = false, .parse_special = false});
+    if (closes_with_eos) in.tokens.push_back(sp.eos);
     in.tokens.push_back(sep);
     in.token_types.assign(in.tokens.size(), 0);
     tok.encode(document, in.tokens, {.add_special = false, .parse_special = false});
-    in.tokens.push_back(sep);
-    in.token_types.resize(in.tokens.size(), 1);
+    in.tokens.push_back(closes_with_eos ? sp.eos : sep);
+    // The second segment is type 1 where the model has that row (BERT); with one
+    // type (RoBERTa / XLM-R rerankers) Hugging Face gives every token type 0.
+    const bool two_types = ModelInternals::weights(*impl_->model).type_embd.n_out > 1;
+    in.token_types.resize(in.tokens.size(), two_types ? 1 : 0);
     return in;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compute/alibi.h"
 #include "compute/kernels/kernels.h"
 #include "kiln/error.h"
 
@@ -39,6 +40,12 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     if (!rope_factors_ && (weights.rope_long || weights.rope_short))
         rope_factors_ = cache_ && cache_->n_ctx() > spec.rope.n_ctx_orig ? weights.rope_long : weights.rope_short;
     attn_scratch_.resize(static_cast<size_t>(pool.size()));
+    if (spec.alibi_max_bias > 0.0f) {
+        for (const LayerSpec& l : spec.layers)
+            if (l.mixer == MixerKind::Attention && l.n_head != spec.max_n_head())
+                throw Error("ALiBi with a different head count per layer (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
+        alibi_slopes_ = alibi_slopes(spec.max_n_head(), spec.alibi_max_bias);
+    }
     if (spec.attn_output_gate) {
         if (spec.head_dim_k != spec.head_dim_v)
             throw Error("an attention output gate needs equal key and value head sizes (architecture '" + spec.arch + "')");
@@ -61,7 +68,7 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
         if (l.ffn == FfnKind::Plain) z.ones = static_cast<size_t>(spec.max_n_ff());
     // Fused products before their split: Q/K/V where a layer has attn_qkv, gate / up (phi3).
     if (spec.fused_qkv) z.qkv = z.q + z.k + z.v;
-    if (spec.tensors.ffn_gate_up_fused) z.gate_up = 2 * z.ff;
+    if (spec.fused_gate_up) z.gate_up = 2 * z.ff;
     return z;
 }
 
@@ -187,8 +194,10 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     const int64_t e = spec_.n_embd, dk = spec_.head_dim_k, dv = spec_.head_dim_v;
     const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
 
-    // A post-norm block (encoders) reads the residual stream itself.
+    // A post-norm block (encoders) reads the residual stream itself; with a
+    // second attention norm the layer's input is added again, so it is kept.
     const float* in = x_.data();
+    if (lw.attn_norm_2) std::copy(x_.data(), x_.data() + n * e, h_.data());
     if (lw.attn_norm) {
         norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
         dump("attn_norm", il, h_.data(), e, n);
@@ -237,6 +246,11 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         const auto rms_norm = kernels().rms_norm;
         pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
             for (int64_t r = r0; r < r1; ++r) {
+                if (spec_.norm == NormKind::Layer && spec_.tensors.qk_norm_full) {  // LayerNorms with biases (jina-bert-v2)
+                    ops::layer_norm(q_.data() + r * nq, lw.q_norm, lw.q_norm_b, q_.data() + r * nq, nq, spec_.norm_eps);
+                    ops::layer_norm(k_.data() + r * nk, lw.k_norm, lw.k_norm_b, k_.data() + r * nk, nk, spec_.norm_eps);
+                    continue;
+                }
                 if (spec_.tensors.qk_norm_full) {
                     rms_norm(q_.data() + r * nq, lw.q_norm, q_.data() + r * nq, nq, spec_.norm_eps);
                     rms_norm(k_.data() + r * nk, lw.k_norm, k_.data() + r * nk, nk, spec_.norm_eps);
@@ -280,11 +294,22 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     as.prescale_q = spec_.attention_scale > 0.0f;
     as.softcap = spec_.attn_softcap;
     as.sinks = lw.attn_sinks;
+    if (!alibi_slopes_.empty()) as.alibi = alibi_slopes_.data();
     // The keys a row sees: its window (or everything) up to itself, or with
-    // non-causal attention up to its sequence's last position in the batch.
+    // non-causal attention up to its sequence's last position in the batch
+    // (a symmetric window: half of it on each side).
     const int window = cache_->window(il);
+    const bool symmetric = !spec_.causal && spec_.swa_symmetric && window > 0;
     auto first_key = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
-    auto last_key = [&](int64_t r) { return spec_.causal ? b.pos[r] : spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].pos_max; };
+    auto first_key_row = [&](int64_t r) -> int64_t {
+        if (symmetric) return std::max<int64_t>(0, b.pos[r] - window / 2);
+        return spec_.causal ? first_key(b.pos[r]) : 0;
+    };
+    auto last_key = [&](int64_t r) -> int64_t {
+        if (spec_.causal) return b.pos[r];
+        const int64_t end = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].pos_max;
+        return symmetric ? std::min<int64_t>(end, b.pos[r] + window / 2) : end;
+    };
     for (size_t i = 0; i < n_spans_; ++i) {
         SeqSpan& sp = spans_[i];
         if (cache_->ggml_type() == GgmlType::Q8_0) {
@@ -320,14 +345,15 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         part.n_head = nh;
         part.n_head_kv = 1;
         if (as.sinks) part.sinks = as.sinks + h0;
+        if (as.alibi) part.alibi = as.alibi + h0;
         for (int64_t r = r0; r < std::min<int64_t>(n, r0 + rows_per_task); ++r) {
+            part.q_pos = b.pos[r];
             KvRows head = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
             const uint64_t esize = head.type == GgmlType::F16 ? 2 : 4;
             head.k += static_cast<uint64_t>(g) * static_cast<uint64_t>(dk) * esize;
             head.v += static_cast<uint64_t>(g) * static_cast<uint64_t>(dv) * esize;
-            attend_rows(part, q_.data() + r * nq + static_cast<int64_t>(h0) * dk, spec_.causal ? first_key(b.pos[r]) : 0,
-                        last_key(r), head, att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv,
-                        attn_scratch_[static_cast<size_t>(thread)]);
+            attend_rows(part, q_.data() + r * nq + static_cast<int64_t>(h0) * dk, first_key_row(r), last_key(r), head,
+                        att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv, attn_scratch_[static_cast<size_t>(thread)]);
         }
     });
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);
@@ -349,6 +375,10 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
     add_rows(x_.data(), o_.data(), n * e, pool_);
     if (lw.attn_out_norm) norm_rows(spec_, x_.data(), lw.attn_out_norm, lw.attn_out_norm_b, x_.data(), n, e, pool_);
+    if (lw.attn_norm_2) {
+        add_rows(x_.data(), h_.data(), n * e, pool_);
+        norm_rows(spec_, x_.data(), lw.attn_norm_2, lw.attn_norm_2_b, x_.data(), n, e, pool_);
+    }
     dump("ffn_inp", il, x_.data(), e, n);
 }
 
@@ -368,6 +398,7 @@ void Forward::ffn_layer(int il, int n) {
     } else if (lw.ffn_gate_up_fused) {
         // One product [gate; up] per row, then act(gate) * up into gate_.
         matmul(lw.ffn_up, in, n, gate_up_.data(), pool_, mm_);
+        add_bias(gate_up_.data(), lw.ffn_up_b, n, 2 * ff);  // one bias over both halves (jina-bert-v2)
         scale_rows(gate_up_.data(), lw.ffn_up_s, n, 2 * ff);
         pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
             for (int64_t r = r0; r < r1; ++r) {
@@ -436,7 +467,8 @@ void Forward::recurrent_layer(int il, const BatchRows& b) {
 }
 
 // An encoder's input: the token row + the token type's row + the position's
-// row (in llama.cpp's order of additions), LayerNormed (token_embd_norm).
+// row where positions are learned (in llama.cpp's order of additions),
+// LayerNormed (token_embd_norm).
 void Forward::encoder_inputs(const BatchRows& b) {
     const int64_t e = spec_.n_embd;
     float* tmp = o_.data();  // [n_embd]: one looked-up row at a time
@@ -450,6 +482,7 @@ void Forward::encoder_inputs(const BatchRows& b) {
             matrix_row_f32(w_.type_embd, type, tmp);
             ops::add(row, tmp, e);
         }
+        if (w_.pos_embd.empty()) continue;  // positions by RoPE or ALiBi in the attention
         if (b.pos[r] < 0 || b.pos[r] >= w_.pos_embd.n_out)
             throw Error("position " + std::to_string(b.pos[r]) + " is outside the model's " + std::to_string(w_.pos_embd.n_out) +
                         " learned positions (position_embd.weight)");
@@ -477,7 +510,10 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
         matrix_row_f32(w_.tok_embd, b.tokens[r], row);
         if (spec_.embedding_scale != 1.0f) ops::scale(row, e, spec_.embedding_scale);
     }
-    if (spec_.post_norm) encoder_inputs(b);
+    if (spec_.post_norm)
+        encoder_inputs(b);
+    else if (w_.tok_embd_norm)  // a pre-norm encoder's input norm (modern-bert)
+        norm_rows(spec_, x_.data(), w_.tok_embd_norm, nullptr, x_.data(), n, e, pool_);
     prepare_rope(b);
     plan_spans(b);
     dump("inp_embd", -1, x_.data(), e, n);

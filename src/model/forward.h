@@ -99,6 +99,7 @@ private:
 
     MatmulScratch mm_;
     std::vector<AttentionScratch> attn_scratch_;  // per thread
+    std::vector<float> alibi_slopes_;             // [max n_head]: ALiBi's slope per head (empty: none)
     std::vector<SeqSpan> spans_;                  // the batch's sequences
     std::vector<int> row_span_;                   // [n]: each row's index in spans_
     size_t n_spans_ = 0;                          // spans_ used by this batch

@@ -109,6 +109,20 @@ struct TensorRules {
     bool pre_norms = true;                   // attn_norm / ffn_norm before each block (olmo2 has post-norms only)
     TensorUse post_norms = TensorUse::No;    // post_attention_norm / post_ffw_norm
     TensorUse attn_sinks = TensorUse::No;    // attn_sinks: one learned logit per head (gpt-oss)
+    // Encoders (ModelSpec::post_norm): learned absolute positions position_embd
+    // (bert), and a gate projection ffn_gate beside ffn_up (nomic-bert: SwiGLU).
+    TensorUse position_embd = TensorUse::No;
+    TensorUse encoder_ffn_gate = TensorUse::No;
+    // jina-bert-v2: ffn_up may be [n_embd, 2 n_ff], gate rows then up rows (GEGLU),
+    // where the layer has no ffn_gate; a second LayerNorm attn_norm_2 after the
+    // attention's (the layer input added again); Q / K LayerNorms over the whole
+    // projection with biases (attn_q_norm, attn_k_norm; qk_norm_full).
+    bool encoder_ffn_up_gate = false;
+    TensorUse attn_norm_2 = TensorUse::No;
+    // A pre-norm encoder (modern-bert): token_embd_norm LayerNorms the input rows
+    // (no bias), and layer 0 may lack attn_norm (its input is already normed).
+    TensorUse input_norm = TensorUse::No;
+    bool first_attn_norm_optional = false;
     // Expert layers (a router ffn_gate_inp with merged ffn_*_exps; each layer by
     // presence) and their optional parts: router and expert biases (gpt-oss), the
     // selection bias exp_probs_b (no runnable family yet), a shared expert
@@ -155,8 +169,12 @@ struct ModelSpec {
     float logit_scale = 1.0f;       // logits are multiplied by 1 / logit_scale (granite)
     float attention_scale = 0.0f;   // 0: 1/sqrt(head_dim_k)
     float attn_softcap = 0.0f;      // 0: none
+    float alibi_max_bias = 0.0f;    // > 0: ALiBi distance biases instead of positions (compute/alibi.h; jina-bert-v2: 8)
     float final_softcap = 0.0f;
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
+    // Non-causal sliding layers see sliding_window / 2 positions on each side of
+    // the query (llama.cpp's symmetric window: modern-bert).
+    bool swa_symmetric = false;
 
     std::string output_norm_tensor = "output_norm.weight";  // the final norm's name (lfm2: token_embd_norm.weight)
     // The FFN's input norm (qwen35, gpt-oss: post_attention_norm.weight, and then
@@ -177,6 +195,7 @@ struct ModelSpec {
     int n_cls_out = 0;        // rank pooling: the classifier's outputs (cls.output.weight rows)
     TensorRules tensors;  // set by the family's configure step
     bool fused_qkv = false;  // some layer has attn_qkv (set by bind_weights; the forward pass's buffer sizes)
+    bool fused_gate_up = false;  // some layer's ffn_up holds gate and up (set by bind_weights; the same)
 
     int max_n_head() const;
     int max_n_head_kv() const;

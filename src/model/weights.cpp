@@ -265,7 +265,8 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
 // optional classification head of rank pooling (ModelSpec::post_norm).
 void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
     const int64_t e = s.n_embd;
-    w.pos_embd = b.matrix("position_embd.weight", e, s.n_ctx_train, true);
+    if (allowed(s.tensors.position_embd))
+        w.pos_embd = b.matrix("position_embd.weight", e, s.n_ctx_train, required(s.tensors.position_embd));
     if (s.n_token_types > 0) w.type_embd = b.matrix("token_types.weight", e, s.n_token_types, false);
     w.tok_embd_norm = b.vector("token_embd_norm.weight", e, true);
     w.tok_embd_norm_b = b.vector("token_embd_norm.bias", e, true);
@@ -278,25 +279,49 @@ void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
     }
 }
 
-// An encoder layer: attention with biases, then a plain FFN, each followed by
-// the residual add and a LayerNorm.
+// An encoder layer past its Q/K/V (bound as every family's): the output
+// projection, then the FFN (plain, or gated where the family has ffn_gate),
+// each followed by the residual add and a LayerNorm.
 void bind_encoder_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec& l, LayerWeights& lw) {
-    const int64_t e = s.n_embd, nq = l.n_head * s.head_dim_k, nk = l.n_head_kv * s.head_dim_k, nv = l.n_head_kv * s.head_dim_v;
-    lw.wq = b.matrix(p + "attn_q.weight", e, nq, true);
-    lw.wk = b.matrix(p + "attn_k.weight", e, nk, true);
-    lw.wv = b.matrix(p + "attn_v.weight", e, nv, true);
-    lw.bq = b.vector(p + "attn_q.bias", nq, false);
-    lw.bk = b.vector(p + "attn_k.bias", nk, false);
-    lw.bv = b.vector(p + "attn_v.bias", nv, false);
+    const TensorRules& tr = s.tensors;
+    const int64_t e = s.n_embd;
     lw.wo = b.matrix(p + "attn_output.weight", l.n_head * s.head_dim_v, e, true);
-    lw.bo = b.vector(p + "attn_output.bias", e, false);
+    if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
     lw.attn_out_norm = b.vector(p + "attn_output_norm.weight", e, true);
     lw.attn_out_norm_b = b.vector(p + "attn_output_norm.bias", e, true);
-    l.ffn = FfnKind::Plain;
-    lw.ffn_up = b.matrix(p + "ffn_up.weight", e, l.n_ff, true);
-    lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, false);
+    if (allowed(tr.attn_norm_2)) {
+        lw.attn_norm_2 = b.vector(p + "attn_norm_2.weight", e, required(tr.attn_norm_2));
+        if (lw.attn_norm_2) lw.attn_norm_2_b = b.vector(p + "attn_norm_2.bias", e, true);
+    }
+    if (tr.qk_norm != TensorUse::No) {
+        // LayerNorms over the whole Q / K projections, each with its bias.
+        const int64_t nq = l.n_head * s.head_dim_k, nk = l.n_head_kv * s.head_dim_k;
+        lw.q_norm = b.vector(p + "attn_q_norm.weight", nq, required(tr.qk_norm));
+        if (lw.q_norm) {  // both or neither (a lone attn_k_norm is then an unused tensor)
+            lw.q_norm_b = b.vector(p + "attn_q_norm.bias", nq, true);
+            lw.k_norm = b.vector(p + "attn_k_norm.weight", nk, true);
+            lw.k_norm_b = b.vector(p + "attn_k_norm.bias", nk, true);
+        }
+    }
+    if (allowed(tr.encoder_ffn_gate)) lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, required(tr.encoder_ffn_gate));
+    l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
+    // Gate and up in one ffn_up of twice the width, where the family allows it (GEGLU).
+    const gguf::TensorInfo* up = b.find(p + "ffn_up.weight");
+    const int64_t n_up = tr.encoder_ffn_up_gate && lw.ffn_gate.empty() && up && up->shape.size() >= 2 &&
+                                 static_cast<int64_t>(up->shape[1]) == 2 * static_cast<int64_t>(l.n_ff)
+                             ? 2 * static_cast<int64_t>(l.n_ff)
+                             : l.n_ff;
+    if (n_up != l.n_ff) {
+        lw.ffn_gate_up_fused = true;
+        l.ffn = FfnKind::Gated;
+        s.fused_gate_up = true;
+    }
+    lw.ffn_up = b.matrix(p + "ffn_up.weight", e, n_up, true);
     lw.ffn_down = b.matrix(p + "ffn_down.weight", l.n_ff, e, true);
-    lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, false);
+    if (allowed(tr.ffn_bias)) {
+        lw.ffn_up_b = b.vector(p + "ffn_up.bias", n_up, required(tr.ffn_bias));
+        lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, required(tr.ffn_bias));
+    }
     lw.layer_out_norm = b.vector(p + "layer_output_norm.weight", e, true);
     lw.layer_out_norm_b = b.vector(p + "layer_output_norm.bias", e, true);
 }
@@ -313,6 +338,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
     if (s.post_norm) bind_encoder_inputs(b, s, w);  // no final norm
     else w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
+    if (!s.post_norm && allowed(tr.input_norm))  // a pre-norm encoder's input norm (modern-bert)
+        w.tok_embd_norm = b.vector("token_embd_norm.weight", s.n_embd, required(tr.input_norm));
     if (s.norm == NormKind::Layer && !s.post_norm) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
     if (s.output_head && allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));
     if (w.output.empty() && s.output_head) w.output = w.tok_embd;  // tied output head
@@ -338,11 +365,43 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         if (const float* v = b.vector(base + ".scale", 1, false)) scale = v[0];
         b.vector(base + ".input_scale", 1, false);
     };
+    // Q, K and V fused in one matrix where the file has it (every family, as
+    // llama.cpp's loader), with a fused bias or separate ones; not with an
+    // output gate, whose Q half kiln reads from a separate attn_q.
+    auto bind_qkv = [&](const std::string& p, const LayerSpec& l, LayerWeights& lw, int64_t nq_proj) {
+        const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
+        if (!s.attn_output_gate) lw.wqkv = b.matrix(p + "attn_qkv.weight", e, nq + nk + nv, false);
+        if (!lw.wqkv.empty()) {
+            s.fused_qkv = true;
+            lw.bqkv = b.vector(p + "attn_qkv.bias", nq + nk + nv, false);
+            scales(p + "attn_qkv", lw.wqkv, lw.wqkv_s);
+        } else {
+            lw.wq = b.matrix(p + "attn_q.weight", e, nq_proj, true);
+            lw.wk = b.matrix(p + "attn_k.weight", e, nk, true);
+            lw.wv = b.matrix(p + "attn_v.weight", e, nv, true);
+            scales(p + "attn_q", lw.wq, lw.wq_s);
+            scales(p + "attn_k", lw.wk, lw.wk_s);
+            scales(p + "attn_v", lw.wv, lw.wv_s);
+        }
+        if (!lw.bqkv) {
+            // llama.cpp adds separate biases to a fused product only when all three exist.
+            lw.bq = b.vector(p + "attn_q.bias", nq_proj, false);
+            lw.bk = b.vector(p + "attn_k.bias", nk, false);
+            lw.bv = b.vector(p + "attn_v.bias", nv, false);
+            const int n_separate = (lw.bq != nullptr) + (lw.bk != nullptr) + (lw.bv != nullptr);
+            if (!lw.wqkv.empty() && n_separate > 0 && n_separate < 3) {
+                for (const char* t : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
+                    if (!file.find_tensor(p + t))
+                        throw Error("tensor '" + p + t + "' not found (a fused attn_qkv takes all three separate biases or none)");
+            }
+        }
+    };
     for (int il = 0; il < s.n_layer; ++il) {
         LayerSpec& l = s.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights lw;
         if (s.post_norm) {
+            bind_qkv(p, l, lw, l.n_head * dk);
             bind_encoder_layer(b, s, p, l, lw);
             w.layers.push_back(lw);
             continue;
@@ -358,39 +417,12 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             }
         }
         if (l.mixer == MixerKind::Attention) {
-            if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, !(tr.first_attn_norm_optional && il == 0));
             if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
             // With an output gate the Q projection holds the gate's half per head too (qwen35).
-            const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
+            const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk;
             const int64_t nq_proj = (s.attn_output_gate ? 2 : 1) * nq;
-            // Q, K and V fused in one matrix where the file has it (every family, as
-            // llama.cpp's loader), with a fused bias or separate ones; not with an
-            // output gate, whose Q half kiln reads from a separate attn_q.
-            if (!s.attn_output_gate) lw.wqkv = b.matrix(p + "attn_qkv.weight", e, nq + nk + nv, false);
-            if (!lw.wqkv.empty()) {
-                s.fused_qkv = true;
-                lw.bqkv = b.vector(p + "attn_qkv.bias", nq + nk + nv, false);
-                scales(p + "attn_qkv", lw.wqkv, lw.wqkv_s);
-            } else {
-                lw.wq = b.matrix(p + "attn_q.weight", e, nq_proj, true);
-                lw.wk = b.matrix(p + "attn_k.weight", e, nk, true);
-                lw.wv = b.matrix(p + "attn_v.weight", e, nv, true);
-                scales(p + "attn_q", lw.wq, lw.wq_s);
-                scales(p + "attn_k", lw.wk, lw.wk_s);
-                scales(p + "attn_v", lw.wv, lw.wv_s);
-            }
-            if (!lw.bqkv) {
-                // llama.cpp adds separate biases to a fused product only when all three exist.
-                lw.bq = b.vector(p + "attn_q.bias", nq_proj, false);
-                lw.bk = b.vector(p + "attn_k.bias", nk, false);
-                lw.bv = b.vector(p + "attn_v.bias", nv, false);
-                const int n_separate = (lw.bq != nullptr) + (lw.bk != nullptr) + (lw.bv != nullptr);
-                if (!lw.wqkv.empty() && n_separate > 0 && n_separate < 3) {
-                    for (const char* t : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
-                        if (!file.find_tensor(p + t))
-                            throw Error("tensor '" + p + t + "' not found (a fused attn_qkv takes all three separate biases or none)");
-                }
-            }
+            bind_qkv(p, l, lw, nq_proj);
             lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
             scales(p + "attn_output", lw.wo, lw.wo_s);
             if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
@@ -424,6 +456,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                 lw.ffn_up = b.matrix(p + "ffn_up.weight", e, 2 * static_cast<int64_t>(l.n_ff), true);
                 lw.ffn_gate_up_fused = true;
                 l.ffn = FfnKind::Gated;
+                s.fused_gate_up = true;
             } else {
                 lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, false);
                 l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;

@@ -41,6 +41,8 @@ struct LayerWeights {
     const float* bo = nullptr;
     const float* q_norm = nullptr;  // f32 [head_dim_k], or [n_head * head_dim_k] with TensorRules::qk_norm_full
     const float* k_norm = nullptr;  // f32 [head_dim_k], or [n_head_kv * head_dim_k]
+    const float* q_norm_b = nullptr;  // LayerNorm biases of q_norm / k_norm (jina-bert-v2)
+    const float* k_norm_b = nullptr;
     const float* attn_post_norm = nullptr;
     const float* attn_sinks = nullptr;  // f32 [n_head] (AttentionShape::sinks)
     const float* ffn_norm = nullptr;
@@ -61,6 +63,8 @@ struct LayerWeights {
     const float* attn_out_norm_b = nullptr;
     const float* layer_out_norm = nullptr;  // blk.N.layer_output_norm [n_embd]
     const float* layer_out_norm_b = nullptr;
+    const float* attn_norm_2 = nullptr;     // blk.N.attn_norm_2 [n_embd]: input re-added, LayerNormed again (jina-bert-v2)
+    const float* attn_norm_2_b = nullptr;
     SsmWeights ssm;  // a recurrent layer's mixer (src/model/ssm.h)
     ExpertWeights moe;  // an expert layer's (LayerSpec::ffn == Experts)
 };

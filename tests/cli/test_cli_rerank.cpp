@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
@@ -33,4 +34,29 @@ TEST(CliRerank, OrdersDocumentsByScore) {
     auto plain = run_kiln("rerank -m " + dir + "/plain.gguf --query q --document d");
     EXPECT_EQ(plain.status, 1);
     EXPECT_NE(plain.err.find("not a reranker"), std::string::npos) << plain.err;
+}
+
+// `kiln rerank` against llama.cpp: the one-token-type cross-encoder, whose pairs
+// kiln and llama.cpp both feed as type 0 (tools/tiny_embedding_fixtures.py
+// scored kiln's pair layout with llama.cpp).
+TEST(CliRerank, ScoresEqualLlamaCpp) {
+    const std::string vocab = std::string(KILN_SOURCE_DIR) + "/../shared/testdata/tokenizer/ggml-vocab-bert-bge.gguf";
+    const std::string why = kiln::test::missing_reason(vocab);
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    std::ifstream f(kiln::test::golden_path("embedding/tiny/bert_rank1.json"));
+    const nlohmann::json px = nlohmann::json::parse(f)["pairs"];
+    const std::string dir = kiln::test::temp_dir();
+    kiln::test::write_tiny_encoder("bert_rank1", vocab, dir + "/rank1.gguf");
+    std::string docs;
+    for (const auto& d : px["documents"]) docs += d.get<std::string>() + "\n";
+    kiln::test::write_file(dir + "/docs1.txt", docs);
+    auto r = run_kiln("rerank -m " + dir + "/rank1.gguf --query '" + px["query"].get<std::string>() + "' --documents " + dir +
+                      "/docs1.txt --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto out = nlohmann::json::parse(r.out);
+    ASSERT_EQ(out["results"].size(), px["documents"].size());
+    for (const auto& res : out["results"]) {
+        const size_t i = res["index"].get<size_t>();
+        EXPECT_NEAR(res["relevance_score"].get<double>(), px["kiln_scores"][i].get<double>(), 1e-3) << i;
+    }
 }

@@ -10,7 +10,9 @@
 //  * attention: f32 and q8_0 keys 2e-5 x max|v|; f16 keys 2e-3 x max|v|: q.k is summed in
 //    lanes instead of in order, which moves a score by a few ulps, and with an f16
 //    cache the weights are rounded to f16 (as llama.cpp does), so such a nudge can
-//    flip one weight by one f16 ulp (2^-11 relative).
+//    flip one weight by one f16 ulp (2^-11 relative); with ALiBi the same bounds
+//    (the bias itself is exact: compute/alibi.h);
+//  * ALiBi bias: exact (a converted integer distance, one product, one add).
 // Every kernel must also give the same result for an element whatever the split
 // of its row (batch invariance).
 #include <gtest/gtest.h>
@@ -22,10 +24,12 @@
 #include <random>
 #include <vector>
 
+#include "compute/alibi.h"
 #include "compute/attention.h"
 #include "compute/huge_pages.h"
 #include "compute/kernels/kernels.h"
 #include "compute/ops.h"
+#include "kiln/error.h"
 #include "kiln/quant.h"
 
 namespace kiln {
@@ -202,6 +206,43 @@ TEST(OpKernels, RopeIsBitIdentical) {
     }
 }
 
+// ggml's slopes: for a power of two n, 2^(-8 (h + 1) / n); past it the odd
+// powers of the half-way series (n2 = 4 for 6 heads: 2^-1, 2^-3).
+TEST(OpKernels, AlibiSlopesAsGgml) {
+    const std::vector<float> eight = alibi_slopes(8, 8.0f);
+    for (int h = 0; h < 8; ++h) EXPECT_EQ(eight[static_cast<size_t>(h)], std::ldexp(1.0f, -(h + 1))) << h;
+    const std::vector<float> six = alibi_slopes(6, 8.0f);
+    const float want[] = {0.25f, 0.0625f, 0.015625f, 0.00390625f, 0.5f, 0.125f};
+    for (int h = 0; h < 6; ++h) EXPECT_FLOAT_EQ(six[static_cast<size_t>(h)], want[h]) << h;
+    EXPECT_THROW(alibi_slopes(4, 0.0f), Error);
+}
+
+// The bias row is bit-identical on every level: lengths around the vector
+// widths, the query before, inside and after the keys, slopes of both series.
+TEST(OpKernels, AlibiBiasIsBitIdentical) {
+    std::mt19937 rng(27);
+    const std::vector<float> slopes = alibi_slopes(12, 8.0f);
+    for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 33, 300, 1100})
+        for (int64_t q_off : {-5, 0, 1, 2, 1000}) {
+            const int64_t first = 3, q_pos = first + (q_off == 2 ? n / 2 : q_off == 1000 ? n + 7 : q_off);
+            for (float slope : {slopes[0], slopes[5], slopes[9], 1.0f}) {
+                const std::vector<float> x = random_values(static_cast<size_t>(n), 2.0f, rng);
+                std::vector<float> ref = x;
+                alibi_bias(ref.data(), n, first, q_pos, slope);
+                ASSERT_EQ(scalar_kernels().alibi_bias, &alibi_bias);
+                for (const KernelTable* k : simd_tables()) {
+                    std::vector<float> got = x;
+                    got.push_back(1234.5f);  // past the row: never written
+                    k->alibi_bias(got.data(), n, first, q_pos, slope);
+                    EXPECT_EQ(got.back(), 1234.5f) << isa_name(k->isa);
+                    got.pop_back();
+                    EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size() * 4), 0)
+                        << isa_name(k->isa) << " n " << n << " q " << q_pos << " slope " << slope;
+                }
+            }
+        }
+}
+
 struct AttentionCase {
     int n_head, n_head_kv, dk, dv;
     int64_t n_keys;
@@ -209,6 +250,7 @@ struct AttentionCase {
     float softcap;
     bool prescale;
     bool sinks = false;  // gpt-oss's per-head sink logits
+    bool alibi = false;  // ALiBi slopes (max bias 8), the query in the middle of the keys (an encoder's view)
 };
 
 TEST(OpKernels, AttentionTracksScalarReference) {
@@ -224,10 +266,14 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         // With sinks: one key (the sink weighs against it alone), a few, many.
         {4, 2, 16, 16, 1, GgmlType::F32, 0, false, true},   {8, 2, 64, 64, 40, GgmlType::F16, 0, false, true},
         {9, 3, 64, 64, 300, GgmlType::F16, 0, false, true}, {4, 1, 64, 64, 33, GgmlType::Q8_0, 0, false, true},
+        // ALiBi (jina-bert-v2): 6 heads take both slope series; one key, a few, many.
+        {6, 6, 16, 16, 1, GgmlType::F32, 0, false, false, true},  {6, 6, 16, 16, 40, GgmlType::F16, 0, false, false, true},
+        {12, 12, 64, 64, 300, GgmlType::F16, 0, false, false, true}, {8, 8, 64, 64, 70, GgmlType::Q8_0, 0, false, false, true},
     };
     for (const AttentionCase& c : cases) {
         SCOPED_TRACE("heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dk " + std::to_string(c.dk) +
-                     " keys " + std::to_string(c.n_keys) + " " + std::string(ggml_type_name(c.cache)) + (c.sinks ? " sinks" : ""));
+                     " keys " + std::to_string(c.n_keys) + " " + std::string(ggml_type_name(c.cache)) + (c.sinks ? " sinks" : "") +
+                     (c.alibi ? " alibi" : ""));
         AttentionShape s;
         s.n_head = c.n_head;
         s.n_head_kv = c.n_head_kv;
@@ -238,11 +284,14 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         s.softcap = c.softcap;
         const std::vector<float> sinks = random_values(static_cast<size_t>(c.n_head), 3.0f, rng);
         if (c.sinks) s.sinks = sinks.data();
+        const std::vector<float> slopes = c.alibi ? alibi_slopes(c.n_head, 8.0f) : std::vector<float>();
+        if (c.alibi) s.alibi = slopes.data();
         const int64_t ks = static_cast<int64_t>(c.n_head_kv) * c.dk, vs = static_cast<int64_t>(c.n_head_kv) * c.dv;
         const uint64_t k_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(ks));
         const uint64_t v_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(vs));
         // A ring of capacity n_keys + 5 whose window starts mid-ring, so reads wrap.
         const int64_t capacity = c.n_keys + 5, first = 7, pos = first + c.n_keys - 1;
+        s.q_pos = first + c.n_keys / 2;
         std::vector<uint8_t> kbytes(static_cast<size_t>(capacity) * k_row_bytes), vbytes(static_cast<size_t>(capacity) * v_row_bytes);
         float vmax = 0;
         for (int64_t p = first; p <= pos; ++p) {

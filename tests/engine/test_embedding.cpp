@@ -12,6 +12,8 @@
 #include "kiln/context.h"
 #include "kiln/embedding.h"
 #include "kiln/error.h"
+#include "kiln/gguf/file.h"
+#include "kiln/gguf/writer.h"
 #include "kiln/model.h"
 #include "support/test_support.h"
 #include "support/tiny_encoders.h"
@@ -23,7 +25,7 @@ std::string vocab_path() { return std::string(KILN_SOURCE_DIR) + "/../shared/tes
 
 std::shared_ptr<const Model> tiny(const std::string& name) {
     const std::string path = test::temp_dir() + "/tiny-enc-" + name + ".gguf";
-    test::write_tiny_encoder(name, vocab_path(), path);
+    test::write_tiny_encoder(name, test::tiny_encoder_vocab(name), path);
     return Model::load(path);
 }
 
@@ -51,7 +53,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 class TinyEncoder : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override {
-        const std::string why = test::missing_reason(vocab_path());
+        const std::string why = test::missing_reason(test::tiny_encoder_vocab(GetParam()));
         if (!why.empty()) KILN_SKIP_MISSING(why);
     }
 };
@@ -99,7 +101,10 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
     std::printf("[ %s ] vs llama.cpp: min cosine %.7f, max abs diff %.3g\n", name.c_str(), worst_cos, worst_diff);
 }
 
-INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder, ::testing::Values("bert", "bert_q8_0", "bert_rank"));
+INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
+                         ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
+                                           "jina-bert-v2_code", "modern-bert", "bert_rank1",
+                                           "bert_xlmr_rank"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:
@@ -287,6 +292,116 @@ TEST(Rerank, ScoresArePairsThroughTheClassificationHead) {
     Embedder plain(tiny("bert"));
     EXPECT_THROW(plain.rerank(query, docs), Error);
 }
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// nomic-embed-text is trained for Matryoshka truncation: the first d values of
+// llama.cpp's pooled vector, renormalized, are what `dimensions` gives.
+TEST(NomicBert, MatryoshkaDimensionsAgainstLlamaCpp) {
+    const std::string why = test::missing_reason(vocab_path());
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    const nlohmann::json fx = fixture("nomic-bert");
+    Embedder emb(tiny("nomic-bert"));
+    const auto texts = fx["texts"].get<std::vector<std::string>>();
+    for (int d : {16, 32}) {
+        EmbedOptions o;
+        o.dimensions = d;
+        const auto cut = emb.embed_texts(texts, o);
+        for (size_t i = 0; i < texts.size(); ++i) {
+            auto want = fx["alone"][i].get<std::vector<float>>();
+            want.resize(static_cast<size_t>(d));
+            normalize_embedding(want, Normalization::L2);
+            ASSERT_EQ(cut[i].values.size(), static_cast<size_t>(d));
+            EXPECT_GE(cosine(cut[i].values, want), 0.9999) << d << " " << i;
+            EXPECT_LE(max_abs_diff(cut[i].values, want), 1e-3) << d << " " << i;
+        }
+    }
+}
+
+// llama.cpp's nomic-bert graph adds no FFN bias: a file with one is refused
+// naming the tensor, not run without it.
+TEST(NomicBert, AnFfnBiasIsRefusedNamingIt) {
+    const std::string why = test::missing_reason(vocab_path());
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    const std::string base = test::temp_dir() + "/tiny-enc-nomic-bias-base.gguf";
+    test::write_tiny_encoder("nomic-bert", vocab_path(), base);
+    const gguf::File src = gguf::File::open(base);
+    gguf::Writer w;
+    w.metadata() = gguf::materialize_metadata(src);
+    for (const auto& t : src.tensors()) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
+    w.add_tensor("blk.0.ffn_up.bias", GgmlType::F32, {128}, std::vector<uint8_t>(128 * 4, 0));
+    const std::string path = test::temp_dir() + "/tiny-enc-nomic-bias.gguf";
+    w.write(path);
+    try {
+        Model::load(path);
+        FAIL() << "loaded a nomic-bert file with an FFN bias";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("'blk.0.ffn_up.bias' is not used by architecture 'nomic-bert'"), std::string::npos)
+            << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The rerank oracle (tools/tiny_embedding_fixtures.py "pairs"): llama.cpp's rank
+// pooling of query / document pairs, fed as kiln joins them ([CLS] q [SEP] d
+// [SEP], Hugging Face's layout) and as llama-server's /v1/rerank joins them
+// (for a BERT vocabulary: [CLS] q [SEP] d, no closing SEP, since it adds no
+// EOS; for XLM-R <s> q </s> d </s>, one </s> between where Hugging Face and kiln
+// put two). llama.cpp's graph gives every token type 0; with one token type
+// (bge-reranker-like) kiln does too, so `kiln rerank` is llama.cpp's score;
+// with two, kiln gives the document type 1 as Hugging Face does.
+class RerankOracle : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
+    const std::string name = GetParam();
+    const std::string why = test::missing_reason(test::tiny_encoder_vocab(name));
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    const nlohmann::json px = fixture(name)["pairs"];
+    auto model = tiny(name);
+    Embedder emb(model);
+    const auto query = px["query"].get<std::string>();
+    const auto docs = px["documents"].get<std::vector<std::string>>();
+    EmbedOptions o;
+    o.pooling = Pooling::Rank;
+    auto score_all_type0 = [&](const std::vector<TokenId>& tokens) {
+        EmbedInput in;
+        in.tokens = tokens;
+        in.token_types.assign(tokens.size(), 0);
+        return emb.embed(std::span(&in, 1), o).at(0).values.at(0);
+    };
+    const std::vector<float> reranked = emb.rerank(query, docs);
+    const bool one_type = name != "bert_rank";  // token_type_count 1 (bert_rank1, the XLM-R one)
+    double worst = 0;
+    for (size_t i = 0; i < docs.size(); ++i) {
+        const EmbedInput pair = emb.tokenize_pair(query, docs[i]);
+        EXPECT_EQ(pair.tokens, px["kiln_tokens"][i].get<std::vector<TokenId>>()) << i;
+        for (const char* layout : {"kiln", "server"}) {
+            const auto tokens = px[std::string(layout) + "_tokens"][i].get<std::vector<TokenId>>();
+            const float want = px[std::string(layout) + "_scores"][i].get<float>();
+            const double d = std::fabs(static_cast<double>(score_all_type0(tokens)) - want);
+            worst = std::max(worst, d);
+            EXPECT_LE(d, 1e-3) << layout << " " << i;
+        }
+        const float want = px["kiln_scores"][i].get<float>();
+        if (one_type) {
+            EXPECT_LE(std::fabs(static_cast<double>(reranked[i]) - want), 1e-3) << i;  // kiln rerank == llama.cpp
+        } else {
+            EXPECT_GT(std::fabs(static_cast<double>(reranked[i]) - want), 1e-3) << i;  // type 1's row counts
+        }
+    }
+    std::printf("[ %s ] pair scores vs llama.cpp (same tokens, type 0): max abs diff %.3g\n", name.c_str(), worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(Embedding, RerankOracle, ::testing::Values("bert_rank", "bert_rank1", "bert_xlmr_rank"));
 
 }  // namespace
 }  // namespace kiln

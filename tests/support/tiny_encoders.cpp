@@ -1,6 +1,7 @@
 #include "support/tiny_encoders.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -72,10 +73,30 @@ private:
     gguf::Writer w_;
 };
 
+// What a tiny encoder's layers hold, as each family's converter writes them.
+enum class Positions { Learned, Rope, Alibi };
+// modern-bert is a pre-norm encoder with its own layout (write_modern_bert).
+enum class Ffn {
+    PlainBiased,   // bert: up (+ bias) -> GELU -> down (+ bias)
+    SwiGlu,        // nomic-bert: gate, up, down, no biases
+    GeGluFused,    // jina-bert-v2 (base-en): ffn_up [n_embd, 2 n_ff] gate then up, no bias; down + bias
+    GeluGatedSep,  // jina-bert-v2 as llama.cpp also reads it: ffn_gate, ffn_up + bias; down + bias
+};
+
 struct EncoderRecipe {
     std::string name, description;
     GgmlType matrix_type = GgmlType::F16;
     bool rank = false;  // a classification head and rank pooling
+    std::string arch = "bert";
+    Positions positions = Positions::Learned;
+    bool fused_qkv = false;  // one attn_qkv without biases (else Q, K, V with biases)
+    Ffn ffn = Ffn::PlainBiased;
+    bool qk_norm = false;     // attn_q_norm / attn_k_norm LayerNorms with biases
+    bool attn_norm_2 = false; // a second attention LayerNorm
+    int n_embd = 64, n_head = 4;
+    int n_types = 0;  // token types (0: the vocabulary file's count)
+    std::string vocab = "bert-bge";
+    int n_layer = 2, n_ff = 128;
 };
 
 const std::vector<EncoderRecipe>& recipes() {
@@ -83,6 +104,26 @@ const std::vector<EncoderRecipe>& recipes() {
         {"bert", "BERT encoder: learned positions, 2 token types, post-LayerNorm blocks with biases, GELU FFN, mean pooling; F16", GgmlType::F16, false},
         {"bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false},
         {"bert_rank", "BERT cross-encoder: cls + cls.output classification head (1 label), rank pooling; F16", GgmlType::F16, true},
+        {"bert_rank1", "the cross-encoder with one token type (as bge-reranker's type_vocab_size 1: a pair is all type 0)",
+         GgmlType::F16, true, "bert", Positions::Learned, false, Ffn::PlainBiased, false, false, 64, 4, 1},
+        {"bert_xlmr_rank", "an XLM-RoBERTa cross-encoder (bge-reranker-v2-m3's shape): bert with the XLM-R Unigram vocabulary "
+         "(tokenizer.ggml.model t5, 250k tokens), one token type, cls + cls.output head, rank pooling; F16",
+         GgmlType::F16, true, "bert", Positions::Learned, false, Ffn::PlainBiased, false, false, 64, 4, 0, "nomic-bert-moe"},
+        {"nomic-bert", "nomic-embed-text: RoPE (NeoX, base 1000), fused attn_qkv without biases, SwiGLU FFN without biases, mean pooling; F16",
+         GgmlType::F16, false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu},
+        {"nomic-bert_q8_0", "the same shapes with Q8_0 matrices", GgmlType::Q8_0, false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu},
+        {"jina-bert-v2", "jina-embeddings-v2: ALiBi (4 heads), Q/K/V and output with biases, GEGLU FFN in one ffn_up [64, 256], mean pooling; F16",
+         GgmlType::F16, false, "jina-bert-v2", Positions::Alibi, false, Ffn::GeGluFused},
+        {"jina-bert-v2_code", "jina-bert-v2 with 6 heads (both ALiBi slope series), Q/K LayerNorms, attn_norm_2, separate ffn_gate; Q8_0",
+         GgmlType::Q8_0, false, "jina-bert-v2", Positions::Alibi, false, Ffn::GeluGatedSep, true, true, 96, 6},
+        // Speed-table shapes (bench/embed_vs_llamacpp.py), not tests: bert-base
+        // (bge-base, all-mpnet) and nomic-embed-text v1.5, F16 as they ship.
+        {"bench_bert_base", "bert-base shape: 12 layers, width 768, 12 heads, FFN 3072; F16", GgmlType::F16, false, "bert",
+         Positions::Learned, false, Ffn::PlainBiased, false, false, 768, 12, 0, "bert-bge", 12, 3072},
+        {"bench_nomic_embed", "nomic-embed-text v1.5 shape: 12 layers, width 768, 12 heads, SwiGLU FFN 3072; F16", GgmlType::F16,
+         false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu, false, false, 768, 12, 0, "bert-bge", 12, 3072},
+        {"modern-bert", "ModernBERT: pre-LayerNorm without biases, 3 layers (global, then 2 sliding with a symmetric window of 8), "
+         "RoPE bases 160000 / 10000, GeGLU in one ffn_up, final norm, mean pooling; F16", GgmlType::F16, false, "modern-bert", Positions::Rope, true},
     };
     return r;
 }
@@ -91,8 +132,21 @@ const std::vector<EncoderRecipe>& recipes() {
 
 std::vector<TinyEncoderInfo> tiny_encoders() {
     std::vector<TinyEncoderInfo> out;
-    for (const auto& r : recipes()) out.push_back({r.name, r.description});
+    for (const auto& r : recipes())
+        if (r.name.rfind("bench_", 0) != 0) out.push_back({r.name, r.description, r.vocab});
     return out;
+}
+
+std::string tiny_encoder_vocab(const std::string& name) {
+    for (const auto& r : recipes()) {
+        if (r.name != name) continue;
+        if (r.vocab == "bert-bge") return std::string(KILN_SOURCE_DIR) + "/../shared/testdata/tokenizer/ggml-vocab-bert-bge.gguf";
+        const char* env = std::getenv("KILN_VOCABS");
+        const char* home = std::getenv("HOME");
+        const std::string dir = env && *env ? env : std::string(home && *home ? home : ".") + "/.cache/kiln/vocabs";
+        return dir + "/ggml-vocab-" + r.vocab + ".gguf";
+    }
+    throw std::runtime_error("no tiny encoder '" + name + "'");
 }
 
 std::vector<std::string> tiny_encoder_texts() {
@@ -105,6 +159,70 @@ std::vector<std::string> tiny_encoder_texts() {
     };
 }
 
+namespace {
+
+// The tokenizer keys of a bert vocab-only file, copied into md; n_vocab and the
+// token type count from them.
+void copy_vocab(const std::string& vocab_source, gguf::Metadata& md, int64_t& n_vocab, uint64_t& n_types, int types_override = 0) {
+    gguf::File src = gguf::File::open(vocab_source);
+    gguf::Metadata tok = gguf::materialize_metadata(src);
+    n_vocab = 0;
+    n_types = 0;
+    for (const auto& [k, v] : tok.entries()) {
+        if (k.rfind("tokenizer.", 0) != 0) continue;
+        if (k == "tokenizer.ggml.token_type_count" && types_override > 0) {
+            md.add(k, Value::u32(static_cast<uint32_t>(types_override)));
+            n_types = static_cast<uint64_t>(types_override);
+            continue;
+        }
+        md.add(k, v);
+        if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
+        if (k == "tokenizer.ggml.token_type_count") n_types = v.raw_u64();
+    }
+    if (n_vocab == 0 || n_types == 0) throw Error(vocab_source + ": not an encoder's vocabulary (tokens, token_type_count)");
+}
+
+void write_modern_bert(const EncoderRecipe& r, EncoderWriter& t, const std::string& vocab_source) {
+    gguf::Metadata& md = t.writer().metadata();
+    const int n_layer = 3, n_embd = r.n_embd, n_head = r.n_head, n_ff = 96, n_ctx = 512;
+    const std::string a = "modern-bert.";
+    md.add("general.architecture", Value::string("modern-bert"));
+    md.add("general.name", Value::string("kiln tiny " + r.name));
+    md.add(a + "context_length", Value::u32(n_ctx));
+    md.add(a + "embedding_length", Value::u32(n_embd));
+    md.add(a + "feed_forward_length", Value::u32(n_ff));
+    md.add(a + "block_count", Value::u32(n_layer));
+    md.add(a + "attention.head_count", Value::u32(n_head));
+    md.add(a + "attention.layer_norm_epsilon", Value::f32(1e-5f));
+    md.add(a + "attention.causal", Value::boolean(false));
+    md.add(a + "pooling_type", Value::u32(1));
+    md.add(a + "rope.freq_base", Value::f32(160000.0f));
+    md.add(a + "rope.freq_base_swa", Value::f32(10000.0f));
+    md.add(a + "rope.scaling.type", Value::string("none"));
+    md.add(a + "attention.sliding_window", Value::u32(8));  // the tests' longer texts exceed it
+    md.add(a + "attention.sliding_window_pattern", Value::u32(3));
+    md.add(a + "hidden_activation", Value::string("gelu"));
+    int64_t n_vocab = 0;
+    uint64_t n_types = 0;
+    copy_vocab(vocab_source, md, n_vocab, n_types);
+    const GgmlType mt = r.matrix_type;
+    const int64_t e = n_embd;
+    t.matrix("token_embd.weight", e, n_vocab, GgmlType::F16, 8.0f);
+    t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        if (il > 0) t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);  // layer 0: identity
+        t.matrix(p + "attn_qkv.weight", e, 3 * e, mt, 2.0f);
+        t.matrix(p + "attn_output.weight", e, e, mt);
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_up.weight", e, 2 * n_ff, mt, 2.0f);
+        t.matrix(p + "ffn_down.weight", n_ff, e, mt);
+    }
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+}
+
+}  // namespace
+
 void write_tiny_encoder(const std::string& name, const std::string& vocab_source, const std::string& path) {
     const EncoderRecipe* r = nullptr;
     for (const auto& x : recipes())
@@ -113,52 +231,78 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     uint64_t seed = 27;
     for (char c : name) seed = seed * 131 + static_cast<unsigned char>(c);
     EncoderWriter t(seed);
+    if (r->arch == "modern-bert") {
+        write_modern_bert(*r, t, vocab_source);
+        t.writer().write(path);
+        return;
+    }
     gguf::Metadata& md = t.writer().metadata();
-    const int n_layer = 2, n_embd = 64, n_head = 4, n_ff = 128, n_ctx = 512;
-    md.add("general.architecture", Value::string("bert"));
+    const int n_layer = r->n_layer, n_embd = r->n_embd, n_head = r->n_head, n_ff = r->n_ff, n_ctx = 512;
+    const std::string a = r->arch + ".";
+    md.add("general.architecture", Value::string(r->arch));
     md.add("general.name", Value::string("kiln tiny " + name));
-    md.add("bert.context_length", Value::u32(n_ctx));
-    md.add("bert.embedding_length", Value::u32(n_embd));
-    md.add("bert.feed_forward_length", Value::u32(n_ff));
-    md.add("bert.block_count", Value::u32(n_layer));
-    md.add("bert.attention.head_count", Value::u32(n_head));
-    md.add("bert.attention.layer_norm_epsilon", Value::f32(1e-12f));
-    md.add("bert.attention.causal", Value::boolean(false));
-    md.add("bert.pooling_type", Value::u32(r->rank ? 4 : 1));
+    md.add(a + "context_length", Value::u32(n_ctx));
+    md.add(a + "embedding_length", Value::u32(n_embd));
+    md.add(a + "feed_forward_length", Value::u32(n_ff));
+    md.add(a + "block_count", Value::u32(n_layer));
+    md.add(a + "attention.head_count", Value::u32(n_head));
+    md.add(a + "attention.layer_norm_epsilon", Value::f32(1e-12f));
+    md.add(a + "attention.causal", Value::boolean(false));
+    if (r->positions == Positions::Rope) md.add(a + "rope.freq_base", Value::f32(1000.0f));  // nomic-embed-text v1.5's
+    md.add(a + "pooling_type", Value::u32(r->rank ? 4 : 1));
 
-    gguf::File src = gguf::File::open(vocab_source);
-    gguf::Metadata tok = gguf::materialize_metadata(src);
     int64_t n_vocab = 0;
     uint64_t n_types = 0;
-    for (const auto& [k, v] : tok.entries()) {
-        if (k.rfind("tokenizer.", 0) != 0) continue;
-        md.add(k, v);
-        if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
-        if (k == "tokenizer.ggml.token_type_count") n_types = v.raw_u64();
-    }
-    if (n_vocab == 0 || n_types == 0) throw Error(vocab_source + ": not a bert vocabulary (tokens, token_type_count)");
+    copy_vocab(vocab_source, md, n_vocab, n_types, r->n_types);
 
     const GgmlType mt = r->matrix_type;
     const int64_t e = n_embd;
     t.matrix("token_embd.weight", e, n_vocab, GgmlType::F16, 8.0f);
     t.matrix("token_types.weight", e, static_cast<int64_t>(n_types), GgmlType::F32, 8.0f);
-    t.matrix("position_embd.weight", e, n_ctx, GgmlType::F32, 8.0f);
+    if (r->positions == Positions::Learned) t.matrix("position_embd.weight", e, n_ctx, GgmlType::F32, 8.0f);
     t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
     t.vector("token_embd_norm.bias", e, 0.0f, 0.2f);
     for (int il = 0; il < n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
-        for (const char* m : {"attn_q", "attn_k", "attn_v"}) {
-            t.matrix(p + m + ".weight", e, e, mt, 2.0f);
-            t.vector(p + m + ".bias", e, 0.0f, 0.3f);
+        if (r->fused_qkv) {
+            t.matrix(p + "attn_qkv.weight", e, 3 * e, mt, 2.0f);
+        } else {
+            for (const char* m : {"attn_q", "attn_k", "attn_v"}) {
+                t.matrix(p + m + ".weight", e, e, mt, 2.0f);
+                t.vector(p + m + ".bias", e, 0.0f, 0.3f);
+            }
         }
+        if (r->qk_norm)
+            for (const char* m : {"attn_q_norm", "attn_k_norm"}) {
+                t.vector(p + m + ".weight", e, 1.0f, 0.2f);
+                t.vector(p + m + ".bias", e, 0.0f, 0.2f);
+            }
         t.matrix(p + "attn_output.weight", e, e, mt);
-        t.vector(p + "attn_output.bias", e, 0.0f, 0.3f);
+        if (!r->fused_qkv) t.vector(p + "attn_output.bias", e, 0.0f, 0.3f);
         t.vector(p + "attn_output_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "attn_output_norm.bias", e, 0.0f, 0.2f);
-        t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
-        t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.3f);
+        if (r->attn_norm_2) {
+            t.vector(p + "attn_norm_2.weight", e, 1.0f, 0.2f);
+            t.vector(p + "attn_norm_2.bias", e, 0.0f, 0.2f);
+        }
+        switch (r->ffn) {
+            case Ffn::PlainBiased:
+                t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
+                t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.3f);
+                break;
+            case Ffn::SwiGlu:
+                t.matrix(p + "ffn_gate.weight", e, n_ff, mt, 2.0f);
+                t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
+                break;
+            case Ffn::GeGluFused: t.matrix(p + "ffn_up.weight", e, 2 * n_ff, mt, 2.0f); break;
+            case Ffn::GeluGatedSep:
+                t.matrix(p + "ffn_gate.weight", e, n_ff, mt, 2.0f);
+                t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
+                t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.3f);
+                break;
+        }
         t.matrix(p + "ffn_down.weight", n_ff, e, mt);
-        t.vector(p + "ffn_down.bias", e, 0.0f, 0.3f);
+        if (r->ffn != Ffn::SwiGlu) t.vector(p + "ffn_down.bias", e, 0.0f, 0.3f);
         t.vector(p + "layer_output_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "layer_output_norm.bias", e, 0.0f, 0.2f);
     }

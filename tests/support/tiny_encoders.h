@@ -13,13 +13,21 @@ namespace kiln::test {
 struct TinyEncoderInfo {
     std::string name;         // "bert", "bert_rank"
     std::string description;  // what it exercises
+    std::string vocab;        // the llama.cpp vocab-only file it copies: "bert-bge" (WordPiece) or "nomic-bert-moe" (XLM-R Unigram)
 };
 
+// The test encoders; write_tiny_encoder also writes the speed table's
+// bench_bert_base and bench_nomic_embed shapes, which are not listed.
 std::vector<TinyEncoderInfo> tiny_encoders();
 
 // Writes tiny encoder `name` to `path`, with the vocabulary of the GGUF at
 // `vocab_source` (a bert vocab-only file).
 void write_tiny_encoder(const std::string& name, const std::string& vocab_source, const std::string& path);
+
+// Where tiny encoder `name`'s vocabulary is: ggml-vocab-bert-bge.gguf in the
+// shared test data, ggml-vocab-nomic-bert-moe.gguf in $KILN_VOCABS (default
+// ~/.cache/kiln/vocabs, filled by tools/fetch_llamacpp_vocabs.sh).
+std::string tiny_encoder_vocab(const std::string& name);
 
 // The texts every tiny encoder is evaluated on (different lengths).
 std::vector<std::string> tiny_encoder_texts();

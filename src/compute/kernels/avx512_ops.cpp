@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compute/alibi.h"
 #include "compute/attention.h"
 #include "compute/kernels/x86.h"
 #include "compute/ops.h"
@@ -266,6 +267,7 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
             float* sp = sc.scores.data() + hq * stride;
             if (s.softcap > 0.0f)
                 for (int64_t jj = 0; jj < n_keys; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
+            if (s.alibi) alibi_bias(sp, n_keys, first, s.q_pos, s.alibi[g * group + hq]);
             softmax_row(sp, n_keys, round, s.sinks ? s.sinks[g * group + hq] : -INFINITY);
         }
         // Weighted sums of values.

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "compute/alibi.h"
 #include "compute/attention.h"
 #include "compute/kernels/kernels.h"
 #include "compute/kernels/target.h"
@@ -36,6 +37,7 @@ const KernelTable& scalar_kernels() {
         k.rms_norm = ops::rms_norm;
         k.softmax = ops::softmax;
         k.attend_row = attend_rows_scalar;
+        k.alibi_bias = alibi_bias;
         return k;
     }();
     return t;
@@ -76,6 +78,7 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.rms_norm = avx2::rms_norm;
     k.softmax = avx2::softmax;
     k.attend_row = avx2::attend_row;
+    k.alibi_bias = avx2::alibi_bias;
     k.ssm_scan2 = avx2::ssm_scan2;
     k.ssm_delta = avx2::ssm_delta;
     return k;
@@ -110,6 +113,7 @@ const KernelTable& avx512_kernels() {
         k.rms_norm = avx512::rms_norm;
         k.softmax = avx512::softmax;
         k.attend_row = avx512::attend_row;
+        k.alibi_bias = avx512::alibi_bias;
         k.ssm_scan2 = avx512::ssm_scan2;
         k.ssm_delta = avx512::ssm_delta;
         return k;

@@ -74,6 +74,9 @@ struct KernelTable {
     // One query row over f32 keys and values (attend_rows); nullptr: the scalar attend().
     void (*attend_row)(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                        AttentionScratch& scratch) = nullptr;
+    // compute/alibi.h's bias of one score row, bit-identical to alibi_bias (the
+    // attention of each level calls its own).
+    void (*alibi_bias)(float* scores, int64_t n, int64_t first, int64_t q_pos, float slope) = nullptr;
     // The Mamba-2 scan of one position over heads [h0, h1), bit-identical to ssm::scan2_step.
     void (*ssm_scan2)(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C, float* y,
                       int d_state, int head_dim, int n_head, int n_group, int h0, int h1) = nullptr;

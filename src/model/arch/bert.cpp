@@ -12,27 +12,33 @@
 
 namespace kiln {
 
-void configure_bert(ArchConfig& c) {
+void configure_encoder(ArchConfig& c) {
     ModelSpec& s = c.spec;
     if (s.norm != NormKind::Layer)
-        throw Error("GGUF metadata key '" + c.key("attention.layer_norm_epsilon") + "' not found (bert uses LayerNorm)");
+        throw Error("GGUF metadata key '" + c.key("attention.layer_norm_epsilon") + "' not found (" + s.arch + " uses LayerNorm)");
     if (c.metadata.find_bool(c.key("attention.causal")).value_or(false))
-        throw Error("GGUF metadata '" + c.key("attention.causal") + "': bert attention is not causal", ErrorKind::Unsupported);
+        throw Error("GGUF metadata '" + c.key("attention.causal") + "': " + s.arch + " attention is not causal", ErrorKind::Unsupported);
     s.causal = false;
     s.post_norm = true;
     s.output_head = false;
-    s.activation = FfnActivation::Gelu;
-    // llama.cpp refuses a bert file without a token type count; its graph adds
-    // type 0's row to every token.
+    // llama.cpp refuses a file of these families without a token type count;
+    // its graph adds type 0's row to every token.
     const uint64_t types = c.metadata.find_uint("tokenizer.ggml.token_type_count").value_or(0);
     if (types == 0 || types > (1u << 16))
-        throw Error("GGUF metadata 'tokenizer.ggml.token_type_count': bert needs a token type count (found " +
+        throw Error("GGUF metadata 'tokenizer.ggml.token_type_count': " + s.arch + " needs a token type count (found " +
                     std::to_string(types) + ")");
     s.n_token_types = static_cast<int>(types);
-    // Every projection has a bias (llama.cpp's bert loader requires them); no output head.
     s.tensors.output = TensorUse::No;
-    s.tensors.attn_out_bias = TensorUse::Required;
-    s.tensors.ffn_bias = TensorUse::Required;
+}
+
+void configure_bert(ArchConfig& c) {
+    configure_encoder(c);
+    ModelSpec& s = c.spec;
+    s.activation = FfnActivation::Gelu;
+    // Projection biases as llama.cpp's bert loader takes them: each optional.
+    s.tensors.position_embd = TensorUse::Required;
+    s.tensors.attn_out_bias = TensorUse::Optional;
+    s.tensors.ffn_bias = TensorUse::Optional;
 }
 
 }  // namespace kiln

@@ -30,7 +30,12 @@ void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
 void configure_qwen35(ArchConfig& c);
 void configure_nemotron_h(ArchConfig& c);
-void configure_bert(ArchConfig& c);  // an encoder (embeddings)
+// Encoders (embeddings): the steps every post-norm encoder shares (bert.cpp), then each family.
+void configure_encoder(ArchConfig& c);
+void configure_bert(ArchConfig& c);
+void configure_nomic_bert(ArchConfig& c);
+void configure_jina_bert_v2(ArchConfig& c);
+void configure_modern_bert(ArchConfig& c);  // a pre-norm encoder (no configure_encoder)
 // mixture-of-experts families (model/moe.h)
 void configure_gpt_oss(ArchConfig& c);
 void configure_olmoe(ArchConfig& c);
