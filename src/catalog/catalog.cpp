@@ -15,6 +15,8 @@
 #include <sstream>
 
 #include "kiln/catalog.h"
+
+#include "catalog/hf_names.h"
 #include "kiln/error.h"
 #include "kiln/gguf/file.h"
 #include "kiln/model_card.h"
@@ -25,6 +27,8 @@ namespace fs = std::filesystem;
 namespace kiln {
 
 namespace {
+
+using catalog_detail::names_quant;
 
 constexpr const char* k_ollama_host = "registry.ollama.ai";
 constexpr const char* k_ollama_library = "library";
@@ -146,18 +150,6 @@ std::string lower(std::string s) {
     return s;
 }
 
-// Whether `quant` (Q4_K_M) is a whole word of the file name: bounded by
-// characters that cannot continue a type name (so Q4_K does not match Q4_K_M).
-bool names_quant(const std::string& rel, const std::string& quant) {
-    const std::string r = lower(rel), q = lower(quant);
-    auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-    for (size_t at = r.find(q); at != std::string::npos; at = r.find(q, at + 1)) {
-        const bool start = at == 0 || !std::isalnum(static_cast<unsigned char>(r[at - 1]));
-        const bool end = at + q.size() == r.size() || !word_char(r[at + q.size()]);
-        if (start && end) return true;
-    }
-    return false;
-}
 
 ResolvedModel resolve_hf(const CatalogOptions& o, const std::string& name) {
     const std::string spec = name.substr(3);
@@ -311,6 +303,23 @@ void list_folder(const fs::path& dir, const std::string& source, std::vector<Cat
 }
 
 }  // namespace
+
+namespace catalog_detail {
+
+// Whether `quant` (Q4_K_M) is a whole word of the file name: bounded by
+// characters that cannot continue a type name (so Q4_K does not match Q4_K_M).
+bool names_quant(const std::string& rel, const std::string& quant) {
+    const std::string r = lower(rel), q = lower(quant);
+    auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t at = r.find(q); at != std::string::npos; at = r.find(q, at + 1)) {
+        const bool start = at == 0 || !std::isalnum(static_cast<unsigned char>(r[at - 1]));
+        const bool end = at + q.size() == r.size() || !word_char(r[at + q.size()]);
+        if (start && end) return true;
+    }
+    return false;
+}
+
+}  // namespace catalog_detail
 
 CatalogOptions CatalogOptions::from_environment() {
     CatalogOptions o;

@@ -27,6 +27,7 @@ int cmd_chat(int argc, char** argv);
 int cmd_grammar(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_list(int argc, char** argv);
+int cmd_pull(int argc, char** argv);
 int cmd_config(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);

@@ -37,6 +37,7 @@ const Subcommand k_subcommands[] = {
     {"template", kiln::cli::cmd_template, "render a chat prompt with a model's chat template"},
     {"grammar", kiln::cli::cmd_grammar, "compile a JSON Schema / GBNF / regex constraint, check a text"},
     {"list", kiln::cli::cmd_list, "the models found (kiln folder, Hugging Face cache, Ollama, LM Studio, configured folders)"},
+    {"pull", kiln::cli::cmd_pull, "download a model (hf:OWNER/REPO[:QUANT|/FILE] or a URL) with resume and SHA-256 checks"},
     {"config", kiln::cli::cmd_config, "the configuration and where each value came from (--print)"},
     {"plan", kiln::cli::cmd_plan, "the memory a model will take at a context, before loading it"},
     {"perplexity", kiln::cli::cmd_perplexity, "perplexity of a model over a text (as llama-perplexity computes it)"},

@@ -46,7 +46,7 @@ std::string public_layer(const std::string& header) {
         {"kiln/probe.h", "engine"},     {"kiln/vocab.h", "model"},
         {"kiln/agent.h", "chat"},       {"kiln/mcp.h", "chat"},
         {"kiln/chat.h", "chat"},        {"kiln/server.h", "server"},        {"kiln/memory_plan.h", "engine"},
-        {"kiln/catalog.h", "catalog"},  {"kiln/config.h", "catalog"},
+        {"kiln/catalog.h", "catalog"},  {"kiln/config.h", "catalog"},       {"kiln/pull.h", "catalog"},
     };
     if (header.rfind("kiln/gguf/", 0) == 0) return "gguf";
     auto it = k.find(header);
