@@ -22,7 +22,7 @@ constexpr ArchRow k_rows[] = {
     {"mistral3", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
     {"smollm3", RopeKind::Norm, MemoryKind::Kv, configure_smollm3, "gated"},
     {"granite", RopeKind::Norm, MemoryKind::Kv, configure_granite, "gated"},
-    {"granitemoe", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
+    {"granitemoe", RopeKind::Norm, MemoryKind::Kv, configure_granitemoe, "experts (+shared)"},
     {"deepseek", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
     {"deepseek2", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
     {"baichuan", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},

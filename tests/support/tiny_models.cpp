@@ -359,6 +359,19 @@ std::vector<FamilyRecipe> expert_and_lowbit_recipes() {
          .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_K, .embd_type = T::Q8_0,
          .tied_output = false, .output_type = T::Q8_0, .scales = false, .quant_variants = false, .name_with_family = true,
          .moe = X{.n_expert = 8, .n_used = 2, .n_ff_shexp = 512, .shexp_gate = true, .tie = 2, .shexp_type = T::Q8_0}},
+        {.family = "granitemoe", .description = "granitemoe: granite's four scales, Q/K/V and attention-output biases, "
+                                                "rope_freqs, 8 experts top-2 renormalized, tie 1/2; F32",
+         .shape = {2, 64, 4, 2, 64, 16, 0}, .attn_type = T::F32, .ffn_type = T::F32, .embd_type = T::F32,
+         .tied_output = false, .output_type = T::F32, .scales = false, .attn_out_bias = true, .rope_freqs = true,
+         .quant_variants = false, .keys = {{"logit_scale", Value::f32(3.0f)}, {"residual_scale", Value::f32(0.6f)},
+                                            {"embedding_scale", Value::f32(2.0f)}, {"attention.scale", Value::f32(0.15f)}},
+         .name_with_family = true, .moe = X{.n_expert = 8, .n_used = 2, .tie = 1}},
+        {.family = "granitemoe@shared", .description = "Granite MoE Shared: granitemoe + an ungated shared expert of width "
+                                                       "256; Q8_0 attention, Q4_K experts, Q8_0 shared expert, tied output",
+         .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_K, .embd_type = T::Q8_0,
+         .qkv_bias = false, .scales = false, .quant_variants = false,
+         .keys = {{"logit_scale", Value::f32(2.0f)}, {"residual_scale", Value::f32(0.5f)}, {"embedding_scale", Value::f32(3.0f)}},
+         .name_with_family = true, .moe = X{.n_expert = 8, .n_used = 2, .n_ff_shexp = 256, .tie = 5, .shexp_type = T::Q8_0}},
     };
     // The low-bit types with kernels (src/compute/kernels/*_lowbit.cpp, MXFP4 in
     // *_quant.cpp): llama with every layer matrix in one type, 256-wide rows;

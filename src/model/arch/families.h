@@ -8,6 +8,8 @@ enum class SsmKind;
 
 // The `ssm.*` keys of a Mamba-1 / Mamba-2 recurrence into spec.ssm (mamba.cpp).
 void read_ssm_keys(ArchConfig& c, SsmKind kind);
+// Granite's embedding, attention, residual and logit scales (granite.cpp; granitemoe too).
+void read_granite_scales(ArchConfig& c);
 
 void configure_llama(ArchConfig& c);
 void configure_qwen2(ArchConfig& c);
@@ -33,6 +35,7 @@ void configure_nemotron_h(ArchConfig& c);
 void configure_bert(ArchConfig& c);  // an encoder (embeddings)
 // mixture-of-experts families (model/moe.h)
 void configure_gpt_oss(ArchConfig& c);
+void configure_granitemoe(ArchConfig& c);
 void configure_olmoe(ArchConfig& c);
 void configure_qwen2moe(ArchConfig& c);
 void configure_qwen3moe(ArchConfig& c);
