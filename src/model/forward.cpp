@@ -90,7 +90,9 @@ uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_th
 
 namespace {
 
-// y = norm(x) row by row; with no weight (a family without pre-norms) y = x.
+// y = norm(x) row by row (+ bias: LayerNorm's, or an RMS norm's where the family
+// has one, added after the weight as ggml's build_norm); with no weight (a family
+// without pre-norms) y = x.
 void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* b, float* y, int n, int64_t width,
                const ThreadPool& pool) {
     if (!w) {
@@ -100,9 +102,10 @@ void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* 
     const auto rms_norm = kernels().rms_norm;
     pool.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
         for (int64_t r = r0; r < r1; ++r) {
-            if (s.norm == NormKind::Rms)
+            if (s.norm == NormKind::Rms) {
                 rms_norm(x + r * width, w, y + r * width, width, s.norm_eps);
-            else
+                if (b) ops::add(y + r * width, b, width);
+            } else
                 ops::layer_norm(x + r * width, w, b, y + r * width, width, s.norm_eps);
         }
     });

@@ -45,7 +45,7 @@ constexpr ArchRow k_rows[] = {
     {"qwen3next", RopeKind::Neox, MemoryKind::Hybrid, nullptr, "experts"},
     {"phi2", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
     {"phi3", RopeKind::Neox, MemoryKind::Kv, configure_phi3, "gated (fused gate-up)"},
-    {"phimoe", RopeKind::Neox, MemoryKind::Kv, nullptr, "experts"},
+    {"phimoe", RopeKind::Neox, MemoryKind::Kv, configure_phimoe, "experts"},
     {"gemma", RopeKind::Neox, MemoryKind::Kv, configure_gemma, "gated"},
     {"gemma2", RopeKind::Neox, MemoryKind::Kv, configure_gemma2, "gated"},
     {"gemma3", RopeKind::Neox, MemoryKind::Kv, configure_gemma3, "gated"},

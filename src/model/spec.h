@@ -104,6 +104,9 @@ struct TensorRules {
     TensorUse rope_long_short = TensorUse::No;
     // ffn_up.weight holds gate and up stacked [n_embd, 2 n_ff] (gate first), no ffn_gate (phi3).
     bool ffn_gate_up_fused = false;
+    // attn_norm / ffn_norm / output_norm .bias added after an RMS norm (phimoe;
+    // LayerNorm families take their biases anyway).
+    bool rms_norm_bias = false;
     TensorUse qk_norm = TensorUse::No;       // attn_q_norm / attn_k_norm
     bool qk_norm_full = false;               // ... over the whole projection [n_head * head_dim] rather than per head (olmo2)
     bool pre_norms = true;                   // attn_norm / ffn_norm before each block (olmo2 has post-norms only)

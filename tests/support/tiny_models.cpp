@@ -173,6 +173,7 @@ struct FamilyRecipe {
     bool fused_gate_up = false;    // ffn_up [n_embd, 2 n_ff], no ffn_gate (phi3)
     int rope_dims = 0;             // rope.dimension_count (0: the head size)
     bool layer_norm = false;       // LayerNorm with biases (attention.layer_norm_epsilon) in place of RMSNorm
+    bool norm_bias = false;        // RMS norms with biases (attn_norm / ffn_norm / output_norm .bias: phimoe)
     bool plain_ffn = false;        // no ffn_gate: down(act(up(x)))
     bool pre_norms = true;         // attn_norm / ffn_norm (olmo2 has none)
     bool qk_norm_full = false;     // Q/K norms over the whole projection (olmo2)
@@ -372,6 +373,19 @@ std::vector<FamilyRecipe> expert_and_lowbit_recipes() {
          .qkv_bias = false, .scales = false, .quant_variants = false,
          .keys = {{"logit_scale", Value::f32(2.0f)}, {"residual_scale", Value::f32(0.5f)}, {"embedding_scale", Value::f32(3.0f)}},
          .name_with_family = true, .moe = X{.n_expert = 8, .n_used = 2, .n_ff_shexp = 256, .tie = 5, .shexp_type = T::Q8_0}},
+        {.family = "phimoe", .description = "phimoe: phi3's attention (pre-scaled queries, LongRoPE short factors, "
+                                            "rope.scaling.attn_factor) with Q/K/V/O biases, RMS norms with biases, output "
+                                            "bias, 8 experts top-2 renormalized, tie 3/4; F32",
+         .shape = {2, 64, 4, 2, 64, 16, 0}, .attn_type = T::F32, .ffn_type = T::F32, .embd_type = T::F32,
+         .tied_output = false, .output_type = T::F32, .scales = false, .attn_out_bias = true, .output_bias = true,
+         .rope_long_short = true, .norm_bias = true, .rope_attn_factor = 1.19f, .rope_orig_ctx = 4096,
+         .quant_variants = false, .name_with_family = true, .moe = X{.n_expert = 8, .n_used = 2, .tie = 3}},
+        {.family = "phimoe@long", .description = "phimoe with a fused attn_qkv and its bias, the long LongRoPE factors "
+                                                 "(context 256 past the original 64); Q8_0 attention, Q4_K experts",
+         .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_K, .embd_type = T::Q8_0,
+         .tied_output = false, .output_type = T::Q8_0, .fused_qkv = true, .fused_bias = true, .scales = false,
+         .attn_out_bias = true, .output_bias = true, .rope_long_short = true, .norm_bias = true, .rope_attn_factor = 1.19f,
+         .rope_orig_ctx = 64, .quant_variants = false, .name_with_family = true, .moe = X{.n_expert = 8, .n_used = 2, .tie = 6}},
     };
     // The low-bit types with kernels (src/compute/kernels/*_lowbit.cpp, MXFP4 in
     // *_quant.cpp): llama with every layer matrix in one type, 256-wide rows;
@@ -794,7 +808,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     const int64_t e = s.n_embd, dq = static_cast<int64_t>(s.n_head) * s.head_dim, dkv = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
     t.matrix("token_embd.weight", e, n_vocab, r.embd_type, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
-    if (r.layer_norm) t.vector("output_norm.bias", e, 0.0f, 0.2f);
+    if (r.layer_norm || r.norm_bias) t.vector("output_norm.bias", e, 0.0f, 0.2f);
     if (!r.tied_output) t.matrix("output.weight", e, n_vocab, r.output_type, 2.0f);
     if (r.output_bias) t.vector("output.bias", n_vocab, 0.0f, 0.5f);
     const int rope_dims = r.rope_dims > 0 ? r.rope_dims : s.head_dim;
@@ -807,7 +821,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     for (int il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         if (r.pre_norms) t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
-        if (r.layer_norm) t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
+        if (r.layer_norm || r.norm_bias) t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
         if (r.fused_qkv) {
             matrix(p + "attn_qkv", e, dq + 2 * dkv, r.attn_type, 2.0f);
             if (r.fused_bias) t.vector(p + "attn_qkv.bias", dq + 2 * dkv, 0.0f, 0.5f);
@@ -833,7 +847,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
             t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);  // gpt-oss's pre-FFN norm
         else if (r.pre_norms)
             t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
-        if (r.layer_norm) t.vector(p + "ffn_norm.bias", e, 0.0f, 0.2f);
+        if (r.layer_norm || r.norm_bias) t.vector(p + "ffn_norm.bias", e, 0.0f, 0.2f);
         if (moe.n_expert > 0) {
             // Router gain 4: logits spread over a few units, so the selection
             // is not a toss-up between near-equal experts (except the tie).

@@ -36,6 +36,7 @@ void configure_bert(ArchConfig& c);  // an encoder (embeddings)
 // mixture-of-experts families (model/moe.h)
 void configure_gpt_oss(ArchConfig& c);
 void configure_granitemoe(ArchConfig& c);
+void configure_phimoe(ArchConfig& c);
 void configure_olmoe(ArchConfig& c);
 void configure_qwen2moe(ArchConfig& c);
 void configure_qwen3moe(ArchConfig& c);
