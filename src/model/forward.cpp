@@ -33,6 +33,10 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     if (z.ones) ones_.assign(z.ones, 1.0f);
     qkv_.resize(z.qkv);
     gate_up_.resize(z.gate_up);
+    mla_q_.resize(z.mla_q);
+    mla_qa_.resize(z.mla_qa);
+    mla_nope_.resize(z.mla_nope);
+    mla_lat_.resize(z.mla_lat);
     // LongRoPE: the long factors when a sequence's context exceeds the original
     // one, as llama.cpp chooses them (by the context size, not the position).
     rope_factors_ = weights.rope_freqs;
@@ -62,6 +66,13 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
     // Fused products before their split: Q/K/V where a layer has attn_qkv, gate / up (phi3).
     if (spec.fused_qkv) z.qkv = z.q + z.k + z.v;
     if (spec.tensors.ffn_gate_up_fused) z.gate_up = 2 * z.ff;
+    if (const MlaSpec& m = spec.mla; m.kv_lora_rank > 0) {
+        const size_t nh = static_cast<size_t>(spec.max_n_head()), nope = static_cast<size_t>(m.head_dim_qk - spec.rope.n_dims);
+        z.mla_q = b * nh * static_cast<size_t>(std::max(m.head_dim_qk, m.head_dim_v));
+        z.mla_qa = b * static_cast<size_t>(m.q_lora_rank);
+        z.mla_nope = b * nh * std::max(nope, static_cast<size_t>(m.head_dim_v));
+        z.mla_lat = b * nh * static_cast<size_t>(m.kv_lora_rank);
+    }
     return z;
 }
 
@@ -69,7 +80,8 @@ uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_th
     const BufferSizes z = buffer_sizes(spec, n_batch_max);
     const uint64_t b = static_cast<uint64_t>(n_batch_max);
     // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up.
-    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up;
+    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up + z.mla_q + z.mla_qa +
+                      z.mla_nope + z.mla_lat;
     // Grown on the first full batch: the rows whose output is wanted (at most a
     // batch), the RoPE cos / sin of both bases.
     floats += z.x + 2 * b * static_cast<uint64_t>(std::max(spec.rope.n_dims, 0));
@@ -87,8 +99,6 @@ uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_th
     const uint64_t widest = static_cast<uint64_t>(std::max({spec.n_embd, spec.max_n_ff(), spec.max_n_head() * spec.head_dim_v}));
     return floats * sizeof(float) + 2 * widest * b;
 }
-
-namespace {
 
 // y = norm(x) row by row (+ bias: LayerNorm's, or an RMS norm's where the family
 // has one, added after the weight as ggml's build_norm); with no weight (a family
@@ -115,6 +125,8 @@ void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* 
 void add_rows(float* y, const float* x, int64_t n, const ThreadPool& pool) {
     pool.parallel_for(n, 16384, [&](int64_t b, int64_t e, int) { ops::add(y + b, x + b, e - b); });
 }
+
+namespace {
 
 void add_bias(float* y, const float* bias, int n, int64_t width) {
     if (!bias) return;
@@ -489,6 +501,8 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
         const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
         if (l.mixer == MixerKind::Recurrent)
             recurrent_layer(il, b);
+        else if (l.mixer == MixerKind::Attention && spec_.mla.kv_lora_rank > 0)
+            mla_attention_layer(il, b);
         else if (l.mixer == MixerKind::Attention)
             attention_layer(il, b);
         if (l.ffn != FfnKind::None) ffn_layer(il, n);

@@ -24,7 +24,7 @@ constexpr ArchRow k_rows[] = {
     {"granite", RopeKind::Norm, MemoryKind::Kv, configure_granite, "gated"},
     {"granitemoe", RopeKind::Norm, MemoryKind::Kv, configure_granitemoe, "experts (+shared)"},
     {"deepseek", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
-    {"deepseek2", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
+    {"deepseek2", RopeKind::Norm, MemoryKind::Kv, configure_deepseek2, "dense, then experts+shared"},
     {"baichuan", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
     {"starcoder", RopeKind::None, MemoryKind::Kv, nullptr, "plain"},
     {"internlm2", RopeKind::Norm, MemoryKind::Kv, configure_internlm2, "gated"},

@@ -80,8 +80,9 @@ public:
         return view(*t, file_.tensor_data(*t), n_in, n_out);
     }
 
-    // A merged expert tensor [n_in, n_out, n_expert] as one matrix per expert;
-    // n_out 0: taken from the tensor (an expert's hidden width).
+    // A merged expert tensor [n_in, n_out, n_expert] as one matrix per expert
+    // (or per head: attn_k_b / attn_v_b); n_out 0: taken from the tensor (an
+    // expert's hidden width).
     std::vector<Matrix> experts(const std::string& name, int64_t n_in, int64_t& n_out, int64_t n_expert) {
         const gguf::TensorInfo* t = find(name);
         if (!t) throw Error("tensor '" + name + "' not found");
@@ -278,6 +279,28 @@ void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
     }
 }
 
+// A latent attention layer (ModelSpec::mla): Q (attn_q, or attn_q_a → norm →
+// attn_q_b), the compressed KV with the shared rotated key part (attn_kv_a_mqa)
+// and its norm, attn_k_b / attn_v_b viewed per head, the output projection.
+void bind_mla_layer(Binder& b, const ModelSpec& s, const std::string& p, const LayerSpec& l, LayerWeights& lw) {
+    const MlaSpec& m = s.mla;
+    MlaWeights& w = lw.mla;
+    const int64_t e = s.n_embd, nq = static_cast<int64_t>(l.n_head) * m.head_dim_qk;
+    if (m.q_lora_rank > 0) {
+        w.wq_a = b.matrix(p + "attn_q_a.weight", e, m.q_lora_rank, true);
+        w.q_a_norm = b.vector(p + "attn_q_a_norm.weight", m.q_lora_rank, true);
+        w.wq_b = b.matrix(p + "attn_q_b.weight", m.q_lora_rank, nq, true);
+    } else {
+        lw.wq = b.matrix(p + "attn_q.weight", e, nq, true);
+    }
+    w.wkv_a = b.matrix(p + "attn_kv_a_mqa.weight", e, m.kv_lora_rank + s.rope.n_dims, true);
+    w.kv_a_norm = b.vector(p + "attn_kv_a_norm.weight", m.kv_lora_rank, true);
+    int64_t lora = m.kv_lora_rank, dv = m.head_dim_v;
+    w.k_b = b.experts(p + "attn_k_b.weight", m.head_dim_qk - s.rope.n_dims, lora, l.n_head);
+    w.v_b = b.experts(p + "attn_v_b.weight", m.kv_lora_rank, dv, l.n_head);
+    lw.wo = b.matrix(p + "attn_output.weight", static_cast<int64_t>(l.n_head) * m.head_dim_v, e, true);
+}
+
 // An encoder layer: attention with biases, then a plain FFN, each followed by
 // the residual add and a LayerNorm.
 void bind_encoder_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec& l, LayerWeights& lw) {
@@ -358,7 +381,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                 continue;
             }
         }
-        if (l.mixer == MixerKind::Attention) {
+        if (l.mixer == MixerKind::Attention && s.mla.kv_lora_rank > 0) {
+            lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            bind_mla_layer(b, s, p, l, lw);
+        } else if (l.mixer == MixerKind::Attention) {
             if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
             if (s.norm == NormKind::Layer || tr.rms_norm_bias) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, tr.rms_norm_bias);
             // With an output gate the Q projection holds the gate's half per head too (qwen35).
@@ -467,6 +493,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
             if (!m->empty()) products.push_back(m);
         for (Matrix* m : ssm_matrices(lw.ssm)) products.push_back(m);
+        for (Matrix* m : {&lw.mla.wq_a, &lw.mla.wq_b, &lw.mla.wkv_a})
+            if (!m->empty()) products.push_back(m);
+        for (auto* v : {&lw.mla.k_b, &lw.mla.v_b})
+            for (Matrix& m : *v) products.push_back(&m);
         ExpertWeights& x = lw.moe;
         for (Matrix* m : {&x.router, &x.shexp_gate, &x.shexp_up, &x.shexp_down, &x.shexp_router})
             if (!m->empty()) products.push_back(m);
