@@ -79,7 +79,8 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
 uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache) {
     const BufferSizes z = buffer_sizes(spec, n_batch_max);
     const uint64_t b = static_cast<uint64_t>(n_batch_max);
-    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up.
+    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up
+    // and latent attention's.
     uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up + z.mla_q + z.mla_qa +
                       z.mla_nope + z.mla_lat;
     // Grown on the first full batch: the rows whose output is wanted (at most a
