@@ -16,6 +16,14 @@
 // Qwen3-30B-A3B's shape is --layers 48 --embd 2048 --ff 768 --heads 32
 // --kv-heads 4 --head-dim 128 --experts 128 --experts-used 8.
 //
+// --arch deepseek2 writes DeepSeek-V2-Lite's shape (width 2048, 16 heads of
+// latent attention: kv_lora 512 + 64 rotated, no q_lora, head 128 + 64 / 128;
+// YaRN x40 over 4096 with mscale_all_dim 0.707; layer 0 dense with FFN 10944,
+// then 64 experts of width 1408, 6 selected by softmax, and 2 shared experts)
+// with --layers of its 27 layers. Matrices whose rows the type cannot hold
+// (1408, 10944 for Q4_K) are written in Q5_0, and attn_k_b / attn_v_b in Q8_0,
+// as llama-quantize falls back for them.
+//
 // The defaults give Llama 3.2 1B's shape with SmolLM2's 49152-token vocabulary
 // (copied from --tokenizer, like the tiny test models): ~1.07 B parameters, the
 // output head tied to the embedding. Every matrix has the one given type. Speed
@@ -85,6 +93,87 @@ std::vector<uint8_t> make_matrix(GgmlType type, int64_t n_in, int64_t n_out, Rng
     std::vector<uint8_t> m(rb * static_cast<uint64_t>(n_out));
     for (int64_t r = 0; r < n_out; ++r) std::memcpy(m.data() + r * rb, pool.data() + (rng.next() % k_pool) * rb, rb);
     return m;
+}
+
+// DeepSeek-V2-Lite's shape (o.layers layers: the first dense, the rest experts).
+void write_deepseek2(const Options& o, GgmlType type, gguf::Writer& w, int64_t n_vocab, Rng& rng) {
+    using gguf::Value;
+    gguf::Metadata& md = w.metadata();
+    const std::string a = "deepseek2.";
+    const int64_t e = 2048, n_head = 16, lora = 512, rot = 64, nope = 128, dv = 128, ff = 10944, ff_exp = 1408, n_exp = 64;
+    const int64_t n_shared = 2;
+    auto u32 = [](int64_t v) { return Value::u32(static_cast<uint32_t>(v)); };
+    md.add(a + "context_length", u32(163840));
+    md.add(a + "embedding_length", u32(e));
+    md.add(a + "block_count", u32(o.layers));
+    md.add(a + "feed_forward_length", u32(ff));
+    md.add(a + "attention.head_count", u32(n_head));
+    md.add(a + "attention.head_count_kv", u32(1));
+    md.add(a + "attention.key_length", u32(lora + rot));
+    md.add(a + "attention.value_length", u32(lora));
+    md.add(a + "attention.key_length_mla", u32(nope + rot));
+    md.add(a + "attention.value_length_mla", u32(dv));
+    md.add(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    md.add(a + "attention.kv_lora_rank", u32(lora));
+    md.add(a + "attention.q_lora_rank", u32(0));
+    md.add(a + "rope.freq_base", Value::f32(10000.0f));
+    md.add(a + "rope.dimension_count", u32(rot));
+    md.add(a + "rope.scaling.type", Value::string("yarn"));
+    md.add(a + "rope.scaling.factor", Value::f32(40.0f));
+    md.add(a + "rope.scaling.original_context_length", u32(4096));
+    md.add(a + "rope.scaling.yarn_log_multiplier", Value::f32(0.0707f));
+    md.add(a + "leading_dense_block_count", u32(1));
+    md.add(a + "expert_count", u32(n_exp));
+    md.add(a + "expert_used_count", u32(6));
+    md.add(a + "expert_feed_forward_length", u32(ff_exp));
+    md.add(a + "expert_shared_count", u32(n_shared));
+    md.add(a + "expert_weights_scale", Value::f32(1.0f));
+    md.add(a + "expert_gating_func", u32(1));
+    using u64 = uint64_t;
+    auto fit = [&](int64_t n_in) { return n_in % ggml_type_info(type).block_size == 0 ? type : GgmlType::Q5_0; };
+    auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out, GgmlType t) {
+        w.add_tensor(name, t, {u64(n_in), u64(n_out)}, make_matrix(t, n_in, n_out, rng));
+    };
+    auto stack = [&](const std::string& name, int64_t n_in, int64_t n_out, int64_t n, GgmlType t) {
+        w.add_tensor(name, t, {u64(n_in), u64(n_out), u64(n)}, make_matrix(t, n_in, n_out * n, rng));
+    };
+    auto fill = [&](const std::string& name, std::vector<u64> shape, float center, float spread) {
+        u64 n = 1;
+        for (u64 d : shape) n *= d;
+        std::vector<uint8_t> b(n * 4);
+        for (u64 i = 0; i < n; ++i) {
+            const float v = center + spread * rng.uniform();
+            std::memcpy(b.data() + 4 * i, &v, 4);
+        }
+        w.add_tensor(name, GgmlType::F32, std::move(shape), std::move(b));
+    };
+    matrix("token_embd.weight", e, n_vocab, type);
+    fill("output_norm.weight", {u64(e)}, 1.0f, 0.0f);
+    matrix("output.weight", e, n_vocab, type);
+    for (int il = 0; il < o.layers; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        fill(p + "attn_norm.weight", {u64(e)}, 1.0f, 0.0f);
+        matrix(p + "attn_q.weight", e, n_head * (nope + rot), type);
+        matrix(p + "attn_kv_a_mqa.weight", e, lora + rot, type);
+        fill(p + "attn_kv_a_norm.weight", {u64(lora)}, 1.0f, 0.0f);
+        stack(p + "attn_k_b.weight", nope, lora, n_head, GgmlType::Q8_0);
+        stack(p + "attn_v_b.weight", lora, dv, n_head, GgmlType::Q8_0);
+        matrix(p + "attn_output.weight", n_head * dv, e, type);
+        fill(p + "ffn_norm.weight", {u64(e)}, 1.0f, 0.0f);
+        if (il == 0) {
+            matrix(p + "ffn_gate.weight", e, ff, type);
+            matrix(p + "ffn_up.weight", e, ff, type);
+            matrix(p + "ffn_down.weight", ff, e, fit(ff));
+            continue;
+        }
+        fill(p + "ffn_gate_inp.weight", {u64(e), u64(n_exp)}, 0.0f, std::sqrt(3.0f / static_cast<float>(e)));
+        stack(p + "ffn_gate_exps.weight", e, ff_exp, n_exp, type);
+        stack(p + "ffn_up_exps.weight", e, ff_exp, n_exp, type);
+        stack(p + "ffn_down_exps.weight", ff_exp, e, n_exp, fit(ff_exp));
+        matrix(p + "ffn_gate_shexp.weight", e, ff_exp * n_shared, type);
+        matrix(p + "ffn_up_shexp.weight", e, ff_exp * n_shared, type);
+        matrix(p + "ffn_down_shexp.weight", ff_exp * n_shared, e, fit(ff_exp * n_shared));
+    }
 }
 
 // Qwen 3.5 0.8B's shape (o.layers layers, every fourth full attention).
@@ -161,7 +250,8 @@ int run(const Options& o) {
     if (!info || !info->quantized || !quant::can_dequantize(info->type)) throw Error("cannot write type '" + o.type + "'");
     const GgmlType type = info->type;
     const bool moe = o.arch == "qwen3moe";
-    if (!moe && o.arch != "llama" && o.arch != "qwen35") throw Error("--arch: llama, qwen3moe or qwen35");
+    if (!moe && o.arch != "llama" && o.arch != "qwen35" && o.arch != "deepseek2")
+        throw Error("--arch: llama, qwen3moe, qwen35 or deepseek2");
     if ((o.head_dim == 0 && o.embd % o.heads != 0) || o.heads % o.kv_heads != 0)
         throw Error("heads must divide the width and kv-heads the heads");
     gguf::Writer w;
@@ -171,7 +261,7 @@ int run(const Options& o) {
     const int hd = o.head_dim > 0 ? o.head_dim : o.embd / o.heads;
     md.add("general.architecture", Value::string(o.arch));
     md.add("general.name", Value::string("kiln bench " + o.arch + " " + o.type));
-    if (o.arch != "qwen35") {  // qwen35's keys are written by write_qwen35
+    if (o.arch != "qwen35" && o.arch != "deepseek2") {  // theirs are written by write_qwen35 / write_deepseek2
         md.add(a + "context_length", Value::u32(4096));
         md.add(a + "embedding_length", Value::u32(static_cast<uint32_t>(o.embd)));
         md.add(a + "block_count", Value::u32(static_cast<uint32_t>(o.layers)));
@@ -201,8 +291,8 @@ int run(const Options& o) {
     if (n_vocab == 0) throw Error(o.tokenizer + ": no tokenizer.ggml.tokens");
 
     Rng rng{20240601};
-    if (o.arch == "qwen35") {
-        write_qwen35(o, type, w, n_vocab, rng);
+    if (o.arch == "qwen35" || o.arch == "deepseek2") {
+        (o.arch == "qwen35" ? write_qwen35 : write_deepseek2)(o, type, w, n_vocab, rng);
         w.write(o.out);
         return 0;
     }
@@ -288,7 +378,8 @@ int main(int argc, char** argv) {
     }
     if (o.tokenizer.empty() || o.out.empty()) {
         std::fprintf(stderr, "usage: make_bench_model --type TYPE --tokenizer GGUF --out FILE [--layers N --embd N --ff N --heads N --kv-heads N]\n"
-                             "       [--arch qwen3moe --experts N --experts-used N --head-dim N]\n");
+                             "       [--arch qwen3moe --experts N --experts-used N --head-dim N]\n"
+                             "       [--arch qwen35 | deepseek2 --layers N]\n");
         return 2;
     }
     try {

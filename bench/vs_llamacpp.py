@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kiln vs llama.cpp, side by side on the same GGUF files, threads and workload.
 
-    bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16,q2_k,...,tq2_0 (LOWBIT),qwen35_q8_0,qwen35_q4_0,qwen3moe_q4_k] [-t 2]
+    bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16,q2_k,...,tq2_0 (LOWBIT),qwen35_q8_0,qwen35_q4_0,qwen3moe_q4_k,deepseek2_q4_k] [-t 2]
                          [-p 512] [-n 128] [-d 0] [--rounds 3] [--kiln build/kiln]
 
 Runs with the oracle virtual environment's python (llama-cpp-python built from
@@ -60,6 +60,10 @@ SYNTHETIC_SHAPES = {
     "qwen3moe_q4_k": ("Qwen3-30B-A3B shape, 8 of 48 layers, Q4_K (synthetic)", "qwen3moe-30b-a3b-8layers-Q4_K.gguf",
                       ["--arch", "qwen3moe", "--type", "Q4_K", "--layers", "8", "--embd", "2048", "--ff", "768", "--heads", "32",
                        "--kv-heads", "4", "--head-dim", "128", "--experts", "128", "--experts-used", "8"]),
+    # DeepSeek-V2-Lite's shape (latent attention, 1 dense + 64 experts top 6 + 2 shared)
+    # with 8 of its 27 layers (2.3 GB in Q4_K, the 1408-wide expert rows in Q5_0).
+    "deepseek2_q4_k": ("DeepSeek-V2-Lite shape, 8 of 27 layers, Q4_K (synthetic)", "deepseek2-v2-lite-8layers-Q4_K.gguf",
+                       ["--arch", "deepseek2", "--type", "Q4_K", "--layers", "8"]),
 }
 
 

@@ -27,6 +27,12 @@ struct ModelCard {
     // Per-layer where the file stores arrays; one element when it stores a scalar.
     std::vector<uint64_t> n_head, n_head_kv, n_ff;
     std::optional<uint64_t> head_dim_k, head_dim_v;  // from key_length / value_length, else width / heads
+    // Multi-head latent attention (attention.kv_lora_rank with key_length_mla): the
+    // cache holds one latent row of head_dim_k values per position and layer, whose
+    // first head_dim_v values serve as V; the expanded heads it stands for are
+    // n_head x (head_dim_qk + head_dim_v_mla).
+    bool latent_kv = false;
+    std::optional<uint64_t> head_dim_qk_mla, head_dim_v_mla;
 
     std::string rope_kind;  // "norm", "neox", "none", "unknown"
     std::optional<uint64_t> rope_dims;
@@ -52,8 +58,12 @@ struct ModelCard {
 
     double bits_per_weight() const { return n_params ? 8.0 * static_cast<double>(data_bytes) / static_cast<double>(n_params) : 0; }
     // KV cache bytes per position for `bytes_per_element` (2 for f16, 34/32 for q8_0),
-    // summed over layers: n_head_kv * (head_dim_k + head_dim_v) per layer.
+    // summed over layers: n_head_kv * (head_dim_k + head_dim_v) per layer (latent_kv:
+    // n_head_kv * head_dim_k).
     std::optional<double> kv_bytes_per_position(double bytes_per_element) const;
+    // latent_kv: what expanded keys and values would take per position,
+    // n_head * (head_dim_qk_mla + head_dim_v_mla) per layer (for comparison).
+    std::optional<double> expanded_kv_bytes_per_position(double bytes_per_element) const;
 };
 
 ModelCard describe_model(const gguf::File& file);

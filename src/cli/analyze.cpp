@@ -26,6 +26,7 @@ int cmd_analyze(int argc, char** argv) {
     constexpr double k_f16 = 2.0, k_q8_0 = 34.0 / 32.0;
     auto kv_f16 = c.kv_bytes_per_position(k_f16);
     auto kv_q8 = c.kv_bytes_per_position(k_q8_0);
+    auto kv_expanded = c.expanded_kv_bytes_per_position(k_f16);  // latent attention: the heads it stands for
     uint64_t ctx = c.n_ctx_train.value_or(0);
 
     std::vector<const gguf::TensorInfo*> largest;
@@ -49,6 +50,10 @@ int cmd_analyze(int argc, char** argv) {
                          {"context_length", ctx},
                          {"bytes_full_context_f16", kv_f16 ? nlohmann::json(*kv_f16 * static_cast<double>(ctx)) : nlohmann::json(nullptr)},
                          {"bytes_full_context_q8_0", kv_q8 ? nlohmann::json(*kv_q8 * static_cast<double>(ctx)) : nlohmann::json(nullptr)}};
+        if (kv_expanded) {
+            j["kv_cache"]["latent"] = true;
+            j["kv_cache"]["expanded_bytes_per_position_f16"] = *kv_expanded;
+        }
         nlohmann::json big = nlohmann::json::array();
         for (auto* t : largest)
             big.push_back({{"name", t->name}, {"type", std::string(ggml_type_name(t->type))}, {"bytes", t->bytes}});
@@ -79,6 +84,10 @@ int cmd_analyze(int argc, char** argv) {
                     human_bytes(static_cast<uint64_t>(*kv_q8 * static_cast<double>(ctx))).c_str());
     else
         std::printf("unknown (no block_count / head_count_kv in the metadata)\n");
+    if (kv_f16 && kv_expanded)
+        std::printf("                  latent attention: the cache holds the latent rows; expanded keys and values "
+                    "would take %s per position in f16 (%.1fx)\n",
+                    human_bytes(static_cast<uint64_t>(*kv_expanded)).c_str(), *kv_expanded / *kv_f16);
     std::printf("\nlargest tensors\n");
     for (auto* t : largest)
         std::printf("  %-44s %-8s %-24s %s\n", t->name.c_str(), std::string(ggml_type_name(t->type)).c_str(),

@@ -25,7 +25,8 @@ std::vector<KvLayerShape> kv_shapes(const ModelSpec& spec) {
         if (l.mixer == MixerKind::Attention) {
             s.n_head_kv = l.n_head_kv;
             s.head_dim_k = spec.head_dim_k;
-            s.head_dim_v = spec.head_dim_v;
+            // Latent attention caches one row per position; its values are that row's start.
+            s.head_dim_v = spec.mla.kv_lora_rank > 0 ? 0 : spec.head_dim_v;
             s.window = l.sliding ? spec.sliding_window : 0;
         }
         shapes.push_back(s);

@@ -88,7 +88,17 @@ std::optional<double> ModelCard::kv_bytes_per_position(double bytes_per_element)
         uint64_t hq = n_head.empty() ? 0 : (n_head.size() == 1 ? n_head[0] : (il < n_head.size() ? n_head[il] : 0));
         uint64_t dk = head_dim_k.value_or(hq && n_embd ? *n_embd / hq : 0);
         uint64_t dv = head_dim_v.value_or(dk);
-        total += static_cast<double>(hkv * (dk + dv)) * bytes_per_element;
+        total += static_cast<double>(hkv * (dk + (latent_kv ? 0 : dv))) * bytes_per_element;
+    }
+    return total;
+}
+
+std::optional<double> ModelCard::expanded_kv_bytes_per_position(double bytes_per_element) const {
+    if (!latent_kv || !n_layer || n_head.empty() || !head_dim_qk_mla || !head_dim_v_mla) return std::nullopt;
+    double total = 0;
+    for (uint64_t il = 0; il < *n_layer; ++il) {
+        const uint64_t hq = n_head.size() == 1 ? n_head[0] : (il < n_head.size() ? n_head[il] : 0);
+        total += static_cast<double>(hq * (*head_dim_qk_mla + *head_dim_v_mla)) * bytes_per_element;
     }
     return total;
 }
@@ -118,6 +128,9 @@ ModelCard describe_model(const gguf::File& file) {
     c.head_dim_v = md.find_uint(a + "attention.value_length");
     if (!c.head_dim_k && c.n_embd && !c.n_head.empty() && c.n_head[0] > 0) c.head_dim_k = *c.n_embd / c.n_head[0];
     if (!c.head_dim_v) c.head_dim_v = c.head_dim_k;
+    c.head_dim_qk_mla = md.find_uint(a + "attention.key_length_mla");
+    c.head_dim_v_mla = md.find_uint(a + "attention.value_length_mla");
+    c.latent_kv = md.find_uint(a + "attention.kv_lora_rank").value_or(0) > 0 && c.head_dim_qk_mla && c.head_dim_v_mla;
 
     const ArchRow* row = find_architecture(c.architecture);
     c.rope_kind = std::string(rope_kind_name(row ? row->rope : RopeKind::Unknown));

@@ -34,6 +34,10 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     if (z.ones) ones_.assign(z.ones, 1.0f);
     qkv_.resize(z.qkv);
     gate_up_.resize(z.gate_up);
+    mla_q_.resize(z.mla_q);
+    mla_qa_.resize(z.mla_qa);
+    mla_nope_.resize(z.mla_nope);
+    mla_lat_.resize(z.mla_lat);
     // LongRoPE: the long factors when a sequence's context exceeds the original
     // one, as llama.cpp chooses them (by the context size, not the position).
     rope_factors_ = weights.rope_freqs;
@@ -69,14 +73,23 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
     // Fused products before their split: Q/K/V where a layer has attn_qkv, gate / up (phi3).
     if (spec.fused_qkv) z.qkv = z.q + z.k + z.v;
     if (spec.fused_gate_up) z.gate_up = 2 * z.ff;
+    if (const MlaSpec& m = spec.mla; m.kv_lora_rank > 0) {
+        const size_t nh = static_cast<size_t>(spec.max_n_head()), nope = static_cast<size_t>(m.head_dim_qk - spec.rope.n_dims);
+        z.mla_q = b * nh * static_cast<size_t>(std::max(m.head_dim_qk, m.head_dim_v));
+        z.mla_qa = b * static_cast<size_t>(m.q_lora_rank);
+        z.mla_nope = b * nh * std::max(nope, static_cast<size_t>(m.head_dim_v));
+        z.mla_lat = b * nh * static_cast<size_t>(m.kv_lora_rank);
+    }
     return z;
 }
 
 uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache) {
     const BufferSizes z = buffer_sizes(spec, n_batch_max);
     const uint64_t b = static_cast<uint64_t>(n_batch_max);
-    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up.
-    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up;
+    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up
+    // and latent attention's.
+    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up + z.mla_q + z.mla_qa +
+                      z.mla_nope + z.mla_lat;
     // Grown on the first full batch: the rows whose output is wanted (at most a
     // batch), the RoPE cos / sin of both bases.
     floats += z.x + 2 * b * static_cast<uint64_t>(std::max(spec.rope.n_dims, 0));
@@ -95,9 +108,9 @@ uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_th
     return floats * sizeof(float) + 2 * widest * b;
 }
 
-namespace {
-
-// y = norm(x) row by row; with no weight (a family without pre-norms) y = x.
+// y = norm(x) row by row (+ bias: LayerNorm's, or an RMS norm's where the family
+// has one, added after the weight as ggml's build_norm); with no weight (a family
+// without pre-norms) y = x.
 void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* b, float* y, int n, int64_t width,
                const ThreadPool& pool) {
     if (!w) {
@@ -107,9 +120,10 @@ void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* 
     const auto rms_norm = kernels().rms_norm;
     pool.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
         for (int64_t r = r0; r < r1; ++r) {
-            if (s.norm == NormKind::Rms)
+            if (s.norm == NormKind::Rms) {
                 rms_norm(x + r * width, w, y + r * width, width, s.norm_eps);
-            else
+                if (b) ops::add(y + r * width, b, width);
+            } else
                 ops::layer_norm(x + r * width, w, b, y + r * width, width, s.norm_eps);
         }
     });
@@ -119,6 +133,8 @@ void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* 
 void add_rows(float* y, const float* x, int64_t n, const ThreadPool& pool) {
     pool.parallel_for(n, 16384, [&](int64_t b, int64_t e, int) { ops::add(y + b, x + b, e - b); });
 }
+
+namespace {
 
 void add_bias(float* y, const float* bias, int n, int64_t width) {
     if (!bias) return;
@@ -522,6 +538,8 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
         const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
         if (l.mixer == MixerKind::Recurrent)
             recurrent_layer(il, b);
+        else if (l.mixer == MixerKind::Attention && spec_.mla.kv_lora_rank > 0)
+            mla_attention_layer(il, b);
         else if (l.mixer == MixerKind::Attention)
             attention_layer(il, b);
         if (l.ffn != FfnKind::None) ffn_layer(il, n);

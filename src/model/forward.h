@@ -42,6 +42,13 @@ struct BatchRows {
     const int32_t* types = nullptr;   // [n]: token types of an encoder's rows (null: all 0)
 };
 
+// Shared by the pass's parts (forward.cpp, mla.cpp): y = norm(x) row by row
+// with the spec's norm (+ bias where given; no weight: y = x), and y += x over n
+// floats, both split across the pool.
+void norm_rows(const ModelSpec& s, const float* x, const float* w, const float* b, float* y, int n, int64_t width,
+               const ThreadPool& pool);
+void add_rows(float* y, const float* x, int64_t n, const ThreadPool& pool);
+
 class Forward {
 public:
     Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMemory& memory, const ThreadPool& pool, int n_batch_max);
@@ -66,6 +73,7 @@ private:
     // Elements of the activation buffers for a batch of n_batch_max rows.
     struct BufferSizes {
         size_t x = 0, q = 0, k = 0, v = 0, att = 0, ff = 0, ones = 0, qkv = 0, gate_up = 0;
+        size_t mla_q = 0, mla_qa = 0, mla_nope = 0, mla_lat = 0;  // latent attention's (mla.cpp)
     };
     static BufferSizes buffer_sizes(const ModelSpec& spec, int n_batch_max);
 
@@ -78,6 +86,7 @@ private:
     };
     void plan_spans(const BatchRows& b);
     void attention_layer(int il, const BatchRows& b);
+    void mla_attention_layer(int il, const BatchRows& b);  // ModelSpec::mla (mla.cpp)
     void recurrent_layer(int il, const BatchRows& b);
     void ffn_layer(int il, int n);
     void prepare_rope(const BatchRows& b);
@@ -116,6 +125,10 @@ private:
     std::vector<float> out_x_;   // the rows whose output is wanted [n_embd, n_out]
     std::vector<float> rope_cache_, rope_cache_swa_;  // cos / sin per row [n_dims, n]
     std::vector<float> gate_up_;  // a fused gate / up product [2 n_ff, n] (sized only if used)
+    // Latent attention (mla.cpp; sized only if used): the queries [n_head * head_dim_qk, n]
+    // (later the heads' expanded results [n_head * head_dim_v, n]), q_a [q_lora, n],
+    // per-head gathers [nope or head_dim_v, n] x n_head and [kv_lora, n] x n_head.
+    std::vector<float> mla_q_, mla_qa_, mla_nope_, mla_lat_;
     const float* rope_factors_ = nullptr;  // rope_freqs, or the LongRoPE factors for this memory's context
 };
 

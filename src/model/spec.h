@@ -51,6 +51,22 @@ struct MoeSpec {
     bool oai_swiglu = false;   // gpt-oss: clamped SwiGLU with alpha 1.702, limit 7
 };
 
+// Multi-head latent attention (DeepSeek-V2 / V3, Kimi K2; llama.cpp's absorbed
+// form, src/model/mla.cpp). Each position caches one latent row of
+// kv_lora_rank + n_rot values — the normed compressed KV and the roped shared key
+// part — for all heads; a query head absorbs attn_k_b into its non-rotated half,
+// attends over the latent rows as one KV head (the values are the rows' first
+// kv_lora_rank values) and expands its result through attn_v_b. ModelSpec's
+// head_dim_k / head_dim_v are then the latent sizes (kv_lora_rank + n_rot,
+// kv_lora_rank), as the file's attention.key_length / value_length say.
+struct MlaSpec {
+    int kv_lora_rank = 0;  // 0: no MLA ({arch}.attention.kv_lora_rank)
+    int q_lora_rank = 0;   // 0: queries by attn_q, else attn_q_a → attn_q_a_norm → attn_q_b
+    int head_dim_qk = 0;   // a head's query / key size, rotated part included (attention.key_length_mla)
+    int head_dim_v = 0;    // a head's value size after attn_v_b (attention.value_length_mla)
+    float kq_scale = 0.0f; // the scores' scale: mscale² / sqrt(head_dim_qk)
+};
+
 // What per-sequence memory the model needs (the registry row says; the layers agree).
 enum class MemoryKind { Kv, Recurrent, Hybrid };
 
@@ -104,6 +120,9 @@ struct TensorRules {
     TensorUse rope_long_short = TensorUse::No;
     // ffn_up.weight holds gate and up stacked [n_embd, 2 n_ff] (gate first), no ffn_gate (phi3).
     bool ffn_gate_up_fused = false;
+    // attn_norm / ffn_norm / output_norm .bias added after an RMS norm (phimoe;
+    // LayerNorm families take their biases anyway).
+    bool rms_norm_bias = false;
     TensorUse qk_norm = TensorUse::No;       // attn_q_norm / attn_k_norm
     bool qk_norm_full = false;               // ... over the whole projection [n_head * head_dim] rather than per head (olmo2)
     bool pre_norms = true;                   // attn_norm / ffn_norm before each block (olmo2 has post-norms only)
@@ -163,6 +182,7 @@ struct ModelSpec {
     RopeSpec rope;
     SsmSpec ssm;  // the recurrent layers' mixer (kind None: the model has none)
     MoeSpec moe;  // n_expert 0: no expert layers
+    MlaSpec mla;  // kv_lora_rank 0: plain attention
 
     float embedding_scale = 1.0f;   // gemma: sqrt(n_embd); granite: from the file
     float residual_scale = 0.0f;    // 0: none; else each block's output is scaled before the residual add (granite)

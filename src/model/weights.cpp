@@ -80,8 +80,9 @@ public:
         return view(*t, file_.tensor_data(*t), n_in, n_out);
     }
 
-    // A merged expert tensor [n_in, n_out, n_expert] as one matrix per expert;
-    // n_out 0: taken from the tensor (an expert's hidden width).
+    // A merged expert tensor [n_in, n_out, n_expert] as one matrix per expert
+    // (or per head: attn_k_b / attn_v_b); n_out 0: taken from the tensor (an
+    // expert's hidden width).
     std::vector<Matrix> experts(const std::string& name, int64_t n_in, int64_t& n_out, int64_t n_expert) {
         const gguf::TensorInfo* t = find(name);
         if (!t) throw Error("tensor '" + name + "' not found");
@@ -279,6 +280,28 @@ void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
     }
 }
 
+// A latent attention layer (ModelSpec::mla): Q (attn_q, or attn_q_a → norm →
+// attn_q_b), the compressed KV with the shared rotated key part (attn_kv_a_mqa)
+// and its norm, attn_k_b / attn_v_b viewed per head, the output projection.
+void bind_mla_layer(Binder& b, const ModelSpec& s, const std::string& p, const LayerSpec& l, LayerWeights& lw) {
+    const MlaSpec& m = s.mla;
+    MlaWeights& w = lw.mla;
+    const int64_t e = s.n_embd, nq = static_cast<int64_t>(l.n_head) * m.head_dim_qk;
+    if (m.q_lora_rank > 0) {
+        w.wq_a = b.matrix(p + "attn_q_a.weight", e, m.q_lora_rank, true);
+        w.q_a_norm = b.vector(p + "attn_q_a_norm.weight", m.q_lora_rank, true);
+        w.wq_b = b.matrix(p + "attn_q_b.weight", m.q_lora_rank, nq, true);
+    } else {
+        lw.wq = b.matrix(p + "attn_q.weight", e, nq, true);
+    }
+    w.wkv_a = b.matrix(p + "attn_kv_a_mqa.weight", e, m.kv_lora_rank + s.rope.n_dims, true);
+    w.kv_a_norm = b.vector(p + "attn_kv_a_norm.weight", m.kv_lora_rank, true);
+    int64_t lora = m.kv_lora_rank, dv = m.head_dim_v;
+    w.k_b = b.experts(p + "attn_k_b.weight", m.head_dim_qk - s.rope.n_dims, lora, l.n_head);
+    w.v_b = b.experts(p + "attn_v_b.weight", m.kv_lora_rank, dv, l.n_head);
+    lw.wo = b.matrix(p + "attn_output.weight", static_cast<int64_t>(l.n_head) * m.head_dim_v, e, true);
+}
+
 // An encoder layer past its Q/K/V (bound as every family's): the output
 // projection, then the FFN (plain, or gated where the family has ffn_gate),
 // each followed by the residual add and a LayerNorm.
@@ -340,7 +363,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     else w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
     if (!s.post_norm && allowed(tr.input_norm))  // a pre-norm encoder's input norm (modern-bert)
         w.tok_embd_norm = b.vector("token_embd_norm.weight", s.n_embd, required(tr.input_norm));
-    if (s.norm == NormKind::Layer && !s.post_norm) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
+    if ((s.norm == NormKind::Layer || tr.rms_norm_bias) && !s.post_norm)
+        w.output_norm_b = b.vector("output_norm.bias", s.n_embd, tr.rms_norm_bias);
     if (s.output_head && allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));
     if (w.output.empty() && s.output_head) w.output = w.tok_embd;  // tied output head
     if (s.output_head && allowed(tr.output_bias)) w.output_b = b.vector("output.bias", s.n_vocab, required(tr.output_bias));
@@ -416,9 +440,12 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                 continue;
             }
         }
-        if (l.mixer == MixerKind::Attention) {
+        if (l.mixer == MixerKind::Attention && s.mla.kv_lora_rank > 0) {
+            lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
+            bind_mla_layer(b, s, p, l, lw);
+        } else if (l.mixer == MixerKind::Attention) {
             if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, !(tr.first_attn_norm_optional && il == 0));
-            if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
+            if (s.norm == NormKind::Layer || tr.rms_norm_bias) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, tr.rms_norm_bias);
             // With an output gate the Q projection holds the gate's half per head too (qwen35).
             const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk;
             const int64_t nq_proj = (s.attn_output_gate ? 2 : 1) * nq;
@@ -443,7 +470,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         // The FFN's input norm: ffn_norm, or under the family's name for it; none
         // without pre-norms (olmo2).
         if (tr.pre_norms) lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, true);
-        if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
+        if (s.norm == NormKind::Layer || tr.rms_norm_bias) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, tr.rms_norm_bias);
         if (file.find_tensor(p + "ffn_gate_inp.weight")) {
             if (!allowed(tr.experts))
                 throw Error("tensor '" + p + "ffn_gate_inp.weight': a mixture-of-experts layer, which architecture '" + s.arch +
@@ -499,6 +526,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
             if (!m->empty()) products.push_back(m);
         for (Matrix* m : ssm_matrices(lw.ssm)) products.push_back(m);
+        for (Matrix* m : {&lw.mla.wq_a, &lw.mla.wq_b, &lw.mla.wkv_a})
+            if (!m->empty()) products.push_back(m);
+        for (auto* v : {&lw.mla.k_b, &lw.mla.v_b})
+            for (Matrix& m : *v) products.push_back(&m);
         ExpertWeights& x = lw.moe;
         for (Matrix* m : {&x.router, &x.shexp_gate, &x.shexp_up, &x.shexp_down, &x.shexp_router})
             if (!m->empty()) products.push_back(m);

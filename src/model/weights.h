@@ -29,6 +29,17 @@ struct ExpertWeights {
     Matrix shexp_router;                 // ffn_gate_inp_shexp [n_embd, 1]: its sigmoid gate (empty: ungated)
 };
 
+// A multi-head latent attention layer's tensors (MlaSpec); Q without q_lora is
+// LayerWeights::wq and the output projection LayerWeights::wo.
+struct MlaWeights {
+    Matrix wq_a, wq_b;                   // attn_q_a [n_embd, q_lora], attn_q_b [q_lora, n_head * head_dim_qk]
+    const float* q_a_norm = nullptr;     // attn_q_a_norm [q_lora]
+    Matrix wkv_a;                        // attn_kv_a_mqa [n_embd, kv_lora + n_rot]
+    const float* kv_a_norm = nullptr;    // attn_kv_a_norm [kv_lora]
+    std::vector<Matrix> k_b;             // attn_k_b per head: [head_dim_qk - n_rot, kv_lora]
+    std::vector<Matrix> v_b;             // attn_v_b per head: [kv_lora, head_dim_v]
+};
+
 struct LayerWeights {
     const float* attn_norm = nullptr;
     const float* attn_norm_b = nullptr;
@@ -65,6 +76,7 @@ struct LayerWeights {
     const float* layer_out_norm_b = nullptr;
     const float* attn_norm_2 = nullptr;     // blk.N.attn_norm_2 [n_embd]: input re-added, LayerNormed again (jina-bert-v2)
     const float* attn_norm_2_b = nullptr;
+    MlaWeights mla;  // a latent attention layer's (ModelSpec::mla)
     SsmWeights ssm;  // a recurrent layer's mixer (src/model/ssm.h)
     ExpertWeights moe;  // an expert layer's (LayerSpec::ffn == Experts)
 };

@@ -145,6 +145,13 @@ TEST_F(Sequences, ExpertModelsBatchedEqualsAlone) {
         for (int threads : {1, 2}) check_together(load_tiny(family), 6, threads, "f16", 6);
 }
 
+TEST_F(Sequences, LatentAttentionBatchedEqualsAlone) {
+    // deepseek2: each sequence's latent rows are its own cache rows, read as K and
+    // (their first kv_lora values) as V; q8_0: the latent rows converted per sequence.
+    check_together(load_tiny("deepseek2"), 5, 2, "f16", 6);
+    check_together(load_tiny("deepseek2@v3"), 4, 2, "q8_0", 4);
+}
+
 TEST_F(Sequences, SmolLM2Q8CacheBatchedEqualsAlone) {
     check_together(smollm2(), 7, 2, "q8_0", 3);
 }

@@ -278,3 +278,54 @@ TEST(TensorRules, ExpertLayersAndTheirPartsPerFamily) {
 }
 
 }  // namespace
+
+// The later MoE families' rules: what their llama.cpp loaders require or never
+// read is a load error naming the tensor or key.
+TEST(TensorRules, GranitePhiDeepseekMoeRefusals) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string dir = kiln::test::temp_dir();
+    // A tiny model rewritten: tensors kept by `keep`, metadata edited.
+    auto rewrite = [&](const std::string& family, const std::string& name, const std::function<bool(const std::string&)>& keep,
+                       const std::function<void(Metadata&)>& edit) {
+        kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), dir + "/" + name + "-src.gguf");
+        kiln::gguf::File src = kiln::gguf::File::open(dir + "/" + name + "-src.gguf");
+        kiln::gguf::Writer w;
+        w.metadata() = kiln::gguf::materialize_metadata(src);
+        edit(w.metadata());
+        for (const auto& t : src.tensors())
+            if (keep(t.name)) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
+        w.write(dir + "/" + name + ".gguf");
+        return dir + "/" + name + ".gguf";
+    };
+    auto all = [](const std::string&) { return true; };
+    auto same = [](Metadata&) {};
+    // granitemoe: the shared expert's tensors only with a positive shared width.
+    std::string e = error_of([&] {
+        kiln::Model::load(rewrite("granitemoe@shared", "gm-noshared", all, [](Metadata& md) { md.erase("granitemoe.expert_shared_feed_forward_length"); }));
+    });
+    EXPECT_NE(e.find("ffn_gate_shexp.weight' is not used by architecture 'granitemoe'"), std::string::npos) << e;
+    // granitemoe: a weight scale contradicts its fixed (unscaled) routing.
+    e = error_of([&] {
+        kiln::Model::load(rewrite("granitemoe", "gm-scale", all, [](Metadata& md) { md.add("granitemoe.expert_weights_scale", Value::f32(2.0f)); }));
+    });
+    EXPECT_NE(e.find("'granitemoe.expert_weights_scale'"), std::string::npos) << e;
+    // phimoe: its RMS norms' biases are required.
+    e = error_of([&] { kiln::Model::load(rewrite("phimoe", "pm-nobias", [](const std::string& n) { return n != "blk.1.ffn_norm.bias"; }, same)); });
+    EXPECT_NE(e.find("'blk.1.ffn_norm.bias' not found"), std::string::npos) << e;
+    // deepseek2: a file from before attn_kv_b was split, MTP layers, a missing attn_k_b.
+    e = error_of([&] {
+        kiln::Model::load(rewrite("deepseek2", "ds-legacy", all, [](Metadata& md) { md.erase("deepseek2.attention.key_length_mla"); }));
+    });
+    EXPECT_NE(e.find("'deepseek2.attention.key_length_mla'"), std::string::npos) << e;
+    EXPECT_NE(e.find("attn_kv_b"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("deepseek2", "ds-mtp", all, [](Metadata& md) { md.add("deepseek2.nextn_predict_layers", Value::u32(1)); }));
+    });
+    EXPECT_NE(e.find("'deepseek2.nextn_predict_layers'"), std::string::npos) << e;
+    e = error_of([&] { kiln::Model::load(rewrite("deepseek2", "ds-nokb", [](const std::string& n) { return n != "blk.2.attn_k_b.weight"; }, same)); });
+    EXPECT_NE(e.find("'blk.2.attn_k_b.weight' not found"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("deepseek2", "ds-kvheads", all, [](Metadata& md) { md.add("deepseek2.attention.head_count_kv", Value::u32(2)); }));
+    });
+    EXPECT_NE(e.find("1 KV head"), std::string::npos) << e;
+}

@@ -173,6 +173,7 @@ struct FamilyRecipe {
     bool fused_gate_up = false;    // ffn_up [n_embd, 2 n_ff], no ffn_gate (phi3)
     int rope_dims = 0;             // rope.dimension_count (0: the head size)
     bool layer_norm = false;       // LayerNorm with biases (attention.layer_norm_epsilon) in place of RMSNorm
+    bool norm_bias = false;        // RMS norms with biases (attn_norm / ffn_norm / output_norm .bias: phimoe)
     bool plain_ffn = false;        // no ffn_gate: down(act(up(x)))
     bool pre_norms = true;         // attn_norm / ffn_norm (olmo2 has none)
     bool qk_norm_full = false;     // Q/K norms over the whole projection (olmo2)
@@ -359,6 +360,32 @@ std::vector<FamilyRecipe> expert_and_lowbit_recipes() {
          .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_K, .embd_type = T::Q8_0,
          .tied_output = false, .output_type = T::Q8_0, .scales = false, .quant_variants = false, .name_with_family = true,
          .moe = X{.n_expert = 8, .n_used = 2, .n_ff_shexp = 512, .shexp_gate = true, .tie = 2, .shexp_type = T::Q8_0}},
+        {.family = "granitemoe", .description = "granitemoe: granite's four scales, Q/K/V and attention-output biases, "
+                                                "rope_freqs, 8 experts top-2 renormalized, tie 1/2; F32",
+         .shape = {2, 64, 4, 2, 64, 16, 0}, .attn_type = T::F32, .ffn_type = T::F32, .embd_type = T::F32,
+         .tied_output = false, .output_type = T::F32, .scales = false, .attn_out_bias = true, .rope_freqs = true,
+         .quant_variants = false, .keys = {{"logit_scale", Value::f32(3.0f)}, {"residual_scale", Value::f32(0.6f)},
+                                            {"embedding_scale", Value::f32(2.0f)}, {"attention.scale", Value::f32(0.15f)}},
+         .name_with_family = true, .moe = X{.n_expert = 8, .n_used = 2, .tie = 1}},
+        {.family = "granitemoe@shared", .description = "Granite MoE Shared: granitemoe + an ungated shared expert of width "
+                                                       "256; Q8_0 attention, Q4_K experts, Q8_0 shared expert, tied output",
+         .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_K, .embd_type = T::Q8_0,
+         .qkv_bias = false, .scales = false, .quant_variants = false,
+         .keys = {{"logit_scale", Value::f32(2.0f)}, {"residual_scale", Value::f32(0.5f)}, {"embedding_scale", Value::f32(3.0f)}},
+         .name_with_family = true, .moe = X{.n_expert = 8, .n_used = 2, .n_ff_shexp = 256, .tie = 5, .shexp_type = T::Q8_0}},
+        {.family = "phimoe", .description = "phimoe: phi3's attention (pre-scaled queries, LongRoPE short factors, "
+                                            "rope.scaling.attn_factor) with Q/K/V/O biases, RMS norms with biases, output "
+                                            "bias, 8 experts top-2 renormalized, tie 3/4; F32",
+         .shape = {2, 64, 4, 2, 64, 16, 0}, .attn_type = T::F32, .ffn_type = T::F32, .embd_type = T::F32,
+         .tied_output = false, .output_type = T::F32, .scales = false, .attn_out_bias = true, .output_bias = true,
+         .rope_long_short = true, .norm_bias = true, .rope_attn_factor = 1.19f, .rope_orig_ctx = 4096,
+         .quant_variants = false, .name_with_family = true, .moe = X{.n_expert = 8, .n_used = 2, .tie = 3}},
+        {.family = "phimoe@long", .description = "phimoe with a fused attn_qkv and its bias, the long LongRoPE factors "
+                                                 "(context 256 past the original 64); Q8_0 attention, Q4_K experts",
+         .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_K, .embd_type = T::Q8_0,
+         .tied_output = false, .output_type = T::Q8_0, .fused_qkv = true, .fused_bias = true, .scales = false,
+         .attn_out_bias = true, .output_bias = true, .rope_long_short = true, .norm_bias = true, .rope_attn_factor = 1.19f,
+         .rope_orig_ctx = 64, .quant_variants = false, .name_with_family = true, .moe = X{.n_expert = 8, .n_used = 2, .tie = 6}},
     };
     // The low-bit types with kernels (src/compute/kernels/*_lowbit.cpp, MXFP4 in
     // *_quant.cpp): llama with every layer matrix in one type, 256-wide rows;
@@ -694,12 +721,142 @@ void write_nemotron_h_model(uint64_t seed, const std::string& tokenizer_source, 
     t.writer().write(path);
 }
 
+// deepseek2: latent attention (MLA, absorbed: attn_k_b / attn_v_b per head,
+// one KV head of kv_lora + rope values), YaRN with yarn_log_multiplier, one
+// leading dense block, then expert layers with shared experts and grouped
+// routing, keys and tensors as llama.cpp's converter writes them.
+struct Deepseek2Recipe {
+    std::string family, description;
+    int n_layer, e, n_head, kv_lora, q_lora, rot, nope, dv, n_ff, n_ff_exp, n_shared, n_expert, n_used, n_group, n_group_used;
+    int gating;          // expert_gating_func: 1 softmax, 2 sigmoid
+    bool norm, probs_bias, tied;
+    float weights_scale;
+    int tie;
+    GgmlType attn, ffn, shexp, embd;
+};
+
+const std::vector<Deepseek2Recipe>& deepseek2_recipes() {
+    using T = GgmlType;
+    static const std::vector<Deepseek2Recipe> r = {
+        {"deepseek2", "DeepSeek-V2 style: q_lora 48, kv_lora 32 + 16 rotated, heads 4 x (32 + 16) / 32, YaRN x4 over 16 "
+                      "with yarn_log_multiplier, 1 dense + 2 expert layers: 16 experts top 3 by softmax in 4 groups (2 "
+                      "used), not renormalized, scale 2.5, 2 shared experts, separate output head; F32",
+         3, 64, 4, 32, 48, 16, 32, 32, 128, 32, 2, 16, 3, 4, 2, 1, false, false, false, 2.5f, 4,
+         T::F32, T::F32, T::F32, T::F32},
+        // The quantized models have two layers (1 dense + 1 expert): with three,
+        // the rounding (f16 softmax weights and 8-bit activations flipping on last
+        // bits, amplified by the norms of these random blocks) grew to 1.1% (Q8_0)
+        // and 1.4% (Q4_K) of the largest logit, and with Q4_K one token's second
+        // expert, a near-tie (0.0014 apart after the bias), flipped (2.5 off).
+        {"deepseek2@v3", "DeepSeek-V3 routing without q_lora (V2-Lite's attn_q), 1 dense + 1 expert layer: kv_lora 64 + 32 "
+                         "rotated, heads 4 x (64 + 32) / 64, sigmoid gating with the exp_probs_b selection bias, 8 experts top 2 in 4 groups (2 used), "
+                         "renormalized, scale 2.5, 1 shared expert, tied output; Q8_0",
+         2, 256, 4, 64, 0, 32, 64, 64, 256, 256, 1, 8, 2, 4, 2, 2, true, true, true, 2.5f, 2,
+         T::Q8_0, T::Q8_0, T::Q8_0, T::Q8_0},
+        {"deepseek2@q4_k", "deepseek2@v3 with Q4_K experts and dense FFN; Q8_0 attention and shared expert",
+         2, 256, 4, 64, 0, 32, 64, 64, 256, 256, 1, 8, 2, 4, 2, 2, true, true, true, 2.5f, 2,
+         T::Q8_0, T::Q4_K, T::Q8_0, T::Q8_0},
+    };
+    return r;
+}
+
+const Deepseek2Recipe* deepseek2_recipe(const std::string& family) {
+    for (const auto& r : deepseek2_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void write_deepseek2_model(const Deepseek2Recipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string arch = "deepseek2";
+    using u64 = uint64_t;
+    TinyWriter t(arch, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(arch));
+    md.add("general.name", Value::string("kiln tiny " + r.family));
+    auto u32 = [](int v) { return Value::u32(static_cast<uint32_t>(v)); };
+    t.key("context_length", u32(512));
+    t.key("embedding_length", u32(r.e));
+    t.key("block_count", u32(r.n_layer));
+    t.key("feed_forward_length", u32(r.n_ff));
+    t.key("attention.head_count", u32(r.n_head));
+    t.key("attention.head_count_kv", u32(1));
+    t.key("attention.key_length", u32(r.kv_lora + r.rot));
+    t.key("attention.value_length", u32(r.kv_lora));
+    t.key("attention.key_length_mla", u32(r.nope + r.rot));
+    t.key("attention.value_length_mla", u32(r.dv));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("attention.q_lora_rank", u32(r.q_lora));
+    t.key("attention.kv_lora_rank", u32(r.kv_lora));
+    t.key("rope.freq_base", Value::f32(10000.0f));
+    t.key("rope.dimension_count", u32(r.rot));
+    t.key("rope.scaling.type", Value::string("yarn"));
+    t.key("rope.scaling.factor", Value::f32(4.0f));
+    t.key("rope.scaling.original_context_length", u32(16));
+    t.key("rope.scaling.yarn_log_multiplier", Value::f32(0.0707f));
+    t.key("leading_dense_block_count", u32(1));
+    t.key("expert_count", u32(r.n_expert));
+    t.key("expert_used_count", u32(r.n_used));
+    t.key("expert_feed_forward_length", u32(r.n_ff_exp));
+    t.key("expert_shared_count", u32(r.n_shared));
+    t.key("expert_weights_scale", Value::f32(r.weights_scale));
+    t.key("expert_weights_norm", Value::boolean(r.norm));
+    t.key("expert_gating_func", u32(r.gating));
+    t.key("expert_group_count", u32(r.n_group));
+    t.key("expert_group_used_count", u32(r.n_group_used));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+
+    const int64_t e = r.e, nh = r.n_head, dqk = r.nope + r.rot;
+    t.matrix("token_embd.weight", e, n_vocab, r.embd, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    if (!r.tied) t.matrix("output.weight", e, n_vocab, r.embd, 2.0f);
+    for (int il = 0; il < r.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (r.q_lora > 0) {
+            t.matrix(p + "attn_q_a.weight", e, r.q_lora, r.attn, 2.0f);
+            t.vector(p + "attn_q_a_norm.weight", r.q_lora, 1.0f, 0.2f);
+            t.matrix(p + "attn_q_b.weight", r.q_lora, nh * dqk, r.attn, 2.0f);
+        } else {
+            t.matrix(p + "attn_q.weight", e, nh * dqk, r.attn, 2.0f);
+        }
+        t.matrix(p + "attn_kv_a_mqa.weight", e, r.kv_lora + r.rot, r.attn, 2.0f);
+        t.vector(p + "attn_kv_a_norm.weight", r.kv_lora, 1.0f, 0.2f);
+        t.experts(p + "attn_k_b.weight", r.nope, r.kv_lora, nh, r.attn, 2.0f);
+        t.experts(p + "attn_v_b.weight", r.kv_lora, r.dv, nh, r.attn);
+        t.matrix(p + "attn_output.weight", nh * r.dv, e, r.attn);
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        if (il == 0) {  // the leading dense block
+            t.matrix(p + "ffn_gate.weight", e, r.n_ff, r.ffn);
+            t.matrix(p + "ffn_up.weight", e, r.n_ff, r.ffn);
+            t.matrix(p + "ffn_down.weight", r.n_ff, e, r.ffn);
+            continue;
+        }
+        t.router(p + "ffn_gate_inp.weight", e, r.n_expert, r.tie, 4.0f);
+        if (r.probs_bias) {  // the tied pair keeps equal biases
+            std::vector<float> pb(static_cast<size_t>(r.n_expert));
+            t.fill(pb, 0.0f, 0.3f);
+            pb[static_cast<size_t>(r.tie + 1)] = pb[static_cast<size_t>(r.tie)];
+            t.raw(p + "exp_probs_b.bias", {static_cast<u64>(r.n_expert)}, pb);
+        }
+        t.experts(p + "ffn_gate_exps.weight", e, r.n_ff_exp, r.n_expert, r.ffn);
+        t.experts(p + "ffn_up_exps.weight", e, r.n_ff_exp, r.n_expert, r.ffn);
+        t.experts(p + "ffn_down_exps.weight", r.n_ff_exp, e, r.n_expert, r.ffn);
+        const int64_t sff = static_cast<int64_t>(r.n_ff_exp) * r.n_shared;
+        t.matrix(p + "ffn_gate_shexp.weight", e, sff, r.shexp);
+        t.matrix(p + "ffn_up_shexp.weight", e, sff, r.shexp);
+        t.matrix(p + "ffn_down_shexp.weight", sff, e, r.shexp);
+    }
+    t.writer().write(path);
+}
+
 }  // namespace
 
 std::vector<TinyModelInfo> tiny_model_families() {
     std::vector<TinyModelInfo> out;
     for (const auto& r : recipes()) out.push_back({r.family, r.arch(), r.description});
     for (const auto& r : ssm_recipes()) out.push_back({r.family, r.family, r.description});
+    for (const auto& r : deepseek2_recipes()) out.push_back({r.family, "deepseek2", r.description});
     out.push_back({"lfm2", "lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
     out.push_back({"qwen35", "qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention "
                                        "layer (GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"});
@@ -725,6 +882,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     };
     if (const SsmRecipe* sr = ssm_recipe(family)) return write_ssm_model(*sr, seed_of(family), tokenizer_source, path);
     if (family == "lfm2") return write_lfm2_model(seed_of(family), tokenizer_source, path);
+    if (const Deepseek2Recipe* dr = deepseek2_recipe(family)) return write_deepseek2_model(*dr, seed_of(family), tokenizer_source, path);
     if (family == "qwen35") return write_qwen35_model(seed_of(family), tokenizer_source, path);
     if (family == "nemotron_h") return write_nemotron_h_model(seed_of(family), tokenizer_source, path);
     const FamilyRecipe& r = recipe(family);
@@ -781,7 +939,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     const int64_t e = s.n_embd, dq = static_cast<int64_t>(s.n_head) * s.head_dim, dkv = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
     t.matrix("token_embd.weight", e, n_vocab, r.embd_type, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
-    if (r.layer_norm) t.vector("output_norm.bias", e, 0.0f, 0.2f);
+    if (r.layer_norm || r.norm_bias) t.vector("output_norm.bias", e, 0.0f, 0.2f);
     if (!r.tied_output) t.matrix("output.weight", e, n_vocab, r.output_type, 2.0f);
     if (r.output_bias) t.vector("output.bias", n_vocab, 0.0f, 0.5f);
     const int rope_dims = r.rope_dims > 0 ? r.rope_dims : s.head_dim;
@@ -794,7 +952,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     for (int il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         if (r.pre_norms) t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
-        if (r.layer_norm) t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
+        if (r.layer_norm || r.norm_bias) t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
         if (r.fused_qkv) {
             matrix(p + "attn_qkv", e, dq + 2 * dkv, r.attn_type, 2.0f);
             if (r.fused_bias) t.vector(p + "attn_qkv.bias", dq + 2 * dkv, 0.0f, 0.5f);
@@ -820,7 +978,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
             t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);  // gpt-oss's pre-FFN norm
         else if (r.pre_norms)
             t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
-        if (r.layer_norm) t.vector(p + "ffn_norm.bias", e, 0.0f, 0.2f);
+        if (r.layer_norm || r.norm_bias) t.vector(p + "ffn_norm.bias", e, 0.0f, 0.2f);
         if (moe.n_expert > 0) {
             // Router gain 4: logits spread over a few units, so the selection
             // is not a toss-up between near-equal experts (except the tie).

@@ -8,6 +8,8 @@ enum class SsmKind;
 
 // The `ssm.*` keys of a Mamba-1 / Mamba-2 recurrence into spec.ssm (mamba.cpp).
 void read_ssm_keys(ArchConfig& c, SsmKind kind);
+// Granite's embedding, attention, residual and logit scales (granite.cpp; granitemoe too).
+void read_granite_scales(ArchConfig& c);
 
 void configure_llama(ArchConfig& c);
 void configure_qwen2(ArchConfig& c);
@@ -38,6 +40,9 @@ void configure_jina_bert_v2(ArchConfig& c);
 void configure_modern_bert(ArchConfig& c);  // a pre-norm encoder (no configure_encoder)
 // mixture-of-experts families (model/moe.h)
 void configure_gpt_oss(ArchConfig& c);
+void configure_granitemoe(ArchConfig& c);
+void configure_phimoe(ArchConfig& c);
+void configure_deepseek2(ArchConfig& c);  // latent attention (model/mla.cpp)
 void configure_olmoe(ArchConfig& c);
 void configure_qwen2moe(ArchConfig& c);
 void configure_qwen3moe(ArchConfig& c);

@@ -12,19 +12,24 @@
 
 namespace kiln {
 
-void configure_granite(ArchConfig& c) {
+void read_granite_scales(ArchConfig& c) {
     ModelSpec& s = c.spec;
-    TensorRules& t = s.tensors;
-    t.attn_out_bias = TensorUse::Optional;
-    t.ffn_bias = TensorUse::Optional;
-    (s.rope.scaling == "longrope" ? t.rope_long_short : t.rope_freqs) = TensorUse::Optional;
     const gguf::Metadata& md = c.metadata;
     s.logit_scale = static_cast<float>(md.get_float(c.key("logit_scale")));
     if (!(s.logit_scale != 0.0f)) throw Error("GGUF metadata '" + c.key("logit_scale") + "' must not be 0");
     s.residual_scale = static_cast<float>(md.find_float(c.key("residual_scale")).value_or(0.0));
     if (auto v = md.find_float(c.key("embedding_scale")); v && *v != 0.0) s.embedding_scale = static_cast<float>(*v);
     s.attention_scale = static_cast<float>(md.find_float(c.key("attention.scale")).value_or(0.0));
-    if (!md.find_bool(c.key("rope.scaling.finetuned")).value_or(true))
+}
+
+void configure_granite(ArchConfig& c) {
+    ModelSpec& s = c.spec;
+    TensorRules& t = s.tensors;
+    t.attn_out_bias = TensorUse::Optional;
+    t.ffn_bias = TensorUse::Optional;
+    (s.rope.scaling == "longrope" ? t.rope_long_short : t.rope_freqs) = TensorUse::Optional;
+    read_granite_scales(c);
+    if (!c.metadata.find_bool(c.key("rope.scaling.finetuned")).value_or(true))
         for (LayerSpec& l : s.layers) l.use_rope = false;
 }
 
