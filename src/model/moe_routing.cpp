@@ -10,16 +10,6 @@ namespace kiln {
 
 namespace {
 
-int read_count(ArchConfig& c, const char* name, bool required) {
-    const std::string key = c.key(name);
-    const auto v = c.metadata.find_uint(key);
-    if (!v) {
-        if (required) throw Error("GGUF metadata key '" + key + "' not found");
-        return 0;
-    }
-    if (*v > (1u << 20)) throw Error("GGUF metadata '" + key + "': value " + std::to_string(*v) + " is out of range");
-    return static_cast<int>(*v);
-}
 
 // Indices 0..n-1 ordered by value, largest first. std::sort with the comparator
 // of ggml's CPU argsort (GGML_SORT_ORDER_DESC) over the same initial order, so
@@ -35,8 +25,8 @@ void argsort_desc(const float* v, int n, std::vector<int32_t>& order) {
 
 void read_moe_hparams(ArchConfig& c, const MoeDefaults& d) {
     MoeSpec& m = c.spec.moe;
-    m.n_expert = read_count(c, "expert_count", true);
-    m.n_expert_used = read_count(c, "expert_used_count", true);
+    m.n_expert = c.count("expert_count", true);
+    m.n_expert_used = c.count("expert_used_count", true);
     if (m.n_expert <= 0 || m.n_expert_used <= 0 || m.n_expert_used > m.n_expert)
         throw Error("GGUF metadata '" + c.key("expert_used_count") + "': " + std::to_string(m.n_expert_used) + " of " +
                     std::to_string(m.n_expert) + " experts (" + c.key("expert_count") + ") cannot be selected");
@@ -45,8 +35,8 @@ void read_moe_hparams(ArchConfig& c, const MoeDefaults& d) {
     const auto gating = c.metadata.find_uint(c.key("expert_gating_func"));
     const auto norm = c.metadata.find_bool(c.key("expert_weights_norm"));
     const double scale = c.metadata.find_float(c.key("expert_weights_scale")).value_or(0.0);
-    const int n_group = read_count(c, "expert_group_count", false);
-    const int n_group_used = read_count(c, "expert_group_used_count", false);
+    const int n_group = c.count("expert_group_count", false);
+    const int n_group_used = c.count("expert_group_used_count", false);
     if (!d.from_keys) {
         auto refuse = [&](const char* name, const std::string& what) {
             throw Error("GGUF metadata '" + c.key(name) + "': " + what + " is not supported for architecture '" + c.spec.arch +
@@ -77,7 +67,7 @@ void read_moe_hparams(ArchConfig& c, const MoeDefaults& d) {
                         std::to_string(m.n_group_used) + " of " + std::to_string(m.n_group) + " groups of " +
                         std::to_string(m.n_expert) + " experts cannot hold " + std::to_string(m.n_expert_used) + " selected ones");
     }
-    m.n_leading_dense = read_count(c, "leading_dense_block_count", false);
+    m.n_leading_dense = c.count("leading_dense_block_count", false);
     if (m.n_leading_dense > c.spec.n_layer)
         throw Error("GGUF metadata '" + c.key("leading_dense_block_count") + "': " + std::to_string(m.n_leading_dense) +
                     " exceeds the " + std::to_string(c.spec.n_layer) + " layers");

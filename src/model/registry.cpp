@@ -253,4 +253,15 @@ std::vector<ArchitectureInfo> known_architectures() {
     return out;
 }
 
+int ArchConfig::count(std::string_view name, bool required) const {
+    const std::string k = key(name);
+    const auto v = metadata.find_uint(k);
+    if (!v) {
+        if (required) throw Error("GGUF metadata key '" + k + "' not found");
+        return 0;
+    }
+    if (*v > (1u << 20)) throw Error("GGUF metadata '" + k + "': value " + std::to_string(*v) + " is out of range");
+    return static_cast<int>(*v);
+}
+
 }  // namespace kiln

@@ -24,6 +24,9 @@ struct ArchConfig {
     ModelSpec& spec;
 
     std::string key(std::string_view name) const { return prefix + std::string(name); }
+    // An unsigned size or count key (at most 2^20): 0 when absent and not
+    // required; errors name the key.
+    int count(std::string_view name, bool required) const;
 };
 
 struct ArchRow {

@@ -30,16 +30,6 @@ namespace kiln {
 
 namespace {
 
-int read_size(ArchConfig& c, const char* name, bool required) {
-    const std::string key = c.key(name);
-    const auto v = c.metadata.find_uint(key);
-    if (!v) {
-        if (required) throw Error("GGUF metadata key '" + key + "' not found");
-        return 0;
-    }
-    if (*v > (1u << 20)) throw Error("GGUF metadata '" + key + "': value " + std::to_string(*v) + " is out of range");
-    return static_cast<int>(*v);
-}
 
 float get_mscale(float scale, float mscale) { return scale <= 1.0f ? 1.0f : 0.1f * mscale * std::log(scale) + 1.0f; }
 
@@ -50,17 +40,17 @@ void configure_deepseek2(ArchConfig& c) {
     const gguf::Metadata& md = c.metadata;
     MlaSpec& m = s.mla;
 
-    if (read_size(c, "nextn_predict_layers", false) > 0)
+    if (c.count("nextn_predict_layers", false) > 0)
         throw Error("GGUF metadata '" + c.key("nextn_predict_layers") +
                         "': multi-token-prediction layers are not supported yet (kiln runs the trunk of files without them)",
                     ErrorKind::Unsupported);
     if (md.find_float(c.key("attention.temperature_scale")).value_or(0.0) != 0.0)
         throw Error("GGUF metadata '" + c.key("attention.temperature_scale") + "': attention temperature tuning is not supported yet",
                     ErrorKind::Unsupported);
-    m.kv_lora_rank = read_size(c, "attention.kv_lora_rank", true);
-    m.q_lora_rank = read_size(c, "attention.q_lora_rank", false);
-    m.head_dim_qk = read_size(c, "attention.key_length_mla", false);
-    m.head_dim_v = read_size(c, "attention.value_length_mla", false);
+    m.kv_lora_rank = c.count("attention.kv_lora_rank", true);
+    m.q_lora_rank = c.count("attention.q_lora_rank", false);
+    m.head_dim_qk = c.count("attention.key_length_mla", false);
+    m.head_dim_v = c.count("attention.value_length_mla", false);
     if (m.head_dim_qk == 0 || m.head_dim_v == 0)
         throw Error("GGUF metadata key '" + c.key("attention.key_length_mla") + "' / '" + c.key("attention.value_length_mla") +
                         "' not found: a deepseek2 file converted before attn_kv_b was split into attn_k_b / attn_v_b "
@@ -103,7 +93,7 @@ void configure_deepseek2(ArchConfig& c) {
     TensorRules& t = s.tensors;
     t.experts = TensorUse::Optional;
     t.expert_probs_bias = TensorUse::Optional;
-    const int n_shared = read_size(c, "expert_shared_count", true);
+    const int n_shared = c.count("expert_shared_count", true);
     t.shared_expert = n_shared > 0 ? TensorUse::Required : TensorUse::No;
     read_moe_hparams(c, {.gating = ExpertGating::Softmax, .norm_weights = false, .from_keys = true});
 }
