@@ -33,6 +33,7 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     if (z.ones) ones_.assign(z.ones, 1.0f);
     qkv_.resize(z.qkv);
     gate_up_.resize(z.gate_up);
+    par_.resize(z.par);
     // LongRoPE: the long factors when a sequence's context exceeds the original
     // one, as llama.cpp chooses them (by the context size, not the position).
     rope_factors_ = weights.rope_freqs;
@@ -57,8 +58,10 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
     z.v = b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_v);
     z.att = b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_v);
     z.ff = b * static_cast<size_t>(spec.max_n_ff());
-    for (const LayerSpec& l : spec.layers)
+    for (const LayerSpec& l : spec.layers) {
         if (l.ffn == FfnKind::Plain) z.ones = static_cast<size_t>(spec.max_n_ff());
+        if (l.parallel) z.par = z.x;
+    }
     // Fused products before their split: Q/K/V where a layer has attn_qkv, gate / up (phi3).
     if (spec.fused_qkv) z.qkv = z.q + z.k + z.v;
     if (spec.tensors.ffn_gate_up_fused) z.gate_up = 2 * z.ff;
@@ -68,8 +71,8 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
 uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache) {
     const BufferSizes z = buffer_sizes(spec, n_batch_max);
     const uint64_t b = static_cast<uint64_t>(n_batch_max);
-    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up.
-    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up;
+    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up, par.
+    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up + z.par;
     // Grown on the first full batch: the rows whose output is wanted (at most a
     // batch), the RoPE cos / sin of both bases.
     floats += z.x + 2 * b * static_cast<uint64_t>(std::max(spec.rope.n_dims, 0));
@@ -234,16 +237,26 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     dump("Vcur", il, v_.data(), nv, n);
 
     if (lw.q_norm) {
+        // The model's norm kind (LayerNorm without bias in stablelm and command-r),
+        // over the whole projection or per head, with one weight row per head
+        // (qk_norm_heads) or one shared by the heads.
         const auto rms_norm = kernels().rms_norm;
+        auto qk_norm = [&](float* x, const float* w, int64_t width) {
+            if (spec_.norm == NormKind::Rms)
+                rms_norm(x, w, x, width, spec_.norm_eps);
+            else
+                ops::layer_norm(x, w, nullptr, x, width, spec_.norm_eps);
+        };
+        const int64_t w_step = spec_.tensors.qk_norm_heads ? dk : 0;
         pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
             for (int64_t r = r0; r < r1; ++r) {
                 if (spec_.tensors.qk_norm_full) {
-                    rms_norm(q_.data() + r * nq, lw.q_norm, q_.data() + r * nq, nq, spec_.norm_eps);
-                    rms_norm(k_.data() + r * nk, lw.k_norm, k_.data() + r * nk, nk, spec_.norm_eps);
+                    qk_norm(q_.data() + r * nq, lw.q_norm, nq);
+                    qk_norm(k_.data() + r * nk, lw.k_norm, nk);
                     continue;
                 }
-                for (int h = 0; h < l.n_head; ++h) rms_norm(q_.data() + r * nq + h * dk, lw.q_norm, q_.data() + r * nq + h * dk, dk, spec_.norm_eps);
-                for (int h = 0; h < l.n_head_kv; ++h) rms_norm(k_.data() + r * nk + h * dk, lw.k_norm, k_.data() + r * nk + h * dk, dk, spec_.norm_eps);
+                for (int h = 0; h < l.n_head; ++h) qk_norm(q_.data() + r * nq + h * dk, lw.q_norm + h * w_step, dk);
+                for (int h = 0; h < l.n_head_kv; ++h) qk_norm(k_.data() + r * nk + h * dk, lw.k_norm + h * w_step, dk);
             }
         });
         dump("Qcur_normed", il, q_.data(), nq, n);
@@ -347,6 +360,11 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         dump("attn_post_norm", il, o_.data(), e, n);
     }
     if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
+    if (l.parallel) {
+        // The FFN reads the layer's input too; the attention output waits for it.
+        std::swap(o_, par_);
+        return;
+    }
     add_rows(x_.data(), o_.data(), n * e, pool_);
     if (lw.attn_out_norm) norm_rows(spec_, x_.data(), lw.attn_out_norm, lw.attn_out_norm_b, x_.data(), n, e, pool_);
     dump("ffn_inp", il, x_.data(), e, n);
@@ -361,6 +379,8 @@ void Forward::ffn_layer(int il, int n) {
         norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
         dump("ffn_norm", il, h_.data(), e, n);
         in = h_.data();
+    } else if (l.parallel) {
+        in = h_.data();  // the attention norm's output, still there
     }
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
     if (l.ffn == FfnKind::Experts) {
@@ -417,6 +437,7 @@ void Forward::ffn_layer(int il, int n) {
         dump("ffn_post_norm", il, o_.data(), e, n);
     }
     if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
+    if (l.parallel) add_rows(o_.data(), par_.data(), n * e, pool_);  // ffn + attn, then the residual
     add_rows(x_.data(), o_.data(), n * e, pool_);
     if (lw.layer_out_norm) norm_rows(spec_, x_.data(), lw.layer_out_norm, lw.layer_out_norm_b, x_.data(), n, e, pool_);
     dump("l_out", il, x_.data(), e, n);
@@ -510,7 +531,7 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     if (!logits || w_.output.empty()) return;
     matmul(w_.output, h_.data(), n_out, logits, pool_, mm_);
     add_bias(logits, w_.output_b, n_out, spec_.n_vocab);
-    if (spec_.logit_scale != 1.0f) ops::scale(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, 1.0f / spec_.logit_scale);
+    if (spec_.logit_multiplier != 1.0f) ops::scale(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.logit_multiplier);
     if (spec_.final_softcap > 0.0f) ops::softcap(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.final_softcap);
     dump("result_output", -1, logits, spec_.n_vocab, n_out);
 }

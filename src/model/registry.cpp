@@ -43,7 +43,7 @@ constexpr ArchRow k_rows[] = {
     {"qwen3moe", RopeKind::Neox, MemoryKind::Kv, configure_qwen3moe, "experts"},
     {"qwen35", RopeKind::Neox, MemoryKind::Hybrid, configure_qwen35, "gated"},
     {"qwen3next", RopeKind::Neox, MemoryKind::Hybrid, nullptr, "experts"},
-    {"phi2", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
+    {"phi2", RopeKind::Neox, MemoryKind::Kv, configure_phi2, "plain (parallel block)"},
     {"phi3", RopeKind::Neox, MemoryKind::Kv, configure_phi3, "gated (fused gate-up)"},
     {"phimoe", RopeKind::Neox, MemoryKind::Kv, nullptr, "experts"},
     {"gemma", RopeKind::Neox, MemoryKind::Kv, configure_gemma, "gated"},

@@ -107,6 +107,14 @@ struct TensorRules {
     TensorUse qk_norm = TensorUse::No;       // attn_q_norm / attn_k_norm
     bool qk_norm_full = false;               // ... over the whole projection [n_head * head_dim] rather than per head (olmo2)
     bool pre_norms = true;                   // attn_norm / ffn_norm before each block (olmo2 has post-norms only)
+    // ffn_norm with pre-norms: a layer without it (phi2, command-r: never;
+    // stablelm: by presence) is a parallel block whose FFN reads the attention
+    // norm's output (LayerSpec::parallel).
+    TensorUse ffn_norm = TensorUse::Required;
+    TensorUse norm_bias = TensorUse::Optional;  // LayerNorm biases (attn_norm / ffn_norm / output_norm .bias)
+    // Q/K norm weights per head, [head_dim, n_head] (stablelm, command-r), rather
+    // than one [head_dim] vector shared by the heads; the norm is still per head.
+    bool qk_norm_heads = false;
     TensorUse post_norms = TensorUse::No;    // post_attention_norm / post_ffw_norm
     TensorUse attn_sinks = TensorUse::No;    // attn_sinks: one learned logit per head (gpt-oss)
     // Expert layers (a router ffn_gate_inp with merged ffn_*_exps; each layer by
@@ -129,6 +137,10 @@ struct LayerSpec {
     int n_ff_shexp = 0;    // an expert layer's shared expert width (0: none)
     bool sliding = false;  // sliding-window attention layer
     bool use_rope = true;
+    // A parallel block: the FFN reads the layer's input (normed by ffn_norm, or
+    // where the layer has none, the attention norm's output) instead of the
+    // attention's residual sum, and x += attn + ffn (phi2, gptneox, command-r).
+    bool parallel = false;
 };
 
 struct ModelSpec {
@@ -152,7 +164,7 @@ struct ModelSpec {
 
     float embedding_scale = 1.0f;   // gemma: sqrt(n_embd); granite: from the file
     float residual_scale = 0.0f;    // 0: none; else each block's output is scaled before the residual add (granite)
-    float logit_scale = 1.0f;       // logits are multiplied by 1 / logit_scale (granite)
+    float logit_multiplier = 1.0f;  // logits *= this (granite: 1 / logit_scale; command-r: logit_scale)
     float attention_scale = 0.0f;   // 0: 1/sqrt(head_dim_k)
     float attn_softcap = 0.0f;      // 0: none
     float final_softcap = 0.0f;

@@ -313,7 +313,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
     if (s.post_norm) bind_encoder_inputs(b, s, w);  // no final norm
     else w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
-    if (s.norm == NormKind::Layer && !s.post_norm) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);
+    if (s.norm == NormKind::Layer && !s.post_norm && allowed(tr.norm_bias))
+        w.output_norm_b = b.vector("output_norm.bias", s.n_embd, required(tr.norm_bias));
     if (s.output_head && allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));
     if (w.output.empty() && s.output_head) w.output = w.tok_embd;  // tied output head
     if (s.output_head && allowed(tr.output_bias)) w.output_b = b.vector("output.bias", s.n_vocab, required(tr.output_bias));
@@ -359,7 +360,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         }
         if (l.mixer == MixerKind::Attention) {
             if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
-            if (s.norm == NormKind::Layer) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, false);
+            if (s.norm == NormKind::Layer && allowed(tr.norm_bias))
+                lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, required(tr.norm_bias));
             // With an output gate the Q projection holds the gate's half per head too (qwen35).
             const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
             const int64_t nq_proj = (s.attn_output_gate ? 2 : 1) * nq;
@@ -394,7 +396,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
             scales(p + "attn_output", lw.wo, lw.wo_s);
             if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
-            if (allowed(tr.qk_norm)) {
+            if (allowed(tr.qk_norm) && tr.qk_norm_heads) {  // one weight row per head
+                lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, l.n_head, required(tr.qk_norm));
+                lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, l.n_head_kv, required(tr.qk_norm) || lw.q_norm);
+            } else if (allowed(tr.qk_norm)) {
                 lw.q_norm = b.vector(p + "attn_q_norm.weight", tr.qk_norm_full ? nq : dk, required(tr.qk_norm));
                 lw.k_norm = b.vector(p + "attn_k_norm.weight", tr.qk_norm_full ? nk : dk, required(tr.qk_norm) || lw.q_norm);
             }
@@ -409,9 +414,12 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             }
         }
         // The FFN's input norm: ffn_norm, or under the family's name for it; none
-        // without pre-norms (olmo2).
-        if (tr.pre_norms) lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, true);
-        if (s.norm == NormKind::Layer) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, false);
+        // without pre-norms (olmo2). An attention layer without one where the
+        // family allows that is a parallel block (its FFN reads the attention's norm).
+        if (tr.pre_norms && allowed(tr.ffn_norm)) lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, required(tr.ffn_norm));
+        if (tr.pre_norms && !lw.ffn_norm && l.mixer == MixerKind::Attention) l.parallel = true;
+        if (s.norm == NormKind::Layer && lw.ffn_norm && allowed(tr.norm_bias))
+            lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, required(tr.norm_bias));
         if (file.find_tensor(p + "ffn_gate_inp.weight")) {
             if (!allowed(tr.experts))
                 throw Error("tensor '" + p + "ffn_gate_inp.weight': a mixture-of-experts layer, which architecture '" + s.arch +

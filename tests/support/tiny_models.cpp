@@ -176,6 +176,9 @@ struct FamilyRecipe {
     bool plain_ffn = false;        // no ffn_gate: down(act(up(x)))
     bool pre_norms = true;         // attn_norm / ffn_norm (olmo2 has none)
     bool qk_norm_full = false;     // Q/K norms over the whole projection (olmo2)
+    bool ffn_norm = true;          // ffn_norm with pre-norms (none: a parallel block, phi2 / command-r / stablelm 12B)
+    bool norm_bias = true;         // with layer_norm: the norms' biases (command-r has none)
+    bool qk_norm_heads = false;    // Q/K norm weights [head_dim, n_head]: one row per head (stablelm, command-r)
     float softcap_attn = 0, softcap_final = 0;
     // RoPE scaling keys ("" writes none): type, factor, original context, attn_factor.
     std::string rope_scaling = "";
@@ -318,6 +321,13 @@ std::vector<FamilyRecipe> base_recipes() {
                         "(quantized, the 64 blocks without pre-norms grow the rounding past the bound)",
          .shape = {64, 64, 4, 2, 128, 16, 8}, .attn_type = T::F32, .ffn_type = T::F32, .embd_type = T::Q8_0,
          .qk_norm = true, .post_norms = true, .pre_norms = false, .quant_variants = false},
+        {.family = "phi2",
+         .description = "parallel block (one biased LayerNorm feeds attention and FFN), plain GELU FFN with biases, fused "
+                        "attn_qkv + bias, attention-output bias, partial rotary (8 of 16), separate output head with bias; "
+                        "Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true, .output_bias = true, .rope_dims = 8,
+         .layer_norm = true, .plain_ffn = true, .ffn_norm = false},
     };
 }
 
@@ -781,7 +791,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     const int64_t e = s.n_embd, dq = static_cast<int64_t>(s.n_head) * s.head_dim, dkv = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
     t.matrix("token_embd.weight", e, n_vocab, r.embd_type, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
-    if (r.layer_norm) t.vector("output_norm.bias", e, 0.0f, 0.2f);
+    if (r.layer_norm && r.norm_bias) t.vector("output_norm.bias", e, 0.0f, 0.2f);
     if (!r.tied_output) t.matrix("output.weight", e, n_vocab, r.output_type, 2.0f);
     if (r.output_bias) t.vector("output.bias", n_vocab, 0.0f, 0.5f);
     const int rope_dims = r.rope_dims > 0 ? r.rope_dims : s.head_dim;
@@ -794,7 +804,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     for (int il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         if (r.pre_norms) t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
-        if (r.layer_norm) t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
+        if (r.layer_norm && r.norm_bias) t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
         if (r.fused_qkv) {
             matrix(p + "attn_qkv", e, dq + 2 * dkv, r.attn_type, 2.0f);
             if (r.fused_bias) t.vector(p + "attn_qkv.bias", dq + 2 * dkv, 0.0f, 0.5f);
@@ -808,7 +818,11 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
             t.vector(p + "attn_k.bias", dkv, 0.0f, 0.5f);
             t.vector(p + "attn_v.bias", dkv, 0.0f, 0.5f);
         }
-        if (r.qk_norm) {
+        if (r.qk_norm && r.qk_norm_heads) {
+            const auto hd = static_cast<uint64_t>(s.head_dim);
+            t.tensor(p + "attn_q_norm.weight", {hd, static_cast<uint64_t>(s.n_head)}, [](float u) { return 1.0f + 0.2f * u; });
+            t.tensor(p + "attn_k_norm.weight", {hd, static_cast<uint64_t>(s.n_head_kv)}, [](float u) { return 1.0f + 0.2f * u; });
+        } else if (r.qk_norm) {
             t.vector(p + "attn_q_norm.weight", r.qk_norm_full ? dq : s.head_dim, 1.0f, 0.2f);
             t.vector(p + "attn_k_norm.weight", r.qk_norm_full ? dkv : s.head_dim, 1.0f, 0.2f);
         }
@@ -818,9 +832,9 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
         if (r.post_norms) t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
         if (r.gpt_oss)
             t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);  // gpt-oss's pre-FFN norm
-        else if (r.pre_norms)
+        else if (r.pre_norms && r.ffn_norm)
             t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
-        if (r.layer_norm) t.vector(p + "ffn_norm.bias", e, 0.0f, 0.2f);
+        if (r.layer_norm && r.norm_bias && r.ffn_norm) t.vector(p + "ffn_norm.bias", e, 0.0f, 0.2f);
         if (moe.n_expert > 0) {
             // Router gain 4: logits spread over a few units, so the selection
             // is not a toss-up between near-equal experts (except the tie).
