@@ -52,7 +52,7 @@ constexpr ArchRow k_rows[] = {
     {"gemma3n", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
     {"gemma4", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
     {"falcon", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
-    {"stablelm", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
+    {"stablelm", RopeKind::Neox, MemoryKind::Kv, configure_stablelm, "gated (parallel block without ffn_norm)"},
     {"starcoder2", RopeKind::Neox, MemoryKind::Kv, configure_starcoder2, "plain"},
     {"olmo2", RopeKind::Neox, MemoryKind::Kv, configure_olmo2, "gated"},
     {"olmoe", RopeKind::Neox, MemoryKind::Kv, configure_olmoe, "experts"},

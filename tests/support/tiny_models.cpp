@@ -328,6 +328,17 @@ std::vector<FamilyRecipe> base_recipes() {
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
          .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true, .output_bias = true, .rope_dims = 8,
          .layer_norm = true, .plain_ffn = true, .ffn_norm = false},
+        {.family = "stablelm",
+         .description = "sequential block (ffn_norm present), LayerNorm with biases, per-head Q/K LayerNorms with one weight "
+                        "row per head, Q/K/V biases, partial rotary (8 of 16), separate output head; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .qk_norm = true, .rope_dims = 8, .layer_norm = true, .qk_norm_heads = true},
+        {.family = "stablelm@parallel",
+         .description = "stablelm without ffn_norm (StableLM 2 12B): a parallel block, the FFN reading the attention norm's "
+                        "output; per-head Q/K norms; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .qk_norm = true, .rope_dims = 8, .layer_norm = true, .ffn_norm = false, .qk_norm_heads = true,
+         .quant_variants = false},
     };
 }
 
