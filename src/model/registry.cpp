@@ -56,7 +56,7 @@ constexpr ArchRow k_rows[] = {
     {"starcoder2", RopeKind::Neox, MemoryKind::Kv, configure_starcoder2, "plain"},
     {"olmo2", RopeKind::Neox, MemoryKind::Kv, configure_olmo2, "gated"},
     {"olmoe", RopeKind::Neox, MemoryKind::Kv, configure_olmoe, "experts"},
-    {"gptneox", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
+    {"gptneox", RopeKind::Neox, MemoryKind::Kv, configure_gptneox, "plain (parallel block or sequential)"},
     {"ernie4_5", RopeKind::Norm, MemoryKind::Kv, configure_ernie4_5, "gated"},
     {"exaone", RopeKind::Neox, MemoryKind::Kv, configure_exaone, "gated"},
     {"exaone4", RopeKind::Neox, MemoryKind::Kv, configure_exaone4, "gated"},

@@ -339,6 +339,18 @@ std::vector<FamilyRecipe> base_recipes() {
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
          .qk_norm = true, .rope_dims = 8, .layer_norm = true, .ffn_norm = false, .qk_norm_heads = true,
          .quant_variants = false},
+        {.family = "gptneox",
+         .description = "use_parallel_residual: x += attn(ln1(x)) + ffn(ln2(x)); LayerNorm with biases, fused attn_qkv + "
+                        "bias, attention-output bias, plain GELU FFN with biases, partial rotary (4 of 16), separate output "
+                        "head; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true, .rope_dims = 4, .layer_norm = true,
+         .plain_ffn = true, .keys = {{"use_parallel_residual", Value::boolean(true)}}},
+        {.family = "gptneox@sequential",
+         .description = "gptneox with use_parallel_residual false: the sequential block; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true, .rope_dims = 4, .layer_norm = true,
+         .plain_ffn = true, .quant_variants = false, .keys = {{"use_parallel_residual", Value::boolean(false)}}},
     };
 }
 
