@@ -351,6 +351,23 @@ std::vector<FamilyRecipe> base_recipes() {
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
          .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true, .rope_dims = 4, .layer_norm = true,
          .plain_ffn = true, .quant_variants = false, .keys = {{"use_parallel_residual", Value::boolean(false)}}},
+        {.family = "command-r",
+         .description = "parallel block under one LayerNorm without bias, SiLU-gated FFN, Q/K/V biases, tied output, "
+                        "logits x logit_scale 0.5; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .layer_norm = true,
+         .ffn_norm = false, .norm_bias = false, .keys = {{"logit_scale", Value::f32(0.5f)}}},
+        {.family = "cohere2",
+         .description = "command-r's block over four layers: three sliding (window 8) with RoPE to one full without (and "
+                        "a rope.freq_base_swa its graph ignores), FFN weight scales, logit_scale 0.25; Q8_0 / Q4_0",
+         .shape = {4, 64, 4, 2, 128, 16, 8}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .ffn_scales = true, .layer_norm = true, .ffn_norm = false, .norm_bias = false,
+         .keys = {{"logit_scale", Value::f32(0.25f)}, {"rope.freq_base_swa", Value::f32(500.0f)}}},
+        {.family = "command-r@plus",
+         .description = "command-r with 64 layers (Command R+): per-head Q/K LayerNorms with one weight row per head, which "
+                        "llama.cpp reads from 64 layers on; F32 layers",
+         .shape = {64, 64, 4, 2, 128, 16, 0}, .attn_type = T::F32, .ffn_type = T::F32, .embd_type = T::Q8_0,
+         .qk_norm = true, .layer_norm = true, .ffn_norm = false, .norm_bias = false, .qk_norm_heads = true,
+         .quant_variants = false, .keys = {{"logit_scale", Value::f32(0.5f)}}},
     };
 }
 

@@ -28,6 +28,8 @@ void configure_exaone4(ArchConfig& c);
 void configure_phi2(ArchConfig& c);
 void configure_stablelm(ArchConfig& c);
 void configure_gptneox(ArchConfig& c);
+void configure_command_r(ArchConfig& c);
+void configure_cohere2(ArchConfig& c);
 void configure_mamba(ArchConfig& c);
 void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
