@@ -179,6 +179,8 @@ struct FamilyRecipe {
     bool ffn_norm = true;          // ffn_norm with pre-norms (none: a parallel block, phi2 / command-r / stablelm 12B)
     bool norm_bias = true;         // with layer_norm: the norms' biases (command-r has none)
     bool qk_norm_heads = false;    // Q/K norm weights [head_dim, n_head]: one row per head (stablelm, command-r)
+    int ff_key_factor = 1;         // feed_forward_length written as this x the FFN width (qwen: 2)
+    std::string ffn_norm_name = "ffn_norm";  // the FFN's input norm (seed_oss: post_attention_norm)
     float softcap_attn = 0, softcap_final = 0;
     // RoPE scaling keys ("" writes none): type, factor, original context, attn_factor.
     std::string rope_scaling = "";
@@ -368,6 +370,26 @@ std::vector<FamilyRecipe> base_recipes() {
          .shape = {64, 64, 4, 2, 128, 16, 0}, .attn_type = T::F32, .ffn_type = T::F32, .embd_type = T::Q8_0,
          .qk_norm = true, .layer_norm = true, .ffn_norm = false, .norm_bias = false, .qk_norm_heads = true,
          .quant_variants = false, .keys = {{"logit_scale", Value::f32(0.5f)}}},
+        {.family = "xverse", .description = "llama's block, Q/K/V biases, separate output head (required); Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false},
+        {.family = "orion",
+         .description = "llama's block with LayerNorms with biases, NEOX RoPE, Q/K/V biases, separate output head; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .layer_norm = true},
+        {.family = "qwen",
+         .description = "Qwen 1: fused attn_qkv + bias (no GQA), feed_forward_length twice the FFN width, NEOX RoPE, separate "
+                        "output head; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 4, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .tied_output = false, .fused_qkv = true, .fused_bias = true, .ff_key_factor = 2},
+        {.family = "seed_oss",
+         .description = "head size 32 x 4 heads over width 64, Q/K/V biases, the FFN norm named post_attention_norm, NEOX "
+                        "RoPE, tied output; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 2, 128, 32, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .ffn_norm_name = "post_attention_norm"},
+        {.family = "arcee",
+         .description = "llama's attention with a plain ReLU² FFN (no gate), Q/K/V biases, rope_freqs, tied output; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .rope_freqs = true,
+         .plain_ffn = true},
     };
 }
 
@@ -459,7 +481,9 @@ const std::vector<FamilyRecipe>& recipes() {
                 v.shape.n_ff = 256;
                 v.shape.head_dim = 64;
                 v.shape.n_head = 4;
-                v.shape.n_head_kv = out[i].shape.n_head_kv == 1 ? 1 : 2;
+                // MQA stays MQA, no GQA stays without (qwen's fused Q/K/V is [n_embd, 3 n_embd]).
+                const Shape& b = out[i].shape;
+                v.shape.n_head_kv = b.n_head_kv == 1 ? 1 : b.n_head_kv == b.n_head ? 4 : 2;
                 v.attn_type = v.ffn_type = t;
                 v.embd_type = v.output_type = GgmlType::Q8_0;
                 v.quant_variants = false;
@@ -791,7 +815,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     t.key("context_length", Value::u32(512));
     t.key("embedding_length", Value::u32(static_cast<uint32_t>(s.n_embd)));
     t.key("block_count", Value::u32(static_cast<uint32_t>(s.n_layer)));
-    t.key("feed_forward_length", Value::u32(static_cast<uint32_t>(s.n_ff)));
+    t.key("feed_forward_length", Value::u32(static_cast<uint32_t>(s.n_ff * r.ff_key_factor)));
     t.key("attention.head_count", Value::u32(static_cast<uint32_t>(s.n_head)));
     t.key("attention.head_count_kv", Value::u32(static_cast<uint32_t>(s.n_head_kv)));
     t.key(r.layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
@@ -873,7 +897,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
         if (r.gpt_oss)
             t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);  // gpt-oss's pre-FFN norm
         else if (r.pre_norms && r.ffn_norm)
-            t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+            t.vector(p + r.ffn_norm_name + ".weight", e, 1.0f, 0.2f);
         if (r.layer_norm && r.norm_bias && r.ffn_norm) t.vector(p + "ffn_norm.bias", e, 0.0f, 0.2f);
         if (moe.n_expert > 0) {
             // Router gain 4: logits spread over a few units, so the selection
