@@ -197,6 +197,13 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         dump("attn_norm", il, h_.data(), e, n);
         in = h_.data();
     }
+    if (lw.attn_norm_2) {
+        // The attention's own norm; h_ keeps attn_norm for the FFN. o_ is free
+        // until the output projection, after Q/K/V have been read from it.
+        norm_rows(spec_, x_.data(), lw.attn_norm_2, lw.attn_norm_2_b, o_.data(), n, e, pool_);
+        dump("attn_norm_2", il, o_.data(), e, n);
+        in = o_.data();
+    }
 
     if (!lw.wqkv.empty()) {
         // One product, then each row split into its Q, K and V parts.

@@ -51,7 +51,7 @@ constexpr ArchRow k_rows[] = {
     {"gemma3", RopeKind::Neox, MemoryKind::Kv, configure_gemma3, "gated"},
     {"gemma3n", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
     {"gemma4", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
-    {"falcon", RopeKind::Neox, MemoryKind::Kv, nullptr, "plain"},
+    {"falcon", RopeKind::Neox, MemoryKind::Kv, configure_falcon, "plain (parallel block)"},
     {"stablelm", RopeKind::Neox, MemoryKind::Kv, configure_stablelm, "gated (parallel block without ffn_norm)"},
     {"starcoder2", RopeKind::Neox, MemoryKind::Kv, configure_starcoder2, "plain"},
     {"olmo2", RopeKind::Neox, MemoryKind::Kv, configure_olmo2, "gated"},

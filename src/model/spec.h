@@ -112,6 +112,9 @@ struct TensorRules {
     // norm's output (LayerSpec::parallel).
     TensorUse ffn_norm = TensorUse::Required;
     TensorUse norm_bias = TensorUse::Optional;  // LayerNorm biases (attn_norm / ffn_norm / output_norm .bias)
+    // attn_norm_2 (+ bias): the attention's own input norm in a parallel block,
+    // attn_norm then feeding only the FFN (Falcon-40B).
+    TensorUse attn_norm_2 = TensorUse::No;
     // Q/K norm weights per head, [head_dim, n_head] (stablelm, command-r), rather
     // than one [head_dim] vector shared by the heads; the norm is still per head.
     bool qk_norm_heads = false;

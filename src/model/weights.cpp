@@ -362,6 +362,11 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
             if (s.norm == NormKind::Layer && allowed(tr.norm_bias))
                 lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, required(tr.norm_bias));
+            if (allowed(tr.attn_norm_2)) {
+                lw.attn_norm_2 = b.vector(p + "attn_norm_2.weight", e, required(tr.attn_norm_2));
+                if (lw.attn_norm_2 && s.norm == NormKind::Layer && allowed(tr.norm_bias))
+                    lw.attn_norm_2_b = b.vector(p + "attn_norm_2.bias", e, required(tr.norm_bias));
+            }
             // With an output gate the Q projection holds the gate's half per head too (qwen35).
             const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
             const int64_t nq_proj = (s.attn_output_gate ? 2 : 1) * nq;

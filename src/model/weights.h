@@ -32,6 +32,8 @@ struct ExpertWeights {
 struct LayerWeights {
     const float* attn_norm = nullptr;
     const float* attn_norm_b = nullptr;
+    const float* attn_norm_2 = nullptr;  // the attention's input norm where the FFN reads attn_norm (TensorRules::attn_norm_2)
+    const float* attn_norm_2_b = nullptr;
     Matrix wq, wk, wv, wo;
     Matrix wqkv;  // fused [n_embd, q + k + v]; wq / wk / wv empty when present
     const float* bqkv = nullptr;

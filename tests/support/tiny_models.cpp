@@ -181,6 +181,7 @@ struct FamilyRecipe {
     bool qk_norm_heads = false;    // Q/K norm weights [head_dim, n_head]: one row per head (stablelm, command-r)
     int ff_key_factor = 1;         // feed_forward_length written as this x the FFN width (qwen: 2)
     std::string ffn_norm_name = "ffn_norm";  // the FFN's input norm (seed_oss: post_attention_norm)
+    bool attn_norm_2 = false;      // the attention's own input norm attn_norm_2 (+ bias with layer_norm): Falcon-40B
     float softcap_attn = 0, softcap_final = 0;
     // RoPE scaling keys ("" writes none): type, factor, original context, attn_factor.
     std::string rope_scaling = "";
@@ -390,6 +391,18 @@ std::vector<FamilyRecipe> base_recipes() {
          .description = "llama's attention with a plain ReLU² FFN (no gate), Q/K/V biases, rope_freqs, tied output; Q8_0 / Q4_0",
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .rope_freqs = true,
          .plain_ffn = true},
+        {.family = "falcon",
+         .description = "Falcon-7B: parallel block under one biased LayerNorm, fused attn_qkv without bias, multi-query "
+                        "(4 heads, 1 KV head), plain GELU FFN, separate output head; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 1, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .tied_output = false, .qkv_bias = false, .fused_qkv = true, .layer_norm = true, .plain_ffn = true,
+         .ffn_norm = false},
+        {.family = "falcon@40b",
+         .description = "Falcon-40B: the attention's own attn_norm_2 (the FFN reads attn_norm), GQA 4/2, tied output; "
+                        "Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .qkv_bias = false,
+         .fused_qkv = true, .layer_norm = true, .plain_ffn = true, .ffn_norm = false, .attn_norm_2 = true,
+         .quant_variants = false},
     };
 }
 
@@ -869,6 +882,10 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
         const std::string p = "blk." + std::to_string(il) + ".";
         if (r.pre_norms) t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
         if (r.layer_norm && r.norm_bias) t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
+        if (r.attn_norm_2) {
+            t.vector(p + "attn_norm_2.weight", e, 1.0f, 0.2f);
+            if (r.layer_norm) t.vector(p + "attn_norm_2.bias", e, 0.0f, 0.2f);
+        }
         if (r.fused_qkv) {
             matrix(p + "attn_qkv", e, dq + 2 * dkv, r.attn_type, 2.0f);
             if (r.fused_bias) t.vector(p + "attn_qkv.bias", dq + 2 * dkv, 0.0f, 0.5f);
