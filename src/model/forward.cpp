@@ -478,13 +478,22 @@ void Forward::encoder_inputs(const BatchRows& b) {
             matrix_row_f32(w_.type_embd, type, tmp);
             ops::add(row, tmp, e);
         }
+    }
+    add_position_rows(b);
+    norm_rows(spec_, x_.data(), w_.tok_embd_norm, w_.tok_embd_norm_b, x_.data(), b.n, e, pool_);
+}
+
+// Learned absolute positions: each row += position_embd's row of its position.
+void Forward::add_position_rows(const BatchRows& b) {
+    const int64_t e = spec_.n_embd;
+    float* tmp = o_.data();  // [n_embd]: one looked-up row at a time
+    for (int r = 0; r < b.n; ++r) {
         if (b.pos[r] < 0 || b.pos[r] >= w_.pos_embd.n_out)
             throw Error("position " + std::to_string(b.pos[r]) + " is outside the model's " + std::to_string(w_.pos_embd.n_out) +
                         " learned positions (position_embd.weight)");
         matrix_row_f32(w_.pos_embd, b.pos[r], tmp);
-        ops::add(row, tmp, e);
+        ops::add(x_.data() + r * e, tmp, e);
     }
-    norm_rows(spec_, x_.data(), w_.tok_embd_norm, w_.tok_embd_norm_b, x_.data(), b.n, e, pool_);
 }
 
 void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
@@ -505,7 +514,10 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
         matrix_row_f32(w_.tok_embd, b.tokens[r], row);
         if (spec_.embedding_scale != 1.0f) ops::scale(row, e, spec_.embedding_scale);
     }
-    if (spec_.post_norm) encoder_inputs(b);
+    if (spec_.post_norm)
+        encoder_inputs(b);
+    else if (!w_.pos_embd.empty())
+        add_position_rows(b);
     prepare_rope(b);
     plan_spans(b);
     dump("inp_embd", -1, x_.data(), e, n);

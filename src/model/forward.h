@@ -82,6 +82,7 @@ private:
     void ffn_layer(int il, int n);
     void prepare_rope(const BatchRows& b);
     void encoder_inputs(const BatchRows& b);
+    void add_position_rows(const BatchRows& b);
     ops::RopeParams rope_params(bool swa_base) const;
     void dump(const char* name, int layer, const float* data, int64_t per_row, int64_t rows) const {
         if (hook_) hook_(name, layer, data, per_row, rows);

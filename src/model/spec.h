@@ -115,6 +115,9 @@ struct TensorRules {
     // attn_norm_2 (+ bias): the attention's own input norm in a parallel block,
     // attn_norm then feeding only the FFN (Falcon-40B).
     TensorUse attn_norm_2 = TensorUse::No;
+    // position_embd [n_embd, context_length]: learned absolute positions added
+    // to the input rows (gpt2, starcoder; encoders bind theirs with the token types).
+    TensorUse pos_embd = TensorUse::No;
     // Q/K norm weights per head, [head_dim, n_head] (stablelm, command-r), rather
     // than one [head_dim] vector shared by the heads; the norm is still per head.
     bool qk_norm_heads = false;

@@ -313,6 +313,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
     if (s.post_norm) bind_encoder_inputs(b, s, w);  // no final norm
     else w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
+    if (!s.post_norm && allowed(tr.pos_embd))
+        w.pos_embd = b.matrix("position_embd.weight", s.n_embd, s.n_ctx_train, required(tr.pos_embd));
     if (s.norm == NormKind::Layer && !s.post_norm && allowed(tr.norm_bias))
         w.output_norm_b = b.vector("output_norm.bias", s.n_embd, required(tr.norm_bias));
     if (s.output_head && allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));

@@ -77,8 +77,8 @@ struct ModelWeights {
     const float* rope_long = nullptr;   // [n_rot / 2] LongRoPE factors past the original context
     const float* rope_short = nullptr;  // [n_rot / 2] ... within it
     std::vector<LayerWeights> layers;
-    // Encoders: learned input rows added to the token's, then a LayerNorm.
-    Matrix pos_embd;                // position_embd [n_embd, n_ctx_train] (row lookups)
+    // Learned input rows added to the token's (encoders: then a LayerNorm).
+    Matrix pos_embd;                // position_embd [n_embd, n_ctx_train] (row lookups; gpt2, starcoder, encoders)
     Matrix type_embd;               // token_types [n_embd, n_token_types] (row lookups)
     const float* tok_embd_norm = nullptr;  // token_embd_norm [n_embd]
     const float* tok_embd_norm_b = nullptr;

@@ -182,6 +182,7 @@ struct FamilyRecipe {
     int ff_key_factor = 1;         // feed_forward_length written as this x the FFN width (qwen: 2)
     std::string ffn_norm_name = "ffn_norm";  // the FFN's input norm (seed_oss: post_attention_norm)
     bool attn_norm_2 = false;      // the attention's own input norm attn_norm_2 (+ bias with layer_norm): Falcon-40B
+    bool learned_positions = false;  // position_embd [n_embd, context_length] (gpt2, starcoder)
     float softcap_attn = 0, softcap_final = 0;
     // RoPE scaling keys ("" writes none): type, factor, original context, attn_factor.
     std::string rope_scaling = "";
@@ -403,6 +404,17 @@ std::vector<FamilyRecipe> base_recipes() {
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .qkv_bias = false,
          .fused_qkv = true, .layer_norm = true, .plain_ffn = true, .ffn_norm = false, .attn_norm_2 = true,
          .quant_variants = false},
+        {.family = "gpt2",
+         .description = "learned positions (position_embd), no RoPE, LayerNorms with biases, fused attn_qkv + bias (4 heads, "
+                        "no GQA), attention-output bias, plain GELU FFN with biases, tied output; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 4, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true, .layer_norm = true,
+         .plain_ffn = true, .learned_positions = true},
+        {.family = "starcoder",
+         .description = "gpt2's graph with multi-query attention (4 heads, 1 KV head), separate output head; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 1, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .tied_output = false, .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true,
+         .layer_norm = true, .plain_ffn = true, .learned_positions = true},
     };
 }
 
@@ -867,6 +879,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     };
     const int64_t e = s.n_embd, dq = static_cast<int64_t>(s.n_head) * s.head_dim, dkv = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
     t.matrix("token_embd.weight", e, n_vocab, r.embd_type, 4.0f);
+    if (r.learned_positions) t.matrix("position_embd.weight", e, 512, r.embd_type, 2.0f);  // 512: context_length
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
     if (r.layer_norm && r.norm_bias) t.vector("output_norm.bias", e, 0.0f, 0.2f);
     if (!r.tied_output) t.matrix("output.weight", e, n_vocab, r.output_type, 2.0f);
