@@ -37,6 +37,8 @@ void configure_seed_oss(ArchConfig& c);
 void configure_arcee(ArchConfig& c);
 void configure_falcon(ArchConfig& c);
 void configure_gpt2(ArchConfig& c);  // gpt2 and starcoder
+void configure_chatglm(ArchConfig& c);
+void configure_glm4(ArchConfig& c);
 void configure_mamba(ArchConfig& c);
 void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
