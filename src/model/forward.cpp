@@ -243,10 +243,11 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     dump("Kcur", il, k_.data(), nk, n);
     dump("Vcur", il, v_.data(), nv, n);
 
-    if (lw.q_norm) {
-        // The model's norm kind (LayerNorm without bias in stablelm and command-r),
-        // over the whole projection or per head, with one weight row per head
-        // (qk_norm_heads) or one shared by the heads.
+    // Q/K norms in the model's norm kind (LayerNorm without bias in stablelm and
+    // command-r), over the whole projection or per head, with one weight row per
+    // head (qk_norm_heads) or one shared by the heads; before RoPE, or after it
+    // (hunyuan-dense, qk_norm_after_rope).
+    auto qk_norms = [&] {
         const auto rms_norm = kernels().rms_norm;
         auto qk_norm = [&](float* x, const float* w, int64_t width) {
             if (spec_.norm == NormKind::Rms)
@@ -268,7 +269,8 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         });
         dump("Qcur_normed", il, q_.data(), nq, n);
         dump("Kcur_normed", il, k_.data(), nk, n);
-    }
+    };
+    if (lw.q_norm && !spec_.tensors.qk_norm_after_rope) qk_norms();
 
     if (l.use_rope) {
         const bool swa_base = l.sliding && spec_.rope.freq_base_swa > 0.0f;
@@ -286,6 +288,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         dump("Qcur_rope", il, q_.data(), nq, n);
         dump("Kcur_rope", il, k_.data(), nk, n);
     }
+    if (lw.q_norm && spec_.tensors.qk_norm_after_rope) qk_norms();
 
     pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
         for (int64_t r = r0; r < r1; ++r) cache_->store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);

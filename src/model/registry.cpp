@@ -62,6 +62,7 @@ constexpr ArchRow k_rows[] = {
     {"exaone4", RopeKind::Neox, MemoryKind::Kv, configure_exaone4, "gated"},
     {"orion", RopeKind::Neox, MemoryKind::Kv, configure_orion, "gated"},
     {"seed_oss", RopeKind::Neox, MemoryKind::Kv, configure_seed_oss, "gated"},
+    {"hunyuan-dense", RopeKind::Neox, MemoryKind::Kv, configure_hunyuan_dense, "gated"},
     {"arcee", RopeKind::Norm, MemoryKind::Kv, configure_arcee, "plain (squared ReLU)"},
     {"gpt-oss", RopeKind::Neox, MemoryKind::Kv, configure_gpt_oss, "experts"},
     {"gpt2", RopeKind::None, MemoryKind::Kv, configure_gpt2, "plain"},

@@ -121,6 +121,7 @@ struct TensorRules {
     // Q/K norm weights per head, [head_dim, n_head] (stablelm, command-r), rather
     // than one [head_dim] vector shared by the heads; the norm is still per head.
     bool qk_norm_heads = false;
+    bool qk_norm_after_rope = false;  // the Q/K norms follow RoPE instead of preceding it (hunyuan-dense)
     TensorUse post_norms = TensorUse::No;    // post_attention_norm / post_ffw_norm
     TensorUse attn_sinks = TensorUse::No;    // attn_sinks: one learned logit per head (gpt-oss)
     // Expert layers (a router ffn_gate_inp with merged ffn_*_exps; each layer by

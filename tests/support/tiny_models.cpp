@@ -429,6 +429,11 @@ std::vector<FamilyRecipe> base_recipes() {
          // (1.15% of the largest; the bound is 1%) at every ISA level, the base and
          // Q8_0 by 0.00000: K-quant rounding grown through the post-normed blocks.
          .q4_k_variant = false},
+        {.family = "hunyuan-dense",
+         .description = "per-head Q/K RMS norms after RoPE, Q/K/V biases, rope.scaling.alpha 2 (base x 2^(16/14)), tied "
+                        "output; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .qk_norm = true,
+         .keys = {{"rope.scaling.alpha", Value::f32(2.0f)}}},
     };
 }
 
