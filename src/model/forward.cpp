@@ -17,8 +17,9 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
         if ((l.mixer == MixerKind::Attention && !cache_) || (l.mixer == MixerKind::Recurrent && !recurrent_))
             throw Error("forward: the memory has no part for the layers' mixers (architecture '" + spec.arch + "')",
                         ErrorKind::Internal);
-        if (l.ffn == FfnKind::Gated && spec.activation == FfnActivation::Relu2)
-            throw Error("a gated FFN with ReLU² is not supported (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
+        if (l.ffn == FfnKind::Gated && (spec.activation == FfnActivation::Relu2 || spec.activation == FfnActivation::Xielu))
+            throw Error("a gated FFN with ReLU² or xIELU is not supported (architecture '" + spec.arch + "')",
+                        ErrorKind::Unsupported);
     }
     const BufferSizes z = buffer_sizes(spec, n_batch_max);
     x_.resize(z.x);
@@ -427,6 +428,16 @@ void Forward::ffn_layer(int il, int n) {
                 for (int64_t i = b0; i < b1; ++i) {
                     const float v = std::max(gate_[static_cast<size_t>(i)], 0.0f);
                     gate_[static_cast<size_t>(i)] = v * v;
+                }
+            });
+        } else if (spec_.activation == FfnActivation::Xielu) {
+            // Element by element as ggml's xIELU (expm1f, fminf), no SIMD kernel: an
+            // elementwise op beside two matrix products.
+            const XieluParams p = l.xielu;
+            pool_.parallel_for(n * ff, 4096, [&](int64_t b0, int64_t b1, int) {
+                for (int64_t i = b0; i < b1; ++i) {
+                    float& v = gate_[static_cast<size_t>(i)];
+                    v = v > 0.0f ? p.alpha_p * v * v + p.beta * v : (std::expm1(std::fmin(v, p.eps)) - v) * p.alpha_n + p.beta * v;
                 }
             });
         } else {

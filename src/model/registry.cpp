@@ -63,6 +63,7 @@ constexpr ArchRow k_rows[] = {
     {"orion", RopeKind::Neox, MemoryKind::Kv, configure_orion, "gated"},
     {"seed_oss", RopeKind::Neox, MemoryKind::Kv, configure_seed_oss, "gated"},
     {"hunyuan-dense", RopeKind::Neox, MemoryKind::Kv, configure_hunyuan_dense, "gated"},
+    {"apertus", RopeKind::Neox, MemoryKind::Kv, configure_apertus, "plain (xIELU)"},
     {"arcee", RopeKind::Norm, MemoryKind::Kv, configure_arcee, "plain (squared ReLU)"},
     {"gpt-oss", RopeKind::Neox, MemoryKind::Kv, configure_gpt_oss, "experts"},
     {"gpt2", RopeKind::None, MemoryKind::Kv, configure_gpt2, "plain"},

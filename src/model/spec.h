@@ -14,7 +14,16 @@
 namespace kiln {
 
 enum class NormKind { Rms, Layer };
-enum class FfnActivation { Silu, Gelu, Relu2 };  // gated: act(gate) * up; plain: act(up); Relu2: max(x, 0)^2 (plain only)
+// gated: act(gate) * up; plain: act(up); Relu2: max(x, 0)^2, Xielu: xIELU with the
+// layer's XieluParams (plain only).
+enum class FfnActivation { Silu, Gelu, Relu2, Xielu };
+
+// xIELU's constants for one layer (apertus), as ggml's op holds them: alpha_n is
+// beta + softplus of the file's, alpha_p softplus of the file's. For x > 0:
+// alpha_p x² + beta x; else (expm1(min(x, eps)) - x) alpha_n + beta x.
+struct XieluParams {
+    float alpha_n = 0.0f, alpha_p = 0.0f, beta = 0.0f, eps = 0.0f;
+};
 
 // A layer's token mixer: how a position sees the others.
 enum class MixerKind {
@@ -148,6 +157,7 @@ struct LayerSpec {
     // where the layer has none, the attention norm's output) instead of the
     // attention's residual sum, and x += attn + ffn (phi2, gptneox, command-r).
     bool parallel = false;
+    XieluParams xielu;  // FfnActivation::Xielu
 };
 
 struct ModelSpec {

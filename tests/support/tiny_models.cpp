@@ -183,6 +183,7 @@ struct FamilyRecipe {
     std::string ffn_norm_name = "ffn_norm";  // the FFN's input norm (seed_oss: post_attention_norm)
     bool attn_norm_2 = false;      // the attention's own input norm attn_norm_2 (+ bias with layer_norm): Falcon-40B
     bool learned_positions = false;  // position_embd [n_embd, context_length] (gpt2, starcoder)
+    std::vector<std::pair<std::string, Value>> global_keys = {};  // keys written as they are (apertus's xielu.*)
     float softcap_attn = 0, softcap_final = 0;
     // RoPE scaling keys ("" writes none): type, factor, original context, attn_factor.
     std::string rope_scaling = "";
@@ -434,6 +435,14 @@ std::vector<FamilyRecipe> base_recipes() {
                         "output; Q8_0 / Q4_0",
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .qk_norm = true,
          .keys = {{"rope.scaling.alpha", Value::f32(2.0f)}}},
+        {.family = "apertus",
+         .description = "plain xIELU FFN (constants per layer: alpha_n an array, the others scalars), per-head Q/K RMS norms, "
+                        "Q/K/V and attention-output biases, rope_freqs, separate output head; Q8_0 / Q4_0",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
+         .attn_out_bias = true, .qk_norm = true, .rope_freqs = true, .plain_ffn = true,
+         .global_keys = {{"xielu.alpha_n", Value::array(gguf::ValueType::F32, {Value::f32(0.8f), Value::f32(1.2f)})},
+                         {"xielu.alpha_p", Value::f32(0.8f)}, {"xielu.beta", Value::f32(0.5f)},
+                         {"xielu.eps", Value::f32(-1e-6f)}}},
     };
 }
 
@@ -875,6 +884,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
         t.key("attention.value_length", Value::u32(static_cast<uint32_t>(s.head_dim)));
     }
     for (const auto& [k, v] : r.keys) t.key(k, v);
+    for (const auto& [k, v] : r.global_keys) md.add(k, v);
     if (s.window > 0) t.key("attention.sliding_window", Value::u32(static_cast<uint32_t>(s.window)));
     if (r.softcap_attn > 0) t.key("attn_logit_softcapping", Value::f32(r.softcap_attn));
     if (r.softcap_final > 0) t.key("final_logit_softcapping", Value::f32(r.softcap_final));

@@ -40,6 +40,7 @@ void configure_gpt2(ArchConfig& c);  // gpt2 and starcoder
 void configure_chatglm(ArchConfig& c);
 void configure_glm4(ArchConfig& c);
 void configure_hunyuan_dense(ArchConfig& c);
+void configure_apertus(ArchConfig& c);
 void configure_mamba(ArchConfig& c);
 void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
