@@ -1,5 +1,6 @@
 // kiln archs [--json]: the architectures kiln knows, with their layer kinds and
 // whether each runs and is checked against llama.cpp.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -26,14 +27,16 @@ int cmd_archs(int argc, char** argv) {
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
     }
-    std::printf("%-12s %-9s %-22s %-16s %-10s %-5s %-8s %s\n", "name", "runs", "mixer", "ffn", "memory", "rope", "checked",
-                "aliases");
+    int ffn_width = 3;  // the widest FFN description ("plain (parallel block or sequential)")
+    for (const ArchitectureInfo& a : archs) ffn_width = std::max(ffn_width, static_cast<int>(a.ffn.size()));
+    std::printf("%-12s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", "name", "runs", "mixer", ffn_width, "ffn", "memory", "rope",
+                "checked", "aliases");
     int n_run = 0, n_checked = 0;
     for (const ArchitectureInfo& a : archs) {
         std::string aliases;
         for (const auto& s : a.aliases) aliases += (aliases.empty() ? "" : ", ") + s;
-        std::printf("%-12s %-9s %-22s %-16s %-10s %-5s %-8s %s\n", a.name.c_str(), a.runnable ? "yes" : "not yet",
-                    a.mixer.c_str(), a.ffn.c_str(), a.memory.c_str(), a.rope.c_str(), a.checked ? "yes" : "-",
+        std::printf("%-12s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", a.name.c_str(), a.runnable ? "yes" : "not yet",
+                    a.mixer.c_str(), ffn_width, a.ffn.c_str(), a.memory.c_str(), a.rope.c_str(), a.checked ? "yes" : "-",
                     aliases.c_str());
         n_run += a.runnable;
         n_checked += a.checked;

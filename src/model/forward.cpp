@@ -18,8 +18,9 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
         if ((l.mixer == MixerKind::Attention && !cache_) || (l.mixer == MixerKind::Recurrent && !recurrent_))
             throw Error("forward: the memory has no part for the layers' mixers (architecture '" + spec.arch + "')",
                         ErrorKind::Internal);
-        if (l.ffn == FfnKind::Gated && spec.activation == FfnActivation::Relu2)
-            throw Error("a gated FFN with ReLU² is not supported (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
+        if (l.ffn == FfnKind::Gated && (spec.activation == FfnActivation::Relu2 || spec.activation == FfnActivation::Xielu))
+            throw Error("a gated FFN with ReLU² or xIELU is not supported (architecture '" + spec.arch + "')",
+                        ErrorKind::Unsupported);
     }
     const BufferSizes z = buffer_sizes(spec, n_batch_max);
     x_.resize(z.x);
@@ -38,6 +39,7 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     mla_qa_.resize(z.mla_qa);
     mla_nope_.resize(z.mla_nope);
     mla_lat_.resize(z.mla_lat);
+    par_.resize(z.par);
     // LongRoPE: the long factors when a sequence's context exceeds the original
     // one, as llama.cpp chooses them (by the context size, not the position).
     rope_factors_ = weights.rope_freqs;
@@ -68,8 +70,10 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
     z.v = b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_v);
     z.att = b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_v);
     z.ff = b * static_cast<size_t>(spec.max_n_ff());
-    for (const LayerSpec& l : spec.layers)
+    for (const LayerSpec& l : spec.layers) {
         if (l.ffn == FfnKind::Plain) z.ones = static_cast<size_t>(spec.max_n_ff());
+        if (l.parallel) z.par = z.x;
+    }
     // Fused products before their split: Q/K/V where a layer has attn_qkv, gate / up (phi3).
     if (spec.fused_qkv) z.qkv = z.q + z.k + z.v;
     if (spec.fused_gate_up) z.gate_up = 2 * z.ff;
@@ -86,10 +90,10 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
 uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache) {
     const BufferSizes z = buffer_sizes(spec, n_batch_max);
     const uint64_t b = static_cast<uint64_t>(n_batch_max);
-    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up
-    // and latent attention's.
-    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up + z.mla_q + z.mla_qa +
-                      z.mla_nope + z.mla_lat;
+    // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up,
+    // par and latent attention's.
+    uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up + z.par + z.mla_q +
+                      z.mla_qa + z.mla_nope + z.mla_lat;
     // Grown on the first full batch: the rows whose output is wanted (at most a
     // batch), the RoPE cos / sin of both bases.
     floats += z.x + 2 * b * static_cast<uint64_t>(std::max(spec.rope.n_dims, 0));
@@ -212,12 +216,22 @@ void Forward::attention_layer(int il, const BatchRows& b) {
 
     // A post-norm block (encoders) reads the residual stream itself; with a
     // second attention norm the layer's input is added again, so it is kept.
+    // attn_norm_2 means that in an encoder (jina-bert-v2), and the attention's
+    // own input norm in a decoder (Falcon-40B).
     const float* in = x_.data();
-    if (lw.attn_norm_2) std::copy(x_.data(), x_.data() + n * e, h_.data());
+    const bool encoder_norm_2 = lw.attn_norm_2 && spec_.post_norm, decoder_norm_2 = lw.attn_norm_2 && !spec_.post_norm;
+    if (encoder_norm_2) std::copy(x_.data(), x_.data() + n * e, h_.data());
     if (lw.attn_norm) {
         norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
         dump("attn_norm", il, h_.data(), e, n);
         in = h_.data();
+    }
+    if (decoder_norm_2) {
+        // The attention's own norm; h_ keeps attn_norm for the FFN. o_ is free
+        // until the output projection, after Q/K/V have been read from it.
+        norm_rows(spec_, x_.data(), lw.attn_norm_2, lw.attn_norm_2_b, o_.data(), n, e, pool_);
+        dump("attn_norm_2", il, o_.data(), e, n);
+        in = o_.data();
     }
 
     if (!lw.wqkv.empty()) {
@@ -258,8 +272,19 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     dump("Kcur", il, k_.data(), nk, n);
     dump("Vcur", il, v_.data(), nv, n);
 
-    if (lw.q_norm) {
+    // Q/K norms in the model's norm kind (LayerNorm without bias in stablelm and
+    // command-r), over the whole projection or per head, with one weight row per
+    // head (qk_norm_heads) or one shared by the heads; before RoPE, or after it
+    // (hunyuan-dense, qk_norm_after_rope).
+    auto qk_norms = [&] {
         const auto rms_norm = kernels().rms_norm;
+        auto qk_norm = [&](float* x, const float* w, int64_t width) {
+            if (spec_.norm == NormKind::Rms)
+                rms_norm(x, w, x, width, spec_.norm_eps);
+            else
+                ops::layer_norm(x, w, nullptr, x, width, spec_.norm_eps);
+        };
+        const int64_t w_step = spec_.tensors.qk_norm_heads ? dk : 0;
         pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
             for (int64_t r = r0; r < r1; ++r) {
                 if (spec_.norm == NormKind::Layer && spec_.tensors.qk_norm_full) {  // LayerNorms with biases (jina-bert-v2)
@@ -268,17 +293,18 @@ void Forward::attention_layer(int il, const BatchRows& b) {
                     continue;
                 }
                 if (spec_.tensors.qk_norm_full) {
-                    rms_norm(q_.data() + r * nq, lw.q_norm, q_.data() + r * nq, nq, spec_.norm_eps);
-                    rms_norm(k_.data() + r * nk, lw.k_norm, k_.data() + r * nk, nk, spec_.norm_eps);
+                    qk_norm(q_.data() + r * nq, lw.q_norm, nq);
+                    qk_norm(k_.data() + r * nk, lw.k_norm, nk);
                     continue;
                 }
-                for (int h = 0; h < l.n_head; ++h) rms_norm(q_.data() + r * nq + h * dk, lw.q_norm, q_.data() + r * nq + h * dk, dk, spec_.norm_eps);
-                for (int h = 0; h < l.n_head_kv; ++h) rms_norm(k_.data() + r * nk + h * dk, lw.k_norm, k_.data() + r * nk + h * dk, dk, spec_.norm_eps);
+                for (int h = 0; h < l.n_head; ++h) qk_norm(q_.data() + r * nq + h * dk, lw.q_norm + h * w_step, dk);
+                for (int h = 0; h < l.n_head_kv; ++h) qk_norm(k_.data() + r * nk + h * dk, lw.k_norm + h * w_step, dk);
             }
         });
         dump("Qcur_normed", il, q_.data(), nq, n);
         dump("Kcur_normed", il, k_.data(), nk, n);
-    }
+    };
+    if (lw.q_norm && !spec_.tensors.qk_norm_after_rope) qk_norms();
 
     if (l.use_rope) {
         const bool swa_base = l.sliding && spec_.rope.freq_base_swa > 0.0f;
@@ -296,6 +322,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         dump("Qcur_rope", il, q_.data(), nq, n);
         dump("Kcur_rope", il, k_.data(), nk, n);
     }
+    if (lw.q_norm && spec_.tensors.qk_norm_after_rope) qk_norms();
 
     pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
         for (int64_t r = r0; r < r1; ++r) cache_->store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);
@@ -389,9 +416,14 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         dump("attn_post_norm", il, o_.data(), e, n);
     }
     if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
+    if (l.parallel) {
+        // The FFN reads the layer's input too; the attention output waits for it.
+        std::swap(o_, par_);
+        return;
+    }
     add_rows(x_.data(), o_.data(), n * e, pool_);
     if (lw.attn_out_norm) norm_rows(spec_, x_.data(), lw.attn_out_norm, lw.attn_out_norm_b, x_.data(), n, e, pool_);
-    if (lw.attn_norm_2) {
+    if (encoder_norm_2) {
         add_rows(x_.data(), h_.data(), n * e, pool_);
         norm_rows(spec_, x_.data(), lw.attn_norm_2, lw.attn_norm_2_b, x_.data(), n, e, pool_);
     }
@@ -407,6 +439,8 @@ void Forward::ffn_layer(int il, int n) {
         norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
         dump("ffn_norm", il, h_.data(), e, n);
         in = h_.data();
+    } else if (l.parallel) {
+        in = h_.data();  // the attention norm's output, still there
     }
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
     if (l.ffn == FfnKind::Experts) {
@@ -446,6 +480,16 @@ void Forward::ffn_layer(int il, int n) {
                     gate_[static_cast<size_t>(i)] = v * v;
                 }
             });
+        } else if (spec_.activation == FfnActivation::Xielu) {
+            // Element by element as ggml's xIELU (expm1f, fminf), no SIMD kernel: an
+            // elementwise op beside two matrix products.
+            const XieluParams p = l.xielu;
+            pool_.parallel_for(n * ff, 4096, [&](int64_t b0, int64_t b1, int) {
+                for (int64_t i = b0; i < b1; ++i) {
+                    float& v = gate_[static_cast<size_t>(i)];
+                    v = v > 0.0f ? p.alpha_p * v * v + p.beta * v : (std::expm1(std::fmin(v, p.eps)) - v) * p.alpha_n + p.beta * v;
+                }
+            });
         } else {
             pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
                 for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
@@ -464,6 +508,7 @@ void Forward::ffn_layer(int il, int n) {
         dump("ffn_post_norm", il, o_.data(), e, n);
     }
     if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
+    if (l.parallel) add_rows(o_.data(), par_.data(), n * e, pool_);  // ffn + attn, then the residual
     add_rows(x_.data(), o_.data(), n * e, pool_);
     if (lw.layer_out_norm) norm_rows(spec_, x_.data(), lw.layer_out_norm, lw.layer_out_norm_b, x_.data(), n, e, pool_);
     dump("l_out", il, x_.data(), e, n);
@@ -498,14 +543,22 @@ void Forward::encoder_inputs(const BatchRows& b) {
             matrix_row_f32(w_.type_embd, type, tmp);
             ops::add(row, tmp, e);
         }
-        if (w_.pos_embd.empty()) continue;  // positions by RoPE or ALiBi in the attention
+    }
+    if (!w_.pos_embd.empty()) add_position_rows(b);  // else positions by RoPE or ALiBi in the attention
+    norm_rows(spec_, x_.data(), w_.tok_embd_norm, w_.tok_embd_norm_b, x_.data(), b.n, e, pool_);
+}
+
+// Learned absolute positions: each row += position_embd's row of its position.
+void Forward::add_position_rows(const BatchRows& b) {
+    const int64_t e = spec_.n_embd;
+    float* tmp = o_.data();  // [n_embd]: one looked-up row at a time
+    for (int r = 0; r < b.n; ++r) {
         if (b.pos[r] < 0 || b.pos[r] >= w_.pos_embd.n_out)
             throw Error("position " + std::to_string(b.pos[r]) + " is outside the model's " + std::to_string(w_.pos_embd.n_out) +
                         " learned positions (position_embd.weight)");
         matrix_row_f32(w_.pos_embd, b.pos[r], tmp);
-        ops::add(row, tmp, e);
+        ops::add(x_.data() + r * e, tmp, e);
     }
-    norm_rows(spec_, x_.data(), w_.tok_embd_norm, w_.tok_embd_norm_b, x_.data(), b.n, e, pool_);
 }
 
 void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
@@ -528,6 +581,8 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     }
     if (spec_.post_norm)
         encoder_inputs(b);
+    else if (!w_.pos_embd.empty())  // learned positions of a decoder (gpt2, starcoder)
+        add_position_rows(b);
     else if (w_.tok_embd_norm)  // a pre-norm encoder's input norm (modern-bert)
         norm_rows(spec_, x_.data(), w_.tok_embd_norm, nullptr, x_.data(), n, e, pool_);
     prepare_rope(b);
@@ -564,7 +619,7 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     if (!logits || w_.output.empty()) return;
     matmul(w_.output, h_.data(), n_out, logits, pool_, mm_);
     add_bias(logits, w_.output_b, n_out, spec_.n_vocab);
-    if (spec_.logit_scale != 1.0f) ops::scale(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, 1.0f / spec_.logit_scale);
+    if (spec_.logit_multiplier != 1.0f) ops::scale(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.logit_multiplier);
     if (spec_.final_softcap > 0.0f) ops::softcap(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.final_softcap);
     dump("result_output", -1, logits, spec_.n_vocab, n_out);
 }

@@ -72,7 +72,7 @@ public:
 private:
     // Elements of the activation buffers for a batch of n_batch_max rows.
     struct BufferSizes {
-        size_t x = 0, q = 0, k = 0, v = 0, att = 0, ff = 0, ones = 0, qkv = 0, gate_up = 0;
+        size_t x = 0, q = 0, k = 0, v = 0, att = 0, ff = 0, ones = 0, qkv = 0, gate_up = 0, par = 0;
         size_t mla_q = 0, mla_qa = 0, mla_nope = 0, mla_lat = 0;  // latent attention's (mla.cpp)
     };
     static BufferSizes buffer_sizes(const ModelSpec& spec, int n_batch_max);
@@ -91,6 +91,7 @@ private:
     void ffn_layer(int il, int n);
     void prepare_rope(const BatchRows& b);
     void encoder_inputs(const BatchRows& b);
+    void add_position_rows(const BatchRows& b);
     ops::RopeParams rope_params(bool swa_base) const;
     void dump(const char* name, int layer, const float* data, int64_t per_row, int64_t rows) const {
         if (hook_) hook_(name, layer, data, per_row, rows);
@@ -120,6 +121,7 @@ private:
     std::vector<float> att_;     // attention output [n_head * head_dim_v, n]
     std::vector<float> qg_, ogate_;  // attn_output_gate: Q with its gates [2 n_head head_dim_k, n], the gates [n_head head_dim_k, n]
     std::vector<float> o_;       // a block's output [n_embd, n]
+    std::vector<float> par_;     // a parallel block's attention output, added with the FFN's [n_embd, n] (sized only if used)
     std::vector<float> gate_, up_;  // [n_ff, n]
     std::vector<float> ones_;    // [n_ff] of 1.0f: a plain FFN's activation through the gated kernel
     std::vector<float> out_x_;   // the rows whose output is wanted [n_embd, n_out]

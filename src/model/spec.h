@@ -14,7 +14,16 @@
 namespace kiln {
 
 enum class NormKind { Rms, Layer };
-enum class FfnActivation { Silu, Gelu, Relu2 };  // gated: act(gate) * up; plain: act(up); Relu2: max(x, 0)^2 (plain only)
+// gated: act(gate) * up; plain: act(up); Relu2: max(x, 0)^2, Xielu: xIELU with the
+// layer's XieluParams (plain only).
+enum class FfnActivation { Silu, Gelu, Relu2, Xielu };
+
+// xIELU's constants for one layer (apertus), as ggml's op holds them: alpha_n is
+// beta + softplus of the file's, alpha_p softplus of the file's. For x > 0:
+// alpha_p x² + beta x; else (expm1(min(x, eps)) - x) alpha_n + beta x.
+struct XieluParams {
+    float alpha_n = 0.0f, alpha_p = 0.0f, beta = 0.0f, eps = 0.0f;
+};
 
 // A layer's token mixer: how a position sees the others.
 enum class MixerKind {
@@ -126,6 +135,22 @@ struct TensorRules {
     TensorUse qk_norm = TensorUse::No;       // attn_q_norm / attn_k_norm
     bool qk_norm_full = false;               // ... over the whole projection [n_head * head_dim] rather than per head (olmo2)
     bool pre_norms = true;                   // attn_norm / ffn_norm before each block (olmo2 has post-norms only)
+    // ffn_norm with pre-norms: a layer without it (phi2, command-r: never;
+    // stablelm: by presence) is a parallel block whose FFN reads the attention
+    // norm's output (LayerSpec::parallel).
+    TensorUse ffn_norm = TensorUse::Required;
+    TensorUse norm_bias = TensorUse::Optional;  // LayerNorm biases (attn_norm / ffn_norm / output_norm .bias)
+    // attn_norm_2 (+ bias). Decoders: the attention's own input norm in a
+    // parallel block, attn_norm then feeding only the FFN (Falcon-40B). Encoders:
+    // a second LayerNorm after the attention's (jina-bert-v2, below).
+    TensorUse attn_norm_2 = TensorUse::No;
+    // position_embd [n_embd, context_length]: learned absolute positions added
+    // to the input rows (gpt2, starcoder; encoders bind theirs with the token types).
+    TensorUse pos_embd = TensorUse::No;
+    // Q/K norm weights per head, [head_dim, n_head] (stablelm, command-r), rather
+    // than one [head_dim] vector shared by the heads; the norm is still per head.
+    bool qk_norm_heads = false;
+    bool qk_norm_after_rope = false;  // the Q/K norms follow RoPE instead of preceding it (hunyuan-dense)
     TensorUse post_norms = TensorUse::No;    // post_attention_norm / post_ffw_norm
     TensorUse attn_sinks = TensorUse::No;    // attn_sinks: one learned logit per head (gpt-oss)
     // Encoders (ModelSpec::post_norm): learned absolute positions position_embd
@@ -133,11 +158,10 @@ struct TensorRules {
     TensorUse position_embd = TensorUse::No;
     TensorUse encoder_ffn_gate = TensorUse::No;
     // jina-bert-v2: ffn_up may be [n_embd, 2 n_ff], gate rows then up rows (GEGLU),
-    // where the layer has no ffn_gate; a second LayerNorm attn_norm_2 after the
-    // attention's (the layer input added again); Q / K LayerNorms over the whole
-    // projection with biases (attn_q_norm, attn_k_norm; qk_norm_full).
+    // where the layer has no ffn_gate; attn_norm_2 (above) after the attention's
+    // (the layer input added again); Q / K LayerNorms over the whole projection
+    // with biases (attn_q_norm, attn_k_norm; qk_norm_full).
     bool encoder_ffn_up_gate = false;
-    TensorUse attn_norm_2 = TensorUse::No;
     // A pre-norm encoder (modern-bert): token_embd_norm LayerNorms the input rows
     // (no bias), and layer 0 may lack attn_norm (its input is already normed).
     TensorUse input_norm = TensorUse::No;
@@ -162,6 +186,11 @@ struct LayerSpec {
     int n_ff_shexp = 0;    // an expert layer's shared expert width (0: none)
     bool sliding = false;  // sliding-window attention layer
     bool use_rope = true;
+    // A parallel block: the FFN reads the layer's input (normed by ffn_norm, or
+    // where the layer has none, the attention norm's output) instead of the
+    // attention's residual sum, and x += attn + ffn (phi2, gptneox, command-r).
+    bool parallel = false;
+    XieluParams xielu;  // FfnActivation::Xielu
 };
 
 struct ModelSpec {
@@ -186,7 +215,7 @@ struct ModelSpec {
 
     float embedding_scale = 1.0f;   // gemma: sqrt(n_embd); granite: from the file
     float residual_scale = 0.0f;    // 0: none; else each block's output is scaled before the residual add (granite)
-    float logit_scale = 1.0f;       // logits are multiplied by 1 / logit_scale (granite)
+    float logit_multiplier = 1.0f;  // logits *= this (granite: 1 / logit_scale; command-r: logit_scale)
     float attention_scale = 0.0f;   // 0: 1/sqrt(head_dim_k)
     float attn_softcap = 0.0f;      // 0: none
     float alibi_max_bias = 0.0f;    // > 0: ALiBi distance biases instead of positions (compute/alibi.h; jina-bert-v2: 8)

@@ -363,8 +363,12 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     else w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
     if (!s.post_norm && allowed(tr.input_norm))  // a pre-norm encoder's input norm (modern-bert)
         w.tok_embd_norm = b.vector("token_embd_norm.weight", s.n_embd, required(tr.input_norm));
-    if ((s.norm == NormKind::Layer || tr.rms_norm_bias) && !s.post_norm)
-        w.output_norm_b = b.vector("output_norm.bias", s.n_embd, tr.rms_norm_bias);
+    if (!s.post_norm && allowed(tr.pos_embd))
+        w.pos_embd = b.matrix("position_embd.weight", s.n_embd, s.n_ctx_train, required(tr.pos_embd));
+    // LayerNorm biases where the family allows them; RMS norms with biases (phimoe) need theirs.
+    auto norm_bias = [&]() { return (s.norm == NormKind::Layer && allowed(tr.norm_bias)) || tr.rms_norm_bias; };
+    auto norm_bias_required = [&]() { return tr.rms_norm_bias || required(tr.norm_bias); };
+    if (!s.post_norm && norm_bias()) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, norm_bias_required());
     if (s.output_head && allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));
     if (w.output.empty() && s.output_head) w.output = w.tok_embd;  // tied output head
     if (s.output_head && allowed(tr.output_bias)) w.output_b = b.vector("output.bias", s.n_vocab, required(tr.output_bias));
@@ -445,7 +449,12 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             bind_mla_layer(b, s, p, l, lw);
         } else if (l.mixer == MixerKind::Attention) {
             if (tr.pre_norms) lw.attn_norm = b.vector(p + "attn_norm.weight", e, !(tr.first_attn_norm_optional && il == 0));
-            if (s.norm == NormKind::Layer || tr.rms_norm_bias) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, tr.rms_norm_bias);
+            if (norm_bias()) lw.attn_norm_b = b.vector(p + "attn_norm.bias", e, norm_bias_required());
+            if (allowed(tr.attn_norm_2)) {
+                lw.attn_norm_2 = b.vector(p + "attn_norm_2.weight", e, required(tr.attn_norm_2));
+                if (lw.attn_norm_2 && s.norm == NormKind::Layer && allowed(tr.norm_bias))
+                    lw.attn_norm_2_b = b.vector(p + "attn_norm_2.bias", e, required(tr.norm_bias));
+            }
             // With an output gate the Q projection holds the gate's half per head too (qwen35).
             const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk;
             const int64_t nq_proj = (s.attn_output_gate ? 2 : 1) * nq;
@@ -453,7 +462,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
             scales(p + "attn_output", lw.wo, lw.wo_s);
             if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
-            if (allowed(tr.qk_norm)) {
+            if (allowed(tr.qk_norm) && tr.qk_norm_heads) {  // one weight row per head
+                lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, l.n_head, required(tr.qk_norm));
+                lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, l.n_head_kv, required(tr.qk_norm) || lw.q_norm);
+            } else if (allowed(tr.qk_norm)) {
                 lw.q_norm = b.vector(p + "attn_q_norm.weight", tr.qk_norm_full ? nq : dk, required(tr.qk_norm));
                 lw.k_norm = b.vector(p + "attn_k_norm.weight", tr.qk_norm_full ? nk : dk, required(tr.qk_norm) || lw.q_norm);
             }
@@ -468,9 +480,11 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             }
         }
         // The FFN's input norm: ffn_norm, or under the family's name for it; none
-        // without pre-norms (olmo2).
-        if (tr.pre_norms) lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, true);
-        if (s.norm == NormKind::Layer || tr.rms_norm_bias) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, tr.rms_norm_bias);
+        // without pre-norms (olmo2). An attention layer without one where the
+        // family allows that is a parallel block (its FFN reads the attention's norm).
+        if (tr.pre_norms && allowed(tr.ffn_norm)) lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, required(tr.ffn_norm));
+        if (tr.pre_norms && !lw.ffn_norm && l.mixer == MixerKind::Attention) l.parallel = true;
+        if (lw.ffn_norm && norm_bias()) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, norm_bias_required());
         if (file.find_tensor(p + "ffn_gate_inp.weight")) {
             if (!allowed(tr.experts))
                 throw Error("tensor '" + p + "ffn_gate_inp.weight': a mixture-of-experts layer, which architecture '" + s.arch +

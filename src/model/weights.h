@@ -43,6 +43,11 @@ struct MlaWeights {
 struct LayerWeights {
     const float* attn_norm = nullptr;
     const float* attn_norm_b = nullptr;
+    // blk.N.attn_norm_2 (TensorRules::attn_norm_2): a decoder's attention input norm
+    // where the FFN reads attn_norm (Falcon-40B); an encoder's second LayerNorm,
+    // the layer input re-added (jina-bert-v2).
+    const float* attn_norm_2 = nullptr;
+    const float* attn_norm_2_b = nullptr;
     Matrix wq, wk, wv, wo;
     Matrix wqkv;  // fused [n_embd, q + k + v]; wq / wk / wv empty when present
     const float* bqkv = nullptr;
@@ -74,8 +79,6 @@ struct LayerWeights {
     const float* attn_out_norm_b = nullptr;
     const float* layer_out_norm = nullptr;  // blk.N.layer_output_norm [n_embd]
     const float* layer_out_norm_b = nullptr;
-    const float* attn_norm_2 = nullptr;     // blk.N.attn_norm_2 [n_embd]: input re-added, LayerNormed again (jina-bert-v2)
-    const float* attn_norm_2_b = nullptr;
     MlaWeights mla;  // a latent attention layer's (ModelSpec::mla)
     SsmWeights ssm;  // a recurrent layer's mixer (src/model/ssm.h)
     ExpertWeights moe;  // an expert layer's (LayerSpec::ffn == Experts)
@@ -91,8 +94,8 @@ struct ModelWeights {
     const float* rope_long = nullptr;   // [n_rot / 2] LongRoPE factors past the original context
     const float* rope_short = nullptr;  // [n_rot / 2] ... within it
     std::vector<LayerWeights> layers;
-    // Encoders: learned input rows added to the token's, then a LayerNorm.
-    Matrix pos_embd;                // position_embd [n_embd, n_ctx_train] (row lookups)
+    // Learned input rows added to the token's (encoders: then a LayerNorm).
+    Matrix pos_embd;                // position_embd [n_embd, n_ctx_train] (row lookups; gpt2, starcoder, encoders)
     Matrix type_embd;               // token_types [n_embd, n_token_types] (row lookups)
     const float* tok_embd_norm = nullptr;  // token_embd_norm [n_embd]
     const float* tok_embd_norm_b = nullptr;

@@ -225,22 +225,27 @@ TEST(TensorRules, FusedQkvNeedsAllThreeSeparateBiasesOrNone) {
 // family's file is a named error; a tensor of another MoE family's graph (here
 // gpt-oss's attention sinks and router bias in qwen3moe) is not used, and a
 // required one missing (gpt-oss without its sinks) is named.
+// A family's tiny model rewritten as `name`: the tensors `keep` says, then
+// those `add` writes; the metadata edited by `edit_md`.
+std::string rewrite(const std::string& family, const std::string& name, const std::function<bool(const std::string&)>& keep,
+                    const std::function<void(kiln::gguf::Writer&)>& add, const std::function<void(Metadata&)>& edit_md = nullptr) {
+    const std::string dir = kiln::test::temp_dir();
+    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), dir + "/" + name + "-src.gguf");
+    kiln::gguf::File src = kiln::gguf::File::open(dir + "/" + name + "-src.gguf");
+    kiln::gguf::Writer w;
+    w.metadata() = kiln::gguf::materialize_metadata(src);
+    if (edit_md) edit_md(w.metadata());
+    for (const auto& t : src.tensors())
+        if (keep(t.name)) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
+    add(w);
+    w.write(dir + "/" + name + ".gguf");
+    return dir + "/" + name + ".gguf";
+}
+
+bool all(const std::string&) { return true; }
+
 TEST(TensorRules, ExpertLayersAndTheirPartsPerFamily) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
-    const std::string dir = kiln::test::temp_dir();
-    auto rewrite = [&](const std::string& family, const std::string& name, const std::function<bool(const std::string&)>& keep,
-                       const std::function<void(kiln::gguf::Writer&)>& add) {
-        kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), dir + "/" + name + "-src.gguf");
-        kiln::gguf::File src = kiln::gguf::File::open(dir + "/" + name + "-src.gguf");
-        kiln::gguf::Writer w;
-        w.metadata() = kiln::gguf::materialize_metadata(src);
-        for (const auto& t : src.tensors())
-            if (keep(t.name)) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
-        add(w);
-        w.write(dir + "/" + name + ".gguf");
-        return dir + "/" + name + ".gguf";
-    };
-    auto all = [](const std::string&) { return true; };
     // qwen2 (dense) with a router: its graph has no expert layers.
     std::string e = error_of([&] {
         kiln::Model::load(rewrite("qwen2", "router", all, [](kiln::gguf::Writer& w) {
@@ -275,6 +280,51 @@ TEST(TensorRules, ExpertLayersAndTheirPartsPerFamily) {
                                   [](kiln::gguf::Writer&) {}));
     });
     EXPECT_NE(e.find("'blk.0.ffn_gate_inp_shexp.weight' not found"), std::string::npos) << e;
+}
+
+// The parallel-block families' rules: phi2's output bias is required; command-r
+// never reads an output head or norm biases (llama.cpp refuses such files);
+// gptneox needs use_parallel_residual; a stablelm layer without ffn_norm is a
+// parallel block (it loads, and its logits change), its neighbours stay sequential.
+TEST(TensorRules, ParallelBlockFamilies) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto none = [](kiln::gguf::Writer&) {};
+    std::string e = error_of([&] {
+        kiln::Model::load(rewrite("phi2", "phi2-no-output-bias", [](const std::string& n) { return n != "output.bias"; }, none));
+    });
+    EXPECT_NE(e.find("'output.bias' not found"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("command-r", "command-r-output", all, [](kiln::gguf::Writer& w) {
+            w.add_tensor("output.weight", kiln::GgmlType::F32, {64, 4}, f32_bytes(std::vector<float>(64 * 4, 0.0f)));
+        }));
+    });
+    EXPECT_NE(e.find("'output.weight' is not used by architecture 'command-r'"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("command-r", "command-r-norm-bias", all, [](kiln::gguf::Writer& w) {
+            w.add_tensor("blk.0.attn_norm.bias", kiln::GgmlType::F32, {64}, f32_bytes(std::vector<float>(64, 0.0f)));
+        }));
+    });
+    EXPECT_NE(e.find("'blk.0.attn_norm.bias' is not used by architecture 'command-r'"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("gptneox", "gptneox-no-flag", all, none, [](Metadata& md) { md.erase("gptneox.use_parallel_residual"); }));
+    });
+    EXPECT_NE(e.find("gptneox.use_parallel_residual"), std::string::npos) << e;
+
+    auto last_logits = [](const std::string& path) {
+        auto model = kiln::Model::load(path);
+        kiln::Context ctx(model, {.n_ctx = 64});
+        auto prompt = kiln::test::tiny_model_prompt();
+        prompt.resize(8);
+        ctx.decode(prompt);
+        auto l = ctx.last_logits();
+        return std::vector<float>(l.begin(), l.end());
+    };
+    const auto sequential = last_logits(rewrite("stablelm", "stablelm-all", all, none));
+    const auto mixed = last_logits(rewrite("stablelm", "stablelm-mixed", [](const std::string& n) {
+        return n != "blk.1.ffn_norm.weight" && n != "blk.1.ffn_norm.bias";
+    }, none));
+    ASSERT_EQ(mixed.size(), sequential.size());
+    EXPECT_NE(mixed, sequential);
 }
 
 }  // namespace

@@ -15,8 +15,9 @@ namespace kiln {
 void read_granite_scales(ArchConfig& c) {
     ModelSpec& s = c.spec;
     const gguf::Metadata& md = c.metadata;
-    s.logit_scale = static_cast<float>(md.get_float(c.key("logit_scale")));
-    if (!(s.logit_scale != 0.0f)) throw Error("GGUF metadata '" + c.key("logit_scale") + "' must not be 0");
+    const float logit_scale = static_cast<float>(md.get_float(c.key("logit_scale")));
+    if (!(logit_scale != 0.0f)) throw Error("GGUF metadata '" + c.key("logit_scale") + "' must not be 0");
+    s.logit_multiplier = 1.0f / logit_scale;
     s.residual_scale = static_cast<float>(md.find_float(c.key("residual_scale")).value_or(0.0));
     if (auto v = md.find_float(c.key("embedding_scale")); v && *v != 0.0) s.embedding_scale = static_cast<float>(*v);
     s.attention_scale = static_cast<float>(md.find_float(c.key("attention.scale")).value_or(0.0));

@@ -25,8 +25,9 @@ void configure_minicpm(ArchConfig& c) {
     s.embedding_scale = static_cast<float>(md.find_float(c.key("embedding_scale")).value_or(12.0));
     s.residual_scale = static_cast<float>(
         md.find_float(c.key("residual_scale")).value_or(1.4 / std::sqrt(static_cast<double>(s.n_layer))));
-    s.logit_scale = static_cast<float>(md.find_float(c.key("logit_scale")).value_or(256.0 / static_cast<double>(s.n_embd)));
-    if (!(s.logit_scale != 0.0f)) throw Error("GGUF metadata '" + c.key("logit_scale") + "' must not be 0");
+    const float logit_scale = static_cast<float>(md.find_float(c.key("logit_scale")).value_or(256.0 / static_cast<double>(s.n_embd)));
+    if (!(logit_scale != 0.0f)) throw Error("GGUF metadata '" + c.key("logit_scale") + "' must not be 0");
+    s.logit_multiplier = 1.0f / logit_scale;
 }
 
 }  // namespace kiln
