@@ -132,8 +132,29 @@ std::vector<TokenId> Embedder::tokenize(std::string_view text) const {
     return impl_->model->tokenizer().encode(text, {.add_special = true, .parse_special = true});
 }
 
+namespace {
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
 EmbedInput Embedder::tokenize_pair(std::string_view query, std::string_view document) const {
     const Tokenizer& tok = impl_->model->tokenizer();
+    // A reranker whose file has a "rerank" prompt (a Qwen3 reranker's
+    // tokenizer.chat_template.rerank) is fed that prompt with {query} and
+    // {document} filled in, special tokens parsed and none added, as
+    // llama-server's format_prompt_rerank does; every token type 0.
+    if (auto prompt = impl_->model->file().metadata().find_string("tokenizer.chat_template.rerank")) {
+        std::string text(*prompt);
+        replace_all(text, "{query}", query);
+        replace_all(text, "{document}", document);
+        EmbedInput in;
+        tok.encode(text, in.tokens, {.add_special = false, .parse_special = true});
+        in.token_types.assign(in.tokens.size(), 0);
+        return in;
+    }
     const SpecialTokens& sp = tok.special();
     const TokenId cls = sp.bos, sep = sp.sep != k_no_token ? sp.sep : sp.eos;
     if (cls == k_no_token || sep == k_no_token)
@@ -194,6 +215,13 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
     const Pooling pooling = this->pooling(o);
     const int n_embd = im.model->n_embd();
     const ModelWeights& w = ModelInternals::weights(*im.model);
+    const ModelSpec& spec = ModelInternals::spec(*im.model);
+    // Rank pooling scores the first token (CLS) of a non-causal model and the
+    // last of a causal one (only it has seen the whole input), as llama.cpp's
+    // llm_graph_input_cls; a Qwen3 reranker's two labels (yes, no) are
+    // softmaxed as llama.cpp's rank pooling does for that architecture.
+    const bool rank_last = pooling == Pooling::Rank && spec.causal;
+    const bool rank_softmax = pooling == Pooling::Rank && (spec.arch == "qwen3" || spec.arch == "qwen3vl");
     if (pooling == Pooling::Rank && w.cls.empty() && w.cls_out.empty())
         throw Error("model '" + im.model->path() + "' has no classification head (cls / cls.output tensors) for rank pooling");
     if (o.dimensions < 0 || o.dimensions > n_embd)
@@ -259,8 +287,8 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
             const SeqId seq = static_cast<SeqId>(i - first);
             for (int t = 0; t < n; ++t) {
                 const bool wanted = pooling == Pooling::Mean || pooling == Pooling::None ||
-                                    ((pooling == Pooling::Cls || pooling == Pooling::Rank) && t == 0) ||
-                                    (pooling == Pooling::Last && t == n - 1);
+                                    ((pooling == Pooling::Cls || (pooling == Pooling::Rank && !rank_last)) && t == 0) ||
+                                    ((pooling == Pooling::Last || rank_last) && t == n - 1);
                 batch.add(in.tokens[static_cast<size_t>(t)], t, seq, wanted,
                           in.token_types.empty() ? 0 : in.token_types[static_cast<size_t>(t)]);
             }
@@ -311,6 +339,15 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
                         for (size_t j = 0; j < e.values.size(); ++j) e.values[j] += w.cls_out_b[j];
                 } else {
                     e.values = x;
+                }
+                if (rank_softmax) {
+                    const float mx = *std::max_element(e.values.begin(), e.values.end());
+                    double sum = 0.0;
+                    for (float& v : e.values) {
+                        v = std::exp(v - mx);
+                        sum += v;
+                    }
+                    for (float& v : e.values) v = static_cast<float>(v / sum);
                 }
                 continue;
             }

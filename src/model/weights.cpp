@@ -261,6 +261,20 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
     }
 }
 
+// The optional classification head of rank pooling: cls (+ bias), then
+// cls.output (+ bias) with one row per label (a Qwen3 reranker's are its
+// lm_head rows of "yes" and "no"), each by presence as llama.cpp loads them.
+void bind_classifier(Binder& b, ModelSpec& s, ModelWeights& w) {
+    const int64_t e = s.n_embd;
+    w.cls = b.matrix("cls.weight", e, e, false);
+    if (!w.cls.empty()) w.cls_b = b.vector("cls.bias", e, false);
+    if (const gguf::TensorInfo* t = b.find("cls.output.weight")) {
+        s.n_cls_out = t->shape.size() >= 2 ? static_cast<int>(t->shape[1]) : 1;
+        w.cls_out = b.matrix("cls.output.weight", e, s.n_cls_out, true);
+        w.cls_out_b = b.vector("cls.output.bias", s.n_cls_out, false);
+    }
+}
+
 // An encoder's input rows (positions, token types) and their norm, and the
 // optional classification head of rank pooling (ModelSpec::post_norm).
 void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
@@ -270,13 +284,7 @@ void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
     if (s.n_token_types > 0) w.type_embd = b.matrix("token_types.weight", e, s.n_token_types, false);
     w.tok_embd_norm = b.vector("token_embd_norm.weight", e, true);
     w.tok_embd_norm_b = b.vector("token_embd_norm.bias", e, true);
-    w.cls = b.matrix("cls.weight", e, e, false);
-    if (!w.cls.empty()) w.cls_b = b.vector("cls.bias", e, false);
-    if (const gguf::TensorInfo* t = b.find("cls.output.weight")) {
-        s.n_cls_out = t->shape.size() >= 2 ? static_cast<int>(t->shape[1]) : 1;
-        w.cls_out = b.matrix("cls.output.weight", e, s.n_cls_out, true);
-        w.cls_out_b = b.vector("cls.output.bias", s.n_cls_out, false);
-    }
+    bind_classifier(b, s, w);
 }
 
 // An encoder layer past its Q/K/V (bound as every family's): the output
@@ -336,8 +344,15 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     if (!embd) throw Error("tensor 'token_embd.weight' not found");
     if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
-    if (s.post_norm) bind_encoder_inputs(b, s, w);  // no final norm
-    else w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
+    if (s.post_norm) {
+        bind_encoder_inputs(b, s, w);  // no final norm
+    } else {
+        w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
+        // A decoder scores rank pooling with cls.output only where the file asks
+        // for it (modern-bert's head, GELU and cls.norm, is not this one: its
+        // tensors stay unused and are refused by name).
+        if (s.pooling == Pooling::Rank && s.arch != "modern-bert") bind_classifier(b, s, w);
+    }
     if (!s.post_norm && allowed(tr.input_norm))  // a pre-norm encoder's input norm (modern-bert)
         w.tok_embd_norm = b.vector("token_embd_norm.weight", s.n_embd, required(tr.input_norm));
     if (s.norm == NormKind::Layer && !s.post_norm) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, false);

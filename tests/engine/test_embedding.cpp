@@ -68,7 +68,7 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
     EmbedOptions o;
     o.normalize = Normalization::None;
     const bool rank = fx["pooling"].get<int>() == 4;
-    ASSERT_EQ(emb.pooling(o), rank ? Pooling::Rank : Pooling::Mean);
+    ASSERT_EQ(emb.pooling(o), static_cast<Pooling>(fx["pooling"].get<int>()));
 
     std::vector<std::vector<TokenId>> tokens;
     for (size_t i = 0; i < texts.size(); ++i) {
@@ -104,7 +104,7 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
 INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
                          ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
                                            "jina-bert-v2_code", "modern-bert", "bert_rank1",
-                                           "bert_xlmr_rank"));
+                                           "bert_xlmr_rank", "qwen3_embed", "llama_embed", "qwen3_rerank"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:
@@ -358,7 +358,9 @@ namespace {
 // EOS; for XLM-R <s> q </s> d </s>, one </s> between where Hugging Face and kiln
 // put two). llama.cpp's graph gives every token type 0; with one token type
 // (bge-reranker-like) kiln does too, so `kiln rerank` is llama.cpp's score;
-// with two, kiln gives the document type 1 as Hugging Face does.
+// with two, kiln gives the document type 1 as Hugging Face does. A decoder
+// reranker (qwen3_rerank) joins a pair by its file's rerank prompt, kiln and
+// llama-server alike, and scores "yes" (the softmax of yes / no).
 class RerankOracle : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
@@ -401,7 +403,7 @@ TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
     std::printf("[ %s ] pair scores vs llama.cpp (same tokens, type 0): max abs diff %.3g\n", name.c_str(), worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Embedding, RerankOracle, ::testing::Values("bert_rank", "bert_rank1", "bert_xlmr_rank"));
+INSTANTIATE_TEST_SUITE_P(Embedding, RerankOracle, ::testing::Values("bert_rank", "bert_rank1", "bert_xlmr_rank", "qwen3_rerank"));
 
 }  // namespace
 }  // namespace kiln
