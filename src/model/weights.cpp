@@ -266,8 +266,20 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
 // lm_head rows of "yes" and "no"), each by presence as llama.cpp loads them.
 void bind_classifier(Binder& b, ModelSpec& s, ModelWeights& w) {
     const int64_t e = s.n_embd;
+    // jina-bert-v2 (jina-reranker-v1) scores with cls [n_embd, 1] (+ bias) through
+    // tanh and nothing after it; llama.cpp reads no cls.output for that family.
+    if (s.arch == "jina-bert-v2") {
+        w.cls = b.matrix("cls.weight", e, 1, false);
+        if (!w.cls.empty()) {
+            w.cls_b = b.vector("cls.bias", 1, false);
+            s.n_cls_out = 1;
+        }
+        return;
+    }
     w.cls = b.matrix("cls.weight", e, e, false);
-    if (!w.cls.empty()) w.cls_b = b.vector("cls.bias", e, false);
+    // modern-bert's head has no cls bias and a LayerNorm weight after its GELU.
+    if (!w.cls.empty() && s.arch != "modern-bert") w.cls_b = b.vector("cls.bias", e, false);
+    if (!w.cls.empty() && s.arch == "modern-bert") w.cls_norm = b.vector("cls.norm.weight", e, false);
     if (const gguf::TensorInfo* t = b.find("cls.output.weight")) {
         s.n_cls_out = t->shape.size() >= 2 ? static_cast<int>(t->shape[1]) : 1;
         w.cls_out = b.matrix("cls.output.weight", e, s.n_cls_out, true);
@@ -348,10 +360,9 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         bind_encoder_inputs(b, s, w);  // no final norm
     } else {
         w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
-        // A decoder scores rank pooling with cls.output only where the file asks
-        // for it (modern-bert's head, GELU and cls.norm, is not this one: its
-        // tensors stay unused and are refused by name).
-        if (s.pooling == Pooling::Rank && s.arch != "modern-bert") bind_classifier(b, s, w);
+        // A pre-norm model (modern-bert, a decoder reranker) has a classification
+        // head only where the file asks for rank pooling.
+        if (s.pooling == Pooling::Rank) bind_classifier(b, s, w);
     }
     if (!s.post_norm && allowed(tr.input_norm))  // a pre-norm encoder's input norm (modern-bert)
         w.tok_embd_norm = b.vector("token_embd_norm.weight", s.n_embd, required(tr.input_norm));

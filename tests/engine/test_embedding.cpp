@@ -80,6 +80,13 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
     for (const auto& t : tokens) alone.push_back(emb.embed(std::span(&t, 1), o).at(0));
     const std::vector<Embedding> batch = emb.embed(tokens, o);
     ASSERT_EQ(batch.size(), texts.size());
+    // A score's bound: 1e-3, or twice llama.cpp's own spread between the same
+    // input alone and in a batch where that is larger (modern-bert_rank: its
+    // sliding layers and head put llama.cpp's two answers 9.6e-4 apart).
+    double oracle_spread = 0;
+    for (size_t i = 0; i < texts.size(); ++i)
+        oracle_spread = std::max(oracle_spread, max_abs_diff(fx["alone"][i].get<std::vector<float>>(), fx["batch"][i].get<std::vector<float>>()));
+    const double score_bound = std::max(1e-3, 2 * oracle_spread);
     double worst_cos = 1, worst_diff = 0;
     for (size_t i = 0; i < texts.size(); ++i) {
         EXPECT_EQ(batch[i].values, alone[i].values) << "input " << i << " differs in a batch";
@@ -90,7 +97,7 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
             const double d = max_abs_diff(alone[i].values, want);
             worst_diff = std::max(worst_diff, d);
             if (rank) {
-                EXPECT_LE(d, 1e-3 * std::max(1.0, std::fabs(static_cast<double>(want[0])))) << which << " " << i;
+                EXPECT_LE(d, score_bound * std::max(1.0, std::fabs(static_cast<double>(want[0])))) << which << " " << i;
             } else {
                 const double c = cosine(alone[i].values, want);
                 worst_cos = std::min(worst_cos, c);
@@ -104,7 +111,8 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
 INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
                          ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
                                            "jina-bert-v2_code", "modern-bert", "bert_rank1",
-                                           "bert_xlmr_rank", "qwen3_embed", "llama_embed", "qwen3_rerank"));
+                                           "bert_xlmr_rank", "qwen3_embed", "llama_embed", "qwen3_rerank",
+                                           "jina-bert-v2_rank", "modern-bert_rank"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:

@@ -126,6 +126,11 @@ const std::vector<EncoderRecipe>& recipes() {
          false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu, false, false, 768, 12, 0, "bert-bge", 12, 3072},
         {"modern-bert", "ModernBERT: pre-LayerNorm without biases, 3 layers (global, then 2 sliding with a symmetric window of 8), "
          "RoPE bases 160000 / 10000, GeGLU in one ffn_up, final norm, mean pooling; F16", GgmlType::F16, false, "modern-bert", Positions::Rope, true},
+        {"modern-bert_rank", "a ModernBERT cross-encoder (gte-reranker-modernbert's head): cls [64, 64], GELU, cls.norm, "
+         "cls.output + bias, over the tokens' mean (the classifier pooling llama.cpp defaults to); F16",
+         GgmlType::F16, true, "modern-bert", Positions::Rope, true},
+        {"jina-bert-v2_rank", "jina-reranker-v1: the jina-bert-v2 encoder with a cls [64, 1] + bias head through tanh (no cls.output), "
+         "rank pooling; F16", GgmlType::F16, true, "jina-bert-v2", Positions::Alibi, false, Ffn::GeGluFused},
     };
     return r;
 }
@@ -278,7 +283,7 @@ void write_modern_bert(const EncoderRecipe& r, EncoderWriter& t, const std::stri
     md.add(a + "attention.head_count", Value::u32(n_head));
     md.add(a + "attention.layer_norm_epsilon", Value::f32(1e-5f));
     md.add(a + "attention.causal", Value::boolean(false));
-    md.add(a + "pooling_type", Value::u32(1));
+    md.add(a + "pooling_type", Value::u32(r.rank ? 4 : 1));
     md.add(a + "rope.freq_base", Value::f32(160000.0f));
     md.add(a + "rope.freq_base_swa", Value::f32(10000.0f));
     md.add(a + "rope.scaling.type", Value::string("none"));
@@ -302,6 +307,12 @@ void write_modern_bert(const EncoderRecipe& r, EncoderWriter& t, const std::stri
         t.matrix(p + "ffn_down.weight", n_ff, e, mt);
     }
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    if (r.rank) {  // as llama.cpp's converter writes ModernBERT's head and classifier
+        t.matrix("cls.weight", e, e, GgmlType::F32, 2.0f);
+        t.vector("cls.norm.weight", e, 1.0f, 0.2f);
+        t.matrix("cls.output.weight", e, 1, GgmlType::F32, 2.0f);
+        t.vector("cls.output.bias", 1, 0.0f, 0.3f);
+    }
 }
 
 }  // namespace
@@ -390,7 +401,10 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
         t.vector(p + "layer_output_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "layer_output_norm.bias", e, 0.0f, 0.2f);
     }
-    if (r->rank) {
+    if (r->rank && r->arch == "jina-bert-v2") {  // jina-reranker-v1: one row through tanh
+        t.matrix("cls.weight", e, 1, GgmlType::F32, 2.0f);
+        t.vector("cls.bias", 1, 0.0f, 0.3f);
+    } else if (r->rank) {
         t.matrix("cls.weight", e, e, GgmlType::F32, 2.0f);
         t.vector("cls.bias", e, 0.0f, 0.3f);
         t.matrix("cls.output.weight", e, 1, GgmlType::F32, 2.0f);
