@@ -16,7 +16,7 @@ Hugging Face does; llama.cpp's graph gives every token type 0) and as
 llama-server's /v1/rerank joins them (format_prompt_rerank: BOS q, EOS if the
 vocabulary adds one, SEP if it adds one, d, EOS if it adds one).
 
-The decoder-based ones (qwen3_embed, llama_embed, qwen3_rerank: tiny decoders
+The decoder-based ones (qwen3_embed, llama-embed, qwen3_rerank: tiny decoders
 rewritten with an embedding file's keys, Qwen2 / Llama 3 vocabularies from
 $KILN_VOCABS) are scored the same way; a decoder reranker's pairs are its file's
 rerank prompt with {query} and {document} filled in, as llama-server's

@@ -111,7 +111,7 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
 INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
                          ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
                                            "jina-bert-v2_code", "modern-bert", "bert_rank1",
-                                           "bert_xlmr_rank", "qwen3_embed", "llama_embed", "qwen3_rerank",
+                                           "bert_xlmr_rank", "qwen3_embed", "llama-embed", "qwen3_rerank",
                                            "jina-bert-v2_rank", "modern-bert_rank"));
 
 class EmbeddingOptions : public ::testing::Test {

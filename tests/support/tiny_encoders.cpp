@@ -156,7 +156,7 @@ const std::vector<DecoderRecipe>& decoder_recipes() {
         {"qwen3_embed", "Qwen3-Embedding: the tiny qwen3 (QK-norm, Q5_0 / Q8_0) with the Qwen2 vocabulary, causal, last-token "
                         "pooling, EOS (<|endoftext|>) appended (tokenizer.ggml.add_eos_token)",
          "qwen3", "qwen3", "qwen2", 3, true, false, true},
-        {"llama_embed", "llama-embed (llama-embed-nemotron): the tiny llama's layers without lm_head, the Llama 3 vocabulary "
+        {"llama-embed", "llama-embed (llama-embed-nemotron): the tiny llama's layers without lm_head, the Llama 3 vocabulary "
                         "(BOS added), non-causal attention, mean pooling",
          "llama", "llama-embed", "llama-bpe", 1, false, true, false, true},
         {"qwen3_rerank", "Qwen3-Reranker: the tiny qwen3 with cls.output [64, 2] (the yes / no rows), rank pooling: the last "
