@@ -16,7 +16,15 @@ Hugging Face does; llama.cpp's graph gives every token type 0) and as
 llama-server's /v1/rerank joins them (format_prompt_rerank: BOS q, EOS if the
 vocabulary adds one, SEP if it adds one, d, EOS if it adds one).
 
-Usage: tools/tiny_embedding_fixtures.py [--build build]
+The decoder-based ones (qwen3_embed, llama-embed, qwen3_rerank: tiny decoders
+rewritten with an embedding file's keys, Qwen2 / Llama 3 vocabularies from
+$KILN_VOCABS) are scored the same way; a decoder reranker's pairs are its file's
+rerank prompt with {query} and {document} filled in, as llama-server's
+format_prompt_rerank writes them (kiln's tokenize_pair does the same). Rank
+scores keep every classifier label (llama_model_n_cls_out: a Qwen3 reranker's
+softmaxed yes / no).
+
+Usage: tools/tiny_embedding_fixtures.py [--build build] [--only NAME ...]
 """
 import argparse
 import hashlib
@@ -73,10 +81,24 @@ def pair_fixture(llm):
             "server_tokens": server_tokens, "server_scores": [score_tokens(llm, t, 1)[0] for t in server_tokens]}
 
 
+def template_pair_fixture(llm, template):
+    """A decoder reranker's pairs as llama-server's format_prompt_rerank writes them:
+    the file's rerank prompt with {query} and {document} filled in, special tokens
+    parsed, none added (kiln's Embedder::tokenize_pair does the same)."""
+    tokens = []
+    for d in DOCUMENTS:
+        text = template.replace("{query}", QUERY).replace("{document}", d)
+        tokens.append(llm.tokenize(text.encode(), add_bos=False, special=True))
+    scores = [score_tokens(llm, t, 1)[0] for t in tokens]
+    return {"query": QUERY, "documents": DOCUMENTS, "kiln_tokens": tokens, "kiln_scores": scores,
+            "server_tokens": tokens, "server_scores": scores}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--vocab", default=str(VOCAB))
+    ap.add_argument("--only", nargs="*", help="these encoders only (default: all)")
     args = ap.parse_args()
     tool = Path(args.build) / "tests" / "make_tiny_encoder"
     listing = subprocess.run([str(tool), "--list"], check=True, capture_output=True, text=True).stdout.split("\n")
@@ -87,6 +109,8 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
+            if args.only and name not in args.only:
+                continue
             path = Path(tmp) / f"tiny-{name}.gguf"
             vocab = args.vocab if vocabs[name].endswith("ggml-vocab-bert-bge.gguf") else vocabs[name]
             subprocess.run([str(tool), name, vocab, str(path)], check=True)
@@ -94,7 +118,8 @@ def main() -> None:
             llm = Llama(model_path=str(path), embedding=True, n_ctx=512, n_batch=512, n_seq_max=8,
                         verbose=False, n_threads=2)
             rank = llm.pooling_type() == 4
-            width = 1 if rank else llm.n_embd()
+            # rank pooling: one score per classifier label (a Qwen3 reranker's yes / no, softmaxed)
+            width = llama_cpp.llama_model_n_cls_out(llm.model) if rank else llm.n_embd()
 
             def pooled(vs):
                 return [list(map(float, v[:width])) for v in vs]
@@ -104,7 +129,12 @@ def main() -> None:
             batch = pooled(llm.embed(texts, normalize=False))
             data = {"name": name, "sha256": sha, "pooling": llm.pooling_type(), "texts": texts,
                     "tokens": tokens, "alone": alone, "batch": batch}
-            if rank:
+            arch = llm.metadata.get("general.architecture", "")
+            causal = llm.metadata.get(f"{arch}.attention.causal", "true") == "true"
+            template = llm.metadata.get("tokenizer.chat_template.rerank")
+            if rank and template:
+                data["pairs"] = template_pair_fixture(llm, template)
+            elif rank and not causal:  # an encoder's [CLS] q [SEP] d [SEP]
                 data["pairs"] = pair_fixture(llm)
             (OUT / f"{name}.json").write_text(json.dumps(data) + "\n")
             a, b = np.array(alone), np.array(batch)

@@ -90,7 +90,9 @@ public:
 
     // Token ids of a text as the model expects it (CLS ... SEP for BERT).
     std::vector<TokenId> tokenize(std::string_view text) const;
-    // A (query, document) pair: [CLS] q [SEP] d [SEP], types 0 then 1 (rank pooling).
+    // A (query, document) pair: [CLS] q [SEP] d [SEP], types 0 then 1 (rank pooling);
+    // a file with a rerank prompt (tokenizer.chat_template.rerank: Qwen3 rerankers)
+    // fills its {query} and {document} in, as llama-server does.
     EmbedInput tokenize_pair(std::string_view query, std::string_view document) const;
 
     std::vector<Embedding> embed(std::span<const EmbedInput> inputs, const EmbedOptions& options = {});

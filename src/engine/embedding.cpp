@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "compute/matmul.h"
+#include "compute/ops.h"
 #include "compute/thread_pool.h"
 #include "kiln/context.h"
 #include "kiln/error.h"
@@ -132,8 +133,29 @@ std::vector<TokenId> Embedder::tokenize(std::string_view text) const {
     return impl_->model->tokenizer().encode(text, {.add_special = true, .parse_special = true});
 }
 
+namespace {
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
 EmbedInput Embedder::tokenize_pair(std::string_view query, std::string_view document) const {
     const Tokenizer& tok = impl_->model->tokenizer();
+    // A reranker whose file has a "rerank" prompt (a Qwen3 reranker's
+    // tokenizer.chat_template.rerank) is fed that prompt with {query} and
+    // {document} filled in, special tokens parsed and none added, as
+    // llama-server's format_prompt_rerank does; every token type 0.
+    if (auto prompt = impl_->model->file().metadata().find_string("tokenizer.chat_template.rerank")) {
+        std::string text(*prompt);
+        replace_all(text, "{query}", query);
+        replace_all(text, "{document}", document);
+        EmbedInput in;
+        tok.encode(text, in.tokens, {.add_special = false, .parse_special = true});
+        in.token_types.assign(in.tokens.size(), 0);
+        return in;
+    }
     const SpecialTokens& sp = tok.special();
     const TokenId cls = sp.bos, sep = sp.sep != k_no_token ? sp.sep : sp.eos;
     if (cls == k_no_token || sep == k_no_token)
@@ -172,7 +194,7 @@ std::vector<Embedding> Embedder::embed_texts(std::span<const std::string> texts,
 std::vector<float> Embedder::rerank(std::string_view query, std::span<const std::string> documents, bool truncate,
                                     int64_t* n_tokens) {
     const ModelWeights& w = ModelInternals::weights(*impl_->model);
-    if (w.cls_out.empty())
+    if (impl_->model->n_cls_out() < 1)
         throw Error("model '" + impl_->model->path() + "' is not a reranker: it has no classification head (cls.output.weight)");
     std::vector<EmbedInput> pairs;
     for (const std::string& d : documents) pairs.push_back(tokenize_pair(query, d));
@@ -194,6 +216,14 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
     const Pooling pooling = this->pooling(o);
     const int n_embd = im.model->n_embd();
     const ModelWeights& w = ModelInternals::weights(*im.model);
+    const ModelSpec& spec = ModelInternals::spec(*im.model);
+    // Rank pooling scores the first token (CLS) of a non-causal model and the
+    // last of a causal one (only it has seen the whole input), as llama.cpp's
+    // llm_graph_input_cls; a Qwen3 reranker's two labels (yes, no) are
+    // softmaxed as llama.cpp's rank pooling does for that architecture.
+    const bool rank_mean = pooling == Pooling::Rank && spec.rank_mean;
+    const bool rank_last = pooling == Pooling::Rank && spec.causal && !rank_mean;
+    const bool rank_softmax = pooling == Pooling::Rank && (spec.arch == "qwen3" || spec.arch == "qwen3vl");
     if (pooling == Pooling::Rank && w.cls.empty() && w.cls_out.empty())
         throw Error("model '" + im.model->path() + "' has no classification head (cls / cls.output tensors) for rank pooling");
     if (o.dimensions < 0 || o.dimensions > n_embd)
@@ -258,9 +288,9 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
             const int n = static_cast<int>(in.tokens.size());
             const SeqId seq = static_cast<SeqId>(i - first);
             for (int t = 0; t < n; ++t) {
-                const bool wanted = pooling == Pooling::Mean || pooling == Pooling::None ||
-                                    ((pooling == Pooling::Cls || pooling == Pooling::Rank) && t == 0) ||
-                                    (pooling == Pooling::Last && t == n - 1);
+                const bool wanted = pooling == Pooling::Mean || pooling == Pooling::None || rank_mean ||
+                                    ((pooling == Pooling::Cls || (pooling == Pooling::Rank && !rank_last && !rank_mean)) && t == 0) ||
+                                    ((pooling == Pooling::Last || rank_last) && t == n - 1);
                 batch.add(in.tokens[static_cast<size_t>(t)], t, seq, wanted,
                           in.token_types.empty() ? 0 : in.token_types[static_cast<size_t>(t)]);
             }
@@ -281,7 +311,7 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
                 }
                 continue;
             }
-            if (pooling == Pooling::Mean) {
+            if (pooling == Pooling::Mean || rank_mean) {
                 std::fill(pooled.begin(), pooled.end(), 0.0f);
                 for (int t = 0; t < n; ++t) {
                     auto h = ctx.hidden(k++);
@@ -294,14 +324,23 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
                 std::copy(h.begin(), h.end(), pooled.begin());
             }
             if (pooling == Pooling::Rank) {
-                // cls (+ bias, tanh), then cls.output (+ bias), as llama.cpp's rank pooling.
+                // cls (+ bias, tanh; modern-bert: GELU then cls.norm), then
+                // cls.output (+ bias), as llama.cpp's rank pooling.
                 std::vector<float> x = pooled;
                 if (!w.cls.empty()) {
-                    cls_hidden.resize(static_cast<size_t>(n_embd));
+                    const int n_cls = static_cast<int>(w.cls.n_out);
+                    const bool gelu = spec.arch == "modern-bert";
+                    cls_hidden.resize(static_cast<size_t>(n_cls));
                     matmul(w.cls, x.data(), 1, cls_hidden.data(), *im.pool, im.mm);
-                    for (int j = 0; j < n_embd; ++j)
-                        cls_hidden[static_cast<size_t>(j)] =
-                            std::tanh(cls_hidden[static_cast<size_t>(j)] + (w.cls_b ? w.cls_b[j] : 0.0f));
+                    for (int j = 0; j < n_cls; ++j) {
+                        const float v = cls_hidden[static_cast<size_t>(j)] + (w.cls_b ? w.cls_b[j] : 0.0f);
+                        cls_hidden[static_cast<size_t>(j)] = gelu ? ops::gelu_table(v) : std::tanh(v);
+                    }
+                    if (w.cls_norm) {
+                        std::vector<float> normed(cls_hidden.size());
+                        ops::layer_norm(cls_hidden.data(), w.cls_norm, nullptr, normed.data(), n_cls, spec.norm_eps);
+                        cls_hidden = std::move(normed);
+                    }
                     x = cls_hidden;
                 }
                 if (!w.cls_out.empty()) {
@@ -311,6 +350,15 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
                         for (size_t j = 0; j < e.values.size(); ++j) e.values[j] += w.cls_out_b[j];
                 } else {
                     e.values = x;
+                }
+                if (rank_softmax) {
+                    const float mx = *std::max_element(e.values.begin(), e.values.end());
+                    double sum = 0.0;
+                    for (float& v : e.values) {
+                        v = std::exp(v - mx);
+                        sum += v;
+                    }
+                    for (float& v : e.values) v = static_cast<float>(v / sum);
                 }
                 continue;
             }

@@ -184,6 +184,8 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std:
         s.pooling = static_cast<Pooling>(*v);
     }
 
+    if (auto v = md.find_uint(k("classifier.pooling_type"))) s.rank_mean = *v == static_cast<uint64_t>(Pooling::Mean);
+
     ArchConfig cfg{md, p, s};
     row.configure(cfg);
     // What configure made of an attention-free file: every layer has a mixer that

@@ -18,6 +18,7 @@ namespace {
 // name, RoPE, memory, configure (null: known, not runnable), FFN kind.
 constexpr ArchRow k_rows[] = {
     {"llama", RopeKind::Norm, MemoryKind::Kv, configure_llama, "gated or experts"},
+    {"llama-embed", RopeKind::Norm, MemoryKind::Kv, configure_llama_embed, "gated"},
     {"llama4", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
     {"mistral3", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
     {"smollm3", RopeKind::Norm, MemoryKind::Kv, configure_smollm3, "gated"},

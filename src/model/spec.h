@@ -242,6 +242,9 @@ struct ModelSpec {
     int n_token_types = 0;    // rows of token_types.weight (tokenizer.ggml.token_type_count)
     std::optional<Pooling> pooling;  // {arch}.pooling_type, when the file sets it
     int n_cls_out = 0;        // rank pooling: the classifier's outputs (cls.output.weight rows)
+    // {arch}.classifier.pooling_type mean: rank pooling feeds the head the mean of
+    // the tokens instead of the first (or last) one (modern-bert's default).
+    bool rank_mean = false;
     TensorRules tensors;  // set by the family's configure step
     bool fused_qkv = false;  // some layer has attn_qkv (set by bind_weights; the forward pass's buffer sizes)
     bool fused_gate_up = false;  // some layer's ffn_up holds gate and up (set by bind_weights; the same)

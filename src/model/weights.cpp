@@ -262,6 +262,32 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
     }
 }
 
+// The optional classification head of rank pooling: cls (+ bias), then
+// cls.output (+ bias) with one row per label (a Qwen3 reranker's are its
+// lm_head rows of "yes" and "no"), each by presence as llama.cpp loads them.
+void bind_classifier(Binder& b, ModelSpec& s, ModelWeights& w) {
+    const int64_t e = s.n_embd;
+    // jina-bert-v2 (jina-reranker-v1) scores with cls [n_embd, 1] (+ bias) through
+    // tanh and nothing after it; llama.cpp reads no cls.output for that family.
+    if (s.arch == "jina-bert-v2") {
+        w.cls = b.matrix("cls.weight", e, 1, false);
+        if (!w.cls.empty()) {
+            w.cls_b = b.vector("cls.bias", 1, false);
+            s.n_cls_out = 1;
+        }
+        return;
+    }
+    w.cls = b.matrix("cls.weight", e, e, false);
+    // modern-bert's head has no cls bias and a LayerNorm weight after its GELU.
+    if (!w.cls.empty() && s.arch != "modern-bert") w.cls_b = b.vector("cls.bias", e, false);
+    if (!w.cls.empty() && s.arch == "modern-bert") w.cls_norm = b.vector("cls.norm.weight", e, false);
+    if (const gguf::TensorInfo* t = b.find("cls.output.weight")) {
+        s.n_cls_out = t->shape.size() >= 2 ? static_cast<int>(t->shape[1]) : 1;
+        w.cls_out = b.matrix("cls.output.weight", e, s.n_cls_out, true);
+        w.cls_out_b = b.vector("cls.output.bias", s.n_cls_out, false);
+    }
+}
+
 // An encoder's input rows (positions, token types) and their norm, and the
 // optional classification head of rank pooling (ModelSpec::post_norm).
 void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
@@ -271,13 +297,7 @@ void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
     if (s.n_token_types > 0) w.type_embd = b.matrix("token_types.weight", e, s.n_token_types, false);
     w.tok_embd_norm = b.vector("token_embd_norm.weight", e, true);
     w.tok_embd_norm_b = b.vector("token_embd_norm.bias", e, true);
-    w.cls = b.matrix("cls.weight", e, e, false);
-    if (!w.cls.empty()) w.cls_b = b.vector("cls.bias", e, false);
-    if (const gguf::TensorInfo* t = b.find("cls.output.weight")) {
-        s.n_cls_out = t->shape.size() >= 2 ? static_cast<int>(t->shape[1]) : 1;
-        w.cls_out = b.matrix("cls.output.weight", e, s.n_cls_out, true);
-        w.cls_out_b = b.vector("cls.output.bias", s.n_cls_out, false);
-    }
+    bind_classifier(b, s, w);
 }
 
 // A latent attention layer (ModelSpec::mla): Q (attn_q, or attn_q_a → norm →
@@ -359,8 +379,14 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     if (!embd) throw Error("tensor 'token_embd.weight' not found");
     if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
     w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
-    if (s.post_norm) bind_encoder_inputs(b, s, w);  // no final norm
-    else w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
+    if (s.post_norm) {
+        bind_encoder_inputs(b, s, w);  // no final norm
+    } else {
+        w.output_norm = b.vector(s.output_norm_tensor, s.n_embd, true);
+        // A pre-norm model (modern-bert, a decoder reranker) has a classification
+        // head only where the file asks for rank pooling.
+        if (s.pooling == Pooling::Rank) bind_classifier(b, s, w);
+    }
     if (!s.post_norm && allowed(tr.input_norm))  // a pre-norm encoder's input norm (modern-bert)
         w.tok_embd_norm = b.vector("token_embd_norm.weight", s.n_embd, required(tr.input_norm));
     if (!s.post_norm && allowed(tr.pos_embd))

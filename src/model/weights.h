@@ -100,10 +100,12 @@ struct ModelWeights {
     const float* tok_embd_norm = nullptr;  // token_embd_norm [n_embd]
     const float* tok_embd_norm_b = nullptr;
     // The classification head of rank pooling: cls [n_embd, n_embd] then tanh
+    // (modern-bert: GELU then cls_norm; jina-bert-v2: cls [n_embd, 1] alone)
     // (optional), cls.output [n_embd, n_cls_out] (optional), each with a bias.
     Matrix cls, cls_out;
     const float* cls_b = nullptr;
     const float* cls_out_b = nullptr;
+    const float* cls_norm = nullptr;  // modern-bert: cls, GELU, then this LayerNorm (no bias)
 
     // Vectors stored in another type than f32 and matrices in a type the matmul
     // does not take are converted once at load and kept here.

@@ -68,7 +68,7 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
     EmbedOptions o;
     o.normalize = Normalization::None;
     const bool rank = fx["pooling"].get<int>() == 4;
-    ASSERT_EQ(emb.pooling(o), rank ? Pooling::Rank : Pooling::Mean);
+    ASSERT_EQ(emb.pooling(o), static_cast<Pooling>(fx["pooling"].get<int>()));
 
     std::vector<std::vector<TokenId>> tokens;
     for (size_t i = 0; i < texts.size(); ++i) {
@@ -80,6 +80,13 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
     for (const auto& t : tokens) alone.push_back(emb.embed(std::span(&t, 1), o).at(0));
     const std::vector<Embedding> batch = emb.embed(tokens, o);
     ASSERT_EQ(batch.size(), texts.size());
+    // A score's bound: 1e-3, or twice llama.cpp's own spread between the same
+    // input alone and in a batch where that is larger (modern-bert_rank: its
+    // sliding layers and head put llama.cpp's two answers 9.6e-4 apart).
+    double oracle_spread = 0;
+    for (size_t i = 0; i < texts.size(); ++i)
+        oracle_spread = std::max(oracle_spread, max_abs_diff(fx["alone"][i].get<std::vector<float>>(), fx["batch"][i].get<std::vector<float>>()));
+    const double score_bound = std::max(1e-3, 2 * oracle_spread);
     double worst_cos = 1, worst_diff = 0;
     for (size_t i = 0; i < texts.size(); ++i) {
         EXPECT_EQ(batch[i].values, alone[i].values) << "input " << i << " differs in a batch";
@@ -90,7 +97,7 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
             const double d = max_abs_diff(alone[i].values, want);
             worst_diff = std::max(worst_diff, d);
             if (rank) {
-                EXPECT_LE(d, 1e-3 * std::max(1.0, std::fabs(static_cast<double>(want[0])))) << which << " " << i;
+                EXPECT_LE(d, score_bound * std::max(1.0, std::fabs(static_cast<double>(want[0])))) << which << " " << i;
             } else {
                 const double c = cosine(alone[i].values, want);
                 worst_cos = std::min(worst_cos, c);
@@ -104,7 +111,8 @@ TEST_P(TinyEncoder, MatchesLlamaCppAloneAndBatched) {
 INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
                          ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
                                            "jina-bert-v2_code", "modern-bert", "bert_rank1",
-                                           "bert_xlmr_rank"));
+                                           "bert_xlmr_rank", "qwen3_embed", "llama-embed", "qwen3_rerank",
+                                           "jina-bert-v2_rank", "modern-bert_rank"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:
@@ -358,7 +366,9 @@ namespace {
 // EOS; for XLM-R <s> q </s> d </s>, one </s> between where Hugging Face and kiln
 // put two). llama.cpp's graph gives every token type 0; with one token type
 // (bge-reranker-like) kiln does too, so `kiln rerank` is llama.cpp's score;
-// with two, kiln gives the document type 1 as Hugging Face does.
+// with two, kiln gives the document type 1 as Hugging Face does. A decoder
+// reranker (qwen3_rerank) joins a pair by its file's rerank prompt, kiln and
+// llama-server alike, and scores "yes" (the softmax of yes / no).
 class RerankOracle : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
@@ -401,7 +411,7 @@ TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
     std::printf("[ %s ] pair scores vs llama.cpp (same tokens, type 0): max abs diff %.3g\n", name.c_str(), worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Embedding, RerankOracle, ::testing::Values("bert_rank", "bert_rank1", "bert_xlmr_rank"));
+INSTANTIATE_TEST_SUITE_P(Embedding, RerankOracle, ::testing::Values("bert_rank", "bert_rank1", "bert_xlmr_rank", "qwen3_rerank"));
 
 }  // namespace
 }  // namespace kiln

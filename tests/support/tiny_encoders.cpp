@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 #include "kiln/gguf/file.h"
 #include "kiln/gguf/writer.h"
 #include "kiln/quant.h"
+#include "support/tiny_models.h"
 
 namespace kiln::test {
 
@@ -124,8 +126,98 @@ const std::vector<EncoderRecipe>& recipes() {
          false, "nomic-bert", Positions::Rope, true, Ffn::SwiGlu, false, false, 768, 12, 0, "bert-bge", 12, 3072},
         {"modern-bert", "ModernBERT: pre-LayerNorm without biases, 3 layers (global, then 2 sliding with a symmetric window of 8), "
          "RoPE bases 160000 / 10000, GeGLU in one ffn_up, final norm, mean pooling; F16", GgmlType::F16, false, "modern-bert", Positions::Rope, true},
+        {"modern-bert_rank", "a ModernBERT cross-encoder (gte-reranker-modernbert's head): cls [64, 64], GELU, cls.norm, "
+         "cls.output + bias, over the tokens' mean (the classifier pooling llama.cpp defaults to); F16",
+         GgmlType::F16, true, "modern-bert", Positions::Rope, true},
+        {"jina-bert-v2_rank", "jina-reranker-v1: the jina-bert-v2 encoder with a cls [64, 1] + bias head through tanh (no cls.output), "
+         "rank pooling; F16", GgmlType::F16, true, "jina-bert-v2", Positions::Alibi, false, Ffn::GeGluFused},
     };
     return r;
+}
+
+// Decoder-based embedders and rerankers: a tiny decoder of tests/support/
+// tiny_models.cpp (its tensors byte for byte, with a real vocabulary) written
+// again under the embedding file's architecture and keys, as the converters
+// write Qwen3-Embedding, llama-embed-nemotron and Qwen3-Reranker files.
+struct DecoderRecipe {
+    std::string name, description;
+    std::string family;  // the tiny decoder it starts from
+    std::string arch;    // the architecture it is written as
+    std::string vocab;   // a llama.cpp vocab-only file in $KILN_VOCABS
+    uint32_t pooling = 1;
+    bool causal = true;
+    bool add_bos = false, add_eos = false;
+    bool drop_output = false;  // no output.weight (llama-embed has no lm_head)
+    int n_cls_out = 0;         // cls.output.weight rows (a Qwen3 reranker's yes / no)
+};
+
+const std::vector<DecoderRecipe>& decoder_recipes() {
+    static const std::vector<DecoderRecipe> r = {
+        {"qwen3_embed", "Qwen3-Embedding: the tiny qwen3 (QK-norm, Q5_0 / Q8_0) with the Qwen2 vocabulary, causal, last-token "
+                        "pooling, EOS (<|endoftext|>) appended (tokenizer.ggml.add_eos_token)",
+         "qwen3", "qwen3", "qwen2", 3, true, false, true},
+        {"llama-embed", "llama-embed (llama-embed-nemotron): the tiny llama's layers without lm_head, the Llama 3 vocabulary "
+                        "(BOS added), non-causal attention, mean pooling",
+         "llama", "llama-embed", "llama-bpe", 1, false, true, false, true},
+        {"qwen3_rerank", "Qwen3-Reranker: the tiny qwen3 with cls.output [64, 2] (the yes / no rows), rank pooling: the last "
+                         "token's two logits softmaxed",
+         "qwen3", "qwen3", "qwen2", 4, true, false, false, false, 2},
+    };
+    return r;
+}
+
+const DecoderRecipe* decoder_recipe(const std::string& name) {
+    for (const auto& r : decoder_recipes())
+        if (r.name == name) return &r;
+    return nullptr;
+}
+
+std::string vocab_file(const std::string& vocab) {
+    if (vocab == "bert-bge") return std::string(KILN_SOURCE_DIR) + "/../shared/testdata/tokenizer/ggml-vocab-bert-bge.gguf";
+    const char* env = std::getenv("KILN_VOCABS");
+    const char* home = std::getenv("HOME");
+    const std::string dir = env && *env ? env : std::string(home && *home ? home : ".") + "/.cache/kiln/vocabs";
+    return dir + "/ggml-vocab-" + vocab + ".gguf";
+}
+
+void write_decoder_embedder(const DecoderRecipe& r, const std::string& vocab_source, const std::string& path) {
+    const std::string base_path = path + ".decoder";
+    write_tiny_model(r.family, vocab_source, base_path);
+    {
+        gguf::File base = gguf::File::open(base_path);
+        uint64_t seed = 27;
+        for (char c : r.name) seed = seed * 131 + static_cast<unsigned char>(c);
+        EncoderWriter t(seed);  // the head's random rows; the decoder's tensors as they are
+        gguf::Writer& w = t.writer();
+        gguf::Metadata& md = w.metadata();
+        const std::string from = r.family + ".", to = r.arch + ".";
+        const gguf::Metadata from_md = gguf::materialize_metadata(base);
+        for (const auto& [k, v] : from_md.entries()) {
+            if (k == "general.architecture") md.add(k, Value::string(r.arch));
+            else if (k == "general.name") md.add(k, Value::string("kiln tiny " + r.name));
+            else if (k.rfind(from, 0) == 0) md.add(to + k.substr(from.size()), v);
+            else md.add(k, v);
+        }
+        md.add(to + "pooling_type", Value::u32(r.pooling));
+        md.add(to + "attention.causal", Value::boolean(r.causal));
+        md.add("tokenizer.ggml.add_bos_token", Value::boolean(r.add_bos));
+        md.add("tokenizer.ggml.add_eos_token", Value::boolean(r.add_eos));
+        for (const gguf::TensorInfo& ti : base.tensors()) {
+            if (r.drop_output && ti.name == "output.weight") continue;
+            w.add_tensor_view(ti.name, ti.type, ti.shape, base.tensor_data(ti), ti.bytes);
+        }
+        if (r.n_cls_out > 0)  // the labels, as the Qwen3 converter writes them (llama.cpp sizes the head by them)
+            md.add(to + "classifier.output_labels", Value::array(gguf::ValueType::String, {Value::string("yes"), Value::string("no")}));
+        if (r.n_cls_out > 0)  // a rerank prompt of the Qwen3-Reranker shape (its instruction shortened)
+            md.add("tokenizer.chat_template.rerank",
+                   Value::string("<|im_start|>system\nJudge whether the Document meets the requirements of the Query. Answer only "
+                                 "\"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Query>: {query}\n<Document>: {document}"
+                                 "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+        if (r.n_cls_out > 0)
+            t.matrix("cls.output.weight", static_cast<int64_t>(md.get_uint(to + "embedding_length")), r.n_cls_out, GgmlType::F32, 4.0f);
+        w.write(path);
+    }
+    std::remove(base_path.c_str());
 }
 
 }  // namespace
@@ -134,18 +226,14 @@ std::vector<TinyEncoderInfo> tiny_encoders() {
     std::vector<TinyEncoderInfo> out;
     for (const auto& r : recipes())
         if (r.name.rfind("bench_", 0) != 0) out.push_back({r.name, r.description, r.vocab});
+    for (const auto& r : decoder_recipes()) out.push_back({r.name, r.description, r.vocab});
     return out;
 }
 
 std::string tiny_encoder_vocab(const std::string& name) {
-    for (const auto& r : recipes()) {
-        if (r.name != name) continue;
-        if (r.vocab == "bert-bge") return std::string(KILN_SOURCE_DIR) + "/../shared/testdata/tokenizer/ggml-vocab-bert-bge.gguf";
-        const char* env = std::getenv("KILN_VOCABS");
-        const char* home = std::getenv("HOME");
-        const std::string dir = env && *env ? env : std::string(home && *home ? home : ".") + "/.cache/kiln/vocabs";
-        return dir + "/ggml-vocab-" + r.vocab + ".gguf";
-    }
+    for (const auto& r : recipes())
+        if (r.name == name) return vocab_file(r.vocab);
+    if (const DecoderRecipe* d = decoder_recipe(name)) return vocab_file(d->vocab);
     throw std::runtime_error("no tiny encoder '" + name + "'");
 }
 
@@ -195,7 +283,7 @@ void write_modern_bert(const EncoderRecipe& r, EncoderWriter& t, const std::stri
     md.add(a + "attention.head_count", Value::u32(n_head));
     md.add(a + "attention.layer_norm_epsilon", Value::f32(1e-5f));
     md.add(a + "attention.causal", Value::boolean(false));
-    md.add(a + "pooling_type", Value::u32(1));
+    md.add(a + "pooling_type", Value::u32(r.rank ? 4 : 1));
     md.add(a + "rope.freq_base", Value::f32(160000.0f));
     md.add(a + "rope.freq_base_swa", Value::f32(10000.0f));
     md.add(a + "rope.scaling.type", Value::string("none"));
@@ -219,6 +307,12 @@ void write_modern_bert(const EncoderRecipe& r, EncoderWriter& t, const std::stri
         t.matrix(p + "ffn_down.weight", n_ff, e, mt);
     }
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    if (r.rank) {  // as llama.cpp's converter writes ModernBERT's head and classifier
+        t.matrix("cls.weight", e, e, GgmlType::F32, 2.0f);
+        t.vector("cls.norm.weight", e, 1.0f, 0.2f);
+        t.matrix("cls.output.weight", e, 1, GgmlType::F32, 2.0f);
+        t.vector("cls.output.bias", 1, 0.0f, 0.3f);
+    }
 }
 
 }  // namespace
@@ -227,6 +321,7 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     const EncoderRecipe* r = nullptr;
     for (const auto& x : recipes())
         if (x.name == name) r = &x;
+    if (const DecoderRecipe* d = decoder_recipe(name)) return write_decoder_embedder(*d, vocab_source, path);
     if (!r) throw std::runtime_error("no tiny encoder '" + name + "'");
     uint64_t seed = 27;
     for (char c : name) seed = seed * 131 + static_cast<unsigned char>(c);
@@ -306,7 +401,10 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
         t.vector(p + "layer_output_norm.weight", e, 1.0f, 0.2f);
         t.vector(p + "layer_output_norm.bias", e, 0.0f, 0.2f);
     }
-    if (r->rank) {
+    if (r->rank && r->arch == "jina-bert-v2") {  // jina-reranker-v1: one row through tanh
+        t.matrix("cls.weight", e, 1, GgmlType::F32, 2.0f);
+        t.vector("cls.bias", 1, 0.0f, 0.3f);
+    } else if (r->rank) {
         t.matrix("cls.weight", e, e, GgmlType::F32, 2.0f);
         t.vector("cls.bias", e, 0.0f, 0.3f);
         t.matrix("cls.output.weight", e, 1, GgmlType::F32, 2.0f);

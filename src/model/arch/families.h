@@ -12,6 +12,7 @@ void read_ssm_keys(ArchConfig& c, SsmKind kind);
 void read_granite_scales(ArchConfig& c);
 
 void configure_llama(ArchConfig& c);
+void configure_llama_embed(ArchConfig& c);  // llama.cpp (llama's layers, no output head)
 void configure_qwen2(ArchConfig& c);
 void configure_qwen3(ArchConfig& c);
 void configure_smollm3(ArchConfig& c);

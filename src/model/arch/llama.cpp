@@ -5,6 +5,9 @@
 // With llama.expert_count the file is a mixture of experts (Mixtral): layers
 // with a router (ffn_gate_inp) select the top k experts by softmax and
 // renormalize their weights, as llama.cpp does for this family.
+// llama-embed (llama-embed-nemotron): llama's layers without the output head,
+// for embeddings; causal or not and the pooling come from the file, as
+// llama.cpp's llama-embed graph (llama's, no KV cache, no lm_head) reads them.
 #include "model/arch/families.h"
 #include "model/moe.h"
 #include "model/registry.h"
@@ -24,6 +27,12 @@ void configure_llama(ArchConfig& c) {
         t.experts = TensorUse::Optional;
         t.shared_expert = TensorUse::Optional;  // ungated (Granite MoE Shared under llama's graph)
     }
+}
+
+void configure_llama_embed(ArchConfig& c) {
+    configure_llama(c);
+    c.spec.output_head = false;
+    c.spec.tensors.output = TensorUse::No;
 }
 
 }  // namespace kiln

@@ -23,6 +23,9 @@ void configure_modern_bert(ArchConfig& c) {
         throw Error("GGUF metadata '" + c.key("attention.causal") + "': modern-bert attention is not causal", ErrorKind::Unsupported);
     s.causal = false;
     s.output_head = false;
+    // The classifier (rank pooling) pools the mean unless the file says otherwise,
+    // as llama.cpp defaults ModernBERT's classifier_pooling.
+    if (!c.metadata.has(c.key("classifier.pooling_type"))) s.rank_mean = true;
     TensorRules& t = s.tensors;
     t.output = TensorUse::No;
     t.input_norm = TensorUse::Required;
