@@ -199,10 +199,6 @@ std::optional<std::regex> shard_pattern(const std::string& rel) {
     return std::regex("^" + stem + "-\\d{5}-of-" + m[3].str() + "\\.gguf$");
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 struct HubFile {
     std::string rel, sha256;
     uint64_t size = 0;
@@ -272,7 +268,7 @@ PullResult pull_hf(const std::string& spec, const PullOptions& o) {
             if (!f.is_object() || !f.contains("rfilename") || !f["rfilename"].is_string()) continue;
             HubFile h;
             h.rel = f["rfilename"].get<std::string>();
-            if (!ends_with(h.rel, ".gguf") || h.rel.find("..") != std::string::npos) continue;
+            if (!h.rel.ends_with(".gguf") || h.rel.find("..") != std::string::npos) continue;
             if (auto l = f.find("lfs"); l != f.end() && l->is_object()) {
                 h.sha256 = l->value("sha256", "");
                 h.size = l->value("size", uint64_t{0});
@@ -316,7 +312,7 @@ PullResult pull_url(const std::string& url, const PullOptions& o) {
     const Url u = split_url(url);
     std::string name = u.path.substr(0, u.path.find_first_of("?#"));
     name = name.substr(name.rfind('/') + 1);
-    if (name.empty() || name == "." || name == ".." || !ends_with(name, ".gguf"))
+    if (name.empty() || name == "." || name == ".." || !name.ends_with(".gguf"))
         throw Error("'" + url + "': the URL does not end in a .gguf file name", ErrorKind::InvalidInput);
     static const std::regex hex64("^[0-9a-f]{64}$");
     if (!o.sha256.empty() && !std::regex_match(o.sha256, hex64))

@@ -86,11 +86,7 @@ Json anthropic_to_chat_body(const Json& body) {
             const Json& t = (*tools)[i];
             const std::string w = "tools[" + std::to_string(i) + "]";
             if (!t.is_object()) throw bad_field(w, "expected an object");
-            auto name = get_string(t, "name");
-            if (!name) throw bad_field(w + ".name", "missing");
-            Json fn = {{"name", *name}, {"parameters", get_object(t, "input_schema") ? t["input_schema"] : Json::object()}};
-            if (auto d = get_string(t, "description")) fn["description"] = *d;
-            out.push_back({{"type", "function"}, {"function", fn}});
+            out.push_back(flat_function_tool(t, w, "input_schema"));
         }
         chat["tools"] = out;
     }

@@ -23,8 +23,6 @@ public:
     // read (a pipelined next request) do not count.
     bool gone() const;
 
-    bool found() const { return fd_ >= 0; }
-
 private:
     int fd_ = -1;
 };

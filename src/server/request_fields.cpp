@@ -52,6 +52,14 @@ std::string block_type(const Json& obj, const std::string& where) {
     return v->get<std::string>();
 }
 
+Json flat_function_tool(const Json& tool, const std::string& where, const char* schema_key) {
+    auto name = get_string(tool, "name");
+    if (!name) throw bad_field(where + ".name", "missing");
+    Json fn = {{"name", *name}, {"parameters", get_object(tool, schema_key) ? tool[schema_key] : Json::object()}};
+    if (auto d = get_string(tool, "description")) fn["description"] = *d;
+    return {{"type", "function"}, {"function", fn}};
+}
+
 std::optional<long long> get_int(const Json& obj, const std::string& name, long long lo, long long hi) {
     const Json* v = field(obj, name);
     if (!v) return std::nullopt;

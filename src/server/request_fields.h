@@ -33,5 +33,9 @@ const Json* get_array(const Json& obj, const std::string& name);
 // The "type" of a content block or tool: "" when `obj` is not an object or has
 // no type; a 400 naming `where`.type when the type is not a string.
 std::string block_type(const Json& obj, const std::string& where);
+// A tool written flat, {"name", "description", SCHEMA_KEY: {...}} (Responses'
+// "parameters", Anthropic's "input_schema"), as a chat-completions function
+// tool; a 400 naming `where`.name when the name is missing.
+Json flat_function_tool(const Json& tool, const std::string& where, const char* schema_key);
 
 }  // namespace kiln::server

@@ -296,11 +296,7 @@ Json responses_to_chat_body(const Json& body) {
             const std::string w = "tools[" + std::to_string(i) + "]";
             if (block_type(t, w) != "function")
                 throw ApiError(400, "'" + w + ".type': only function tools are supported", w + ".type", "unsupported_value");
-            auto name = get_string(t, "name");
-            if (!name) throw bad_field(w + ".name", "missing");
-            Json fn = {{"name", *name}, {"parameters", get_object(t, "parameters") ? t["parameters"] : Json::object()}};
-            if (auto d = get_string(t, "description")) fn["description"] = *d;
-            out.push_back({{"type", "function"}, {"function", fn}});
+            out.push_back(flat_function_tool(t, w, "parameters"));
         }
         chat["tools"] = out;
     }
