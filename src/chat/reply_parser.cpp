@@ -159,9 +159,8 @@ struct ReplyParser::Impl {
     // Section / BareJson state.
     int section = -1;
     struct StreamedCall {
-        std::string id;          // the id its ToolCallStart announced
-        bool announced = false;  // ToolCallStart sent
-        size_t sent = 0;         // bytes of its arguments sent
+        std::string id;   // the id its ToolCallStart announced (empty: not announced)
+        size_t sent = 0;  // bytes of its arguments sent
     };
     std::vector<StreamedCall> streamed;  // the open section's calls, in body order
     size_t scanned = 0;                  // body bytes the last stream_calls scan read
@@ -355,7 +354,7 @@ struct ReplyParser::Impl {
         for (size_t i = 0; i < calls.size(); ++i) {
             const ParsedCall& c = calls[i];
             const CallPreview* p = i < previews.size() ? &previews[i] : nullptr;
-            const StreamedCall* s = p && i < streamed.size() && streamed[i].announced ? &streamed[i] : nullptr;
+            const StreamedCall* s = p && i < streamed.size() && !streamed[i].id.empty() ? &streamed[i] : nullptr;
             const bool streams = p && p->streams;
             if (!c.ok) {
                 if (streams) ids.next();  // its id may have been announced
@@ -370,7 +369,7 @@ struct ReplyParser::Impl {
                 id = c.id.empty() ? ids.next() : c.id;
             }
             std::string text = c.arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-            if (p && p->streams && p->args_complete) {
+            if (streams && p->args_complete) {
                 std::string raw(body.substr(p->args_from, p->args_to - p->args_from));
                 auto parsed = parse_json(raw);
                 if (parsed && *parsed == c.arguments && p->name == c.name)
@@ -428,13 +427,12 @@ struct ReplyParser::Impl {
                 good_before += !p.name.empty();  // a whole call without arguments: good when named
                 continue;
             }
-            if (!s.announced) {
+            if (s.id.empty()) {
                 // The id emit_calls will give it: the good calls before it take theirs first.
                 ToolCallIds ahead = ids;
                 for (int k = 0; k < good_before; ++k) ahead.next();
                 s.id = ahead.next();
                 out->push_back(ToolCallStart{s.id, p.name});
-                s.announced = true;
             }
             ++good_before;
             std::string_view text = safe.substr(p.args_from, p.args_to - p.args_from);
