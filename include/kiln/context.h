@@ -76,6 +76,10 @@ private:
 
 // name, layer (-1 if none), data f32 [n_per_row, n_rows]
 using TensorHook = std::function<void(const char* name, int layer, const float* data, int64_t n_per_row, int64_t n_rows)>;
+// Before each product with one of the file's weight matrices: the tensor's name,
+// the expert (the matrix's index along a 3-D tensor's third dimension; 0 for a
+// 2-D one), and the product's input rows x f32 [n_in, n_rows] (kiln imatrix).
+using WeightInputHook = std::function<void(const std::string& tensor, int expert, const float* x, int64_t n_in, int64_t n_rows)>;
 
 class Context {
 public:
@@ -128,6 +132,9 @@ public:
     uint64_t memory_bytes() const;  // allocated for all sequences
 
     void set_tensor_hook(TensorHook hook);
+    // Throws kiln::Error during a decode if a product's matrix is not one of the
+    // file's tensors (a weight converted at load); an empty hook removes it.
+    void set_weight_input_hook(WeightInputHook hook);
 
     // Mixture-of-experts models: how often each expert of each layer was
     // selected by the tokens evaluated since the last reset, [n_layer][n_expert]

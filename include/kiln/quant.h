@@ -73,6 +73,16 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 // llama-quantize puts in a file: the reference quantizer, except for IQ4_NL,
 // whose blocks search 15 scales for the best fit (quantize_iq4_nl).
 void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n);
+// How a type's file quantizer treats an importance matrix (an imatrix), as
+// ggml_quantize_chunk does: some ignore it (Q8_0, the float types, TQ1_0 / TQ2_0,
+// MXFP4), some weight their search by it; those kiln does not have the weighted
+// search for are refused (never quantized as if no imatrix were given).
+enum class ImportanceUse { Ignored, Weighted, Unsupported };
+ImportanceUse importance_use(GgmlType type);
+// One whole row of n values with its n importances (the imatrix's mean squared
+// activation per input column); importance null is the function above. Throws for
+// an Unsupported type.
+void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n, const float* importance);
 float vec_dot(GgmlType weight_type, int64_t n, const void* weight_row, const void* act_row);
 
 // Activation quantizers (the reference quantizers of the vec_dot types); n must be

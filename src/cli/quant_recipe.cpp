@@ -239,9 +239,11 @@ GgmlType QuantRecipe::mixture(const gguf::TensorInfo& t, GgmlType type) {
             if (falcon) type = i_layer < n_layer / 16 ? T::Q6_K : use_more_bits(i_layer, n_layer) ? T::Q5_K : T::Q4_K;
             else if (use_more_bits(i_layer, n_layer)) type = T::Q6_K;
         }
-        else if (i_layer < n_layer / 8 && ftype == IQ4_NL) type = T::Q5_K;
+        else if (i_layer < n_layer / 8 && ftype == IQ4_NL && !options_.has_imatrix) type = T::Q5_K;
         else if (ftype == Q5_K_M && use_more_bits(i_layer, n_layer)) type = T::Q6_K;
         else if (ftype == Q4_K_S && !falcon && i_layer < n_layer / 8) type = T::Q5_K;
+        else if ((ftype == Q4_0 || ftype == Q5_0) && options_.has_imatrix && i_layer < n_layer / 8)
+            type = ftype == Q4_0 ? T::Q4_1 : T::Q5_1;  // llama.cpp: guards the first ffn_down layers, with an imatrix only
         ++i_ffn_down_;
         return type;
     }

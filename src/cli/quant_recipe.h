@@ -41,6 +41,7 @@ struct QuantRecipeOptions {
     bool leave_output_tensor = false;  // output.weight keeps its type
     std::optional<GgmlType> output_tensor_type, token_embedding_type;
     std::vector<std::pair<std::string, GgmlType>> tensor_types;  // --tensor-type PATTERN=TYPE (regex search; first match)
+    bool has_imatrix = false;  // some choices differ with an importance matrix (Q4_0 / Q5_0 ffn_down, IQ4_NL)
 };
 
 class QuantRecipe {

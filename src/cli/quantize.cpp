@@ -1,4 +1,4 @@
-// kiln quantize IN.gguf OUT.gguf TYPE [--pure] [--leave-output-tensor]
+// kiln quantize IN.gguf OUT.gguf TYPE [--imatrix F] [--pure] [--leave-output-tensor]
 //     [--output-tensor-type T] [--token-embedding-type T] [--tensor-type REGEX=T ...]
 //     [--allow-requantize] [-t N] [--dry-run]
 //
@@ -9,12 +9,18 @@
 // preset and general.quantization_version to 2. Source tensors may be F32, F16
 // or BF16; quantized ones only with --allow-requantize (re-quantizing loses
 // more than quantizing the original once).
+//
+// With --imatrix (kiln imatrix's or llama-imatrix's file, kiln/imatrix.h) the
+// types that search their scales weight the search by it, as ggml's
+// quantize_*_impl do; a tensor the imatrix has no entry for is quantized without
+// one (as llama-quantize does, and the summary names them).
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <thread>
 
@@ -22,6 +28,7 @@
 #include "common.h"
 #include "kiln/error.h"
 #include "kiln/gguf/writer.h"
+#include "kiln/imatrix.h"
 #include "kiln/quant.h"
 #include "quant_recipe.h"
 
@@ -36,17 +43,23 @@ GgmlType parse_type(const std::string& name, const char* flag) {
 }
 
 // Rows [0, n_rows) of `t` re-encoded as `type`, on `threads` threads.
-std::vector<uint8_t> convert_tensor(const gguf::File& file, const gguf::TensorInfo& t, GgmlType type, int threads) {
+// importance: [n_per_row * n_mat] (one row of importances per matrix of a 3-D
+// tensor) or empty.
+std::vector<uint8_t> convert_tensor(const gguf::File& file, const gguf::TensorInfo& t, GgmlType type, int threads,
+                                    const std::vector<float>& importance) {
     const int64_t n_per_row = static_cast<int64_t>(t.shape[0]);
     const int64_t n_rows = static_cast<int64_t>(t.n_rows());
     const uint64_t src_rb = ggml_row_bytes(t.type, t.shape[0]), dst_rb = ggml_row_bytes(type, t.shape[0]);
     std::vector<uint8_t> out(dst_rb * static_cast<uint64_t>(n_rows));
     const uint8_t* src = file.tensor_data(t);
+    const int64_t rows_per_matrix = t.shape.size() > 1 ? static_cast<int64_t>(t.shape[1]) : 1;
     auto work = [&](int64_t r0, int64_t r1) {
         std::vector<float> row(static_cast<size_t>(n_per_row));
         for (int64_t r = r0; r < r1; ++r) {
             quant::dequantize_row(t.type, src + static_cast<uint64_t>(r) * src_rb, row.data(), n_per_row);
-            quant::quantize_row_for_file(type, row.data(), out.data() + static_cast<uint64_t>(r) * dst_rb, n_per_row);
+            const float* qw = nullptr;
+            if (!importance.empty()) qw = importance.data() + static_cast<size_t>(r / rows_per_matrix) * static_cast<size_t>(n_per_row);
+            quant::quantize_row_for_file(type, row.data(), out.data() + static_cast<uint64_t>(r) * dst_rb, n_per_row, qw);
         }
     };
     const int n = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n_rows / 4)));
@@ -61,7 +74,7 @@ std::vector<uint8_t> convert_tensor(const gguf::File& file, const gguf::TensorIn
 
 int cmd_quantize(int argc, char** argv) {
     CLI::App app{"Quantize a GGUF file to a preset (the per-tensor types and bytes of llama.cpp's llama-quantize)", "quantize"};
-    std::string in_path, out_path, preset_name, out_type, embd_type;
+    std::string in_path, out_path, preset_name, out_type, embd_type, imatrix_path;
     std::vector<std::string> tensor_types;
     bool list = false, allow_requantize = false, dry_run = false;
     int threads = 0;
@@ -70,6 +83,7 @@ int cmd_quantize(int argc, char** argv) {
     app.add_option("output", out_path, "the file to write");
     app.add_option("type", preset_name, "the preset: Q4_K_M, Q5_K_M, Q6_K, Q8_0, ... (--list)");
     app.add_flag("--list", list, "list the presets");
+    app.add_option("--imatrix", imatrix_path, "importance matrix (kiln imatrix / llama-imatrix) to weight the quantizers by");
     app.add_flag("--pure", ro.pure, "every quantizable tensor the preset's type (no per-layer mixture, no Q6_K output)");
     app.add_flag("--leave-output-tensor", ro.leave_output_tensor, "keep output.weight as it is");
     app.add_option("--output-tensor-type", out_type, "type for output.weight");
@@ -110,6 +124,11 @@ int cmd_quantize(int argc, char** argv) {
     if (!dry_run && std::filesystem::weakly_canonical(in_path) == std::filesystem::weakly_canonical(out_path))
         throw Error("quantize: the output would overwrite the input " + in_path);
 
+    std::optional<Imatrix> imatrix;
+    if (!imatrix_path.empty()) {
+        imatrix = Imatrix::load(imatrix_path);
+        ro.has_imatrix = true;
+    }
     gguf::File file = gguf::File::open(in_path);
     QuantRecipe recipe(file, *preset, ro);
     // Check everything before converting anything.
@@ -130,6 +149,19 @@ int cmd_quantize(int argc, char** argv) {
         if (!quant::can_quantize(e.type))
             throw Error("quantize: " + t.name + " would become " + std::string(ggml_type_name(e.type)) +
                         ", which kiln has no quantizer for");
+        if (imatrix && imatrix->entries.count(t.name)) {
+            if (quant::importance_use(e.type) == quant::ImportanceUse::Unsupported)
+                throw Error("quantize: " + t.name + " would become " + std::string(ggml_type_name(e.type)) +
+                                ", and kiln has no importance-weighted quantizer for it; drop --imatrix or choose "
+                                "another type (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K use one)",
+                            ErrorKind::Unsupported);
+            const uint64_t n_mat = t.shape.size() > 2 ? t.shape[2] : 1;
+            const size_t have = imatrix->entries.at(t.name).sums.size();
+            if (have != t.shape[0] * n_mat && t.name != "token_embd.weight")
+                throw Error("quantize: the imatrix has " + std::to_string(have) + " values for " + t.name + ", which needs " +
+                            std::to_string(t.shape[0] * n_mat) + " (" + std::to_string(t.shape[0]) + " columns x " +
+                            std::to_string(n_mat) + " matrices): made for another model?");
+        }
     }
     if (dry_run) {
         for (const QuantRecipe::Entry& e : recipe.entries())
@@ -146,6 +178,15 @@ int cmd_quantize(int argc, char** argv) {
     writer.metadata().add("general.quantization_version", gguf::Value::u32(2));
     writer.metadata().add("general.file_type", gguf::Value::u32(preset->ftype));
     for (const char* k : {"split.no", "split.count", "split.tensors.count"}) writer.metadata().erase(k);
+    if (imatrix) {  // the keys llama-quantize records
+        writer.metadata().add("quantize.imatrix.file", gguf::Value::string(imatrix_path.substr(0, 127)));
+        if (!imatrix->datasets.empty())
+            writer.metadata().add("quantize.imatrix.dataset", gguf::Value::string(imatrix->datasets[0].substr(0, 127)));
+        writer.metadata().add("quantize.imatrix.entries_count", gguf::Value::i32(static_cast<int32_t>(imatrix->entries.size())));
+        if (imatrix->chunk_count > 0)
+            writer.metadata().add("quantize.imatrix.chunks_count", gguf::Value::i32(static_cast<int32_t>(imatrix->chunk_count)));
+    }
+    std::vector<std::string> without_imatrix;
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const bool tty = isatty(STDERR_FILENO);
     const auto t0 = std::chrono::steady_clock::now();
@@ -159,8 +200,15 @@ int cmd_quantize(int argc, char** argv) {
                          t.shape_string().c_str());
         if (e.type == t.type)
             writer.add_tensor_view(t.name, t.type, t.shape, file.tensor_data(t), t.bytes);
-        else
-            writer.add_tensor(t.name, e.type, t.shape, convert_tensor(file, t, e.type, threads));
+        else {
+            std::vector<float> importance;
+            if (imatrix) {
+                importance = imatrix->importance(t.name);
+                if (importance.size() != t.shape[0] * (t.shape.size() > 2 ? t.shape[2] : 1)) importance.clear();
+                if (importance.empty() && quant::importance_use(e.type) == quant::ImportanceUse::Weighted) without_imatrix.push_back(t.name);
+            }
+            writer.add_tensor(t.name, e.type, t.shape, convert_tensor(file, t, e.type, threads, importance));
+        }
     }
     if (tty) std::fprintf(stderr, "\n");
     writer.write(out_path, [tty](uint64_t done, uint64_t total) {
@@ -168,6 +216,14 @@ int cmd_quantize(int argc, char** argv) {
     });
     if (tty) std::fprintf(stderr, "\r\033[K");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (imatrix) {
+        std::string names;
+        for (size_t i = 0; i < without_imatrix.size() && i < 8; ++i) names += (i ? ", " : "") + without_imatrix[i];
+        if (without_imatrix.size() > 8) names += ", ...";
+        std::fprintf(stderr, "quantize: imatrix %s (%zu entries, %u chunks); %zu quantized tensor%s had no entry%s%s\n",
+                     imatrix_path.c_str(), imatrix->entries.size(), imatrix->chunk_count, without_imatrix.size(),
+                     without_imatrix.size() == 1 ? "" : "s", names.empty() ? "" : ": ", names.c_str());
+    }
     std::fprintf(stderr, "quantize: %s -> %s (%s): %s -> %s, %.2f bits per weight, %d fallback tensor%s, %.1f s\n", in_path.c_str(),
                  out_path.c_str(), std::string(preset->name).c_str(), human_bytes(bytes_in).c_str(), human_bytes(bytes_out).c_str(),
                  8.0 * bytes_out / std::max<uint64_t>(1, n_weights), n_fallback, n_fallback == 1 ? "" : "s", s);

@@ -216,12 +216,15 @@ void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t 
 }
 
 void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y, const ThreadPool& pool, MatmulScratch& scratch) {
+    if (scratch.observe && n_tokens > 0) scratch.observe(w, x, n_tokens);
     matmul_with(kernels(), w, x, n_tokens, y, pool, scratch);
 }
 
 void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys, const ThreadPool& pool,
                  MatmulScratch& scratch) {
     if (n_tokens <= 0 || ws.empty()) return;
+    if (scratch.observe)
+        for (const Matrix* w : ws) scratch.observe(*w, x, n_tokens);
     const KernelTable& k = kernels();
     if (matmul_packed(k, ws, x, n_tokens, ys, pool, scratch)) return;
     for (size_t i = 0; i < ws.size(); ++i) matmul_with(k, *ws[i], x, n_tokens, ys[i], pool, scratch);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -52,6 +53,9 @@ struct MatmulScratch {
     std::vector<ActPack> packs;
     std::vector<int64_t> pack_group0;
     std::vector<int> job_pack;
+    // If set, called with each product's matrix and input rows before matmul,
+    // matmul_many and matmul_batch compute it (the imatrix's activation sums).
+    std::function<void(const Matrix& w, const float* x, int64_t n_tokens)> observe;
 };
 
 // Whether matmul supports `type` directly (others are converted at load).

@@ -130,6 +130,9 @@ void matmul_batch_with(const KernelTable& k, std::span<const MatmulJob> all, con
 }
 
 void matmul_batch(std::span<const MatmulJob> jobs, const ThreadPool& pool, MatmulScratch& scratch) {
+    if (scratch.observe)
+        for (const MatmulJob& j : jobs)
+            if (j.n_tokens > 0) scratch.observe(*j.w, j.x, j.n_tokens);
     matmul_batch_with(kernels(), jobs, pool, scratch);
 }
 

@@ -436,6 +436,33 @@ uint64_t Context::memory_bytes() const { return impl_->memory->bytes(); }
 
 void Context::set_tensor_hook(TensorHook hook) { impl_->forward->set_debug_hook(std::move(hook)); }
 
+void Context::set_weight_input_hook(WeightInputHook hook) {
+    if (!hook) return impl_->forward->set_matmul_observer(nullptr);
+    // Each matrix's bytes lie inside one file tensor: find it by address.
+    struct Span {
+        const uint8_t* begin;
+        uint64_t bytes, per_matrix;
+        const std::string* name;
+    };
+    auto spans = std::make_shared<std::vector<Span>>();
+    const gguf::File& file = impl_->model->file();
+    for (const gguf::TensorInfo& t : file.tensors()) {
+        if (t.shape.size() < 2) continue;
+        const uint64_t n_mat = t.shape.size() > 2 ? t.shape[2] : 1;
+        spans->push_back({file.tensor_data(t), t.bytes, t.bytes / std::max<uint64_t>(1, n_mat), &t.name});
+    }
+    std::sort(spans->begin(), spans->end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+    impl_->forward->set_matmul_observer([spans, hook = std::move(hook)](const Matrix& w, const float* x, int64_t n_rows) {
+        auto it = std::upper_bound(spans->begin(), spans->end(), w.data, [](const uint8_t* p, const Span& s) { return p < s.begin; });
+        if (it == spans->begin() || w.data >= std::prev(it)->begin + std::prev(it)->bytes)
+            throw Error("weight input hook: a " + std::to_string(w.n_out) + " x " + std::to_string(w.n_in) +
+                            " product's matrix is not one of the file's tensors (converted at load?)",
+                        ErrorKind::Unsupported);
+        const Span& s = *std::prev(it);
+        hook(*s.name, static_cast<int>(static_cast<uint64_t>(w.data - s.begin) / s.per_matrix), x, w.n_in, n_rows);
+    });
+}
+
 const std::vector<std::vector<uint64_t>>& Context::expert_usage() const { return impl_->forward->expert_usage(); }
 void Context::reset_expert_usage() { impl_->forward->reset_expert_usage(); }
 

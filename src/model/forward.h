@@ -60,6 +60,8 @@ public:
     // buffers come from the same buffer_sizes).
     static uint64_t scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache);
     void set_debug_hook(DebugHook hook) { hook_ = std::move(hook); }
+    // Sees every weight product's matrix and input rows (Context::set_weight_input_hook).
+    void set_matmul_observer(std::function<void(const Matrix&, const float*, int64_t)> observe) { mm_.observe = std::move(observe); }
     // Expert selections per layer and expert since the last reset (kiln bench).
     const std::vector<std::vector<uint64_t>>& expert_usage() const { return moe_.usage(); }
     void reset_expert_usage() { moe_.reset_usage(); }

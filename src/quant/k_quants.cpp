@@ -8,12 +8,14 @@
 // The quantizers are ggml's quantize_row_*_ref searches, operation for operation:
 // the output must be bit-identical, so the order of every float operation matters
 // and the file is compiled without floating-point contraction.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
 #include "quant/quant_math.h"
+#include "quant/scale_search.h"
 
 namespace kiln::quant {
 
@@ -56,11 +58,13 @@ int scale_q3_k(const uint8_t* scales, int j) {
 
 // ---- ggml's scale searches ------------------------------------------------------------
 
-// Symmetric levels in [-nmax, nmax) for n values, weighted by x^2 (ggml's
-// make_qx_quants with rmse_type 1 and no importance weights): tries 19 scales
-// around nmax / absmax and keeps the best weighted least-squares fit. L gets
-// level + nmax.
-float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
+}  // namespace
+
+// Symmetric levels in [-nmax, nmax) for n values (ggml's make_qx_quants with
+// rmse_type 1): tries 19 scales around nmax / absmax and keeps the best weighted
+// least-squares fit, each value weighted by qw[i] (an importance matrix) or, without
+// one, by x^2. L gets level + nmax.
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L, const float* qw) {
     float max = 0, amax = 0;
     for (int i = 0; i < n; ++i) {
         const float ax = std::fabs(x[i]);
@@ -78,7 +82,7 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
     for (int i = 0; i < n; ++i) {
         const int l = clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1);
         L[i] = static_cast<int8_t>(l + nmax);
-        const float w = x[i] * x[i];
+        const float w = qw ? qw[i] : x[i] * x[i];
         sumlx += w * x[i] * static_cast<float>(l);
         suml2 += w * static_cast<float>(l) * static_cast<float>(l);
     }
@@ -90,7 +94,7 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
         sumlx = suml2 = 0;
         for (int i = 0; i < n; ++i) {
             const int l = clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            const float w = x[i] * x[i];
+            const float w = qw ? qw[i] : x[i] * x[i];
             sumlx += w * x[i] * static_cast<float>(l);
             suml2 += w * static_cast<float>(l) * static_cast<float>(l);
         }
@@ -102,6 +106,144 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
     }
     return scale;
 }
+
+float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
+                       float rmin, float rdelta, int nstep, bool use_mad) {
+    float min = x[0], max = x[0];
+    float sum_w = weights ? weights[0] : x[0] * x[0];
+    float sum_x = sum_w * x[0];
+    for (int i = 1; i < n; ++i) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        const float w = weights ? weights[i] : x[i] * x[i];
+        sum_w += w;
+        sum_x += w * x[i];
+    }
+    if (min > 0) min = 0;
+    if (max <= min) {
+        std::memset(L, 0, static_cast<size_t>(n));
+        *the_min = -min;
+        return 0.f;
+    }
+    float iscale = static_cast<float>(nmax) / (max - min);
+    float scale = 1 / iscale;
+    float best_mad = 0;
+    for (int i = 0; i < n; ++i) {
+        L[i] = static_cast<uint8_t>(clamp_int(nearest_int(iscale * (x[i] - min)), 0, nmax));
+        float diff = scale * static_cast<float>(L[i]) + min - x[i];
+        diff = use_mad ? std::fabs(diff) : diff * diff;
+        const float w = weights ? weights[i] : x[i] * x[i];
+        best_mad += w * diff;
+    }
+    if (nstep < 1) {
+        *the_min = -min;
+        return scale;
+    }
+    for (int is = 0; is <= nstep; ++is) {
+        iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; ++i) {
+            const int l = clamp_int(nearest_int(iscale * (x[i] - min)), 0, nmax);
+            Laux[i] = static_cast<uint8_t>(l);
+            const float w = weights ? weights[i] : x[i] * x[i];
+            const float fl = static_cast<float>(l);
+            sum_l += w * fl;
+            sum_l2 += w * fl * fl;
+            sum_xl += w * fl * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float mad = 0;
+            for (int i = 0; i < n; ++i) {
+                float diff = this_scale * static_cast<float>(Laux[i]) + this_min - x[i];
+                diff = use_mad ? std::fabs(diff) : diff * diff;
+                const float w = weights ? weights[i] : x[i] * x[i];
+                mad += w * diff;
+            }
+            if (mad < best_mad) {
+                std::memcpy(L, Laux, static_cast<size_t>(n));
+                best_mad = mad;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* quant_weights) {
+    float max = 0;
+    for (int i = 0; i < n; ++i) max = std::max(max, x[i]);
+    if (max < k_group_max_eps) {
+        for (int i = 0; i < n; ++i) L[i] = 0;
+        return 0.f;
+    }
+    float iscale = static_cast<float>(nmax) / max;
+    for (int i = 0; i < n; ++i) L[i] = static_cast<uint8_t>(nearest_int(iscale * x[i]));
+    const float scale = 1 / iscale;
+    float best_mse = 0;
+    for (int i = 0; i < n; ++i) {
+        const float diff = x[i] - scale * static_cast<float>(L[i]);
+        best_mse += quant_weights[i] * diff * diff;
+    }
+    for (int is = -4; is <= 4; ++is) {
+        if (is == 0) continue;
+        const float iscale_is = (0.1f * static_cast<float>(is) + static_cast<float>(nmax)) / max;
+        const float scale_is = 1 / iscale_is;
+        float mse = 0;
+        for (int i = 0; i < n; ++i) {
+            const int l = std::min(nmax, nearest_int(iscale_is * x[i]));
+            const float diff = x[i] - scale_is * static_cast<float>(l);
+            mse += quant_weights[i] * diff * diff;
+        }
+        if (mse < best_mse) {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = std::min(nmax, nearest_int(iscale * x[i]));
+        L[i] = static_cast<uint8_t>(l);
+        const float w = quant_weights[i];
+        sumlx += w * x[i] * static_cast<float>(l);
+        suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+    }
+    // Up to five passes moving single levels where that improves the fit.
+    for (int itry = 0; itry < 5; ++itry) {
+        int n_changed = 0;
+        for (int i = 0; i < n; ++i) {
+            const float w = quant_weights[i];
+            const float li = static_cast<float>(L[i]);
+            float slx = sumlx - w * x[i] * li;
+            float sl2 = suml2 - w * li * li;
+            if (slx > 0 && sl2 > 0) {
+                const int new_l = std::min(nmax, nearest_int(x[i] * sl2 / slx));
+                if (new_l != L[i]) {
+                    slx += w * x[i] * static_cast<float>(new_l);
+                    sl2 += w * static_cast<float>(new_l) * static_cast<float>(new_l);
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = static_cast<uint8_t>(new_l);
+                        sumlx = slx;
+                        suml2 = sl2;
+                        ++n_changed;
+                    }
+                }
+            }
+        }
+        if (!n_changed) break;
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+namespace {
 
 // Q3_K's search (ggml's make_q3_quants with do_rmse): start from nmax / absmax, then
 // up to five passes that move single levels when that improves the x^2-weighted fit.
@@ -493,14 +635,16 @@ void quantize_row_q5_K(const float* src, void* dst, int64_t n) {
     }
 }
 
-void quantize_row_q6_K(const float* src, void* dst, int64_t n) {
+// Q6_K's reference and importance-weighted quantizers differ only in the weights
+// of the sub-block search (ggml's quantize_row_q6_K_ref / _impl).
+static void quantize_q6_K_blocks(const float* src, void* dst, int64_t n, const float* qw) {
     auto* y = blocks_of<BlockQ6_K>(dst);
     for (int64_t i = 0; i < n / k_qk_k; ++i, src += k_qk_k) {
         int8_t L[k_qk_k];
         float scales[16];
         float max_scale = 0, max_abs_scale = 0;
         for (int ib = 0; ib < 16; ++ib) {
-            scales[ib] = make_qx_quants(16, 32, src + 16 * ib, L + 16 * ib);
+            scales[ib] = make_qx_quants(16, 32, src + 16 * ib, L + 16 * ib, qw ? qw + k_qk_k * i + 16 * ib : nullptr);
             const float abs_scale = std::fabs(scales[ib]);
             if (abs_scale > max_abs_scale) {
                 max_abs_scale = abs_scale;
@@ -530,6 +674,74 @@ void quantize_row_q6_K(const float* src, void* dst, int64_t n) {
                 y[i].ql[64 * h + l] = static_cast<uint8_t>((q1 & 0xF) | ((q3 & 0xF) << 4));
                 y[i].ql[64 * h + l + 32] = static_cast<uint8_t>((q2 & 0xF) | ((q4 & 0xF) << 4));
                 y[i].qh[32 * h + l] = static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+            }
+        }
+    }
+}
+
+void quantize_row_q6_K(const float* src, void* dst, int64_t n) { quantize_q6_K_blocks(src, dst, n, nullptr); }
+
+void quantize_row_q6_K_weighted(const float* src, void* dst, int64_t n, const float* qw) { quantize_q6_K_blocks(src, dst, n, qw); }
+
+// Q4_K / Q5_K with an importance matrix (ggml's quantize_row_q4_K_impl / q5_K_impl):
+// each value weighted by qw * sqrt(sigma2 + x^2), the sub-block levels found by
+// make_qkx3_quants and the 6-bit scales and mins by make_qp_quants weighted by
+// each sub-block's total weight.
+template <int nmax>
+static void quantize_k4_weighted(const float* x, const float* qw, uint8_t* L, uint8_t* packed_scales, uint8_t* d_out,
+                                 uint8_t* dmin_out) {
+    float sum_x2 = 0;
+    for (int l = 0; l < k_qk_k; ++l) sum_x2 += x[l] * x[l];
+    const float sigma2 = 2 * sum_x2 / k_qk_k;
+    float weights[32], sw[8], mins[8], scales[8];
+    uint8_t Laux[32], Ls[8], Lm[8];
+    for (int j = 0; j < 8; ++j) {
+        for (int l = 0; l < 32; ++l) weights[l] = qw[32 * j + l] * std::sqrt(sigma2 + x[32 * j + l] * x[32 * j + l]);
+        float sumw = 0;
+        for (int l = 0; l < 32; ++l) sumw += weights[l];
+        sw[j] = sumw;
+        scales[j] = make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f, 36, false);
+    }
+    const float d_block = make_qp_quants(8, 63, scales, Ls, sw);
+    const float m_block = make_qp_quants(8, 63, mins, Lm, sw);
+    for (int j = 0; j < 8; ++j) {
+        // ggml caps at 63 for Q5_K only; make_qp_quants never exceeds it.
+        pack_scale_min_k4(j, Ls[j] < 63 ? Ls[j] : 63, Lm[j] < 63 ? Lm[j] : 63, packed_scales);
+    }
+    store_f16(d_out, d_block);
+    store_f16(dmin_out, m_block);
+    for (int j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        scale_min_k4(j, packed_scales, sc, m);
+        const float d = load_f16(d_out) * static_cast<float>(sc);
+        if (d == 0.0f) continue;
+        const float dm = load_f16(dmin_out) * static_cast<float>(m);
+        for (int ii = 0; ii < 32; ++ii)
+            L[32 * j + ii] = static_cast<uint8_t>(clamp_int(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax));
+    }
+}
+
+void quantize_row_q4_K_weighted(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<BlockQ4_K>(dst);
+    for (int64_t i = 0; i < n / k_qk_k; ++i, src += k_qk_k) {
+        uint8_t L[k_qk_k];
+        quantize_k4_weighted<15>(src, qw + k_qk_k * i, L, y[i].scales, y[i].d, y[i].dmin);
+        for (int j = 0; j < k_qk_k; j += 64)
+            for (int l = 0; l < 32; ++l) y[i].qs[j / 2 + l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
+    }
+}
+
+void quantize_row_q5_K_weighted(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<BlockQ5_K>(dst);
+    for (int64_t i = 0; i < n / k_qk_k; ++i, src += k_qk_k) {
+        uint8_t L[k_qk_k];
+        quantize_k4_weighted<31>(src, qw + k_qk_k * i, L, y[i].scales, y[i].d, y[i].dmin);
+        std::memset(y[i].qh, 0, sizeof y[i].qh);
+        for (int j = 0; j < k_qk_k; j += 64) {
+            for (int l = 0; l < 32; ++l) {
+                const int l1 = L[j + l], l2 = L[j + l + 32];
+                y[i].qh[l] |= static_cast<uint8_t>(((l1 >> 4) << (j / 32)) | ((l2 >> 4) << (j / 32 + 1)));
+                y[i].qs[j / 2 + l] = static_cast<uint8_t>((l1 & 0xF) | ((l2 & 0xF) << 4));
             }
         }
     }

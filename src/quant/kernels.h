@@ -37,6 +37,11 @@ void quantize_row_q4_1(const float* src, void* dst, int64_t n);
 void quantize_row_q5_0(const float* src, void* dst, int64_t n);
 void quantize_row_q5_1(const float* src, void* dst, int64_t n);
 // quantize_row_q8_0 / quantize_row_q8_1 are public (kiln/quant.h).
+// With an importance matrix: n is a whole row, qw its n importances.
+void quantize_row_q4_0_weighted(const float* src, void* dst, int64_t n, const float* qw);
+void quantize_row_q4_1_weighted(const float* src, void* dst, int64_t n, const float* qw);
+void quantize_row_q5_0_weighted(const float* src, void* dst, int64_t n, const float* qw);
+void quantize_row_q5_1_weighted(const float* src, void* dst, int64_t n, const float* qw);
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a);
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
@@ -56,6 +61,9 @@ void quantize_row_q4_K(const float* src, void* dst, int64_t n);
 void quantize_row_q5_K(const float* src, void* dst, int64_t n);
 void quantize_row_q6_K(const float* src, void* dst, int64_t n);
 // quantize_row_q8_K is public (kiln/quant.h).
+void quantize_row_q4_K_weighted(const float* src, void* dst, int64_t n, const float* qw);
+void quantize_row_q5_K_weighted(const float* src, void* dst, int64_t n, const float* qw);
+void quantize_row_q6_K_weighted(const float* src, void* dst, int64_t n, const float* qw);
 float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a);
 float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a);
 float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a);

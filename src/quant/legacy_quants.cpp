@@ -9,6 +9,7 @@
 #include "quant/blocks.h"
 #include "quant/kernels.h"
 #include "quant/quant_math.h"
+#include "quant/scale_search.h"
 
 namespace kiln::quant {
 
@@ -196,6 +197,94 @@ void quantize_row_q5_1(const float* src, void* dst, int64_t n) {
             qh |= static_cast<uint32_t>(hi >> 4) << (j + k_qk / 2);
         }
         store_u32(y[i].qh, qh);
+    }
+}
+
+// ---- with an importance matrix ----------------------------------------------------
+// ggml's quantize_row_q{4,5}_{0,1}_impl: n is one whole row (sigma2 is the row's
+// mean square) and qw its n importances. Each value is weighted by
+// qw * sqrt(sigma2 + x^2); the symmetric formats search their scale with
+// make_qx_quants, the ones with a min with make_qkx3_quants.
+
+namespace {
+
+float row_sigma2(const float* x, int64_t n) {
+    float sum_x2 = 0;
+    for (int64_t j = 0; j < n; ++j) sum_x2 += x[j] * x[j];
+    return sum_x2 / static_cast<float>(n);
+}
+
+void block_weights(const float* xb, const float* qw, float sigma2, float* weight) {
+    for (int j = 0; j < k_qk; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+}
+
+// The 32 5-bit levels L: low nibbles in qs, fifth bits in qh.
+void pack_5bit(const uint8_t* L, uint8_t* qs, uint8_t* qh_bytes) {
+    uint32_t qh = 0;
+    for (int j = 0; j < k_qk / 2; ++j) {
+        const uint8_t lo = L[j], hi = L[j + k_qk / 2];
+        qs[j] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
+        qh |= static_cast<uint32_t>((lo & 0x10u) >> 4) << j;
+        qh |= static_cast<uint32_t>((hi & 0x10u) >> 4) << (j + k_qk / 2);
+    }
+    store_u32(qh_bytes, qh);
+}
+
+}  // namespace
+
+void quantize_row_q4_0_weighted(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<BlockQ4_0>(dst);
+    const float sigma2 = row_sigma2(src, n);
+    for (int64_t ib = 0; ib < n / k_qk; ++ib) {
+        const float* xb = src + k_qk * ib;
+        float weight[k_qk];
+        int8_t L[k_qk];
+        block_weights(xb, qw + k_qk * ib, sigma2, weight);
+        store_f16(y[ib].d, make_qx_quants(k_qk, 8, xb, L, weight));
+        for (int j = 0; j < k_qk / 2; ++j) y[ib].qs[j] = static_cast<uint8_t>(L[j] | (L[j + k_qk / 2] << 4));
+    }
+}
+
+void quantize_row_q4_1_weighted(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<BlockQ4_1>(dst);
+    const float sigma2 = row_sigma2(src, n);
+    for (int64_t ib = 0; ib < n / k_qk; ++ib) {
+        const float* xb = src + k_qk * ib;
+        float weight[k_qk], min;
+        uint8_t L[k_qk], Laux[k_qk];
+        block_weights(xb, qw + k_qk * ib, sigma2, weight);
+        const float d = make_qkx3_quants(k_qk, 15, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
+        store_f16(y[ib].d, d);
+        store_f16(y[ib].m, -min);
+        for (int j = 0; j < k_qk / 2; ++j) y[ib].qs[j] = static_cast<uint8_t>(L[j] | (L[j + k_qk / 2] << 4));
+    }
+}
+
+void quantize_row_q5_0_weighted(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<BlockQ5_0>(dst);
+    const float sigma2 = row_sigma2(src, n);
+    for (int64_t ib = 0; ib < n / k_qk; ++ib) {
+        const float* xb = src + k_qk * ib;
+        float weight[k_qk];
+        int8_t L[k_qk];
+        block_weights(xb, qw + k_qk * ib, sigma2, weight);
+        store_f16(y[ib].d, make_qx_quants(k_qk, 16, xb, L, weight));
+        pack_5bit(reinterpret_cast<const uint8_t*>(L), y[ib].qs, y[ib].qh);
+    }
+}
+
+void quantize_row_q5_1_weighted(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<BlockQ5_1>(dst);
+    const float sigma2 = row_sigma2(src, n);
+    for (int64_t ib = 0; ib < n / k_qk; ++ib) {
+        const float* xb = src + k_qk * ib;
+        float weight[k_qk], min;
+        uint8_t L[k_qk], Laux[k_qk];
+        block_weights(xb, qw + k_qk * ib, sigma2, weight);
+        const float d = make_qkx3_quants(k_qk, 31, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
+        store_f16(y[ib].d, d);
+        store_f16(y[ib].m, -min);
+        pack_5bit(L, y[ib].qs, y[ib].qh);
     }
 }
 

@@ -114,6 +114,54 @@ void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n
     quantize_row_iq4_nl_search(src, dst, n);
 }
 
+namespace {
+
+using WeightedRowFn = void (*)(const float* src, void* dst, int64_t n, const float* qw);
+
+WeightedRowFn weighted_quantizer(GgmlType type) {
+    switch (type) {
+        case GgmlType::Q4_0: return quantize_row_q4_0_weighted;
+        case GgmlType::Q4_1: return quantize_row_q4_1_weighted;
+        case GgmlType::Q5_0: return quantize_row_q5_0_weighted;
+        case GgmlType::Q5_1: return quantize_row_q5_1_weighted;
+        case GgmlType::Q4_K: return quantize_row_q4_K_weighted;
+        case GgmlType::Q5_K: return quantize_row_q5_K_weighted;
+        case GgmlType::Q6_K: return quantize_row_q6_K_weighted;
+        default: return nullptr;
+    }
+}
+
+}  // namespace
+
+ImportanceUse importance_use(GgmlType type) {
+    if (weighted_quantizer(type)) return ImportanceUse::Weighted;
+    switch (type) {
+        // ggml's quantize_* for these ignore quant_weights.
+        case GgmlType::F32:
+        case GgmlType::F16:
+        case GgmlType::BF16:
+        case GgmlType::Q8_0:
+        case GgmlType::TQ1_0:
+        case GgmlType::TQ2_0:
+        case GgmlType::MXFP4: return ImportanceUse::Ignored;
+        default: return ImportanceUse::Unsupported;
+    }
+}
+
+void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n, const float* importance) {
+    if (!importance) return quantize_row_for_file(type, src, dst, n);
+    switch (importance_use(type)) {
+        case ImportanceUse::Ignored: return quantize_row_for_file(type, src, dst, n);
+        case ImportanceUse::Weighted:
+            check_length(type, n, "quantize");
+            return weighted_quantizer(type)(src, dst, n, importance);
+        case ImportanceUse::Unsupported: break;
+    }
+    throw Error("quantize: kiln has no importance-weighted quantizer for " + name_of(type) +
+                    " (an imatrix is used for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)",
+                ErrorKind::Unsupported);
+}
+
 float vec_dot(GgmlType weight_type, int64_t n, const void* weight_row, const void* act_row) {
     const QuantTraits& t = require(weight_type);
     if (!t.vec_dot_ref) throw Error("no dot product for weight type " + name_of(weight_type), ErrorKind::Unsupported);

@@ -43,7 +43,7 @@ std::string public_layer(const std::string& header) {
         {"kiln/chat_template.h", "chat"}, {"kiln/reply.h", "chat"},         {"kiln/reply_format.h", "chat"},
         {"kiln/tool_grammar.h", "chat"},
         {"kiln/chat.h", "chat"},        {"kiln/server.h", "server"},
-        {"kiln/probe.h", "engine"},     {"kiln/vocab.h", "model"},
+        {"kiln/probe.h", "engine"},     {"kiln/vocab.h", "model"},          {"kiln/imatrix.h", "engine"},
         {"kiln/agent.h", "chat"},       {"kiln/mcp.h", "chat"},
         {"kiln/chat.h", "chat"},        {"kiln/server.h", "server"},        {"kiln/memory_plan.h", "engine"},
         {"kiln/catalog.h", "catalog"},  {"kiln/config.h", "catalog"},       {"kiln/pull.h", "catalog"},
