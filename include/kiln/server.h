@@ -20,8 +20,16 @@
 namespace kiln {
 
 struct ServerOptions {
-    // The models requests may name (by file stem); the first is the default.
+    // The models requests may name; the first is the default.
     std::vector<std::string> model_paths;
+    // Their names in /v1/models, /api/tags and requests (parallel to model_paths;
+    // empty or missing: the file's stem). A model also answers to its stem and
+    // file name.
+    std::vector<std::string> model_names;
+    // A request's model that is none of those names: the file it stands for (kiln
+    // serve: the catalog's naming scheme, kiln/catalog.h); the model answers if
+    // that file is one of model_paths. Null: names only.
+    std::function<std::string(const std::string& name)> resolve_model;
     size_t max_models = 0;           // resident at once (least recently used unloaded first); 0: no limit
     uint64_t models_memory = 0;      // bytes of resident models (files + sequence memory), LRU unloaded past it; 0: no limit
     // A JSON object {"alias": "model name", ...}: more names for the models (empty: none).

@@ -96,8 +96,15 @@ int cmd_serve(int argc, char** argv) {
             if (st.key.rfind("server.", 0) == 0) std::printf("%s = %s (%s)\n", st.key.c_str(), st.value.c_str(), st.origin.c_str());
         return 0;
     }
-    // Names of the catalog (paths, aliases, presets, hf:, Ollama names) become files.
-    for (std::string& m : models) m = resolve_model(m);
+    // Names of the catalog (paths, aliases, presets, hf:, Ollama names) become
+    // files; a model given by a name keeps that name in the lists, one given by
+    // a path is named by its stem.
+    std::vector<std::string> names;
+    for (std::string& m : models) {
+        std::error_code ec;
+        names.push_back(std::filesystem::is_regular_file(m, ec) ? "" : m);
+        m = resolve_model(m);
+    }
     if (models.empty()) models.push_back(resolve_model(""));
     if (!models_dir.empty()) {
         std::error_code ec;
@@ -110,6 +117,8 @@ int cmd_serve(int argc, char** argv) {
             if (std::find(models.begin(), models.end(), f) == models.end()) models.push_back(f);
     }
     o.model_paths = models;
+    o.model_names = names;
+    o.resolve_model = [](const std::string& name) { return resolve_model(name); };
     if (!key_file.empty()) {
         std::string k = read_file(key_file);
         k = k.substr(0, k.find('\n'));

@@ -12,9 +12,15 @@ uint64_t file_bytes(const std::string& path) {
     return ec ? 0 : size;
 }
 
-// A model answers to its stem and to its file name.
-bool answers_to(const std::string& stem, const std::string& path, const std::string& name) {
-    return stem == name || std::filesystem::path(path).filename().string() == name;
+// A model answers to its name, its file's stem and its file name.
+bool answers_to(const std::string& model_name, const std::string& path, const std::string& name) {
+    const std::filesystem::path p(path);
+    return model_name == name || p.stem().string() == name || p.filename().string() == name;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return std::filesystem::equivalent(a, b, ec) && !ec;
 }
 
 std::string without_latest(const std::string& name) {
@@ -26,8 +32,10 @@ std::string without_latest(const std::string& name) {
 ModelCache::ModelCache(const std::vector<std::string>& paths, ModelCacheLimits limits, Loader loader)
     : limits_(std::move(limits)), loader_(std::move(loader)) {
     if (paths.empty()) throw Error("no model given");
-    for (const std::string& p : paths) {
-        const std::string name = std::filesystem::path(p).stem().string();
+    for (size_t i = 0; i < paths.size(); ++i) {
+        const std::string& p = paths[i];
+        const std::string name =
+            i < limits_.names.size() && !limits_.names[i].empty() ? limits_.names[i] : std::filesystem::path(p).stem().string();
         for (const Entry& e : entries_)
             if (e.name == name) throw Error("two models are named '" + name + "': " + e.path + " and " + p);
         entries_.push_back({name, p, nullptr, 0, std::nullopt});
@@ -58,6 +66,21 @@ ModelCache::Entry& ModelCache::find(const std::string& given) {
     std::string names;
     for (const Entry& e : entries_) names += (names.empty() ? "" : ", ") + e.name;
     for (const auto& [alias, target] : limits_.aliases) names += ", " + alias;
+    if (limits_.resolve) {
+        // Another name of the same file (hf:..., an Ollama name, a config alias).
+        std::string path, why;
+        try {
+            path = limits_.resolve(given);
+        } catch (const std::exception& ex) {
+            why = std::string(" (") + ex.what() + ")";
+        }
+        if (!path.empty()) {
+            for (Entry& e : entries_)
+                if (same_file(e.path, path)) return e;
+            why = " (it names " + path + ", which this server does not offer)";
+        }
+        throw ApiError(404, "model '" + given + "' not found" + why + "; available: " + names, "model", "model_not_found");
+    }
     throw ApiError(404, "model '" + given + "' not found; available: " + names, "model", "model_not_found");
 }
 

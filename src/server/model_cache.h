@@ -35,6 +35,11 @@ struct ModelCacheLimits {
     // alias -> a model's name (stem or file name); checked when the cache is made.
     std::map<std::string, std::string> aliases;
     std::string aliases_origin = "model aliases";  // named in their errors (the aliases file)
+    // Each model's name (parallel to the paths; empty or missing: its file stem).
+    std::vector<std::string> names;
+    // A requested name that is none of the models' names: the file it stands for
+    // (the catalog's naming scheme); it answers if that is one of the models.
+    std::function<std::string(const std::string&)> resolve;
 };
 
 class ModelCache {

@@ -235,7 +235,11 @@ Json model_details(const LoadedModel* m) {
 Json model_entry(const std::string& name, const std::string& path, const LoadedModel* m) {
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
-    return {{"name", name + ":latest"}, {"model", name + ":latest"}, {"modified_at", rfc3339_now()},
+    // Ollama names carry a tag: a model named with one (smollm2:135m) keeps it.
+    const size_t slash = name.rfind('/');
+    const bool tagged = name.find(':', slash == std::string::npos ? 0 : slash + 1) != std::string::npos;
+    const std::string tag_name = tagged ? name : name + ":latest";
+    return {{"name", tag_name}, {"model", tag_name}, {"modified_at", rfc3339_now()},
             {"size", ec ? 0 : size}, {"digest", ""}, {"details", model_details(m)}};
 }
 

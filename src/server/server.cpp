@@ -323,6 +323,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     limits.bytes_budget = im.state.options.models_memory;
     limits.aliases = read_aliases(im.state.options.aliases_file);
     if (!im.state.options.aliases_file.empty()) limits.aliases_origin = im.state.options.aliases_file;
+    limits.names = im.state.options.model_names;
+    limits.resolve = im.state.options.resolve_model;
     im.state.models = std::make_unique<ModelCache>(
         im.state.options.model_paths, std::move(limits),
         [&im](const std::string& name, const std::string& path) { return im.load_model(name, path); });

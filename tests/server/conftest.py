@@ -38,12 +38,15 @@ def require(condition, reason):
 class KilnServer:
     """One `kiln serve` process; stopped (SIGTERM, then SIGKILL) by stop()."""
 
-    def __init__(self, *args, model=SMOLLM2, ctx=2048):
+    def __init__(self, *args, model=SMOLLM2, ctx=2048, env=None):
+        """model: a path (checked to exist), or None to pass only args' -m; env: more environment variables."""
         require(kiln_binary().exists(), f"no kiln binary at {kiln_binary()} (build it, or set KILN_BINARY)")
-        require(model.exists(), f"model not installed: {model} (run ./setup.sh)")
-        cmd = [str(kiln_binary()), "serve", "-m", str(model), "--host", "127.0.0.1", "--port", "0",
-               "-t", "2", "-c", str(ctx), *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if model is not None:
+            require(model.exists(), f"model not installed: {model} (run ./setup.sh)")
+        cmd = [str(kiln_binary()), "serve", *(["-m", str(model)] if model is not None else []), "--host", "127.0.0.1",
+               "--port", "0", "-t", "2", "-c", str(ctx), *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, **(env or {})))
         self.log = []
         self.port = None
         port_found = threading.Event()

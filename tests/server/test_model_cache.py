@@ -155,3 +155,40 @@ def test_bad_aliases_file_is_a_clear_error(tmp_path):
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 1, (case, p.stderr)
         assert expected[case] in p.stderr and str(f) in p.stderr, (case, p.stderr)
+
+
+def test_models_are_named_as_the_catalog_names_them(tmp_path):
+    """-m by a catalog name keeps that name in /v1/models and /api/tags; a request
+    may name the same file by any name of the scheme (path, stem, Ollama name,
+    hf:), and a name of a file the server does not offer is a 404 that says so."""
+    require(SMOLLM2.exists(), f"model not installed: {SMOLLM2} (run ./setup.sh)")
+    # An Ollama store whose smollm2:135m is the installed file.
+    store = tmp_path / "ollama"
+    blob = store / "blobs" / ("sha256-" + "ab" * 32)
+    blob.parent.mkdir(parents=True)
+    blob.symlink_to(SMOLLM2.resolve())
+    manifest = store / "manifests" / "registry.ollama.ai" / "library" / "smollm2" / "135m"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"schemaVersion": 2, "layers": [
+        {"mediaType": "application/vnd.ollama.image.model", "digest": "sha256:" + "ab" * 32, "size": SMOLLM2.stat().st_size}]}))
+    empty = tmp_path / "kiln-models"
+    empty.mkdir()
+    env = {"OLLAMA_MODELS": str(store), "KILN_MODELS": str(empty), "HF_HUB_CACHE": str(tmp_path / "hub")}
+    s = KilnServer("-m", "smollm2:135m", model=None, env=env)
+    try:
+        url = s.url
+        assert [m["id"] for m in call(url, "/v1/models")[1]["data"]] == ["smollm2:135m"]
+        assert [m["name"] for m in call(url, "/api/tags")[1]["models"]] == ["smollm2:135m"]
+        first = call(url, "/v1/completions", {"model": "smollm2:135m", "prompt": "The sky is", "max_tokens": 4, "temperature": 0})
+        assert first[0] == 200 and first[1]["model"] == "smollm2:135m"
+        # The same file by its path, by the blob's stem and by the tag-less name is the same model.
+        for other in [str(SMOLLM2.resolve()), blob.stem]:
+            status, body = call(url, "/v1/completions", {"model": other, "prompt": "The sky is", "max_tokens": 4, "temperature": 0})
+            assert status == 200, (other, body)
+            assert body["choices"][0]["text"] == first[1]["choices"][0]["text"]
+        status, body = call(url, "/v1/completions", {"model": "hf:nobody/nothing", "prompt": "x", "max_tokens": 1})
+        assert status == 404 and "hf:nobody/nothing" in body["error"]["message"] and "smollm2:135m" in body["error"]["message"]
+        status, body = call(url, "/v1/completions", {"model": "qwen3:8b", "prompt": "x", "max_tokens": 1})
+        assert status == 404 and "qwen3:8b" in body["error"]["message"]
+    finally:
+        s.stop()
