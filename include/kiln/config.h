@@ -38,6 +38,9 @@ public:
     static Config parse(const std::string& json_text, const std::string& origin_name);
 
     const std::string& path() const { return path_; }  // the file read, "" if none
+    // Where load("") looks without $KILN_CONFIG: $XDG_CONFIG_HOME/kiln/config.json,
+    // else ~/.config/kiln/config.json.
+    static std::string default_path();
 
     // Scalar settings (the table in config.cpp): text, or typed with an error
     // naming the key and its origin when the text is not of the type.

@@ -36,6 +36,12 @@ const SettingRow k_settings[] = {
     {"server.memory_budget", Kind::Bytes, "0", "KILN_MEMORY_BUDGET", "kiln serve: bytes for the sequences' memory (0: no cap)"},
     {"server.max_models", Kind::Int, "0", "KILN_MAX_MODELS", "kiln serve: models resident at once (0: no limit)"},
     {"server.models_dir", Kind::Text, "", "", "kiln serve: also offer every .gguf file in this folder"},
+    // Written by kiln autotune; used only on the CPU they were measured on.
+    {"tuned.threads", Kind::Int, "0", "", "kiln run / chat / serve: threads when no flag or other setting gives them (kiln autotune)"},
+    {"tuned.batch_size", Kind::Int, "0", "", "kiln run / chat: prompt tokens per forward pass (kiln autotune; 0: built-in)"},
+    {"tuned.kv_type", Kind::Text, "", "", "kiln run / chat: KV cache type (kiln autotune; empty: f16)"},
+    {"tuned.cpu", Kind::Text, "", "", "the CPU kiln autotune measured (the tuned settings apply on it only)"},
+    {"tuned.model", Kind::Text, "", "", "the model kiln autotune measured"},
 };
 
 std::string env(const char* name) {
@@ -211,9 +217,9 @@ Config Config::parse(const std::string& json_text, const std::string& origin_nam
         } else if (k == "presets") {
             if (!v.is_object()) bad(origin_name, k, std::string("expected an object of name -> preset, found ") + json_type(v));
             for (const auto& [name, p] : v.items()) c.presets_[name] = read_preset(p, origin_name, k + "." + name);
-        } else if (k == "server") {
+        } else if (k == "server" || k == "tuned") {
             if (!v.is_object()) bad(origin_name, k, std::string("expected an object, found ") + json_type(v));
-            for (const auto& [sk, sv] : v.items()) set_scalar("server." + sk, sv);
+            for (const auto& [sk, sv] : v.items()) set_scalar(k + "." + sk, sv);
         } else {
             set_scalar(k, v);
         }
@@ -224,13 +230,17 @@ Config Config::parse(const std::string& json_text, const std::string& origin_nam
     return c;
 }
 
+std::string Config::default_path() {
+    const std::string xdg = env("XDG_CONFIG_HOME");
+    const std::string home = env("HOME");
+    return (xdg.empty() ? (home.empty() ? std::string(".") : home) + "/.config" : xdg) + "/kiln/config.json";
+}
+
 Config Config::load(const std::string& path) {
     std::string file = path, why = "--config";
     if (file.empty() && !env("KILN_CONFIG").empty()) file = env("KILN_CONFIG"), why = "KILN_CONFIG";
     if (file.empty()) {
-        const std::string xdg = env("XDG_CONFIG_HOME");
-        const std::string home = env("HOME");
-        const std::string def = (xdg.empty() ? (home.empty() ? std::string(".") : home) + "/.config" : xdg) + "/kiln/config.json";
+        const std::string def = default_path();
         std::error_code ec;
         if (!std::filesystem::exists(def, ec)) {
             Config c;

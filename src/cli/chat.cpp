@@ -54,6 +54,7 @@ int cmd_chat(int argc, char** argv) {
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
 
+    flags.apply_tuned(app);
     const std::string path = resolve_model(flags.model);
     const bool tty_in = ::isatty(STDIN_FILENO), tty_out = ::isatty(STDOUT_FILENO);
     Style style{tty_out};

@@ -33,6 +33,7 @@ int cmd_plan(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_imatrix(int argc, char** argv);
+int cmd_autotune(int argc, char** argv);
 int cmd_embed(int argc, char** argv);
 int cmd_rerank(int argc, char** argv);
 

@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "kiln/error.h"
 #include "kiln/memory_plan.h"
+#include "kiln/system.h"
 
 namespace kiln::cli {
 
@@ -39,10 +41,33 @@ std::string g_config_path;
 }
 
 void set_config_path(const std::string& path) { g_config_path = path; }
+const std::string& config_path_flag() { return g_config_path; }
 
 Config& config() {
     static Config c = Config::load(g_config_path);
     return c;
+}
+
+std::string cpu_signature() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, name = "unknown CPU";
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+            name = line.substr(line.find(':') + 1);
+            name.erase(0, name.find_first_not_of(" \t"));
+            break;
+        }
+    return name + ", " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " threads, " + kernel_level();
+}
+
+TunedSettings tuned_settings() {
+    const Config& c = config();
+    TunedSettings t;
+    if (c.get("tuned.cpu").empty() || c.get("tuned.cpu") != cpu_signature()) return t;
+    t.threads = c.get_int("tuned.threads");
+    t.batch_size = c.get_int("tuned.batch_size");
+    t.kv_type = c.get("tuned.kv_type");
+    return t;
 }
 
 const Catalog& catalog() {

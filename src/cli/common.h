@@ -21,6 +21,7 @@ std::string default_model_path();
 
 // The config file named by main's --config (before any subcommand reads it).
 void set_config_path(const std::string& path);
+const std::string& config_path_flag();  // "" when --config was not given
 // The configuration (kiln/config.h), read once: --config, $KILN_CONFIG or ~/.config/kiln/config.json.
 Config& config();
 // The catalog over the configuration's folders, aliases and presets.
@@ -37,6 +38,16 @@ void check_load_fits(const std::string& path, int n_ctx, int n_seq_max, const st
 
 // The whole file (an error naming it when it cannot be read).
 std::string read_text_file(const std::string& path);
+
+// This CPU as kiln autotune records it: the model name, the hardware threads and
+// the kernel level ("AMD EPYC, 2 threads, avx512-vnni").
+std::string cpu_signature();
+// The config's "tuned" settings if they were measured on this CPU (else all unset).
+struct TunedSettings {
+    int threads = 0, batch_size = 0;
+    std::string kv_type;
+};
+TunedSettings tuned_settings();
 
 std::string human_bytes(uint64_t bytes);     // "1.50 GiB"
 std::string human_count(uint64_t n);         // "134.5 M"

@@ -1,5 +1,7 @@
 #include "generation_options.h"
 
+#include "common.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -75,6 +77,13 @@ SamplingParams GenerationFlags::sampling() const {
     p.penalty_last_n = repeat_last_n;
     p.seed = resolved_seed();
     return p;
+}
+
+void GenerationFlags::apply_tuned(const CLI::App& app) {
+    const TunedSettings t = tuned_settings();
+    if (t.threads > 0 && app.count("--threads") == 0) n_threads = t.threads;
+    if (t.batch_size > 0 && app.count("--batch-size") == 0) n_batch = t.batch_size;
+    if (!t.kv_type.empty() && app.count("--kv-type") == 0) kv_type = t.kv_type;
 }
 
 void GenerationFlags::apply_preset(const Preset& preset, const CLI::App& app) {

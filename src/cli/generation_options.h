@@ -41,6 +41,8 @@ struct GenerationFlags {
     void add_to(CLI::App& app);
     // A preset's defaults (context, sampling) for what the command line left unset.
     void apply_preset(const Preset& preset, const CLI::App& app);
+    // kiln autotune's settings for this CPU where no flag gave them.
+    void apply_tuned(const CLI::App& app);
     SamplingParams sampling() const;
     ContextOptions context() const;
     uint64_t resolved_seed() const;

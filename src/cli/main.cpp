@@ -41,6 +41,7 @@ const Subcommand k_subcommands[] = {
     {"config", kiln::cli::cmd_config, "the configuration and where each value came from (--print)"},
     {"plan", kiln::cli::cmd_plan, "the memory a model will take at a context, before loading it"},
     {"perplexity", kiln::cli::cmd_perplexity, "perplexity of a model over a text (as llama-perplexity computes it)"},
+    {"autotune", kiln::cli::cmd_autotune, "measure the fastest threads, batch size and KV cache type here; save them to the config file"},
     {"imatrix", kiln::cli::cmd_imatrix, "importance matrix of a model over a text (llama-imatrix's format), for quantize --imatrix"},
     {"quantize", kiln::cli::cmd_quantize, "make a smaller file: a preset (Q4_K_M, Q8_0, ...) with llama-quantize's tensor types and bytes"},
 };

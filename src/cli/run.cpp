@@ -41,6 +41,7 @@ int cmd_run(int argc, char** argv) {
     if (parallel > 1 && output_prefix.empty()) throw Error("--parallel " + std::to_string(parallel) + " needs --output-prefix");
 
     const ResolvedModel resolved = resolve_model_full(flags.model);
+    flags.apply_tuned(app);
     if (resolved.preset) flags.apply_preset(*resolved.preset, app);
     const std::string path = resolved.path;
     check_load_fits(path, flags.n_ctx, parallel, flags.kv_type, flags.n_batch, flags.memory_budget);

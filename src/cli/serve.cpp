@@ -49,6 +49,7 @@ int cmd_serve(int argc, char** argv) {
     o.parallel = cfg.get_int("server.parallel");
     o.n_ctx = cfg.get_int("server.ctx_size");
     o.n_threads = cfg.get_int("server.threads");
+    if (cfg.origin("server.threads") == "built-in") o.n_threads = tuned_settings().threads;  // kiln autotune's, for this CPU
     o.memory_budget = cfg.get_bytes("server.memory_budget");
     o.max_models = static_cast<size_t>(cfg.get_int("server.max_models"));
     models_dir = cfg.get("server.models_dir");

@@ -188,3 +188,53 @@ TEST(CliServe, PrintConfigShowsPrecedence) {
     EXPECT_NE(out.find("server.host = 127.0.0.2 (file " + cfg + ")"), std::string::npos) << out;
     EXPECT_NE(out.find("server.max_models = 0 (built-in)"), std::string::npos) << out;
 }
+
+// kiln autotune measures, prints its tables and writes the "tuned" section beside
+// what the file already holds; run / chat / serve read it on this CPU only.
+TEST(CliModels, AutotuneWritesTheTunedSectionThatRunReads) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string cfg = kiln::test::temp_dir() + "/autotune-config.json";
+    kiln::test::write_file(cfg, R"({"server": {"parallel": 2}})");
+    kiln::test::write_file(kiln::test::temp_dir() + "/autotune-empty.json", "{}");
+    auto r = run_kiln("--config " + cfg + " autotune -m '" + kiln::test::smollm2_path() + "' --rounds 1");
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* header : {"threads", "prefill t/s", "decode t/s", "batch", "kv type", "best here: threads"})
+        EXPECT_NE(r.out.find(header), std::string::npos) << header << "\n" << r.out;
+    EXPECT_NE(r.out.find("q8_0"), std::string::npos) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(kiln::test::read_file(cfg));
+    EXPECT_EQ(j["server"]["parallel"], 2);  // kept
+    const nlohmann::json& t = j["tuned"];
+    ASSERT_TRUE(t.is_object()) << j.dump();
+    EXPECT_GE(t["threads"].get<int>(), 1);
+    EXPECT_TRUE(t["batch_size"] == 64 || t["batch_size"] == 128 || t["batch_size"] == 256 || t["batch_size"] == 512) << t;
+    EXPECT_TRUE(t["kv_type"] == "f16" || t["kv_type"] == "f32") << t;  // q8_0 only with --lossy-kv
+    EXPECT_FALSE(t["cpu"].get<std::string>().empty());
+    // config --print shows them with the file as their origin.
+    r = run_kiln("--config " + cfg + " config --print");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("| tuned.threads | " + std::to_string(t["threads"].get<int>()) + " | file " + cfg), std::string::npos) << r.out;
+    // kiln run uses them (its -v line names the threads and the KV type) ...
+    r = run_kiln("--config " + cfg + " run -m '" + kiln::test::smollm2_path() + "' -p Hi -n 2 --temp 0 -v");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find(std::to_string(t["threads"].get<int>()) + " thread"), std::string::npos) << r.err;
+    // ... but not on another CPU.
+    nlohmann::json other = j;
+    other["tuned"]["cpu"] = "some other CPU, 64 threads, avx2";
+    other["tuned"]["threads"] = 1;
+    kiln::test::write_file(cfg, other.dump());
+    r = run_kiln("--config " + cfg + " run -m '" + kiln::test::smollm2_path() + "' -p Hi -n 2 --temp 0 -v");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto threads_line = [](const std::string& err) {
+        const size_t at = err.find(" threads\n");
+        return at == std::string::npos ? std::string() : err.substr(err.rfind(';', at), at - err.rfind(';', at));
+    };
+    const auto untuned = run_kiln("--config " + kiln::test::temp_dir() + "/autotune-empty.json run -m '" +
+                                  kiln::test::smollm2_path() + "' -p Hi -n 2 --temp 0 -v");
+    EXPECT_FALSE(threads_line(r.err).empty()) << r.err;
+    EXPECT_EQ(threads_line(r.err), threads_line(untuned.err)) << r.err;
+    // An unknown key under "tuned" is an error naming it, as anywhere in the file.
+    kiln::test::write_file(cfg, R"({"tuned": {"thread": 2}})");
+    r = run_kiln("--config " + cfg + " config --print");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("tuned.thread"), std::string::npos) << r.err;
+}
