@@ -15,7 +15,7 @@ makes it (the same bytes).
    tests/golden/imatrix/smollm2_PRESET.json (kiln quantize --imatrix is compared
    tensor for tensor).
 
-Usage: tools/imatrix_fixtures.py [--build build] [--llama-bin DIR]
+Usage: tools/imatrix_fixtures.py [--build build] [--llama-bin DIR] [--presets Q4_0,...] [--no-imatrix-run]
 """
 import argparse
 import hashlib
@@ -30,7 +30,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "models"))
-PRESETS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K"]
+PRESETS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_NL"]
 TEXT = ROOT / "tests" / "data" / "text" / "genesis-1-5.txt"
 N_CTX, N_CHUNKS, N_SAMPLES = 128, 8, 24
 
@@ -96,6 +96,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--llama-bin", default=str(ROOT / ".oracle" / "llama.cpp" / "build" / "bin"))
+    ap.add_argument("--presets", default=",".join(PRESETS))
+    ap.add_argument("--no-imatrix-run", action="store_true", help="keep smollm2_genesis.json; only the quantize fixtures")
     args = ap.parse_args()
     bin_dir = Path(args.llama_bin)
     out = ROOT / "tests" / "golden" / "imatrix"
@@ -108,15 +110,17 @@ def main():
         source = tensor_digests(f16)
         source_digest = hashlib.sha256(json.dumps(source, sort_keys=True).encode()).hexdigest()
         im = Path(tmp) / "genesis.imatrix.gguf"
-        subprocess.run([str(bin_dir / "llama-imatrix"), "-m", str(f16), "-f", str(TEXT), "-o", str(im), "-c", str(N_CTX),
-                        "-b", str(N_CTX), "--chunks", str(N_CHUNKS), "-t", "2", "--no-ppl"], env=env, check=True, capture_output=True)
-        (out / "smollm2_genesis.json").write_text(json.dumps({
-            "source": "SmolLM2-135M-Instruct.Q4_1.gguf as F16 (kiln quantize F16 --allow-requantize)",
-            "source_tensors_sha256": source_digest, "text": "tests/data/text/genesis-1-5.txt",
-            "n_ctx": N_CTX, "chunks": N_CHUNKS, "entries": imatrix_summary(im)}, indent=1, sort_keys=True) + "\n")
+        if not args.no_imatrix_run:
+            subprocess.run([str(bin_dir / "llama-imatrix"), "-m", str(f16), "-f", str(TEXT), "-o", str(im), "-c", str(N_CTX),
+                            "-b", str(N_CTX), "--chunks", str(N_CHUNKS), "-t", "2", "--no-ppl"], env=env, check=True,
+                           capture_output=True)
+            (out / "smollm2_genesis.json").write_text(json.dumps({
+                "source": "SmolLM2-135M-Instruct.Q4_1.gguf as F16 (kiln quantize F16 --allow-requantize)",
+                "source_tensors_sha256": source_digest, "text": "tests/data/text/genesis-1-5.txt",
+                "n_ctx": N_CTX, "chunks": N_CHUNKS, "entries": imatrix_summary(im)}, indent=1, sort_keys=True) + "\n")
         syn = Path(tmp) / "synthetic.imatrix.gguf"
         names = write_synthetic(f16, syn)
-        for preset in PRESETS:
+        for preset in args.presets.split(","):
             q = Path(tmp) / f"{preset}.gguf"
             subprocess.run([str(bin_dir / "llama-quantize"), "--imatrix", str(syn), str(f16), str(q), preset, "2"], env=env,
                            check=True, capture_output=True)

@@ -225,8 +225,19 @@ static int nearest_iq4nl_level(float v) {
 // quantize_iq4_nl (llama-quantize) does: the fit starts from the other sign, then
 // the scales (values[0] + t) / max for t in [-ntry, ntry] are tried, the best fit
 // kept, and the levels picked again for it.
-static void quantize_block_iq4_nl(const float* x, BlockIQ4_NL& y, int ntry) {
+// qw: the block's importances (quantize --imatrix): each value weighted by
+// qw * sqrt(sigma2 + x^2), sigma2 twice the block's mean square; else by x^2.
+static void quantize_block_iq4_nl(const float* x, BlockIQ4_NL& y, int ntry, const float* qw = nullptr) {
     uint8_t L[k_qk4_nl] = {};
+    float weight[k_qk4_nl];
+    if (qw) {
+        float sigma2 = 0;
+        for (int j = 0; j < k_qk4_nl; ++j) sigma2 += x[j] * x[j];
+        sigma2 *= 2.f / k_qk4_nl;
+        for (int j = 0; j < k_qk4_nl; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + x[j] * x[j]);
+    } else {
+        for (int j = 0; j < k_qk4_nl; ++j) weight[j] = x[j] * x[j];
+    }
     float amax = 0, max = 0;
     for (int j = 0; j < k_qk4_nl; ++j) {
         const float ax = std::fabs(x[j]);
@@ -245,7 +256,7 @@ static void quantize_block_iq4_nl(const float* x, BlockIQ4_NL& y, int ntry) {
             const int l = nearest_iq4nl_level(id * x[j]);
             L[j] = static_cast<uint8_t>(l);
             const float q = static_cast<float>(k_values_iq4nl[l]);
-            const float w = x[j] * x[j];
+            const float w = weight[j];
             sumqx += w * q * x[j];
             sumq2 += w * q * q;
         }
@@ -256,7 +267,7 @@ static void quantize_block_iq4_nl(const float* x, BlockIQ4_NL& y, int ntry) {
             sumqx = sumq2 = 0;
             for (int j = 0; j < k_qk4_nl; ++j) {
                 const float q = static_cast<float>(k_values_iq4nl[nearest_iq4nl_level(id * x[j])]);
-                const float w = x[j] * x[j];
+                const float w = weight[j];
                 sumqx += w * q * x[j];
                 sumq2 += w * q * q;
             }
@@ -282,6 +293,11 @@ void quantize_row_iq4_nl(const float* src, void* dst, int64_t n) {
 void quantize_row_iq4_nl_search(const float* src, void* dst, int64_t n) {
     auto* y = blocks_of<BlockIQ4_NL>(dst);
     for (int64_t i = 0; i < n / k_qk4_nl; ++i) quantize_block_iq4_nl(src + i * k_qk4_nl, y[i], 7);
+}
+
+void quantize_row_iq4_nl_weighted(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<BlockIQ4_NL>(dst);
+    for (int64_t i = 0; i < n / k_qk4_nl; ++i) quantize_block_iq4_nl(src + i * k_qk4_nl, y[i], 7, qw + i * k_qk4_nl);
 }
 
 // Dot products. IQ4_NL x Q8_0, per 32-block: isum = sum of level value x activation

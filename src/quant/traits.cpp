@@ -127,6 +127,7 @@ WeightedRowFn weighted_quantizer(GgmlType type) {
         case GgmlType::Q4_K: return quantize_row_q4_K_weighted;
         case GgmlType::Q5_K: return quantize_row_q5_K_weighted;
         case GgmlType::Q6_K: return quantize_row_q6_K_weighted;
+        case GgmlType::IQ4_NL: return quantize_row_iq4_nl_weighted;
         default: return nullptr;
     }
 }
@@ -158,7 +159,7 @@ void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n
         case ImportanceUse::Unsupported: break;
     }
     throw Error("quantize: kiln has no importance-weighted quantizer for " + name_of(type) +
-                    " (an imatrix is used for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)",
+                    " (an imatrix is used for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and IQ4_NL)",
                 ErrorKind::Unsupported);
 }
 
