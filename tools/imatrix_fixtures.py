@@ -30,7 +30,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "models"))
-PRESETS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_NL"]
+PRESETS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_NL", "Q2_K", "Q2_K_S", "Q3_K_M"]
 TEXT = ROOT / "tests" / "data" / "text" / "genesis-1-5.txt"
 N_CTX, N_CHUNKS, N_SAMPLES = 128, 8, 24
 

@@ -129,6 +129,8 @@ int cmd_quantize(int argc, char** argv) {
         imatrix = Imatrix::load(imatrix_path);
         ro.has_imatrix = true;
     }
+    if (preset->name == "Q2_K_S" && !imatrix && !dry_run)
+        throw Error("quantize: Q2_K_S needs an importance matrix (--imatrix F; kiln imatrix makes one), as in llama-quantize");
     gguf::File file = gguf::File::open(in_path);
     QuantRecipe recipe(file, *preset, ro);
     // Check everything before converting anything.
@@ -153,7 +155,7 @@ int cmd_quantize(int argc, char** argv) {
             if (quant::importance_use(e.type) == quant::ImportanceUse::Unsupported)
                 throw Error("quantize: " + t.name + " would become " + std::string(ggml_type_name(e.type)) +
                                 ", and kiln has no importance-weighted quantizer for it; drop --imatrix or choose "
-                                "another type (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and IQ4_NL use one)",
+                                "another type (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K and IQ4_NL use one)",
                             ErrorKind::Unsupported);
             const uint64_t n_mat = t.shape.size() > 2 ? t.shape[2] : 1;
             const size_t have = imatrix->entries.at(t.name).sums.size();

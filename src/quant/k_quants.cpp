@@ -568,6 +568,89 @@ void quantize_row_q3_K(const float* src, void* dst, int64_t n) {
     }
 }
 
+// Q2_K with an importance matrix (ggml's quantize_row_q2_K_impl): each value
+// weighted by qw * sqrt(sigma2 + x^2) (sigma2 the super-block's mean square), the
+// levels and min of each 16 by make_qkx3_quants, the 4-bit scales and mins by
+// make_qp_quants weighted by each sub-block's total weight, then requantized.
+void quantize_row_q2_K_weighted(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<BlockQ2_K>(dst);
+    for (int64_t i = 0; i < n / k_qk_k; ++i, src += k_qk_k) {
+        uint8_t L[k_qk_k], Laux[16], Ls[16], Lm[16];
+        float mins[16], scales[16], sw[16] = {}, weight[16];
+        float sumx2 = 0;
+        for (int j = 0; j < k_qk_k; ++j) sumx2 += src[j] * src[j];
+        const float sigma2 = sumx2 / k_qk_k;
+        for (int j = 0; j < 16; ++j) {
+            const float* w = qw + k_qk_k * i + 16 * j;
+            for (int l = 0; l < 16; ++l) weight[l] = w[l] * std::sqrt(sigma2 + src[16 * j + l] * src[16 * j + l]);
+            for (int l = 0; l < 16; ++l) sw[j] += weight[l];
+            scales[j] = make_qkx3_quants(16, 3, src + 16 * j, weight, L + 16 * j, &mins[j], Laux, -0.9f, 0.05f, 36, false);
+        }
+        store_f16(y[i].d, make_qp_quants(16, 15, scales, Ls, sw));
+        store_f16(y[i].dmin, make_qp_quants(16, 15, mins, Lm, sw));
+        const float dm = load_f16(y[i].d), mm = load_f16(y[i].dmin);
+        for (int j = 0; j < 16; ++j) y[i].scales[j] = static_cast<uint8_t>(Ls[j] | (Lm[j] << 4));
+        for (int j = 0; j < 16; ++j) {
+            const float d = dm * static_cast<float>(y[i].scales[j] & 0xF);
+            if (d == 0.0f) continue;
+            const float m = mm * static_cast<float>(y[i].scales[j] >> 4);
+            for (int ii = 0; ii < 16; ++ii)
+                L[16 * j + ii] = static_cast<uint8_t>(clamp_int(nearest_int((src[16 * j + ii] + m) / d), 0, 3));
+        }
+        pack_2bit(L, y[i].qs);
+    }
+}
+
+// Q3_K with an importance matrix (ggml's quantize_row_q3_K_impl): each sub-block's
+// levels by make_qx_quants weighted by qw * sqrt(sigma2 + x^2) (sigma2 twice the
+// super-block's mean square), the 6-bit scales by make_qx_quants weighted by each
+// sub-block's total weight, then requantized.
+void quantize_row_q3_K_weighted(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<BlockQ3_K>(dst);
+    for (int64_t i = 0; i < n / k_qk_k; ++i, src += k_qk_k) {
+        int8_t L[k_qk_k], Ls[16];
+        float scales[16], weight[16], sw[16];
+        float sumx2 = 0;
+        for (int j = 0; j < k_qk_k; ++j) sumx2 += src[j] * src[j];
+        const float sigma2 = 2 * sumx2 / k_qk_k;
+        for (int j = 0; j < 16; ++j) {
+            const float* w = qw + k_qk_k * i + 16 * j;
+            for (int l = 0; l < 16; ++l) weight[l] = w[l] * std::sqrt(sigma2 + src[16 * j + l] * src[16 * j + l]);
+            float sumw = 0;
+            for (int l = 0; l < 16; ++l) sumw += weight[l];
+            sw[j] = sumw;
+            scales[j] = make_qx_quants(16, 4, src + 16 * j, L + 16 * j, weight);
+        }
+        std::memset(y[i].scales, 0, sizeof y[i].scales);
+        const float d_block = make_qx_quants(16, 32, scales, Ls, sw);
+        for (int j = 0; j < 16; ++j) {
+            int l = Ls[j];
+            if (j < 8) y[i].scales[j] = static_cast<uint8_t>(l & 0xF);
+            else y[i].scales[j - 8] |= static_cast<uint8_t>((l & 0xF) << 4);
+            l >>= 4;
+            y[i].scales[j % 4 + 8] |= static_cast<uint8_t>(l << (2 * (j / 4)));
+        }
+        store_f16(y[i].d, d_block);
+        for (int j = 0; j < 16; ++j) {
+            const float d = load_f16(y[i].d) * static_cast<float>(scale_q3_k(y[i].scales, j));
+            if (d == 0.0f) continue;
+            for (int ii = 0; ii < 16; ++ii)
+                L[16 * j + ii] = static_cast<int8_t>(clamp_int(nearest_int(src[16 * j + ii] / d), -4, 3) + 4);
+        }
+        std::memset(y[i].hmask, 0, sizeof y[i].hmask);
+        uint8_t low[k_qk_k];
+        for (int e = 0; e < k_qk_k; ++e) {
+            int l = L[e];
+            if (l > 3) {
+                y[i].hmask[e % 32] |= static_cast<uint8_t>(1 << (e / 32));
+                l -= 4;
+            }
+            low[e] = static_cast<uint8_t>(l);
+        }
+        pack_2bit(low, y[i].qs);
+    }
+}
+
 // Q4_K and Q5_K share the scale / min search and the packing of the 6-bit scales.
 template <int nmax>
 static void quantize_k4_scales(const float* x, uint8_t* L, uint8_t* packed_scales, uint8_t* d_out, uint8_t* dmin_out,

@@ -61,6 +61,8 @@ void quantize_row_q4_K(const float* src, void* dst, int64_t n);
 void quantize_row_q5_K(const float* src, void* dst, int64_t n);
 void quantize_row_q6_K(const float* src, void* dst, int64_t n);
 // quantize_row_q8_K is public (kiln/quant.h).
+void quantize_row_q2_K_weighted(const float* src, void* dst, int64_t n, const float* qw);
+void quantize_row_q3_K_weighted(const float* src, void* dst, int64_t n, const float* qw);
 void quantize_row_q4_K_weighted(const float* src, void* dst, int64_t n, const float* qw);
 void quantize_row_q5_K_weighted(const float* src, void* dst, int64_t n, const float* qw);
 void quantize_row_q6_K_weighted(const float* src, void* dst, int64_t n, const float* qw);

@@ -124,6 +124,8 @@ WeightedRowFn weighted_quantizer(GgmlType type) {
         case GgmlType::Q4_1: return quantize_row_q4_1_weighted;
         case GgmlType::Q5_0: return quantize_row_q5_0_weighted;
         case GgmlType::Q5_1: return quantize_row_q5_1_weighted;
+        case GgmlType::Q2_K: return quantize_row_q2_K_weighted;
+        case GgmlType::Q3_K: return quantize_row_q3_K_weighted;
         case GgmlType::Q4_K: return quantize_row_q4_K_weighted;
         case GgmlType::Q5_K: return quantize_row_q5_K_weighted;
         case GgmlType::Q6_K: return quantize_row_q6_K_weighted;
@@ -159,7 +161,7 @@ void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n
         case ImportanceUse::Unsupported: break;
     }
     throw Error("quantize: kiln has no importance-weighted quantizer for " + name_of(type) +
-                    " (an imatrix is used for Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and IQ4_NL)",
+                    " (an imatrix is used for Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K and IQ4_NL)",
                 ErrorKind::Unsupported);
 }
 

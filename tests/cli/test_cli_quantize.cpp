@@ -16,6 +16,7 @@
 #include "kiln/error.h"
 #include "kiln/gguf/file.h"
 #include "kiln/imatrix.h"
+#include "kiln/quant.h"
 #include "support/test_support.h"
 
 using kiln::test::run_kiln;
@@ -219,7 +220,7 @@ TEST(CliImatrix, QuantizingWithAnImatrixEqualsLlamaQuantizeTensorForTensor) {
         fs::remove(out);
         ++presets;
     }
-    EXPECT_GE(presets, 9);
+    EXPECT_GE(presets, 12);
 }
 
 TEST(CliImatrix, BadImatrixFilesAndUnsupportedTypesAreClearErrors) {
@@ -228,11 +229,24 @@ TEST(CliImatrix, BadImatrixFilesAndUnsupportedTypesAreClearErrors) {
     const std::string imf = dir + "/synthetic-e.imatrix.gguf";
     kiln::Imatrix im = synthetic_imatrix(f16);
     im.save(imf);
-    // A type kiln has no weighted quantizer for (Q2_K, Q3_K) is refused, not quantized as if without one.
-    auto r = run_kiln("quantize --imatrix '" + imf + "' '" + f16 + "' '" + out + "' Q2_K");
+    // A type kiln has no weighted quantizer for is refused, not quantized as if without one.
+    auto r = run_kiln("quantize --imatrix '" + imf + "' '" + f16 + "' '" + out + "' TQ2_0 --tensor-type 'attn_q=TQ1_0'");
+    ASSERT_EQ(r.status, 0) << r.err;  // the ternary types ignore an imatrix, as in ggml
+    EXPECT_EQ(kiln::quant::importance_use(kiln::GgmlType::Q3_K), kiln::quant::ImportanceUse::Weighted);
+    EXPECT_EQ(kiln::quant::importance_use(kiln::GgmlType::Q8_0), kiln::quant::ImportanceUse::Ignored);
+    EXPECT_EQ(kiln::quant::importance_use(kiln::GgmlType::IQ2_XXS), kiln::quant::ImportanceUse::Unsupported);
+    std::vector<float> row(256, 0.5f), importance(256, 1.0f);
+    std::vector<uint8_t> block(256);
+    try {
+        kiln::quant::quantize_row_for_file(kiln::GgmlType::IQ2_XXS, row.data(), block.data(), 256, importance.data());
+        ADD_FAILURE() << "IQ2_XXS with an importance matrix was quantized";
+    } catch (const kiln::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("no importance-weighted quantizer for IQ2_XXS"), std::string::npos) << e.what();
+    }
+    // Q2_K_S needs one, as in llama-quantize.
+    r = run_kiln("quantize '" + f16 + "' '" + out + "' Q2_K_S");
     EXPECT_NE(r.status, 0);
-    EXPECT_NE(r.err.find("no importance-weighted quantizer"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("would become Q3_K"), std::string::npos) << r.err;  // Q2_K's ffn_down, the first refused
+    EXPECT_NE(r.err.find("Q2_K_S needs an importance matrix"), std::string::npos) << r.err;
     // An imatrix made for another model: the tensor and both sizes named.
     kiln::Imatrix other = im;
     other.entries["blk.3.attn_q.weight"].sums.resize(100);
