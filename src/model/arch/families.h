@@ -33,6 +33,7 @@ void configure_stablelm(ArchConfig& c);
 void configure_gptneox(ArchConfig& c);
 void configure_command_r(ArchConfig& c);
 void configure_cohere2(ArchConfig& c);
+void configure_gemma4(ArchConfig& c);
 void configure_xverse(ArchConfig& c);
 void configure_orion(ArchConfig& c);
 void configure_qwen(ArchConfig& c);
