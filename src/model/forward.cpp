@@ -293,6 +293,15 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     if (!spec_.attn_output_gate) add_bias(q_.data(), lw.bq, n, nq);
     add_bias(k_.data(), lw.bk, n, nk);
     add_bias(v_.data(), lw.bv, n, nv);
+    if (spec_.clamp_kqv > 0.0f) {  // after the biases, as llama.cpp's build_qkv
+        const float c = spec_.clamp_kqv;
+        auto clamp = [c](std::vector<float>& v, int64_t count) {
+            for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = std::clamp(v[static_cast<size_t>(i)], -c, c);
+        };
+        clamp(q_, n * nq);
+        clamp(k_, n * nk);
+        clamp(v_, n * nv);
+    }
     dump("Qcur", il, q_.data(), nq, n);
     dump("Kcur", il, k_.data(), nk, n);
     dump("Vcur", il, v_.data(), nv, n);
@@ -536,6 +545,12 @@ void Forward::ffn_layer(int il, int n) {
         }
     }
     if (l.ffn != FfnKind::Experts) {
+        if (lw.ffn_act_s) {  // AWQ's activation scales (mpt): divided, as ggml_div
+            pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+                for (int64_t r = r0; r < r1; ++r)
+                    for (int64_t i = 0; i < ff; ++i) gate_[static_cast<size_t>(r * ff + i)] /= lw.ffn_act_s[i];
+            });
+        }
         dump("ffn_act", il, gate_.data(), ff, n);
         matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
         add_bias(o_.data(), lw.ffn_down_b, n, e);
@@ -627,8 +642,8 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
         encoder_inputs(b);
     else if (!w_.pos_embd.empty())  // learned positions of a decoder (gpt2, starcoder)
         add_position_rows(b);
-    else if (w_.tok_embd_norm)  // a pre-norm encoder's input norm (modern-bert)
-        norm_rows(spec_, x_.data(), w_.tok_embd_norm, nullptr, x_.data(), n, e, pool_);
+    else if (w_.tok_embd_norm)  // the input rows' norm (modern-bert; bloom's with a bias)
+        norm_rows(spec_, x_.data(), w_.tok_embd_norm, w_.tok_embd_norm_b, x_.data(), n, e, pool_);
     prepare_rope(b);
     plan_spans(b);
     dump("inp_embd", -1, x_.data(), e, n);

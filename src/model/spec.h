@@ -178,7 +178,11 @@ struct TensorRules {
     // A pre-norm encoder (modern-bert): token_embd_norm LayerNorms the input rows
     // (no bias), and layer 0 may lack attn_norm (its input is already normed).
     TensorUse input_norm = TensorUse::No;
+    TensorUse input_norm_bias = TensorUse::No;  // token_embd_norm.bias (bloom's LayerNorm after the embedding)
     bool first_attn_norm_optional = false;
+    // blk.N.ffn.act.scales [n_ff]: the activation divided by them before ffn_down
+    // (AWQ's ScaleActivation, mpt).
+    TensorUse ffn_act_scales = TensorUse::No;
 
     // Expert layers (a router ffn_gate_inp with merged ffn_*_exps; each layer by
     // presence) and their optional parts: router and expert biases (gpt-oss), the
@@ -239,6 +243,7 @@ struct ModelSpec {
     float attention_scale = 0.0f;   // 0: 1/sqrt(head_dim_k)
     float attn_softcap = 0.0f;      // 0: none
     float alibi_max_bias = 0.0f;    // > 0: ALiBi distance biases instead of positions (compute/alibi.h; jina-bert-v2: 8)
+    float clamp_kqv = 0.0f;         // > 0: Q, K and V clamped to [-this, this] after their biases (mpt)
     float final_softcap = 0.0f;
     // V is RMS-normed per head without a weight before it is cached (gemma4).
     bool v_norm = false;

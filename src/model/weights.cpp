@@ -387,8 +387,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         // head only where the file asks for rank pooling.
         if (s.pooling == Pooling::Rank) bind_classifier(b, s, w);
     }
-    if (!s.post_norm && allowed(tr.input_norm))  // a pre-norm encoder's input norm (modern-bert)
+    if (!s.post_norm && allowed(tr.input_norm))  // the input rows' norm (modern-bert, bloom)
         w.tok_embd_norm = b.vector("token_embd_norm.weight", s.n_embd, required(tr.input_norm));
+    if (!s.post_norm && w.tok_embd_norm && allowed(tr.input_norm_bias))
+        w.tok_embd_norm_b = b.vector("token_embd_norm.bias", s.n_embd, required(tr.input_norm_bias));
     if (!s.post_norm && allowed(tr.pos_embd))
         w.pos_embd = b.matrix("position_embd.weight", s.n_embd, s.n_ctx_train, required(tr.pos_embd));
     // LayerNorm biases where the family allows them; RMS norms with biases (phimoe) need theirs.
@@ -554,6 +556,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                 lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, required(tr.ffn_bias));
                 lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, required(tr.ffn_bias));
             }
+            if (allowed(tr.ffn_act_scales))
+                lw.ffn_act_s = b.vector(p + "ffn.act.scales", l.n_ff, required(tr.ffn_act_scales));
         }
         if (allowed(tr.post_norms)) lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, required(tr.post_norms));
         any_post_ffn |= lw.ffn_post_norm != nullptr;

@@ -68,6 +68,7 @@ struct LayerWeights {
     const float* ffn_gate_b = nullptr;
     const float* ffn_up_b = nullptr;
     const float* ffn_down_b = nullptr;
+    const float* ffn_act_s = nullptr;  // blk.N.ffn.act.scales [n_ff] (TensorRules::ffn_act_scales): act / this
     // Per-matrix output scales (`<name>.scale`, shape [1]; 1 when absent), as
     // llama.cpp applies them: Q/K/V/O after the product, before the bias; the
     // FFN's after the bias.

@@ -420,3 +420,20 @@ TEST(TensorRules, Gemma4Refusals) {
     });
     EXPECT_NE(e.find("layer 5 shares layer 4's KV cache"), std::string::npos) << e;
 }
+
+// mpt's Q / K norms: llama.cpp 0.3.36 loads them but its graph aborts on them, so
+// kiln refuses such a file naming the tensor; baichuan needs its output head.
+TEST(TensorRules, MptAndBaichuanRefusals) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto none = [](kiln::gguf::Writer&) {};
+    std::string e = error_of([&] {
+        kiln::Model::load(rewrite("mpt", "mpt-qnorm", all, [](kiln::gguf::Writer& w) {
+            w.add_tensor("blk.0.attn_q_norm.weight", kiln::GgmlType::F32, {64}, f32_bytes(std::vector<float>(64, 1.0f)));
+        }));
+    });
+    EXPECT_NE(e.find("'blk.0.attn_q_norm.weight' is not used by architecture 'mpt'"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("baichuan@13b", "baichuan-no-output", [](const std::string& n) { return n != "output.weight"; }, none));
+    });
+    EXPECT_NE(e.find("'output.weight' not found"), std::string::npos) << e;
+}

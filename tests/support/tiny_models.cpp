@@ -184,6 +184,8 @@ struct FamilyRecipe {
     std::string ffn_norm_name = "ffn_norm";  // the FFN's input norm (seed_oss: post_attention_norm)
     bool attn_norm_2 = false;      // the attention's own input norm attn_norm_2 (+ bias with layer_norm): Falcon-40B
     bool learned_positions = false;  // position_embd [n_embd, context_length] (gpt2, starcoder)
+    bool input_norm = false;       // token_embd_norm (+ bias with layer_norm): bloom's LayerNorm of the embedding rows
+    bool ffn_act_scales = false;   // blk.N.ffn.act.scales [n_ff] (mpt: AWQ's activation scales)
     std::vector<std::pair<std::string, Value>> global_keys = {};  // keys written as they are (apertus's xielu.*)
     float softcap_attn = 0, softcap_final = 0;
     // RoPE scaling keys ("" writes none): type, factor, original context, attn_factor.
@@ -453,6 +455,39 @@ std::vector<FamilyRecipe> base_recipes() {
 // experts, a pair of them with equal router rows (ties at the top-k boundary),
 // 40 tokens x 2 layers so every expert is selected; expert tensors merged
 // [n_in, n_ff, n_expert].
+// The ALiBi decoders and baichuan (positions by its layer count).
+std::vector<FamilyRecipe> alibi_recipes() {
+    using T = GgmlType;
+    return {
+        {.family = "bloom",
+         .description = "ALiBi (max bias 8) without RoPE, LayerNorm with bias on the embedding rows, fused attn_qkv + bias, "
+                        "attention-output and FFN biases, plain GELU FFN, separate output head; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 4, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .tied_output = false, .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true,
+         .layer_norm = true, .plain_ffn = true, .input_norm = true},
+        {.family = "mpt",
+         .description = "ALiBi from attention.max_alibi_bias (8), clamp_kqv 0.8, learned positions, fused attn_qkv + bias, "
+                        "attention-output and FFN biases, AWQ activation scales, plain GELU FFN; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 4, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true, .layer_norm = true,
+         .plain_ffn = true, .learned_positions = true, .ffn_act_scales = true,
+         .keys = {{"attention.max_alibi_bias", Value::f32(8.0f)}, {"attention.clamp_kqv", Value::f32(0.8f)}}},
+        {.family = "mpt@7b",
+         .description = "mpt as MPT-7B: no biases, no Q / K norms, no positions, ALiBi 8, no clamp; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 4, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .qkv_bias = false, .fused_qkv = true, .layer_norm = true, .plain_ffn = true, .norm_bias = false,
+         .quant_variants = false, .keys = {{"attention.max_alibi_bias", Value::f32(8.0f)}}},
+        {.family = "baichuan",
+         .description = "Baichuan 7B's positions (32 layers: NORM RoPE), Q/K/V biases, separate output head; Q8_0 / Q4_0",
+         .shape = {32, 64, 4, 2, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .tied_output = false, .q4_k_variant = false},  // @q4_k: 1.02% at KILN_ISA=scalar, past the 1% bound (32 layers)
+        {.family = "baichuan@13b",
+         .description = "Baichuan 13B's positions (40 layers: ALiBi 8, no RoPE), fused attn_qkv; Q8_0 / Q4_0",
+         .shape = {40, 64, 4, 4, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .tied_output = false, .fused_qkv = true, .quant_variants = false},
+    };
+}
+
 std::vector<FamilyRecipe> expert_and_lowbit_recipes() {
     using T = GgmlType;
     using X = FamilyRecipe::Experts;
@@ -547,6 +582,7 @@ std::vector<FamilyRecipe> expert_and_lowbit_recipes() {
 const std::vector<FamilyRecipe>& recipes() {
     static const std::vector<FamilyRecipe> r = [] {
         std::vector<FamilyRecipe> out = base_recipes();
+        for (FamilyRecipe& x : alibi_recipes()) out.push_back(std::move(x));
         const size_t n_base = out.size();
         for (FamilyRecipe& x : expert_and_lowbit_recipes()) out.push_back(std::move(x));
         for (size_t i = 0; i < n_base; ++i) {
@@ -1207,6 +1243,10 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     const int64_t e = s.n_embd, dq = static_cast<int64_t>(s.n_head) * s.head_dim, dkv = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
     t.matrix("token_embd.weight", e, n_vocab, r.embd_type, 4.0f);
     if (r.learned_positions) t.matrix("position_embd.weight", e, 512, r.embd_type, 2.0f);  // 512: context_length
+    if (r.input_norm) {
+        t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+        if (r.layer_norm && r.norm_bias) t.vector("token_embd_norm.bias", e, 0.0f, 0.2f);
+    }
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
     if ((r.layer_norm && r.norm_bias) || r.rms_norm_bias) t.vector("output_norm.bias", e, 0.0f, 0.2f);
     if (!r.tied_output) t.matrix("output.weight", e, n_vocab, r.output_type, 2.0f);
@@ -1297,6 +1337,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
                 t.vector(p + "ffn_up.bias", s.n_ff, 0.0f, 0.5f);
                 t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
             }
+            if (r.ffn_act_scales) t.vector(p + "ffn.act.scales", s.n_ff, 1.0f, 0.3f);
         }
         if (r.post_norms) t.vector(p + "post_ffw_norm.weight", e, 1.0f, 0.2f);
     }
