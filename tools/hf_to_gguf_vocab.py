@@ -3,6 +3,7 @@
 into a vocab-only GGUF with the keys llama.cpp's converter writes.
 
     tools/hf_to_gguf_vocab.py SRC_DIR OUT.gguf [--pre NAME] [--model gpt2|gemma4]
+    tools/hf_to_gguf_vocab.py --tekken TEKKEN.json OUT.gguf
 
 SRC_DIR is one of tests/data/shared/hf-tokenizers/*. The pre-tokenizer name is
 the one llama.cpp's convert_hf_to_gguf_update.py list assigns to that tokenizer
@@ -17,6 +18,12 @@ the tokenizer files. Gemma 3 ships no tokenizer.model here, so it takes the path
 llama.cpp uses for a tokenizer.json-only Gemma (model "gemma4": BPE over raw
 UTF-8 with U+2581 for spaces and <0xHH> byte fallback, which is what the
 tokenizer.json describes), with the same token typing.
+
+A Mistral Tekken file (tekken_*.json, as the mistral-common package ships them)
+takes llama.cpp's Mistral-format path instead (gguf's MistralVocab, which needs
+mistral-common): the tokens with their types and scores, the merges rebuilt
+from the tiktoken ranks, pre-tokenizer "tekken", BOS / EOS / UNK / PAD ids, BOS
+added.
 
 The GGUF also carries a minimal "llama" hyperparameter set so that llama.cpp
 accepts it with vocab_only (for the fixtures in tools/tokenizer_fixtures.py).
@@ -98,6 +105,52 @@ def vocab_and_types(model_dir: Path, raw_bpe: bool):
     return tokens, types
 
 
+def minimal_llama(w, n_vocab: int) -> None:
+    # Minimal hyperparameters: llama.cpp reads these even for a vocab-only load.
+    w.add_context_length(4096)
+    w.add_embedding_length(64)
+    w.add_block_count(1)
+    w.add_feed_forward_length(128)
+    w.add_head_count(1)
+    w.add_head_count_kv(1)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(n_vocab)
+
+
+def convert_tekken(src: Path, out: Path) -> None:
+    """A tekken_*.json as llama.cpp's converter writes a Mistral-format tokenizer."""
+    from gguf.vocab import MistralTokenizerType, MistralVocab
+
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(src, Path(tmp) / "tekken.json")
+        vocab = MistralVocab(Path(tmp))
+        assert vocab.tokenizer_type == MistralTokenizerType.tekken
+        tokens, scores, types = [], [], []
+        for text, score, toktype in vocab.all_tokens():
+            tokens.append(text)
+            scores.append(score)
+            types.append(toktype)
+        w = gguf.GGUFWriter(str(out), "llama")
+        w.add_name(f"{src.stem} tokenizer")
+        minimal_llama(w, len(tokens))
+        w.add_tokenizer_model(vocab.gguf_tokenizer_model)
+        w.add_tokenizer_pre("tekken")
+        w.add_token_merges(vocab.extract_vocab_merges_from_model())
+        w.add_bos_token_id(vocab.bos_id)
+        w.add_eos_token_id(vocab.eos_id)
+        w.add_unk_token_id(vocab.unk_id)
+        w.add_pad_token_id(vocab.pad_id)
+        w.add_token_list(tokens)
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+        w.add_add_bos_token(True)
+        w.add_add_eos_token(False)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+
+
 def convert(src: Path, out: Path, model: str, pre: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)
@@ -109,15 +162,7 @@ def convert(src: Path, out: Path, model: str, pre: str | None) -> None:
         tokens, types = vocab_and_types(tmpdir, raw_bpe=model == "gemma4")
         w = gguf.GGUFWriter(str(out), "llama")
         w.add_name(f"{src.name} tokenizer")
-        # Minimal hyperparameters: llama.cpp reads these even for a vocab-only load.
-        w.add_context_length(4096)
-        w.add_embedding_length(64)
-        w.add_block_count(1)
-        w.add_feed_forward_length(128)
-        w.add_head_count(1)
-        w.add_head_count_kv(1)
-        w.add_layer_norm_rms_eps(1e-5)
-        w.add_vocab_size(len(tokens))
+        minimal_llama(w, len(tokens))
         w.add_tokenizer_model(model)
         if pre:
             w.add_tokenizer_pre(pre)
@@ -139,7 +184,12 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--model", choices=["gpt2", "gemma4"])
     ap.add_argument("--pre")
+    ap.add_argument("--tekken", action="store_true", help="SRC is a Mistral tekken_*.json (needs mistral-common)")
     a = ap.parse_args()
+    if a.tekken:
+        convert_tekken(a.src, a.out)
+        print(f"{a.out}: {a.out.stat().st_size} bytes", file=sys.stderr)
+        return 0
     model, pre = FAMILIES.get(a.src.name, (None, None))
     model = a.model or model
     pre = a.pre or pre

@@ -22,11 +22,12 @@ std::vector<KvLayerShape> kv_shapes(const ModelSpec& spec) {
     std::vector<KvLayerShape> shapes;
     for (const LayerSpec& l : spec.layers) {
         KvLayerShape s;
-        if (l.mixer == MixerKind::Attention) {
+        // A shared-KV layer (gemma4) reads another layer's cells and has none.
+        if (l.mixer == MixerKind::Attention && l.kv_source < 0) {
             s.n_head_kv = l.n_head_kv;
-            s.head_dim_k = spec.head_dim_k;
+            s.head_dim_k = l.head_dim_k;
             // Latent attention caches one row per position; its values are that row's start.
-            s.head_dim_v = spec.mla.kv_lora_rank > 0 ? 0 : spec.head_dim_v;
+            s.head_dim_v = spec.mla.kv_lora_rank > 0 ? 0 : l.head_dim_v;
             s.window = l.sliding ? spec.sliding_window : 0;
         }
         shapes.push_back(s);

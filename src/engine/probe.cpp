@@ -78,9 +78,10 @@ void Probe::Impl::hook(const char* name, int il, const float* data, int64_t per_
 
 void Probe::Impl::attention_stats(int il) {
     const LayerSpec& ls = spec->layers[static_cast<size_t>(il)];
-    const int64_t dk = spec->head_dim_k;
+    const int64_t dk = ls.head_dim_k;
     const int64_t nk = static_cast<int64_t>(ls.n_head_kv) * dk;
-    const std::vector<float>& k = keys[static_cast<size_t>(il)];
+    // A shared-KV layer (gemma4) attends over its source layer's keys.
+    const std::vector<float>& k = keys[static_cast<size_t>(ls.kv_source >= 0 ? ls.kv_source : il)];
     const std::vector<float>& q = last_q[static_cast<size_t>(il)];
     const int64_t n_pos = static_cast<int64_t>(k.size()) / nk;
     const int64_t pos = n_pos - 1;  // the pass's last row
@@ -166,7 +167,7 @@ ProbeStep Probe::feed(std::span<const TokenId> tokens) {
     } catch (...) {
         im.ctx->keep_prefix(before);
         for (size_t l = 0; l < im.keys.size(); ++l) {
-            const size_t nk = static_cast<size_t>(im.spec->layers[l].n_head_kv) * static_cast<size_t>(im.spec->head_dim_k);
+            const size_t nk = static_cast<size_t>(im.spec->layers[l].n_head_kv) * static_cast<size_t>(im.spec->layers[l].head_dim_k);
             im.keys[l].resize(std::min(im.keys[l].size(), static_cast<size_t>(before) * nk));
         }
         throw;

@@ -52,6 +52,11 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
                 throw Error("ALiBi with a different head count per layer (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
         alibi_slopes_ = alibi_slopes(spec.max_n_head(), spec.alibi_max_bias);
     }
+    if (spec.v_norm) norm_ones_.assign(static_cast<size_t>(spec.max_head_dim_v()), 1.0f);
+    if (spec.n_embd_per_layer > 0) {
+        ple_.resize(z.ple);
+        ple_gate_.resize(static_cast<size_t>(n_batch_max) * static_cast<size_t>(spec.n_embd_per_layer));
+    }
     if (spec.attn_output_gate) {
         if (spec.head_dim_k != spec.head_dim_v)
             throw Error("an attention output gate needs equal key and value head sizes (architecture '" + spec.arch + "')");
@@ -65,10 +70,11 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
     const size_t b = static_cast<size_t>(n_batch_max);
     BufferSizes z;
     z.x = b * static_cast<size_t>(spec.n_embd);
-    z.q = b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_k);
-    z.k = b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_k);
-    z.v = b * static_cast<size_t>(spec.max_n_head_kv() * spec.head_dim_v);
-    z.att = b * static_cast<size_t>(spec.max_n_head() * spec.head_dim_v);
+    z.q = b * static_cast<size_t>(spec.max_n_head() * spec.max_head_dim_k());
+    z.k = b * static_cast<size_t>(spec.max_n_head_kv() * spec.max_head_dim_k());
+    z.v = b * static_cast<size_t>(spec.max_n_head_kv() * spec.max_head_dim_v());
+    z.att = b * static_cast<size_t>(spec.max_n_head() * spec.max_head_dim_v());
+    z.ple = b * static_cast<size_t>(spec.n_embd_per_layer) * static_cast<size_t>(spec.n_layer);
     z.ff = b * static_cast<size_t>(spec.max_n_ff());
     for (const LayerSpec& l : spec.layers) {
         if (l.ffn == FfnKind::Plain) z.ones = static_cast<size_t>(spec.max_n_ff());
@@ -91,24 +97,24 @@ uint64_t Forward::scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_th
     const BufferSizes z = buffer_sizes(spec, n_batch_max);
     const uint64_t b = static_cast<uint64_t>(n_batch_max);
     // The buffers made at construction: x, h, o, q, k, v, att, gate, up, ones, qkv, gate_up,
-    // par and latent attention's.
+    // par, latent attention's and the per-layer embeddings' (rows and gate).
     uint64_t floats = 3 * z.x + z.q + z.k + z.v + z.att + 2 * z.ff + z.ones + z.qkv + z.gate_up + z.par + z.mla_q +
-                      z.mla_qa + z.mla_nope + z.mla_lat;
+                      z.mla_qa + z.mla_nope + z.mla_lat + z.ple + b * static_cast<uint64_t>(spec.n_embd_per_layer);
     // Grown on the first full batch: the rows whose output is wanted (at most a
     // batch), the RoPE cos / sin of both bases.
-    floats += z.x + 2 * b * static_cast<uint64_t>(std::max(spec.rope.n_dims, 0));
+    floats += z.x + 2 * b * static_cast<uint64_t>(std::max({spec.rope.n_dims, spec.rope.n_dims_swa, 0}));
     // A thread's attention scores (every key of a query's group of heads) and rows.
     const uint64_t group = static_cast<uint64_t>(std::max(1, spec.max_n_head() / std::max(1, spec.max_n_head_kv())));
     floats += static_cast<uint64_t>(std::max(n_threads, 1)) *
-              (static_cast<uint64_t>(n_keys_max) * group + static_cast<uint64_t>(spec.head_dim_k) * (group + 1) +
-               static_cast<uint64_t>(spec.head_dim_v));
+              (static_cast<uint64_t>(n_keys_max) * group + static_cast<uint64_t>(spec.max_head_dim_k()) * (group + 1) +
+               static_cast<uint64_t>(spec.max_head_dim_v()));
     // A q8_0 cache is read as f32 rows of the keys a batch sees (one layer at a time).
     if (q8_0_cache)
         floats += static_cast<uint64_t>(n_keys_max) * static_cast<uint64_t>(spec.max_n_head_kv()) *
-                  static_cast<uint64_t>(spec.head_dim_k + spec.head_dim_v);
+                  static_cast<uint64_t>(spec.max_head_dim_k() + spec.max_head_dim_v());
     // The matmul's converted activations: a batch of its widest input as 8-bit
     // blocks with their scales (at most 2 bytes an element covers every format).
-    const uint64_t widest = static_cast<uint64_t>(std::max({spec.n_embd, spec.max_n_ff(), spec.max_n_head() * spec.head_dim_v}));
+    const uint64_t widest = static_cast<uint64_t>(std::max({spec.n_embd, spec.max_n_ff(), spec.max_n_head() * spec.max_head_dim_v()}));
     return floats * sizeof(float) + 2 * widest * b;
 }
 
@@ -155,7 +161,7 @@ void scale_rows(float* y, float s, int n, int64_t width) {
 ops::RopeParams Forward::rope_params(bool swa_base) const {
     ops::RopeParams rp;
     rp.layout = spec_.rope.layout;
-    rp.n_dims = spec_.rope.n_dims;
+    rp.n_dims = swa_base && spec_.rope.n_dims_swa > 0 ? spec_.rope.n_dims_swa : spec_.rope.n_dims;
     rp.freq_base = swa_base ? spec_.rope.freq_base_swa : spec_.rope.freq_base;
     rp.freq_scale = swa_base ? spec_.rope.freq_scale_swa : spec_.rope.freq_scale;
     const bool plain = swa_base && spec_.rope.swa_unscaled;
@@ -164,7 +170,7 @@ ops::RopeParams Forward::rope_params(bool swa_base) const {
     rp.beta_fast = spec_.rope.yarn_beta_fast;
     rp.beta_slow = spec_.rope.yarn_beta_slow;
     rp.n_ctx_orig = spec_.rope.n_ctx_orig;
-    rp.freq_factors = rope_factors_;
+    rp.freq_factors = swa_base && spec_.rope.factors_full_only ? nullptr : rope_factors_;
     return rp;
 }
 
@@ -177,10 +183,10 @@ void Forward::prepare_rope(const BatchRows& b) {
         else
             any = true;
     }
-    const size_t dims = static_cast<size_t>(spec_.rope.n_dims);
     for (int pass = 0; pass < 2; ++pass) {
         if (!(pass == 0 ? any : any_swa)) continue;
         const ops::RopeParams rp = rope_params(pass == 1);
+        const size_t dims = static_cast<size_t>(rp.n_dims);
         std::vector<float>& caches = pass == 0 ? rope_cache_ : rope_cache_swa_;
         caches.resize(static_cast<size_t>(b.n) * dims);
         for (int r = 0; r < b.n; ++r) ops::rope_cache(rp, b.pos[r], caches.data() + static_cast<size_t>(r) * dims);
@@ -211,8 +217,12 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     const int n = b.n;
     const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
     const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
-    const int64_t e = spec_.n_embd, dk = spec_.head_dim_k, dv = spec_.head_dim_v;
+    const int64_t e = spec_.n_embd, dk = l.head_dim_k, dv = l.head_dim_v;
     const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
+    // A shared-KV layer (gemma4) computes only its queries and attends over an
+    // earlier layer's cache (kl); every other layer reads its own.
+    const bool own_kv = l.kv_source < 0;
+    const int kl = own_kv ? il : l.kv_source;
 
     // A post-norm block (encoders) reads the residual stream itself; with a
     // second attention norm the layer's input is added again, so it is kept.
@@ -248,12 +258,27 @@ void Forward::attention_layer(int il, const BatchRows& b) {
             std::copy(row + nq + nk, row + nqkv, v_.data() + r * nv);
         }
     } else {
-        const Matrix* ws[] = {&lw.wq, &lw.wk, &lw.wv};
-        float* ys[] = {spec_.attn_output_gate ? qg_.data() : q_.data(), k_.data(), v_.data()};
-        matmul_many(ws, in, n, ys, pool_, mm_);
+        // Q, and K and V where the layer has its own (no attn_v: V is K's product, gemma4).
+        const Matrix* ws[3] = {&lw.wq};
+        float* ys[3] = {spec_.attn_output_gate ? qg_.data() : q_.data()};
+        size_t n_mat = 1;
+        if (own_kv) {
+            ws[n_mat] = &lw.wk;
+            ys[n_mat++] = k_.data();
+            if (!lw.wv.empty()) {
+                ws[n_mat] = &lw.wv;
+                ys[n_mat++] = v_.data();
+            }
+        }
+        matmul_many(std::span<const Matrix* const>(ws, n_mat), in, n, std::span<float* const>(ys, n_mat), pool_, mm_);
         scale_rows(ys[0], lw.wq_s, n, spec_.attn_output_gate ? 2 * nq : nq);
-        scale_rows(k_.data(), lw.wk_s, n, nk);
-        scale_rows(v_.data(), lw.wv_s, n, nv);
+        if (own_kv) {
+            scale_rows(k_.data(), lw.wk_s, n, nk);
+            if (lw.wv.empty())
+                std::copy(k_.data(), k_.data() + n * nk, v_.data());
+            else
+                scale_rows(v_.data(), lw.wv_s, n, nv);
+        }
     }
     if (spec_.attn_output_gate) {
         // Per head: [q | gate] -> q_ and ogate_ (a Q bias covers both halves).
@@ -268,6 +293,15 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     if (!spec_.attn_output_gate) add_bias(q_.data(), lw.bq, n, nq);
     add_bias(k_.data(), lw.bk, n, nk);
     add_bias(v_.data(), lw.bv, n, nv);
+    if (spec_.clamp_kqv > 0.0f) {  // after the biases, as llama.cpp's build_qkv
+        const float c = spec_.clamp_kqv;
+        auto clamp = [c](std::vector<float>& v, int64_t count) {
+            for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = std::clamp(v[static_cast<size_t>(i)], -c, c);
+        };
+        clamp(q_, n * nq);
+        clamp(k_, n * nk);
+        clamp(v_, n * nv);
+    }
     dump("Qcur", il, q_.data(), nq, n);
     dump("Kcur", il, k_.data(), nk, n);
     dump("Vcur", il, v_.data(), nv, n);
@@ -298,13 +332,26 @@ void Forward::attention_layer(int il, const BatchRows& b) {
                     continue;
                 }
                 for (int h = 0; h < l.n_head; ++h) qk_norm(q_.data() + r * nq + h * dk, lw.q_norm + h * w_step, dk);
-                for (int h = 0; h < l.n_head_kv; ++h) qk_norm(k_.data() + r * nk + h * dk, lw.k_norm + h * w_step, dk);
+                if (own_kv)
+                    for (int h = 0; h < l.n_head_kv; ++h) qk_norm(k_.data() + r * nk + h * dk, lw.k_norm + h * w_step, dk);
             }
         });
         dump("Qcur_normed", il, q_.data(), nq, n);
-        dump("Kcur_normed", il, k_.data(), nk, n);
+        if (own_kv) dump("Kcur_normed", il, k_.data(), nk, n);
     };
     if (lw.q_norm && !spec_.tensors.qk_norm_after_rope) qk_norms();
+    if (spec_.v_norm && own_kv) {
+        // Each V head RMS-normed without a weight (ones: x * 1.0f is exact).
+        const auto rms_norm = kernels().rms_norm;
+        pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r)
+                for (int h = 0; h < l.n_head_kv; ++h) {
+                    float* x = v_.data() + r * nv + h * dv;
+                    rms_norm(x, norm_ones_.data(), x, dv, spec_.norm_eps);
+                }
+        });
+        dump("Vcur_normed", il, v_.data(), nv, n);
+    }
 
     if (l.use_rope) {
         const bool swa_base = l.sliding && spec_.rope.freq_base_swa > 0.0f;
@@ -316,17 +363,18 @@ void Forward::attention_layer(int il, const BatchRows& b) {
             for (int64_t r = r0; r < r1; ++r) {
                 const float* cache = caches.data() + static_cast<size_t>(r) * static_cast<size_t>(rp.n_dims);
                 rope_apply(rp, cache, q_.data() + r * nq, l.n_head, dk);
-                rope_apply(rp, cache, k_.data() + r * nk, l.n_head_kv, dk);
+                if (own_kv) rope_apply(rp, cache, k_.data() + r * nk, l.n_head_kv, dk);
             }
         });
         dump("Qcur_rope", il, q_.data(), nq, n);
-        dump("Kcur_rope", il, k_.data(), nk, n);
+        if (own_kv) dump("Kcur_rope", il, k_.data(), nk, n);
     }
     if (lw.q_norm && spec_.tensors.qk_norm_after_rope) qk_norms();
 
-    pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
-        for (int64_t r = r0; r < r1; ++r) cache_->store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);
-    });
+    if (own_kv)
+        pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) cache_->store(il, b.seq[r], b.pos[r], k_.data() + r * nk, v_.data() + r * nv);
+        });
 
     AttentionShape as;
     as.n_head = l.n_head;
@@ -341,7 +389,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     // The keys a row sees: its window (or everything) up to itself, or with
     // non-causal attention up to its sequence's last position in the batch
     // (a symmetric window: half of it on each side).
-    const int window = cache_->window(il);
+    const int window = cache_->window(kl);
     const bool symmetric = !spec_.causal && spec_.swa_symmetric && window > 0;
     auto first_key = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
     auto first_key_row = [&](int64_t r) -> int64_t {
@@ -359,11 +407,11 @@ void Forward::attention_layer(int il, const BatchRows& b) {
             // Dequantized once per batch for all its queries (exact).
             KvView kv;
             kv.type = cache_->ggml_type();
-            kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_->k_row(il, seq, p); };
-            kv.v_row = [&, seq = sp.seq](int64_t p) { return cache_->v_row(il, seq, p); };
+            kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_->k_row(kl, seq, p); };
+            kv.v_row = [&, seq = sp.seq](int64_t p) { return cache_->v_row(kl, seq, p); };
             sp.rows = kv_rows_f32(as, kv, spec_.causal ? first_key(sp.pos_min) : 0, sp.pos_max, sp.k_f32, sp.v_f32, &pool_);
         } else {
-            sp.rows = cache_->rows(il, sp.seq);
+            sp.rows = cache_->rows(kl, sp.seq);
         }
     }
     // One task per block of rows and KV head. In a prefill chunk a task takes 16
@@ -497,6 +545,12 @@ void Forward::ffn_layer(int il, int n) {
         }
     }
     if (l.ffn != FfnKind::Experts) {
+        if (lw.ffn_act_s) {  // AWQ's activation scales (mpt): divided, as ggml_div
+            pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
+                for (int64_t r = r0; r < r1; ++r)
+                    for (int64_t i = 0; i < ff; ++i) gate_[static_cast<size_t>(r * ff + i)] /= lw.ffn_act_s[i];
+            });
+        }
         dump("ffn_act", il, gate_.data(), ff, n);
         matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
         add_bias(o_.data(), lw.ffn_down_b, n, e);
@@ -511,6 +565,11 @@ void Forward::ffn_layer(int il, int n) {
     if (l.parallel) add_rows(o_.data(), par_.data(), n * e, pool_);  // ffn + attn, then the residual
     add_rows(x_.data(), o_.data(), n * e, pool_);
     if (lw.layer_out_norm) norm_rows(spec_, x_.data(), lw.layer_out_norm, lw.layer_out_norm_b, x_.data(), n, e, pool_);
+    if (spec_.n_embd_per_layer > 0) per_layer_embedding(il, n);  // per_layer_embd.cpp
+    if (lw.out_scale != 1.0f) {
+        ops::scale(x_.data(), static_cast<int64_t>(n) * e, lw.out_scale);
+        dump("out_scaled", il, x_.data(), e, n);
+    }
     dump("l_out", il, x_.data(), e, n);
 }
 
@@ -583,11 +642,12 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
         encoder_inputs(b);
     else if (!w_.pos_embd.empty())  // learned positions of a decoder (gpt2, starcoder)
         add_position_rows(b);
-    else if (w_.tok_embd_norm)  // a pre-norm encoder's input norm (modern-bert)
-        norm_rows(spec_, x_.data(), w_.tok_embd_norm, nullptr, x_.data(), n, e, pool_);
+    else if (w_.tok_embd_norm)  // the input rows' norm (modern-bert; bloom's with a bias)
+        norm_rows(spec_, x_.data(), w_.tok_embd_norm, w_.tok_embd_norm_b, x_.data(), n, e, pool_);
     prepare_rope(b);
     plan_spans(b);
     dump("inp_embd", -1, x_.data(), e, n);
+    if (spec_.n_embd_per_layer > 0) per_layer_inputs(b);  // per_layer_embd.cpp
 
     for (int il = 0; il < spec_.n_layer; ++il) {
         const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];

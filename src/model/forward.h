@@ -76,6 +76,7 @@ private:
     struct BufferSizes {
         size_t x = 0, q = 0, k = 0, v = 0, att = 0, ff = 0, ones = 0, qkv = 0, gate_up = 0, par = 0;
         size_t mla_q = 0, mla_qa = 0, mla_nope = 0, mla_lat = 0;  // latent attention's (mla.cpp)
+        size_t ple = 0;  // the per-layer embeddings' rows (per_layer_embd.cpp)
     };
     static BufferSizes buffer_sizes(const ModelSpec& spec, int n_batch_max);
 
@@ -91,6 +92,10 @@ private:
     void mla_attention_layer(int il, const BatchRows& b);  // ModelSpec::mla (mla.cpp)
     void recurrent_layer(int il, const BatchRows& b);
     void ffn_layer(int il, int n);
+    // Per-layer embeddings (ModelSpec::n_embd_per_layer; per_layer_embd.cpp): every
+    // layer's input rows of the batch, then one layer's gated addition.
+    void per_layer_inputs(const BatchRows& b);
+    void per_layer_embedding(int il, int n);
     void prepare_rope(const BatchRows& b);
     void encoder_inputs(const BatchRows& b);
     void add_position_rows(const BatchRows& b);
@@ -133,6 +138,10 @@ private:
     // (later the heads' expanded results [n_head * head_dim_v, n]), q_a [q_lora, n],
     // per-head gathers [nope or head_dim_v, n] x n_head and [kv_lora, n] x n_head.
     std::vector<float> mla_q_, mla_qa_, mla_nope_, mla_lat_;
+    std::vector<float> norm_ones_;  // [max head_dim_v] of 1.0f: the V norm's weight (ModelSpec::v_norm)
+    // Per-layer embeddings: each row's inputs of every layer [n_embd_per_layer, n_layer, n],
+    // and one layer's gate [n_embd_per_layer, n].
+    std::vector<float> ple_, ple_gate_;
     const float* rope_factors_ = nullptr;  // rope_freqs, or the LongRoPE factors for this memory's context
 };
 

@@ -23,6 +23,16 @@ int ModelSpec::max_n_ff() const {
     for (const auto& l : layers) m = std::max(m, l.n_ff);
     return m;
 }
+int ModelSpec::max_head_dim_k() const {
+    int m = head_dim_k;
+    for (const auto& l : layers) m = std::max(m, l.head_dim_k);
+    return m;
+}
+int ModelSpec::max_head_dim_v() const {
+    int m = head_dim_v;
+    for (const auto& l : layers) m = std::max(m, l.head_dim_v);
+    return m;
+}
 
 namespace {
 
@@ -191,9 +201,11 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std:
     // What configure made of an attention-free file: every layer has a mixer that
     // its numbers can run, and an FFN only with a width.
     for (int il = 0; il < s.n_layer; ++il) {
-        const LayerSpec& l = s.layers[static_cast<size_t>(il)];
+        LayerSpec& l = s.layers[static_cast<size_t>(il)];
+        if (l.head_dim_k == 0) l.head_dim_k = s.head_dim_k;
+        if (l.head_dim_v == 0) l.head_dim_v = s.head_dim_v;
         if (l.mixer == MixerKind::Attention &&
-            (l.n_head <= 0 || l.n_head_kv <= 0 || l.n_head % l.n_head_kv != 0 || s.head_dim_k <= 0))
+            (l.n_head <= 0 || l.n_head_kv <= 0 || l.n_head % l.n_head_kv != 0 || l.head_dim_k <= 0))
             throw Error("layer " + std::to_string(il) + ": an attention layer with " + std::to_string(l.n_head) + " heads over " +
                         std::to_string(l.n_head_kv) + " KV heads (" + k("attention.head_count") + ", " +
                         k("attention.head_count_kv") + ")");

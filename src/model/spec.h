@@ -93,6 +93,11 @@ struct RopeSpec {
     float yarn_beta_fast = 32.0f;
     float yarn_beta_slow = 1.0f;
     int n_ctx_orig = 0;
+    // gemma4: sliding layers rotate their own number of dimensions (0: n_dims)
+    // and without rope_freqs, which only the full layers read (proportional RoPE).
+    int n_dims_swa = 0;
+    bool factors_full_only = false;
+    int n_factors = 0;  // rope_freqs' length (0: n_dims / 2; gemma4: the full layers' head size / 2)
 };
 
 // The recurrence of a model's recurrent layers (llama.cpp's `ssm.*` keys).
@@ -116,6 +121,14 @@ enum class TensorUse { No, Optional, Required };
 // which llama.cpp's loader looks up for every architecture).
 struct TensorRules {
     TensorUse output = TensorUse::Optional;  // output.weight (absent: tied to the embedding)
+    bool qkv_bias = true;                    // Q/K/V (or fused) biases by presence (gemma4's loader reads none)
+    // attn_v: absent, V is the K projection (gemma4's full layers: K reused as V).
+    TensorUse attn_v = TensorUse::Required;
+    TensorUse layer_out_scale = TensorUse::No;  // blk.N.layer_output_scale [1]: the layer's output x it (gemma4)
+    // Per-layer embeddings (gemma4 E2B / E4B, ModelSpec::n_embd_per_layer):
+    // per_layer_token_embd, per_layer_model_proj, per_layer_proj_norm and per
+    // layer inp_gate, proj, post_norm.
+    TensorUse per_layer_embd = TensorUse::No;
     TensorUse output_bias = TensorUse::No;   // output.bias (qwen2)
     TensorUse attn_out_bias = TensorUse::No; // attn_output.bias
     TensorUse ffn_bias = TensorUse::No;      // ffn_gate / ffn_up / ffn_down .bias
@@ -165,7 +178,12 @@ struct TensorRules {
     // A pre-norm encoder (modern-bert): token_embd_norm LayerNorms the input rows
     // (no bias), and layer 0 may lack attn_norm (its input is already normed).
     TensorUse input_norm = TensorUse::No;
+    TensorUse input_norm_bias = TensorUse::No;  // token_embd_norm.bias (bloom's LayerNorm after the embedding)
     bool first_attn_norm_optional = false;
+    // blk.N.ffn.act.scales [n_ff]: the activation divided by them before ffn_down
+    // (AWQ's ScaleActivation, mpt).
+    TensorUse ffn_act_scales = TensorUse::No;
+
     // Expert layers (a router ffn_gate_inp with merged ffn_*_exps; each layer by
     // presence) and their optional parts: router and expert biases (gpt-oss), the
     // selection bias exp_probs_b (no runnable family yet), a shared expert
@@ -191,6 +209,12 @@ struct LayerSpec {
     // attention's residual sum, and x += attn + ffn (phi2, gptneox, command-r).
     bool parallel = false;
     XieluParams xielu;  // FfnActivation::Xielu
+    // The layer's head sizes (read_model_spec sets them to the model's unless the
+    // family gives the layer its own: gemma4's sliding layers).
+    int head_dim_k = 0, head_dim_v = 0;
+    // >= 0: the layer computes no K / V and attends over that earlier layer's
+    // cache (gemma4's shared-KV layers); it then stores nothing.
+    int kv_source = -1;
 };
 
 struct ModelSpec {
@@ -219,7 +243,14 @@ struct ModelSpec {
     float attention_scale = 0.0f;   // 0: 1/sqrt(head_dim_k)
     float attn_softcap = 0.0f;      // 0: none
     float alibi_max_bias = 0.0f;    // > 0: ALiBi distance biases instead of positions (compute/alibi.h; jina-bert-v2: 8)
+    float clamp_kqv = 0.0f;         // > 0: Q, K and V clamped to [-this, this] after their biases (mpt)
     float final_softcap = 0.0f;
+    // V is RMS-normed per head without a weight before it is cached (gemma4).
+    bool v_norm = false;
+    // Per-layer embeddings (gemma4 E2B / E4B; 0: none): each token gets a row of
+    // n_embd_per_layer values per layer, added through a gated projection after
+    // the layer's FFN (per_layer_embd.cpp).
+    int n_embd_per_layer = 0;
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
     // Non-causal sliding layers see sliding_window / 2 positions on each side of
     // the query (llama.cpp's symmetric window: modern-bert).
@@ -252,6 +283,8 @@ struct ModelSpec {
     int max_n_head() const;
     int max_n_head_kv() const;
     int max_n_ff() const;
+    int max_head_dim_k() const;  // over the layers (they may differ: gemma4)
+    int max_head_dim_v() const;
 };
 
 }  // namespace kiln

@@ -387,8 +387,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         // head only where the file asks for rank pooling.
         if (s.pooling == Pooling::Rank) bind_classifier(b, s, w);
     }
-    if (!s.post_norm && allowed(tr.input_norm))  // a pre-norm encoder's input norm (modern-bert)
+    if (!s.post_norm && allowed(tr.input_norm))  // the input rows' norm (modern-bert, bloom)
         w.tok_embd_norm = b.vector("token_embd_norm.weight", s.n_embd, required(tr.input_norm));
+    if (!s.post_norm && w.tok_embd_norm && allowed(tr.input_norm_bias))
+        w.tok_embd_norm_b = b.vector("token_embd_norm.bias", s.n_embd, required(tr.input_norm_bias));
     if (!s.post_norm && allowed(tr.pos_embd))
         w.pos_embd = b.matrix("position_embd.weight", s.n_embd, s.n_ctx_train, required(tr.pos_embd));
     // LayerNorm biases where the family allows them; RMS norms with biases (phimoe) need theirs.
@@ -399,13 +401,20 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     if (w.output.empty() && s.output_head) w.output = w.tok_embd;  // tied output head
     if (s.output_head && allowed(tr.output_bias)) w.output_b = b.vector("output.bias", s.n_vocab, required(tr.output_bias));
     if (s.rope.n_dims > 0 && allowed(tr.rope_freqs))
-        w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_dims / 2, required(tr.rope_freqs));
+        w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_factors > 0 ? s.rope.n_factors : s.rope.n_dims / 2,
+                                required(tr.rope_freqs));
+    if (s.n_embd_per_layer > 0 && allowed(tr.per_layer_embd)) {
+        const int64_t n_ple = static_cast<int64_t>(s.n_embd_per_layer) * s.n_layer;
+        w.ple_tok_embd = b.matrix("per_layer_token_embd.weight", n_ple, s.n_vocab, true);
+        w.ple_model_proj = b.matrix("per_layer_model_proj.weight", s.n_embd, n_ple, true);
+        w.ple_proj_norm = b.vector("per_layer_proj_norm.weight", s.n_embd_per_layer, true);
+    }
     if (s.rope.n_dims > 0 && allowed(tr.rope_long_short)) {
         w.rope_long = b.vector("rope_factors_long.weight", s.rope.n_dims / 2, required(tr.rope_long_short));
         w.rope_short = b.vector("rope_factors_short.weight", s.rope.n_dims / 2, required(tr.rope_long_short));
     }
 
-    const int64_t e = s.n_embd, dk = s.head_dim_k, dv = s.head_dim_v;
+    const int64_t e = s.n_embd;
     bool any_q_norm = false, any_post_attn = false, any_post_ffn = false;
     // A matrix's optional `.scale` (a weight scale, applied to its output) and
     // `.input_scale`: llama.cpp 0.3.36 loads input scales for every matrix but no
@@ -422,21 +431,28 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     // Q, K and V fused in one matrix where the file has it (every family, as
     // llama.cpp's loader), with a fused bias or separate ones; not with an
     // output gate, whose Q half kiln reads from a separate attn_q.
+    // A shared-KV layer (gemma4) needs no K / V of its own; llama.cpp loads them
+    // when present and its graph reads only Q, so kiln binds them unused.
     auto bind_qkv = [&](const std::string& p, const LayerSpec& l, LayerWeights& lw, int64_t nq_proj) {
+        const int64_t dk = l.head_dim_k, dv = l.head_dim_v;
         const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk, nv = l.n_head_kv * dv;
+        const bool own_kv = l.kv_source < 0;
         if (!s.attn_output_gate) lw.wqkv = b.matrix(p + "attn_qkv.weight", e, nq + nk + nv, false);
         if (!lw.wqkv.empty()) {
             s.fused_qkv = true;
-            lw.bqkv = b.vector(p + "attn_qkv.bias", nq + nk + nv, false);
+            if (tr.qkv_bias) lw.bqkv = b.vector(p + "attn_qkv.bias", nq + nk + nv, false);
             scales(p + "attn_qkv", lw.wqkv, lw.wqkv_s);
         } else {
             lw.wq = b.matrix(p + "attn_q.weight", e, nq_proj, true);
-            lw.wk = b.matrix(p + "attn_k.weight", e, nk, true);
-            lw.wv = b.matrix(p + "attn_v.weight", e, nv, true);
+            lw.wk = b.matrix(p + "attn_k.weight", e, nk, own_kv);
+            lw.wv = b.matrix(p + "attn_v.weight", e, nv, own_kv && required(tr.attn_v));
+            if (!lw.wk.empty() && lw.wv.empty() && own_kv && nk != nv)
+                throw Error("tensor '" + p + "attn_v.weight' not found (K serves as V only with equal key and value sizes)");
             scales(p + "attn_q", lw.wq, lw.wq_s);
             scales(p + "attn_k", lw.wk, lw.wk_s);
             scales(p + "attn_v", lw.wv, lw.wv_s);
         }
+        if (!tr.qkv_bias) return;
         if (!lw.bqkv) {
             // llama.cpp adds separate biases to a fused product only when all three exist.
             lw.bq = b.vector(p + "attn_q.bias", nq_proj, false);
@@ -455,7 +471,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights lw;
         if (s.post_norm) {
-            bind_qkv(p, l, lw, l.n_head * dk);
+            bind_qkv(p, l, lw, l.n_head * l.head_dim_k);
             bind_encoder_layer(b, s, p, l, lw);
             w.layers.push_back(lw);
             continue;
@@ -482,10 +498,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                     lw.attn_norm_2_b = b.vector(p + "attn_norm_2.bias", e, required(tr.norm_bias));
             }
             // With an output gate the Q projection holds the gate's half per head too (qwen35).
-            const int64_t nq = l.n_head * dk, nk = l.n_head_kv * dk;
+            const int64_t dk = l.head_dim_k, nq = l.n_head * dk, nk = l.n_head_kv * dk;
             const int64_t nq_proj = (s.attn_output_gate ? 2 : 1) * nq;
             bind_qkv(p, l, lw, nq_proj);
-            lw.wo = b.matrix(p + "attn_output.weight", l.n_head * dv, e, true);
+            lw.wo = b.matrix(p + "attn_output.weight", l.n_head * l.head_dim_v, e, true);
             scales(p + "attn_output", lw.wo, lw.wo_s);
             if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
             if (allowed(tr.qk_norm) && tr.qk_norm_heads) {  // one weight row per head
@@ -493,7 +509,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                 lw.k_norm = b.vector(p + "attn_k_norm.weight", dk, l.n_head_kv, required(tr.qk_norm) || lw.q_norm);
             } else if (allowed(tr.qk_norm)) {
                 lw.q_norm = b.vector(p + "attn_q_norm.weight", tr.qk_norm_full ? nq : dk, required(tr.qk_norm));
-                lw.k_norm = b.vector(p + "attn_k_norm.weight", tr.qk_norm_full ? nk : dk, required(tr.qk_norm) || lw.q_norm);
+                lw.k_norm = b.vector(p + "attn_k_norm.weight", tr.qk_norm_full ? nk : dk,
+                                     (required(tr.qk_norm) || lw.q_norm) && l.kv_source < 0);
             }
             any_q_norm |= lw.q_norm != nullptr;
             if (allowed(tr.attn_sinks)) lw.attn_sinks = b.vector(p + "attn_sinks.weight", l.n_head, required(tr.attn_sinks));
@@ -539,9 +556,18 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                 lw.ffn_up_b = b.vector(p + "ffn_up.bias", l.n_ff, required(tr.ffn_bias));
                 lw.ffn_down_b = b.vector(p + "ffn_down.bias", e, required(tr.ffn_bias));
             }
+            if (allowed(tr.ffn_act_scales))
+                lw.ffn_act_s = b.vector(p + "ffn.act.scales", l.n_ff, required(tr.ffn_act_scales));
         }
         if (allowed(tr.post_norms)) lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, required(tr.post_norms));
         any_post_ffn |= lw.ffn_post_norm != nullptr;
+        if (s.n_embd_per_layer > 0 && allowed(tr.per_layer_embd)) {
+            lw.ple_gate = b.matrix(p + "inp_gate.weight", e, s.n_embd_per_layer, true);
+            lw.ple_proj = b.matrix(p + "proj.weight", s.n_embd_per_layer, e, true);
+            lw.ple_post_norm = b.vector(p + "post_norm.weight", e, true);
+        }
+        if (allowed(tr.layer_out_scale))
+            if (const float* v = b.vector(p + "layer_output_scale.weight", 1, required(tr.layer_out_scale))) lw.out_scale = v[0];
         w.layers.push_back(lw);
     }
     // Optional tensors must be present in every layer or none.
@@ -560,10 +586,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
     // output head gets its own packed copy).
     std::vector<Matrix*> products;
-    for (Matrix* m : {&w.output, &w.cls, &w.cls_out})
+    for (Matrix* m : {&w.output, &w.cls, &w.cls_out, &w.ple_model_proj})
         if (!m->empty()) products.push_back(m);
     for (LayerWeights& lw : w.layers) {
-        for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
+        for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down, &lw.ple_gate, &lw.ple_proj})
             if (!m->empty()) products.push_back(m);
         for (Matrix* m : ssm_matrices(lw.ssm)) products.push_back(m);
         for (Matrix* m : {&lw.mla.wq_a, &lw.mla.wq_b, &lw.mla.wkv_a})

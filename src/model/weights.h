@@ -68,6 +68,7 @@ struct LayerWeights {
     const float* ffn_gate_b = nullptr;
     const float* ffn_up_b = nullptr;
     const float* ffn_down_b = nullptr;
+    const float* ffn_act_s = nullptr;  // blk.N.ffn.act.scales [n_ff] (TensorRules::ffn_act_scales): act / this
     // Per-matrix output scales (`<name>.scale`, shape [1]; 1 when absent), as
     // llama.cpp applies them: Q/K/V/O after the product, before the bias; the
     // FFN's after the bias.
@@ -79,6 +80,11 @@ struct LayerWeights {
     const float* attn_out_norm_b = nullptr;
     const float* layer_out_norm = nullptr;  // blk.N.layer_output_norm [n_embd]
     const float* layer_out_norm_b = nullptr;
+    float out_scale = 1.0f;  // blk.N.layer_output_scale (TensorRules::layer_out_scale; 1 when absent)
+    // Per-layer embeddings (ModelSpec::n_embd_per_layer): blk.N.inp_gate
+    // [n_embd, n_embd_per_layer], blk.N.proj [n_embd_per_layer, n_embd], blk.N.post_norm [n_embd].
+    Matrix ple_gate, ple_proj;
+    const float* ple_post_norm = nullptr;
     MlaWeights mla;  // a latent attention layer's (ModelSpec::mla)
     SsmWeights ssm;  // a recurrent layer's mixer (src/model/ssm.h)
     ExpertWeights moe;  // an expert layer's (LayerSpec::ffn == Experts)
@@ -106,6 +112,11 @@ struct ModelWeights {
     const float* cls_b = nullptr;
     const float* cls_out_b = nullptr;
     const float* cls_norm = nullptr;  // modern-bert: cls, GELU, then this LayerNorm (no bias)
+    // Per-layer embeddings (ModelSpec::n_embd_per_layer): per_layer_token_embd
+    // [n_embd_per_layer * n_layer, n_vocab] (row lookups), per_layer_model_proj
+    // [n_embd, n_embd_per_layer * n_layer], per_layer_proj_norm [n_embd_per_layer].
+    Matrix ple_tok_embd, ple_model_proj;
+    const float* ple_proj_norm = nullptr;
 
     // Vectors stored in another type than f32 and matrices in a type the matmul
     // does not take are converted once at load and kept here.

@@ -379,3 +379,61 @@ TEST(TensorRules, GranitePhiDeepseekMoeRefusals) {
     });
     EXPECT_NE(e.find("1 KV head"), std::string::npos) << e;
 }
+
+// gemma4's rules as llama.cpp's loader and graph have them: Q/K/V biases are not
+// read (a file with one is refused naming it), the sliding pattern must be a
+// per-layer array, the per-layer-embedding width key is required, bidirectional
+// sliding layers are refused, and a shared-KV layer must find a source of its own
+// kind (here the E2B model's shared layers moved by one).
+TEST(TensorRules, Gemma4Refusals) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto none = [](kiln::gguf::Writer&) {};
+    std::string e = error_of([&] {
+        kiln::Model::load(rewrite("gemma4", "gemma4-qbias", all, [](kiln::gguf::Writer& w) {
+            w.add_tensor("blk.0.attn_q.bias", kiln::GgmlType::F32, {64}, f32_bytes(std::vector<float>(64, 0.0f)));
+        }));
+    });
+    EXPECT_NE(e.find("'blk.0.attn_q.bias' is not used by architecture 'gemma4'"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("gemma4", "gemma4-pattern", all, none, [](Metadata& md) {
+            md.erase("gemma4.attention.sliding_window_pattern");
+            md.add("gemma4.attention.sliding_window_pattern", Value::u32(4));
+        }));
+    });
+    EXPECT_NE(e.find("gemma4.attention.sliding_window_pattern"), std::string::npos) << e;
+    EXPECT_NE(e.find("array of bools"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("gemma4", "gemma4-no-ple-key", all, none,
+                                  [](Metadata& md) { md.erase("gemma4.embedding_length_per_layer_input"); }));
+    });
+    EXPECT_NE(e.find("'gemma4.embedding_length_per_layer_input' not found"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("gemma4", "gemma4-bidir", all, none,
+                                  [](Metadata& md) { md.add("gemma4.attention.causal", Value::boolean(false)); }));
+    });
+    EXPECT_NE(e.find("gemma4.attention.causal"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("gemma4@e2b", "gemma4-shared", all, none, [](Metadata& md) {
+            md.erase("gemma4.attention.shared_kv_layers");
+            md.add("gemma4.attention.shared_kv_layers", Value::u32(1));
+        }));
+    });
+    EXPECT_NE(e.find("layer 5 shares layer 4's KV cache"), std::string::npos) << e;
+}
+
+// mpt's Q / K norms: llama.cpp 0.3.36 loads them but its graph aborts on them, so
+// kiln refuses such a file naming the tensor; baichuan needs its output head.
+TEST(TensorRules, MptAndBaichuanRefusals) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto none = [](kiln::gguf::Writer&) {};
+    std::string e = error_of([&] {
+        kiln::Model::load(rewrite("mpt", "mpt-qnorm", all, [](kiln::gguf::Writer& w) {
+            w.add_tensor("blk.0.attn_q_norm.weight", kiln::GgmlType::F32, {64}, f32_bytes(std::vector<float>(64, 1.0f)));
+        }));
+    });
+    EXPECT_NE(e.find("'blk.0.attn_q_norm.weight' is not used by architecture 'mpt'"), std::string::npos) << e;
+    e = error_of([&] {
+        kiln::Model::load(rewrite("baichuan@13b", "baichuan-no-output", [](const std::string& n) { return n != "output.weight"; }, none));
+    });
+    EXPECT_NE(e.find("'output.weight' not found"), std::string::npos) << e;
+}

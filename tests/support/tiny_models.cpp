@@ -184,6 +184,8 @@ struct FamilyRecipe {
     std::string ffn_norm_name = "ffn_norm";  // the FFN's input norm (seed_oss: post_attention_norm)
     bool attn_norm_2 = false;      // the attention's own input norm attn_norm_2 (+ bias with layer_norm): Falcon-40B
     bool learned_positions = false;  // position_embd [n_embd, context_length] (gpt2, starcoder)
+    bool input_norm = false;       // token_embd_norm (+ bias with layer_norm): bloom's LayerNorm of the embedding rows
+    bool ffn_act_scales = false;   // blk.N.ffn.act.scales [n_ff] (mpt: AWQ's activation scales)
     std::vector<std::pair<std::string, Value>> global_keys = {};  // keys written as they are (apertus's xielu.*)
     float softcap_attn = 0, softcap_final = 0;
     // RoPE scaling keys ("" writes none): type, factor, original context, attn_factor.
@@ -453,6 +455,39 @@ std::vector<FamilyRecipe> base_recipes() {
 // experts, a pair of them with equal router rows (ties at the top-k boundary),
 // 40 tokens x 2 layers so every expert is selected; expert tensors merged
 // [n_in, n_ff, n_expert].
+// The ALiBi decoders and baichuan (positions by its layer count).
+std::vector<FamilyRecipe> alibi_recipes() {
+    using T = GgmlType;
+    return {
+        {.family = "bloom",
+         .description = "ALiBi (max bias 8) without RoPE, LayerNorm with bias on the embedding rows, fused attn_qkv + bias, "
+                        "attention-output and FFN biases, plain GELU FFN, separate output head; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 4, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .tied_output = false, .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true,
+         .layer_norm = true, .plain_ffn = true, .input_norm = true},
+        {.family = "mpt",
+         .description = "ALiBi from attention.max_alibi_bias (8), clamp_kqv 0.8, learned positions, fused attn_qkv + bias, "
+                        "attention-output and FFN biases, AWQ activation scales, plain GELU FFN; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 4, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true, .layer_norm = true,
+         .plain_ffn = true, .learned_positions = true, .ffn_act_scales = true,
+         .keys = {{"attention.max_alibi_bias", Value::f32(8.0f)}, {"attention.clamp_kqv", Value::f32(0.8f)}}},
+        {.family = "mpt@7b",
+         .description = "mpt as MPT-7B: no biases, no Q / K norms, no positions, ALiBi 8, no clamp; Q8_0 / Q4_0",
+         .shape = {2, 64, 4, 4, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .qkv_bias = false, .fused_qkv = true, .layer_norm = true, .plain_ffn = true, .norm_bias = false,
+         .quant_variants = false, .keys = {{"attention.max_alibi_bias", Value::f32(8.0f)}}},
+        {.family = "baichuan",
+         .description = "Baichuan 7B's positions (32 layers: NORM RoPE), Q/K/V biases, separate output head; Q8_0 / Q4_0",
+         .shape = {32, 64, 4, 2, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .tied_output = false, .q4_k_variant = false},  // @q4_k: 1.02% at KILN_ISA=scalar, past the 1% bound (32 layers)
+        {.family = "baichuan@13b",
+         .description = "Baichuan 13B's positions (40 layers: ALiBi 8, no RoPE), fused attn_qkv; Q8_0 / Q4_0",
+         .shape = {40, 64, 4, 4, 128, 16, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0,
+         .tied_output = false, .fused_qkv = true, .quant_variants = false},
+    };
+}
+
 std::vector<FamilyRecipe> expert_and_lowbit_recipes() {
     using T = GgmlType;
     using X = FamilyRecipe::Experts;
@@ -547,6 +582,7 @@ std::vector<FamilyRecipe> expert_and_lowbit_recipes() {
 const std::vector<FamilyRecipe>& recipes() {
     static const std::vector<FamilyRecipe> r = [] {
         std::vector<FamilyRecipe> out = base_recipes();
+        for (FamilyRecipe& x : alibi_recipes()) out.push_back(std::move(x));
         const size_t n_base = out.size();
         for (FamilyRecipe& x : expert_and_lowbit_recipes()) out.push_back(std::move(x));
         for (size_t i = 0; i < n_base; ++i) {
@@ -977,6 +1013,144 @@ void write_deepseek2_model(const Deepseek2Recipe& r, uint64_t seed, const std::s
     t.writer().write(path);
 }
 
+// gemma4: sliding and full layers with their own head sizes, KV heads and RoPE
+// (the full layers' proportional RoPE through rope_freqs), K as V where a layer
+// has no attn_v, Q/K norms, post-norms, layer_output_scale; E2B-style variants
+// add shared-KV layers, per-layer embeddings and per-layer FFN widths. Every
+// optional tensor llama.cpp's graph reads (weight and input scales of the
+// attention and FFN matrices) is present.
+struct Gemma4Recipe {
+    std::string family, description;
+    std::string pattern;  // per layer: S sliding, F full
+    int e, n_head, kv_swa, kv_full, hd_swa, hd_full, rot_swa, rot_full, window;
+    std::vector<int> n_ff;  // per layer
+    int n_shared, n_pl;     // shared_kv_layers, embedding_length_per_layer_input (0: none)
+    bool v_on_full;         // attn_v on the full layers (else K serves as V)
+    float softcap;          // final_logit_softcapping written (0: key absent, llama.cpp's 30)
+    GgmlType attn, ffn, ple;
+};
+
+const std::vector<Gemma4Recipe>& gemma4_recipes() {
+    using T = GgmlType;
+    static const std::vector<Gemma4Recipe> r = {
+        {"gemma4", "Gemma 4 dense (31B-like): 3 sliding (window 8, 2 KV heads of 16, 16 rotated, base 10000) to 1 full layer "
+                   "(1 KV head of 32, K as V, proportional RoPE: rope_freqs 1 on 4 pairs, 1e30 on 12), layer_output_scale, "
+                   "weight and input scales, final soft-cap 30 by default; F32",
+         "SSSF", 64, 4, 2, 1, 16, 32, 16, 32, 8, {128, 128, 128, 128}, 0, 0, false, 0.0f, T::F32, T::F32, T::F32},
+        {"gemma4@e2b", "Gemma 4 E2B-like: 6 layers S S S F S F, the last 2 sharing layers 2 / 3's KV cache, per-layer "
+                       "embeddings of 16, 1 KV head, attn_v everywhere, FFN widths 128 then 256 on the shared layers, "
+                       "partial rotary on the sliding layers (8 of 16), soft-cap 25; F32, Q8_0 per-layer table",
+         "SSSFSF", 64, 4, 1, 1, 16, 32, 8, 32, 8, {128, 128, 128, 128, 256, 256}, 2, 16, true, 25.0f, T::F32, T::F32, T::Q8_0},
+        {"gemma4@q4_k", "gemma4 with every layer matrix in Q4_K, width 256, one sliding and one full layer (heads 4 x 64 / 4 x 128)",
+         "SF", 256, 4, 2, 1, 64, 128, 64, 128, 8, {256, 256}, 0, 0, false, 0.0f, T::Q4_K, T::Q4_K, T::F32},
+        {"gemma4@q8_0", "gemma4 with every layer matrix in Q8_0, width 256, one sliding and one full layer (heads 4 x 64 / 4 x 128)",
+         "SF", 256, 4, 2, 1, 64, 128, 64, 128, 8, {256, 256}, 0, 0, false, 0.0f, T::Q8_0, T::Q8_0, T::F32},
+        {"gemma4@e2b_q8_0", "gemma4@e2b in four layers S F S F (the last two sharing layers 0 / 1's KV) with every layer "
+                            "matrix and the per-layer table in Q8_0, width 256, per-layer embeddings of 32",
+         "SFSF", 256, 4, 1, 1, 64, 128, 32, 128, 8, {256, 256, 512, 512}, 2, 32, true, 25.0f, T::Q8_0, T::Q8_0,
+         T::Q8_0},
+    };
+    return r;
+}
+
+const Gemma4Recipe* gemma4_recipe(const std::string& family) {
+    for (const auto& r : gemma4_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void write_gemma4_model(const Gemma4Recipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string arch = "gemma4";
+    using u64 = uint64_t;
+    TinyWriter t(arch, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(arch));
+    md.add("general.name", Value::string("kiln tiny " + r.family));
+    auto u32 = [](int v) { return Value::u32(static_cast<uint32_t>(v)); };
+    const int n_layer = static_cast<int>(r.pattern.size());
+    std::vector<Value> swa, kv, ff;
+    for (int il = 0; il < n_layer; ++il) {
+        const bool sliding = r.pattern[static_cast<size_t>(il)] == 'S';
+        swa.push_back(Value::boolean(sliding));
+        kv.push_back(u32(sliding ? r.kv_swa : r.kv_full));
+        ff.push_back(u32(r.n_ff[static_cast<size_t>(il)]));
+    }
+    t.key("context_length", u32(512));
+    t.key("embedding_length", u32(r.e));
+    t.key("block_count", u32(n_layer));
+    t.key("feed_forward_length", Value::array(gguf::ValueType::U32, ff));
+    t.key("attention.head_count", u32(r.n_head));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("attention.key_length", u32(r.hd_full));
+    t.key("attention.value_length", u32(r.hd_full));
+    t.key("attention.key_length_swa", u32(r.hd_swa));
+    t.key("attention.value_length_swa", u32(r.hd_swa));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("attention.sliding_window", u32(r.window));
+    t.key("attention.sliding_window_pattern", Value::array(gguf::ValueType::Bool, swa));
+    t.key("rope.freq_base", Value::f32(1000000.0f));
+    t.key("rope.freq_base_swa", Value::f32(10000.0f));
+    t.key("rope.dimension_count", u32(r.rot_full));
+    t.key("rope.dimension_count_swa", u32(r.rot_swa));
+    if (r.n_shared > 0) t.key("attention.shared_kv_layers", u32(r.n_shared));
+    t.key("embedding_length_per_layer_input", u32(r.n_pl));  // required by llama.cpp, 0 for none
+    if (r.softcap > 0) t.key("final_logit_softcapping", Value::f32(r.softcap));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+
+    const int64_t e = r.e;
+    // A matrix with its weight scale (around 1) and input scale (read by no graph).
+    auto matrix = [&](const std::string& base, int64_t n_in, int64_t n_out, GgmlType type, float gain) {
+        t.matrix(base + ".weight", n_in, n_out, type, gain);
+        t.vector(base + ".scale", 1, 1.0f, 0.5f);
+        t.vector(base + ".input_scale", 1, 1.0f, 0.5f);
+    };
+    t.matrix("token_embd.weight", e, n_vocab, GgmlType::Q8_0, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    // Proportional RoPE: the first quarter of the full layers' pairs rotate, the rest are held by huge factors.
+    std::vector<float> freqs(static_cast<size_t>(r.hd_full / 2), 1e30f);
+    for (int i = 0; i < r.hd_full / 8; ++i) freqs[static_cast<size_t>(i)] = 1.0f;
+    t.raw("rope_freqs.weight", {static_cast<u64>(r.hd_full / 2)}, freqs);
+    if (r.n_pl > 0) {
+        const int64_t n_ple = static_cast<int64_t>(r.n_pl) * n_layer;
+        t.matrix("per_layer_token_embd.weight", n_ple, n_vocab, r.ple, 4.0f);
+        t.matrix("per_layer_model_proj.weight", e, n_ple, r.attn, 2.0f);
+        t.vector("per_layer_proj_norm.weight", r.n_pl, 1.0f, 0.2f);
+    }
+    const int n_kv = n_layer - r.n_shared;
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        const bool sliding = r.pattern[static_cast<size_t>(il)] == 'S';
+        const int64_t hd = sliding ? r.hd_swa : r.hd_full, nkv = sliding ? r.kv_swa : r.kv_full;
+        const int64_t n_ff = r.n_ff[static_cast<size_t>(il)];
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        matrix(p + "attn_q", e, r.n_head * hd, r.attn, 2.0f);
+        // Q/K norm weights around 0.3: with unit-RMS heads and no query scaling,
+        // weights of 1 give scores up to the head size, a softmax so sharp that
+        // last-bit differences pick other keys.
+        t.vector(p + "attn_q_norm.weight", hd, 0.3f, 0.1f);
+        if (il < n_kv) {  // shared-KV layers have no K / V of their own
+            matrix(p + "attn_k", e, nkv * hd, r.attn, 2.0f);
+            if (sliding || r.v_on_full) matrix(p + "attn_v", e, nkv * hd, r.attn, 1.0f);
+            t.vector(p + "attn_k_norm.weight", hd, 0.3f, 0.1f);
+        }
+        matrix(p + "attn_output", r.n_head * hd, e, r.attn, 1.0f);
+        t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        matrix(p + "ffn_gate", e, n_ff, r.ffn, 1.0f);
+        matrix(p + "ffn_up", e, n_ff, r.ffn, 1.0f);
+        matrix(p + "ffn_down", n_ff, e, r.ffn, 1.0f);
+        t.vector(p + "post_ffw_norm.weight", e, 1.0f, 0.2f);
+        if (r.n_pl > 0) {
+            t.matrix(p + "inp_gate.weight", e, r.n_pl, r.attn, 2.0f);
+            t.matrix(p + "proj.weight", r.n_pl, e, r.attn == GgmlType::Q4_K ? GgmlType::Q8_0 : r.attn, 1.0f);
+            t.vector(p + "post_norm.weight", e, 1.0f, 0.2f);
+        }
+        t.vector(p + "layer_output_scale.weight", 1, 0.8f, 0.3f);
+    }
+    t.writer().write(path);
+}
+
 }  // namespace
 
 std::vector<TinyModelInfo> tiny_model_families() {
@@ -984,6 +1158,7 @@ std::vector<TinyModelInfo> tiny_model_families() {
     for (const auto& r : recipes()) out.push_back({r.family, r.arch(), r.description});
     for (const auto& r : ssm_recipes()) out.push_back({r.family, r.family, r.description});
     for (const auto& r : deepseek2_recipes()) out.push_back({r.family, "deepseek2", r.description});
+    for (const auto& r : gemma4_recipes()) out.push_back({r.family, "gemma4", r.description});
     out.push_back({"lfm2", "lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
     out.push_back({"qwen35", "qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention "
                                        "layer (GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"});
@@ -1011,6 +1186,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (family == "lfm2") return write_lfm2_model(seed_of(family), tokenizer_source, path);
     if (const Deepseek2Recipe* dr = deepseek2_recipe(family)) return write_deepseek2_model(*dr, seed_of(family), tokenizer_source, path);
     if (family == "qwen35") return write_qwen35_model(seed_of(family), tokenizer_source, path);
+    if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
     if (family == "nemotron_h") return write_nemotron_h_model(seed_of(family), tokenizer_source, path);
     const FamilyRecipe& r = recipe(family);
     const std::string name = r.first_name.empty() ? family : r.first_name;
@@ -1067,6 +1243,10 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     const int64_t e = s.n_embd, dq = static_cast<int64_t>(s.n_head) * s.head_dim, dkv = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
     t.matrix("token_embd.weight", e, n_vocab, r.embd_type, 4.0f);
     if (r.learned_positions) t.matrix("position_embd.weight", e, 512, r.embd_type, 2.0f);  // 512: context_length
+    if (r.input_norm) {
+        t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+        if (r.layer_norm && r.norm_bias) t.vector("token_embd_norm.bias", e, 0.0f, 0.2f);
+    }
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
     if ((r.layer_norm && r.norm_bias) || r.rms_norm_bias) t.vector("output_norm.bias", e, 0.0f, 0.2f);
     if (!r.tied_output) t.matrix("output.weight", e, n_vocab, r.output_type, 2.0f);
@@ -1157,6 +1337,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
                 t.vector(p + "ffn_up.bias", s.n_ff, 0.0f, 0.5f);
                 t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
             }
+            if (r.ffn_act_scales) t.vector(p + "ffn.act.scales", s.n_ff, 1.0f, 0.3f);
         }
         if (r.post_norms) t.vector(p + "post_ffw_norm.weight", e, 1.0f, 0.2f);
     }
