@@ -66,6 +66,7 @@ int cmd_chat(int argc, char** argv) {
     co.context_policy = context_policy == "drop-oldest" ? ContextPolicy::DropOldest : ContextPolicy::Stop;
     if (!template_file.empty()) co.template_source = read_text_file(template_file);
     ChatSession chat(model, co);
+    flags.attach_draft_model(chat.session().engine());
     if (!system.empty()) chat.set_system(system);
     ChatTurnOptions turn;
     turn.generate.max_tokens = flags.n_predict;
