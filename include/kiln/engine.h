@@ -109,6 +109,11 @@ struct GenerationResult {
     SpecStats spec;
 };
 
+// Throws InvalidInput unless `draft` can draft for `target`: the same number of
+// tokens (vocabulary and output rows), the same token texts (the message names
+// the first that differs), the same BOS / EOS / EOT ids and BOS rule.
+void check_draft_vocabulary(const Model& target, const Model& draft);
+
 // Return false to stop generating (finish reason: cancelled).
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 

@@ -17,14 +17,10 @@
 #include <vector>
 
 #include "kiln/context.h"
+#include "kiln/engine.h"
 #include "kiln/model.h"
 
 namespace kiln {
-
-// Throws InvalidInput unless `draft` can draft for `target`: the same number of
-// tokens (vocabulary and output rows), the same token texts (the message names
-// the first that differs) and the same BOS / EOS / EOT ids.
-void check_draft_vocabulary(const Model& target, const Model& draft);
 
 class DraftModel {
 public:
