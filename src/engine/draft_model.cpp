@@ -87,7 +87,8 @@ DraftModel::DraftModel(std::shared_ptr<const Model> draft, const Model& target, 
     : model_(std::move(draft)) {
     check_draft_vocabulary(target, *model_);
     ContextOptions o;
-    o.n_ctx = target_ctx.n_ctx();
+    // A draft model trained on a shorter context drafts while the sequence fits it.
+    o.n_ctx = std::min(target_ctx.n_ctx(), model_->n_ctx_train() > 0 ? model_->n_ctx_train() : target_ctx.n_ctx());
     o.n_seq_max = target_ctx.n_seq_max();
     o.n_batch = target_ctx.n_batch();
     o.kv_type = target_options.kv_type;

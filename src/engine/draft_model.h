@@ -24,8 +24,9 @@ namespace kiln {
 
 class DraftModel {
 public:
-    // A Context for the draft model sized like `target` (n_seq_max, n_ctx,
-    // n_batch, threads, executor). `kv_type` as the target's.
+    // A Context for the draft model sized like `target` (n_seq_max, n_ctx —
+    // at most the draft model's trained context —, n_batch, threads, executor,
+    // kv_type).
     DraftModel(std::shared_ptr<const Model> draft, const Model& target, const Context& target_ctx,
                const ContextOptions& target_options);
 
@@ -46,6 +47,7 @@ public:
 
     void clear(SeqId seq);
     const Model& model() const { return *model_; }
+    int n_ctx() const { return ctx_->n_ctx(); }  // a sequence drafts only while it fits
     std::shared_ptr<const Model> shared_model() const { return model_; }
     uint64_t memory_bytes() const { return ctx_->memory_bytes(); }
 

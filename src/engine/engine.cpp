@@ -285,6 +285,8 @@ int Engine::Impl::plan_draft(Slot& s, int64_t length, int batch_room) {
     if (s.options.spec.mode == SpecMode::Off) return 0;
     int64_t room = std::min<int64_t>(ctx->n_ctx() - 1 - length, batch_room);
     if (s.options.max_tokens >= 0) room = std::min<int64_t>(room, s.options.max_tokens - s.result.completion_tokens - 1);
+    // The draft model's cells hold the sequence and k - 1 drafted tokens.
+    if (s.model_draft) room = std::min<int64_t>(room, draft->n_ctx() - length);
     const int k = s.spec.plan(static_cast<int>(std::max<int64_t>(room, 0)), spec_cost);
     if (k <= 0) return 0;
     const SpecOptions& so = s.options.spec;

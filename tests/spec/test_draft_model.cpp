@@ -278,6 +278,27 @@ TEST(DraftModel, HybridDraftModelIsLossless) {
     EXPECT_GT(spec.spec.drafted, 0);
 }
 
+// A draft model trained on a shorter context (the tiny llama: 512) than the
+// target's context drafts while the sequence fits it, then the target goes on
+// alone; the text is the same as without it.
+TEST(DraftModel, ShorterDraftContextDraftsWhileTheSequenceFits) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto target = load(kiln::test::smollm2_path());
+    std::vector<TokenId> toks;
+    for (int i = 0; i < 500; ++i) toks.push_back(static_cast<TokenId>(1000 + (i * 37) % 400));
+    kiln::GenerateOptions o = options(SpecMode::Off, 24, kiln::SamplingParams::greedy());
+    o.ignore_eos = true;
+    kiln::Session session(target, ctx(1024));
+    session.engine().set_draft_model(load(tiny("llama")));
+    const auto plain = session.generate(toks, o);
+    session.reset();
+    o.spec.mode = SpecMode::Draft;
+    const auto spec = session.generate(toks, o);
+    expect_same(plain, spec, "draft context 512 under a target context of 1024");
+    EXPECT_GT(spec.spec.drafted, 0);
+    EXPECT_LT(spec.spec.draft_steps + 2, spec.spec.steps) << "past position 512 the steps draft nothing";
+}
+
 TEST(DraftVocabulary, CheckIsSymmetricInWhatItNames) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     KILN_REQUIRE_MODEL(kiln::test::gemma3_path());
