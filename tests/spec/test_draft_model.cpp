@@ -186,6 +186,7 @@ TEST(DraftModel, GreedyWithADraftModelEqualsPlainGreedy) {
             session.reset();
             const auto plain = session.generate(toks, options(SpecMode::Off, p.max_tokens, kiln::SamplingParams::greedy()));
             for (SpecMode mode : {SpecMode::Draft, SpecMode::Auto}) {
+                if (name == "tiny-llama" && mode == SpecMode::Auto) continue;  // auto stops drafting it at once
                 session.reset();
                 const auto spec = session.generate(toks, options(mode, p.max_tokens, kiln::SamplingParams::greedy()));
                 expect_same(plain, spec, name + " " + p.name + " " + std::string(kiln::spec_mode_name(mode)));
@@ -286,7 +287,7 @@ TEST(DraftModel, ShorterDraftContextDraftsWhileTheSequenceFits) {
     auto target = load(kiln::test::smollm2_path());
     std::vector<TokenId> toks;
     for (int i = 0; i < 500; ++i) toks.push_back(static_cast<TokenId>(1000 + (i * 37) % 400));
-    kiln::GenerateOptions o = options(SpecMode::Off, 24, kiln::SamplingParams::greedy());
+    kiln::GenerateOptions o = options(SpecMode::Off, 20, kiln::SamplingParams::greedy());
     o.ignore_eos = true;
     kiln::Session session(target, ctx(1024));
     session.engine().set_draft_model(load(tiny("llama")));
