@@ -112,10 +112,11 @@ void DraftModel::clear(SeqId seq) { ctx_->seq_clear(seq); }
 // another sequence's cells, copied) hold, short of its last token (whose logits
 // are wanted). Returns the positions held.
 int64_t DraftModel::sync(SeqId seq, std::span<const TokenId> tokens) {
-    size_t own = common_prefix(ctx_->seq_tokens(seq), tokens);
+    const size_t own = common_prefix(ctx_->seq_tokens(seq), tokens);
     SeqId src = -1;
     size_t best = own;
-    for (SeqId s = 0; s < ctx_->n_seq_max(); ++s) {
+    // Another sequence's cells help only when the own ones lack more than the last token.
+    for (SeqId s = 0; own + 1 < tokens.size() && s < ctx_->n_seq_max(); ++s) {
         if (s == seq) continue;
         const size_t c = common_prefix(ctx_->seq_tokens(s), tokens);
         if (c > best) {
@@ -124,6 +125,7 @@ int64_t DraftModel::sync(SeqId seq, std::span<const TokenId> tokens) {
         }
     }
     const int64_t want = static_cast<int64_t>(std::min(best, tokens.size() - 1));
+    if (src >= 0 && want <= static_cast<int64_t>(own)) src = -1;  // nothing to gain from the copy
     if (src < 0 && want == ctx_->seq_length(seq)) return want;
     return src >= 0 ? ctx_->seq_copy(src, seq, want) : ctx_->seq_rollback(seq, want);
 }

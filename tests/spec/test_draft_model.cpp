@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/draft_model.h"
+#include "engine/spec_control.h"
 #include "kiln/chat.h"
 #include "kiln/engine.h"
 #include "kiln/error.h"
@@ -104,6 +105,41 @@ std::string load_error(const ModelPtr& target, const ModelPtr& draft) {
         return e.what();
     }
     return "";
+}
+
+// The controller with a draft model: its passes count in the cost (gamma), the
+// draft mode always drafts, and auto drafts only while that pays.
+TEST(DraftControl, DraftCostCountsAndDraftModeAlwaysDrafts) {
+    kiln::SpecCost cost;
+    cost.set_draft_prior(0.5);
+    EXPECT_NEAR(cost.ratio(4, true), 1.0 + (0.15 + 0.5) * 4, 1e-9);
+    EXPECT_NEAR(cost.ratio(4, false), 1.0 + 0.15 * 4, 1e-9);
+    cost.record(1, 0.010);
+    for (int i = 0; i < 60; ++i) cost.record_draft(4, 0.008);  // a draft pass: 0.2 of a target pass
+    EXPECT_NEAR(cost.gamma(), 0.2, 1e-3);
+
+    kiln::SpecOptions o;
+    o.mode = SpecMode::Draft;
+    o.draft_max = 8;
+    o.draft_min = 2;
+    kiln::SpecControl draft(o, true);
+    EXPECT_EQ(draft.plan(100, cost), 2);  // the prior acceptance: the shortest allowed
+    for (int i = 0; i < 10; ++i) draft.result(8, 8, cost);
+    EXPECT_EQ(draft.plan(100, cost), 8);  // every token accepted: the longest
+    for (int i = 0; i < 20; ++i) draft.result(4, 0, cost);
+    EXPECT_EQ(draft.plan(100, cost), 2);  // nothing accepted: still drafts, the shortest
+    EXPECT_EQ(draft.plan(1, cost), 0);    // no room for draft_min
+
+    // auto with an expensive draft model does not draft at the prior acceptance;
+    // with a cheap one it does.
+    o.mode = SpecMode::Auto;
+    o.draft_min = 1;
+    kiln::SpecCost dear;
+    dear.set_draft_prior(1.0);
+    EXPECT_EQ(kiln::SpecControl(o, true).plan(100, dear), 0);
+    kiln::SpecCost cheap;
+    cheap.set_draft_prior(0.05);
+    EXPECT_GT(kiln::SpecControl(o, true).plan(100, cheap), 0);
 }
 
 TEST(DraftVocabulary, GemmaDraftForSmolLM2IsRefusedNamingTheDifference) {
