@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Speculative decoding (prompt lookup) side by side: kiln --spec ngram / auto / off
-and, when given, llama.cpp's lookup decoding (`llama-lookup`, built from the
-llama.cpp sources of the llama-cpp-python source distribution), same file, threads,
-prompt and greedy decoding.
+"""Speculative decoding side by side: kiln --spec ngram / auto / off and, when
+given, llama.cpp's lookup decoding (`llama-lookup`, built from the llama.cpp
+sources of the llama-cpp-python source distribution), same file, threads,
+prompt and greedy decoding; and with a draft model: kiln --spec draft / auto
+--draft-model / off and llama.cpp's `llama-speculative`, same target and draft.
 
     bench/spec_vs_llamacpp.py [--rounds 5] [-n 160] [-t 2] [--kiln build/kiln]
-                              [--lookup PATH/llama-lookup] [--tasks edit,free,gemma_edit,summary]
-                              [--variants off,ngram,auto]
+                              [--lookup PATH/llama-lookup] [--speculative PATH/llama-speculative]
+                              [--tasks edit,free,gemma_edit,summary,draft_edit,draft_free]
+                              [--variants off,ngram,auto] [--draft-target F16.gguf]
 
 Tasks (prompts below, each in its model's chat format, given to both engines as
 raw text with special tokens parsed):
@@ -14,6 +16,11 @@ raw text with special tokens parsed):
   free        SmolLM2: free text (a story): --spec auto must cost <= 3% against off
   summary     SmolLM2: summarize a given text (reported only)
   gemma_edit  Gemma 3 270M: the edit task (reported only)
+  draft_edit  SmolLM2 as F16 (made by `kiln quantize` unless --draft-target), drafted for by the
+              installed SmolLM2 Q4_1: the edit task
+  draft_free  the same pair: free text
+The draft tasks run kiln --spec off, draft and auto (both with --draft-model) and,
+with --speculative, llama-speculative (--spec-draft-n-max as --draft-max).
 Each round runs every variant once, in an order that rotates from round to round;
 the table gives medians over rounds of decode speed (generated tokens over decode
 wall time, drafting included) and of the per-round ratios to kiln --spec off, and
@@ -26,6 +33,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS_DIR = os.environ.get("KILN_MODELS", os.path.expanduser("~/.cache/kiln/models"))
@@ -61,6 +69,8 @@ TASKS = {
     "free": (SMOLLM2, chatml(FREE)),
     "summary": (SMOLLM2, chatml(SUMMARY)),
     "gemma_edit": (GEMMA3, gemma_turns(EDIT)),
+    "draft_edit": (None, chatml(EDIT)),  # the model: the F16 target
+    "draft_free": (None, chatml(FREE)),
 }
 
 GEN = re.compile(r"generated (\d+) tokens in ([0-9.]+) s")
@@ -70,9 +80,11 @@ LOOKUP_DRAFTED = re.compile(r"n_drafted\s*=\s*(\d+)")
 LOOKUP_ACCEPT = re.compile(r"n_accept\s*=\s*(\d+)")
 
 
-def run_kiln(args, model, prompt, mode):
+def run_kiln(args, model, prompt, mode, draft=None):
     cmd = [args.kiln, "run", "-m", model, "-p", prompt, "-n", str(args.n), "--temp", "0", "-t", str(args.threads),
            "--spec", mode, "--draft-max", str(args.draft_max), "-v"]
+    if draft:
+        cmd += ["--draft-model", draft]
     r = subprocess.run(cmd, capture_output=True, text=True, check=True)
     g = GEN.search(r.stderr)
     s = SPEC.search(r.stderr)
@@ -95,6 +107,30 @@ def run_lookup(args, model, prompt):
             "drafted": int(d.group(1)) if d else 0, "accepted": int(a.group(1)) if a else 0}
 
 
+def run_speculative(args, model, draft, prompt):
+    cmd = [args.speculative, "-m", model, "-md", draft, "-p", prompt, "-n", str(args.n), "--temp", "0",
+           "-t", str(args.threads), "--spec-draft-n-max", str(args.draft_max), "-c", "2048"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    log = r.stdout + r.stderr
+    g = LOOKUP_GEN.search(log)
+    if r.returncode != 0 or not g:
+        raise RuntimeError("llama-speculative failed:\n" + log[-2000:])
+    d, a = LOOKUP_DRAFTED.search(log), LOOKUP_ACCEPT.search(log)
+    return {"tokens": int(g.group(1)), "seconds": float(g.group(2)),
+            "drafted": int(d.group(1)) if d else 0, "accepted": int(a.group(1)) if a else 0}
+
+
+def f16_target(args):
+    """SmolLM2 re-encoded as F16 by kiln quantize (the draft tasks' target)."""
+    if args.draft_target:
+        return args.draft_target
+    path = os.path.join(tempfile.gettempdir(), "spec-bench-smollm2-f16.gguf")
+    if not os.path.exists(path):
+        subprocess.run([args.kiln, "quantize", "--allow-requantize", SMOLLM2, path, "F16"], check=True,
+                       capture_output=True)
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
@@ -105,21 +141,37 @@ def main():
     ap.add_argument("--lookup", default="", help="llama.cpp's llama-lookup binary (optional)")
     ap.add_argument("--tasks", default="edit,free,gemma_edit,summary")
     ap.add_argument("--variants", default="off,ngram,auto", help="kiln's --spec values to run (off always runs)")
+    ap.add_argument("--speculative", default="", help="llama.cpp's llama-speculative binary (optional)")
+    ap.add_argument("--draft-target", default="", help="the draft tasks' target (default: SmolLM2 as F16)")
     args = ap.parse_args()
-    kiln_variants = ["off"] + [v for v in args.variants.split(",") if v != "off"]
-    variants = kiln_variants + (["llama-lookup"] if args.lookup else [])
     print(f"| task | variant | t/s (median) | x kiln off (median of rounds) | acceptance | steps verifying a draft |")
     print("|---|---|---:|---:|---:|---:|")
     for task in args.tasks.split(","):
         model, prompt = TASKS[task]
-        if not os.path.exists(model):
-            print(f"skipping {task}: {model} is not installed", file=sys.stderr)
+        if not os.path.exists(SMOLLM2 if model is None else model):
+            print(f"skipping {task}: {model or SMOLLM2} is not installed", file=sys.stderr)
             continue
+        draft = None
+        if model is None:  # a draft task
+            model, draft = f16_target(args), SMOLLM2
+            kiln_variants = ["off", "draft", "auto"]
+            variants = kiln_variants + (["llama-speculative"] if args.speculative else [])
+        else:
+            kiln_variants = ["off"] + [v for v in args.variants.split(",") if v != "off"]
+            variants = kiln_variants + (["llama-lookup"] if args.lookup else [])
+
+        def run(v):
+            if v == "llama-lookup":
+                return run_lookup(args, model, prompt)
+            if v == "llama-speculative":
+                return run_speculative(args, model, draft, prompt)
+            return run_kiln(args, model, prompt, v, draft if v != "off" else None)
+
         res = {v: [] for v in variants}
         for rnd in range(args.rounds):
             order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
             for v in order:
-                res[v].append(run_lookup(args, model, prompt) if v == "llama-lookup" else run_kiln(args, model, prompt, v))
+                res[v].append(run(v))
         # Lossless: every kiln variant printed the same text.
         texts = {r["text"] for v in kiln_variants for r in res[v]}
         if len(texts) != 1:

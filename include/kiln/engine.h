@@ -41,14 +41,18 @@ std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "canc
 // plain decoding), emits those plus the sampler's token at the first mismatch,
 // and rolls the sequence back past it. The text is the same with it on or off
 // (seeded sampling too); a constraint, stop strings, EOS and max_tokens behave
-// as without it. Drafts come from prompt lookup: what followed the most recent
-// earlier occurrence of the sequence's last n tokens (prompt and generated).
+// as without it. Drafts come from prompt lookup (what followed the most recent
+// earlier occurrence of the sequence's last n tokens, prompt and generated) or
+// from a draft model the Engine was given (set_draft_model): a smaller model of
+// the same vocabulary, run greedily for k tokens on the same executor.
 enum class SpecMode {
-    Auto,   // prompt lookup, drafting only while the measured acceptance and cost say it pays
+    Auto,   // the draft model if the Engine has one, else prompt lookup; drafting only while
+            // the measured acceptance and cost say it pays
     Off,
     Ngram,  // prompt lookup on every step that finds a match, draft_max tokens
+    Draft,  // the draft model on every step, as many tokens (draft_min..draft_max) as pay best
 };
-std::string_view spec_mode_name(SpecMode m);  // "auto", "off", "ngram"
+std::string_view spec_mode_name(SpecMode m);  // "auto", "off", "ngram", "draft"
 
 struct SpecOptions {
     SpecMode mode = SpecMode::Auto;
@@ -105,6 +109,11 @@ struct GenerationResult {
     SpecStats spec;
 };
 
+// Throws InvalidInput unless `draft` can draft for `target`: the same number of
+// tokens (vocabulary and output rows), the same token texts (the message names
+// the first that differs), the same BOS / EOS / EOT ids and BOS rule.
+void check_draft_vocabulary(const Model& target, const Model& draft);
+
 // Return false to stop generating (finish reason: cancelled).
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 
@@ -118,11 +127,20 @@ public:
     const Model& model() const;
     Context& context();
 
+    // Gives the engine a draft model for SpecMode::Draft (and Auto): its
+    // vocabulary must be the target's — the same token count, token texts and
+    // BOS / EOS / EOT ids — else InvalidInput naming the first difference. It
+    // gets its own Context (n_seq_max sequences of n_ctx positions) on the same
+    // executor and threads. Null removes it; only while no sequence is active.
+    void set_draft_model(std::shared_ptr<const Model> draft);
+    const Model* draft_model() const;  // null: none
+    uint64_t draft_memory_bytes() const;  // its Context's memory (0: none)
+
     // Starts generating a reply to `prompt` in a free slot and returns the slot.
     // The prompt's tokens are evaluated by the following steps. `constraint`, if
     // given, is put in front of the sampler chain (a grammar). Throws
     // ResourceExhausted when every slot is busy, InvalidInput for an empty
-    // prompt or one longer than the context.
+    // prompt or one longer than the context, or SpecMode::Draft without a draft model.
     SeqId submit(std::span<const TokenId> prompt, const GenerateOptions& options, TokenCallback on_token = nullptr,
                  std::unique_ptr<SamplerStage> constraint = nullptr);
 

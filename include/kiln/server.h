@@ -40,6 +40,14 @@ struct ServerOptions {
     int n_ctx = 0;                   // one sequence's context; 0: the model's, at most 4096
     int n_threads = 0;               // 0: every thread of the executor
     uint64_t memory_budget = 0;      // bytes for the sequences' memory; 0: parallel x n_ctx positions
+    // Speculative decoding of every sequence (kiln/engine.h SpecMode): "auto",
+    // "off", "ngram" or "draft", drafting draft_min..draft_max tokens a step.
+    // draft_model: a GGUF with the default model's vocabulary (checked at load);
+    // the other models use it where their vocabulary is the same.
+    std::string spec = "auto";
+    int draft_max = 8;
+    int draft_min = 1;
+    std::string draft_model;
     std::string api_key;             // empty: no key needed
     // Names this replica to a router (/props, the X-Kiln-Replica header); empty: the host name.
     std::string replica_id;

@@ -167,12 +167,25 @@ int cmd_bench(int argc, char** argv) {
     app.add_flag("--no-probe", no_probe, "skip the bandwidth / int8 probes");
     std::string json_schema;
     app.add_option("--json-schema", json_schema, "instead: greedy decode with vs without this JSON Schema's constraint");
+    SpecBenchOptions spec;
+    app.add_option("--spec", spec.mode,
+                   "instead: greedy decode with --spec off vs this mode (auto, ngram, draft): speed, drafted / accepted "
+                   "tokens, acceptance rate")
+        ->check(CLI::IsMember({"auto", "ngram", "draft", "off"}));
+    app.add_option("--draft-model", spec.draft_model, "with --spec draft / auto: the draft model");
+    app.add_option("--draft-max", spec.draft_max, "with --spec: most tokens drafted per step")->check(CLI::Range(1, 64));
+    app.add_option("--draft-min", spec.draft_min, "with --spec: shortest draft worth verifying")->check(CLI::Range(1, 64));
+    app.add_option("--prompt-file", spec.prompt_file, "with --spec: the prompt (default: an editing task that copies its input)");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
+    if (!spec.mode.empty() && !json_schema.empty()) throw Error("bench: --spec and --json-schema are separate measurements");
+    if (spec.mode == "draft" && spec.draft_model.empty()) throw Error("bench --spec draft needs --draft-model FILE");
+    if (!spec.draft_model.empty() && spec.mode != "draft" && spec.mode != "auto")
+        throw Error("bench: --draft-model needs --spec draft or auto");
     const ResolvedModel resolved = resolve_model_full(path);
     path = resolved.path;
     if (resolved.preset && resolved.preset->n_ctx > 0 && n_ctx_opt == 0) n_ctx_opt = resolved.preset->n_ctx;
-    if (json_schema.empty()) {
+    if (json_schema.empty() && spec.mode.empty()) {
         try {
             check_load_fits(path, n_ctx_opt > 0 ? n_ctx_opt : (parallel > 1 ? depth + n_prompt + n_gen + 1 : depth + std::max(n_prompt, n_gen + 1) + 1),
                             parallel, kv_type, n_batch, 0);
@@ -183,6 +196,13 @@ int cmd_bench(int argc, char** argv) {
 
     auto model = Model::load(path);
     if (!json_schema.empty()) return bench_constraint(model, json_schema, n_gen, std::max(reps, 5), n_threads, json);
+    if (!spec.mode.empty()) {
+        spec.n_gen = n_gen;
+        spec.reps = std::max(reps, 5);
+        spec.n_threads = n_threads;
+        spec.json = json;
+        return bench_spec(model, spec);
+    }
     const double load_s = model->load_seconds();
     const int needed = parallel > 1 ? depth + n_prompt + n_gen + 1 : depth + std::max(n_prompt, n_gen + 1) + 1;
     const int n_ctx = n_ctx_opt > 0 ? n_ctx_opt : needed;

@@ -67,6 +67,7 @@ int cmd_chat(int argc, char** argv) {
     co.context_policy = context_policy == "drop-oldest" ? ContextPolicy::DropOldest : ContextPolicy::Stop;
     if (!template_file.empty()) co.template_source = read_text_file(template_file);
     ChatSession chat(model, co);
+    flags.attach_draft_model(chat.session().engine());
     if (!system.empty()) chat.set_system(system);
     ChatTurnOptions turn;
     turn.generate.max_tokens = flags.n_predict;
@@ -87,6 +88,9 @@ int cmd_chat(int argc, char** argv) {
         const Context& ctx = chat.session().context();
         std::fprintf(stderr, "%s (%s), context %d, KV cache %.1f MiB; template: %s\n", model->file().path().c_str(),
                      model->architecture().c_str(), ctx.n_ctx(), ctx.memory_bytes() / 1048576.0, chat.template_origin().c_str());
+        if (const Model* draft = chat.session().engine().draft_model())
+            std::fprintf(stderr, "draft model %s (%s), its context %.1f MiB\n", draft->path().c_str(),
+                         draft->architecture().c_str(), chat.session().engine().draft_memory_bytes() / 1048576.0);
         if (!tools.set().empty()) std::fprintf(stderr, "%zu tools offered (/tools lists them)\n", tools.set().size());
         if (tty_in)
             std::fprintf(stderr, "/reset clears the conversation, /system TEXT sets the system message, /tools lists the "

@@ -41,4 +41,15 @@ int cmd_rerank(int argc, char** argv);
 int bench_constraint(std::shared_ptr<const Model> model, const std::string& schema_file, int n_gen, int reps, int n_threads,
                      bool json);
 
+// kiln bench --spec MODE (bench_spec.cpp).
+struct SpecBenchOptions {
+    std::string mode;         // auto | ngram | draft | off
+    std::string draft_model;  // --draft-model
+    std::string prompt_file;  // --prompt-file (empty: the built-in editing task)
+    int draft_max = 8, draft_min = 1;
+    int n_gen = 128, reps = 5, n_threads = 0;
+    bool json = false;
+};
+int bench_spec(std::shared_ptr<const Model> model, const SpecBenchOptions& options);
+
 }  // namespace kiln::cli

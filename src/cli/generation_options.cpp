@@ -1,6 +1,7 @@
 #include "generation_options.h"
 
 #include "common.h"
+#include "kiln/error.h"
 
 #include <algorithm>
 #include <chrono>
@@ -34,8 +35,12 @@ void GenerationFlags::add_to(CLI::App& app) {
     app.add_option("--stop", stop, "stop string (repeatable)");
     app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
     app.add_flag("-v,--verbose", verbose, "load and speed figures on stderr");
-    app.add_option("--spec", spec, "speculative decoding (lossless prompt lookup): auto (while it pays), off, ngram (always)")
-        ->check(CLI::IsMember({"auto", "off", "ngram"}));
+    app.add_option("--spec", spec,
+                   "speculative decoding (lossless): auto (the draft model if given, else prompt lookup, while it pays), "
+                   "off, ngram (prompt lookup, always), draft (the draft model, always)")
+        ->check(CLI::IsMember({"auto", "off", "ngram", "draft"}));
+    app.add_option("--draft-model", draft_model,
+                   "draft model for --spec draft / auto: a smaller GGUF with the same vocabulary (a path or catalog name)");
     app.add_option("--draft-max", draft_max, "most tokens drafted per step")->check(CLI::Range(1, 64));
     app.add_option("--draft-min", draft_min, "shortest draft worth verifying")->check(CLI::Range(1, 64));
 }
@@ -49,10 +54,25 @@ uint64_t GenerationFlags::resolved_seed() const {
 
 SpecOptions GenerationFlags::speculation() const {
     SpecOptions s;
-    s.mode = spec == "off" ? SpecMode::Off : spec == "ngram" ? SpecMode::Ngram : SpecMode::Auto;
+    s.mode = spec == "off"     ? SpecMode::Off
+             : spec == "ngram" ? SpecMode::Ngram
+             : spec == "draft" ? SpecMode::Draft
+                               : SpecMode::Auto;
     s.draft_max = draft_max;
     s.draft_min = std::min(draft_min, draft_max);
     return s;
+}
+
+void GenerationFlags::attach_draft_model(Engine& engine) const {
+    if (draft_model.empty()) {
+        if (spec == "draft") throw Error("--spec draft needs --draft-model FILE");
+        return;
+    }
+    if (spec != "draft" && spec != "auto")
+        throw Error("--draft-model drafts only with --spec draft or auto (not --spec " + spec + ")");
+    const std::string path = resolve_model(draft_model);
+    auto draft = Model::load(path);
+    engine.set_draft_model(std::move(draft));
 }
 
 std::string spec_report(const SpecStats& s, const std::string& mode) {

@@ -34,7 +34,8 @@ struct GenerationFlags {
     std::vector<std::string> stop;
     bool ignore_eos = false;
     bool verbose = false;
-    std::string spec = "auto";  // speculative decoding: auto | off | ngram
+    std::string spec = "auto";  // speculative decoding: auto | off | ngram | draft
+    std::string draft_model;    // --draft-model (empty: none)
     int draft_max = 8;
     int draft_min = 1;
 
@@ -47,6 +48,9 @@ struct GenerationFlags {
     ContextOptions context() const;
     uint64_t resolved_seed() const;
     SpecOptions speculation() const;
+    // Loads --draft-model into the engine (an error for --spec draft without
+    // one, or a draft model with --spec off / ngram).
+    void attach_draft_model(Engine& engine) const;
 };
 
 // The -v line of speculative decoding: "speculation ngram: drafted D, accepted A (R%), ..."

@@ -63,6 +63,7 @@ int cmd_run(int argc, char** argv) {
     ContextOptions co = flags.context();
     co.n_seq_max = parallel;
     Engine engine(model, co);
+    flags.attach_draft_model(engine);
     if (flags.verbose) {
         const Context& ctx = engine.context();
         std::fprintf(stderr, "model %s (%s), loaded in %.3f s\n", path.c_str(), model->architecture().c_str(),
@@ -72,6 +73,9 @@ int cmd_run(int argc, char** argv) {
         std::fprintf(stderr, "context %d tokens, KV cache %s: %.1f KiB per position, %.1f MiB allocated; %d threads\n",
                      ctx.n_ctx(), flags.kv_type.c_str(), ctx.kv_bytes_per_position() / 1024.0, ctx.memory_bytes() / 1048576.0,
                      ctx.n_threads());
+        if (const Model* draft = engine.draft_model())
+            std::fprintf(stderr, "draft model %s (%s), loaded in %.3f s, its context %.1f MiB\n", draft->path().c_str(),
+                         draft->architecture().c_str(), draft->load_seconds(), engine.draft_memory_bytes() / 1048576.0);
         std::fprintf(stderr, "prompt %zu tokens, seed %llu\n", tokens.size(),
                      static_cast<unsigned long long>(flags.resolved_seed()));
     }

@@ -81,6 +81,14 @@ int cmd_serve(int argc, char** argv) {
     app.add_option("--pooling", o.embd_pooling,
                    "embeddings' pooling: none | mean | cls | last | rank (default: each file's; lets a generative model embed)");
     app.add_option("--embd-normalize", o.embd_normalize, "embeddings' normalization: l2 (default) | l1 | maxabs | pN | none");
+    app.add_option("--spec", o.spec,
+                   "speculative decoding of every sequence (lossless): auto (the draft model if given, else prompt "
+                   "lookup, while it pays), off, ngram, draft")
+        ->check(CLI::IsMember({"auto", "off", "ngram", "draft"}));
+    app.add_option("--draft-max", o.draft_max, "most tokens drafted per step")->check(CLI::Range(1, 64));
+    app.add_option("--draft-min", o.draft_min, "shortest draft worth verifying")->check(CLI::Range(1, 64));
+    app.add_option("--draft-model", o.draft_model,
+                   "draft model for --spec draft / auto: a GGUF with the default model's vocabulary (a path or catalog name)");
     app.add_flag("-q,--quiet", quiet, "no request log on stderr");
     app.add_flag("--print-config", print_config, "print the settings in effect and where each came from, then exit");
     int rc = 0;
@@ -106,6 +114,7 @@ int cmd_serve(int argc, char** argv) {
         names.push_back(std::filesystem::is_regular_file(m, ec) ? "" : m);
         m = resolve_model(m);
     }
+    if (!o.draft_model.empty()) o.draft_model = resolve_model(o.draft_model);
     if (models.empty()) models.push_back(resolve_model(""));
     if (!models_dir.empty()) {
         std::error_code ec;

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <optional>
 
+#include "engine/draft_model.h"
 #include "engine/ngram_draft.h"
 #include "engine/spec_control.h"
 #include "engine/stop_strings.h"
@@ -26,6 +27,7 @@ std::string_view spec_mode_name(SpecMode m) {
         case SpecMode::Auto: return "auto";
         case SpecMode::Off: return "off";
         case SpecMode::Ngram: return "ngram";
+        case SpecMode::Draft: return "draft";
     }
     return "auto";
 }
@@ -54,6 +56,7 @@ struct Slot {
     int64_t verify_pos = -1;           // position of pending in this step's batch (-1: not generating)
     std::vector<TokenId> history;      // prompt + generated tokens: what the drafter searches
     SpecControl spec;
+    bool model_draft = false;          // drafts come from the draft model (else prompt lookup)
     bool sample_now = false;           // this step's batch gives it logits to sample from
     GenerateOptions options;
     TokenCallback on_token;
@@ -67,7 +70,9 @@ struct Slot {
 
 struct Engine::Impl {
     std::shared_ptr<const Model> model;
+    ContextOptions options;
     std::unique_ptr<Context> ctx;
+    std::unique_ptr<DraftModel> draft;  // set_draft_model
     std::vector<Slot> slots;
     Batch batch;
     std::vector<SeqId> batch_outputs;  // slot of each output of the batch
@@ -83,12 +88,14 @@ struct Engine::Impl {
     SeqId place(std::span<const TokenId> prompt, int& reused);
     void finish(SeqId seq, FinishReason reason);
     TokenId emit_token(SeqId seq, std::span<const float> logits);
-    void plan_draft(Slot& s, int64_t length, int batch_room);
+    int plan_draft(Slot& s, int64_t length, int batch_room);
+    std::vector<DraftModel::Request> draft_requests;  // this step's, for the draft model
     int verify(SeqId seq, int first_output, int n_rows);
 };
 
 Engine::Engine(std::shared_ptr<const Model> model, const ContextOptions& options) : impl_(std::make_unique<Impl>()) {
     impl_->ctx = std::make_unique<Context>(model, options);
+    impl_->options = options;
     impl_->model = std::move(model);
     impl_->slots.resize(static_cast<size_t>(impl_->ctx->n_seq_max()));
     // A recurrent state returns only to its checkpoints, so each rejected draft
@@ -103,6 +110,20 @@ Engine::~Engine() = default;
 
 const Model& Engine::model() const { return *impl_->model; }
 Context& Engine::context() { return *impl_->ctx; }
+
+void Engine::set_draft_model(std::shared_ptr<const Model> draft) {
+    Impl& im = *impl_;
+    if (n_active() > 0) throw Error("the draft model can only change while no sequence is generating");
+    im.draft.reset();
+    if (!draft) return;
+    im.draft = std::make_unique<DraftModel>(std::move(draft), *im.model, *im.ctx, im.options);
+    const uint64_t target_bytes = im.model->footprint().decode_bytes;
+    if (target_bytes > 0)
+        im.spec_cost.set_draft_prior(static_cast<double>(im.draft->model().footprint().decode_bytes) / target_bytes);
+}
+
+const Model* Engine::draft_model() const { return impl_->draft ? &impl_->draft->model() : nullptr; }
+uint64_t Engine::draft_memory_bytes() const { return impl_->draft ? impl_->draft->memory_bytes() : 0; }
 
 // Picks a free slot for the prompt and brings it to the longest prefix of the
 // prompt that any slot holds. Returns the slot; `reused` gets the positions it
@@ -148,11 +169,15 @@ SeqId Engine::Impl::place(std::span<const TokenId> prompt, int& reused) {
 SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, TokenCallback on_token,
                      std::unique_ptr<SamplerStage> constraint) {
     Impl& im = *impl_;
+    // Options first: a refused request leaves the slots as they were.
+    if (o.spec.draft_max < 0 || o.spec.draft_min < 0 || o.spec.ngram_min < 1 || o.spec.ngram_max < o.spec.ngram_min)
+        throw Error("speculation options: draft_max and draft_min must be >= 0, 1 <= ngram_min <= ngram_max");
+    if (o.spec.mode == SpecMode::Draft && !im.draft)
+        throw Error("speculation 'draft' needs a draft model (--draft-model)");
     int reused = 0;
     const SeqId seq = im.place(prompt, reused);
     Slot& s = im.slots[static_cast<size_t>(seq)];
     s = Slot{};
-    s.active = true;
     s.last_used = ++im.clock;
     s.prompt.assign(prompt.begin(), prompt.end());
     s.prompt_next = static_cast<size_t>(reused);
@@ -161,21 +186,21 @@ SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, 
     s.sampler.emplace(o.sampling, im.model->n_vocab());
     if (constraint) s.sampler->add_constraint(std::move(constraint));
     s.sampler->accept_prompt(prompt);  // the penalties' history starts with the prompt
-    if (o.spec.draft_max < 0 || o.spec.draft_min < 0 || o.spec.ngram_min < 1 || o.spec.ngram_max < o.spec.ngram_min)
-        throw Error("speculation options: draft_max and draft_min must be >= 0, 1 <= ngram_min <= ngram_max");
     SpecOptions so = o.spec;
     if (so.mode == SpecMode::Auto && !im.spec_note.empty()) {
         so.mode = SpecMode::Off;
         s.result.spec.note = im.spec_note;
     }
     s.options.spec = so;
-    s.spec = SpecControl(so);
+    s.model_draft = im.draft && (so.mode == SpecMode::Draft || so.mode == SpecMode::Auto);
+    s.spec = SpecControl(so, s.model_draft);
     if (so.mode != SpecMode::Off) s.history.assign(prompt.begin(), prompt.end());
     s.stream.emplace(im.model->tokenizer());
     s.stops.emplace(o.stop);
     s.result.prompt_tokens = static_cast<int>(prompt.size());
     s.result.reused_tokens = reused;
     s.t_submit = Clock::now();
+    s.active = true;  // last: a step of the set-up that throws leaves the slot free
     if (o.max_tokens == 0) im.finish(seq, FinishReason::Length);
     return seq;
 }
@@ -249,20 +274,32 @@ TokenId Engine::Impl::emit_token(SeqId seq, std::span<const float> logits) {
     return e.token;
 }
 
-// Fills s.draft for the step that evaluates s.pending at `length`: as many
+// Plans the draft for the step that evaluates s.pending at `length`: as many
 // tokens as the controller allows within the room the context, max_tokens and
 // the batch leave (the last drafted row must still fit the context, and a draft
-// never asks for more tokens than the reply may still emit).
-void Engine::Impl::plan_draft(Slot& s, int64_t length, int batch_room) {
+// never asks for more tokens than the reply may still emit). Prompt lookup
+// fills s.draft now; a draft model's request is queued in draft_requests, all
+// of a step's answered together. Returns the rows reserved.
+int Engine::Impl::plan_draft(Slot& s, int64_t length, int batch_room) {
     s.draft.clear();
-    if (s.options.spec.mode == SpecMode::Off) return;
+    if (s.options.spec.mode == SpecMode::Off) return 0;
     int64_t room = std::min<int64_t>(ctx->n_ctx() - 1 - length, batch_room);
     if (s.options.max_tokens >= 0) room = std::min<int64_t>(room, s.options.max_tokens - s.result.completion_tokens - 1);
+    // The draft model's cells hold the sequence and k - 1 drafted tokens.
+    if (s.model_draft) room = std::min<int64_t>(room, draft->n_ctx() - length);
     const int k = s.spec.plan(static_cast<int>(std::max<int64_t>(room, 0)), spec_cost);
-    if (k <= 0) return;
+    if (k <= 0) return 0;
     const SpecOptions& so = s.options.spec;
+    if (s.model_draft) {
+        // history is what the cells hold, then the pending token.
+        if (static_cast<int64_t>(s.history.size()) != length + 1) return 0;
+        const SeqId seq = static_cast<SeqId>(&s - slots.data());
+        draft_requests.push_back({.seq = seq, .tokens = s.history, .k = k, .out = &s.draft});
+        return k;
+    }
     ngram_draft(s.history, {.n_max = so.ngram_max, .n_min = so.ngram_min, .draft_max = k}, s.draft);
     if (static_cast<int>(s.draft.size()) < std::max(so.draft_min, 1)) s.draft.clear();
+    return static_cast<int>(s.draft.size());
 }
 
 // Samples the n_rows outputs of one generating sequence (its pending token and
@@ -314,12 +351,20 @@ std::vector<SeqId> Engine::step() {
     int n_generating = 0;
     for (const Slot& s : im.slots) n_generating += s.active && s.pending != k_no_token ? 1 : 0;
     int draft_room = std::max(0, c.n_batch() - n_generating);
+    im.draft_requests.clear();
+    for (SeqId seq = 0; seq < static_cast<SeqId>(im.slots.size()); ++seq) {
+        Slot& s = im.slots[static_cast<size_t>(seq)];
+        if (!s.active || s.pending == k_no_token) continue;
+        draft_room -= im.plan_draft(s, c.seq_length(seq), draft_room);
+    }
+    if (!im.draft_requests.empty()) {
+        const DraftModel::Timing t = im.draft->draft(im.draft_requests);
+        if (im.draft_requests.size() == 1 && n_generating == 1) im.spec_cost.record_draft(t.passes, t.seconds);
+    }
     for (SeqId seq = 0; seq < static_cast<SeqId>(im.slots.size()); ++seq) {
         Slot& s = im.slots[static_cast<size_t>(seq)];
         if (!s.active || s.pending == k_no_token) continue;
         const int64_t pos = c.seq_length(seq);
-        im.plan_draft(s, pos, draft_room);
-        draft_room -= static_cast<int>(s.draft.size());
         s.verify_pos = pos;
         b.add(s.pending, pos, seq, true);
         im.batch_outputs.push_back(seq);
@@ -424,7 +469,10 @@ int Engine::prefill(std::span<const TokenId> prompt) {
 
 void Engine::clear() {
     for (SeqId s = 0; s < static_cast<SeqId>(impl_->slots.size()); ++s)
-        if (!impl_->slots[static_cast<size_t>(s)].active) impl_->ctx->seq_clear(s);
+        if (!impl_->slots[static_cast<size_t>(s)].active) {
+            impl_->ctx->seq_clear(s);
+            if (impl_->draft) impl_->draft->clear(s);
+        }
 }
 
 }  // namespace kiln

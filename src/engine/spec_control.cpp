@@ -18,13 +18,23 @@ void SpecCost::record(int rows, double seconds) {
     if (rows == 1) {
         t1_ = have_t1_ ? 0.9 * t1_ + 0.1 * seconds : seconds;
         have_t1_ = true;
+        t1_est_ = t1_;
         return;
     }
+    const double implied = seconds / ratio(rows - 1);
+    t1_est_ = t1_est_ > 0 ? 0.9 * t1_est_ + 0.1 * implied : implied;
     if (!have_t1_) return;
     // Noise on a shared machine can make a pass look cheaper than one row or
     // absurdly dear: clamp one sample before averaging it in.
     const double b = std::clamp((seconds / t1_ - 1.0) / (rows - 1), 0.0, 2.0);
     beta_ = 0.8 * beta_ + 0.2 * b;
+}
+
+void SpecCost::record_draft(int passes, double seconds) {
+    const double t1 = have_t1_ ? t1_ : t1_est_;
+    if (passes <= 0 || seconds <= 0 || t1 <= 0) return;
+    const double g = std::clamp(seconds / passes / t1, 0.0, 4.0);
+    gamma_ = 0.8 * gamma_ + 0.2 * g;
 }
 
 double SpecControl::acceptance() const { return accepted_ / (accepted_ + rejected_); }
@@ -36,7 +46,7 @@ double SpecControl::best_gain(int k_max, const SpecCost& cost, int* best_k) cons
     for (int k = 1; k <= k_max; ++k) {
         term *= a;
         expected += term;
-        const double gain = expected / cost.ratio(k);
+        const double gain = expected / cost.ratio(k, model_draft_);
         if (k >= o_.draft_min && gain > best) {
             best = gain;
             *best_k = k;
@@ -51,6 +61,11 @@ int SpecControl::plan(int room, const SpecCost& cost) {
     const int k_max = std::min(o_.draft_max, room);
     if (k_max < std::max(o_.draft_min, 1)) return 0;
     if (o_.mode == SpecMode::Ngram) return k_max;
+    if (o_.mode == SpecMode::Draft) {  // always drafts; the length that pays best, at least draft_min
+        int k = 0;
+        best_gain(k_max, cost, &k);
+        return std::max(k, std::max(o_.draft_min, 1));
+    }
     if (skip_ > 0) {
         if (--skip_ == 0) probe_next_ = true;
         return 0;

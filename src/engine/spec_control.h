@@ -4,7 +4,8 @@
 //
 // A step that verifies k drafted tokens emits 1 + (accepted tokens); with a
 // per-token acceptance probability a it emits E(k) = 1 + a + ... + a^k tokens on
-// average and costs c(k) = 1 + beta * k single-row steps. The controller drafts
+// average and costs c(k) = 1 + beta * k single-row steps (1 + (beta + gamma) * k
+// with a draft model, gamma being one draft-model pass against a target pass). The controller drafts
 // the k that maximizes E(k) / c(k), and not at all while that ratio stays under
 // a margin above 1 (free text: the drafts are rarely right). While off it probes
 // again after a number of steps that doubles with each failed probe, so a
@@ -24,19 +25,32 @@ class SpecCost {
 public:
     // A forward pass of `rows` rows of one generating sequence took `seconds`.
     void record(int rows, double seconds);
-    double ratio(int k) const { return 1.0 + beta_ * k; }  // c(k)
+    // The draft model's `passes` passes for one sequence took `seconds`.
+    void record_draft(int passes, double seconds);
+    // gamma before it is measured: the draft model's weight bytes per token
+    // over the target's (decode reads every weight once per pass).
+    void set_draft_prior(double gamma) { gamma_ = gamma; }
+    double ratio(int k, bool model_draft = false) const { return 1.0 + (beta_ + (model_draft ? gamma_ : 0.0)) * k; }  // c(k)
     double beta() const { return beta_; }
+    double gamma() const { return gamma_; }
 
 private:
     double t1_ = 0;       // seconds of a one-row pass (running average)
     bool have_t1_ = false;
+    // A one-row pass as the last multi-row passes imply it (t / c(k)): the
+    // scale for the draft model's cost while no one-row pass was seen (a
+    // sequence that always drafts has none).
+    double t1_est_ = 0;
     double beta_ = 0.15;  // prior until measured
+    double gamma_ = 0.3;  // prior until measured (set_draft_prior)
 };
 
 class SpecControl {
 public:
     SpecControl() = default;
-    explicit SpecControl(const SpecOptions& options) : o_(options) {}
+    // model_draft: the drafts come from a draft model (their cost counts).
+    explicit SpecControl(const SpecOptions& options, bool model_draft = false)
+        : o_(options), model_draft_(model_draft) {}
 
     // How many tokens the next step may draft (0: none), given the room left
     // (context, max tokens, batch). Call once per step of the sequence.
@@ -50,6 +64,7 @@ private:
     double best_gain(int k_max, const SpecCost& cost, int* best_k) const;
 
     SpecOptions o_;
+    bool model_draft_ = false;
     // Decayed counts of accepted tokens and of rejections (a draft that ended
     // before its last token), with a prior of one each: a = A / (A + R).
     double accepted_ = 1.0, rejected_ = 1.0;

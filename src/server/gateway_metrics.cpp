@@ -78,6 +78,8 @@ void append_gateway_metrics(ServerState& state, std::string& out) {
     const auto hits = each([](const SchedulerStats& s) { return s.cached_tokens; });
     const auto generated = each([](const SchedulerStats& s) { return s.generated_tokens; });
     const auto prefilled = each([](const SchedulerStats& s) { return s.prompt_tokens - s.cached_tokens; });
+    const auto drafted = each([](const SchedulerStats& s) { return s.drafted_tokens; });
+    const auto accepted = each([](const SchedulerStats& s) { return s.accepted_tokens; });
 
     family(out, "kiln_model_requests_waiting", "gauge", "requests in the model's queue, waiting for a slot", waiting);
     family(out, "kiln_model_requests_running", "gauge", "requests the model is generating", running);
@@ -85,6 +87,8 @@ void append_gateway_metrics(ServerState& state, std::string& out) {
            "positions held by running requests over all the model's KV positions (0-1)", usage);
     family(out, "kiln_prefix_cache_queries_total", "counter", "prompt tokens of finished requests", queries);
     family(out, "kiln_prefix_cache_hits_total", "counter", "of those, tokens served from the prefix cache", hits);
+    family(out, "kiln_model_draft_tokens_total", "counter", "tokens of finished requests drafted and verified", drafted);
+    family(out, "kiln_model_draft_tokens_accepted_total", "counter", "of those, tokens the target accepted", accepted);
     // The vLLM names (an endpoint picker's defaults read these).
     family(out, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", waiting);
     family(out, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", running);
@@ -96,6 +100,8 @@ void append_gateway_metrics(ServerState& state, std::string& out) {
     family(out, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in tokens.", hits);
     family(out, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", prefilled);
     family(out, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", generated);
+    family(out, "vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.", drafted);
+    family(out, "vllm:spec_decode_num_accepted_tokens_total", "counter", "Number of accepted tokens.", accepted);
 }
 
 }  // namespace kiln::server

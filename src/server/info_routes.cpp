@@ -166,6 +166,10 @@ void handle_metrics(ServerState& state, const httplib::Request&, httplib::Respon
     metric("prompt_tokens_cached_total", "counter", "prompt tokens served from the prefix cache",
            static_cast<double>(m.cached_tokens.load()));
     metric("tokens_predicted_total", "counter", "generated tokens", static_cast<double>(m.generated_tokens.load()));
+    metric("draft_tokens_total", "counter", "tokens drafted by speculative decoding and verified",
+           static_cast<double>(m.drafted_tokens.load()));
+    metric("draft_tokens_accepted_total", "counter", "drafted tokens the target accepted",
+           static_cast<double>(m.accepted_tokens.load()));
     metric("prompt_seconds_total", "counter", "time spent evaluating prompts (per sequence, summed)", prefill_s);
     metric("tokens_predicted_seconds_total", "counter", "time spent generating (per sequence, summed)", decode_s);
     metric("requests_queued", "gauge", "sequences waiting for a slot", static_cast<double>(s.queued));

@@ -22,9 +22,12 @@ void record_usage(ServerState& state, const GenerationResult& r) {
     m.generated_tokens += static_cast<uint64_t>(r.completion_tokens);
     m.prefill_us += static_cast<uint64_t>(r.prefill_seconds * 1e6);
     m.decode_us += static_cast<uint64_t>(r.decode_seconds * 1e6);
+    m.drafted_tokens += static_cast<uint64_t>(r.spec.drafted);
+    m.accepted_tokens += static_cast<uint64_t>(r.spec.accepted);
 }
 
-Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, double predicted_s) {
+Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, double predicted_s, int draft_n,
+                  int draft_n_accepted) {
     return {{"cache_n", cache_n},
             {"prompt_n", prompt_n},
             {"prompt_ms", prompt_s * 1e3},
@@ -33,7 +36,9 @@ Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, d
             {"predicted_n", predicted_n},
             {"predicted_ms", predicted_s * 1e3},
             {"predicted_per_token_ms", predicted_n > 0 ? predicted_s * 1e3 / predicted_n : 0.0},
-            {"predicted_per_second", predicted_s > 0 ? predicted_n / predicted_s : 0.0}};
+            {"predicted_per_second", predicted_s > 0 ? predicted_n / predicted_s : 0.0},
+            {"draft_n", draft_n},
+            {"draft_n_accepted", draft_n_accepted}};
 }
 
 void run_jobs(ServerState& state, const httplib::Request& req, std::shared_ptr<LoadedModel> model, std::vector<Job> jobs,

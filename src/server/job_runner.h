@@ -49,8 +49,10 @@ void run_jobs(ServerState& state, const httplib::Request& req, std::shared_ptr<L
 // Counts a finished choice in /metrics.
 void record_usage(ServerState& state, const GenerationResult& r);
 
-// llama-server's timings object.
-Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, double predicted_s);
+// llama-server's timings object (draft_n / draft_n_accepted: speculative
+// decoding's drafted and accepted tokens, 0 without it).
+Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, double predicted_s, int draft_n = 0,
+                  int draft_n_accepted = 0);
 
 // The usage and timings of a request's choices: several sequences of one prompt,
 // each with its GenerationResult in `.result` (the first one's prompt figures).
@@ -68,13 +70,16 @@ Json choices_usage(const Choices& choices) {
 template <typename Choices>
 Json choices_timings(const Choices& choices) {
     const GenerationResult& first = choices[0].result;
-    int predicted = 0;
+    int predicted = 0, drafted = 0, accepted = 0;
     double decode = 0;
     for (const auto& c : choices) {
         predicted += c.result.completion_tokens;
+        drafted += c.result.spec.drafted;
+        accepted += c.result.spec.accepted;
         decode = std::max(decode, c.result.decode_seconds);  // the choices decode together
     }
-    return timings_json(first.prompt_tokens - first.reused_tokens, first.reused_tokens, first.prefill_seconds, predicted, decode);
+    return timings_json(first.prompt_tokens - first.reused_tokens, first.reused_tokens, first.prefill_seconds, predicted, decode,
+                        drafted, accepted);
 }
 
 }  // namespace kiln::server

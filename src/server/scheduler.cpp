@@ -41,10 +41,15 @@ JobEvent failure(int index, const std::string& message, ErrorKind kind) {
 
 }  // namespace
 
-Scheduler::Scheduler(std::shared_ptr<const Model> model, const ContextOptions& options, size_t max_queue)
-    : engine_(std::make_unique<Engine>(std::move(model), options)), max_queue_(max_queue) {
+Scheduler::Scheduler(std::shared_ptr<const Model> model, const ContextOptions& options, size_t max_queue,
+                     const SpecOptions& spec, std::shared_ptr<const Model> draft)
+    : engine_(std::make_unique<Engine>(std::move(model), options)), max_queue_(max_queue), spec_(spec) {
+    if (draft) engine_->set_draft_model(std::move(draft));
+    has_draft_ = engine_->draft_model() != nullptr;
+    // --spec draft for a model its draft does not fit: prompt lookup instead (the server logs it).
+    if (spec_.mode == SpecMode::Draft && !has_draft_) spec_.mode = SpecMode::Ngram;
     n_ctx_ = engine_->context().n_ctx();
-    memory_bytes_ = engine_->context().memory_bytes();
+    memory_bytes_ = engine_->context().memory_bytes() + engine_->draft_memory_bytes();
     n_slots_ = options.n_seq_max;
     active_.resize(static_cast<size_t>(n_slots_));
     thread_ = std::thread([this] { loop(); });
@@ -90,7 +95,7 @@ void Scheduler::cancel_all() {
 SchedulerStats Scheduler::stats() const {
     std::lock_guard lock(mutex_);
     return {queue_.size(), busy_, n_slots_, kv_used_, static_cast<int64_t>(n_slots_) * n_ctx_,
-            prompt_tokens_, cached_tokens_, generated_tokens_};
+            prompt_tokens_, cached_tokens_, generated_tokens_, drafted_tokens_, accepted_tokens_};
 }
 
 void Scheduler::update_busy() {
@@ -116,6 +121,9 @@ void Scheduler::start(std::unique_ptr<Job> job) {
         return;
     }
     SeqId seq = -1;
+    j->options.spec.mode = spec_.mode;
+    j->options.spec.draft_max = spec_.draft_max;
+    j->options.spec.draft_min = spec_.draft_min;
     try {
         std::unique_ptr<SamplerStage> constraint;
         if (j->grammar) {
@@ -158,6 +166,8 @@ void Scheduler::finish(SeqId seq) {
         prompt_tokens_ += static_cast<uint64_t>(e.result.prompt_tokens);
         cached_tokens_ += static_cast<uint64_t>(e.result.reused_tokens);
         generated_tokens_ += static_cast<uint64_t>(e.result.completion_tokens);
+        drafted_tokens_ += static_cast<uint64_t>(e.result.spec.drafted);
+        accepted_tokens_ += static_cast<uint64_t>(e.result.spec.accepted);
     }
     if (job->parser) {
         const GenerationResult& r = e.result;

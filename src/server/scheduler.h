@@ -44,15 +44,21 @@ struct SchedulerStats {
     uint64_t prompt_tokens = 0;    // of finished sequences: prompt positions asked for (the prefix cache's queries)
     uint64_t cached_tokens = 0;    // of those, served from the prefix cache (its hits)
     uint64_t generated_tokens = 0;
+    uint64_t drafted_tokens = 0;   // of finished sequences: tokens drafted and verified
+    uint64_t accepted_tokens = 0;  // of those, kept
 };
 
 class Scheduler {
 public:
-    Scheduler(std::shared_ptr<const Model> model, const ContextOptions& options, size_t max_queue);
+    // Every job generates with `spec` (its ngram settings kept); `draft`, if
+    // given, is the engine's draft model (throws when its vocabulary differs).
+    Scheduler(std::shared_ptr<const Model> model, const ContextOptions& options, size_t max_queue,
+              const SpecOptions& spec = {}, std::shared_ptr<const Model> draft = nullptr);
     ~Scheduler();
 
     int n_ctx() const { return n_ctx_; }
-    uint64_t memory_bytes() const { return memory_bytes_; }  // the sequences' memory
+    uint64_t memory_bytes() const { return memory_bytes_; }  // the sequences' memory (the draft model's included)
+    bool has_draft_model() const { return has_draft_; }
     // Queues all of a request's jobs or none: throws ResourceExhausted when the
     // queue cannot take them, or when the scheduler is stopping.
     void enqueue(std::vector<Job> jobs);
@@ -72,6 +78,8 @@ private:
     std::optional<TokenVocabulary> vocab_;  // made on the first constrained job (the scheduler thread only)
     int n_ctx_ = 0;
     uint64_t memory_bytes_ = 0;
+    SpecOptions spec_;
+    bool has_draft_ = false;
     int n_slots_ = 0;
     size_t max_queue_;
     mutable std::mutex mutex_;
@@ -82,7 +90,7 @@ private:
     // Read by stats() from other threads (under mutex_).
     int busy_ = 0;
     int64_t kv_used_ = 0;
-    uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
+    uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0, drafted_tokens_ = 0, accepted_tokens_ = 0;
     void update_busy();  // busy_ and kv_used_ from the engine (scheduler thread, mutex_ held)
     std::vector<std::unique_ptr<Job>> active_;       // by slot; only the scheduler thread
     std::thread thread_;

@@ -95,6 +95,25 @@ std::string model_fingerprint(const std::string& path) {
     return out;
 }
 
+// --spec and its lengths, checked before anything loads.
+SpecOptions server_spec_options(const ServerOptions& o) {
+    SpecOptions s;
+    if (o.spec == "auto") s.mode = SpecMode::Auto;
+    else if (o.spec == "off") s.mode = SpecMode::Off;
+    else if (o.spec == "ngram") s.mode = SpecMode::Ngram;
+    else if (o.spec == "draft") s.mode = SpecMode::Draft;
+    else throw Error("--spec must be auto, off, ngram or draft, found '" + o.spec + "'");
+    if (s.mode == SpecMode::Draft && o.draft_model.empty()) throw Error("--spec draft needs --draft-model FILE");
+    if (!o.draft_model.empty() && s.mode != SpecMode::Draft && s.mode != SpecMode::Auto)
+        throw Error("--draft-model drafts only with --spec draft or auto (not --spec " + o.spec + ")");
+    if (o.draft_max < 1 || o.draft_min < 1)
+        throw Error("--draft-max and --draft-min must be at least 1, found " + std::to_string(o.draft_max) + " and " +
+                    std::to_string(o.draft_min));
+    s.draft_max = o.draft_max;
+    s.draft_min = std::min(o.draft_min, o.draft_max);
+    return s;
+}
+
 std::string host_name() {
     char name[256] = {};
     if (gethostname(name, sizeof name - 1) != 0 || !name[0]) return "kiln";
@@ -143,6 +162,10 @@ void send_error(const httplib::Request& req, httplib::Response& res, int status,
 
 struct Server::Impl {
     ServerState state;
+    SpecOptions spec;  // every sequence's speculative decoding (--spec, --draft-max, --draft-min)
+    // --draft-model, loaded with the first model that uses it, shared by every Engine.
+    mutable std::shared_ptr<const Model> draft;
+    mutable std::mutex draft_mutex;
     httplib::Server http;
     std::atomic<bool> stop_requested{false};
     std::thread drainer;  // waits for the requests in flight, then stops listening
@@ -303,10 +326,31 @@ std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, c
     }
     co.memory_budget = o.memory_budget;
     co.n_threads = o.n_threads;
-    lm->scheduler = std::make_unique<Scheduler>(model, co, o.max_queue);
+    std::shared_ptr<const Model> draft;
+    std::string draft_note;
+    if (!o.draft_model.empty() && !model->is_embedding_model()) {
+        std::lock_guard lock(draft_mutex);
+        if (!this->draft) this->draft = Model::load(o.draft_model);
+        draft = this->draft;
+        // The default model must take it (a load error otherwise); another model
+        // whose vocabulary differs generates without it, and the log says why.
+        if (path != o.model_paths.front()) {
+            try {
+                check_draft_vocabulary(*model, *draft);
+            } catch (const Error& e) {
+                draft_note = std::string("; no draft model: ") + e.what();
+                draft.reset();
+            }
+        }
+    }
+    lm->scheduler = std::make_unique<Scheduler>(model, co, o.max_queue, spec, draft);
     log("model " + lm->name + " (" + model->architecture() + ") loaded in " + std::to_string(model->load_seconds()) +
         " s; context " + std::to_string(lm->scheduler->n_ctx()) + " tokens x " + std::to_string(o.parallel) +
-        " sequences; chat template: " + (lm->template_source ? lm->template_origin : "none"));
+        " sequences; chat template: " + (lm->template_source ? lm->template_origin : "none") + "; speculation " +
+        std::string(spec_mode_name(spec.mode)) +
+        (lm->scheduler->has_draft_model() ? " with draft model " + std::filesystem::path(o.draft_model).filename().string()
+                                          : std::string()) +
+        draft_note);
     return lm;
 }
 
@@ -316,6 +360,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     if (!options.embd_pooling.empty()) parse_pooling(options.embd_pooling);
     float p_norm = 0;
     parse_normalization(options.embd_normalize, p_norm);
+    impl_->spec = server_spec_options(options);
     impl_->state.options = std::move(options);
     Impl& im = *impl_;
     ModelCacheLimits limits;

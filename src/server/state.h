@@ -24,6 +24,8 @@ struct Metrics {
     std::atomic<uint64_t> generated_tokens{0};
     std::atomic<uint64_t> prefill_us{0};
     std::atomic<uint64_t> decode_us{0};
+    std::atomic<uint64_t> drafted_tokens{0};   // speculative decoding: drafted and verified
+    std::atomic<uint64_t> accepted_tokens{0};  // of those, kept
 };
 
 struct LiveSessions;  // explorer_live.cpp

@@ -1,0 +1,119 @@
+"""Speculative decoding in kiln serve (--spec, --draft-model, --draft-max,
+--draft-min): every sequence drafts inside continuous batching, the replies are
+the same as with --spec off (greedy), the response timings carry llama-server's
+draft_n / draft_n_accepted, /metrics counts them, and a draft model whose
+vocabulary differs is refused at load naming the difference.
+
+The target is SmolLM2 re-encoded as Q8_0 by `kiln quantize` (a second file of
+the same vocabulary), drafted for by the installed Q4_1 file."""
+import json
+import subprocess
+import threading
+import urllib.request
+
+import pytest
+
+from conftest import MODELS, SMOLLM2, KilnServer, kiln_binary, require
+
+GEMMA3 = MODELS / "gemma-3-270m-q4_k_m.gguf"
+
+PROMPTS = [
+    "Rewrite the following text, replacing every 'cat' with 'dog' and changing nothing else: "
+    "The cat sat on the mat. The cat was happy. The cat liked fish, milk and sleeping in the sun all afternoon.",
+    "Copy this list exactly, one item per line: apples, pears, plums, cherries, grapes, lemons.",
+]
+
+
+@pytest.fixture(scope="module")
+def q8_target(tmp_path_factory):
+    require(SMOLLM2.exists(), f"model not installed: {SMOLLM2} (run ./setup.sh)")
+    require(kiln_binary().exists(), f"no kiln binary at {kiln_binary()}")
+    out = tmp_path_factory.mktemp("spec") / "smollm2-q8_0.gguf"
+    subprocess.run([str(kiln_binary()), "quantize", "--allow-requantize", str(SMOLLM2), str(out), "Q8_0"],
+                   check=True, capture_output=True, timeout=120)
+    return out
+
+
+def post(url, path, body):
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return json.load(r)
+
+
+def metrics(url):
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+def replies_together(url, prompts, max_tokens=48):
+    """The prompts sent at once (they share the batch), greedy; the responses in order."""
+    out = [None] * len(prompts)
+
+    def one(i):
+        out[i] = post(url, "/v1/chat/completions", {"messages": [{"role": "user", "content": prompts[i]}],
+                                                   "temperature": 0, "max_tokens": max_tokens})
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def test_greedy_replies_are_the_same_with_speculation_on_and_off(q8_target):
+    runs = {}
+    for name, args in (("off", ["--spec", "off"]),
+                       ("draft", ["--spec", "draft", "--draft-model", str(SMOLLM2), "--draft-max", "6"]),
+                       ("auto", ["--draft-model", str(SMOLLM2)]),
+                       ("ngram", ["--spec", "ngram", "--draft-min", "2"])):
+        s = KilnServer("--parallel", "2", *args, model=q8_target, ctx=512)
+        try:
+            responses = replies_together(s.url, PROMPTS)
+            runs[name] = (responses, metrics(s.url), list(s.log))
+        finally:
+            s.stop()
+    off_texts = [r["choices"][0]["message"]["content"] for r in runs["off"][0]]
+    assert all(len(t) > 20 for t in off_texts), off_texts
+    for name in ("draft", "auto", "ngram"):
+        responses, m, log = runs[name]
+        assert [r["choices"][0]["message"]["content"] for r in responses] == off_texts, name
+        drafted = sum(r["timings"]["draft_n"] for r in responses)
+        accepted = sum(r["timings"]["draft_n_accepted"] for r in responses)
+        assert 0 <= accepted <= drafted, name
+        assert m["kiln_draft_tokens_total"] == drafted and m["kiln_draft_tokens_accepted_total"] == accepted, name
+        model = f'{{model_name="{q8_target.stem}"}}'
+        assert m["vllm:spec_decode_num_draft_tokens_total" + model] == drafted, name
+        assert m["vllm:spec_decode_num_accepted_tokens_total" + model] == accepted, name
+        if name in ("draft", "ngram"):
+            assert drafted > 0 and accepted > 0, (name, drafted, accepted)
+        if name == "draft":
+            # The Q4_1 file agrees with its Q8_0 re-encoding on most tokens.
+            assert accepted >= 0.6 * drafted, (drafted, accepted)
+            assert any("speculation draft with draft model " + SMOLLM2.name in line for line in log), log
+    responses, m, _ = runs["off"]
+    assert all(r["timings"]["draft_n"] == 0 for r in responses)
+    assert m["kiln_draft_tokens_total"] == 0
+
+
+def test_a_draft_model_with_another_vocabulary_is_refused_at_load():
+    require(SMOLLM2.exists() and GEMMA3.exists(), "SmolLM2 and Gemma 3 must be installed (run ./setup.sh)")
+    proc = subprocess.run([str(kiln_binary()), "serve", "-m", str(SMOLLM2), "--draft-model", str(GEMMA3),
+                           "--port", "0", "-t", "1", "-c", "256"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "cannot draft for" in proc.stderr and "262144 tokens, the target's 49152" in proc.stderr, proc.stderr
+
+
+def test_bad_speculation_flags_are_errors():
+    require(SMOLLM2.exists(), f"model not installed: {SMOLLM2}")
+    for args, message in ((["--spec", "draft"], "--spec draft needs --draft-model"),
+                          (["--spec", "off", "--draft-model", str(SMOLLM2)], "--draft-model drafts only with")):
+        proc = subprocess.run([str(kiln_binary()), "serve", "-m", str(SMOLLM2), "--port", "0", *args],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode != 0 and message in proc.stderr, (args, proc.stderr)
