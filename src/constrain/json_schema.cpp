@@ -23,6 +23,13 @@ namespace kiln::constrain {
 
 namespace {
 
+struct RangesLess {
+    bool operator()(const std::vector<CpRange>& a, const std::vector<CpRange>& b) const {
+        return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                            [](const CpRange& x, const CpRange& y) { return x.lo != y.lo ? x.lo < y.lo : x.hi < y.hi; });
+    }
+};
+
 using json = nlohmann::ordered_json;  // keeps the order of `properties`
 
 // Keywords that constrain instances and that kiln does not enforce.
@@ -685,6 +692,7 @@ private:
         std::sort(cps.begin(), cps.end());
         cps.erase(std::unique(cps.begin(), cps.end()), cps.end());
         const Expr free_tail = e_seq({e_star(basics_.string_char()), e_lit("\"")});
+        std::map<std::vector<CpRange>, uint32_t, RangesLess> escape_rules;  // escapable codepoints -> rule
         // Node: the names sharing a prefix of length d, as an index range of cps.
         std::function<Expr(size_t, size_t, size_t)> node = [&](size_t b, size_t e, size_t d) -> Expr {
             std::vector<Expr> alts;
@@ -706,7 +714,22 @@ private:
             }
             if (!is_name) alts.push_back(e_lit("\""));
             const std::vector<CpRange> others = negate_ranges(used);
-            if (!others.empty()) alts.push_back(e_seq({json_string_char(others), free_tail}));
+            if (!others.empty()) {
+                // The escapes of `others` are the same at almost every node (names
+                // rarely hold a quote, backslash, slash or control): one rule each.
+                std::vector<CpRange> escapable;
+                for (const CpRange& r : others)
+                    for (const CpRange& x : std::initializer_list<CpRange>{{0, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}})
+                        if (std::max(r.lo, x.lo) <= std::min(r.hi, x.hi)) escapable.push_back({std::max(r.lo, x.lo), std::min(r.hi, x.hi)});
+                auto [esc, fresh] = escape_rules.try_emplace(normalize_ranges(escapable), 0);
+                if (fresh) {
+                    esc->second = ir_.add_rule("key-escape");
+                    ir_.define(esc->second, e_alt(json_string_escapes(others)));
+                }
+                const std::vector<CpRange> raw = json_string_raw(others);
+                Expr ch = raw.empty() ? e_ref(esc->second) : e_alt({e_class(raw), e_ref(esc->second)});
+                alts.push_back(e_seq({std::move(ch), free_tail}));
+            }
             const uint32_t id = ir_.add_rule("key");
             ir_.define(id, e_alt(std::move(alts)));
             return e_ref(id);
