@@ -15,11 +15,12 @@ constexpr size_t k_max_arena = 1u << 21;
 constexpr size_t k_max_masks = 64;
 
 void allow_node(const VocabTrie& t, uint32_t i, TokenMask& mask) {
-    mask.allow(t.token[i]);
-    if (t.has_more[i]) {
-        auto it = std::lower_bound(t.more.begin(), t.more.end(), std::pair<uint32_t, TokenId>{i, INT32_MIN});
-        for (; it != t.more.end() && it->first == i; ++it) mask.allow(it->second);
-    }
+    for (uint32_t j = t.token_begin[i]; j < t.token_begin[i + 1]; ++j) mask.allow(t.node_tokens[j]);
+}
+
+void allow_subtree(const VocabTrie& t, uint32_t i, TokenMask& mask) {
+    const TokenId* ids = t.node_tokens.data();
+    for (uint32_t j = t.token_begin[i], end = t.token_begin[t.subtree_end[i]]; j < end; ++j) mask.allow(ids[j]);
 }
 
 }  // namespace
@@ -133,9 +134,7 @@ bool MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
         const int32_t s = levels_.back();
         if (text[i] && (s == s0 ? root_text : loops_on_text(s))) {
             if (overflow_) return false;
-            if (!(root_text && text_path[i]))
-                for (uint32_t k = i; k < subtree_end[i]; ++k)
-                    if (token[k] != k_no_token) allow_node(t, k, mask);
+            if (!(root_text && text_path[i])) allow_subtree(t, i, mask);
             i = subtree_end[i];
             continue;
         }

@@ -42,7 +42,6 @@ std::shared_ptr<const VocabTrie> build_trie(std::vector<std::string> pieces, std
         t->depth.push_back(d);
         t->subtree_end.push_back(0);
         t->token.push_back(k_no_token);
-        t->has_more.push_back(0);
         return static_cast<uint32_t>(t->byte.size() - 1);
     };
     std::vector<uint32_t> path{add_node(0, 0)};
@@ -58,18 +57,17 @@ std::shared_ptr<const VocabTrie> build_trie(std::vector<std::string> pieces, std
         for (size_t k = lcp; k < p.size(); ++k)
             path.push_back(add_node(static_cast<uint8_t>(p[k]), static_cast<uint32_t>(k + 1)));
         const uint32_t leaf = path.back();
-        if (t->token[leaf] == k_no_token) {
-            t->token[leaf] = id;
-        } else {
-            t->has_more[leaf] = 1;
-            t->more.push_back({leaf, id});
-        }
+        if (t->token[leaf] == k_no_token) t->token[leaf] = id;
+        // ids come sorted by piece, so a node's ids are contiguous and nodes come in pre-order
+        while (t->token_begin.size() <= leaf) t->token_begin.push_back(static_cast<uint32_t>(t->node_tokens.size()));
+        t->node_tokens.push_back(id);
         prev = p;
     }
     while (!path.empty()) {
         t->subtree_end[path.back()] = static_cast<uint32_t>(t->byte.size());
         path.pop_back();
     }
+    while (t->token_begin.size() <= t->size()) t->token_begin.push_back(static_cast<uint32_t>(t->node_tokens.size()));
     // The text DFA along every root path (q_path) and, for text_subtree, from
     // every node down its own subtree (stopping at the first byte it refuses):
     // the sum of the depths, a few million steps for 150k tokens, once per vocabulary.

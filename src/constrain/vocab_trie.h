@@ -57,9 +57,13 @@ struct VocabTrie {
     std::vector<uint8_t> byte;
     std::vector<uint32_t> depth;
     std::vector<uint32_t> subtree_end;
-    std::vector<TokenId> token;        // the token ending here, or k_no_token
-    std::vector<char> has_more;        // other tokens with the same piece, in `more`
-    std::vector<std::pair<uint32_t, TokenId>> more;  // (node, id), by node
+    std::vector<TokenId> token;        // a token ending here, or k_no_token
+    // Every token in node pre-order: node i's tokens (several ids may share a
+    // piece) are node_tokens[token_begin[i], token_begin[i + 1]), and its whole
+    // subtree's are node_tokens[token_begin[i], token_begin[subtree_end[i]]), so a
+    // subtree is allowed by one tight loop over ids.
+    std::vector<TokenId> node_tokens;
+    std::vector<uint32_t> token_begin;  // size() + 1 entries
 
     // Text (text_step) is what a string's content loops on in most grammars; a
     // walk from a state that reads text exactly as the DFA does (back to itself
