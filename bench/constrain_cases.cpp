@@ -5,7 +5,7 @@
 //   constrain_cases VOCAB.gguf CASES.jsonl [ROUNDS]
 //
 // A case: {"id", "schema": <schema or its text>, "tokens": [ids of a valid
-// document], "instances": [{"text", "valid"}]}. A result: {"id", "compiled",
+// document] (or "document": its text, tokenized here), "instances": [{"text", "valid"}]}. A result: {"id", "compiled",
 // "error", "compile_ms" (median of ROUNDS: JSON Schema -> grammar, with the
 // generation whitespace policy, plus a matcher), "mask_us" (every fill_allowed of
 // every round, thread CPU time, a fresh matcher each round), "walk_ok" (every
@@ -37,7 +37,7 @@ double thread_cpu_us() {
     return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
 }
 
-json run_case(const json& c, const kiln::TokenVocabulary& vocab, int rounds) {
+json run_case(const json& c, const kiln::Tokenizer& tok, const kiln::TokenVocabulary& vocab, int rounds) {
     json out{{"id", c.value("id", "")}};
     const std::string schema = c["schema"].is_string() ? c["schema"].get<std::string>() : c["schema"].dump();
     std::vector<double> compile_ms;
@@ -60,7 +60,9 @@ json run_case(const json& c, const kiln::TokenVocabulary& vocab, int rounds) {
 
     std::vector<double> mask_us;
     bool walk_ok = true;
-    const std::vector<kiln::TokenId> tokens = c.value("tokens", std::vector<kiln::TokenId>{});
+    std::vector<kiln::TokenId> tokens = c.value("tokens", std::vector<kiln::TokenId>{});
+    if (!c.contains("tokens") && c.contains("document"))
+        tokens = tok.encode(c["document"].get<std::string>(), kiln::EncodeOptions{.add_special = false, .parse_special = false});
     kiln::TokenMask mask;
     for (int r = 0; r < rounds && walk_ok; ++r) {
         kiln::GrammarMatcher m(*g, vocab);
@@ -103,7 +105,7 @@ int main(int argc, char** argv) {
         std::string line;
         while (std::getline(in, line)) {
             if (line.empty()) continue;
-            std::printf("%s\n", run_case(json::parse(line), vocab, rounds).dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+            std::printf("%s\n", run_case(json::parse(line), tok, vocab, rounds).dump(-1, ' ', false, json::error_handler_t::replace).c_str());
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {
