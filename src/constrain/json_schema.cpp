@@ -230,6 +230,14 @@ private:
         if (a.is_boolean()) return a.get<bool>() ? b : a;
         if (b.is_boolean()) return b.get<bool>() ? a : b;
         json out = a;
+        // patternProperties decide which keys additionalProperties sees: merging
+        // them with the other side's object keywords is not done.
+        auto has_object_keys = [](const json& x) {
+            return x.contains("properties") || x.contains("additionalProperties") || x.contains("patternProperties");
+        };
+        auto has_patterns = [](const json& x) { return x.contains("patternProperties") && !x["patternProperties"].empty(); };
+        if ((has_patterns(a) && has_object_keys(b)) || (has_patterns(b) && has_object_keys(a)))
+            refuse(at, "allOf: 'patternProperties' together with another part's object keywords is not supported");
         // Properties: a key declared on one side only is still checked by the
         // other side's additionalProperties.
         if (a.contains("properties") || b.contains("properties") || a.contains("additionalProperties") ||
@@ -738,8 +746,7 @@ private:
     }
 
     Expr object(const json& s, const std::string& at) {
-        if (s.contains("patternProperties") && !(s["patternProperties"].is_object() && s["patternProperties"].empty()))
-            refuse(at, "keyword 'patternProperties' is not supported");
+        if (s.contains("patternProperties") && !s["patternProperties"].is_object()) refuse(at, "'patternProperties' must be an object");
         std::vector<Property> props;
         std::set<std::string> required;
         if (s.contains("required")) {
@@ -755,25 +762,55 @@ private:
             for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it)
                 props.push_back({it.key(), *it, required.count(it.key()) > 0});
         }
+        const bool has_patterns = s.contains("patternProperties") && !s["patternProperties"].empty();
         // Required keys without a property: valued by additionalProperties.
         for (const json& r : s.value("required", json::array())) {
             const std::string name = r.get<std::string>();
-            if (std::none_of(props.begin(), props.end(), [&](const Property& p) { return p.name == name; }))
+            if (std::none_of(props.begin(), props.end(), [&](const Property& p) { return p.name == name; })) {
+                if (has_patterns) refuse(at, "patternProperties: required key '" + name + "' without a property is not supported");
                 props.push_back({name, additional, true});
+            }
         }
         size_t n_required = 0;
         for (const Property& p : props) n_required += p.required;
         const bool additional_allowed = additional != json(false);
         if (std::optional<uint64_t> mn = count_of(s, "minProperties", at); mn && *mn > n_required)
             refuse(at, "keyword 'minProperties' is not supported (beyond the required keys)");
-        if (std::optional<uint64_t> mx = count_of(s, "maxProperties", at); mx && (additional_allowed || *mx < props.size()))
+        if (std::optional<uint64_t> mx = count_of(s, "maxProperties", at); mx && (additional_allowed || has_patterns || *mx < props.size()))
             refuse(at, "keyword 'maxProperties' is not supported");
 
         Expr ws = basics_.ws();
         std::vector<std::string> names;
         for (const Property& p : props) names.push_back(p.name);
         Expr tail_first, tail_more;  // additional members (before none / after some)
-        if (additional_allowed) {
+        if (has_patterns) {
+            // Exact where no key can fall under two rules: one pattern, no other
+            // additional key, and no declared name that the pattern matches. A key is
+            // then a string the pattern matches (a search, as for `pattern`).
+            const json& pp = s["patternProperties"];
+            if (pp.size() > 1) refuse(at, "keyword 'patternProperties' with more than one pattern is not supported");
+            if (additional_allowed)
+                refuse(at, "keyword 'patternProperties' is not supported unless additionalProperties is false (other keys would need the pattern's complement)");
+            const std::string pattern = pp.begin().key();
+            const std::string pat_at = at + "/patternProperties/" + pointer_token(pattern);
+            const json key_schema = json{{"type", "string"}, {"pattern", pattern}};
+            Expr key = string(key_schema, pat_at);
+            // kiln narrows \d \w \s to ASCII (rejecting more than Python's re): a
+            // name is judged by kiln's reading only where the two agree.
+            const Grammar key_grammar = Grammar::from_json_schema(key_schema.dump());
+            for (const std::string& n : names) {
+                if (std::any_of(n.begin(), n.end(), [](char c) { return c < 0x20 || c > 0x7e || c == '"' || c == '\\'; }))
+                    refuse(at, "patternProperties: declared property '" + n + "' is not printable ASCII (cannot tell whether the pattern matches it)");
+                if (validate(key_grammar, json(n).dump()).status == MatchStatus::Complete)
+                    refuse(at, "patternProperties: declared property '" + n + "' matches the pattern (it would need both schemas)");
+            }
+            Expr value = convert(pp.begin().value(), pat_at);
+            const uint32_t member = ir_.add_rule("pattern-member");
+            ir_.define(member, e_seq({std::move(key), ws, e_lit(":"), ws, value, ws}));
+            Expr more = e_star(e_seq({e_lit(","), ws, e_ref(member)}));
+            tail_first = e_opt(e_seq({e_ref(member), more}));
+            tail_more = e_star(e_seq({e_lit(","), ws, e_ref(member)}));
+        } else if (additional_allowed) {
             Expr value = convert(additional, at + "/additionalProperties");
             const uint32_t member = ir_.add_rule("member");
             ir_.define(member, e_seq({other_key(names), ws, e_lit(":"), ws, value, ws}));

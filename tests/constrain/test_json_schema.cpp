@@ -144,6 +144,20 @@ TEST(JsonSchema, Objects) {
     Grammar req_only = schema(R"({"type":"object","required":["id"]})");
     EXPECT_TRUE(accepts(req_only, R"({"id":null,"x":1})"));
     EXPECT_FALSE(accepts(req_only, R"({"x":1})"));
+    // patternProperties (one pattern, no other additional key): a key the pattern
+    // matches (searched), valued by its schema.
+    Grammar pat = schema(R"({"type":"object","properties":{"id":{"type":"integer"}},"patternProperties":{"^x-[a-z]+$":{"type":"string"}},
+                            "additionalProperties":false})");
+    EXPECT_TRUE(accepts(pat, R"({"id":1,"x-foo":"a","x-bar":"b"})"));
+    EXPECT_TRUE(accepts(pat, R"({"x-foo":"a"})"));
+    EXPECT_TRUE(accepts(pat, R"({})"));
+    EXPECT_FALSE(accepts(pat, R"({"x-foo":1})"));    // the pattern's schema
+    EXPECT_FALSE(accepts(pat, R"({"x-Foo":"a"})"));  // not matched: no other key
+    EXPECT_FALSE(accepts(pat, R"({"y":"a"})"));
+    Grammar search = schema(R"({"patternProperties":{"[0-9]":{"const":true}},"additionalProperties":false})");
+    EXPECT_TRUE(accepts(search, R"({"a1b":true,"22":true})"));
+    EXPECT_FALSE(accepts(search, R"({"ab":true})"));
+    EXPECT_FALSE(accepts(search, R"({"a1":false})"));
     Grammar any = Grammar::any_json_object({true, 0});
     EXPECT_TRUE(accepts(any, R"({"a":{"b":[1,2,{}]}})"));
     EXPECT_FALSE(accepts(any, "[1]"));
@@ -236,7 +250,14 @@ TEST(JsonSchema, Refusals) {
     const Case cases[] = {
         {R"({"not":{"type":"null"}})", "keyword 'not'"},
         {R"({"if":{"type":"string"},"then":{"minLength":1}})", "keyword 'if'"},
-        {R"({"type":"object","patternProperties":{"^x":{}}})", "keyword 'patternProperties'"},
+        {R"({"type":"object","patternProperties":{"^x":{}}})", "unless additionalProperties is false"},
+        {R"({"type":"object","patternProperties":{"^x":{},"^y":{}},"additionalProperties":false})", "more than one pattern"},
+        {R"({"type":"object","properties":{"xa":{}},"patternProperties":{"^x":{}},"additionalProperties":false})",
+         "declared property 'xa' matches the pattern"},
+        {R"({"type":"object","properties":{"é":{}},"patternProperties":{"^x":{}},"additionalProperties":false})", "not printable ASCII"},
+        {R"({"type":"object","required":["k"],"patternProperties":{"^x":{}},"additionalProperties":false})", "required key 'k' without a property"},
+        {R"({"allOf":[{"patternProperties":{"^x":{}},"additionalProperties":false},{"properties":{"a":{}}}]})",
+         "allOf: 'patternProperties' together with"},
         {R"({"type":"object","propertyNames":{"maxLength":3}})", "keyword 'propertyNames'"},
         {R"({"dependencies":{"a":["b"]}})", "keyword 'dependencies'"},
         {R"({"dependentRequired":{"a":["b"]}})", "keyword 'dependentRequired'"},
