@@ -200,9 +200,49 @@ private:
         return true;
     }
 
+    // `not` in the forms whose complement is again a schema: not {} / true
+    // (nothing), not false (no constraint), not {not: X} (X), not {type: T} (the
+    // other types), not {required: [k]} (k absent). The result joins the rest
+    // through allOf, whose merge is exact or refused; other forms stay and are
+    // refused by name.
+    json rewrite_not(const json& s, const std::string& at) const {
+        if (!s.is_object() || !s.contains("not")) return s;
+        const json& n = s["not"];
+        json rest = s;
+        rest.erase("not");
+        json part;
+        if (n == json(true) || n == json::object()) return json(false);
+        if (n == json(false)) return rest;
+        if (!n.is_object()) refuse(at, "'not' must be a schema");
+        json keys = json::object();  // n's keywords that are not annotations
+        for (auto it = n.begin(); it != n.end(); ++it)
+            if (k_type_keywords.count(it.key()) || k_refused.count(it.key())) keys[it.key()] = *it;
+        if (keys.empty()) return json(false);  // annotations only: n matches everything
+        if (keys.size() == 1 && keys.contains("not")) {
+            part = keys["not"];
+        } else if (keys.size() == 1 && keys.contains("type")) {
+            const unsigned t = types_of(keys["type"], at + "/not");
+            if ((t & t_integer) && !(t & t_number)) refuse(at, "'not' of type integer (numbers with a fraction) is not supported");
+            const unsigned other = t_all & ~t;
+            if (other == 0) return json(false);
+            part = json{{"type", type_names(other)}};
+        } else if (keys.size() == 1 && keys.contains("required") && keys["required"].is_array() && keys["required"].size() == 1 &&
+                   keys["required"][0].is_string()) {
+            part = json{{"properties", {{keys["required"][0].get<std::string>(), false}}}};
+        } else {
+            return s;
+        }
+        json all = rest.contains("allOf") ? rest["allOf"] : json::array();
+        if (!all.is_array()) refuse(at, "allOf must be an array");
+        all.push_back(part);
+        rest["allOf"] = all;
+        return rest;
+    }
+
     // The schema with its $ref and allOf folded in, where that is exact.
-    json flatten(const json& s, const std::string& at, int depth = 0) {
+    json flatten(const json& s_in, const std::string& at, int depth = 0) {
         if (depth > 32) refuse(at, "allOf / $ref chain deeper than 32 (recursive allOf)");
+        const json s = rewrite_not(s_in, at);
         if (s.is_boolean()) return s;
         if (!s.is_object()) refuse(at, "a schema must be an object or a boolean");
         json rest = s;
@@ -416,7 +456,7 @@ private:
                 return ref_rule(s_in["$ref"].get<std::string>(), at);
             }
         }
-        json s = (s_in.contains("$ref") || s_in.contains("allOf")) ? flatten(s_in, at) : s_in;
+        json s = (s_in.contains("$ref") || s_in.contains("allOf") || s_in.contains("not")) ? flatten(s_in, at) : s_in;
         if (s.is_boolean()) return s.get<bool>() ? basics_.value() : e_nothing();
 
         for (auto it = s.begin(); it != s.end(); ++it) {

@@ -242,13 +242,42 @@ TEST(JsonSchema, WhitespacePolicy) {
 }
 
 // One test per construct that is refused, each naming it.
+// `not` where its complement is again a schema.
+TEST(JsonSchema, NotOfSimpleForms) {
+    Grammar not_null = schema(R"({"not":{"type":"null"}})");
+    EXPECT_TRUE(accepts(not_null, "1"));
+    EXPECT_TRUE(accepts(not_null, R"({"a":null})"));
+    EXPECT_FALSE(accepts(not_null, "null"));
+    Grammar not_num = schema(R"({"type":["number","string"],"not":{"type":"number","title":"t"}})");
+    EXPECT_TRUE(accepts(not_num, R"("x")"));
+    EXPECT_FALSE(accepts(not_num, "1"));
+    EXPECT_FALSE(accepts(not_num, "1.5"));
+    Grammar double_not = schema(R"({"not":{"not":{"type":"string","maxLength":2}}})");
+    EXPECT_TRUE(accepts(double_not, R"("ab")"));
+    EXPECT_FALSE(accepts(double_not, R"("abc")"));
+    EXPECT_FALSE(accepts(double_not, "1"));
+    Grammar no_key = schema(R"({"type":"object","properties":{"a":{"type":"integer"}},"not":{"required":["b"]}})");
+    EXPECT_TRUE(accepts(no_key, R"({"a":1,"c":2})"));
+    EXPECT_FALSE(accepts(no_key, R"({"a":1,"b":2})"));
+    EXPECT_FALSE(accepts(no_key, R"({"b":2})"));
+    Grammar nothing = schema(R"({"properties":{"a":{"not":{}}}})");
+    EXPECT_TRUE(accepts(nothing, R"({"b":1})"));
+    EXPECT_FALSE(accepts(nothing, R"({"a":1})"));
+    EXPECT_FALSE(accepts(schema(R"({"not":true})"), "1"));
+    EXPECT_TRUE(accepts(schema(R"({"not":false})"), "1"));
+}
+
 TEST(JsonSchema, Refusals) {
     struct Case {
         const char* schema;
         const char* expected;
     };
     const Case cases[] = {
-        {R"({"not":{"type":"null"}})", "keyword 'not'"},
+        {R"({"not":{"enum":[1,2]}})", "keyword 'not'"},
+        {R"({"not":{"required":["a","b"]}})", "keyword 'not'"},
+        {R"({"not":{"type":"integer"}})", "'not' of type integer"},
+        {R"({"type":"object","patternProperties":{"^x":{}},"additionalProperties":false,"not":{"required":["a"]}})",
+         "allOf: 'patternProperties' together with"},
         {R"({"if":{"type":"string"},"then":{"minLength":1}})", "keyword 'if'"},
         {R"({"type":"object","patternProperties":{"^x":{}}})", "unless additionalProperties is false"},
         {R"({"type":"object","patternProperties":{"^x":{},"^y":{}},"additionalProperties":false})", "more than one pattern"},
@@ -290,7 +319,7 @@ TEST(JsonSchema, Refusals) {
         EXPECT_NE(err.find(c.expected), std::string::npos) << c.schema << " -> " << err;
     }
     // The location is named as a JSON pointer.
-    EXPECT_NE(error_of([] { schema(R"({"properties":{"a":{"not":{}}}})"); }).find("#/properties/a: keyword 'not'"), std::string::npos);
+    EXPECT_NE(error_of([] { schema(R"({"properties":{"a":{"not":{"minimum":1}}}})"); }).find("#/properties/a: keyword 'not'"), std::string::npos);
 }
 
 TEST(JsonSchema, PrintsGbnfThatParsesAgain) {
