@@ -29,6 +29,7 @@ in its place, which the CPU bitmask path never calls.
 
     .venv/bin/python bench/constrain_vs_engines.py [--stride 60] [--rounds 3]
         [--vocabs qwen3,llama3,gemma3] [--engines kiln,llguidance,xgrammar] [--json OUT]
+        [--coverage-only]
 """
 import argparse
 import json
@@ -199,12 +200,17 @@ def import_xgrammar():
     return xgrammar
 
 
-def run_xgrammar(tok_json, cases, tokens, rounds, check):
+def run_xgrammar(tok_json, cases, tokens, rounds, check, byte_vocab=False):
     import numpy as np
     xgr = import_xgrammar()
-    from transformers import PreTrainedTokenizerFast
-    hf = PreTrainedTokenizerFast(tokenizer_file=str(tok_json))
-    info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=len(hf))
+    if byte_vocab:
+        # Coverage only: its compile time grows with the vocabulary (it precomputes
+        # token masks), its byte-level answers do not.
+        info = xgr.TokenizerInfo([bytes([b]) for b in range(256)], vocab_type=xgr.VocabType.RAW)
+    else:
+        from transformers import PreTrainedTokenizerFast
+        hf = PreTrainedTokenizerFast(tokenizer_file=str(tok_json))
+        info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=len(hf))
     compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
     bitmask = np.full((1, (info.vocab_size + 31) // 32), -1, dtype=np.int32)
     results = []
@@ -257,6 +263,8 @@ def main():
     ap.add_argument("--vocabs", default="qwen3,llama3,gemma3")
     ap.add_argument("--engines", default="kiln,llguidance,xgrammar")
     ap.add_argument("--json", help="write every result here")
+    ap.add_argument("--coverage-only", action="store_true",
+                    help="only the coverage table (one round, no mask walks; XGrammar over a 256-byte vocabulary)")
     a = ap.parse_args()
     from tokenizers import Tokenizer
 
@@ -272,16 +280,19 @@ def main():
             with lzma.open(TESTDATA / "hf-tokenizers" / hf_dir / "tokenizer.json.xz") as src:
                 tok_json.write_bytes(src.read())
             hf = Tokenizer.from_file(str(tok_json))
-            tokens = [hf.encode(c["document"], add_special_tokens=False).ids for c in cases]
+            tokens = [[] if a.coverage_only else hf.encode(c["document"], add_special_tokens=False).ids for c in cases]
             res = {}
             for e in engines:
                 t0 = time.time()
                 args = (gguf,) if e == "kiln" else (tok_json,)
-                res[e] = ENGINES[e](*args, cases, tokens, a.rounds, vi == 0)
+                kw = {"byte_vocab": True} if e == "xgrammar" and a.coverage_only else {}
+                res[e] = ENGINES[e](*args, cases, tokens, 1 if a.coverage_only else a.rounds, vi == 0, **kw)
                 print(f"  {vname} {e}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
         all_results[vname] = res
         if vi == 0:
             coverage = res
+        if a.coverage_only:
+            break
         common = [i for i in range(len(cases)) if all(res[e][i]["walk_ok"] for e in engines)]
         print(f"\n{vname} ({hf.get_vocab_size()} tokens; masks over the {len(common)} walks every engine completed)")
         print(f"| engine | compiled | refused | compile p50 ms | compile p95 ms | mask p50 µs | mask p99 µs | mask mean µs | walks done |")
@@ -301,6 +312,8 @@ def main():
                 row.append(f"{e} {x['compile_ms']:.2f} ms / p50 {pct(x['mask_us'], 0.5):.1f} / max {max(x['mask_us'] or [float('nan')]):.0f} µs"
                            if x["compiled"] else f"{e} refused")
             print(f"  {name}: " + "; ".join(row))
+    if a.coverage_only:
+        print("(coverage only: the speed figures above are not measured)")
 
     print(f"\ncoverage of the {len(cases)} cases (compact instances, byte level)")
     print("| engine | compiled | refused | schemas accepting an invalid instance | invalid accepted | valid rejected |")
