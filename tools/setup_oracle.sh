@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r tools/requirements-oracle.txt
+# XGrammar (structured-output reference) without its torch + CUDA dependency (several GB),
+# which only its GPU kernels use; bench/constrain_vs_engines.py stands in for torch.
+.venv/bin/pip install -q --disable-pip-version-check --no-deps xgrammar==0.2.8
 if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null || [ "${REBUILD_LLAMA:-0}" = 1 ]; then
   echo "building llama-cpp-python from source (native CPU flags); this takes a while"
   CMAKE_ARGS="-DGGML_NATIVE=ON" .venv/bin/pip install --disable-pip-version-check --no-binary llama-cpp-python \

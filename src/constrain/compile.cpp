@@ -387,6 +387,32 @@ void check_left_recursion(const CompiledGrammar& g) {
                             g.rule_names[e.to] + "'); the matcher needs each recursion to consume a byte first");
 }
 
+// A grammar whose root cannot derive any text (a JSON Schema that no value
+// satisfies: a required key that additionalProperties: false forbids, `false`,
+// disjoint allOf parts) would leave generation with no token to choose; it is an
+// error here instead. Productive rules by fixpoint: some alternative whose every
+// element is a non-empty byte set or a productive rule.
+void check_productive(const CompiledGrammar& g) {
+    const size_t n = g.rule_alt_begin.size() - 1;
+    std::vector<char> productive(n, 0);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t r = 0; r < n; ++r) {
+            if (productive[r]) continue;
+            for (uint32_t a = g.rule_alt_begin[r]; a < g.rule_alt_begin[r + 1] && !productive[r]; ++a) {
+                bool all = true;
+                for (uint32_t p = g.alt_starts[a]; all && g.elems[p] != k_elem_end; ++p) {
+                    const uint32_t e = g.elems[p];
+                    all = elem_kind(e) == k_kind_ref ? productive[elem_index(e)] != 0 : !g.sets[elem_index(e)].empty();
+                }
+                if (all) productive[r] = changed = true;
+            }
+        }
+    }
+    if (!productive[g.root])
+        throw Error("grammar: rule '" + g.rule_names[g.root] + "' matches no text at all (for a JSON Schema: no value satisfies it)");
+}
+
 }  // namespace
 
 CompiledGrammar compile_grammar(GrammarIR ir) {
@@ -397,6 +423,7 @@ CompiledGrammar compile_grammar(GrammarIR ir) {
     low.run();
     g.root = g.ir.root;
     check_left_recursion(g);
+    check_productive(g);
     return g;
 }
 

@@ -26,6 +26,9 @@ Expr regex_expr(std::string_view pattern, RegexMode mode, GrammarIR& ir);
 // One JSON string character (raw, or escaped where JSON requires it) whose value
 // lies in `ranges`: the escapes that nlohmann::json and most writers produce.
 Expr json_string_char(const std::vector<CpRange>& ranges);
+// Its two parts: the codepoints written raw, and the escape alternatives.
+std::vector<CpRange> json_string_raw(const std::vector<CpRange>& ranges);
+std::vector<Expr> json_string_escapes(const std::vector<CpRange>& ranges);
 GrammarIR json_schema_grammar(std::string_view schema_json, const JsonSchemaOptions& options);
 GrammarIR any_json_object_grammar(const JsonSchemaOptions& options);
 

@@ -23,6 +23,13 @@ namespace kiln::constrain {
 
 namespace {
 
+struct RangesLess {
+    bool operator()(const std::vector<CpRange>& a, const std::vector<CpRange>& b) const {
+        return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                            [](const CpRange& x, const CpRange& y) { return x.lo != y.lo ? x.lo < y.lo : x.hi < y.hi; });
+    }
+};
+
 using json = nlohmann::ordered_json;  // keeps the order of `properties`
 
 // Keywords that constrain instances and that kiln does not enforce.
@@ -193,9 +200,49 @@ private:
         return true;
     }
 
+    // `not` in the forms whose complement is again a schema: not {} / true
+    // (nothing), not false (no constraint), not {not: X} (X), not {type: T} (the
+    // other types), not {required: [k]} (k absent). The result joins the rest
+    // through allOf, whose merge is exact or refused; other forms stay and are
+    // refused by name.
+    json rewrite_not(const json& s, const std::string& at) const {
+        if (!s.is_object() || !s.contains("not")) return s;
+        const json& n = s["not"];
+        json rest = s;
+        rest.erase("not");
+        json part;
+        if (n == json(true) || n == json::object()) return json(false);
+        if (n == json(false)) return rest;
+        if (!n.is_object()) refuse(at, "'not' must be a schema");
+        json keys = json::object();  // n's keywords that are not annotations
+        for (auto it = n.begin(); it != n.end(); ++it)
+            if (k_type_keywords.count(it.key()) || k_refused.count(it.key())) keys[it.key()] = *it;
+        if (keys.empty()) return json(false);  // annotations only: n matches everything
+        if (keys.size() == 1 && keys.contains("not")) {
+            part = keys["not"];
+        } else if (keys.size() == 1 && keys.contains("type")) {
+            const unsigned t = types_of(keys["type"], at + "/not");
+            if ((t & t_integer) && !(t & t_number)) refuse(at, "'not' of type integer (numbers with a fraction) is not supported");
+            const unsigned other = t_all & ~t;
+            if (other == 0) return json(false);
+            part = json{{"type", type_names(other)}};
+        } else if (keys.size() == 1 && keys.contains("required") && keys["required"].is_array() && keys["required"].size() == 1 &&
+                   keys["required"][0].is_string()) {
+            part = json{{"properties", {{keys["required"][0].get<std::string>(), false}}}};
+        } else {
+            return s;
+        }
+        json all = rest.contains("allOf") ? rest["allOf"] : json::array();
+        if (!all.is_array()) refuse(at, "allOf must be an array");
+        all.push_back(part);
+        rest["allOf"] = all;
+        return rest;
+    }
+
     // The schema with its $ref and allOf folded in, where that is exact.
-    json flatten(const json& s, const std::string& at, int depth = 0) {
+    json flatten(const json& s_in, const std::string& at, int depth = 0) {
         if (depth > 32) refuse(at, "allOf / $ref chain deeper than 32 (recursive allOf)");
+        const json s = rewrite_not(s_in, at);
         if (s.is_boolean()) return s;
         if (!s.is_object()) refuse(at, "a schema must be an object or a boolean");
         json rest = s;
@@ -223,6 +270,14 @@ private:
         if (a.is_boolean()) return a.get<bool>() ? b : a;
         if (b.is_boolean()) return b.get<bool>() ? a : b;
         json out = a;
+        // patternProperties decide which keys additionalProperties sees: merging
+        // them with the other side's object keywords is not done.
+        auto has_object_keys = [](const json& x) {
+            return x.contains("properties") || x.contains("additionalProperties") || x.contains("patternProperties");
+        };
+        auto has_patterns = [](const json& x) { return x.contains("patternProperties") && !x["patternProperties"].empty(); };
+        if ((has_patterns(a) && has_object_keys(b)) || (has_patterns(b) && has_object_keys(a)))
+            refuse(at, "allOf: 'patternProperties' together with another part's object keywords is not supported");
         // Properties: a key declared on one side only is still checked by the
         // other side's additionalProperties.
         if (a.contains("properties") || b.contains("properties") || a.contains("additionalProperties") ||
@@ -401,7 +456,7 @@ private:
                 return ref_rule(s_in["$ref"].get<std::string>(), at);
             }
         }
-        json s = (s_in.contains("$ref") || s_in.contains("allOf")) ? flatten(s_in, at) : s_in;
+        json s = (s_in.contains("$ref") || s_in.contains("allOf") || s_in.contains("not")) ? flatten(s_in, at) : s_in;
         if (s.is_boolean()) return s.get<bool>() ? basics_.value() : e_nothing();
 
         for (auto it = s.begin(); it != s.end(); ++it) {
@@ -685,6 +740,7 @@ private:
         std::sort(cps.begin(), cps.end());
         cps.erase(std::unique(cps.begin(), cps.end()), cps.end());
         const Expr free_tail = e_seq({e_star(basics_.string_char()), e_lit("\"")});
+        std::map<std::vector<CpRange>, uint32_t, RangesLess> escape_rules;  // escapable codepoints -> rule
         // Node: the names sharing a prefix of length d, as an index range of cps.
         std::function<Expr(size_t, size_t, size_t)> node = [&](size_t b, size_t e, size_t d) -> Expr {
             std::vector<Expr> alts;
@@ -706,7 +762,22 @@ private:
             }
             if (!is_name) alts.push_back(e_lit("\""));
             const std::vector<CpRange> others = negate_ranges(used);
-            if (!others.empty()) alts.push_back(e_seq({json_string_char(others), free_tail}));
+            if (!others.empty()) {
+                // The escapes of `others` are the same at almost every node (names
+                // rarely hold a quote, backslash, slash or control): one rule each.
+                std::vector<CpRange> escapable;
+                for (const CpRange& r : others)
+                    for (const CpRange& x : std::initializer_list<CpRange>{{0, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}})
+                        if (std::max(r.lo, x.lo) <= std::min(r.hi, x.hi)) escapable.push_back({std::max(r.lo, x.lo), std::min(r.hi, x.hi)});
+                auto [esc, fresh] = escape_rules.try_emplace(normalize_ranges(escapable), 0);
+                if (fresh) {
+                    esc->second = ir_.add_rule("key-escape");
+                    ir_.define(esc->second, e_alt(json_string_escapes(others)));
+                }
+                const std::vector<CpRange> raw = json_string_raw(others);
+                Expr ch = raw.empty() ? e_ref(esc->second) : e_alt({e_class(raw), e_ref(esc->second)});
+                alts.push_back(e_seq({std::move(ch), free_tail}));
+            }
             const uint32_t id = ir_.add_rule("key");
             ir_.define(id, e_alt(std::move(alts)));
             return e_ref(id);
@@ -715,8 +786,7 @@ private:
     }
 
     Expr object(const json& s, const std::string& at) {
-        if (s.contains("patternProperties") && !(s["patternProperties"].is_object() && s["patternProperties"].empty()))
-            refuse(at, "keyword 'patternProperties' is not supported");
+        if (s.contains("patternProperties") && !s["patternProperties"].is_object()) refuse(at, "'patternProperties' must be an object");
         std::vector<Property> props;
         std::set<std::string> required;
         if (s.contains("required")) {
@@ -732,25 +802,55 @@ private:
             for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it)
                 props.push_back({it.key(), *it, required.count(it.key()) > 0});
         }
+        const bool has_patterns = s.contains("patternProperties") && !s["patternProperties"].empty();
         // Required keys without a property: valued by additionalProperties.
         for (const json& r : s.value("required", json::array())) {
             const std::string name = r.get<std::string>();
-            if (std::none_of(props.begin(), props.end(), [&](const Property& p) { return p.name == name; }))
+            if (std::none_of(props.begin(), props.end(), [&](const Property& p) { return p.name == name; })) {
+                if (has_patterns) refuse(at, "patternProperties: required key '" + name + "' without a property is not supported");
                 props.push_back({name, additional, true});
+            }
         }
         size_t n_required = 0;
         for (const Property& p : props) n_required += p.required;
         const bool additional_allowed = additional != json(false);
         if (std::optional<uint64_t> mn = count_of(s, "minProperties", at); mn && *mn > n_required)
             refuse(at, "keyword 'minProperties' is not supported (beyond the required keys)");
-        if (std::optional<uint64_t> mx = count_of(s, "maxProperties", at); mx && (additional_allowed || *mx < props.size()))
+        if (std::optional<uint64_t> mx = count_of(s, "maxProperties", at); mx && (additional_allowed || has_patterns || *mx < props.size()))
             refuse(at, "keyword 'maxProperties' is not supported");
 
         Expr ws = basics_.ws();
         std::vector<std::string> names;
         for (const Property& p : props) names.push_back(p.name);
         Expr tail_first, tail_more;  // additional members (before none / after some)
-        if (additional_allowed) {
+        if (has_patterns) {
+            // Exact where no key can fall under two rules: one pattern, no other
+            // additional key, and no declared name that the pattern matches. A key is
+            // then a string the pattern matches (a search, as for `pattern`).
+            const json& pp = s["patternProperties"];
+            if (pp.size() > 1) refuse(at, "keyword 'patternProperties' with more than one pattern is not supported");
+            if (additional_allowed)
+                refuse(at, "keyword 'patternProperties' is not supported unless additionalProperties is false (other keys would need the pattern's complement)");
+            const std::string pattern = pp.begin().key();
+            const std::string pat_at = at + "/patternProperties/" + pointer_token(pattern);
+            const json key_schema = json{{"type", "string"}, {"pattern", pattern}};
+            Expr key = string(key_schema, pat_at);
+            // kiln narrows \d \w \s to ASCII (rejecting more than Python's re): a
+            // name is judged by kiln's reading only where the two agree.
+            const Grammar key_grammar = Grammar::from_json_schema(key_schema.dump());
+            for (const std::string& n : names) {
+                if (std::any_of(n.begin(), n.end(), [](char c) { return c < 0x20 || c > 0x7e || c == '"' || c == '\\'; }))
+                    refuse(at, "patternProperties: declared property '" + n + "' is not printable ASCII (cannot tell whether the pattern matches it)");
+                if (validate(key_grammar, json(n).dump()).status == MatchStatus::Complete)
+                    refuse(at, "patternProperties: declared property '" + n + "' matches the pattern (it would need both schemas)");
+            }
+            Expr value = convert(pp.begin().value(), pat_at);
+            const uint32_t member = ir_.add_rule("pattern-member");
+            ir_.define(member, e_seq({std::move(key), ws, e_lit(":"), ws, value, ws}));
+            Expr more = e_star(e_seq({e_lit(","), ws, e_ref(member)}));
+            tail_first = e_opt(e_seq({e_ref(member), more}));
+            tail_more = e_star(e_seq({e_lit(","), ws, e_ref(member)}));
+        } else if (additional_allowed) {
             Expr value = convert(additional, at + "/additionalProperties");
             const uint32_t member = ir_.add_rule("member");
             ir_.define(member, e_seq({other_key(names), ws, e_lit(":"), ws, value, ws}));

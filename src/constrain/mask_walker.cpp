@@ -15,11 +15,12 @@ constexpr size_t k_max_arena = 1u << 21;
 constexpr size_t k_max_masks = 64;
 
 void allow_node(const VocabTrie& t, uint32_t i, TokenMask& mask) {
-    mask.allow(t.token[i]);
-    if (t.has_more[i]) {
-        auto it = std::lower_bound(t.more.begin(), t.more.end(), std::pair<uint32_t, TokenId>{i, INT32_MIN});
-        for (; it != t.more.end() && it->first == i; ++it) mask.allow(it->second);
-    }
+    for (uint32_t j = t.token_begin[i]; j < t.token_begin[i + 1]; ++j) mask.allow(t.node_tokens[j]);
+}
+
+void allow_subtree(const VocabTrie& t, uint32_t i, TokenMask& mask) {
+    const TokenId* ids = t.node_tokens.data();
+    for (uint32_t j = t.token_begin[i], end = t.token_begin[t.subtree_end[i]]; j < end; ++j) mask.allow(ids[j]);
 }
 
 }  // namespace
@@ -71,30 +72,50 @@ int32_t MaskWalker::transition(int32_t s, uint8_t b) {
     return result;
 }
 
-bool MaskWalker::loops_on_plain(int32_t s) {
-    if (states_[s].plain_loop < 0) {
-        int8_t loops = 1;
-        for (unsigned b = 0x20; b <= 0x7e && loops; ++b) {
-            if (!is_plain_byte(static_cast<uint8_t>(b))) continue;
-            if (transition(s, static_cast<uint8_t>(b)) != s) loops = 0;
-            if (overflow_) return false;
+bool MaskWalker::loops_on_text(int32_t s) {
+    if (states_[s].text_loop < 0) {
+        // Explore (DFA state, automaton state) pairs from (0, s): every byte the DFA
+        // takes must be alive, and lead back to s when the DFA is between characters.
+        // A grammar that reads a codepoint class the usual way meets few pairs (its
+        // lowering groups lead bytes by continuation); past k_max_pairs it is not
+        // treated as text (the walk then goes node by node, still exact).
+        constexpr size_t k_max_pairs = 64;
+        text_pairs_.assign(1, {uint8_t{0}, s});
+        bool loops = true;
+        for (size_t k = 0; k < text_pairs_.size() && loops; ++k) {
+            const auto [q, a] = text_pairs_[k];
+            for (unsigned b = 0; b < 256 && loops; ++b) {
+                const uint8_t q2 = text_step(q, static_cast<uint8_t>(b));
+                if (q2 == k_text_reject) continue;
+                const int32_t a2 = transition(a, static_cast<uint8_t>(b));
+                if (overflow_) return false;
+                if (q2 == 0) {
+                    loops = a2 == s;
+                } else if (a2 == k_dead || states_[a2].tops_begin == states_[a2].tops_end) {
+                    loops = false;
+                } else if (std::find(text_pairs_.begin(), text_pairs_.end(), std::pair{q2, a2}) == text_pairs_.end()) {
+                    if (text_pairs_.size() == k_max_pairs) loops = false;
+                    else text_pairs_.push_back({q2, a2});
+                }
+            }
         }
-        states_[s].plain_loop = loops;
+        states_[s].text_loop = loops ? 1 : 0;
     }
-    return states_[s].plain_loop == 1;
+    return states_[s].text_loop == 1;
 }
 
 bool MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
     overflow_ = false;
-    // Inside a string (a state every plain byte keeps), every all-plain token is
-    // allowed: start from that mask and skip every plain subtree on a plain path
-    // (its tokens are in the mask); other plain subtrees reached in a state that
-    // loops on plain bytes are allowed node by node.
-    const bool root_plain = loops_on_plain(s0);
+    // Inside a string (a state that reads text and comes back to itself), every
+    // text token is allowed: start from that mask and skip every text subtree on a
+    // text path (its tokens are in the mask: the path before it ends between
+    // characters, since a text subtree starts with no continuation byte); other
+    // text subtrees reached in a state that loops on text are allowed node by node.
+    const bool root_text = loops_on_text(s0);
     if (overflow_) return false;
-    if (root_plain) {
+    if (root_text) {
         TokenMask eog = mask;  // the end-of-generation bits fill() set
-        mask = t.plain_mask;
+        mask = t.text_mask;
         for (TokenId id : t.eog)
             if (eog.allowed(id)) mask.allow(id);
     }
@@ -106,16 +127,14 @@ bool MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
     const uint32_t* subtree_end = t.subtree_end.data();
     const TokenId* token = t.token.data();
     uint32_t i = 1;
-    const char* plain = t.plain_subtree.data();
-    const char* plain_path = t.plain_path.data();
+    const char* text = t.text_subtree.data();
+    const char* text_path = t.text_path.data();
     while (i < n) {
         levels_.resize(depth[i]);
         const int32_t s = levels_.back();
-        if (plain[i] && (s == s0 ? root_plain : loops_on_plain(s))) {
+        if (text[i] && (s == s0 ? root_text : loops_on_text(s))) {
             if (overflow_) return false;
-            if (!(root_plain && plain_path[i]))
-                for (uint32_t k = i; k < subtree_end[i]; ++k)
-                    if (token[k] != k_no_token) allow_node(t, k, mask);
+            if (!(root_text && text_path[i])) allow_subtree(t, i, mask);
             i = subtree_end[i];
             continue;
         }

@@ -46,16 +46,17 @@ private:
         uint32_t tops_begin, tops_end;  // in tops_
         bool complete;
         uint32_t next;  // offset of its 256 transitions in next_, or UINT32_MAX before first use
-        int8_t plain_loop = -1;  // every plain byte leads back to this state: 1 / 0, -1 not known yet
+        int8_t text_loop = -1;  // reads text as the DFA does, back to itself: 1 / 0, -1 not known yet
     };
 
     void reset();
     int32_t import(const Recognizer& from, const State& state);
     int32_t intern(std::vector<uint32_t>& tops, bool complete);
     int32_t transition(int32_t s, uint8_t b);
-    // Whether every plain byte (vocab_trie.h) leads from s back to s: a plain
-    // subtree of the trie is then allowed whole. May set overflow_.
-    bool loops_on_plain(int32_t s);
+    // Whether every path the text DFA (vocab_trie.h) takes is alive from s, and
+    // each one that ends between characters leads back to s: a text subtree of the
+    // trie is then allowed whole. May set overflow_.
+    bool loops_on_text(int32_t s);
     // false if the automaton hit its hard cap (the mask is then incomplete)
     bool walk(int32_t s0, const VocabTrie& trie, TokenMask& mask);
     // The same walk stepping the recogniser directly (no automaton).
@@ -71,6 +72,7 @@ private:
     std::unordered_map<uint32_t, uint32_t> imported_;  // scratch: committed node -> walker node
     std::vector<uint32_t> scratch_;
     std::vector<int32_t> levels_;
+    std::vector<std::pair<uint8_t, int32_t>> text_pairs_;  // scratch of loops_on_text
     std::vector<State> direct_levels_;
     size_t hard_max_states_;
     bool overflow_ = false;

@@ -31,7 +31,8 @@ struct CompiledGrammar {
 
 // Lowers the IR to bytes. Throws kiln::Error on a rule that is referenced but not
 // defined and on left recursion (a rule reachable from itself without consuming
-// a byte, other than through a tail call), naming the rule.
+// a byte, other than through a tail call), naming the rule, and on a root that
+// derives no text at all.
 CompiledGrammar compile_grammar(GrammarIR ir);
 
 }  // namespace kiln::constrain

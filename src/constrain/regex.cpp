@@ -370,23 +370,26 @@ Expr unicode_escape(uint32_t cp) {
 
 }  // namespace
 
-Expr json_string_char(const std::vector<CpRange>& ranges_in) {
+std::vector<CpRange> json_string_raw(const std::vector<CpRange>& ranges_in) {
+    // Raw: everything but the quote, the backslash and control characters.
+    std::vector<CpRange> raw;
+    for (const CpRange& r : normalize_ranges(ranges_in)) {
+        for (CpRange part : negate_ranges({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}})) {
+            const uint32_t lo = std::max(r.lo, part.lo), hi = std::min(r.hi, part.hi);
+            if (lo <= hi) raw.push_back({lo, hi});
+        }
+    }
+    return raw;
+}
+
+std::vector<Expr> json_string_escapes(const std::vector<CpRange>& ranges_in) {
     const std::vector<CpRange> ranges = normalize_ranges(ranges_in);
     auto contains = [&](uint32_t cp) {
         for (const CpRange& r : ranges)
             if (cp >= r.lo && cp <= r.hi) return true;
         return false;
     };
-    // Raw: everything but the quote, the backslash and control characters.
-    std::vector<CpRange> raw;
-    for (const CpRange& r : ranges) {
-        for (CpRange part : negate_ranges({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}})) {
-            const uint32_t lo = std::max(r.lo, part.lo), hi = std::min(r.hi, part.hi);
-            if (lo <= hi) raw.push_back({lo, hi});
-        }
-    }
     std::vector<Expr> alts;
-    if (!raw.empty()) alts.push_back(e_class(raw));
     if (contains('"')) alts.push_back(e_lit("\\\""));
     if (contains('\\')) alts.push_back(e_lit("\\\\"));
     if (contains('/')) alts.push_back(e_lit("\\/"));
@@ -398,6 +401,14 @@ Expr json_string_char(const std::vector<CpRange>& ranges_in) {
             if (c == cp) alts.push_back(e_lit(s));
         alts.push_back(unicode_escape(cp));
     }
+    return alts;
+}
+
+Expr json_string_char(const std::vector<CpRange>& ranges) {
+    std::vector<Expr> alts;
+    const std::vector<CpRange> raw = json_string_raw(ranges);
+    if (!raw.empty()) alts.push_back(e_class(raw));
+    for (Expr& e : json_string_escapes(ranges)) alts.push_back(std::move(e));
     return e_alt(std::move(alts));
 }
 

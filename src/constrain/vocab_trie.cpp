@@ -42,7 +42,6 @@ std::shared_ptr<const VocabTrie> build_trie(std::vector<std::string> pieces, std
         t->depth.push_back(d);
         t->subtree_end.push_back(0);
         t->token.push_back(k_no_token);
-        t->has_more.push_back(0);
         return static_cast<uint32_t>(t->byte.size() - 1);
     };
     std::vector<uint32_t> path{add_node(0, 0)};
@@ -58,38 +57,55 @@ std::shared_ptr<const VocabTrie> build_trie(std::vector<std::string> pieces, std
         for (size_t k = lcp; k < p.size(); ++k)
             path.push_back(add_node(static_cast<uint8_t>(p[k]), static_cast<uint32_t>(k + 1)));
         const uint32_t leaf = path.back();
-        if (t->token[leaf] == k_no_token) {
-            t->token[leaf] = id;
-        } else {
-            t->has_more[leaf] = 1;
-            t->more.push_back({leaf, id});
-        }
+        if (t->token[leaf] == k_no_token) t->token[leaf] = id;
+        // ids come sorted by piece, so a node's ids are contiguous and nodes come in pre-order
+        while (t->token_begin.size() <= leaf) t->token_begin.push_back(static_cast<uint32_t>(t->node_tokens.size()));
+        t->node_tokens.push_back(id);
         prev = p;
     }
     while (!path.empty()) {
         t->subtree_end[path.back()] = static_cast<uint32_t>(t->byte.size());
         path.pop_back();
     }
-    // not_plain[k]: nodes before k (pre-order, root excluded) whose byte is not plain.
-    std::vector<uint32_t> not_plain(t->size() + 1, 0);
-    for (size_t k = 0; k < t->size(); ++k) not_plain[k + 1] = not_plain[k] + (k > 0 && !constrain::is_plain_byte(t->byte[k]));
-    t->plain_subtree.assign(t->size(), 0);
-    for (size_t k = 1; k < t->size(); ++k)
-        t->plain_subtree[k] = not_plain[t->subtree_end[k]] == not_plain[k] && constrain::is_plain_byte(t->byte[k]);
-    t->plain_path.assign(t->size(), 0);
+    while (t->token_begin.size() <= t->size()) t->token_begin.push_back(static_cast<uint32_t>(t->node_tokens.size()));
+    // The text DFA along every root path (q_path) and, for text_subtree, from
+    // every node down its own subtree (stopping at the first byte it refuses):
+    // the sum of the depths, a few million steps for 150k tokens, once per vocabulary.
+    using constrain::k_text_reject;
+    using constrain::text_step;
+    const size_t n_nodes = t->size();
+    t->text_path.assign(n_nodes, 0);
+    t->text_subtree.assign(n_nodes, 0);
+    std::vector<uint8_t> q_path(n_nodes, k_text_reject);
     std::vector<uint32_t> stack;  // ancestors of node k, by depth
-    for (size_t k = 1; k < t->size(); ++k) {
+    for (size_t k = 1; k < n_nodes; ++k) {
         const uint32_t d = t->depth[k];
-        const bool parent_plain = d == 1 || t->plain_path[stack[d - 2]];
-        t->plain_path[k] = parent_plain && constrain::is_plain_byte(t->byte[k]);
         stack.resize(d - 1);
+        const uint8_t q_parent = d == 1 ? 0 : q_path[stack.back()];
+        q_path[k] = q_parent == k_text_reject ? k_text_reject : text_step(q_parent, t->byte[k]);
+        t->text_path[k] = q_path[k] != k_text_reject;
         stack.push_back(static_cast<uint32_t>(k));
     }
-    t->plain_mask.resize(n);
+    std::vector<uint8_t> q_rel;  // DFA state by depth below node k
+    for (size_t k = 1; k < n_nodes; ++k) {
+        const uint32_t d0 = t->depth[k];
+        bool ok = text_step(0, t->byte[k]) != k_text_reject;
+        q_rel.assign(1, text_step(0, t->byte[k]));
+        for (uint32_t j = static_cast<uint32_t>(k) + 1; ok && j < t->subtree_end[k]; ++j) {
+            const uint32_t rel = t->depth[j] - d0;  // >= 1
+            q_rel.resize(rel);
+            const uint8_t q = text_step(q_rel.back(), t->byte[j]);
+            ok = q != k_text_reject;
+            q_rel.push_back(q);
+        }
+        t->text_subtree[k] = ok;
+    }
+    t->text_mask.resize(n);
     for (size_t id = 0; id < n; ++id) {
         const std::string& p = t->pieces[id];
-        if (!p.empty() && std::all_of(p.begin(), p.end(), [](char c) { return constrain::is_plain_byte(static_cast<uint8_t>(c)); }))
-            t->plain_mask.allow(static_cast<TokenId>(id));
+        uint8_t q = 0;
+        for (size_t k = 0; k < p.size() && q != k_text_reject; ++k) q = text_step(q, static_cast<uint8_t>(p[k]));
+        if (!p.empty() && q != k_text_reject) t->text_mask.allow(static_cast<TokenId>(id));
     }
     return t;
 }

@@ -64,6 +64,12 @@ cols ::= [a-z_]+ (", " [a-z_]+)*)", "SELECT id, name FROM users;"},
      R"({"type":"object","properties":{"city":{"type":"string"},"temperature_c":{"type":"number"},"conditions":{"enum":["sunny","cloudy","rain"]}},
         "required":["city","temperature_c","conditions"],"additionalProperties":false})",
      R"({"city": "Zürich", "temperature_c": 21.5, "conditions": "sunny"})"},
+    // Strings of every UTF-8 length (the text-subtree skip of mask_walker.cpp),
+    // escapes, and tokens that end inside a character.
+    {"qwen2", "schema",
+     R"({"type":"object","properties":{"note":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}},"required":["note","tags"]})",
+     R"({"note": "東京は晴れ 🌤️ café \"q\" \\ \u00e9", "tags": ["日本語", "Ελλά 🎉"]})"},
+    {"llama-spm", "gbnf", R"(root ::= "\"" ( [^"\\\x00-\x1F] | "\\" ["\\/bfnrt] )* "\"")", R"("Grüße aus 北京 🐉 \n und mehr")"},
 };
 
 TEST(AllowedTokens, MatchesBruteForceOnRealVocabularies) {

@@ -39,7 +39,9 @@ TEST(JsonSchema, Scalars) {
     EXPECT_FALSE(accepts(multi, "0"));
     Grammar any = schema("{}");
     EXPECT_TRUE(accepts(any, R"({"a":[1,{"b":null}],"c":"d"})"));
-    EXPECT_FALSE(accepts(schema("false"), "1"));
+    // A schema no value satisfies is refused: generation would have no token to choose.
+    EXPECT_NE(error_of([] { schema("false"); }).find("matches no text at all"), std::string::npos);
+    EXPECT_NE(error_of([] { schema(R"({"type":"object","required":["k"],"additionalProperties":false})"); }).find("no value satisfies it"), std::string::npos);
 }
 
 TEST(JsonSchema, IntegerAndNumberRanges) {
@@ -144,6 +146,20 @@ TEST(JsonSchema, Objects) {
     Grammar req_only = schema(R"({"type":"object","required":["id"]})");
     EXPECT_TRUE(accepts(req_only, R"({"id":null,"x":1})"));
     EXPECT_FALSE(accepts(req_only, R"({"x":1})"));
+    // patternProperties (one pattern, no other additional key): a key the pattern
+    // matches (searched), valued by its schema.
+    Grammar pat = schema(R"({"type":"object","properties":{"id":{"type":"integer"}},"patternProperties":{"^x-[a-z]+$":{"type":"string"}},
+                            "additionalProperties":false})");
+    EXPECT_TRUE(accepts(pat, R"({"id":1,"x-foo":"a","x-bar":"b"})"));
+    EXPECT_TRUE(accepts(pat, R"({"x-foo":"a"})"));
+    EXPECT_TRUE(accepts(pat, R"({})"));
+    EXPECT_FALSE(accepts(pat, R"({"x-foo":1})"));    // the pattern's schema
+    EXPECT_FALSE(accepts(pat, R"({"x-Foo":"a"})"));  // not matched: no other key
+    EXPECT_FALSE(accepts(pat, R"({"y":"a"})"));
+    Grammar search = schema(R"({"patternProperties":{"[0-9]":{"const":true}},"additionalProperties":false})");
+    EXPECT_TRUE(accepts(search, R"({"a1b":true,"22":true})"));
+    EXPECT_FALSE(accepts(search, R"({"ab":true})"));
+    EXPECT_FALSE(accepts(search, R"({"a1":false})"));
     Grammar any = Grammar::any_json_object({true, 0});
     EXPECT_TRUE(accepts(any, R"({"a":{"b":[1,2,{}]}})"));
     EXPECT_FALSE(accepts(any, "[1]"));
@@ -228,15 +244,51 @@ TEST(JsonSchema, WhitespacePolicy) {
 }
 
 // One test per construct that is refused, each naming it.
+// `not` where its complement is again a schema.
+TEST(JsonSchema, NotOfSimpleForms) {
+    Grammar not_null = schema(R"({"not":{"type":"null"}})");
+    EXPECT_TRUE(accepts(not_null, "1"));
+    EXPECT_TRUE(accepts(not_null, R"({"a":null})"));
+    EXPECT_FALSE(accepts(not_null, "null"));
+    Grammar not_num = schema(R"({"type":["number","string"],"not":{"type":"number","title":"t"}})");
+    EXPECT_TRUE(accepts(not_num, R"("x")"));
+    EXPECT_FALSE(accepts(not_num, "1"));
+    EXPECT_FALSE(accepts(not_num, "1.5"));
+    Grammar double_not = schema(R"({"not":{"not":{"type":"string","maxLength":2}}})");
+    EXPECT_TRUE(accepts(double_not, R"("ab")"));
+    EXPECT_FALSE(accepts(double_not, R"("abc")"));
+    EXPECT_FALSE(accepts(double_not, "1"));
+    Grammar no_key = schema(R"({"type":"object","properties":{"a":{"type":"integer"}},"not":{"required":["b"]}})");
+    EXPECT_TRUE(accepts(no_key, R"({"a":1,"c":2})"));
+    EXPECT_FALSE(accepts(no_key, R"({"a":1,"b":2})"));
+    EXPECT_FALSE(accepts(no_key, R"({"b":2})"));
+    Grammar nothing = schema(R"({"properties":{"a":{"not":{}}}})");
+    EXPECT_TRUE(accepts(nothing, R"({"b":1})"));
+    EXPECT_FALSE(accepts(nothing, R"({"a":1})"));
+    EXPECT_NE(error_of([] { schema(R"({"not":true})"); }).find("matches no text at all"), std::string::npos);
+    EXPECT_TRUE(accepts(schema(R"({"not":false})"), "1"));
+}
+
 TEST(JsonSchema, Refusals) {
     struct Case {
         const char* schema;
         const char* expected;
     };
     const Case cases[] = {
-        {R"({"not":{"type":"null"}})", "keyword 'not'"},
+        {R"({"not":{"enum":[1,2]}})", "keyword 'not'"},
+        {R"({"not":{"required":["a","b"]}})", "keyword 'not'"},
+        {R"({"not":{"type":"integer"}})", "'not' of type integer"},
+        {R"({"type":"object","patternProperties":{"^x":{}},"additionalProperties":false,"not":{"required":["a"]}})",
+         "allOf: 'patternProperties' together with"},
         {R"({"if":{"type":"string"},"then":{"minLength":1}})", "keyword 'if'"},
-        {R"({"type":"object","patternProperties":{"^x":{}}})", "keyword 'patternProperties'"},
+        {R"({"type":"object","patternProperties":{"^x":{}}})", "unless additionalProperties is false"},
+        {R"({"type":"object","patternProperties":{"^x":{},"^y":{}},"additionalProperties":false})", "more than one pattern"},
+        {R"({"type":"object","properties":{"xa":{}},"patternProperties":{"^x":{}},"additionalProperties":false})",
+         "declared property 'xa' matches the pattern"},
+        {R"({"type":"object","properties":{"é":{}},"patternProperties":{"^x":{}},"additionalProperties":false})", "not printable ASCII"},
+        {R"({"type":"object","required":["k"],"patternProperties":{"^x":{}},"additionalProperties":false})", "required key 'k' without a property"},
+        {R"({"allOf":[{"patternProperties":{"^x":{}},"additionalProperties":false},{"properties":{"a":{}}}]})",
+         "allOf: 'patternProperties' together with"},
         {R"({"type":"object","propertyNames":{"maxLength":3}})", "keyword 'propertyNames'"},
         {R"({"dependencies":{"a":["b"]}})", "keyword 'dependencies'"},
         {R"({"dependentRequired":{"a":["b"]}})", "keyword 'dependentRequired'"},
@@ -269,7 +321,7 @@ TEST(JsonSchema, Refusals) {
         EXPECT_NE(err.find(c.expected), std::string::npos) << c.schema << " -> " << err;
     }
     // The location is named as a JSON pointer.
-    EXPECT_NE(error_of([] { schema(R"({"properties":{"a":{"not":{}}}})"); }).find("#/properties/a: keyword 'not'"), std::string::npos);
+    EXPECT_NE(error_of([] { schema(R"({"properties":{"a":{"not":{"minimum":1}}}})"); }).find("#/properties/a: keyword 'not'"), std::string::npos);
 }
 
 TEST(JsonSchema, PrintsGbnfThatParsesAgain) {

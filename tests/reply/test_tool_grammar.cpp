@@ -232,7 +232,7 @@ TEST(ToolGrammar, ErrorsNameTheToolAndConstruct) {
         EXPECT_EQ(e.kind(), kiln::ErrorKind::InvalidInput);
     }
     const json bad = json::parse(R"([{"type":"function","function":{"name":"f","parameters":
-        {"type":"object","properties":{"x":{"not":{"type":"string"}}}}}}])");
+        {"type":"object","properties":{"x":{"not":{"enum":["a"]}}}}}}])");
     try {
         kiln::tool_call_constraint(f, bad, {});
         ADD_FAILURE();

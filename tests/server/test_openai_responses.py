@@ -34,7 +34,7 @@ def test_items_input_and_errors(client, model_id):
     assert "previous_response_id" in e.value.message and "resp_123" in e.value.message
     with pytest.raises(openai.BadRequestError) as e:
         client.responses.create(model=model_id, input="x", text={"format": {
-            "type": "json_schema", "name": "x", "schema": {"type": "object", "not": {"required": ["a"]}}}})
+            "type": "json_schema", "name": "x", "schema": {"type": "object", "not": {"required": ["a", "b"]}}}})
     assert "not" in e.value.message
 
 
