@@ -13,7 +13,7 @@
 
 namespace kiln::server {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;  // keeps the client's key order (a schema's properties, tools' parameters)
 
 // The body as a JSON object (400 on malformed JSON or another type).
 Json parse_body(const std::string& body);
