@@ -230,63 +230,42 @@ void pack_5bit(const uint8_t* L, uint8_t* qs, uint8_t* qh_bytes) {
     store_u32(qh_bytes, qh);
 }
 
+// One block's search: symmetric (d only, levels in L as level + nmax) or with a
+// min (d and m), its scale(s) stored in the block.
+template <int nmax, class Block>
+void weighted_block(const float* xb, const float* qw, float sigma2, Block& y, uint8_t* L) {
+    float weight[k_qk];
+    block_weights(xb, qw, sigma2, weight);
+    if constexpr (requires { y.m; }) {
+        float min;
+        uint8_t Laux[k_qk];
+        store_f16(y.d, make_qkx3_quants(k_qk, nmax, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false));
+        store_f16(y.m, -min);
+    } else {
+        store_f16(y.d, make_qx_quants(k_qk, nmax, xb, reinterpret_cast<int8_t*>(L), weight));
+    }
+}
+
+template <int nmax, class Block>
+void weighted_row(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<Block>(dst);
+    const float sigma2 = row_sigma2(src, n);
+    for (int64_t ib = 0; ib < n / k_qk; ++ib) {
+        uint8_t L[k_qk];
+        weighted_block<nmax>(src + k_qk * ib, qw + k_qk * ib, sigma2, y[ib], L);
+        if constexpr (requires { y[ib].qh; })
+            pack_5bit(L, y[ib].qs, y[ib].qh);
+        else
+            for (int j = 0; j < k_qk / 2; ++j) y[ib].qs[j] = static_cast<uint8_t>(L[j] | (L[j + k_qk / 2] << 4));
+    }
+}
+
 }  // namespace
 
-void quantize_row_q4_0_weighted(const float* src, void* dst, int64_t n, const float* qw) {
-    auto* y = blocks_of<BlockQ4_0>(dst);
-    const float sigma2 = row_sigma2(src, n);
-    for (int64_t ib = 0; ib < n / k_qk; ++ib) {
-        const float* xb = src + k_qk * ib;
-        float weight[k_qk];
-        int8_t L[k_qk];
-        block_weights(xb, qw + k_qk * ib, sigma2, weight);
-        store_f16(y[ib].d, make_qx_quants(k_qk, 8, xb, L, weight));
-        for (int j = 0; j < k_qk / 2; ++j) y[ib].qs[j] = static_cast<uint8_t>(L[j] | (L[j + k_qk / 2] << 4));
-    }
-}
-
-void quantize_row_q4_1_weighted(const float* src, void* dst, int64_t n, const float* qw) {
-    auto* y = blocks_of<BlockQ4_1>(dst);
-    const float sigma2 = row_sigma2(src, n);
-    for (int64_t ib = 0; ib < n / k_qk; ++ib) {
-        const float* xb = src + k_qk * ib;
-        float weight[k_qk], min;
-        uint8_t L[k_qk], Laux[k_qk];
-        block_weights(xb, qw + k_qk * ib, sigma2, weight);
-        const float d = make_qkx3_quants(k_qk, 15, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
-        store_f16(y[ib].d, d);
-        store_f16(y[ib].m, -min);
-        for (int j = 0; j < k_qk / 2; ++j) y[ib].qs[j] = static_cast<uint8_t>(L[j] | (L[j + k_qk / 2] << 4));
-    }
-}
-
-void quantize_row_q5_0_weighted(const float* src, void* dst, int64_t n, const float* qw) {
-    auto* y = blocks_of<BlockQ5_0>(dst);
-    const float sigma2 = row_sigma2(src, n);
-    for (int64_t ib = 0; ib < n / k_qk; ++ib) {
-        const float* xb = src + k_qk * ib;
-        float weight[k_qk];
-        int8_t L[k_qk];
-        block_weights(xb, qw + k_qk * ib, sigma2, weight);
-        store_f16(y[ib].d, make_qx_quants(k_qk, 16, xb, L, weight));
-        pack_5bit(reinterpret_cast<const uint8_t*>(L), y[ib].qs, y[ib].qh);
-    }
-}
-
-void quantize_row_q5_1_weighted(const float* src, void* dst, int64_t n, const float* qw) {
-    auto* y = blocks_of<BlockQ5_1>(dst);
-    const float sigma2 = row_sigma2(src, n);
-    for (int64_t ib = 0; ib < n / k_qk; ++ib) {
-        const float* xb = src + k_qk * ib;
-        float weight[k_qk], min;
-        uint8_t L[k_qk], Laux[k_qk];
-        block_weights(xb, qw + k_qk * ib, sigma2, weight);
-        const float d = make_qkx3_quants(k_qk, 31, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
-        store_f16(y[ib].d, d);
-        store_f16(y[ib].m, -min);
-        pack_5bit(L, y[ib].qs, y[ib].qh);
-    }
-}
+void quantize_row_q4_0_weighted(const float* src, void* dst, int64_t n, const float* qw) { weighted_row<8, BlockQ4_0>(src, dst, n, qw); }
+void quantize_row_q4_1_weighted(const float* src, void* dst, int64_t n, const float* qw) { weighted_row<15, BlockQ4_1>(src, dst, n, qw); }
+void quantize_row_q5_0_weighted(const float* src, void* dst, int64_t n, const float* qw) { weighted_row<16, BlockQ5_0>(src, dst, n, qw); }
+void quantize_row_q5_1_weighted(const float* src, void* dst, int64_t n, const float* qw) { weighted_row<31, BlockQ5_1>(src, dst, n, qw); }
 
 // Q8_0 / Q8_1: d = absmax / 127, levels rounded half away from zero (roundf).
 void quantize_row_q8_0(const float* src, void* dst, int64_t n) {

@@ -44,6 +44,27 @@ json tensor_digests(const std::string& path) {
     return out;
 }
 
+// Every tensor of `got` (kiln) against `want` (llama-quantize's digests): the
+// same type and the same bytes. Returns the counts of type and byte differences.
+std::pair<int, int> compare_tensors(const json& got, const json& want, const char* what) {
+    int type_diff = 0, byte_diff = 0;
+    EXPECT_EQ(got.size(), want.size());
+    for (const auto& [name, w] : want.items()) {
+        if (!got.contains(name)) {
+            ADD_FAILURE() << name << ": missing from kiln's file";
+            continue;
+        }
+        if (got[name]["type"] != w["type"]) {
+            ++type_diff;
+            ADD_FAILURE() << name << ": kiln " << got[name]["type"] << ", " << what << " " << w["type"];
+        } else if (got[name]["sha256"] != w["sha256"]) {
+            ++byte_diff;
+            ADD_FAILURE() << name << " (" << w["type"] << "): bytes differ from " << what << "'s";
+        }
+    }
+    return {type_diff, byte_diff};
+}
+
 }  // namespace
 
 TEST(CliQuantize, EveryPresetEqualsLlamaQuantizeTensorForTensor) {
@@ -58,18 +79,7 @@ TEST(CliQuantize, EveryPresetEqualsLlamaQuantizeTensorForTensor) {
         auto r = run_kiln("quantize '" + f16 + "' '" + out + "' " + preset + " -t 2");
         ASSERT_EQ(r.status, 0) << r.err;
         const json got = tensor_digests(out);
-        ASSERT_EQ(got.size(), want["tensors"].size());
-        int type_diff = 0, byte_diff = 0;
-        for (const auto& [name, w] : want["tensors"].items()) {
-            ASSERT_TRUE(got.contains(name)) << name;
-            if (got[name]["type"] != w["type"]) {
-                ++type_diff;
-                ADD_FAILURE() << name << ": kiln " << got[name]["type"] << ", llama-quantize " << w["type"];
-            } else if (got[name]["sha256"] != w["sha256"]) {
-                ++byte_diff;
-                ADD_FAILURE() << name << " (" << w["type"] << "): bytes differ from llama-quantize's";
-            }
-        }
+        const auto [type_diff, byte_diff] = compare_tensors(got, want["tensors"], "llama-quantize");
         EXPECT_EQ(kiln::gguf::File::open(out).metadata().get_u32("general.file_type"), want["file_type"].get<uint32_t>());
         std::printf("[ figures  ] %s: %zu tensors, %d type and %d byte differences from llama-quantize\n", preset.c_str(),
                     got.size(), type_diff, byte_diff);
@@ -200,18 +210,7 @@ TEST(CliImatrix, QuantizingWithAnImatrixEqualsLlamaQuantizeTensorForTensor) {
         auto r = run_kiln("quantize --imatrix '" + imf + "' '" + f16 + "' '" + out + "' " + preset + " -t 2");
         ASSERT_EQ(r.status, 0) << r.err;
         const json got = tensor_digests(out);
-        ASSERT_EQ(got.size(), want["tensors"].size());
-        int type_diff = 0, byte_diff = 0;
-        for (const auto& [name, w] : want["tensors"].items()) {
-            ASSERT_TRUE(got.contains(name)) << name;
-            if (got[name]["type"] != w["type"]) {
-                ++type_diff;
-                ADD_FAILURE() << name << ": kiln " << got[name]["type"] << ", llama-quantize " << w["type"];
-            } else if (got[name]["sha256"] != w["sha256"]) {
-                ++byte_diff;
-                ADD_FAILURE() << name << " (" << w["type"] << "): bytes differ from llama-quantize --imatrix's";
-            }
-        }
+        const auto [type_diff, byte_diff] = compare_tensors(got, want["tensors"], "llama-quantize --imatrix");
         const auto md = kiln::gguf::File::open(out);
         EXPECT_EQ(md.metadata().get_i32("quantize.imatrix.entries_count"), 210);
         EXPECT_EQ(md.metadata().get_string("quantize.imatrix.dataset"), "synthetic");
