@@ -28,6 +28,8 @@ from pathlib import Path
 import gguf
 import numpy as np
 
+from quantize_fixtures import tensor_digests  # the same digests as the plain presets' fixtures
+
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "models"))
 PRESETS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_NL", "Q2_K", "Q2_K_S", "Q3_K_M"]
@@ -68,11 +70,6 @@ def write_synthetic(model_path, out_path):
     w.write_tensors_to_file()
     w.close()
     return names
-
-
-def tensor_digests(path):
-    r = gguf.GGUFReader(str(path))
-    return {t.name: {"type": t.tensor_type.name, "sha256": hashlib.sha256(t.data.tobytes()).hexdigest()} for t in r.tensors}
 
 
 def imatrix_summary(path):

@@ -66,22 +66,23 @@ ModelCache::Entry& ModelCache::find(const std::string& given) {
     std::string names;
     for (const Entry& e : entries_) names += (names.empty() ? "" : ", ") + e.name;
     for (const auto& [alias, target] : limits_.aliases) names += ", " + alias;
+    // Another name of the same file (hf:..., an Ollama name, a config alias). The
+    // reply never says which file a name stands for or where it was looked for:
+    // clients must not learn this machine's paths.
+    std::string why;
     if (limits_.resolve) {
-        // Another name of the same file (hf:..., an Ollama name, a config alias).
-        std::string path, why;
+        std::string path;
         try {
             path = limits_.resolve(given);
-        } catch (const std::exception& ex) {
-            why = std::string(" (") + ex.what() + ")";
+        } catch (const std::exception&) {
         }
         if (!path.empty()) {
             for (Entry& e : entries_)
                 if (same_file(e.path, path)) return e;
-            why = " (it names " + path + ", which this server does not offer)";
+            why = " (it names a file this server does not offer)";
         }
-        throw ApiError(404, "model '" + given + "' not found" + why + "; available: " + names, "model", "model_not_found");
     }
-    throw ApiError(404, "model '" + given + "' not found; available: " + names, "model", "model_not_found");
+    throw ApiError(404, "model '" + given + "' not found" + why + "; available: " + names, "model", "model_not_found");
 }
 
 uint64_t ModelCache::resident_bytes(const Entry& e) const {

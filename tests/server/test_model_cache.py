@@ -190,5 +190,13 @@ def test_models_are_named_as_the_catalog_names_them(tmp_path):
         assert status == 404 and "hf:nobody/nothing" in body["error"]["message"] and "smollm2:135m" in body["error"]["message"]
         status, body = call(url, "/v1/completions", {"model": "qwen3:8b", "prompt": "x", "max_tokens": 1})
         assert status == 404 and "qwen3:8b" in body["error"]["message"]
+        # A file that exists but is not offered: said so, without its path.
+        other = tmp_path / "other.gguf"
+        other.write_bytes(SMOLLM2.read_bytes()[:1 << 20])
+        status, body = call(url, "/v1/completions", {"model": str(other), "prompt": "x", "max_tokens": 1})
+        assert status == 404 and "does not offer" in body["error"]["message"], body
+        assert str(tmp_path) not in body["error"]["message"].replace(str(other), ""), body
+        for path_leak in (str(store), str(empty)):
+            assert path_leak not in body["error"]["message"]
     finally:
         s.stop()
