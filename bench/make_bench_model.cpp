@@ -2,7 +2,7 @@
 // seed) with kiln's GGUF writer, for the speed table (bench/vs_llamacpp.py).
 //
 //   make_bench_model --type Q4_0 --tokenizer SmolLM2.gguf --out model.gguf
-//                    [--layers 16] [--embd 2048] [--ff 8192] [--heads 32] [--kv-heads 8]
+//                    [--layers 16] [--embd 2048] [--ff 8192] [--heads 32] [--kv-heads 8] [--ctx 4096]
 //   make_bench_model --arch qwen35 --type Q8_0 --tokenizer SmolLM2.gguf --out model.gguf [--layers 24]
 //
 // --arch qwen35 writes a Qwen 3.5 0.8B-shaped hybrid instead (width 1024, FFN
@@ -62,6 +62,7 @@ struct Options {
     int layers = 16, embd = 2048, ff = 8192, heads = 32, kv_heads = 8;
     int head_dim = 0;  // 0: embd / heads
     int experts = 128, experts_used = 8;
+    int ctx = 4096;  // context_length of the llama / qwen3moe shapes (long-context benches need more)
 };
 
 std::vector<uint8_t> make_matrix(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng) {
@@ -262,7 +263,7 @@ int run(const Options& o) {
     md.add("general.architecture", Value::string(o.arch));
     md.add("general.name", Value::string("kiln bench " + o.arch + " " + o.type));
     if (o.arch != "qwen35" && o.arch != "deepseek2") {  // theirs are written by write_qwen35 / write_deepseek2
-        md.add(a + "context_length", Value::u32(4096));
+        md.add(a + "context_length", Value::u32(static_cast<uint32_t>(o.ctx)));
         md.add(a + "embedding_length", Value::u32(static_cast<uint32_t>(o.embd)));
         md.add(a + "block_count", Value::u32(static_cast<uint32_t>(o.layers)));
         md.add(a + "feed_forward_length", Value::u32(static_cast<uint32_t>(moe ? o.ff * o.experts_used : o.ff)));
@@ -370,6 +371,7 @@ int main(int argc, char** argv) {
             else if (a == "--head-dim") o.head_dim = std::stoi(value());
             else if (a == "--experts") o.experts = std::stoi(value());
             else if (a == "--experts-used") o.experts_used = std::stoi(value());
+            else if (a == "--ctx") o.ctx = std::stoi(value());
             else throw Error("unknown option " + a);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "make_bench_model: %s\n", e.what());
@@ -377,7 +379,7 @@ int main(int argc, char** argv) {
         }
     }
     if (o.tokenizer.empty() || o.out.empty()) {
-        std::fprintf(stderr, "usage: make_bench_model --type TYPE --tokenizer GGUF --out FILE [--layers N --embd N --ff N --heads N --kv-heads N]\n"
+        std::fprintf(stderr, "usage: make_bench_model --type TYPE --tokenizer GGUF --out FILE [--layers N --embd N --ff N --heads N --kv-heads N --ctx N]\n"
                              "       [--arch qwen3moe --experts N --experts-used N --head-dim N]\n"
                              "       [--arch qwen35 | deepseek2 --layers N]\n");
         return 2;

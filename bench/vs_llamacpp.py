@@ -2,7 +2,8 @@
 """kiln vs llama.cpp, side by side on the same GGUF files, threads and workload.
 
     bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16,q2_k,...,tq2_0 (LOWBIT),qwen35_q8_0,qwen35_q4_0,qwen3moe_q4_k,deepseek2_q4_k] [-t 2]
-                         [-p 512] [-n 128] [-d 0] [--rounds 3] [--kiln build/kiln]
+                         [-p 512] [-n 128] [-d 0[,2048,8192]] [--rounds 3] [--kiln build/kiln]
+                         [--isa avx512|avx2|avx2-novnni|scalar] [--llama-python PY]
 
 Runs with the oracle virtual environment's python (llama-cpp-python built from
 source with native CPU flags: tools/setup_oracle.sh). For every model and round,
@@ -12,7 +13,11 @@ process loads the model, runs a warm-up prompt and generation, then one timed
 prompt of -p random tokens in one batch (pp) and -n single-token decode steps
 (tg). With -d D both engines first fill the cache with D random tokens and time
 pp and tg after them (llama-bench's -d; llama.cpp with its default flash
-attention setting and an f16 cache, as kiln). The machine is shared, so only ratios from interleaved rounds mean much;
+attention setting and an f16 cache, as kiln); a list of depths gives one row per
+model and depth. --isa runs kiln at that kernel level (KILN_ISA) and llama.cpp
+from the build for it: tools/setup_oracle.sh --avx2 makes .venv-avx2 (AVX2, FMA,
+F16C; used for avx2-novnni) and --avx-vnni .venv-avxvnni (used for avx2);
+--llama-python overrides. The machine is shared, so only ratios from interleaved rounds mean much;
 the table gives the median over rounds of each figure and of the per-round
 ratios kiln / llama.cpp.
 
@@ -67,7 +72,7 @@ SYNTHETIC_SHAPES = {
 }
 
 
-def model_path(key, kiln_build):
+def model_path(key, kiln_build, positions=0):
     if key in REAL:
         return REAL[key]
     if key in SYNTHETIC_SHAPES:
@@ -80,12 +85,17 @@ def model_path(key, kiln_build):
             subprocess.run([tool, *args, "--tokenizer", REAL["smollm2"][1], "--out", path], check=True)
         return (name, path)
     t = SYNTHETIC[key]
-    path = os.path.join(BENCH_DIR, f"llama-1b-{t}.gguf")
+    # The 1B files say a 4,096-token context; deeper tests use a copy that says 16,384
+    # (the same weights: make_bench_model --ctx).
+    long_path = os.path.join(BENCH_DIR, f"llama-1b-{t}-ctx16384.gguf")
+    long = positions > 4096 or os.path.exists(long_path)  # the same weights either way
+    path = long_path if long else os.path.join(BENCH_DIR, f"llama-1b-{t}.gguf")
     if not os.path.exists(path):
         os.makedirs(BENCH_DIR, exist_ok=True)
         tool = os.path.join(kiln_build, "bench", "make_bench_model")
         print(f"writing {path} ...", file=sys.stderr)
-        subprocess.run([tool, "--type", t, "--tokenizer", REAL["smollm2"][1], "--out", path], check=True)
+        subprocess.run([tool, "--type", t, "--tokenizer", REAL["smollm2"][1], "--out", path] + (["--ctx", "16384"] if long else []),
+                       check=True)
     return (f"llama 1B {t} (synthetic)", path)
 
 
@@ -150,15 +160,16 @@ def llama_worker(path, threads, n_prompt, n_gen, depth):
 
 # ---- driver ----------------------------------------------------------------------------------
 
-def run_kiln(kiln, path, threads, n_prompt, n_gen, depth):
+def run_kiln(kiln, path, threads, n_prompt, n_gen, depth, isa):
     cmd = [kiln, "bench", "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-d", str(depth), "-r", "1",
            "--json"]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    env = dict(os.environ, **({"KILN_ISA": isa} if isa else {}))
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out)
 
 
-def run_llama(path, threads, n_prompt, n_gen, depth):
-    cmd = [sys.executable, os.path.abspath(__file__), "--llama-worker", path, "-t", str(threads), "-p", str(n_prompt),
+def run_llama(python, path, threads, n_prompt, n_gen, depth):
+    cmd = [python, os.path.abspath(__file__), "--llama-worker", path, "-t", str(threads), "-p", str(n_prompt),
            "-n", str(n_gen), "-d", str(depth)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -174,18 +185,27 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("-p", "--n-prompt", type=int, default=512)
     ap.add_argument("-n", "--n-gen", type=int, default=128)
-    ap.add_argument("-d", "--depth", type=int, default=0, help="tokens in the cache before each test")
+    ap.add_argument("-d", "--depth", default="0", help="tokens in the cache before each test (a comma list: a row per depth)")
+    ap.add_argument("--isa", help="kiln's kernel level (KILN_ISA) and the llama.cpp build for it")
+    ap.add_argument("--llama-python", help="the python whose llama_cpp runs llama.cpp (default: by --isa)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
     ap.add_argument("--json", help="also write the raw results to this file")
     ap.add_argument("--llama-worker", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.llama_worker:
-        llama_worker(a.llama_worker, a.threads, a.n_prompt, a.n_gen, a.depth)
+        llama_worker(a.llama_worker, a.threads, a.n_prompt, a.n_gen, int(a.depth))
         return
-    import llama_cpp
-
-    info = llama_cpp.llama_print_system_info().decode()
+    depths = [int(x) for x in a.depth.split(",")]
+    python = a.llama_python or sys.executable
+    if not a.llama_python and a.isa in ("avx2", "avx2-novnni"):
+        python = os.path.join(ROOT, ".venv-avxvnni" if a.isa == "avx2" else ".venv-avx2", "bin", "python")
+        if not os.path.exists(python):
+            sys.exit(f"{python} missing: tools/setup_oracle.sh {'--avx-vnni' if a.isa == 'avx2' else '--avx2'} builds it")
+    probe_info = subprocess.run([python, "-c", "import llama_cpp; print(llama_cpp.__version__); "
+                                 "print(llama_cpp.llama_print_system_info().decode())"], check=True, capture_output=True,
+                                text=True).stdout.split("\n", 1)
+    version, info = probe_info[0].strip(), probe_info[1]
     if a.models == "all":
         keys = list(REAL) + [k for k in SYNTHETIC if k not in LOWBIT]
     elif a.models == "lowbit":
@@ -193,13 +213,13 @@ def main():
     else:
         keys = a.models.split(",")
     kiln_build = os.path.dirname(os.path.abspath(a.kiln))
-    print(f"llama.cpp (llama-cpp-python {llama_cpp.__version__}): {info.strip()}")
-    at = f" @ d{a.depth}" if a.depth else ""
-    print(f"threads {a.threads}, pp{a.n_prompt}{at}, tg{a.n_gen}{at}, {a.rounds} interleaved rounds\n")
+    print(f"llama.cpp (llama-cpp-python {version}, {os.path.relpath(python, ROOT)}): {info.strip()}")
+    print(f"kiln: KILN_ISA={a.isa or '(best)'}")
+    print(f"threads {a.threads}, pp{a.n_prompt}, tg{a.n_gen}, depths {','.join(map(str, depths))}, {a.rounds} interleaved rounds\n")
     results = []
     probes = []  # every kiln run's JSON (each carries its own probes)
-    for key in keys:
-        name, path = model_path(key, kiln_build)
+    for key, depth in [(k, d) for k in keys for d in depths]:
+        name, path = model_path(key, kiln_build, depth + max(a.n_prompt, a.n_gen) + 16)
         if not os.path.exists(path):
             print(f"{name}: {path} missing, skipped")
             continue
@@ -208,11 +228,11 @@ def main():
             order = ["kiln", "llama"] if r % 2 == 0 else ["llama", "kiln"]
             for who in order:
                 if who == "kiln":
-                    kiln_runs.append(run_kiln(a.kiln, path, a.threads, a.n_prompt, a.n_gen, a.depth))
+                    kiln_runs.append(run_kiln(a.kiln, path, a.threads, a.n_prompt, a.n_gen, depth, a.isa))
                 else:
-                    llama_runs.append(run_llama(path, a.threads, a.n_prompt, a.n_gen, a.depth))
+                    llama_runs.append(run_llama(python, path, a.threads, a.n_prompt, a.n_gen, depth))
         probes.extend(kiln_runs)
-        row = {"key": key, "name": name, "path": path, "kiln": kiln_runs, "llama": llama_runs,
+        row = {"key": key, "name": name, "path": path, "depth": depth, "kiln": kiln_runs, "llama": llama_runs,
                "pp_bound": max(x.get("pp_bound_tokens_per_s", 0) for x in kiln_runs),
                "tg_bound": max(x.get("tg_bound_tokens_per_s", 0) for x in kiln_runs),
                "pp_bound_kind": kiln_runs[0].get("pp_bound_kind", ""), "weight_bytes": kiln_runs[0].get("weight_bytes", 0)}
@@ -229,7 +249,7 @@ def main():
         row["llama_load"] = median([x["load_seconds"] for x in llama_runs])
         row["kiln_rss"] = median([x["peak_rss_bytes"] for x in kiln_runs])
         results.append(row)
-        print(f"{name}: pp {row['kiln_pp']:.1f} vs {row['llama_pp']:.1f} (x{row['ratio_pp']:.2f}), "
+        print(f"{name} @ d{depth}: pp {row['kiln_pp']:.1f} vs {row['llama_pp']:.1f} (x{row['ratio_pp']:.2f}), "
               f"tg {row['kiln_tg']:.1f} vs {row['llama_tg']:.1f} (x{row['ratio_tg']:.2f})", flush=True)
 
     probe = None
@@ -252,18 +272,32 @@ def main():
         return f"{100 * v / b:.0f}%" if b else "-"
 
     print("\nmedian over rounds (t/s), median of the per-round ratios, and the best round of each engine:")
-    print("\n| model | test | kiln | llama.cpp | kiln / llama.cpp | best kiln | best llama.cpp | best ratio | bound | "
+    print("\n| model | depth | test | kiln | llama.cpp | kiln / llama.cpp | best kiln | best llama.cpp | best ratio | bound | "
           "kiln best of bound | llama.cpp best of bound |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in results:
         for test in ("pp", "tg"):
             n = a.n_prompt if test == "pp" else a.n_gen
             b = row[f"{test}_bound"]
             kind = row["pp_bound_kind"] if test == "pp" else "bandwidth"
             kb, lb = row[f"kiln_{test}_best"], row[f"llama_{test}_best"]
-            print(f"| {row['name']} | {test}{n}{at} | {row[f'kiln_{test}']:.1f} | {row[f'llama_{test}']:.1f} | "
+            print(f"| {row['name']} | {row['depth']} | {test}{n} | {row[f'kiln_{test}']:.1f} | {row[f'llama_{test}']:.1f} | "
                   f"{row[f'ratio_{test}']:.2f} | {kb:.1f} | {lb:.1f} | {kb / lb if lb else 0:.2f} | {b:.0f} ({kind}) | "
                   f"{pct(kb, b)} | {pct(lb, b)} |")
+    # The issue's test for long contexts: the extra time of a decode step at depth
+    # D over one at depth 0, against the time to read the cache it adds once.
+    extra = [(r0, r) for r0 in results if r0["depth"] == 0 for r in results if r["key"] == r0["key"] and r["depth"] > 0]
+    if extra and probe and probe["read_bandwidth_bytes_per_s"] > 0:
+        bw = probe["read_bandwidth_bytes_per_s"]
+        print("\n| model | depth | kiln decode step extra over depth 0 | cache bytes read / bandwidth | ratio | "
+              "llama.cpp step extra |")
+        print("|---|---|---|---|---|---|")
+        for r0, r in extra:
+            k_extra = 1e3 / r["kiln_tg"] - 1e3 / r0["kiln_tg"]
+            l_extra = 1e3 / r["llama_tg"] - 1e3 / r0["llama_tg"]
+            budget = 1e3 * median([x.get("cache_bytes_per_step", 0) for x in r["kiln"]]) / bw
+            print(f"| {r['name']} | {r['depth']} | {k_extra:.2f} ms | {budget:.2f} ms | {k_extra / budget if budget else 0:.2f} | "
+                  f"{l_extra:.2f} ms |")
     print("\n| model | weights | kiln load s | llama.cpp load s | kiln peak RSS |")
     print("|---|---|---|---|---|")
     for row in results:
@@ -271,7 +305,7 @@ def main():
               f"{row['kiln_rss'] / 2**20:.0f} MiB |")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"probe": probe, "results": results, "llama_cpp": info}, f, indent=1)
+            json.dump({"probe": probe, "results": results, "llama_cpp": info, "isa": a.isa}, f, indent=1)
 
 
 if __name__ == "__main__":

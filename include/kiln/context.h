@@ -129,6 +129,8 @@ public:
     void clear();  // every sequence
 
     uint64_t kv_bytes_per_position() const;
+    // The KV cache bytes a decode step at position n_past reads (0 without a KV cache).
+    uint64_t kv_bytes_read(int64_t n_past) const;
     uint64_t memory_bytes() const;  // allocated for all sequences
 
     void set_tensor_hook(TensorHook hook);

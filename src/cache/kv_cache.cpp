@@ -188,6 +188,15 @@ uint64_t KvCache::bytes_per_position() const {
     return b;
 }
 
+uint64_t KvCache::bytes_read(int64_t n_past) const {
+    uint64_t b = 0;
+    for (const Layer& l : layers_) {
+        const int64_t seen = l.shape.window > 0 ? std::min<int64_t>(n_past + 1, l.shape.window) : n_past + 1;
+        b += static_cast<uint64_t>(seen) * (l.k_row_bytes + l.v_row_bytes);
+    }
+    return b;
+}
+
 uint64_t KvCache::bytes() const {
     uint64_t b = 0;
     for (const Layer& l : layers_) b += static_cast<uint64_t>(n_seq_) * static_cast<uint64_t>(l.cells) * (l.k_row_bytes + l.v_row_bytes);

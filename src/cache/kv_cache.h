@@ -56,6 +56,9 @@ public:
     void clear(int seq) override { (void)seq; }  // cells are overwritten before they are read again
     uint64_t bytes() const override;
     uint64_t bytes_per_position() const override;
+    // The cached bytes one query at position n_past reads: every layer's rows of
+    // the positions it sees (a sliding layer's window, the others' n_past + 1).
+    uint64_t bytes_read(int64_t n_past) const;
     KvCache* kv() override { return this; }
 
     KvType type() const { return type_; }

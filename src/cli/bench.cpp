@@ -294,8 +294,10 @@ int cmd_bench(int argc, char** argv) {
     if (!no_probe) probe = probe_in_grandchild(threads);
     const ModelFootprint fp = model->footprint();
     const double weight_bytes = static_cast<double>(fp.decode_bytes);
-    // A decode step reads every weight once, for all sequences of the batch.
-    const double tg_bound = probe.read_bandwidth > 0 ? probe.read_bandwidth / weight_bytes * parallel : 0;
+    // A decode step reads every weight once, for all sequences of the batch, and
+    // each sequence's cached keys and values (at the tests' middle position).
+    const double cache_bytes = static_cast<double>(ctx.kv_bytes_read(depth + n_gen / 2)) * parallel;
+    const double tg_bound = probe.read_bandwidth > 0 ? probe.read_bandwidth / (weight_bytes + cache_bytes) * parallel : 0;
     // Prefill is bound by int8 dot products for quantized weights, by f32
     // multiply-adds for float ones, by the BF16 dot product for BF16 ones where the
     // kernels run it (2 operations per weight and prompt token).
@@ -324,6 +326,7 @@ int cmd_bench(int argc, char** argv) {
                             {"aggregate_tg_tokens_per_s", tgs.mean},
                             {"peak_rss_bytes", peak_rss},
                             {"weight_bytes", weight_bytes},
+                            {"cache_bytes_per_step", cache_bytes},
                             {"repacked_bytes", static_cast<double>(fp.repacked_bytes)},
                             {"kernels", kernel_level()},
                             {"read_bandwidth_bytes_per_s", probe.read_bandwidth},

@@ -57,11 +57,13 @@ struct AttentionScratch {
 void attend(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvView& kv, float* out,
             AttentionScratch& scratch);
 
-// Where the SIMD attention reads keys and values: rows of F32 or F16 elements,
-// position p at slot (p - base) % capacity (the cache's ring for sliding-window
-// layers). q8_0 caches are first converted to f32 (exact) by kv_rows_f32.
+// Where the SIMD attention reads keys and values: rows of F32, F16 or Q8_0
+// elements, position p at slot (p - base) % capacity (the cache's ring for
+// sliding-window layers). Q8_0 rows are read in place when every head starts on a
+// block (head sizes that are multiples of 32: kv_reads_q8_0 says), else first
+// converted to f32 by kv_rows_f32; both give the same bits (the conversion is exact).
 struct KvRows {
-    GgmlType type = GgmlType::F16;  // F16 or F32
+    GgmlType type = GgmlType::F16;  // F16, F32 or Q8_0
     const uint8_t* k = nullptr;
     const uint8_t* v = nullptr;
     uint64_t k_row_bytes = 0, v_row_bytes = 0;
@@ -72,6 +74,19 @@ struct KvRows {
     const uint8_t* k_row(int64_t pos) const { return k + static_cast<uint64_t>(slot(pos)) * k_row_bytes; }
     const uint8_t* v_row(int64_t pos) const { return v + static_cast<uint64_t>(slot(pos)) * v_row_bytes; }
 };
+
+// Whether attention reads a q8_0 cache of this shape in place (heads on block starts).
+inline bool kv_reads_q8_0(const AttentionShape& s) { return s.head_dim_k % 32 == 0 && s.head_dim_v % 32 == 0; }
+// Whether queries of n positions of one sequence read a q8_0 cache through
+// kv_rows_f32 (converted once for all of them: cheaper for a prefill chunk) rather
+// than in place (a decode step, which would convert every cached row for one
+// query). Both give the same bits.
+inline bool kv_convert_q8_0(const AttentionShape& s, int64_t n) { return !kv_reads_q8_0(s) || n >= 16; }
+
+// Bytes of the first n elements of a cached row (n a multiple of 32 for Q8_0).
+inline uint64_t kv_row_offset(GgmlType type, uint64_t n) {
+    return type == GgmlType::Q8_0 ? n / 32 * 34 : type == GgmlType::F16 ? 2 * n : 4 * n;
+}
 
 // Positions [first, last] of kv dequantized to f32 rows in the given buffers
 // (split by position over the pool's threads when one is given).

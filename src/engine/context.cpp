@@ -433,6 +433,10 @@ void Context::clear() {
 }
 
 uint64_t Context::kv_bytes_per_position() const { return impl_->memory->bytes_per_position(); }
+uint64_t Context::kv_bytes_read(int64_t n_past) const {
+    KvCache* kv = impl_->memory->kv();
+    return kv ? kv->bytes_read(n_past) : 0;
+}
 uint64_t Context::memory_bytes() const { return impl_->memory->bytes(); }
 
 void Context::set_tensor_hook(TensorHook hook) { impl_->forward->set_debug_hook(std::move(hook)); }

@@ -403,8 +403,8 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     };
     for (size_t i = 0; i < n_spans_; ++i) {
         SeqSpan& sp = spans_[i];
-        if (cache_->ggml_type() == GgmlType::Q8_0) {
-            // Dequantized once per batch for all its queries (exact).
+        if (cache_->ggml_type() == GgmlType::Q8_0 && kv_convert_q8_0(as, sp.pos_max - sp.pos_min + 1)) {
+            // Dequantized once for all the span's queries (kv_convert_q8_0).
             KvView kv;
             kv.type = cache_->ggml_type();
             kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_->k_row(kl, seq, p); };
@@ -440,9 +440,8 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         for (int64_t r = r0; r < std::min<int64_t>(n, r0 + rows_per_task); ++r) {
             part.q_pos = b.pos[r];
             KvRows head = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
-            const uint64_t esize = head.type == GgmlType::F16 ? 2 : 4;
-            head.k += static_cast<uint64_t>(g) * static_cast<uint64_t>(dk) * esize;
-            head.v += static_cast<uint64_t>(g) * static_cast<uint64_t>(dv) * esize;
+            head.k += kv_row_offset(head.type, static_cast<uint64_t>(g) * static_cast<uint64_t>(dk));
+            head.v += kv_row_offset(head.type, static_cast<uint64_t>(g) * static_cast<uint64_t>(dv));
             attend_rows(part, q_.data() + r * nq + static_cast<int64_t>(h0) * dk, first_key_row(r), last_key(r), head,
                         att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv, attn_scratch_[static_cast<size_t>(thread)]);
         }

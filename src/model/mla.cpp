@@ -108,7 +108,7 @@ void Forward::mla_attention_layer(int il, const BatchRows& b) {
     auto last_key = [&](int64_t r) { return spec_.causal ? b.pos[r] : spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].pos_max; };
     for (size_t i = 0; i < n_spans_; ++i) {
         SeqSpan& sp = spans_[i];
-        if (cache_->ggml_type() == GgmlType::Q8_0) {
+        if (cache_->ggml_type() == GgmlType::Q8_0 && kv_convert_q8_0(as, sp.pos_max - sp.pos_min + 1)) {
             KvView kv;
             kv.type = cache_->ggml_type();
             kv.k_row = [&, seq = sp.seq](int64_t p) { return cache_->k_row(il, seq, p); };

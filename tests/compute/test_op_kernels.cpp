@@ -269,6 +269,10 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         // ALiBi (jina-bert-v2): 6 heads take both slope series; one key, a few, many.
         {6, 6, 16, 16, 1, GgmlType::F32, 0, false, false, true},  {6, 6, 16, 16, 40, GgmlType::F16, 0, false, false, true},
         {12, 12, 64, 64, 300, GgmlType::F16, 0, false, false, true}, {8, 8, 64, 64, 70, GgmlType::Q8_0, 0, false, false, true},
+        // q8_0 read in place: head sizes 32 / 128 / latent attention's 576 and 512,
+        // softcap, and three blocks a head (96).
+        {4, 2, 32, 32, 45, GgmlType::Q8_0, 0, false}, {8, 2, 128, 128, 200, GgmlType::Q8_0, 20.0f, true},
+        {4, 1, 576, 512, 37, GgmlType::Q8_0, 0, false}, {6, 2, 96, 96, 60, GgmlType::Q8_0, 0, false},
     };
     for (const AttentionCase& c : cases) {
         SCOPED_TRACE("heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dk " + std::to_string(c.dk) +
@@ -339,6 +343,21 @@ TEST(OpKernels, AttentionTracksScalarReference) {
             EXPECT_LE(worst, tol) << isa_name(k->isa);
             std::printf("[ figures  ] %s attention %s dk %d keys %lld: max |difference| %.3g (max |v| %.3g)\n",
                         isa_name(k->isa).data(), ggml_type_name(c.cache).data(), c.dk, static_cast<long long>(c.n_keys), worst, vmax);
+            if (c.cache == GgmlType::Q8_0 && kv_reads_q8_0(s)) {
+                // Decode reads q8_0 rows in place: the same bits as through the f32 rows.
+                KvRows direct;
+                direct.type = GgmlType::Q8_0;
+                direct.k = kbytes.data();
+                direct.v = vbytes.data();
+                direct.k_row_bytes = k_row_bytes;
+                direct.v_row_bytes = v_row_bytes;
+                direct.capacity = capacity;
+                std::vector<float> in_place(ref.size(), -2.0f);
+                k->attend_row(s, q.data(), first, pos, direct, in_place.data(), scratch);
+                EXPECT_EQ(std::memcmp(in_place.data(), got.data(), got.size() * 4), 0) << isa_name(k->isa) << " q8_0 in place";
+                scalar_kernels().attend_row(s, q.data(), first, pos, direct, in_place.data(), scratch);
+                EXPECT_EQ(std::memcmp(in_place.data(), ref.data(), ref.size() * 4), 0) << "scalar q8_0 in place";
+            }
         }
     }
 }

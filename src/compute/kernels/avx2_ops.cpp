@@ -110,24 +110,43 @@ KILN_TARGET_AVX2 void softmax_row(float* x, int64_t n, bool f16, float sink = -I
     }
 }
 
-template <bool f16>
+// The formats attention reads cached rows in.
+enum class Fmt { F32, F16, Q8 };
+
+// Bytes of the first n elements of a row (n a multiple of 32 for Q8).
+template <Fmt F>
+constexpr uint64_t row_bytes_of(uint64_t n) {
+    return F == Fmt::Q8 ? n / 32 * 34 : F == Fmt::F16 ? 2 * n : 4 * n;
+}
+
+// 8 elements of a cached row from element i as f32. Q8 rows are read whole
+// (head sizes that are multiples of 32): a quarter of a 34-byte block, its
+// quants times its f16 scale as q8_0_to_f32 computes them.
+template <Fmt F>
 KILN_TARGET_AVX2 inline __m256 load_row8(const uint8_t* row, int i, __m256i m, int left) {
-    if constexpr (f16) {
+    if constexpr (F == Fmt::F16) {
         if (left >= 8) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
         alignas(16) uint16_t tmp[8] = {};
         std::memcpy(tmp, row + 2 * i, static_cast<size_t>(std::max(0, left)) * 2);
         return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
-    } else {
+    } else if constexpr (F == Fmt::F32) {
         return _mm256_maskload_ps(reinterpret_cast<const float*>(row) + i, m);
+    } else {
+        (void)m, (void)left;
+        const uint8_t* b = row + static_cast<uint64_t>(i / 32) * 34;
+        uint16_t d16;
+        std::memcpy(&d16, b, 2);
+        const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + i % 32)));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(quant::fp16_to_fp32(d16)));
     }
 }
 
-template <bool f16>
+template <Fmt F>
 KILN_TARGET_AVX2 inline __m256 dot_lanes(const float* q, const uint8_t* k, int n) {
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n; i += 8) {
         const __m256i m = tail_mask(n - i);
-        acc = _mm256_fmadd_ps(load_m(q + i, m), load_row8<f16>(k, i, m, n - i), acc);
+        acc = _mm256_fmadd_ps(load_m(q + i, m), load_row8<F>(k, i, m, n - i), acc);
     }
     return acc;
 }
@@ -135,7 +154,7 @@ KILN_TARGET_AVX2 inline __m256 dot_lanes(const float* q, const uint8_t* k, int n
 // out[h][d] for NH heads and up to 32 elements, keys in order (see avx512_ops.cpp).
 // `full`: all 32 elements, loaded without the partial-vector path (whose copy
 // through memory would make GCC keep the accumulators in memory).
-template <int NH, bool f16, bool full>
+template <int NH, Fmt F, bool full>
 KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
                                       int width, float* out, int64_t out_stride) {
     __m256i masks[4];
@@ -143,14 +162,14 @@ KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, const Kv
     __m256 acc[NH * 4];
 #pragma GCC unroll 24
     for (int k = 0; k < NH * 4; ++k) acc[k] = _mm256_setzero_ps();
-    const uint64_t esize = f16 ? 2 : 4;
+    constexpr bool f16 = F == Fmt::F16;
     int64_t slot = kv.slot(first);
     int64_t ahead = (slot + 16) % kv.capacity;  // rows requested early (see avx512_ops.cpp)
-    const uint64_t width_bytes = static_cast<uint64_t>(width) * esize;
+    const uint64_t width_bytes = row_bytes_of<F>(static_cast<uint64_t>(width)), col_bytes = row_bytes_of<F>(static_cast<uint64_t>(col));
     for (int64_t j = 0; j < n_keys; ++j) {
-        const uint8_t* vr = kv.v + static_cast<uint64_t>(slot) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize;
+        const uint8_t* vr = kv.v + static_cast<uint64_t>(slot) * kv.v_row_bytes + col_bytes;
         if (++slot == kv.capacity) slot = 0;
-        const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize);
+        const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + col_bytes);
         if (++ahead == kv.capacity) ahead = 0;
         for (uint64_t b = 0; b < width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
         // One value vector at a time against every head's weight, so that the
@@ -161,11 +180,12 @@ KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, const Kv
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
             __m256 v;
-            if constexpr (full)
-                v = f16 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + 16 * c)))
-                        : _mm256_loadu_ps(reinterpret_cast<const float*>(vr) + 8 * c);
+            if constexpr (full && F == Fmt::F16)
+                v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + 16 * c)));
+            else if constexpr (full && F == Fmt::F32)
+                v = _mm256_loadu_ps(reinterpret_cast<const float*>(vr) + 8 * c);
             else
-                v = load_row8<f16>(vr, 8 * c, masks[c], width - 8 * c);
+                v = load_row8<F>(vr, 8 * c, masks[c], width - 8 * c);
 #pragma GCC unroll 3
             for (int h = 0; h < NH; ++h)
                 acc[4 * h + c] = f16 ? _mm256_fmadd_ps(w[h], v, acc[4 * h + c]) : _mm256_add_ps(acc[4 * h + c], _mm256_mul_ps(w[h], v));
@@ -177,24 +197,24 @@ KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, const Kv
         for (int c = 0; c < 4; ++c) store_m(out + h * out_stride + 8 * c, masks[c], acc[4 * h + c]);
 }
 
-template <int NH, bool f16>
+template <int NH, Fmt F>
 KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
                                  int width, float* out, int64_t out_stride) {
     if (width == 32)
-        value_tile_impl<NH, f16, true>(p, p_stride, kv, first, n_keys, col, width, out, out_stride);
+        value_tile_impl<NH, F, true>(p, p_stride, kv, first, n_keys, col, width, out, out_stride);
     else
-        value_tile_impl<NH, f16, false>(p, p_stride, kv, first, n_keys, col, width, out, out_stride);
+        value_tile_impl<NH, F, false>(p, p_stride, kv, first, n_keys, col, width, out, out_stride);
 }
 
 using ValueTileFn = void (*)(const float*, int64_t, const KvRows&, int64_t, int64_t, int64_t, int, float*, int64_t);
-template <bool f16>
-constexpr ValueTileFn k_value_tiles[4] = {nullptr, value_tile<1, f16>, value_tile<2, f16>, value_tile<3, f16>};
+template <Fmt F>
+constexpr ValueTileFn k_value_tiles[4] = {nullptr, value_tile<1, F>, value_tile<2, F>, value_tile<3, F>};
 
 // Scores of 8 keys for NH heads of a group: each key row is loaded and converted
 // once for all NH heads (q from L1). Each (head, key) product runs dot_lanes'
 // operations in its order, and the 8 keys of a head are folded by reduce8 as the
 // one-head loop folds them, so the scores are that loop's to the bit.
-template <bool f16, int NH>
+template <Fmt F, int NH>
 KILN_TARGET_AVX2 void score_block(const float* q, int dk, const uint8_t* const* rows, __m256 scale, float* scores, int64_t stride) {
     __m256 parts[NH][8];
     for (int jj = 0; jj < 8; ++jj) {
@@ -203,7 +223,7 @@ KILN_TARGET_AVX2 void score_block(const float* q, int dk, const uint8_t* const* 
         for (int h = 0; h < NH; ++h) acc[h] = _mm256_setzero_ps();
         for (int i = 0; i < dk; i += 8) {
             const __m256i m = tail_mask(dk - i);
-            const __m256 k = load_row8<f16>(rows[jj], i, m, dk - i);
+            const __m256 k = load_row8<F>(rows[jj], i, m, dk - i);
 #pragma GCC unroll 8
             for (int h = 0; h < NH; ++h) acc[h] = _mm256_fmadd_ps(load_m(q + h * dk + i, m), k, acc[h]);
         }
@@ -215,12 +235,12 @@ KILN_TARGET_AVX2 void score_block(const float* q, int dk, const uint8_t* const* 
 }
 
 using ScoreFn = void (*)(const float*, int, const uint8_t* const*, __m256, float*, int64_t);
-template <bool f16>
-constexpr ScoreFn k_score_blocks[9] = {nullptr,              score_block<f16, 1>, score_block<f16, 2>,
-                                       score_block<f16, 3>,  score_block<f16, 4>, score_block<f16, 5>,
-                                       score_block<f16, 6>,  score_block<f16, 7>, score_block<f16, 8>};
+template <Fmt F>
+constexpr ScoreFn k_score_blocks[9] = {nullptr,            score_block<F, 1>, score_block<F, 2>,
+                                       score_block<F, 3>,  score_block<F, 4>, score_block<F, 5>,
+                                       score_block<F, 6>,  score_block<F, 7>, score_block<F, 8>};
 
-template <bool f16>
+template <Fmt F>
 KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                                   AttentionScratch& sc) {
     const int64_t n_keys = pos - first + 1;
@@ -232,7 +252,6 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
     const bool round = kv.f16_rounding;
     const float score_scale = s.prescale_q ? 1.0f : s.scale;
     const __m256 vscale = _mm256_set1_ps(score_scale);
-    const uint64_t esize = f16 ? 2 : 4;
     for (int g = 0; g < s.n_head_kv; ++g) {
         for (int hq = 0; hq < group; ++hq) {
             const float* qh = q + static_cast<int64_t>(g * group + hq) * dk;
@@ -245,11 +264,11 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
                 store_m(qb + i, m, v);
             }
         }
-        const uint64_t k_col = static_cast<uint64_t>(g) * dk * esize;
+        const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk);
         // Scores, 8 keys at a time, each key row converted once for up to 8 heads.
         int64_t j = 0, slot = kv.slot(first);
         int64_t ahead = (slot + 16) % kv.capacity;  // rows requested early
-        const uint64_t k_bytes = static_cast<uint64_t>(dk) * esize;
+        const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk));
         auto next_row = [&]() {
             const uint8_t* r = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
             if (++slot == kv.capacity) slot = 0;
@@ -262,14 +281,14 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
             const uint8_t* rows[8];
             for (int jj = 0; jj < 8; ++jj) rows[jj] = next_row();
             for (int h0 = 0; h0 < group; h0 += 8)
-                k_score_blocks<f16>[std::min(8, group - h0)](sc.qbuf.data() + static_cast<size_t>(h0 * dk), dk, rows, vscale,
+                k_score_blocks<F>[std::min(8, group - h0)](sc.qbuf.data() + static_cast<size_t>(h0 * dk), dk, rows, vscale,
                                                             sc.scores.data() + h0 * stride + j, stride);
         }
         for (; j < n_keys; ++j) {
             const uint8_t* row = next_row();
             for (int hq = 0; hq < group; ++hq)
                 sc.scores[static_cast<size_t>(hq * stride + j)] =
-                    hsum_ps(dot_lanes<f16>(sc.qbuf.data() + static_cast<size_t>(hq * dk), row, dk)) * score_scale;
+                    hsum_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(hq * dk), row, dk)) * score_scale;
         }
         for (int hq = 0; hq < group; ++hq) {
             float* sp = sc.scores.data() + hq * stride;
@@ -281,7 +300,7 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
         for (int d0 = 0; d0 < dv; d0 += 32)
             for (int h0 = 0; h0 < group; h0 += 3) {
                 const int nh = std::min(3, group - h0);
-                k_value_tiles<f16>[nh](sc.scores.data() + h0 * stride, stride, kv, first, n_keys, static_cast<int64_t>(g) * dv + d0,
+                k_value_tiles<F>[nh](sc.scores.data() + h0 * stride, stride, kv, first, n_keys, static_cast<int64_t>(g) * dv + d0,
                                        std::min(32, dv - d0), out + static_cast<int64_t>(g * group + h0) * dv + d0, dv);
             }
     }
@@ -431,9 +450,11 @@ KILN_TARGET_AVX2 void softmax(float* x, int64_t n) { softmax_row(x, n, false); }
 void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                 AttentionScratch& sc) {
     if (kv.type == GgmlType::F16)
-        attend_impl<true>(s, q, first, pos, kv, out, sc);
+        attend_impl<Fmt::F16>(s, q, first, pos, kv, out, sc);
+    else if (kv.type == GgmlType::Q8_0)
+        attend_impl<Fmt::Q8>(s, q, first, pos, kv, out, sc);
     else
-        attend_impl<false>(s, q, first, pos, kv, out, sc);
+        attend_impl<Fmt::F32>(s, q, first, pos, kv, out, sc);
 }
 
 }  // namespace kiln::avx2

@@ -70,22 +70,41 @@ KILN_TARGET_AVX512 inline __m512 reduce16(const __m512* v) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, 0x88), _mm512_shuffle_f32x4(y01, y23, 0xDD));
 }
 
-// 16 elements of a cached row as f32 (masked).
-template <bool f16>
+// The formats attention reads cached rows in.
+enum class Fmt { F32, F16, Q8 };
+
+// Bytes of the first n elements of a row (n a multiple of 32 for Q8).
+template <Fmt F>
+constexpr uint64_t row_bytes_of(uint64_t n) {
+    return F == Fmt::Q8 ? n / 32 * 34 : F == Fmt::F16 ? 2 * n : 4 * n;
+}
+
+// 16 elements of a cached row as f32 (masked), starting at element i (for Q8 a
+// multiple of 16: half of a 34-byte block, its quants times its f16 scale as
+// q8_0_to_f32 computes them, so reading in place gives the converted rows' bits).
+template <Fmt F>
 KILN_TARGET_AVX512 inline __m512 load_row16(const uint8_t* row, int i, __mmask16 m) {
-    if constexpr (f16)
+    if constexpr (F == Fmt::F16) {
         return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
-    else
+    } else if constexpr (F == Fmt::F32) {
         return _mm512_maskz_loadu_ps(m, row + 4 * i);
+    } else {
+        if (m == 0) return _mm512_setzero_ps();  // the block may lie past the row
+        const uint8_t* b = row + static_cast<uint64_t>(i / 32) * 34;
+        uint16_t d16;
+        std::memcpy(&d16, b, 2);
+        const __m512i q = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b + 2 + i % 32));
+        return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(q), _mm512_set1_ps(quant::fp16_to_fp32(d16)));
+    }
 }
 
 // Partial products of q and a cached row (n elements) in 16 lanes.
-template <bool f16>
+template <Fmt F>
 KILN_TARGET_AVX512 inline __m512 dot_lanes(const float* q, const uint8_t* k, int n) {
     __m512 acc = _mm512_setzero_ps();
     for (int i = 0; i < n; i += 16) {
         const __mmask16 m = tail_mask(n - i);
-        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), load_row16<f16>(k, i, m), acc);
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), load_row16<F>(k, i, m), acc);
     }
     return acc;
 }
@@ -122,7 +141,7 @@ KILN_TARGET_AVX512 void softmax_row(float* x, int64_t n, bool f16, float sink = 
 // elements, keys in order (attend()'s order for every element). With an f16 cache
 // both factors are f16 values, so a fused multiply-add rounds exactly as attend()'s
 // separate multiply and add.
-template <int NH, bool f16>
+template <int NH, Fmt F>
 KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
                                    int width, float* out, int64_t out_stride) {
     __mmask16 masks[4];
@@ -132,22 +151,22 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const KvRow
     // in memory and store all NH x 4 accumulators on every key.
 #pragma GCC unroll 24
     for (int k = 0; k < NH * 4; ++k) acc[k] = _mm512_setzero_ps();
-    const uint64_t esize = f16 ? 2 : 4;
+    constexpr bool f16 = F == Fmt::F16;
     int64_t slot = kv.slot(first);  // the ring index, advanced without a division per key
     // Rows k_prefetch keys ahead are requested early: a long cache streams from
     // memory, and the loop's work per key is too short to hide the latency.
     constexpr int64_t k_prefetch = 16;
     int64_t ahead = (kv.slot(first) + k_prefetch) % kv.capacity;
-    const uint64_t width_bytes = static_cast<uint64_t>(width) * esize;
+    const uint64_t width_bytes = row_bytes_of<F>(static_cast<uint64_t>(width)), col_bytes = row_bytes_of<F>(static_cast<uint64_t>(col));
     for (int64_t j = 0; j < n_keys; ++j) {
-        const uint8_t* vr = kv.v + static_cast<uint64_t>(slot) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize;
+        const uint8_t* vr = kv.v + static_cast<uint64_t>(slot) * kv.v_row_bytes + col_bytes;
         if (++slot == kv.capacity) slot = 0;
-        const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + static_cast<uint64_t>(col) * esize);
+        const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + col_bytes);
         if (++ahead == kv.capacity) ahead = 0;
         for (uint64_t b = 0; b < width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
         __m512 vv[4];
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) vv[c] = load_row16<f16>(vr, 16 * c, masks[c]);
+        for (int c = 0; c < 4; ++c) vv[c] = load_row16<F>(vr, 16 * c, masks[c]);
 #pragma GCC unroll 6
         for (int h = 0; h < NH; ++h) {
             const __m512 w = _mm512_set1_ps(p[h * p_stride + j]);
@@ -163,13 +182,13 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const KvRow
 }
 
 using ValueTileFn = void (*)(const float*, int64_t, const KvRows&, int64_t, int64_t, int64_t, int, float*, int64_t);
-template <bool f16>
-constexpr ValueTileFn k_value_tiles[7] = {nullptr,           value_tile<1, f16>, value_tile<2, f16>, value_tile<3, f16>,
-                                          value_tile<4, f16>, value_tile<5, f16>, value_tile<6, f16>};
+template <Fmt F>
+constexpr ValueTileFn k_value_tiles[7] = {nullptr, value_tile<1, F>, value_tile<2, F>, value_tile<3, F>,
+                                          value_tile<4, F>, value_tile<5, F>, value_tile<6, F>};
 
 // Scores of 16 keys for every head of a group, head size 16 NC: each key row is
 // loaded and converted once, then multiplied with every head's q (from L1).
-template <bool f16, int NC>
+template <Fmt F, int NC>
 KILN_TARGET_AVX512 void score_block(const float* q, int group, const uint8_t* const* rows, __m512 scale, float* scores,
                                     int64_t stride) {
     constexpr int dk = 16 * NC;
@@ -178,7 +197,7 @@ KILN_TARGET_AVX512 void score_block(const float* q, int group, const uint8_t* co
         __m512 parts[8][16];
         for (int jj = 0; jj < 16; ++jj) {
             __m512 k[NC];
-            for (int c = 0; c < NC; ++c) k[c] = load_row16<f16>(rows[jj], 16 * c, 0xFFFF);
+            for (int c = 0; c < NC; ++c) k[c] = load_row16<F>(rows[jj], 16 * c, 0xFFFF);
             for (int h = 0; h < nh; ++h) {
                 const float* qh = q + (h0 + h) * dk;
                 __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), k[0]);
@@ -192,18 +211,18 @@ KILN_TARGET_AVX512 void score_block(const float* q, int group, const uint8_t* co
 
 using ScoreFn = void (*)(const float*, int, const uint8_t* const*, __m512, float*, int64_t);
 
-template <bool f16>
+template <Fmt F>
 ScoreFn score_block_for(int dk) {
     switch (dk) {
-        case 32: return score_block<f16, 2>;
-        case 64: return score_block<f16, 4>;
-        case 128: return score_block<f16, 8>;
-        case 256: return score_block<f16, 16>;
+        case 32: return score_block<F, 2>;
+        case 64: return score_block<F, 4>;
+        case 128: return score_block<F, 8>;
+        case 256: return score_block<F, 16>;
         default: return nullptr;
     }
 }
 
-template <bool f16>
+template <Fmt F>
 KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv,
                                     float* out, AttentionScratch& sc) {
     const int64_t n_keys = pos - first + 1;
@@ -215,7 +234,6 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
     const bool round = kv.f16_rounding;
     const float score_scale = s.prescale_q ? 1.0f : s.scale;
     const __m512 vscale = _mm512_set1_ps(score_scale);
-    const uint64_t esize = f16 ? 2 : 4;
     for (int g = 0; g < s.n_head_kv; ++g) {
         // q of the group's heads, prescaled and rounded as attend() does.
         for (int hq = 0; hq < group; ++hq) {
@@ -229,13 +247,13 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
                 _mm512_mask_storeu_ps(qb + i, k, v);
             }
         }
-        const uint64_t k_col = static_cast<uint64_t>(g) * dk * esize;
+        const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk);
         // Scores, 16 keys at a time; each key row is converted once for all the
         // group's heads when the head size is one the fixed-size kernels take.
-        const ScoreFn fixed = score_block_for<f16>(dk);
+        const ScoreFn fixed = score_block_for<F>(dk);
         int64_t j = 0, slot = kv.slot(first);
         int64_t ahead = (slot + 32) % kv.capacity;  // keys two blocks ahead, requested early
-        const uint64_t k_bytes = static_cast<uint64_t>(dk) * esize;
+        const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk));
         for (; j + 16 <= n_keys; j += 16) {
             const uint8_t* rows[16];
             for (int jj = 0; jj < 16; ++jj) {
@@ -251,7 +269,7 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
                 for (int hq = 0; hq < group; ++hq) {
                     const float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
                     __m512 part[16];
-                    for (int jj = 0; jj < 16; ++jj) part[jj] = dot_lanes<f16>(qb, rows[jj], dk);
+                    for (int jj = 0; jj < 16; ++jj) part[jj] = dot_lanes<F>(qb, rows[jj], dk);
                     _mm512_storeu_ps(sc.scores.data() + hq * stride + j, _mm512_mul_ps(reduce16(part), vscale));
                 }
             }
@@ -261,7 +279,7 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
             if (++slot == kv.capacity) slot = 0;
             for (int hq = 0; hq < group; ++hq)
                 sc.scores[static_cast<size_t>(hq * stride + j)] =
-                    _mm512_reduce_add_ps(dot_lanes<f16>(sc.qbuf.data() + static_cast<size_t>(hq * dk), row, dk)) * score_scale;
+                    _mm512_reduce_add_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(hq * dk), row, dk)) * score_scale;
         }
         for (int hq = 0; hq < group; ++hq) {
             float* sp = sc.scores.data() + hq * stride;
@@ -274,7 +292,7 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
         for (int d0 = 0; d0 < dv; d0 += 64)
             for (int h0 = 0; h0 < group; h0 += 6) {
                 const int nh = std::min(6, group - h0);
-                k_value_tiles<f16>[nh](sc.scores.data() + h0 * stride, stride, kv, first, n_keys,
+                k_value_tiles<F>[nh](sc.scores.data() + h0 * stride, stride, kv, first, n_keys,
                                        static_cast<int64_t>(g) * dv + d0, std::min(64, dv - d0),
                                        out + static_cast<int64_t>(g * group + h0) * dv + d0, dv);
             }
@@ -436,9 +454,11 @@ KILN_TARGET_AVX512 void softmax(float* x, int64_t n) { softmax_row(x, n, false);
 void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                 AttentionScratch& sc) {
     if (kv.type == GgmlType::F16)
-        attend_impl<true>(s, q, first, pos, kv, out, sc);
+        attend_impl<Fmt::F16>(s, q, first, pos, kv, out, sc);
+    else if (kv.type == GgmlType::Q8_0)
+        attend_impl<Fmt::Q8>(s, q, first, pos, kv, out, sc);
     else
-        attend_impl<false>(s, q, first, pos, kv, out, sc);
+        attend_impl<Fmt::F32>(s, q, first, pos, kv, out, sc);
 }
 
 }  // namespace kiln::avx512
