@@ -146,4 +146,16 @@ void attend_rows(const AttentionShape& s, const float* q, int64_t first, int64_t
     kernels().attend_row(s, q, first, pos, kv, out, scratch);
 }
 
+void attend_rows_block(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                       const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                       AttentionScratch& scratch) {
+    const KernelTable& k = kernels();
+    if (k.attend_block) return k.attend_block(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, scratch);
+    AttentionShape row = s;
+    for (int r = 0; r < n_rows; ++r) {
+        row.q_pos = q_pos[r];
+        k.attend_row(row, q + r * q_stride, first, pos[r], kv, out + r * out_stride, scratch);
+    }
+}
+
 }  // namespace kiln

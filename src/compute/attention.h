@@ -46,6 +46,8 @@ struct AttentionScratch {
     std::vector<float> kbuf;    // one key head as f32
     std::vector<float> vbuf;
     std::vector<float> qbuf;    // q of the group's heads, rounded as the cache type asks
+    std::vector<int64_t> nk;    // keys each query of a block of rows sees
+    std::vector<float*> outs;   // where each query's result goes
 };
 
 // out[h*head_dim_v + d] for every head h, for the query at `pos` that sees keys
@@ -101,6 +103,14 @@ KvRows kv_rows_f32(const AttentionShape& s, const KvView& kv, int64_t first, int
 // bound); the weighted sum of values is attend()'s, operation for operation.
 void attend_rows(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                  AttentionScratch& scratch);
+// attend_rows for n_rows rows of one sequence that see the same first key: row r
+// at position pos[r] (ascending; its last key), q row r at q + r * q_stride, out
+// row r at out + r * out_stride, ALiBi distances from q_pos[r]. Each row gets the
+// bits attend_rows gives it alone (batch invariance); a kernel that takes the
+// block whole reads each cached key and value row once for all its queries.
+void attend_rows_block(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                       const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                       AttentionScratch& scratch);
 // The scalar version (the scalar kernel table's; bit-identical to attend()).
 void attend_rows_scalar(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                         AttentionScratch& scratch);

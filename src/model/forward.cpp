@@ -437,13 +437,29 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         part.n_head_kv = 1;
         if (as.sinks) part.sinks = as.sinks + h0;
         if (as.alibi) part.alibi = as.alibi + h0;
-        for (int64_t r = r0; r < std::min<int64_t>(n, r0 + rows_per_task); ++r) {
-            part.q_pos = b.pos[r];
+        const int64_t r_end = std::min<int64_t>(n, r0 + rows_per_task);
+        for (int64_t r = r0, e; r < r_end; r = e) {
+            // The run of causal rows of one sequence that see the same first key
+            // (all of a chunk's rows without a sliding window) attend as a block,
+            // each with the bits it has alone.
+            e = r + 1;
+            if (spec_.causal)
+                while (e < r_end && row_span_[static_cast<size_t>(e)] == row_span_[static_cast<size_t>(r)] &&
+                       first_key_row(e) == first_key_row(r))
+                    ++e;
             KvRows head = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
             head.k += kv_row_offset(head.type, static_cast<uint64_t>(g) * static_cast<uint64_t>(dk));
             head.v += kv_row_offset(head.type, static_cast<uint64_t>(g) * static_cast<uint64_t>(dv));
-            attend_rows(part, q_.data() + r * nq + static_cast<int64_t>(h0) * dk, first_key_row(r), last_key(r), head,
-                        att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv, attn_scratch_[static_cast<size_t>(thread)]);
+            const float* qr = q_.data() + r * nq + static_cast<int64_t>(h0) * dk;
+            float* out = att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv;
+            AttentionScratch& scratch = attn_scratch_[static_cast<size_t>(thread)];
+            if (e - r > 1) {
+                attend_rows_block(part, qr, nq, first_key_row(r), b.pos + r, b.pos + r, static_cast<int>(e - r), head, out,
+                                  static_cast<int64_t>(l.n_head) * dv, scratch);
+            } else {
+                part.q_pos = b.pos[r];
+                attend_rows(part, qr, first_key_row(r), last_key(r), head, out, scratch);
+            }
         }
     });
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);

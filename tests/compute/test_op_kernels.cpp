@@ -362,6 +362,85 @@ TEST(OpKernels, AttentionTracksScalarReference) {
     }
 }
 
+// A block of rows of one sequence (a prefill chunk's queries of one KV head)
+// gives every row the bits it gets alone, at every level: the row's keys end at
+// its own position, partial 16-key blocks, value chunks, sinks, ALiBi and softcap.
+TEST(OpKernels, AttentionBlockEqualsRowByRow) {
+    std::mt19937 rng(12);
+    struct BlockCase {
+        int n_head, dk, dv;
+        GgmlType cache;
+        int n_rows;
+        int64_t first_pos;  // the first row's position (its keys: [first, first_pos])
+        int gap;            // positions between consecutive rows (1: consecutive)
+        float softcap;
+        bool sinks, alibi;
+    };
+    const BlockCase cases[] = {
+        {4, 64, 64, GgmlType::F16, 16, 200, 1, 0, false, false},  {4, 64, 64, GgmlType::F16, 5, 31, 1, 0, false, false},
+        {3, 64, 64, GgmlType::F32, 17, 0, 1, 0, false, false},    {4, 64, 64, GgmlType::Q8_0, 16, 150, 1, 0, false, false},
+        {8, 128, 128, GgmlType::F16, 7, 90, 3, 30.0f, true, false}, {2, 96, 96, GgmlType::F16, 9, 40, 1, 0, false, true},
+        {16, 576, 512, GgmlType::Q8_0, 4, 60, 1, 0, false, false}, {6, 32, 32, GgmlType::F32, 16, 14, 1, 0, true, true},
+        {1, 64, 64, GgmlType::F16, 1, 0, 1, 0, false, false},
+    };
+    for (const BlockCase& c : cases) {
+        SCOPED_TRACE("heads " + std::to_string(c.n_head) + " dk " + std::to_string(c.dk) + " rows " + std::to_string(c.n_rows) + " " +
+                     std::string(ggml_type_name(c.cache)));
+        AttentionShape s;
+        s.n_head = c.n_head;
+        s.n_head_kv = 1;
+        s.head_dim_k = c.dk;
+        s.head_dim_v = c.dv;
+        s.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+        s.softcap = c.softcap;
+        const std::vector<float> sinks = random_values(static_cast<size_t>(c.n_head), 3.0f, rng);
+        if (c.sinks) s.sinks = sinks.data();
+        const std::vector<float> slopes = c.alibi ? alibi_slopes(c.n_head, 8.0f) : std::vector<float>();
+        if (c.alibi) s.alibi = slopes.data();
+        std::vector<int64_t> pos;
+        for (int r = 0; r < c.n_rows; ++r) pos.push_back(c.first_pos + static_cast<int64_t>(r) * c.gap);
+        const int64_t first = 0, last = pos.back(), capacity = last + 1;
+        const uint64_t k_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(c.dk));
+        const uint64_t v_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(c.dv));
+        std::vector<uint8_t> kbytes(static_cast<size_t>(capacity) * k_row_bytes), vbytes(static_cast<size_t>(capacity) * v_row_bytes);
+        for (int64_t p = 0; p <= last; ++p) {
+            quant::quantize_row(c.cache, random_values(static_cast<size_t>(c.dk), 1.0f, rng).data(), kbytes.data() + p * k_row_bytes, c.dk);
+            quant::quantize_row(c.cache, random_values(static_cast<size_t>(c.dv), 1.0f, rng).data(), vbytes.data() + p * v_row_bytes, c.dv);
+        }
+        KvRows rows;
+        rows.type = c.cache;
+        rows.k = kbytes.data();
+        rows.v = vbytes.data();
+        rows.k_row_bytes = k_row_bytes;
+        rows.v_row_bytes = v_row_bytes;
+        rows.capacity = capacity;
+        rows.f16_rounding = c.cache == GgmlType::F16;
+        // Rows of the forward pass's layout: q [rows][heads * dk], out [rows][heads * dv] with room past each.
+        const int64_t q_stride = static_cast<int64_t>(c.n_head) * c.dk + 16, out_stride = static_cast<int64_t>(c.n_head) * c.dv + 16;
+        const std::vector<float> q = random_values(static_cast<size_t>(c.n_rows * q_stride), 3.0f, rng);
+        std::vector<const KernelTable*> tables = simd_tables();
+        tables.push_back(&scalar_kernels());
+        for (const KernelTable* k : tables) {
+            AttentionScratch scratch;
+            std::vector<float> alone(static_cast<size_t>(c.n_rows * out_stride), -1.0f), block(alone.size(), -1.0f);
+            for (int r = 0; r < c.n_rows; ++r) {
+                AttentionShape row = s;
+                row.q_pos = pos[static_cast<size_t>(r)];
+                k->attend_row(row, q.data() + r * q_stride, first, pos[static_cast<size_t>(r)], rows, alone.data() + r * out_stride, scratch);
+            }
+            if (k->attend_block)
+                k->attend_block(s, q.data(), q_stride, first, pos.data(), pos.data(), c.n_rows, rows, block.data(), out_stride, scratch);
+            else  // the scalar table and AVX2: row by row
+                for (int r = 0; r < c.n_rows; ++r) {
+                    AttentionShape row = s;
+                    row.q_pos = pos[static_cast<size_t>(r)];
+                    k->attend_row(row, q.data() + r * q_stride, first, pos[static_cast<size_t>(r)], rows, block.data() + r * out_stride, scratch);
+                }
+            EXPECT_EQ(std::memcmp(block.data(), alone.data(), alone.size() * 4), 0) << isa_name(k->isa);
+        }
+    }
+}
+
 // Buffers from 2 MiB up start on a 2 MiB boundary (so the kernel can back them
 // with huge pages), smaller ones on a cache line; both are writable end to end.
 TEST(HugePages, LargeBuffersStartOnHugePageBoundaries) {

@@ -151,62 +151,88 @@ KILN_TARGET_AVX2 inline __m256 dot_lanes(const float* q, const uint8_t* k, int n
     return acc;
 }
 
-// out[h][d] for NH heads and up to 32 elements, keys in order (see avx512_ops.cpp).
-// `full`: all 32 elements, loaded without the partial-vector path (whose copy
-// through memory would make GCC keep the accumulators in memory).
-template <int NH, Fmt F, bool full>
-KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
-                                      int width, float* out, int64_t out_stride) {
-    __m256i masks[4];
-    for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 8 * c);
-    __m256 acc[NH * 4];
-#pragma GCC unroll 24
-    for (int k = 0; k < NH * 4; ++k) acc[k] = _mm256_setzero_ps();
-    constexpr bool f16 = F == Fmt::F16;
-    int64_t slot = kv.slot(first);
-    int64_t ahead = (slot + 16) % kv.capacity;  // rows requested early (see avx512_ops.cpp)
-    const uint64_t width_bytes = row_bytes_of<F>(static_cast<uint64_t>(width)), col_bytes = row_bytes_of<F>(static_cast<uint64_t>(col));
-    for (int64_t j = 0; j < n_keys; ++j) {
-        const uint8_t* vr = kv.v + static_cast<uint64_t>(slot) * kv.v_row_bytes + col_bytes;
-        if (++slot == kv.capacity) slot = 0;
-        const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + col_bytes);
-        if (++ahead == kv.capacity) ahead = 0;
-        for (uint64_t b = 0; b < width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
-        // One value vector at a time against every head's weight, so that the
-        // NH x 4 accumulators, NH weights and one vector fit the 16 ymm registers.
-        __m256 w[NH];
+// Where value_tile's walk over cached value rows stands (see avx512_ops.cpp).
+struct ValueWalk {
+    static constexpr int64_t k_prefetch = 16;
+    const KvRows& kv;
+    uint64_t width_bytes, col_bytes;
+    int64_t slot, ahead;
+};
+
+// Key j's value row into the NH queries' accumulators (`every`: all of them take
+// key j, else those with nk[h] > j). `full`: all 32 elements, loaded without the
+// partial-vector path (whose copy through memory would make GCC keep the
+// accumulators in memory). One value vector at a time against every query's
+// weight, so that the NH x 4 accumulators, NH weights and one vector fit the 16
+// ymm registers.
+template <int NH, Fmt F, bool full, bool every>
+KILN_TARGET_AVX2 __attribute__((always_inline)) inline void value_key(__m256 (&acc)[NH * 4], ValueWalk& w, const __m256i* masks,
+                                                                     int width, const float* p, int64_t p_stride,
+                                                                     const int64_t* nk, int64_t j) {
+    const KvRows& kv = w.kv;
+    const uint8_t* vr = kv.v + static_cast<uint64_t>(w.slot) * kv.v_row_bytes + w.col_bytes;
+    if (++w.slot == kv.capacity) w.slot = 0;
+    const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(w.ahead) * kv.v_row_bytes + w.col_bytes);
+    if (++w.ahead == kv.capacity) w.ahead = 0;
+    for (uint64_t b = 0; b < w.width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+    __m256 wt[NH];
 #pragma GCC unroll 3
-        for (int h = 0; h < NH; ++h) w[h] = _mm256_set1_ps(p[h * p_stride + j]);
+    for (int h = 0; h < NH; ++h) wt[h] = _mm256_set1_ps(every || j < nk[h] ? p[h * p_stride + j] : 0.0f);
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-            __m256 v;
-            if constexpr (full && F == Fmt::F16)
-                v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + 16 * c)));
-            else if constexpr (full && F == Fmt::F32)
-                v = _mm256_loadu_ps(reinterpret_cast<const float*>(vr) + 8 * c);
-            else
-                v = load_row8<F>(vr, 8 * c, masks[c], width - 8 * c);
+    for (int c = 0; c < 4; ++c) {
+        __m256 v;
+        if constexpr (full && F == Fmt::F16)
+            v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + 16 * c)));
+        else if constexpr (full && F == Fmt::F32)
+            v = _mm256_loadu_ps(reinterpret_cast<const float*>(vr) + 8 * c);
+        else
+            v = load_row8<F>(vr, 8 * c, masks[c], width - 8 * c);
 #pragma GCC unroll 3
-            for (int h = 0; h < NH; ++h)
-                acc[4 * h + c] = f16 ? _mm256_fmadd_ps(w[h], v, acc[4 * h + c]) : _mm256_add_ps(acc[4 * h + c], _mm256_mul_ps(w[h], v));
+        for (int h = 0; h < NH; ++h) {
+            if (!every && j >= nk[h]) continue;
+            acc[4 * h + c] = F == Fmt::F16 ? _mm256_fmadd_ps(wt[h], v, acc[4 * h + c])
+                                           : _mm256_add_ps(acc[4 * h + c], _mm256_mul_ps(wt[h], v));
         }
     }
-#pragma GCC unroll 6
+}
+
+// out[h][d] += sum over keys j in [j0, min(j1, nk[h])) of p[h][j] * v[j][d] for NH
+// queries and up to 32 elements, keys in order (see avx512_ops.cpp: j0 > 0 goes on
+// from what out holds, with the same bits as one walk).
+template <int NH, Fmt F, bool full>
+KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, const int64_t* nk, const KvRows& kv, int64_t first,
+                                      int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
+    __m256i masks[4];
+    for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 8 * c);
+    int64_t all = j1, any = j0;  // keys every query takes, keys some query takes
+#pragma GCC unroll 3
+    for (int h = 0; h < NH; ++h) all = std::min(all, nk[h]), any = std::max(any, std::min(j1, nk[h]));
+    __m256 acc[NH * 4];
+#pragma GCC unroll 3
     for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) store_m(out + h * out_stride + 8 * c, masks[c], acc[4 * h + c]);
+        for (int c = 0; c < 4; ++c) acc[4 * h + c] = j0 == 0 ? _mm256_setzero_ps() : load_m(out[h] + 8 * c, masks[c]);
+    ValueWalk walk{kv, row_bytes_of<F>(static_cast<uint64_t>(width)), row_bytes_of<F>(static_cast<uint64_t>(col)),
+                   kv.slot(first + j0), 0};
+    walk.ahead = (walk.slot + ValueWalk::k_prefetch) % kv.capacity;
+    int64_t j = j0;
+    for (; j < all; ++j) value_key<NH, F, full, true>(acc, walk, masks, width, p, p_stride, nk, j);
+    for (; j < any; ++j) value_key<NH, F, full, false>(acc, walk, masks, width, p, p_stride, nk, j);
+#pragma GCC unroll 3
+    for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) store_m(out[h] + 8 * c, masks[c], acc[4 * h + c]);
 }
-
 template <int NH, Fmt F>
-KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
-                                 int width, float* out, int64_t out_stride) {
+KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const int64_t* nk, const KvRows& kv, int64_t first,
+                                 int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
     if (width == 32)
-        value_tile_impl<NH, F, true>(p, p_stride, kv, first, n_keys, col, width, out, out_stride);
+        value_tile_impl<NH, F, true>(p, p_stride, nk, kv, first, j0, j1, col, width, out);
     else
-        value_tile_impl<NH, F, false>(p, p_stride, kv, first, n_keys, col, width, out, out_stride);
+        value_tile_impl<NH, F, false>(p, p_stride, nk, kv, first, j0, j1, col, width, out);
 }
-
-using ValueTileFn = void (*)(const float*, int64_t, const KvRows&, int64_t, int64_t, int64_t, int, float*, int64_t);
+using ValueTileFn = void (*)(const float*, int64_t, const int64_t*, const KvRows&, int64_t, int64_t, int64_t, int64_t, int,
+                             float* const*);
 template <Fmt F>
 constexpr ValueTileFn k_value_tiles[4] = {nullptr, value_tile<1, F>, value_tile<2, F>, value_tile<3, F>};
 
@@ -240,69 +266,84 @@ constexpr ScoreFn k_score_blocks[9] = {nullptr,            score_block<F, 1>, sc
                                        score_block<F, 3>,  score_block<F, 4>, score_block<F, 5>,
                                        score_block<F, 6>,  score_block<F, 7>, score_block<F, 8>};
 
+// The queries of n_rows rows of one sequence, each with the operations it has
+// alone (n_rows 1), sharing each key and value row's loads (see avx512_ops.cpp).
 template <Fmt F>
-KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
+KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                                  const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
                                   AttentionScratch& sc) {
-    const int64_t n_keys = pos - first + 1;
     const int group = s.n_head / s.n_head_kv;
     const int dk = s.head_dim_k, dv = s.head_dim_v;
-    const int64_t stride = (n_keys + 7) / 8 * 8;
-    sc.scores.resize(static_cast<size_t>(stride * group));
-    sc.qbuf.resize(static_cast<size_t>(group * dk));
+    const int nq = n_rows * group;  // queries per KV head: row-major (row, head)
+    const int64_t n_max = pos[n_rows - 1] - first + 1;
+    const int64_t stride = (n_max + 7) / 8 * 8;
+    sc.scores.resize(static_cast<size_t>(stride * nq));
+    sc.qbuf.resize(static_cast<size_t>(nq * dk));
+    sc.nk.resize(static_cast<size_t>(nq));
+    sc.outs.resize(static_cast<size_t>(nq));
+    for (int i = 0; i < nq; ++i) sc.nk[static_cast<size_t>(i)] = pos[i / group] - first + 1;
+    const int64_t* nk = sc.nk.data();
     const bool round = kv.f16_rounding;
     const float score_scale = s.prescale_q ? 1.0f : s.scale;
     const __m256 vscale = _mm256_set1_ps(score_scale);
     for (int g = 0; g < s.n_head_kv; ++g) {
-        for (int hq = 0; hq < group; ++hq) {
-            const float* qh = q + static_cast<int64_t>(g * group + hq) * dk;
-            float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
-            for (int i = 0; i < dk; i += 8) {
-                const __m256i m = tail_mask(dk - i);
-                __m256 v = load_m(qh + i, m);
+        for (int i = 0; i < nq; ++i) {
+            const float* qh = q + (i / group) * q_stride + static_cast<int64_t>(g * group + i % group) * dk;
+            float* qb = sc.qbuf.data() + static_cast<size_t>(i) * dk;
+            for (int e = 0; e < dk; e += 8) {
+                const __m256i m = tail_mask(dk - e);
+                __m256 v = load_m(qh + e, m);
                 if (s.prescale_q) v = _mm256_mul_ps(v, _mm256_set1_ps(s.scale));
                 if (round) v = round_f16_ps(v);
-                store_m(qb + i, m, v);
+                store_m(qb + e, m, v);
             }
         }
         const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk);
-        // Scores, 8 keys at a time, each key row converted once for up to 8 heads.
-        int64_t j = 0, slot = kv.slot(first);
+        // Scores, 8 keys at a time, each key row converted once for up to 8 queries.
+        int64_t slot = kv.slot(first);
         int64_t ahead = (slot + 16) % kv.capacity;  // rows requested early
         const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk));
-        auto next_row = [&]() {
-            const uint8_t* r = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
-            if (++slot == kv.capacity) slot = 0;
-            const char* pf = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
-            if (++ahead == kv.capacity) ahead = 0;
-            for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
-            return r;
-        };
-        for (; j + 8 <= n_keys; j += 8) {
+        int full = 0;  // the first query whose keys cover the block
+        for (int64_t j = 0; j < n_max; j += 8) {
             const uint8_t* rows[8];
-            for (int jj = 0; jj < 8; ++jj) rows[jj] = next_row();
-            for (int h0 = 0; h0 < group; h0 += 8)
-                k_score_blocks<F>[std::min(8, group - h0)](sc.qbuf.data() + static_cast<size_t>(h0 * dk), dk, rows, vscale,
-                                                            sc.scores.data() + h0 * stride + j, stride);
-        }
-        for (; j < n_keys; ++j) {
-            const uint8_t* row = next_row();
-            for (int hq = 0; hq < group; ++hq)
-                sc.scores[static_cast<size_t>(hq * stride + j)] =
-                    hsum_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(hq * dk), row, dk)) * score_scale;
-        }
-        for (int hq = 0; hq < group; ++hq) {
-            float* sp = sc.scores.data() + hq * stride;
-            if (s.softcap > 0.0f)
-                for (int64_t jj = 0; jj < n_keys; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
-            if (s.alibi) alibi_bias(sp, n_keys, first, s.q_pos, s.alibi[g * group + hq]);
-            softmax_row(sp, n_keys, round, s.sinks ? s.sinks[g * group + hq] : -INFINITY);
-        }
-        for (int d0 = 0; d0 < dv; d0 += 32)
-            for (int h0 = 0; h0 < group; h0 += 3) {
-                const int nh = std::min(3, group - h0);
-                k_value_tiles<F>[nh](sc.scores.data() + h0 * stride, stride, kv, first, n_keys, static_cast<int64_t>(g) * dv + d0,
-                                       std::min(32, dv - d0), out + static_cast<int64_t>(g * group + h0) * dv + d0, dv);
+            const int n_in = static_cast<int>(std::min<int64_t>(8, n_max - j));
+            for (int jj = 0; jj < n_in; ++jj) {
+                rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
+                if (++slot == kv.capacity) slot = 0;
+                const char* pf = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
+                if (++ahead == kv.capacity) ahead = 0;
+                for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
             }
+            while (full < nq && nk[full] < j + 8) ++full;
+            for (int h0 = full; h0 < nq; h0 += 8)  // queries [full, nq) take the whole block
+                k_score_blocks<F>[std::min(8, nq - h0)](sc.qbuf.data() + static_cast<size_t>(h0) * dk, dk, rows, vscale,
+                                                       sc.scores.data() + h0 * stride + j, stride);
+            for (int i = 0; i < full; ++i)  // queries whose last keys are in this block: one key at a time
+                for (int64_t jj = j; jj < nk[i]; ++jj)
+                    sc.scores[static_cast<size_t>(i * stride + jj)] =
+                        hsum_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
+        }
+        for (int i = 0; i < nq; ++i) {
+            const int hq = i % group;
+            float* sp = sc.scores.data() + i * stride;
+            if (s.softcap > 0.0f)
+                for (int64_t jj = 0; jj < nk[i]; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
+            if (s.alibi) alibi_bias(sp, nk[i], first, q_pos[i / group], s.alibi[g * group + hq]);
+            softmax_row(sp, nk[i], round, s.sinks ? s.sinks[g * group + hq] : -INFINITY);
+        }
+        // Weighted sums of values, in chunks of keys that stay in L1 while every
+        // tile of queries walks them (one chunk for a single row).
+        const int64_t chunk = n_rows == 1 ? n_max : 64;
+        for (int d0 = 0; d0 < dv; d0 += 32) {
+            for (int i = 0; i < nq; ++i)
+                sc.outs[static_cast<size_t>(i)] = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv + d0;
+            for (int64_t j0 = 0; j0 < n_max; j0 += chunk)
+                for (int i0 = 0; i0 < nq; i0 += 3) {
+                    const int np = std::min(3, nq - i0);
+                    k_value_tiles<F>[np](sc.scores.data() + i0 * stride, stride, nk + i0, kv, first, j0, std::min(n_max, j0 + chunk),
+                                         static_cast<int64_t>(g) * dv + d0, std::min(32, dv - d0), sc.outs.data() + i0);
+                }
+        }
     }
 }
 
@@ -447,14 +488,19 @@ KILN_TARGET_AVX2 void rms_norm(const float* x, const float* w, float* y, int64_t
 
 KILN_TARGET_AVX2 void softmax(float* x, int64_t n) { softmax_row(x, n, false); }
 
+void attend_block(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                  const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride, AttentionScratch& sc) {
+    if (kv.type == GgmlType::F16)
+        attend_impl<Fmt::F16>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+    else if (kv.type == GgmlType::Q8_0)
+        attend_impl<Fmt::Q8>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+    else
+        attend_impl<Fmt::F32>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+}
+
 void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                 AttentionScratch& sc) {
-    if (kv.type == GgmlType::F16)
-        attend_impl<Fmt::F16>(s, q, first, pos, kv, out, sc);
-    else if (kv.type == GgmlType::Q8_0)
-        attend_impl<Fmt::Q8>(s, q, first, pos, kv, out, sc);
-    else
-        attend_impl<Fmt::F32>(s, q, first, pos, kv, out, sc);
+    attend_block(s, q, 0, first, &pos, &s.q_pos, 1, kv, out, 0, sc);
 }
 
 }  // namespace kiln::avx2

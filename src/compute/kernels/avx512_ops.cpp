@@ -137,51 +137,79 @@ KILN_TARGET_AVX512 void softmax_row(float* x, int64_t n, bool f16, float sink = 
     }
 }
 
-// out[h][d] = sum over keys j of p[h][j] * v[j][d] for NH heads and up to 64
-// elements, keys in order (attend()'s order for every element). With an f16 cache
-// both factors are f16 values, so a fused multiply-add rounds exactly as attend()'s
+// Where value_tile's walk over cached value rows stands.
+struct ValueWalk {
+    // Rows k_prefetch keys ahead are requested early: a long cache streams from
+    // memory, and the loop's work per key is too short to hide the latency.
+    static constexpr int64_t k_prefetch = 16;
+    const KvRows& kv;
+    uint64_t width_bytes, col_bytes;
+    int64_t slot, ahead;  // ring indices, advanced without a division per key
+};
+
+// Key j's value row into the NH queries' accumulators (`every`: all of them take
+// key j, else those with nk[h] > j).
+template <int NH, Fmt F, bool every>
+KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (&acc)[NH * 4], ValueWalk& w,
+                                                                       const __mmask16* masks, const float* p,
+                                                                       int64_t p_stride, const int64_t* nk, int64_t j) {
+    const KvRows& kv = w.kv;
+    const uint8_t* vr = kv.v + static_cast<uint64_t>(w.slot) * kv.v_row_bytes + w.col_bytes;
+    if (++w.slot == kv.capacity) w.slot = 0;
+    const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(w.ahead) * kv.v_row_bytes + w.col_bytes);
+    if (++w.ahead == kv.capacity) w.ahead = 0;
+    for (uint64_t b = 0; b < w.width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+    __m512 vv[4];
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) vv[c] = load_row16<F>(vr, 16 * c, masks[c]);
+#pragma GCC unroll 6
+    for (int h = 0; h < NH; ++h) {
+        if (!every && j >= nk[h]) continue;
+        const __m512 wt = _mm512_set1_ps(p[h * p_stride + j]);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c)
+            acc[4 * h + c] = F == Fmt::F16 ? _mm512_fmadd_ps(wt, vv[c], acc[4 * h + c])
+                                           : _mm512_add_ps(acc[4 * h + c], _mm512_mul_ps(wt, vv[c]));
+    }
+}
+
+// out[h][d] += sum over keys j in [j0, nk[h]) of p[h][j] * v[j][d] for NH
+// queries (a row and head each) and up to 64 elements, keys in order (attend()'s
+// order for every element); out[h] holds the sum of the keys before j0 (j0 > 0)
+// or is overwritten (j0 == 0). Stopping at j1 and going on from there later
+// gives the same bits (a float stored and loaded is unchanged), so a block of
+// queries walks the values in chunks that stay in L1. With an f16 cache both
+// factors are f16 values, so a fused multiply-add rounds exactly as attend()'s
 // separate multiply and add.
 template <int NH, Fmt F>
-KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const KvRows& kv, int64_t first, int64_t n_keys, int64_t col,
-                                   int width, float* out, int64_t out_stride) {
+KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const int64_t* nk, const KvRows& kv, int64_t first,
+                                   int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
     __mmask16 masks[4];
     for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 16 * c);
+    int64_t all = j1, any = j0;  // keys every query takes, keys some query takes
+#pragma GCC unroll 6
+    for (int h = 0; h < NH; ++h) all = std::min(all, nk[h]), any = std::max(any, std::min(j1, nk[h]));
     __m512 acc[NH * 4];
     // Every loop over acc fully unrolled: one left rolled makes GCC keep the array
     // in memory and store all NH x 4 accumulators on every key.
-#pragma GCC unroll 24
-    for (int k = 0; k < NH * 4; ++k) acc[k] = _mm512_setzero_ps();
-    constexpr bool f16 = F == Fmt::F16;
-    int64_t slot = kv.slot(first);  // the ring index, advanced without a division per key
-    // Rows k_prefetch keys ahead are requested early: a long cache streams from
-    // memory, and the loop's work per key is too short to hide the latency.
-    constexpr int64_t k_prefetch = 16;
-    int64_t ahead = (kv.slot(first) + k_prefetch) % kv.capacity;
-    const uint64_t width_bytes = row_bytes_of<F>(static_cast<uint64_t>(width)), col_bytes = row_bytes_of<F>(static_cast<uint64_t>(col));
-    for (int64_t j = 0; j < n_keys; ++j) {
-        const uint8_t* vr = kv.v + static_cast<uint64_t>(slot) * kv.v_row_bytes + col_bytes;
-        if (++slot == kv.capacity) slot = 0;
-        const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + col_bytes);
-        if (++ahead == kv.capacity) ahead = 0;
-        for (uint64_t b = 0; b < width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
-        __m512 vv[4];
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) vv[c] = load_row16<F>(vr, 16 * c, masks[c]);
-#pragma GCC unroll 6
-        for (int h = 0; h < NH; ++h) {
-            const __m512 w = _mm512_set1_ps(p[h * p_stride + j]);
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; ++c)
-                acc[4 * h + c] = f16 ? _mm512_fmadd_ps(w, vv[c], acc[4 * h + c]) : _mm512_add_ps(acc[4 * h + c], _mm512_mul_ps(w, vv[c]));
-        }
-    }
 #pragma GCC unroll 6
     for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(out + h * out_stride + 16 * c, masks[c], acc[4 * h + c]);
+        for (int c = 0; c < 4; ++c) acc[4 * h + c] = j0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(masks[c], out[h] + 16 * c);
+    const uint64_t width_bytes = row_bytes_of<F>(static_cast<uint64_t>(width)), col_bytes = row_bytes_of<F>(static_cast<uint64_t>(col));
+    ValueWalk walk{kv, width_bytes, col_bytes, kv.slot(first + j0), 0};
+    walk.ahead = (walk.slot + ValueWalk::k_prefetch) % kv.capacity;
+    int64_t j = j0;
+    for (; j < all; ++j) value_key<NH, F, true>(acc, walk, masks, p, p_stride, nk, j);
+    for (; j < any; ++j) value_key<NH, F, false>(acc, walk, masks, p, p_stride, nk, j);  // the last keys of the later rows
+#pragma GCC unroll 6
+    for (int h = 0; h < NH; ++h)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(out[h] + 16 * c, masks[c], acc[4 * h + c]);
 }
 
-using ValueTileFn = void (*)(const float*, int64_t, const KvRows&, int64_t, int64_t, int64_t, int, float*, int64_t);
+using ValueTileFn = void (*)(const float*, int64_t, const int64_t*, const KvRows&, int64_t, int64_t, int64_t, int64_t, int,
+                             float* const*);
 template <Fmt F>
 constexpr ValueTileFn k_value_tiles[7] = {nullptr, value_tile<1, F>, value_tile<2, F>, value_tile<3, F>,
                                           value_tile<4, F>, value_tile<5, F>, value_tile<6, F>};
@@ -222,80 +250,102 @@ ScoreFn score_block_for(int dk) {
     }
 }
 
+// The queries of n_rows rows of one sequence (row r at position pos[r],
+// ascending, q at q + r q_stride, out at out + r out_stride, ALiBi distances from
+// q_pos[r]), all seeing keys from `first` to their own position. Each query's
+// operations are those it has alone (n_rows 1): the scores' 16-key blocks start
+// at `first` for every row, a row's last partial block is its own tail, and the
+// weighted sums run over its keys in order. A block of rows shares each key and
+// value row's loads: one load from memory or L3 for all its queries.
 template <Fmt F>
-KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv,
-                                    float* out, AttentionScratch& sc) {
-    const int64_t n_keys = pos - first + 1;
+KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                                    const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                                    AttentionScratch& sc) {
     const int group = s.n_head / s.n_head_kv;
     const int dk = s.head_dim_k, dv = s.head_dim_v;
-    const int64_t stride = (n_keys + 15) / 16 * 16;
-    sc.scores.resize(static_cast<size_t>(stride * group));
-    sc.qbuf.resize(static_cast<size_t>(group * dk));
+    const int nq = n_rows * group;  // queries per KV head: row-major (row, head)
+    const int64_t n_max = pos[n_rows - 1] - first + 1;
+    const int64_t stride = (n_max + 15) / 16 * 16;
+    sc.scores.resize(static_cast<size_t>(stride * nq));
+    sc.qbuf.resize(static_cast<size_t>(nq * dk));
+    sc.nk.resize(static_cast<size_t>(nq));
+    sc.outs.resize(static_cast<size_t>(nq));
+    for (int i = 0; i < nq; ++i) sc.nk[static_cast<size_t>(i)] = pos[i / group] - first + 1;
+    const int64_t* nk = sc.nk.data();
     const bool round = kv.f16_rounding;
     const float score_scale = s.prescale_q ? 1.0f : s.scale;
     const __m512 vscale = _mm512_set1_ps(score_scale);
     for (int g = 0; g < s.n_head_kv; ++g) {
         // q of the group's heads, prescaled and rounded as attend() does.
-        for (int hq = 0; hq < group; ++hq) {
-            const float* qh = q + static_cast<int64_t>(g * group + hq) * dk;
-            float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
-            for (int i = 0; i < dk; i += 16) {
-                const __mmask16 k = tail_mask(dk - i);
-                __m512 v = _mm512_maskz_loadu_ps(k, qh + i);
+        for (int i = 0; i < nq; ++i) {
+            const float* qh = q + (i / group) * q_stride + static_cast<int64_t>(g * group + i % group) * dk;
+            float* qb = sc.qbuf.data() + static_cast<size_t>(i) * dk;
+            for (int e = 0; e < dk; e += 16) {
+                const __mmask16 k = tail_mask(dk - e);
+                __m512 v = _mm512_maskz_loadu_ps(k, qh + e);
                 if (s.prescale_q) v = _mm512_mul_ps(v, _mm512_set1_ps(s.scale));
                 if (round) v = round_f16(v);
-                _mm512_mask_storeu_ps(qb + i, k, v);
+                _mm512_mask_storeu_ps(qb + e, k, v);
             }
         }
         const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk);
         // Scores, 16 keys at a time; each key row is converted once for all the
-        // group's heads when the head size is one the fixed-size kernels take.
+        // queries when the head size is one the fixed-size kernels take.
         const ScoreFn fixed = score_block_for<F>(dk);
-        int64_t j = 0, slot = kv.slot(first);
+        int64_t slot = kv.slot(first);
         int64_t ahead = (slot + 32) % kv.capacity;  // keys two blocks ahead, requested early
         const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk));
-        for (; j + 16 <= n_keys; j += 16) {
+        int full = 0;  // the first query whose keys cover the block
+        for (int64_t j = 0; j < n_max; j += 16) {
             const uint8_t* rows[16];
-            for (int jj = 0; jj < 16; ++jj) {
+            const int n_in = static_cast<int>(std::min<int64_t>(16, n_max - j));
+            for (int jj = 0; jj < n_in; ++jj) {
                 rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
                 if (++slot == kv.capacity) slot = 0;
                 const char* pf = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
                 if (++ahead == kv.capacity) ahead = 0;
                 for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
             }
-            if (fixed) {
-                fixed(sc.qbuf.data(), group, rows, vscale, sc.scores.data() + j, stride);
-            } else {
-                for (int hq = 0; hq < group; ++hq) {
-                    const float* qb = sc.qbuf.data() + static_cast<size_t>(hq * dk);
-                    __m512 part[16];
-                    for (int jj = 0; jj < 16; ++jj) part[jj] = dot_lanes<F>(qb, rows[jj], dk);
-                    _mm512_storeu_ps(sc.scores.data() + hq * stride + j, _mm512_mul_ps(reduce16(part), vscale));
+            while (full < nq && nk[full] < j + 16) ++full;
+            if (full < nq) {  // queries [full, nq) take the whole block
+                if (fixed) {
+                    fixed(sc.qbuf.data() + static_cast<size_t>(full) * dk, nq - full, rows, vscale,
+                          sc.scores.data() + full * stride + j, stride);
+                } else {
+                    for (int i = full; i < nq; ++i) {
+                        const float* qb = sc.qbuf.data() + static_cast<size_t>(i) * dk;
+                        __m512 part[16];
+                        for (int jj = 0; jj < 16; ++jj) part[jj] = dot_lanes<F>(qb, rows[jj], dk);
+                        _mm512_storeu_ps(sc.scores.data() + i * stride + j, _mm512_mul_ps(reduce16(part), vscale));
+                    }
                 }
             }
+            for (int i = 0; i < full; ++i)  // queries whose last keys are in this block: one key at a time
+                for (int64_t jj = j; jj < nk[i]; ++jj)
+                    sc.scores[static_cast<size_t>(i * stride + jj)] =
+                        _mm512_reduce_add_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
         }
-        for (; j < n_keys; ++j) {
-            const uint8_t* row = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
-            if (++slot == kv.capacity) slot = 0;
-            for (int hq = 0; hq < group; ++hq)
-                sc.scores[static_cast<size_t>(hq * stride + j)] =
-                    _mm512_reduce_add_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(hq * dk), row, dk)) * score_scale;
-        }
-        for (int hq = 0; hq < group; ++hq) {
-            float* sp = sc.scores.data() + hq * stride;
+        for (int i = 0; i < nq; ++i) {
+            const int hq = i % group;
+            float* sp = sc.scores.data() + i * stride;
             if (s.softcap > 0.0f)
-                for (int64_t jj = 0; jj < n_keys; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
-            if (s.alibi) alibi_bias(sp, n_keys, first, s.q_pos, s.alibi[g * group + hq]);
-            softmax_row(sp, n_keys, round, s.sinks ? s.sinks[g * group + hq] : -INFINITY);
+                for (int64_t jj = 0; jj < nk[i]; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
+            if (s.alibi) alibi_bias(sp, nk[i], first, q_pos[i / group], s.alibi[g * group + hq]);
+            softmax_row(sp, nk[i], round, s.sinks ? s.sinks[g * group + hq] : -INFINITY);
         }
-        // Weighted sums of values.
-        for (int d0 = 0; d0 < dv; d0 += 64)
-            for (int h0 = 0; h0 < group; h0 += 6) {
-                const int nh = std::min(6, group - h0);
-                k_value_tiles<F>[nh](sc.scores.data() + h0 * stride, stride, kv, first, n_keys,
-                                       static_cast<int64_t>(g) * dv + d0, std::min(64, dv - d0),
-                                       out + static_cast<int64_t>(g * group + h0) * dv + d0, dv);
-            }
+        // Weighted sums of values, in chunks of keys that stay in L1 while every
+        // tile of queries walks them (one chunk for a single row).
+        const int64_t chunk = n_rows == 1 ? n_max : 64;
+        for (int d0 = 0; d0 < dv; d0 += 64) {
+            for (int i = 0; i < nq; ++i)
+                sc.outs[static_cast<size_t>(i)] = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv + d0;
+            for (int64_t j0 = 0; j0 < n_max; j0 += chunk)
+                for (int i0 = 0; i0 < nq; i0 += 6) {
+                    const int np = std::min(6, nq - i0);
+                    k_value_tiles<F>[np](sc.scores.data() + i0 * stride, stride, nk + i0, kv, first, j0, std::min(n_max, j0 + chunk),
+                                         static_cast<int64_t>(g) * dv + d0, std::min(64, dv - d0), sc.outs.data() + i0);
+                }
+        }
     }
 }
 
@@ -451,14 +501,19 @@ KILN_TARGET_AVX512 void rms_norm(const float* x, const float* w, float* y, int64
 
 KILN_TARGET_AVX512 void softmax(float* x, int64_t n) { softmax_row(x, n, false); }
 
+void attend_block(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                  const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride, AttentionScratch& sc) {
+    if (kv.type == GgmlType::F16)
+        attend_impl<Fmt::F16>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+    else if (kv.type == GgmlType::Q8_0)
+        attend_impl<Fmt::Q8>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+    else
+        attend_impl<Fmt::F32>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+}
+
 void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                 AttentionScratch& sc) {
-    if (kv.type == GgmlType::F16)
-        attend_impl<Fmt::F16>(s, q, first, pos, kv, out, sc);
-    else if (kv.type == GgmlType::Q8_0)
-        attend_impl<Fmt::Q8>(s, q, first, pos, kv, out, sc);
-    else
-        attend_impl<Fmt::F32>(s, q, first, pos, kv, out, sc);
+    attend_block(s, q, 0, first, &pos, &s.q_pos, 1, kv, out, 0, sc);
 }
 
 }  // namespace kiln::avx512

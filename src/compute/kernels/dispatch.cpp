@@ -78,6 +78,7 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.rms_norm = avx2::rms_norm;
     k.softmax = avx2::softmax;
     k.attend_row = avx2::attend_row;
+    k.attend_block = avx2::attend_block;
     k.alibi_bias = avx2::alibi_bias;
     k.ssm_scan2 = avx2::ssm_scan2;
     k.ssm_delta = avx2::ssm_delta;
@@ -113,6 +114,7 @@ const KernelTable& avx512_kernels() {
         k.rms_norm = avx512::rms_norm;
         k.softmax = avx512::softmax;
         k.attend_row = avx512::attend_row;
+        k.attend_block = avx512::attend_block;
         k.alibi_bias = avx512::alibi_bias;
         k.ssm_scan2 = avx512::ssm_scan2;
         k.ssm_delta = avx512::ssm_delta;

@@ -74,6 +74,11 @@ struct KernelTable {
     // One query row over f32 keys and values (attend_rows); nullptr: the scalar attend().
     void (*attend_row)(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                        AttentionScratch& scratch) = nullptr;
+    // Several rows of one sequence at once (attend_rows_block): each row's bits
+    // are attend_row's; nullptr: attend_row row by row.
+    void (*attend_block)(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                         const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                         AttentionScratch& scratch) = nullptr;
     // compute/alibi.h's bias of one score row, bit-identical to alibi_bias (the
     // attention of each level calls its own).
     void (*alibi_bias)(float* scores, int64_t n, int64_t first, int64_t q_pos, float slope) = nullptr;
