@@ -133,10 +133,19 @@ void Forward::mla_attention_layer(int il, const BatchRows& b) {
         const int64_t r0 = task / parts * rows_per_task, h0 = task % parts * per_part;
         AttentionShape part = as;
         part.n_head = static_cast<int>(std::min(per_part, nh - h0));
-        for (int64_t r = r0; r < std::min<int64_t>(n, r0 + rows_per_task); ++r) {
+        const int64_t r_end = std::min<int64_t>(n, r0 + rows_per_task);
+        for (int64_t r = r0, e; r < r_end; r = e) {
+            // A run of causal rows of one sequence attends as a block (the bits of each alone).
+            e = r + 1;
+            if (spec_.causal)
+                while (e < r_end && row_span_[static_cast<size_t>(e)] == row_span_[static_cast<size_t>(r)]) ++e;
             const KvRows& rows = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
-            attend_rows(part, q_.data() + r * nq + h0 * dk, 0, last_key(r), rows, att_.data() + (r * nh + h0) * lora,
-                        attn_scratch_[static_cast<size_t>(thread)]);
+            if (e - r > 1)
+                attend_rows_block(part, q_.data() + r * nq + h0 * dk, nq, 0, b.pos + r, b.pos + r, static_cast<int>(e - r), rows,
+                                  att_.data() + (r * nh + h0) * lora, nh * lora, attn_scratch_[static_cast<size_t>(thread)]);
+            else
+                attend_rows(part, q_.data() + r * nq + h0 * dk, 0, last_key(r), rows, att_.data() + (r * nh + h0) * lora,
+                            attn_scratch_[static_cast<size_t>(thread)]);
         }
     });
     dump("kqv", il, att_.data(), nh * lora, n);
