@@ -164,7 +164,7 @@ void handle_messages(ServerState& state, const httplib::Request& req, httplib::R
     std::vector<TokenId> ids = chat_prompt_tokens(model, prompt);
     auto channel = std::make_shared<Channel>();
     std::vector<Job> jobs;
-    jobs.push_back(make_chat_job(model, prompt, ids, f.options, 0, channel));
+    jobs.push_back(make_chat_job(model, prompt, ids, f, 0, channel));
     auto builder = std::make_shared<MessagesBuilder>(model, static_cast<int>(ids.size()));
     run_jobs(state, req, held, std::move(jobs), channel, builder, f.stream, res);
 }

@@ -399,10 +399,12 @@ std::vector<TokenId> chat_prompt_tokens(const LoadedModel& model, const ChatProm
 }
 
 Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std::vector<TokenId>& ids,
-                  const GenerateOptions& options, int index, std::shared_ptr<Channel> channel) {
+                  const GenerationFields& fields, int index, std::shared_ptr<Channel> channel) {
+    const GenerateOptions& options = fields.options;
     Job j;
     j.prompt = ids;
     j.options = options;
+    j.spec = fields.spec;
     j.options.sampling.seed = options.sampling.seed + static_cast<uint64_t>(index);
     j.options.stop.clear();  // the parser holds stop strings back itself
     j.index = index;
@@ -440,7 +442,7 @@ void handle_chat_completions(ServerState& state, const httplib::Request& req, ht
     std::vector<TokenId> ids = chat_prompt_tokens(model, prompt);
     auto channel = std::make_shared<Channel>();
     std::vector<Job> jobs;
-    for (int i = 0; i < f.n; ++i) jobs.push_back(make_chat_job(model, prompt, ids, f.options, i, channel));
+    for (int i = 0; i < f.n; ++i) jobs.push_back(make_chat_job(model, prompt, ids, f, i, channel));
     auto builder = std::make_shared<ChatBuilder>(model, f.n, f.logprobs, f.include_usage);
     run_jobs(state, req, held, std::move(jobs), channel, builder, f.stream, res);
 }

@@ -159,6 +159,7 @@ void handle_completions(ServerState& state, const httplib::Request& req, httplib
         Job j;
         j.prompt = ids;
         j.options = f.options;
+        j.spec = f.spec;
         j.options.sampling.seed = f.options.sampling.seed + static_cast<uint64_t>(i);
         j.index = i;
         j.channel = channel;

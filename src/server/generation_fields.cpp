@@ -5,6 +5,35 @@
 
 namespace kiln::server {
 
+SpecRequest parse_spec_request(const Json& body) {
+    SpecRequest r;
+    constexpr int k_most = 64;  // kiln's --draft-max bound
+    if (const Json* sp = get_object(body, "speculative")) try {
+        if (auto m = get_string(*sp, "mode")) {
+            for (SpecMode mode : {SpecMode::Auto, SpecMode::Off, SpecMode::Ngram, SpecMode::Draft})
+                if (*m == spec_mode_name(mode)) r.mode = mode;
+            if (!r.mode) throw bad_field("mode", "must be auto, off, ngram or draft, found '" + *m + "'");
+        }
+        if (auto v = get_int(*sp, "n_max", 1, k_most)) r.draft_max = static_cast<int>(*v);
+        if (auto v = get_int(*sp, "n_min", 1, k_most)) r.draft_min = static_cast<int>(*v);
+        for (const auto& [key, value] : sp->items())
+            if (key != "mode" && key != "n_max" && key != "n_min" && !value.is_null())
+                throw bad_field(key, "is not a speculative decoding setting kiln has (mode, n_max, n_min)");
+    } catch (const ApiError& e) {  // the field's path, not its key alone
+        const std::string why = e.what();
+        throw bad_field("speculative." + e.param(), why.substr(why.find(": ") + 2));
+    }
+    // llama-server's names; its draft probability cut-off has no counterpart (kiln
+    // verifies every drafted token), so it is refused rather than ignored.
+    if (auto v = get_int(body, "speculative.n_max", 1, k_most)) r.draft_max = static_cast<int>(*v);
+    if (auto v = get_int(body, "speculative.n_min", 1, k_most)) r.draft_min = static_cast<int>(*v);
+    if (field(body, "speculative.p_min"))
+        throw bad_field("speculative.p_min", "is not supported: kiln drafts without a probability cut-off");
+    if (r.draft_max && r.draft_min && *r.draft_min > *r.draft_max)
+        throw bad_field("speculative.n_min", "is larger than speculative.n_max");
+    return r;
+}
+
 GenerationFields parse_generation_fields(const Json& body, Api api, int n_vocab) {
     GenerationFields f;
     GenerateOptions& o = f.options;
@@ -59,6 +88,7 @@ GenerationFields parse_generation_fields(const Json& body, Api api, int n_vocab)
         f.top_logprobs = static_cast<int>(*v);
     }
     s.n_probs = f.top_logprobs;
+    f.spec = parse_spec_request(body);
     return f;
 }
 

@@ -5,11 +5,13 @@
 
 #include "kiln/engine.h"
 #include "request_fields.h"
+#include "scheduler.h"
 
 namespace kiln::server {
 
 struct GenerationFields {
     GenerateOptions options;
+    SpecRequest spec;
     int n = 1;                  // choices: one sequence each, seeds seed, seed+1, ...
     bool stream = false;
     bool include_usage = false; // stream_options.include_usage
@@ -20,5 +22,6 @@ struct GenerationFields {
 enum class Api { Chat, Completions };
 
 GenerationFields parse_generation_fields(const Json& body, Api api, int n_vocab);
+SpecRequest parse_spec_request(const Json& body);  // part of parse_generation_fields
 
 }  // namespace kiln::server

@@ -263,11 +263,12 @@ void run_ollama(ServerState& state, const httplib::Request& req, std::shared_ptr
             throw ApiError(400, "the prompt is " + std::to_string(j.prompt.size()) + " tokens, the context holds " +
                                     std::to_string(model.scheduler->n_ctx()), "prompt");
         j.options = f.options;
+        j.spec = f.spec;
         j.grammar = prompt.grammar;
         j.channel = channel;
         jobs.push_back(std::move(j));
     } else {
-        jobs.push_back(make_chat_job(model, prompt, chat_prompt_tokens(model, prompt), f.options, 0, channel));
+        jobs.push_back(make_chat_job(model, prompt, chat_prompt_tokens(model, prompt), f, 0, channel));
     }
     run_jobs(state, req, held, std::move(jobs), channel, std::make_shared<OllamaBuilder>(model, chat, raw), f.stream, res,
              after);

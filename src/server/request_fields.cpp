@@ -64,9 +64,11 @@ std::optional<long long> get_int(const Json& obj, const std::string& name, long 
     const Json* v = field(obj, name);
     if (!v) return std::nullopt;
     long long x = 0;
-    if (v->is_number_integer()) {
-        x = v->is_number_unsigned() && v->get<unsigned long long>() > static_cast<unsigned long long>(hi) ? hi + 1
-                                                                                                           : v->get<long long>();
+    if (v->is_number_unsigned() && v->get<unsigned long long>() > static_cast<unsigned long long>(hi)) {
+        throw bad_field(name, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", found " +
+                                  std::to_string(v->get<unsigned long long>()));
+    } else if (v->is_number_integer()) {
+        x = v->get<long long>();
     } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
                std::fabs(v->get<double>()) < 9e15) {
         x = static_cast<long long>(v->get<double>());

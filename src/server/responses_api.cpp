@@ -379,7 +379,7 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
     }
     auto channel = std::make_shared<Channel>();
     std::vector<Job> jobs;
-    jobs.push_back(make_chat_job(model, prompt, ids, f.options, 0, channel));
+    jobs.push_back(make_chat_job(model, prompt, ids, f, 0, channel));
     run_jobs(state, req, held, std::move(jobs), channel, std::make_shared<ResponsesBuilder>(model, echo, std::move(on_done)), f.stream, res);
 }
 

@@ -4,6 +4,7 @@
 
 #include "kiln/constraint.h"
 
+#include "generation_fields.h"
 #include "state.h"
 
 namespace httplib {
@@ -75,7 +76,7 @@ std::shared_ptr<const Grammar> response_grammar(const Json& format, const std::s
 std::vector<TokenId> chat_prompt_tokens(const LoadedModel& model, const ChatPrompt& prompt);
 // One choice of a chat request: its sequence, with a ReplyParser fed the prefill.
 Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std::vector<TokenId>& ids,
-                  const GenerateOptions& options, int index, std::shared_ptr<Channel> channel);
+                  const GenerationFields& fields, int index, std::shared_ptr<Channel> channel);
 
 // Logprob entries of one token, OpenAI chat shape.
 Json token_logprob_json(const Tokenizer& tok, const TokenEvent& e);

@@ -67,6 +67,10 @@ void Scheduler::enqueue(std::vector<Job> jobs) {
         if (queue_.size() + jobs.size() > max_queue_)
             throw Error("the request queue is full (" + std::to_string(max_queue_) + " waiting); retry later",
                         ErrorKind::ResourceExhausted);
+        for (const Job& j : jobs)
+            if (j.spec.mode == SpecMode::Draft && !has_draft_)
+                throw Error("speculative.mode 'draft': this model is served without a draft model (kiln serve --draft-model)",
+                            ErrorKind::InvalidInput);
         for (Job& j : jobs) {
             auto job = std::make_unique<Job>(std::move(j));
             job->options.cancel = &job->channel->cancelled;
@@ -121,9 +125,10 @@ void Scheduler::start(std::unique_ptr<Job> job) {
         return;
     }
     SeqId seq = -1;
-    j->options.spec.mode = spec_.mode;
-    j->options.spec.draft_max = spec_.draft_max;
-    j->options.spec.draft_min = spec_.draft_min;
+    // The server's settings, and the request's own over them.
+    j->options.spec.mode = j->spec.mode.value_or(spec_.mode);
+    j->options.spec.draft_max = j->spec.draft_max.value_or(spec_.draft_max);
+    j->options.spec.draft_min = std::min(j->spec.draft_min.value_or(spec_.draft_min), j->options.spec.draft_max);
     try {
         std::unique_ptr<SamplerStage> constraint;
         if (j->grammar) {

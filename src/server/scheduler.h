@@ -20,6 +20,14 @@
 
 namespace kiln::server {
 
+// A request's own speculative decoding settings (absent: the server's --spec,
+// --draft-max, --draft-min): kiln's "speculative": {"mode", "n_max", "n_min"}
+// or llama-server's flat "speculative.n_max" / "speculative.n_min".
+struct SpecRequest {
+    std::optional<SpecMode> mode;
+    std::optional<int> draft_max, draft_min;
+};
+
 struct Job {
     std::vector<TokenId> prompt;
     GenerateOptions options;            // options.cancel is set to the channel's flag
@@ -33,6 +41,7 @@ struct Job {
     // the client sent it.
     std::vector<ReplyEvent> prefill_reply;
     std::shared_ptr<Channel> channel;
+    SpecRequest spec;  // the request's own speculative settings over the server's
 };
 
 struct SchedulerStats {

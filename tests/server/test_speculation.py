@@ -117,3 +117,48 @@ def test_bad_speculation_flags_are_errors():
         proc = subprocess.run([str(kiln_binary()), "serve", "-m", str(SMOLLM2), "--port", "0", *args],
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode != 0 and message in proc.stderr, (args, proc.stderr)
+
+
+def post_status(url, path, body):
+    """(HTTP status, JSON body) of a POST, errors included."""
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=300) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def test_a_request_sets_its_own_speculation():
+    """"speculative": {"mode", "n_max", "n_min"} (and llama-server's flat
+    speculative.n_max / n_min) over the server's --spec; the greedy reply is the
+    same either way; what kiln cannot do is a 400 that names the field."""
+    s = KilnServer("--spec", "off", ctx=512)
+    try:
+        base = {"messages": [{"role": "user", "content": PROMPTS[0]}], "temperature": 0, "max_tokens": 40}
+        status, off = post_status(s.url, "/v1/chat/completions", base)
+        assert status == 200 and off["timings"]["draft_n"] == 0
+        status, on = post_status(s.url, "/v1/chat/completions", {**base, "speculative": {"mode": "ngram", "n_min": 2}})
+        assert status == 200, on
+        assert on["choices"][0]["message"]["content"] == off["choices"][0]["message"]["content"]
+        assert on["timings"]["draft_n"] > 0 and on["timings"]["draft_n_accepted"] > 0, on["timings"]
+        # llama-server's names cap the draft; the text is still the same.
+        status, capped = post_status(s.url, "/v1/completions", {"prompt": PROMPTS[1], "temperature": 0, "max_tokens": 24,
+                                                               "speculative": {"mode": "ngram"}, "speculative.n_max": 2})
+        assert status == 200, capped
+        status, plain = post_status(s.url, "/v1/completions", {"prompt": PROMPTS[1], "temperature": 0, "max_tokens": 24})
+        assert capped["choices"][0]["text"] == plain["choices"][0]["text"]
+        for fields, param, words in (({"speculative": {"mode": "draft"}}, None, "without a draft model"),
+                                     ({"speculative": {"mode": "fast"}}, "speculative.mode", "auto, off, ngram or draft"),
+                                     ({"speculative": {"p_min": 0.5}}, "speculative.p_min", "not a speculative"),
+                                     ({"speculative.p_min": 0.5}, "speculative.p_min", "not supported"),
+                                     ({"speculative": {"n_max": 100}}, "speculative.n_max", None),
+                                     ({"speculative": {"n_max": 2, "n_min": 3}}, "speculative.n_min", "larger than")):
+            status, err = post_status(s.url, "/v1/chat/completions", {**base, **fields})
+            assert status == 400, (fields, status, err)
+            if param:
+                assert err["error"]["param"] == param, (fields, err)
+            if words:
+                assert words in err["error"]["message"], (fields, err)
+    finally:
+        s.stop()
