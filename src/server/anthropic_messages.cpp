@@ -157,6 +157,8 @@ void handle_messages(ServerState& state, const httplib::Request& req, httplib::R
     Json fields = Json::object();
     for (const char* k : {"max_tokens", "temperature", "top_p", "top_k", "stream"})
         if (body.contains(k)) fields[k] = body[k];
+    for (const char* k : k_speculative_fields)
+        if (body.contains(k)) fields[k] = body[k];
     const std::vector<std::string> stops = get_strings(body, "stop_sequences", 16);
     if (!stops.empty()) fields["stop"] = stops;
     GenerationFields f = parse_generation_fields(fields, Api::Chat, model.model->n_vocab());

@@ -23,5 +23,8 @@ enum class Api { Chat, Completions };
 
 GenerationFields parse_generation_fields(const Json& body, Api api, int n_vocab);
 SpecRequest parse_spec_request(const Json& body);  // part of parse_generation_fields
+// Its fields, which the Responses, Anthropic and Ollama readers pass through as they are.
+inline constexpr const char* k_speculative_fields[] = {"speculative", "speculative.n_max", "speculative.n_min",
+                                                       "speculative.p_min"};
 
 }  // namespace kiln::server

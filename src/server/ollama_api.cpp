@@ -43,6 +43,8 @@ GenerationFields ollama_fields(const Json& body, int n_vocab) {
         {"presence_penalty", "presence_penalty"}, {"frequency_penalty", "frequency_penalty"}};
     Json fields = Json::object();
     fields["stream"] = get_bool(body, "stream").value_or(true);
+    for (const char* k : k_speculative_fields)
+        if (body.contains(k)) fields[k] = body[k];
     if (const Json* options = get_object(body, "options")) {
         for (const auto& [ollama, openai] : k_names) {
             auto it = options->find(ollama);

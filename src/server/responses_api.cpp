@@ -340,6 +340,8 @@ void handle_responses(ServerState& state, const httplib::Request& req, httplib::
     if (body.contains("max_output_tokens")) fields["max_tokens"] = body["max_output_tokens"];
     for (const char* k : {"temperature", "top_p", "stream", "seed", "top_k", "min_p"})
         if (body.contains(k)) fields[k] = body[k];
+    for (const char* k : k_speculative_fields)
+        if (body.contains(k)) fields[k] = body[k];
     GenerationFields f;
     try {
         f = parse_generation_fields(fields, Api::Chat, model.model->n_vocab());

@@ -162,3 +162,18 @@ def test_a_request_sets_its_own_speculation():
                 assert words in err["error"]["message"], (fields, err)
     finally:
         s.stop()
+
+
+def test_every_api_reads_the_speculation_fields():
+    s = KilnServer("--spec", "off", ctx=512)
+    try:
+        bad = {"speculative": {"mode": "fast"}}
+        for path, body in (("/v1/responses", {"input": "hi", "max_output_tokens": 8}),
+                           ("/v1/messages", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}),
+                           ("/api/chat", {"messages": [{"role": "user", "content": "hi"}], "stream": False})):
+            status, err = post_status(s.url, path, {**body, **bad})
+            assert status == 400 and "speculative.mode" in json.dumps(err), (path, status, err)
+            status, ok = post_status(s.url, path, {**body, "speculative": {"mode": "ngram", "n_max": 4}})
+            assert status == 200, (path, status, ok)
+    finally:
+        s.stop()
