@@ -296,7 +296,8 @@ int cmd_bench(int argc, char** argv) {
     const double weight_bytes = static_cast<double>(fp.decode_bytes);
     // A decode step reads every weight once, for all sequences of the batch, and
     // each sequence's cached keys and values (at the tests' middle position).
-    const double cache_bytes = static_cast<double>(ctx.kv_bytes_read(depth + n_gen / 2)) * parallel;
+    const int middle = (parallel > 1 ? depth + n_prompt : depth) + n_gen / 2;
+    const double cache_bytes = static_cast<double>(ctx.kv_bytes_read(middle)) * parallel;
     const double tg_bound = probe.read_bandwidth > 0 ? probe.read_bandwidth / (weight_bytes + cache_bytes) * parallel : 0;
     // Prefill is bound by int8 dot products for quantized weights, by f32
     // multiply-adds for float ones, by the BF16 dot product for BF16 ones where the

@@ -86,3 +86,19 @@ TEST(HybridMemory, RollsBothPartsBackToWhatTheStateAllows) {
     EXPECT_EQ(mem.rollback(0, 20, 30), 16);
     EXPECT_EQ(mem.rollback(0, 10, 16), 0);
 }
+
+// What a decode step reads of the cache (kiln bench's bound at depth): every
+// full layer's rows up to the query, a sliding layer's window at most.
+TEST(KvCache, BytesReadCountsWindowsAndRowFormats) {
+    std::vector<kiln::KvLayerShape> layers = {{.n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64},
+                                              {.n_head_kv = 1, .head_dim_k = 32, .head_dim_v = 32, .window = 8},
+                                              {}};
+    const kiln::KvCache f16(layers, kiln::KvCacheOptions{.type = kiln::KvType::F16, .n_seq = 1, .n_ctx = 64});
+    const uint64_t full_row = 2 * 128 * 2, window_row = 2 * 32 * 2;  // K + V of a position, f16
+    EXPECT_EQ(f16.bytes_read(0), full_row + window_row);
+    EXPECT_EQ(f16.bytes_read(5), 6 * (full_row + window_row));
+    EXPECT_EQ(f16.bytes_read(40), 41 * full_row + 8 * window_row);
+    EXPECT_EQ(f16.bytes_per_position(), full_row + window_row);
+    const kiln::KvCache q8(layers, kiln::KvCacheOptions{.type = kiln::KvType::Q8_0, .n_seq = 1, .n_ctx = 64});
+    EXPECT_EQ(q8.bytes_read(40), 41 * (2 * 4 * 34) + 8 * (2 * 34));
+}
