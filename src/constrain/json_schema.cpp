@@ -739,7 +739,13 @@ private:
         }
         std::sort(cps.begin(), cps.end());
         cps.erase(std::unique(cps.begin(), cps.end()), cps.end());
-        const Expr free_tail = e_seq({e_star(basics_.string_char()), e_lit("\"")});
+        // The rest of a key that has left every name: one rule, referenced last in
+        // each trie node's alternative (a tail call), so a key that leaves the trie
+        // at any node reaches the same parse stacks and the allowed-token walk
+        // shares their states instead of building them again per node.
+        const uint32_t free_rule = ir_.add_rule("key-free");
+        ir_.define(free_rule, e_seq({e_star(basics_.string_char()), e_lit("\"")}));
+        const Expr free_tail = e_ref(free_rule);
         std::map<std::vector<CpRange>, uint32_t, RangesLess> escape_rules;  // escapable codepoints -> rule
         // Node: the names sharing a prefix of length d, as an index range of cps.
         std::function<Expr(size_t, size_t, size_t)> node = [&](size_t b, size_t e, size_t d) -> Expr {

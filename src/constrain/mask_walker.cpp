@@ -30,6 +30,7 @@ void MaskWalker::reset() {
     states_.clear();
     tops_.clear();
     next_.clear();
+    classes_.clear();
     by_key_.clear();
     masks_.clear();
 }
@@ -48,11 +49,37 @@ int32_t MaskWalker::intern(std::vector<uint32_t>& tops, bool complete) {
     return it->second;
 }
 
-int32_t MaskWalker::transition(int32_t s, uint8_t b) {
-    if (states_[s].next == UINT32_MAX) {
-        states_[s].next = static_cast<uint32_t>(next_.size());
-        next_.resize(next_.size() + 256, k_unknown);
+void MaskWalker::make_row(int32_t s) {
+    const auto off = static_cast<uint32_t>(next_.size());
+    states_[s].next = off;
+    next_.resize(off + 256, k_unknown);
+    classes_.resize(off + 256, 0);
+    // The partition of the bytes, refined by each distinct byte set among the tops.
+    uint8_t* cls = classes_.data() + off;
+    scratch_.clear();
+    const CompiledGrammar& g = *g_;
+    for (uint32_t i = states_[s].tops_begin; i < states_[s].tops_end; ++i)
+        scratch_.push_back(elem_index(g.elems[rec_.node(tops_[i]).pos]));
+    std::sort(scratch_.begin(), scratch_.end());
+    scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+    unsigned n_classes = 1;
+    for (uint32_t set : scratch_) {
+        if (n_classes == 256) break;  // every byte is its own class
+        const ByteSet& bs = g.sets[set];
+        int16_t remap[512];
+        std::fill(std::begin(remap), std::end(remap), int16_t{-1});
+        unsigned n = 0;
+        for (unsigned b = 0; b < 256; ++b) {
+            const unsigned k = cls[b] * 2u + (bs.test(static_cast<uint8_t>(b)) ? 1u : 0u);
+            if (remap[k] < 0) remap[k] = static_cast<int16_t>(n++);
+            cls[b] = static_cast<uint8_t>(remap[k]);
+        }
+        n_classes = n;
     }
+}
+
+int32_t MaskWalker::transition(int32_t s, uint8_t b) {
+    if (states_[s].next == UINT32_MAX) make_row(s);
     int32_t& slot_ref = next_[states_[s].next + b];
     if (slot_ref != k_unknown) return slot_ref;
     const DState ds = states_[s];
@@ -68,7 +95,11 @@ int32_t MaskWalker::transition(int32_t s, uint8_t b) {
         for (uint32_t i = to.tops_begin; i < to.tops_end; ++i) scratch_.push_back(rec_.top(i));
         result = intern(scratch_, to.complete);
     }
-    next_[states_[s].next + b] = result;  // next_ may have moved: index again
+    // next_ may have moved: index again. Every byte of b's class steps alike.
+    const uint32_t off = states_[s].next;
+    const uint8_t c = classes_[off + b];
+    for (unsigned x = 0; x < 256; ++x)
+        if (classes_[off + x] == c) next_[off + x] = result;
     return result;
 }
 

@@ -45,7 +45,7 @@ private:
     struct DState {
         uint32_t tops_begin, tops_end;  // in tops_
         bool complete;
-        uint32_t next;  // offset of its 256 transitions in next_, or UINT32_MAX before first use
+        uint32_t next;  // offset of its 256 transitions in next_ and classes_, or UINT32_MAX before first use
         int8_t text_loop = -1;  // reads text as the DFA does, back to itself: 1 / 0, -1 not known yet
     };
 
@@ -53,6 +53,7 @@ private:
     int32_t import(const Recognizer& from, const State& state);
     int32_t intern(std::vector<uint32_t>& tops, bool complete);
     int32_t transition(int32_t s, uint8_t b);
+    void make_row(int32_t s);
     // Whether every path the text DFA (vocab_trie.h) takes is alive from s, and
     // each one that ends between characters leads back to s: a text subtree of the
     // trie is then allowed whole. May set overflow_.
@@ -67,6 +68,10 @@ private:
     std::vector<DState> states_;
     std::vector<uint32_t> tops_;
     std::vector<int32_t> next_;
+    // Per state with a row: each byte's class. A step depends only on which tops'
+    // byte sets hold the byte, so one closure fills the transitions of every byte
+    // of its class (a string's content is one class, not 200 bytes).
+    std::vector<uint8_t> classes_;
     std::unordered_map<std::string, int32_t> by_key_;  // sorted top ids + complete flag, as bytes
     std::unordered_map<int32_t, TokenMask> masks_;
     std::unordered_map<uint32_t, uint32_t> imported_;  // scratch: committed node -> walker node

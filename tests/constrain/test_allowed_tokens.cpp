@@ -70,6 +70,12 @@ cols ::= [a-z_]+ (", " [a-z_]+)*)", "SELECT id, name FROM users;"},
      R"({"type":"object","properties":{"note":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}},"required":["note","tags"]})",
      R"({"note": "東京は晴れ 🌤️ café \"q\" \\ \u00e9", "tags": ["日本語", "Ελλά 🎉"]})"},
     {"llama-spm", "gbnf", R"(root ::= "\"" ( [^"\\\x00-\x1F] | "\\" ["\\/bfnrt] )* "\"")", R"("Grüße aus 北京 🐉 \n und mehr")"},
+    // Optional properties and open additionalProperties (the key trie: additional
+    // keys leaving it at different nodes, one sharing a name's prefix), and a
+    // string bounded above the block threshold (byte classes of counting states).
+    {"qwen2", "schema",
+     R"({"type":"object","properties":{"id":{"type":"string"},"idle":{"type":"boolean"},"name":{"type":"string","maxLength":300}}})",
+     R"({"id": "a1", "name": "Ada \"A\" Lovelace, née Byron", "idx": 3, "nick": ["é", null]})"},
 };
 
 TEST(AllowedTokens, MatchesBruteForceOnRealVocabularies) {
