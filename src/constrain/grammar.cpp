@@ -3,6 +3,7 @@
 
 #include "constrain/converters.h"
 #include "constrain/internals.h"
+#include "constrain/mask_walker.h"
 #include "constrain/program.h"
 #include "kiln/constraint.h"
 #include "kiln/error.h"
@@ -13,7 +14,9 @@ namespace constrain {
 
 struct GrammarFactory {
     static Grammar make(GrammarIR ir) {
-        return Grammar(std::make_shared<const CompiledGrammar>(compile_grammar(std::move(ir))));
+        CompiledGrammar g = compile_grammar(std::move(ir));
+        g.walkers = std::make_shared<WalkerPool>();
+        return Grammar(std::make_shared<const CompiledGrammar>(std::move(g)));
     }
 };
 

@@ -268,4 +268,26 @@ void MaskWalker::fill(const Recognizer& from, const State& state, const VocabTri
     reset();
 }
 
+std::unique_ptr<MaskWalker> WalkerPool::take(const std::shared_ptr<const VocabTrie>& trie, const CompiledGrammar* grammar) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        // Walkers of vocabularies that no longer exist are dropped on the way.
+        std::erase_if(idle_, [](const auto& e) { return e.first.expired(); });
+        for (size_t i = idle_.size(); i-- > 0;) {
+            if (idle_[i].first.lock() == trie) {
+                std::unique_ptr<MaskWalker> w = std::move(idle_[i].second);
+                idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
+                return w;
+            }
+        }
+    }
+    return std::make_unique<MaskWalker>(grammar);
+}
+
+void WalkerPool::give(const std::shared_ptr<const VocabTrie>& trie, std::unique_ptr<MaskWalker> walker) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (idle_.size() >= k_max_idle) idle_.erase(idle_.begin());  // the oldest
+    idle_.emplace_back(trie, std::move(walker));
+}
+
 }  // namespace kiln::constrain

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -81,6 +83,22 @@ private:
     std::vector<State> direct_levels_;
     size_t hard_max_states_;
     bool overflow_ = false;
+};
+
+// The idle walkers of one grammar. A matcher takes one (for its vocabulary) at
+// its first mask and gives it back when it is destroyed, so the next generation
+// with the same Grammar starts with the automaton and the mask cache already
+// built: a server that keeps a request's compiled schema, or a bench's rounds,
+// pay the cold walk once. A walker serves one matcher at a time.
+class WalkerPool {
+public:
+    std::unique_ptr<MaskWalker> take(const std::shared_ptr<const VocabTrie>& trie, const CompiledGrammar* grammar);
+    void give(const std::shared_ptr<const VocabTrie>& trie, std::unique_ptr<MaskWalker> walker);
+
+private:
+    static constexpr size_t k_max_idle = 4;  // each may hold several MB of automaton
+    std::mutex mutex_;
+    std::vector<std::pair<std::weak_ptr<const VocabTrie>, std::unique_ptr<MaskWalker>>> idle_;
 };
 
 }  // namespace kiln::constrain
