@@ -284,7 +284,15 @@ std::unique_ptr<MaskWalker> WalkerPool::take(const std::shared_ptr<const VocabTr
     return std::make_unique<MaskWalker>(grammar);
 }
 
+size_t MaskWalker::bytes() const {
+    size_t masks = 0;
+    for (const auto& [id, m] : masks_) masks += m.words().size() * sizeof(uint64_t);
+    return states_.capacity() * sizeof(DState) + tops_.capacity() * sizeof(uint32_t) + next_.capacity() * sizeof(int32_t) +
+           classes_.capacity() + masks + rec_.arena_size() * sizeof(StackNode) + by_key_.size() * 64;
+}
+
 void WalkerPool::give(const std::shared_ptr<const VocabTrie>& trie, std::unique_ptr<MaskWalker> walker) {
+    if (walker->bytes() > k_max_idle_bytes) return;
     std::lock_guard<std::mutex> lock(mutex_);
     if (idle_.size() >= k_max_idle) idle_.erase(idle_.begin());  // the oldest
     idle_.emplace_back(trie, std::move(walker));

@@ -39,6 +39,8 @@ public:
     void fill(const Recognizer& from, const State& state, const VocabTrie& trie, TokenMask& mask);
 
     size_t n_states() const { return states_.size(); }
+    // About the memory it holds (automaton, masks, arena), for the pool's bound.
+    size_t bytes() const;
 
 private:
     static constexpr int32_t k_unknown = -1;
@@ -96,7 +98,10 @@ public:
     void give(const std::shared_ptr<const VocabTrie>& trie, std::unique_ptr<MaskWalker> walker);
 
 private:
-    static constexpr size_t k_max_idle = 4;  // each may hold several MB of automaton
+    // At most this many idle walkers, of at most this size each (a walker past it
+    // is dropped, not kept): a cached Grammar holds at most 16 MB of them.
+    static constexpr size_t k_max_idle = 2;
+    static constexpr size_t k_max_idle_bytes = size_t{8} << 20;
     std::mutex mutex_;
     std::vector<std::pair<std::weak_ptr<const VocabTrie>, std::unique_ptr<MaskWalker>>> idle_;
 };
