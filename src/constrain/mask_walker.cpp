@@ -31,6 +31,9 @@ void MaskWalker::reset() {
     tops_.clear();
     next_.clear();
     classes_.clear();
+    text_alive_.clear();
+    text_dies_.clear();
+    text_gave_up_.clear();
     by_key_.clear();
     masks_.clear();
 }
@@ -135,6 +138,69 @@ bool MaskWalker::loops_on_text(int32_t s) {
     return states_[s].text_loop == 1;
 }
 
+void MaskWalker::grow_text_memo() {
+    if (text_gave_up_.size() >= states_.size()) return;
+    text_alive_.resize(states_.size() * k_text_states, 0);
+    text_dies_.resize(states_.size() * k_text_states, UINT32_MAX);
+    text_gave_up_.resize(states_.size(), UINT32_MAX);
+}
+
+bool MaskWalker::alive_on_text(uint8_t q, int32_t s, uint32_t h) {
+    if (h == 0) return true;
+    grow_text_memo();
+    const size_t k = static_cast<size_t>(s) * k_text_states + q;
+    if (text_alive_[k] >= h) return true;
+    if (text_dies_[k] <= h) return false;
+    if (q == 0 && loops_on_text(s)) {  // alive on every text, however long
+        grow_text_memo();
+        text_alive_[k] = UINT32_MAX;
+        return true;
+    }
+    if (overflow_ || text_budget_ == 0) return false;
+    --text_budget_;
+    bool alive = true;
+    int32_t plain_next = k_unknown;
+    for (unsigned b = 0; b < 256 && alive; ++b) {
+        const uint8_t q2 = text_step(q, static_cast<uint8_t>(b));
+        if (q2 == k_text_reject) continue;
+        const int32_t s2 = transition(s, static_cast<uint8_t>(b));
+        if (overflow_) return false;
+        if (s2 == k_dead || states_[s2].tops_begin == states_[s2].tops_end) {
+            alive = false;
+        } else if (q == 0 && q2 == 0 && plain_next != k_unknown && s2 != plain_next) {
+            // Characters lead to different states (a key trie, not a count): the
+            // paths branch; leave this to the node-by-node walk.
+            text_budget_ = 0;
+            return false;
+        } else if ((q != 0 || q2 != 0 || plain_next == k_unknown) && !alive_on_text(q2, s2, h - 1)) {
+            if (overflow_ || text_budget_ == 0) return false;  // not proven either way
+            alive = false;
+        }
+        if (q == 0 && q2 == 0 && plain_next == k_unknown) plain_next = s2;
+    }
+    grow_text_memo();
+    if (alive) text_alive_[k] = std::max(text_alive_[k], h);
+    else text_dies_[k] = std::min(text_dies_[k], h);
+    return alive;
+}
+
+bool MaskWalker::text_ok(int32_t s, uint32_t h) {
+    if (loops_on_text(s)) return true;
+    if (overflow_) return false;
+    grow_text_memo();
+    if (text_gave_up_[s] <= h) return false;
+    // Enough (state, DFA state) pairs for a bounded string as deep as the longest
+    // tokens; text paths that branch into more states are walked node by node.
+    constexpr size_t k_text_budget = 2048;
+    text_budget_ = k_text_budget;
+    const bool alive = alive_on_text(0, s, h);
+    if (!alive && text_budget_ == 0 && !overflow_) {
+        grow_text_memo();
+        text_gave_up_[s] = std::min(text_gave_up_[s], h);
+    }
+    return alive;
+}
+
 bool MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
     overflow_ = false;
     // Inside a string (a state that reads text and comes back to itself), every
@@ -142,7 +208,7 @@ bool MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
     // text path (its tokens are in the mask: the path before it ends between
     // characters, since a text subtree starts with no continuation byte); other
     // text subtrees reached in a state that loops on text are allowed node by node.
-    const bool root_text = loops_on_text(s0);
+    const bool root_text = text_ok(s0, t.height[0]);
     if (overflow_) return false;
     if (root_text) {
         TokenMask eog = mask;  // the end-of-generation bits fill() set
@@ -160,16 +226,22 @@ bool MaskWalker::walk(int32_t s0, const VocabTrie& t, TokenMask& mask) {
     uint32_t i = 1;
     const char* text = t.text_subtree.data();
     const char* text_path = t.text_path.data();
+    const uint32_t* height = t.height.data();
     while (i < n) {
         levels_.resize(depth[i]);
         const int32_t s = levels_.back();
-        if (text[i] && (s == s0 ? root_text : loops_on_text(s))) {
+        if (text[i]) {
+            if (root_text && text_path[i]) {  // text tokens only: in the mask already
+                i = subtree_end[i];
+                continue;
+            }
+            if ((s == s0 && root_text) || text_ok(s, height[i])) {
+                allow_subtree(t, i, mask);
+                i = subtree_end[i];
+                continue;
+            }
             if (overflow_) return false;
-            if (!(root_text && text_path[i])) allow_subtree(t, i, mask);
-            i = subtree_end[i];
-            continue;
         }
-        if (overflow_) return false;
         const uint32_t off = states_[s].next;
         int32_t nx = off == UINT32_MAX ? k_unknown : next_[off + bytes[i]];
         if (nx == k_unknown) {

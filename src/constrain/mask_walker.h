@@ -62,6 +62,14 @@ private:
     // each one that ends between characters leads back to s: a text subtree of the
     // trie is then allowed whole. May set overflow_.
     bool loops_on_text(int32_t s);
+    // Whether every path of at most h bytes that the text DFA takes from q stays
+    // alive (with stacks left) from s, so that a text subtree of height <= h is
+    // allowed whole: for states that count (maxLength, bounded repetition) and so
+    // never come back to themselves. Memoised per (state, DFA state); a search
+    // past its budget answers false (not proven) and is not retried for h or more.
+    bool alive_on_text(uint8_t q, int32_t s, uint32_t h);
+    bool text_ok(int32_t s, uint32_t h);
+    void grow_text_memo();
     // false if the automaton hit its hard cap (the mask is then incomplete)
     bool walk(int32_t s0, const VocabTrie& trie, TokenMask& mask);
     // The same walk stepping the recogniser directly (no automaton).
@@ -83,6 +91,10 @@ private:
     std::vector<int32_t> levels_;
     std::vector<std::pair<uint8_t, int32_t>> text_pairs_;  // scratch of loops_on_text
     std::vector<State> direct_levels_;
+    std::vector<uint32_t> text_alive_;    // per (state, DFA state): the longest h proven alive
+    std::vector<uint32_t> text_dies_;     // per (state, DFA state): the shortest h proven to die
+    std::vector<uint32_t> text_gave_up_;  // per state: the shortest h whose search ran out of budget
+    size_t text_budget_ = 0;
     size_t hard_max_states_;
     bool overflow_ = false;
 };
