@@ -188,7 +188,9 @@ bool MaskWalker::text_ok(int32_t s, uint32_t h) {
     if (loops_on_text(s)) return true;
     if (overflow_) return false;
     grow_text_memo();
-    if (text_gave_up_[s] <= h) return false;
+    // A search that ran out of budget at depth g is retried only below g / 2, so a
+    // state costs a few searches whatever heights the walk asks about.
+    if (text_gave_up_[s] != UINT32_MAX && h * 2 >= text_gave_up_[s]) return false;
     // Enough (state, DFA state) pairs for a bounded string as deep as the longest
     // tokens; text paths that branch into more states are walked node by node.
     constexpr size_t k_text_budget = 2048;

@@ -66,7 +66,7 @@ private:
     // alive (with stacks left) from s, so that a text subtree of height <= h is
     // allowed whole: for states that count (maxLength, bounded repetition) and so
     // never come back to themselves. Memoised per (state, DFA state); a search
-    // past its budget answers false (not proven) and is not retried for h or more.
+    // past its budget answers false (not proven) and is retried only for smaller h.
     bool alive_on_text(uint8_t q, int32_t s, uint32_t h);
     bool text_ok(int32_t s, uint32_t h);
     void grow_text_memo();
