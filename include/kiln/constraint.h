@@ -44,6 +44,10 @@ struct JsonSchemaOptions {
     // Otherwise at most this many bytes of [ \t\n] between two tokens, so that a
     // small model cannot loop in whitespace while generating.
     uint32_t max_whitespace = 16;
+    // The same schema text with the same options gives the Grammar compiled last
+    // time, from a small cache of recent ones, whose matchers start with a warm
+    // allowed-token automaton; false compiles afresh (benchmarks of cold starts).
+    bool reuse_compiled = true;
 };
 
 struct GrammarImport;

@@ -1,9 +1,11 @@
 // The grammar as a sampler stage: before the other stages see the candidates,
-// every token the matcher does not allow gets a logit of -inf, so neither greedy
-// nor a draw can pick it; the chosen token advances the matcher.
+// every token the matcher does not allow leaves them (or gets a logit of -inf,
+// stage_mask.h), so neither greedy nor a draw can pick it; the chosen token
+// advances the matcher.
 #include <cmath>
 #include <limits>
 
+#include "constrain/stage_mask.h"
 #include "kiln/constraint.h"
 #include "kiln/error.h"
 #include "kiln/sampling.h"
@@ -26,9 +28,7 @@ public:
             if (!matcher_.is_terminated()) throw Error("the constraint allows no token at this point", ErrorKind::Internal);
             for (TokenId id : vocab_.end_of_generation_ids()) mask_.allow(id);
         }
-        constexpr float banned = -std::numeric_limits<float>::infinity();
-        for (TokenCandidate& t : c.items)
-            if (t.token < 0 || static_cast<size_t>(t.token) >= mask_.n_vocab() || !mask_.allowed(t.token)) t.logit = banned;
+        constrain::keep_allowed(mask_, c);
     }
 
     void accept(int32_t token) override {

@@ -17,6 +17,7 @@
 #include "constrain/converters.h"
 #include "constrain/json_basics.h"
 #include "constrain/program.h"
+#include "constrain/recognizer.h"
 #include "kiln/error.h"
 
 namespace kiln::constrain {
@@ -124,6 +125,8 @@ public:
     JsonBasics& basics() { return basics_; }
 
 private:
+    bool nested_check_ = false;  // this converter is value_outside's: it runs no such check itself
+
     [[noreturn]] void refuse(const std::string& at, const std::string& what) const {
         throw Error("JSON Schema " + (at.empty() ? std::string("#") : at) + ": " + what);
     }
@@ -398,6 +401,41 @@ private:
         return std::nullopt;
     }
 
+    // Whether the value v is proven not to match schema b: b compiled on its own
+    // (with this document's $refs) rejects v as written. Only for values whose
+    // writing kiln's grammars never reject when the schema accepts them (see
+    // docs/structured_output.md: no object key order, number formatting or
+    // escapes involved): null, booleans, integers below 2^53, strings of printable
+    // ASCII without quote or backslash. Anything else, or a b that is refused, is
+    // not proven.
+    bool value_outside(const json& v, const json& b, const std::string& at) {
+        const bool safe = v.is_null() || v.is_boolean() ||
+                          (v.is_number_integer() && std::abs(v.get<double>()) < 9007199254740992.0) ||
+                          (v.is_string() && std::all_of(v.get_ref<const std::string&>().begin(), v.get_ref<const std::string&>().end(),
+                                                        [](char c) { return c >= 0x20 && c <= 0x7e && c != '"' && c != '\\'; }));
+        // b may lead back here (a $ref to an enclosing schema): one level only.
+        if (!safe || nested_check_) return false;
+        try {
+            GrammarIR ir;
+            const uint32_t root = ir.add_rule("root");
+            ir.root = root;
+            Converter c(root_, options_, ir);
+            c.nested_check_ = true;
+            ir.define(root, e_seq({c.convert(b, at)}));
+            const CompiledGrammar g = compile_grammar(std::move(ir));
+            Recognizer rec(&g);
+            State st = rec.start();
+            for (char ch : v.dump()) {
+                st = rec.step(st, static_cast<uint8_t>(ch));
+                if (st.dead()) return true;
+                st = rec.compact(st, 0);
+            }
+            return !st.complete;
+        } catch (const Error&) {
+            return false;
+        }
+    }
+
     // oneOf branches as a union is exact only if no instance matches two of them:
     // different JSON types, or objects told apart by a required property pinned to
     // disjoint values.
@@ -438,6 +476,18 @@ private:
                 if (std::find(b["enum"].begin(), b["enum"].end(), v) != b["enum"].end()) return false;
             return true;
         }
+        // A branch of listed values (const / enum) none of which the other matches.
+        auto values = [](const json& s) -> std::optional<json> {
+            if (!s.is_object()) return std::nullopt;
+            if (s.contains("const")) return json::array({s["const"]});
+            if (s.contains("enum") && s["enum"].is_array()) return s["enum"];
+            return std::nullopt;
+        };
+        auto all_outside = [&](const json& vs, const json& other) {
+            return std::all_of(vs.begin(), vs.end(), [&](const json& v) { return value_outside(v, other, at); });
+        };
+        if (std::optional<json> va = values(a); va && all_outside(*va, b)) return true;
+        if (std::optional<json> vb = values(b); vb && all_outside(*vb, a)) return true;
         return false;
     }
 
@@ -477,15 +527,44 @@ private:
                 const std::string bat = at + "/" + key + "/" + std::to_string(i);
                 merged.push_back(merge(flatten(rest, at), flatten(branches[i], bat), bat));
             }
-            if (std::string(key) == "oneOf")
-                for (size_t i = 0; i < merged.size(); ++i)
-                    for (size_t j = i + 1; j < merged.size(); ++j)
-                        if (!exclusive(merged[i], merged[j], at))
-                            refuse(at, "oneOf: branches " + std::to_string(i) + " and " + std::to_string(j) +
-                                           " may both match an instance (only exclusive branches are supported)");
+            bool rewritten = false;
+            if (std::string(key) == "oneOf") {
+                auto overlap = [&](const std::vector<json>& bs) -> std::optional<std::pair<size_t, size_t>> {
+                    for (size_t i = 0; i < bs.size(); ++i)
+                        for (size_t j = i + 1; j < bs.size(); ++j)
+                            if (!exclusive(bs[i], bs[j], at)) return std::pair{i, j};
+                    return std::nullopt;
+                };
+                if (const auto ij = overlap(merged)) {
+                    // "Exactly one" is the union of each branch without the others:
+                    // branch i and `not` of every other branch, where each `not` is a
+                    // form rewrite_not complements exactly (e.g. not {required: [k]}:
+                    // oneOf over required keys) and allOf's merge is exact. The
+                    // branches so made are exclusive by construction; that is checked.
+                    const std::string why = "oneOf: branches " + std::to_string(ij->first) + " and " + std::to_string(ij->second) +
+                                            " may both match an instance (only exclusive branches are supported)";
+                    std::vector<json> excl;
+                    try {
+                        for (size_t i = 0; i < merged.size(); ++i) {
+                            json all = json::array({merged[i]});
+                            for (size_t j = 0; j < branches.size(); ++j)
+                                if (j != i) all.push_back(json{{"not", branches[j]}});
+                            const std::string bat = at + "/" + key + "/" + std::to_string(i);
+                            json b = flatten(json{{"allOf", std::move(all)}}, bat);
+                            if (b.is_object() && b.contains("not")) refuse(at, why);  // a `not` kiln cannot complement
+                            excl.push_back(std::move(b));
+                        }
+                    } catch (const Error&) {
+                        refuse(at, why);
+                    }
+                    if (overlap(excl)) refuse(at, why);
+                    merged = std::move(excl);
+                    rewritten = true;
+                }
+            }
             // Without sibling keywords the branches are converted as written, so a
             // branch that is a $ref stays a rule reference (recursion through "#").
-            const bool bare = only_annotations(rest);
+            const bool bare = only_annotations(rest) && !rewritten;
             std::vector<Expr> alts;
             for (size_t i = 0; i < merged.size(); ++i)
                 alts.push_back(convert(bare ? branches[i] : merged[i], at + "/" + key + "/" + std::to_string(i)));
@@ -739,7 +818,13 @@ private:
         }
         std::sort(cps.begin(), cps.end());
         cps.erase(std::unique(cps.begin(), cps.end()), cps.end());
-        const Expr free_tail = e_seq({e_star(basics_.string_char()), e_lit("\"")});
+        // The rest of a key that has left every name: one rule, referenced last in
+        // each trie node's alternative (a tail call), so a key that leaves the trie
+        // at any node reaches the same parse stacks and the allowed-token walk
+        // shares their states instead of building them again per node.
+        const uint32_t free_rule = ir_.add_rule("key-free");
+        ir_.define(free_rule, e_seq({e_star(basics_.string_char()), e_lit("\"")}));
+        const Expr free_tail = e_ref(free_rule);
         std::map<std::vector<CpRange>, uint32_t, RangesLess> escape_rules;  // escapable codepoints -> rule
         // Node: the names sharing a prefix of length d, as an index range of cps.
         std::function<Expr(size_t, size_t, size_t)> node = [&](size_t b, size_t e, size_t d) -> Expr {

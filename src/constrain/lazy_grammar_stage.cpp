@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 
+#include "constrain/stage_mask.h"
 #include "kiln/constraint.h"
 #include "kiln/error.h"
 #include "kiln/sampling.h"
@@ -158,9 +159,7 @@ private:
             if (!matcher_.is_terminated()) throw Error("the constraint allows no token at this point", ErrorKind::Internal);
             for (TokenId id : vocab_.end_of_generation_ids()) mask_.allow(id);
         }
-        for (TokenCandidate& t : c.items)
-            if (t.token < 0 || static_cast<size_t>(t.token) >= mask_.n_vocab() || !mask_.allowed(t.token))
-                t.logit = k_banned;
+        constrain::keep_allowed(mask_, c);
     }
 
     // Tokens whose piece starts with trigger t's bytes from k on (or with a

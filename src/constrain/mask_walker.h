@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -37,6 +39,8 @@ public:
     void fill(const Recognizer& from, const State& state, const VocabTrie& trie, TokenMask& mask);
 
     size_t n_states() const { return states_.size(); }
+    // About the memory it holds (automaton, masks, arena), for the pool's bound.
+    size_t bytes() const;
 
 private:
     static constexpr int32_t k_unknown = -1;
@@ -45,7 +49,7 @@ private:
     struct DState {
         uint32_t tops_begin, tops_end;  // in tops_
         bool complete;
-        uint32_t next;  // offset of its 256 transitions in next_, or UINT32_MAX before first use
+        uint32_t next;  // offset of its 256 transitions in next_ and classes_, or UINT32_MAX before first use
         int8_t text_loop = -1;  // reads text as the DFA does, back to itself: 1 / 0, -1 not known yet
     };
 
@@ -53,10 +57,19 @@ private:
     int32_t import(const Recognizer& from, const State& state);
     int32_t intern(std::vector<uint32_t>& tops, bool complete);
     int32_t transition(int32_t s, uint8_t b);
+    void make_row(int32_t s);
     // Whether every path the text DFA (vocab_trie.h) takes is alive from s, and
     // each one that ends between characters leads back to s: a text subtree of the
     // trie is then allowed whole. May set overflow_.
     bool loops_on_text(int32_t s);
+    // Whether every path of at most h bytes that the text DFA takes from q stays
+    // alive (with stacks left) from s, so that a text subtree of height <= h is
+    // allowed whole: for states that count (maxLength, bounded repetition) and so
+    // never come back to themselves. Memoised per (state, DFA state); a search
+    // past its budget answers false (not proven) and is retried only for smaller h.
+    bool alive_on_text(uint8_t q, int32_t s, uint32_t h);
+    bool text_ok(int32_t s, uint32_t h);
+    void grow_text_memo();
     // false if the automaton hit its hard cap (the mask is then incomplete)
     bool walk(int32_t s0, const VocabTrie& trie, TokenMask& mask);
     // The same walk stepping the recogniser directly (no automaton).
@@ -67,6 +80,10 @@ private:
     std::vector<DState> states_;
     std::vector<uint32_t> tops_;
     std::vector<int32_t> next_;
+    // Per state with a row: each byte's class. A step depends only on which tops'
+    // byte sets hold the byte, so one closure fills the transitions of every byte
+    // of its class (a string's content is one class, not 200 bytes).
+    std::vector<uint8_t> classes_;
     std::unordered_map<std::string, int32_t> by_key_;  // sorted top ids + complete flag, as bytes
     std::unordered_map<int32_t, TokenMask> masks_;
     std::unordered_map<uint32_t, uint32_t> imported_;  // scratch: committed node -> walker node
@@ -74,8 +91,31 @@ private:
     std::vector<int32_t> levels_;
     std::vector<std::pair<uint8_t, int32_t>> text_pairs_;  // scratch of loops_on_text
     std::vector<State> direct_levels_;
+    std::vector<uint32_t> text_alive_;    // per (state, DFA state): the longest h proven alive
+    std::vector<uint32_t> text_dies_;     // per (state, DFA state): the shortest h proven to die
+    std::vector<uint32_t> text_gave_up_;  // per state: the shortest h whose search ran out of budget
+    size_t text_budget_ = 0;
     size_t hard_max_states_;
     bool overflow_ = false;
+};
+
+// The idle walkers of one grammar. A matcher takes one (for its vocabulary) at
+// its first mask and gives it back when it is destroyed, so the next generation
+// with the same Grammar starts with the automaton and the mask cache already
+// built: a server that keeps a request's compiled schema, or a bench's rounds,
+// pay the cold walk once. A walker serves one matcher at a time.
+class WalkerPool {
+public:
+    std::unique_ptr<MaskWalker> take(const std::shared_ptr<const VocabTrie>& trie, const CompiledGrammar* grammar);
+    void give(const std::shared_ptr<const VocabTrie>& trie, std::unique_ptr<MaskWalker> walker);
+
+private:
+    // At most this many idle walkers, of at most this size each (a walker past it
+    // is dropped, not kept): a cached Grammar holds at most 16 MB of them.
+    static constexpr size_t k_max_idle = 2;
+    static constexpr size_t k_max_idle_bytes = size_t{8} << 20;
+    std::mutex mutex_;
+    std::vector<std::pair<std::weak_ptr<const VocabTrie>, std::unique_ptr<MaskWalker>>> idle_;
 };
 
 }  // namespace kiln::constrain

@@ -39,8 +39,9 @@ struct GrammarMatcher::Impl {
     std::optional<TokenVocabulary> vocab;
     Recognizer rec;
     std::vector<Step> history;  // [0] the start; back() the current state
-    // The allowed-token automaton and mask cache, made on first use; a copy of the
-    // matcher starts without one.
+    // The allowed-token automaton and mask cache: taken from the grammar's pool
+    // on first use (warm when an earlier matcher of this grammar gave its back)
+    // and given back at the end; a copy of the matcher takes its own.
     std::unique_ptr<constrain::MaskWalker> walker;
 
     Impl(const Grammar& g, std::optional<TokenVocabulary> v)
@@ -48,6 +49,10 @@ struct GrammarMatcher::Impl {
         history.push_back({rec.start(), false});
     }
     Impl(const Impl& o) : grammar(o.grammar), vocab(o.vocab), rec(o.rec), history(o.history) {}
+    ~Impl() {
+        const constrain::CompiledGrammar& g = constrain::Internals::compiled(grammar);
+        if (walker && g.walkers && vocab) g.walkers->give(constrain::Internals::trie_ptr(*vocab), std::move(walker));
+    }
 
     const Step& current() const { return history.back(); }
 
@@ -78,7 +83,10 @@ struct GrammarMatcher::Impl {
             mask.resize(t.pieces.size());
             return;
         }
-        if (!walker) walker = std::make_unique<constrain::MaskWalker>(&constrain::Internals::compiled(grammar));
+        if (!walker) {
+            const constrain::CompiledGrammar& g = constrain::Internals::compiled(grammar);
+            walker = g.walkers ? g.walkers->take(constrain::Internals::trie_ptr(*vocab), &g) : std::make_unique<constrain::MaskWalker>(&g);
+        }
         walker->fill(rec, cur.state, t, mask);
     }
 };

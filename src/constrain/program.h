@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "constrain/grammar_ir.h"
@@ -19,6 +20,8 @@ inline uint32_t elem_kind(uint32_t e) { return e >> k_elem_kind_shift; }
 inline uint32_t elem_index(uint32_t e) { return e & ((1u << k_elem_kind_shift) - 1); }
 inline uint32_t make_elem(uint32_t kind, uint32_t index) { return (kind << k_elem_kind_shift) | index; }
 
+class WalkerPool;
+
 struct CompiledGrammar {
     GrammarIR ir;                        // the source form, for printing
     std::vector<uint32_t> elems;         // every alternative's elements, each run ended by k_elem_end
@@ -27,6 +30,9 @@ struct CompiledGrammar {
     std::vector<uint32_t> alt_starts;    // offset in elems of each alternative
     std::vector<std::string> rule_names; // IR rules first, then the helper rules lowering made
     uint32_t root = 0;
+    // The allowed-token walkers its matchers are done with (mask_walker.h), so a
+    // matcher made later starts warm; set by the Grammar that owns this.
+    std::shared_ptr<WalkerPool> walkers;
 };
 
 // Lowers the IR to bytes. Throws kiln::Error on a rule that is referenced but not

@@ -78,13 +78,21 @@ std::shared_ptr<const VocabTrie> build_trie(std::vector<std::string> pieces, std
     t->text_subtree.assign(n_nodes, 0);
     std::vector<uint8_t> q_path(n_nodes, k_text_reject);
     std::vector<uint32_t> stack;  // ancestors of node k, by depth
+    std::vector<uint32_t> parent(n_nodes, 0);
     for (size_t k = 1; k < n_nodes; ++k) {
         const uint32_t d = t->depth[k];
         stack.resize(d - 1);
         const uint8_t q_parent = d == 1 ? 0 : q_path[stack.back()];
+        if (d > 1) parent[k] = stack.back();
         q_path[k] = q_parent == k_text_reject ? k_text_reject : text_step(q_parent, t->byte[k]);
         t->text_path[k] = q_path[k] != k_text_reject;
         stack.push_back(static_cast<uint32_t>(k));
+    }
+    // Heights bottom-up: children come after their parent in pre-order.
+    t->height.assign(n_nodes, 0);
+    for (size_t k = n_nodes; k-- > 1;) {
+        t->height[k] = std::max<uint32_t>(t->height[k], 1);
+        t->height[parent[k]] = std::max(t->height[parent[k]], t->height[k] + (parent[k] == 0 ? 0 : 1));
     }
     std::vector<uint8_t> q_rel;  // DFA state by depth below node k
     for (size_t k = 1; k < n_nodes; ++k) {

@@ -57,6 +57,7 @@ struct VocabTrie {
     std::vector<uint8_t> byte;
     std::vector<uint32_t> depth;
     std::vector<uint32_t> subtree_end;
+    std::vector<uint32_t> height;      // bytes on the longest path from node i down (node i's byte included); root: the longest piece
     std::vector<TokenId> token;        // a token ending here, or k_no_token
     // Every token in node pre-order: node i's tokens (several ids may share a
     // piece) are node_tokens[token_begin[i], token_begin[i + 1]), and its whole

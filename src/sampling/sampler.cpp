@@ -47,10 +47,17 @@ std::vector<double> probabilities(const std::vector<TokenCandidate>& c) {
 }
 
 // The candidate of a token: at its index while the list is the whole
-// vocabulary in id order (the stages before any sort), else found.
+// vocabulary in id order (the stages before any sort), by bisection while it is
+// in id order with entries removed (a constraint keeps only the allowed tokens),
+// else found by a scan.
 TokenCandidate* find(Candidates& c, int32_t token) {
     if (token >= 0 && static_cast<size_t>(token) < c.items.size() && c.items[static_cast<size_t>(token)].token == token)
         return &c.items[static_cast<size_t>(token)];
+    if (!c.sorted) {
+        auto it = std::lower_bound(c.items.begin(), c.items.end(), token,
+                                   [](const TokenCandidate& t, int32_t id) { return t.token < id; });
+        if (it != c.items.end() && it->token == token) return &*it;
+    }
     for (TokenCandidate& t : c.items)
         if (t.token == token) return &t;
     return nullptr;

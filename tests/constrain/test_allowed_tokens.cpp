@@ -6,11 +6,13 @@
 // random allowed tokens; rollback must restore the earlier masks.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "constrain/constrain_test_util.h"
 #include "kiln/constraint.h"
 #include "kiln/error.h"
+#include "kiln/sampling.h"
 #include "support/test_support.h"
 
 namespace {
@@ -70,6 +72,12 @@ cols ::= [a-z_]+ (", " [a-z_]+)*)", "SELECT id, name FROM users;"},
      R"({"type":"object","properties":{"note":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}},"required":["note","tags"]})",
      R"({"note": "東京は晴れ 🌤️ café \"q\" \\ \u00e9", "tags": ["日本語", "Ελλά 🎉"]})"},
     {"llama-spm", "gbnf", R"(root ::= "\"" ( [^"\\\x00-\x1F] | "\\" ["\\/bfnrt] )* "\"")", R"("Grüße aus 北京 🐉 \n und mehr")"},
+    // Optional properties and open additionalProperties (the key trie: additional
+    // keys leaving it at different nodes, one sharing a name's prefix), and a
+    // string bounded above the block threshold (byte classes of counting states).
+    {"qwen2", "schema",
+     R"({"type":"object","properties":{"id":{"type":"string"},"idle":{"type":"boolean"},"name":{"type":"string","maxLength":300}}})",
+     R"({"id": "a1", "name": "Ada \"A\" Lovelace, née Byron", "idx": 3, "nick": ["é", null]})"},
 };
 
 TEST(AllowedTokens, MatchesBruteForceOnRealVocabularies) {
@@ -207,3 +215,53 @@ TEST(AllowedTokens, DirectWalkEqualsMemoisedWalk) {
 }
 
 }  // namespace
+
+// The grammar stage on the chain's fresh candidates keeps only the allowed
+// tokens, in id order; on candidates already sorted it bans by -inf instead. A
+// logit bias after it still finds its token in the shortened list, and a second
+// matcher of the same Grammar (warm walker from the pool) gives the same masks.
+TEST(AllowedTokens, GrammarStageKeepsTheAllowedCandidates) {
+    std::vector<std::string> pieces;
+    for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b));
+    pieces.push_back("ab");
+    pieces.push_back("");  // end of generation
+    const TokenId eog[] = {257};
+    const TokenVocabulary v = TokenVocabulary::from_pieces(pieces, eog);
+    const Grammar g = Grammar::from_gbnf(R"(root ::= "a" [bc] "d" | "x")");
+    auto stage = kiln::grammar_stage(g, v);
+    kiln::Candidates c;
+    for (int i = 0; i < 258; ++i) c.items.push_back({i, 0.0f});
+    stage->apply(c);
+    ASSERT_EQ(c.items.size(), 3u);
+    EXPECT_EQ(c.items[0].token, 'a');
+    EXPECT_EQ(c.items[1].token, 'x');
+    EXPECT_EQ(c.items[2].token, 256);
+    kiln::Candidates sorted;
+    for (int i = 257; i >= 0; --i) sorted.items.push_back({i, static_cast<float>(i)});
+    sorted.sorted = true;
+    stage->apply(sorted);
+    ASSERT_EQ(sorted.items.size(), 258u);
+    for (const kiln::TokenCandidate& t : sorted.items)
+        EXPECT_EQ(std::isinf(t.logit), t.token != 'a' && t.token != 'x' && t.token != 256) << t.token;
+
+    kiln::SamplingParams greedy = kiln::SamplingParams::greedy();
+    greedy.logit_bias = {{'x', 5.0f}};
+    kiln::Sampler s(greedy, 258);
+    s.add_constraint(kiln::grammar_stage(g, v));
+    std::vector<float> logits(258, 0.0f);
+    logits['a'] = 1.0f;
+    logits['q'] = 9.0f;  // the best logit, not allowed
+    EXPECT_EQ(s.sample(logits), 'x');  // boosted past 'a'
+
+    GrammarMatcher m1(g, v), m2(g, v);
+    TokenMask a, b;
+    m1.fill_allowed(a);
+    ASSERT_TRUE(m1.accept_token('a'));
+    m1.fill_allowed(a);
+    { GrammarMatcher done = std::move(m1); }  // gives its walker back
+    GrammarMatcher m3(g, v);
+    ASSERT_TRUE(m3.accept_token('a'));
+    m3.fill_allowed(b);
+    EXPECT_TRUE(std::equal(a.words().begin(), a.words().end(), b.words().begin()));
+    EXPECT_TRUE(b.allowed('b') && b.allowed('c') && !b.allowed(256) && !b.allowed('d'));
+}

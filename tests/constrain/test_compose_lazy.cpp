@@ -108,7 +108,12 @@ kiln::Candidates all_candidates(size_t n) {
     return c;
 }
 
-bool allowed(const kiln::Candidates& c, TokenId id) { return !std::isinf(c.items[static_cast<size_t>(id)].logit); }
+// A stage bans a token by dropping it from the candidates or by a logit of -inf.
+bool allowed(const kiln::Candidates& c, TokenId id) {
+    for (const kiln::TokenCandidate& t : c.items)
+        if (t.token == id) return !std::isinf(t.logit);
+    return false;
+}
 
 TEST(ConstrainLazy, FreeUntilTheTriggerThenConstrained) {
     const TokenVocabulary v = lazy_vocab();

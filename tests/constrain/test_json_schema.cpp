@@ -207,6 +207,21 @@ TEST(JsonSchema, EnumConstAndCombinators) {
                                           {"type":"object","properties":{"b":{}},"required":["b"],"additionalProperties":false}]})");
     EXPECT_TRUE(accepts(forbidding, R"({"a":1})"));
     EXPECT_FALSE(accepts(forbidding, R"({"a":1,"b":2})"));
+    // oneOf over required keys: each branch without the other ("exactly one").
+    Grammar one_key = schema(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
+                                 "oneOf":[{"required":["a"]},{"required":["b"]}]})");
+    EXPECT_TRUE(accepts(one_key, R"({"a":1})"));
+    EXPECT_TRUE(accepts(one_key, R"({"b":2})"));
+    EXPECT_FALSE(accepts(one_key, R"({"a":1,"b":2})"));
+    EXPECT_FALSE(accepts(one_key, R"({})"));
+    // Listed values the other branch never matches (checked by compiling it).
+    Grammar keyword_or_digits = schema(R"({"oneOf":[{"enum":["auto","none"]},{"type":"string","pattern":"^[0-9]+$"}]})");
+    for (const char* ok : {R"("auto")", R"("none")", R"("42")"}) EXPECT_TRUE(accepts(keyword_or_digits, ok)) << ok;
+    EXPECT_FALSE(accepts(keyword_or_digits, R"("auto1")"));
+    Grammar const_or_range = schema(R"({"oneOf":[{"const":0},{"type":"integer","minimum":1,"maximum":9}]})");
+    EXPECT_TRUE(accepts(const_or_range, "0"));
+    EXPECT_TRUE(accepts(const_or_range, "9"));
+    EXPECT_FALSE(accepts(const_or_range, "10"));
     Grammar all_of = schema(R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},
                                        {"properties":{"b":{"type":"string"}},"required":["b"]}]})");
     EXPECT_TRUE(accepts(all_of, R"({"a":1,"b":"x"})"));
@@ -309,6 +324,10 @@ TEST(JsonSchema, Refusals) {
         {R"({"type":"number","minimum":0.5})", "fractional bound"},
         {R"({"type":"integer","maximum":1e300})", "beyond 9e15"},
         {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})", "oneOf: branches 0 and 1 may both match"},
+        // A listed value the other branch matches, and negations kiln cannot form.
+        {R"({"oneOf":[{"const":"a"},{"type":"string"}]})", "oneOf: branches 0 and 1 may both match"},
+        {R"({"oneOf":[{"required":["a","b"]},{"required":["c"]}]})", "oneOf: branches 0 and 1 may both match"},
+        {R"({"oneOf":[{"enum":[0.5,2]},{"type":"number","minimum":1}]})", "oneOf: branches 0 and 1 may both match"},
         {R"({"$ref":"https://example.com/schema.json"})", "remote references"},
         {R"({"$ref":"#/definitions/missing"})", "does not resolve"},
         {R"({"type":"wat"})", "unknown type 'wat'"},
