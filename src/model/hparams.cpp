@@ -240,4 +240,16 @@ void read_swa_pattern(const ArchConfig& c, int default_period, bool dense_first)
     }
 }
 
+void read_nextn_layers(ArchConfig& c) {
+    ModelSpec& s = c.spec;
+    const int n = c.count("nextn_predict_layers", false);
+    if (n == 0) return;
+    if (n >= s.n_layer)
+        throw Error("GGUF metadata '" + c.key("nextn_predict_layers") + "': " + std::to_string(n) + " of the " +
+                    std::to_string(s.n_layer) + " layers (" + c.key("block_count") + ") leave no trunk");
+    s.n_layer_nextn = n;
+    s.n_layer -= n;
+    s.layers.resize(static_cast<size_t>(s.n_layer));
+}
+
 }  // namespace kiln

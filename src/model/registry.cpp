@@ -37,6 +37,7 @@ constexpr ArchRow k_rows[] = {
     {"arctic", RopeKind::Norm, MemoryKind::Kv, nullptr, "experts"},
     {"chatglm", RopeKind::Norm, MemoryKind::Kv, configure_chatglm, "gated (fused gate-up)"},
     {"glm4", RopeKind::Norm, MemoryKind::Kv, configure_glm4, "gated (fused gate-up)"},
+    {"glm4moe", RopeKind::Neox, MemoryKind::Kv, configure_glm4moe, "dense, then experts+shared"},
     {"qwen", RopeKind::Neox, MemoryKind::Kv, configure_qwen, "gated"},
     {"qwen2", RopeKind::Neox, MemoryKind::Kv, configure_qwen2, "gated"},
     {"qwen2moe", RopeKind::Neox, MemoryKind::Kv, configure_qwen2moe, "experts+shared"},

@@ -219,7 +219,11 @@ struct LayerSpec {
 
 struct ModelSpec {
     std::string arch;
-    int n_layer = 0;
+    int n_layer = 0;       // the trunk's layers (block_count less the MTP layers)
+    // Multi-token-prediction (NextN) layers stored after the trunk, blk.n_layer ..
+    // (nextn_predict_layers): kiln leaves their tensors unread and says so in the
+    // load notes (weights.cpp), as llama.cpp does when it does not load MTP.
+    int n_layer_nextn = 0;
     int n_embd = 0;
     int n_vocab = 0;
     int n_ctx_train = 0;

@@ -146,13 +146,45 @@ public:
         return notes;
     }
 
-    // The first tensor of the file that nothing bound, named, with how many more.
-    void check_all_used(const std::string& arch) const {
-        if (used_.size() == file_.tensors().size()) return;
+    // Whether a tensor belongs to a multi-token-prediction layer (blk.N. with N
+    // past the trunk, ModelSpec::n_layer_nextn), which kiln leaves unread.
+    static bool in_nextn_layer(const std::string& name, const ModelSpec& s) {
+        if (s.n_layer_nextn == 0 || name.rfind("blk.", 0) != 0) return false;
+        const size_t dot = name.find('.', 4);
+        if (dot == std::string::npos || dot == 4 || dot > 12) return false;
+        int il = 0;
+        for (size_t i = 4; i < dot; ++i) {
+            if (name[i] < '0' || name[i] > '9') return false;
+            il = il * 10 + (name[i] - '0');
+        }
+        return il >= s.n_layer && il < s.n_layer + s.n_layer_nextn;
+    }
+
+    // The first tensor of the file that nothing bound, named, with how many more;
+    // the MTP layers' tensors are left out, counted in a note.
+    void check_all_used(const ModelSpec& s, std::vector<std::string>& notes) const {
+        const std::string& arch = s.arch;
         std::string first;
-        size_t n = 0;
-        for (const gguf::TensorInfo& t : file_.tensors())
-            if (!used_.count(t.name) && n++ == 0) first = t.name;
+        size_t n = 0, n_mtp = 0;
+        uint64_t mtp_bytes = 0;
+        for (const gguf::TensorInfo& t : file_.tensors()) {
+            if (used_.count(t.name)) continue;
+            if (in_nextn_layer(t.name, s)) {
+                ++n_mtp;
+                mtp_bytes += t.bytes;
+            } else if (n++ == 0) {
+                first = t.name;
+            }
+        }
+        if (n_mtp > 0) {
+            char mib[32];
+            std::snprintf(mib, sizeof mib, "%.2f MiB", static_cast<double>(mtp_bytes) / (1024.0 * 1024.0));
+            // "1 multi-token-prediction layer from blk.46 (17 tensors, 5.4 MiB) left unread: ..."
+            notes.push_back(std::to_string(s.n_layer_nextn) + " multi-token-prediction layer" + (s.n_layer_nextn > 1 ? "s" : "") +
+                            " from blk." + std::to_string(s.n_layer) + " (" + std::to_string(n_mtp) + " tensors, " + mib +
+                            ") left unread: kiln runs the " + std::to_string(s.n_layer) + " trunk layers (no MTP drafting yet)");
+        }
+        if (n == 0) return;
         throw Error("tensor '" + first + "' is not used by architecture '" + arch + "'" +
                         (n > 1 ? " (nor are " + std::to_string(n - 1) + " more)" : "") +
                         " (llama.cpp's loader refuses such a file too)",
@@ -580,8 +612,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             throw Error("tensor '" + p + "post_attention_norm.weight' not found (other layers have it)");
         if (any_post_ffn && !lw.ffn_post_norm) throw Error("tensor '" + p + "post_ffw_norm.weight' not found (other layers have it)");
     }
-    b.check_all_used(s.arch);
+    std::vector<std::string> mtp_notes;
+    b.check_all_used(s, mtp_notes);
     w.conversion_notes = b.conversion_notes();
+    w.conversion_notes.insert(w.conversion_notes.end(), mtp_notes.begin(), mtp_notes.end());
     // Matrices the kernels take in a repacked layout are repacked now, once
     // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
     // output head gets its own packed copy).

@@ -1,0 +1,84 @@
+// The later mixture-of-experts families (tests/support/tiny_moe_models.cpp) as
+// their llama.cpp loaders read them: what a loader requires or never reads is a
+// load error naming the tensor or key, and multi-token-prediction layers are
+// skipped with a load note. (Logits against llama.cpp: test_tiny_models.cpp.)
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "kiln/error.h"
+#include "kiln/gguf/file.h"
+#include "kiln/gguf/writer.h"
+#include "kiln/model.h"
+#include "support/test_support.h"
+#include "support/tiny_models.h"
+
+namespace {
+
+using kiln::gguf::Metadata;
+using kiln::gguf::Value;
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const kiln::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// A tiny model rewritten: the tensors `keep` keeps, metadata edited.
+std::string rewrite(const std::string& family, const std::string& name, const std::function<bool(const std::string&)>& keep,
+                    const std::function<void(Metadata&)>& edit) {
+    const std::string dir = kiln::test::temp_dir();
+    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), dir + "/" + name + "-src.gguf");
+    kiln::gguf::File src = kiln::gguf::File::open(dir + "/" + name + "-src.gguf");
+    kiln::gguf::Writer w;
+    w.metadata() = kiln::gguf::materialize_metadata(src);
+    edit(w.metadata());
+    for (const auto& t : src.tensors())
+        if (keep(t.name)) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
+    w.write(dir + "/" + name + ".gguf");
+    return dir + "/" + name + ".gguf";
+}
+
+const auto all = [](const std::string&) { return true; };
+const auto same = [](Metadata&) {};
+
+std::string load_error(const std::string& path) {
+    return error_of([&] { kiln::Model::load(path); });
+}
+
+TEST(MoeFamilies, Glm4MoeSkipsMtpLayersAndRefusesByName) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    // The MTP layer (blk.3) is left unread, and the load notes say so.
+    auto model = kiln::Model::load(rewrite("glm4moe", "glm-all", all, same));
+    EXPECT_EQ(model->n_layer(), 3);
+    bool noted = false;
+    for (const std::string& n : model->load_notes()) noted |= n.find("1 multi-token-prediction layer from blk.3") != std::string::npos;
+    EXPECT_TRUE(noted);
+    // Without nextn_predict_layers blk.3 is a trunk layer whose nextn tensors nothing reads.
+    std::string e = load_error(rewrite("glm4moe", "glm-nokey", all, [](Metadata& md) { md.erase("glm4moe.nextn_predict_layers"); }));
+    EXPECT_NE(e.find("'blk.3.nextn."), std::string::npos) << e;
+    EXPECT_NE(e.find("is not used by architecture 'glm4moe'"), std::string::npos) << e;
+    // The selection bias is required in every expert layer.
+    e = load_error(rewrite("glm4moe", "glm-nobias", [](const std::string& n) { return n != "blk.2.exp_probs_b.bias"; }, same));
+    EXPECT_NE(e.find("'blk.2.exp_probs_b.bias' not found"), std::string::npos) << e;
+    // No shared experts by the key: the shared expert's tensors are unused.
+    e = load_error(rewrite("glm4moe", "glm-noshared", all, [](Metadata& md) { md.add("glm4moe.expert_shared_count", Value::u32(0)); }));
+    EXPECT_NE(e.find("shexp.weight' is not used by architecture 'glm4moe'"), std::string::npos) << e;
+    e = load_error(rewrite("glm4moe", "glm-noff", all, [](Metadata& md) { md.erase("glm4moe.expert_feed_forward_length"); }));
+    EXPECT_NE(e.find("'glm4moe.expert_feed_forward_length' not found"), std::string::npos) << e;
+    // GLM-4.5V's multimodal RoPE sections.
+    e = load_error(rewrite("glm4moe", "glm-mrope", all, [](Metadata& md) {
+        md.add("glm4moe.rope.dimension_sections",
+               Value::array(kiln::gguf::ValueType::I32, {Value::i32(8), Value::i32(4), Value::i32(4), Value::i32(0)}));
+    }));
+    EXPECT_NE(e.find("'glm4moe.rope.dimension_sections'"), std::string::npos) << e;
+    // As many MTP layers as layers leaves no trunk.
+    e = load_error(rewrite("glm4moe", "glm-allmtp", all, [](Metadata& md) { md.add("glm4moe.nextn_predict_layers", Value::u32(4)); }));
+    EXPECT_NE(e.find("'glm4moe.nextn_predict_layers'"), std::string::npos) << e;
+}
+
+}  // namespace
