@@ -60,6 +60,7 @@ constexpr ArchRow k_rows[] = {
     {"olmoe", RopeKind::Neox, MemoryKind::Kv, configure_olmoe, "experts"},
     {"gptneox", RopeKind::Neox, MemoryKind::Kv, configure_gptneox, "plain (parallel block or sequential)"},
     {"ernie4_5", RopeKind::Norm, MemoryKind::Kv, configure_ernie4_5, "gated"},
+    {"ernie4_5-moe", RopeKind::Norm, MemoryKind::Kv, configure_ernie4_5_moe, "dense, then experts (+shared)"},
     {"exaone", RopeKind::Neox, MemoryKind::Kv, configure_exaone, "gated"},
     {"exaone4", RopeKind::Neox, MemoryKind::Kv, configure_exaone4, "gated"},
     {"orion", RopeKind::Neox, MemoryKind::Kv, configure_orion, "gated"},

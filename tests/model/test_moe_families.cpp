@@ -81,4 +81,25 @@ TEST(MoeFamilies, Glm4MoeSkipsMtpLayersAndRefusesByName) {
     EXPECT_NE(e.find("'glm4moe.nextn_predict_layers'"), std::string::npos) << e;
 }
 
+TEST(MoeFamilies, Ernie45MoeRefusals) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    // Routing fixed by llama.cpp: softmax, renormalized, unscaled.
+    std::string e = load_error(rewrite("ernie4_5-moe", "ernie-sig", all, [](Metadata& md) { md.add("ernie4_5-moe.expert_gating_func", Value::u32(2)); }));
+    EXPECT_NE(e.find("'ernie4_5-moe.expert_gating_func'"), std::string::npos) << e;
+    e = load_error(rewrite("ernie4_5-moe", "ernie-scale", all, [](Metadata& md) { md.add("ernie4_5-moe.expert_weights_scale", Value::f32(2.0f)); }));
+    EXPECT_NE(e.find("'ernie4_5-moe.expert_weights_scale'"), std::string::npos) << e;
+    // An interleave step other than 1, and none at all.
+    e = load_error(rewrite("ernie4_5-moe", "ernie-step", all, [](Metadata& md) { md.add("ernie4_5-moe.interleave_moe_layer_step", Value::u32(2)); }));
+    EXPECT_NE(e.find("'ernie4_5-moe.interleave_moe_layer_step': 2"), std::string::npos) << e;
+    e = load_error(rewrite("ernie4_5-moe", "ernie-nostep", all, [](Metadata& md) { md.erase("ernie4_5-moe.interleave_moe_layer_step"); }));
+    EXPECT_NE(e.find("'ernie4_5-moe.interleave_moe_layer_step' not found"), std::string::npos) << e;
+    // Partial rotation, which llama.cpp's graph asserts against.
+    e = load_error(rewrite("ernie4_5-moe", "ernie-rot", all, [](Metadata& md) { md.add("ernie4_5-moe.rope.dimension_count", Value::u32(8)); }));
+    EXPECT_NE(e.find("'ernie4_5-moe.rope.dimension_count'"), std::string::npos) << e;
+    // No shared-expert width: its tensors are unused; the selection bias is optional.
+    e = load_error(rewrite("ernie4_5-moe", "ernie-noshexp", all, [](Metadata& md) { md.erase("ernie4_5-moe.expert_shared_feed_forward_length"); }));
+    EXPECT_NE(e.find("shexp.weight' is not used by architecture 'ernie4_5-moe'"), std::string::npos) << e;
+    EXPECT_NO_THROW(kiln::Model::load(rewrite("ernie4_5-moe", "ernie-nobias", [](const std::string& n) { return n.find("exp_probs_b") == std::string::npos; }, same)));
+}
+
 }  // namespace

@@ -56,6 +56,18 @@ const std::vector<MoeRecipe>& moe_recipes() {
          .tie = 2, .n_shared = 1, .qkv_bias = true, .probs_bias = true, .ffn_norm = "post_attention_norm",
          .keys = {{"expert_weights_norm", Value::boolean(true)}, {"expert_weights_scale", Value::f32(1.5f)}},
          .attn = T::Q8_0, .ffn = T::Q8_0, .shexp = T::Q8_0, .embd = T::Q8_0},
+        {.family = "ernie4_5-moe",
+         .description = "ERNIE-4.5-21B-A3B-like: 1 dense + 2 expert layers, Q/K/V biases, NORM RoPE over the whole head, 16 "
+                        "experts top 4 by softmax with exp_probs_b, renormalized, a shared expert of width 64 "
+                        "(expert_shared_feed_forward_length), interleave step 1, separate output head; F32",
+         .hd = 16, .rot = 16, .n_ff_shexp = 64, .qkv_bias = true, .probs_bias = true, .tied = false,
+         .keys = {{"interleave_moe_layer_step", u32(1)}}},
+        {.family = "ernie4_5-moe@q4_k",
+         .description = "ernie4_5-moe with Q4_K experts and dense FFN, Q8_0 attention and shared expert (width 256), 1 dense + "
+                        "1 expert layer, 8 experts top 2, no Q/K/V biases, tied output",
+         .n_layer = 2, .e = 256, .hd = 64, .rot = 64, .n_ff = 256, .n_ff_exp = 256, .n_expert = 8, .n_used = 2, .tie = 5,
+         .n_ff_shexp = 256, .probs_bias = true, .keys = {{"interleave_moe_layer_step", u32(1)}},
+         .attn = T::Q8_0, .ffn = T::Q4_K, .shexp = T::Q8_0, .embd = T::Q8_0},
     };
     return r;
 }
