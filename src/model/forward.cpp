@@ -52,7 +52,8 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
                 throw Error("ALiBi with a different head count per layer (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
         alibi_slopes_ = alibi_slopes(spec.max_n_head(), spec.alibi_max_bias);
     }
-    if (spec.v_norm) norm_ones_.assign(static_cast<size_t>(spec.max_head_dim_v()), 1.0f);
+    if (spec.v_norm || spec.qk_rms_after_rope)
+        norm_ones_.assign(static_cast<size_t>(std::max(spec.max_head_dim_v(), spec.max_head_dim_k())), 1.0f);
     if (spec.n_embd_per_layer > 0) {
         ple_.resize(z.ple);
         ple_gate_.resize(static_cast<size_t>(n_batch_max) * static_cast<size_t>(spec.n_embd_per_layer));
@@ -370,6 +371,30 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         if (own_kv) dump("Kcur_rope", il, k_.data(), nk, n);
     }
     if (lw.q_norm && spec_.tensors.qk_norm_after_rope) qk_norms();
+    if (!l.use_rope && spec_.attn_temp.floor > 0) {
+        // Attention temperature tuning (llama4's layers without RoPE): queries scaled by position.
+        const auto& at = spec_.attn_temp;
+        for (int64_t r = 0; r < n; ++r) {
+            const float pos = static_cast<float>(b.pos[r]);
+            const float t = static_cast<float>(std::log(std::floor((pos + at.offset) / static_cast<float>(at.floor)) + 1.0) * at.scale + 1.0);
+            ops::scale(q_.data() + r * nq, nq, t);
+        }
+        dump("Qcur_temp", il, q_.data(), nq, n);
+    }
+    if (l.use_rope && spec_.qk_rms_after_rope) {
+        // Each Q and K head RMS-normed without a weight (ones: x * 1.0f is exact).
+        const auto rms_norm = kernels().rms_norm;
+        pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) {
+                for (int h = 0; h < l.n_head; ++h) rms_norm(q_.data() + r * nq + h * dk, norm_ones_.data(), q_.data() + r * nq + h * dk, dk, spec_.norm_eps);
+                if (own_kv)
+                    for (int h = 0; h < l.n_head_kv; ++h)
+                        rms_norm(k_.data() + r * nk + h * dk, norm_ones_.data(), k_.data() + r * nk + h * dk, dk, spec_.norm_eps);
+            }
+        });
+        dump("Qcur_normed", il, q_.data(), nq, n);
+        if (own_kv) dump("Kcur_normed", il, k_.data(), nk, n);
+    }
 
     if (own_kv)
         pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
@@ -391,7 +416,11 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     // (a symmetric window: half of it on each side).
     const int window = cache_->window(kl);
     const bool symmetric = !spec_.causal && spec_.swa_symmetric && window > 0;
-    auto first_key = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
+    // A chunked layer (llama4) sees from its chunk's start: within the window too.
+    auto first_key = [&](int64_t pos) {
+        if (window > 0 && spec_.swa_chunked) return pos - pos % window;
+        return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+    };
     auto first_key_row = [&](int64_t r) -> int64_t {
         if (symmetric) return std::max<int64_t>(0, b.pos[r] - window / 2);
         return spec_.causal ? first_key(b.pos[r]) : 0;

@@ -115,11 +115,22 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
     // the same row, converted once.
     std::vector<MatmulJob> jobs;
     jobs.reserve(static_cast<size_t>(2 * ne));
+    // With weight_before_ffn (llama4) every grouped row is its token's row times
+    // that slot's weight.
+    if (m.weight_before_ffn)
+        for (int t = 0; t < n; ++t)
+            for (int j = 0; j < k; ++j) {
+                const int32_t r = slot_row_[static_cast<size_t>(t * k + j)];
+                const float w = weights_[static_cast<size_t>(t * k + j)];
+                for (int64_t i = 0; i < e; ++i) xg_[static_cast<size_t>(r * e + i)] = h[t * e + i] * w;
+            }
     for (int64_t id = 0; id < ne; ++id) {
         const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
         if (c == 0) continue;
         const float* in = h + static_cast<int64_t>(row_token_[static_cast<size_t>(r0)]) * e;
-        if (c > 1) {
+        if (m.weight_before_ffn) {
+            in = xg_.data() + r0 * e;
+        } else if (c > 1) {
             for (int32_t r = r0; r < r0 + c; ++r)
                 std::memcpy(xg_.data() + r * e, h + static_cast<int64_t>(row_token_[static_cast<size_t>(r)]) * e,
                             static_cast<size_t>(e) * sizeof(float));
@@ -163,7 +174,7 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
         for (int64_t t = t0; t < t1; ++t) {
             float* o = out + t * e;
             for (int j = 0; j < k; ++j) {
-                const float w = weights_[static_cast<size_t>(t * k + j)];
+                const float w = m.weight_before_ffn ? 1.0f : weights_[static_cast<size_t>(t * k + j)];
                 const float* d = down_.data() + static_cast<int64_t>(slot_row_[static_cast<size_t>(t * k + j)]) * e;
                 if (j == 0)
                     for (int64_t i = 0; i < e; ++i) o[i] = d[i] * w;

@@ -86,7 +86,7 @@ void route_token(const MoeSpec& m, const float* logits, const float* selection_b
         case ExpertGating::SoftmaxWeight: break;  // softmax after selection
     }
     // The selection bias shifts which experts win, not their weights.
-    s.selection.assign(p, p + n);
+    s.selection.assign(m.select_on_logits ? logits : p, (m.select_on_logits ? logits : p) + n);
     float* sel = s.selection.data();
     if (selection_bias)
         for (int i = 0; i < n; ++i) sel[i] += selection_bias[i];

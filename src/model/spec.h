@@ -58,6 +58,11 @@ struct MoeSpec {
     int n_group_used = 0;      //   only the best n_group_used groups (by their top-2 sum) compete
     int n_leading_dense = 0;   // the first layers have a dense FFN instead
     bool oai_swiglu = false;   // gpt-oss: clamped SwiGLU with alpha 1.702, limit 7
+    // llama4: the top k chosen on the raw router logits (the weights are still the
+    // gating of the selected ones), and each selected expert's input row scaled by
+    // its weight, its output then summed unweighted.
+    bool select_on_logits = false;
+    bool weight_before_ffn = false;
 };
 
 // Multi-head latent attention (DeepSeek-V2 / V3, Kimi K2; llama.cpp's absorbed
@@ -256,6 +261,19 @@ struct ModelSpec {
     // the layer's FFN (per_layer_embd.cpp).
     int n_embd_per_layer = 0;
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
+    // Chunked attention (llama4): a sliding layer's query sees the keys from the
+    // start of its chunk of sliding_window positions (pos - pos % window) to itself.
+    bool swa_chunked = false;
+    // Attention temperature tuning of the layers without RoPE (llama4): their
+    // queries are scaled by log(floor((pos + offset) / floor) + 1) * scale + 1
+    // (floor 0: none).
+    struct {
+        int floor = 0;
+        float scale = 0.0f, offset = 0.0f;
+    } attn_temp;
+    // Q and K RMS-normed per head without a weight after RoPE, on the layers with
+    // RoPE only (llama4's L2 norm; attention temperature layers have none).
+    bool qk_rms_after_rope = false;
     // Non-causal sliding layers see sliding_window / 2 positions on each side of
     // the query (llama.cpp's symmetric window: modern-bert).
     bool swa_symmetric = false;

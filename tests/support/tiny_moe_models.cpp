@@ -26,9 +26,12 @@ struct MoeRecipe {
     int n_ff_exp = 32;       // each expert's (expert_feed_forward_length)
     int n_expert = 16, n_used = 4, tie = 4;
     int n_lead = 1;          // leading dense layers (leading_dense_block_count)
+    int moe_step = 1;        // after them, layer il has experts when (il + 1) % moe_step == 0 (llama4)
     int n_shared = 0;        // shared experts of width n_ff_exp each (expert_shared_count) ...
     int n_ff_shexp = 0;      // ... or one shared expert of this width (expert_shared_feed_forward_length)
     bool qkv_bias = false, qk_norm = false, probs_bias = false, tied = true;
+    bool shared_key = true;  // expert_shared_count / expert_shared_feed_forward_length written (llama4 has none)
+    bool rope_freqs = false; // Llama 3 rope_freqs.weight
     std::string ffn_norm = "ffn_norm";  // the FFN's input norm
     std::vector<std::pair<std::string, Value>> keys = {};  // family keys, prefixed with the architecture
     GgmlType attn = GgmlType::F32, ffn = GgmlType::F32, shexp = GgmlType::F32, embd = GgmlType::F32;
@@ -68,6 +71,20 @@ const std::vector<MoeRecipe>& moe_recipes() {
          .n_layer = 2, .e = 256, .hd = 64, .rot = 64, .n_ff = 256, .n_ff_exp = 256, .n_expert = 8, .n_used = 2, .tie = 5,
          .n_ff_shexp = 256, .probs_bias = true, .keys = {{"interleave_moe_layer_step", u32(1)}},
          .attn = T::Q8_0, .ffn = T::Q4_K, .shexp = T::Q8_0, .embd = T::Q8_0},
+        {.family = "llama4",
+         .description = "Llama 4 Maverick-like: 4 layers, dense and expert FFNs interleaved (step 2), 3 chunked layers to 1 "
+                        "full without RoPE (attention temperature), Q/K RMS-normed after RoPE, rope_freqs, Q/K/V biases, 16 "
+                        "experts top 1 on the raw logits, sigmoid weights applied to the experts' inputs, shared expert of 32, "
+                        "separate output head; F32",
+         .n_layer = 4, .hd = 16, .rot = 16, .n_lead = 0, .moe_step = 2, .n_ff_shexp = 32, .qkv_bias = true, .tied = false,
+         .shared_key = false, .rope_freqs = true,
+         .keys = {{"interleave_moe_layer_step", u32(2)}, {"attention.sliding_window", u32(8192)}}},
+        {.family = "llama4@q8_0",
+         .description = "Llama 4 with 128 experts (no Q/K norm, as llama.cpp's 17B-128E), every FFN an expert layer (step "
+                        "1), top 1, shared expert of 32, no sliding_window key (chunked by default); Q8_0, width 256",
+         .n_layer = 4, .e = 256, .hd = 64, .rot = 64, .n_ff = 256, .n_ff_exp = 32, .n_expert = 128, .n_used = 1, .tie = 6,
+         .n_lead = 0, .n_ff_shexp = 32, .shared_key = false, .keys = {{"interleave_moe_layer_step", u32(1)}},
+         .attn = T::Q8_0, .ffn = T::Q8_0, .shexp = T::Q8_0, .embd = T::Q8_0},
     };
     return r;
 }
@@ -91,12 +108,12 @@ void write_moe_model(const MoeRecipe& r, uint64_t seed, const std::string& token
     t.key("rope.freq_base", Value::f32(10000.0f));
     t.key("rope.dimension_count", u32(r.rot));
     if (r.n_nextn > 0) t.key("nextn_predict_layers", u32(r.n_nextn));
-    t.key("leading_dense_block_count", u32(r.n_lead));
+    if (r.n_lead > 0) t.key("leading_dense_block_count", u32(r.n_lead));
     t.key("expert_count", u32(r.n_expert));
     t.key("expert_used_count", u32(r.n_used));
     t.key("expert_feed_forward_length", u32(r.n_ff_exp));
-    if (r.n_shared > 0 || r.n_ff_shexp == 0) t.key("expert_shared_count", u32(r.n_shared));
-    if (r.n_ff_shexp > 0) t.key("expert_shared_feed_forward_length", u32(r.n_ff_shexp));
+    if (r.shared_key && (r.n_shared > 0 || r.n_ff_shexp == 0)) t.key("expert_shared_count", u32(r.n_shared));
+    if (r.shared_key && r.n_ff_shexp > 0) t.key("expert_shared_feed_forward_length", u32(r.n_ff_shexp));
     for (const auto& [k, v] : r.keys) t.key(k, v);
     int64_t n_vocab = 0;
     copy_tokenizer(md, tokenizer_source, n_vocab);
@@ -106,6 +123,7 @@ void write_moe_model(const MoeRecipe& r, uint64_t seed, const std::string& token
     t.matrix("token_embd.weight", e, n_vocab, r.embd, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
     if (!r.tied) t.matrix("output.weight", e, n_vocab, r.embd, 2.0f);
+    if (r.rope_freqs) t.vector("rope_freqs.weight", r.rot / 2, 2.0f, 1.0f);
     for (int il = 0; il < n_all; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
@@ -123,7 +141,7 @@ void write_moe_model(const MoeRecipe& r, uint64_t seed, const std::string& token
         }
         t.matrix(p + "attn_output.weight", dq, e, r.attn, 1.0f);
         t.vector(p + r.ffn_norm + ".weight", e, 1.0f, 0.2f);
-        if (il < r.n_lead) {
+        if (il < r.n_lead || (il + 1) % r.moe_step != 0) {
             t.matrix(p + "ffn_gate.weight", e, r.n_ff, r.ffn);
             t.matrix(p + "ffn_up.weight", e, r.n_ff, r.ffn);
             t.matrix(p + "ffn_down.weight", r.n_ff, e, r.ffn);
