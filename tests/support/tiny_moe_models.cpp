@@ -32,6 +32,7 @@ struct MoeRecipe {
     bool qkv_bias = false, qk_norm = false, probs_bias = false, tied = true;
     bool shared_key = true;  // expert_shared_count / expert_shared_feed_forward_length written (llama4 has none)
     bool rope_freqs = false; // Llama 3 rope_freqs.weight
+    int n_ctx_train = 512;   // context_length (llama4's: room for its 8192-position chunks, tools/tiny_long_fixtures.py)
     std::string ffn_norm = "ffn_norm";  // the FFN's input norm
     std::vector<std::pair<std::string, Value>> keys = {};  // family keys, prefixed with the architecture
     GgmlType attn = GgmlType::F32, ffn = GgmlType::F32, shexp = GgmlType::F32, embd = GgmlType::F32;
@@ -77,7 +78,7 @@ const std::vector<MoeRecipe>& moe_recipes() {
                         "experts top 1 on the raw logits, sigmoid weights applied to the experts' inputs, shared expert of 32, "
                         "separate output head; F32",
          .n_layer = 4, .hd = 16, .rot = 16, .n_lead = 0, .moe_step = 2, .n_ff_shexp = 32, .qkv_bias = true, .tied = false,
-         .shared_key = false, .rope_freqs = true,
+         .shared_key = false, .rope_freqs = true, .n_ctx_train = 16384,
          .keys = {{"interleave_moe_layer_step", u32(2)}, {"attention.sliding_window", u32(8192)}}},
         {.family = "llama4@q8_0",
          .description = "Llama 4 with 128 experts (no Q/K norm, as llama.cpp's 17B-128E), every FFN an expert layer (step "
@@ -96,7 +97,7 @@ void write_moe_model(const MoeRecipe& r, uint64_t seed, const std::string& token
     md.add("general.architecture", Value::string(arch));
     md.add("general.name", Value::string("kiln tiny " + r.family));
     const int n_all = r.n_layer + r.n_nextn;
-    t.key("context_length", u32(512));
+    t.key("context_length", u32(r.n_ctx_train));
     t.key("embedding_length", u32(r.e));
     t.key("block_count", u32(n_all));
     t.key("feed_forward_length", u32(r.n_ff));
