@@ -252,4 +252,11 @@ void read_nextn_layers(ArchConfig& c) {
     s.layers.resize(static_cast<size_t>(s.n_layer));
 }
 
+void require_full_rotation(const ArchConfig& c) {
+    const ModelSpec& s = c.spec;
+    if (s.rope.n_dims != s.head_dim_k)
+        throw Error("GGUF metadata '" + c.key("rope.dimension_count") + "': " + std::to_string(s.rope.n_dims) +
+                    " rotated dimensions, but " + s.arch + " rotates the whole head (" + std::to_string(s.head_dim_k) + ")");
+}
+
 }  // namespace kiln

@@ -22,4 +22,8 @@ void read_swa_pattern(const ArchConfig& c, int default_period, bool dense_first)
 // and shortens spec.layers to the trunk (call before reading per-layer routing).
 void read_nextn_layers(ArchConfig& c);
 
+// Refuses a rope.dimension_count other than the head size, for the families
+// whose llama.cpp graph asserts they are equal (it names the key and the family).
+void require_full_rotation(const ArchConfig& c);
+
 }  // namespace kiln

@@ -39,6 +39,7 @@ struct MoeDefaults {
     ExpertGating gating = ExpertGating::Softmax;
     bool norm_weights = false;
     bool from_keys = false;  // the routing keys, where present, override the defaults
+    bool scale_from_key = false;  // with a fixed routing, expert_weights_scale still read (deepseek)
 };
 
 // Reads {arch}.expert_count, expert_used_count (required) and

@@ -125,6 +125,26 @@ TEST(MoeFamilies, Llama4Refusals) {
     EXPECT_NE(e.find("'llama4.interleave_moe_layer_step' not found"), std::string::npos) << e;
 }
 
+TEST(MoeFamilies, DeepseekAndDots1Refusals) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    // deepseek: the shared-expert count is required; gating and normalization are fixed, the scale is read.
+    std::string e = load_error(rewrite("deepseek", "ds1-noshared", all, [](Metadata& md) { md.erase("deepseek.expert_shared_count"); }));
+    EXPECT_NE(e.find("'deepseek.expert_shared_count' not found"), std::string::npos) << e;
+    e = load_error(rewrite("deepseek", "ds1-norm", all, [](Metadata& md) { md.add("deepseek.expert_weights_norm", Value::boolean(true)); }));
+    EXPECT_NE(e.find("'deepseek.expert_weights_norm'"), std::string::npos) << e;
+    e = load_error(rewrite("deepseek", "ds1-rot", all, [](Metadata& md) { md.add("deepseek.rope.dimension_count", Value::u32(8)); }));
+    EXPECT_NE(e.find("'deepseek.rope.dimension_count'"), std::string::npos) << e;
+    // dots1: a named gating function, Q/K norms, an output head and as many KV heads as heads.
+    e = load_error(rewrite("dots1", "dots-nogating", all, [](Metadata& md) { md.erase("dots1.expert_gating_func"); }));
+    EXPECT_NE(e.find("'dots1.expert_gating_func' not found"), std::string::npos) << e;
+    e = load_error(rewrite("dots1", "dots-noqk", [](const std::string& n) { return n != "blk.0.attn_q_norm.weight"; }, same));
+    EXPECT_NE(e.find("'blk.0.attn_q_norm.weight' not found"), std::string::npos) << e;
+    e = load_error(rewrite("dots1", "dots-nooutput", [](const std::string& n) { return n != "output.weight"; }, same));
+    EXPECT_NE(e.find("'output.weight' not found"), std::string::npos) << e;
+    e = load_error(rewrite("dots1", "dots-gqa", all, [](Metadata& md) { md.add("dots1.attention.head_count_kv", Value::u32(2)); }));
+    EXPECT_NE(e.find("'dots1.attention.head_count_kv'"), std::string::npos) << e;
+}
+
 // llama4 past 8192 positions against llama.cpp (tests/golden/tiny_long,
 // tools/tiny_long_fixtures.py): the chunked layers' second chunk starts at 8192
 // and the temperature of the layer without RoPE steps at 8191, which the

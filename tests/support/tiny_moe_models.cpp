@@ -30,6 +30,10 @@ struct MoeRecipe {
     int n_shared = 0;        // shared experts of width n_ff_exp each (expert_shared_count) ...
     int n_ff_shexp = 0;      // ... or one shared expert of this width (expert_shared_feed_forward_length)
     bool qkv_bias = false, qk_norm = false, probs_bias = false, tied = true;
+    // Q/K norm weights around this: near 1 the unit-RMS heads score up to the head
+    // size, a softmax so sharp that quantized models' last-bit differences pick
+    // other keys (as gemma4's tiny models).
+    float qk_norm_center = 1.0f;
     bool shared_key = true;  // expert_shared_count / expert_shared_feed_forward_length written (llama4 has none)
     bool rope_freqs = false; // Llama 3 rope_freqs.weight
     int n_ctx_train = 512;   // context_length (llama4's: room for its 8192-position chunks, tools/tiny_long_fixtures.py)
@@ -86,6 +90,29 @@ const std::vector<MoeRecipe>& moe_recipes() {
          .n_layer = 4, .e = 256, .hd = 64, .rot = 64, .n_ff = 256, .n_ff_exp = 32, .n_expert = 128, .n_used = 1, .tie = 6,
          .n_lead = 0, .n_ff_shexp = 32, .shared_key = false, .keys = {{"interleave_moe_layer_step", u32(1)}},
          .attn = T::Q8_0, .ffn = T::Q8_0, .shexp = T::Q8_0, .embd = T::Q8_0},
+        {.family = "deepseek",
+         .description = "DeepSeek-MoE 16B-like: 1 dense + 2 expert layers, NORM RoPE over the whole head, 16 experts top 4 by "
+                        "softmax, not renormalized, scale 1.5 (read), 2 shared experts (width 2 x 32), tied output; F32",
+         .hd = 16, .rot = 16, .n_shared = 2, .keys = {{"expert_weights_scale", Value::f32(1.5f)}}},
+        {.family = "deepseek@q4_k",
+         .description = "deepseek with Q4_K experts and dense FFN, Q8_0 attention and shared expert, 1 dense + 1 expert layer, 8 "
+                        "experts top 2, 1 shared expert, Q/K/V biases, separate output head",
+         .n_layer = 2, .e = 256, .hd = 64, .rot = 64, .n_ff = 256, .n_ff_exp = 256, .n_expert = 8, .n_used = 2, .tie = 3,
+         .n_shared = 1, .qkv_bias = true, .tied = false, .attn = T::Q8_0, .ffn = T::Q4_K, .shexp = T::Q8_0, .embd = T::Q8_0},
+        {.family = "dots1",
+         .description = "dots.llm1-like: 1 dense + 2 expert layers, per-head Q/K norms, NEOX RoPE over the whole head, 4 heads "
+                        "= 4 KV heads, 16 experts top 4 by sigmoid with exp_probs_b, renormalized, scale 2.5, 1 shared "
+                        "expert, separate output head; F32",
+         .n_head_kv = 4, .hd = 16, .rot = 16, .n_shared = 1, .qk_norm = true, .probs_bias = true, .tied = false,
+         .keys = {{"expert_gating_func", u32(2)}, {"expert_weights_norm", Value::boolean(true)},
+                  {"expert_weights_scale", Value::f32(2.5f)}}},
+        {.family = "dots1@q4_k",
+         .description = "dots1 with softmax gating (expert_gating_func 1), not renormalized, no selection bias, 8 experts top "
+                        "2, 1 dense + 1 expert layer, Q/K norm weights around 0.3; Q4_K experts and dense FFN, Q8_0 attention and "
+                        "shared expert, width 256",
+         .n_layer = 2, .e = 256, .n_head_kv = 4, .hd = 64, .rot = 64, .n_ff = 256, .n_ff_exp = 256, .n_expert = 8, .n_used = 2,
+         .tie = 1, .n_shared = 1, .qk_norm = true, .tied = false, .qk_norm_center = 0.3f, .keys = {{"expert_gating_func", u32(1)}},
+         .attn = T::Q8_0, .ffn = T::Q4_K, .shexp = T::Q8_0, .embd = T::Q8_0},
     };
     return r;
 }
@@ -137,8 +164,8 @@ void write_moe_model(const MoeRecipe& r, uint64_t seed, const std::string& token
             t.vector(p + "attn_v.bias", dkv, 0.0f, 0.5f);
         }
         if (r.qk_norm) {
-            t.vector(p + "attn_q_norm.weight", r.hd, 1.0f, 0.2f);
-            t.vector(p + "attn_k_norm.weight", r.hd, 1.0f, 0.2f);
+            t.vector(p + "attn_q_norm.weight", r.hd, r.qk_norm_center, 0.2f * r.qk_norm_center);
+            t.vector(p + "attn_k_norm.weight", r.hd, r.qk_norm_center, 0.2f * r.qk_norm_center);
         }
         t.matrix(p + "attn_output.weight", dq, e, r.attn, 1.0f);
         t.vector(p + r.ffn_norm + ".weight", e, 1.0f, 0.2f);

@@ -14,6 +14,7 @@
 // loader takes but its graph never adds (as ernie4_5).
 #include "kiln/error.h"
 #include "model/arch/families.h"
+#include "model/hparams.h"
 #include "model/moe.h"
 #include "model/registry.h"
 #include "model/spec.h"
@@ -27,9 +28,7 @@ void configure_ernie4_5_moe(ArchConfig& c) {
         throw Error("GGUF metadata '" + c.key("interleave_moe_layer_step") + "': " + std::to_string(step) +
                         " (kiln, as llama.cpp's loader, runs every layer after the leading dense ones as an expert layer: step 1)",
                     ErrorKind::Unsupported);
-    if (s.rope.n_dims != s.head_dim_k)
-        throw Error("GGUF metadata '" + c.key("rope.dimension_count") + "': " + std::to_string(s.rope.n_dims) +
-                    " rotated dimensions, but ernie4_5-moe rotates the whole head (" + std::to_string(s.head_dim_k) + ")");
+    require_full_rotation(c);
     TensorRules& t = s.tensors;
     t.experts = TensorUse::Optional;
     t.expert_probs_bias = TensorUse::Optional;

@@ -67,6 +67,8 @@ void configure_deepseek2(ArchConfig& c);  // latent attention (model/mla.cpp)
 void configure_glm4moe(ArchConfig& c);
 void configure_ernie4_5_moe(ArchConfig& c);
 void configure_llama4(ArchConfig& c);
+void configure_deepseek(ArchConfig& c);
+void configure_dots1(ArchConfig& c);
 void configure_olmoe(ArchConfig& c);
 void configure_qwen2moe(ArchConfig& c);
 void configure_qwen3moe(ArchConfig& c);

@@ -35,9 +35,7 @@ void configure_llama4(ArchConfig& c) {
                         " (llama4's attention is chunked by 8192 positions, as llama.cpp runs it; other chunk sizes and "
                         "0, no chunking, are not supported)",
                     ErrorKind::Unsupported);
-    if (s.rope.n_dims != s.head_dim_k)
-        throw Error("GGUF metadata '" + c.key("rope.dimension_count") + "': " + std::to_string(s.rope.n_dims) +
-                    " rotated dimensions, but llama4 rotates the whole head (" + std::to_string(s.head_dim_k) + ")");
+    require_full_rotation(c);
     c.count("interleave_moe_layer_step", true);  // required by llama.cpp's loader; the layers' kinds come from the tensors
     c.count("expert_feed_forward_length", true);
     s.sliding_window = k_chunk;
