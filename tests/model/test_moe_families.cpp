@@ -145,6 +145,29 @@ TEST(MoeFamilies, DeepseekAndDots1Refusals) {
     EXPECT_NE(e.find("'dots1.attention.head_count_kv'"), std::string::npos) << e;
 }
 
+TEST(MoeFamilies, HunyuanBailingMinimaxRefusals) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    // hunyuan-moe: the alpha llama.cpp's graph does not apply; the shared expert in every layer.
+    std::string e = load_error(rewrite("hunyuan-moe", "hy-alpha", all, [](Metadata& md) { md.add("hunyuan-moe.rope.scaling.alpha", Value::f32(1000.0f)); }));
+    EXPECT_NE(e.find("'hunyuan-moe.rope.scaling.alpha'"), std::string::npos) << e;
+    e = load_error(rewrite("hunyuan-moe", "hy-noshexp", [](const std::string& n) { return n.find("blk.1.ffn_up_shexp") == std::string::npos; }, same));
+    EXPECT_NE(e.find("'blk.1.ffn_up_shexp.weight' not found"), std::string::npos) << e;
+    // bailingmoe2: a named gating function; its MTP layer is skipped with a note.
+    e = load_error(rewrite("bailingmoe2", "bm-nogating", all, [](Metadata& md) { md.erase("bailingmoe2.expert_gating_func"); }));
+    EXPECT_NE(e.find("'bailingmoe2.expert_gating_func' not found"), std::string::npos) << e;
+    auto model = kiln::Model::load(rewrite("bailingmoe2", "bm-all", all, same));
+    EXPECT_EQ(model->n_layer(), 3);
+    e = load_error(rewrite("bailingmoe2", "bm-heads", all, [](Metadata& md) { md.add("bailingmoe2.attention.key_length", Value::u32(32)); md.add("bailingmoe2.attention.value_length", Value::u32(32)); }));
+    EXPECT_NE(e.find("'bailingmoe2.attention.head_count'"), std::string::npos) << e;
+    // minimax-m2: a named gating function, the selection bias required, the normalization fixed.
+    e = load_error(rewrite("minimax-m2", "mm-nogating", all, [](Metadata& md) { md.erase("minimax-m2.expert_gating_func"); }));
+    EXPECT_NE(e.find("'minimax-m2.expert_gating_func' not found"), std::string::npos) << e;
+    e = load_error(rewrite("minimax-m2", "mm-nobias", [](const std::string& n) { return n != "blk.0.exp_probs_b.bias"; }, same));
+    EXPECT_NE(e.find("'blk.0.exp_probs_b.bias' not found"), std::string::npos) << e;
+    e = load_error(rewrite("minimax-m2", "mm-norm", all, [](Metadata& md) { md.add("minimax-m2.expert_weights_norm", Value::boolean(false)); }));
+    EXPECT_NE(e.find("'minimax-m2.expert_weights_norm'"), std::string::npos) << e;
+}
+
 // llama4 past 8192 positions against llama.cpp (tests/golden/tiny_long,
 // tools/tiny_long_fixtures.py): the chunked layers' second chunk starts at 8192
 // and the temperature of the layer without RoPE steps at 8191, which the

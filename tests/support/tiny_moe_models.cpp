@@ -34,6 +34,9 @@ struct MoeRecipe {
     // size, a softmax so sharp that quantized models' last-bit differences pick
     // other keys (as gemma4's tiny models).
     float qk_norm_center = 1.0f;
+    bool qk_norm_full = false;  // Q/K norms over the whole projections (minimax-m2)
+    bool fused_qkv = false;     // attn_qkv in place of attn_q / k / v (bailingmoe2)
+    bool mtp_out_norm = false;  // an MTP layer's layer_output_norm (bailingmoe2's loader wants it)
     bool shared_key = true;  // expert_shared_count / expert_shared_feed_forward_length written (llama4 has none)
     bool rope_freqs = false; // Llama 3 rope_freqs.weight
     int n_ctx_train = 512;   // context_length (llama4's: room for its 8192-position chunks, tools/tiny_long_fixtures.py)
@@ -113,6 +116,43 @@ const std::vector<MoeRecipe>& moe_recipes() {
          .n_layer = 2, .e = 256, .n_head_kv = 4, .hd = 64, .rot = 64, .n_ff = 256, .n_ff_exp = 256, .n_expert = 8, .n_used = 2,
          .tie = 1, .n_shared = 1, .qk_norm = true, .tied = false, .qk_norm_center = 0.3f, .keys = {{"expert_gating_func", u32(1)}},
          .attn = T::Q8_0, .ffn = T::Q4_K, .shexp = T::Q8_0, .embd = T::Q8_0},
+        {.family = "hunyuan-moe",
+         .description = "Hunyuan-A13B-like: every layer experts, per-head Q/K norms after RoPE, NEOX RoPE over the whole "
+                        "head, 16 experts top 4 by softmax, renormalized, a shared expert of width 64 in every layer, Q/K/V "
+                        "biases, separate output head; F32",
+         .hd = 16, .rot = 16, .n_ff = 32, .n_lead = 0, .n_ff_shexp = 64, .qkv_bias = true, .qk_norm = true, .tied = false},
+        {.family = "hunyuan-moe@q8_0",
+         .description = "hunyuan-moe in Q8_0, width 256, 2 layers, 8 experts top 2, shared expert of 256, Q/K norm weights "
+                        "around 0.3, tied output",
+         .n_layer = 2, .e = 256, .hd = 64, .rot = 64, .n_ff = 256, .n_ff_exp = 256, .n_expert = 8, .n_used = 2, .tie = 4,
+         .n_lead = 0, .n_ff_shexp = 256, .qk_norm = true, .qk_norm_center = 0.3f,
+         .attn = T::Q8_0, .ffn = T::Q8_0, .shexp = T::Q8_0, .embd = T::Q8_0},
+        {.family = "bailingmoe2",
+         .description = "Ling 2.0-like: fused attn_qkv, per-head Q/K norms, NEOX RoPE over 8 of 16, 1 dense + 2 expert "
+                        "layers + 1 MTP layer (skipped), 16 experts top 4 by sigmoid with exp_probs_b in 4 groups (2 used), "
+                        "renormalized, scale 2.5, 1 shared expert, separate output head; F32",
+         .n_nextn = 1, .hd = 16, .rot = 8, .n_shared = 1, .qk_norm = true, .probs_bias = true, .tied = false, .fused_qkv = true,
+         .mtp_out_norm = true, .keys = {{"expert_gating_func", u32(2)}, {"expert_weights_norm", Value::boolean(true)},
+                  {"expert_weights_scale", Value::f32(2.5f)}, {"expert_group_count", u32(4)}, {"expert_group_used_count", u32(2)}}},
+        {.family = "bailingmoe2@q4_k",
+         .description = "bailingmoe2 with Q4_K experts and dense FFN, Q8_0 attention and shared expert, width 256, 1 dense + 1 "
+                        "expert layer, softmax gating, 8 experts top 2, Q/K norm weights around 0.3",
+         .n_layer = 2, .e = 256, .hd = 64, .rot = 32, .n_ff = 256, .n_ff_exp = 256, .n_expert = 8, .n_used = 2, .tie = 0,
+         .n_shared = 1, .qk_norm = true, .tied = false, .qk_norm_center = 0.3f, .fused_qkv = true,
+         .keys = {{"expert_gating_func", u32(1)}, {"expert_weights_norm", Value::boolean(true)}},
+         .attn = T::Q8_0, .ffn = T::Q4_K, .shexp = T::Q8_0, .embd = T::Q8_0},
+        {.family = "minimax-m2",
+         .description = "MiniMax-M2-like: every layer experts, Q/K RMS norms over the whole projections, NEOX RoPE over 16 of "
+                        "32, 16 experts top 4 by sigmoid with exp_probs_b (required), renormalized, no shared expert, "
+                        "separate output head; F32",
+         .n_layer = 2, .n_ff = 32, .n_lead = 0, .qk_norm = true, .probs_bias = true, .tied = false, .qk_norm_full = true,
+         .shared_key = false, .keys = {{"expert_gating_func", u32(2)}}},
+        {.family = "minimax-m2@q8_0",
+         .description = "minimax-m2 in Q8_0, width 256, 8 experts top 2, RoPE over 32 of 64, Q/K norm weights around 0.3",
+         .n_layer = 2, .e = 256, .hd = 64, .rot = 32, .n_ff = 256, .n_ff_exp = 256, .n_expert = 8, .n_used = 2, .tie = 5,
+         .n_lead = 0, .qk_norm = true, .probs_bias = true, .tied = false, .qk_norm_center = 0.3f, .qk_norm_full = true,
+         .shared_key = false, .keys = {{"expert_gating_func", u32(2)}},
+         .attn = T::Q8_0, .ffn = T::Q8_0, .shexp = T::Q8_0, .embd = T::Q8_0},
     };
     return r;
 }
@@ -155,17 +195,21 @@ void write_moe_model(const MoeRecipe& r, uint64_t seed, const std::string& token
     for (int il = 0; il < n_all; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
-        t.matrix(p + "attn_q.weight", e, dq, r.attn, 2.0f);
-        t.matrix(p + "attn_k.weight", e, dkv, r.attn, 2.0f);
-        t.matrix(p + "attn_v.weight", e, dkv, r.attn, 1.0f);
+        if (r.fused_qkv) {
+            t.matrix(p + "attn_qkv.weight", e, dq + 2 * dkv, r.attn, 2.0f);
+        } else {
+            t.matrix(p + "attn_q.weight", e, dq, r.attn, 2.0f);
+            t.matrix(p + "attn_k.weight", e, dkv, r.attn, 2.0f);
+            t.matrix(p + "attn_v.weight", e, dkv, r.attn, 1.0f);
+        }
         if (r.qkv_bias) {
             t.vector(p + "attn_q.bias", dq, 0.0f, 0.5f);
             t.vector(p + "attn_k.bias", dkv, 0.0f, 0.5f);
             t.vector(p + "attn_v.bias", dkv, 0.0f, 0.5f);
         }
         if (r.qk_norm) {
-            t.vector(p + "attn_q_norm.weight", r.hd, r.qk_norm_center, 0.2f * r.qk_norm_center);
-            t.vector(p + "attn_k_norm.weight", r.hd, r.qk_norm_center, 0.2f * r.qk_norm_center);
+            t.vector(p + "attn_q_norm.weight", r.qk_norm_full ? dq : r.hd, r.qk_norm_center, 0.2f * r.qk_norm_center);
+            t.vector(p + "attn_k_norm.weight", r.qk_norm_full ? dkv : r.hd, r.qk_norm_center, 0.2f * r.qk_norm_center);
         }
         t.matrix(p + "attn_output.weight", dq, e, r.attn, 1.0f);
         t.vector(p + r.ffn_norm + ".weight", e, 1.0f, 0.2f);
@@ -197,6 +241,7 @@ void write_moe_model(const MoeRecipe& r, uint64_t seed, const std::string& token
             t.vector(p + "nextn.enorm.weight", e, 1.0f, 0.2f);
             t.vector(p + "nextn.hnorm.weight", e, 1.0f, 0.2f);
             t.vector(p + "nextn.shared_head_norm.weight", e, 1.0f, 0.2f);
+            if (r.mtp_out_norm) t.vector(p + "layer_output_norm.weight", e, 1.0f, 0.2f);
         }
     }
     t.writer().write(path);
