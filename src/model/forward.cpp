@@ -52,6 +52,14 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
                 throw Error("ALiBi with a different head count per layer (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
         alibi_slopes_ = alibi_slopes(spec.max_n_head(), spec.alibi_max_bias);
     }
+    for (const LayerSpec& l : spec.layers)
+        if (l.n_ff_dense > 0 && moe_in_.empty()) {
+            const size_t rows = static_cast<size_t>(n_batch_max) * static_cast<size_t>(spec.n_embd);
+            moe_in_.resize(rows);
+            moe_router_in_.resize(rows);
+            moe_out_.resize(rows);
+            embd_ones_.assign(static_cast<size_t>(spec.n_embd), 1.0f);
+        }
     if (spec.v_norm || spec.qk_rms_after_rope)
         norm_ones_.assign(static_cast<size_t>(std::max(spec.max_head_dim_v(), spec.max_head_dim_k())), 1.0f);
     if (spec.n_embd_per_layer > 0) {
@@ -510,7 +518,9 @@ void Forward::attention_layer(int il, const BatchRows& b) {
 void Forward::ffn_layer(int il, int n) {
     const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
     const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
-    const int64_t e = spec_.n_embd, ff = l.n_ff;
+    // An expert layer with a dense branch (gemma4) runs the dense FFN below at its width, then the experts.
+    const bool dense_branch = l.ffn == FfnKind::Experts && l.n_ff_dense > 0;
+    const int64_t e = spec_.n_embd, ff = dense_branch ? l.n_ff_dense : l.n_ff;
     const float* in = x_.data();  // a post-norm block (encoders) reads the residual stream
     if (lw.ffn_norm) {
         norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
@@ -520,7 +530,7 @@ void Forward::ffn_layer(int il, int n) {
         in = h_.data();  // the attention norm's output, still there
     }
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
-    if (l.ffn == FfnKind::Experts) {
+    if (l.ffn == FfnKind::Experts && !dense_branch) {
         moe_.eval(il, lw, in, n, o_.data(), pool_, mm_, hook_);  // model/moe.h
     } else if (lw.ffn_gate_up_fused) {
         // One product [gate; up] per row, then act(gate) * up into gate_.
@@ -534,7 +544,7 @@ void Forward::ffn_layer(int il, int n) {
                 std::copy(row, row + ff, gate_.data() + r * ff);
             }
         });
-    } else if (l.ffn == FfnKind::Gated) {
+    } else if (l.ffn == FfnKind::Gated || dense_branch) {
         const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
         float* ys[] = {gate_.data(), up_.data()};
         matmul_many(ws, in, n, ys, pool_, mm_);
@@ -573,7 +583,7 @@ void Forward::ffn_layer(int il, int n) {
             });
         }
     }
-    if (l.ffn != FfnKind::Experts) {
+    if (l.ffn != FfnKind::Experts || dense_branch) {
         if (lw.ffn_act_s) {  // AWQ's activation scales (mpt): divided, as ggml_div
             pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
                 for (int64_t r = r0; r < r1; ++r)
@@ -584,6 +594,28 @@ void Forward::ffn_layer(int il, int n) {
         matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
         add_bias(o_.data(), lw.ffn_down_b, n, e);
         scale_rows(o_.data(), lw.ffn_down_s, n, e);
+    }
+    if (dense_branch) {
+        // gemma4: post_ffw_norm_1(dense) + post_ffw_norm_2(experts(pre_ffw_norm_2(x))),
+        // the router reading rms(x) / sqrt(n_embd) * ffn_gate_inp.scale.
+        const ExpertWeights& xw = lw.moe;
+        norm_rows(spec_, o_.data(), xw.post_norm_1, nullptr, o_.data(), n, e, pool_);
+        dump("ffn_mlp", il, o_.data(), e, n);
+        norm_rows(spec_, x_.data(), xw.pre_norm_2, nullptr, moe_in_.data(), n, e, pool_);
+        dump("ffn_norm_2", il, moe_in_.data(), e, n);
+        const auto rms_norm = kernels().rms_norm;
+        const float inv_sqrt_e = 1.0f / std::sqrt(static_cast<float>(e));
+        pool_.parallel_for(n, 4, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) {
+                float* y = moe_router_in_.data() + r * e;
+                rms_norm(x_.data() + r * e, embd_ones_.data(), y, e, spec_.norm_eps);
+                for (int64_t i = 0; i < e; ++i) y[i] = y[i] * inv_sqrt_e * xw.router_in_s[i];
+            }
+        });
+        moe_.eval(il, lw, moe_in_.data(), n, moe_out_.data(), pool_, mm_, hook_, moe_router_in_.data());
+        norm_rows(spec_, moe_out_.data(), xw.post_norm_2, nullptr, moe_out_.data(), n, e, pool_);
+        dump("ffn_moe", il, moe_out_.data(), e, n);
+        add_rows(o_.data(), moe_out_.data(), n * e, pool_);
     }
     dump("ffn_out", il, o_.data(), e, n);
     if (lw.ffn_post_norm) {

@@ -20,7 +20,7 @@ int ModelSpec::max_n_head_kv() const {
 }
 int ModelSpec::max_n_ff() const {
     int m = 0;
-    for (const auto& l : layers) m = std::max(m, l.n_ff);
+    for (const auto& l : layers) m = std::max({m, l.n_ff, l.n_ff_dense});
     return m;
 }
 int ModelSpec::max_head_dim_k() const {

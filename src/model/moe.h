@@ -66,9 +66,10 @@ class MoeBlock {
 public:
     MoeBlock(const ModelSpec& spec, int n_batch_max);
 
-    // out = the expert FFN of layer il for the normed rows h, f32 [n_embd, n] each.
+    // out = the expert FFN of layer il for the normed rows h, f32 [n_embd, n] each;
+    // the router reads router_in instead of h where given (gemma4).
     void eval(int il, const LayerWeights& lw, const float* h, int n, float* out, const ThreadPool& pool, MatmulScratch& mm,
-              const MoeDump& dump);
+              const MoeDump& dump, const float* router_in = nullptr);
 
     // How often each expert of each layer was selected since the last reset:
     // [n_layer][n_expert] (empty rows for dense layers).

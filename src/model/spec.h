@@ -198,6 +198,11 @@ struct TensorRules {
     TensorUse expert_probs_bias = TensorUse::No;
     TensorUse shared_expert = TensorUse::No;
     TensorUse shared_expert_gate = TensorUse::No;
+    // gemma4 26B-A4B: an expert layer keeps its dense FFN beside the experts (width
+    // LayerSpec::n_ff_dense), with pre_ffw_norm_2 / post_ffw_norm_1 /
+    // post_ffw_norm_2 and the router's input scale ffn_gate_inp.scale (required
+    // then); per-expert output scales ffn_*_exps.scale by presence.
+    bool expert_dense_branch = false;
 };
 
 struct LayerSpec {
@@ -207,6 +212,7 @@ struct LayerSpec {
     int n_head_kv = 0;
     int n_ff = 0;          // an expert layer: each expert's hidden width (from its tensors)
     int n_ff_shexp = 0;    // an expert layer's shared expert width (0: none)
+    int n_ff_dense = 0;    // an expert layer's dense branch width (TensorRules::expert_dense_branch; 0: none)
     bool sliding = false;  // sliding-window attention layer
     bool use_rope = true;
     // A parallel block: the FFN reads the layer's input (normed by ffn_norm, or

@@ -560,13 +560,31 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         if (tr.pre_norms && allowed(tr.ffn_norm)) lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, required(tr.ffn_norm));
         if (tr.pre_norms && !lw.ffn_norm && l.mixer == MixerKind::Attention) l.parallel = true;
         if (lw.ffn_norm && norm_bias()) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, norm_bias_required());
-        if (file.find_tensor(p + "ffn_gate_inp.weight")) {
+        const bool expert_layer = file.find_tensor(p + "ffn_gate_inp.weight") != nullptr;
+        if (expert_layer) {
             if (!allowed(tr.experts))
                 throw Error("tensor '" + p + "ffn_gate_inp.weight': a mixture-of-experts layer, which architecture '" + s.arch +
                                 "' does not have",
                             ErrorKind::Unsupported);
+            const int n_ff_dense = l.n_ff;
             bind_expert_layer(b, s, p, l, lw.moe);  // an expert layer: its kind from the router's presence
-        } else {
+            if (tr.expert_dense_branch) {
+                // gemma4: the dense FFN below runs beside the experts, at the file's FFN width.
+                l.n_ff_dense = n_ff_dense;
+                ExpertWeights& x = lw.moe;
+                x.router_in_s = b.vector(p + "ffn_gate_inp.scale", e, true);
+                x.pre_norm_2 = b.vector(p + "pre_ffw_norm_2.weight", e, true);
+                x.post_norm_1 = b.vector(p + "post_ffw_norm_1.weight", e, true);
+                x.post_norm_2 = b.vector(p + "post_ffw_norm_2.weight", e, true);
+                x.gate_s = b.vector(p + "ffn_gate_exps.scale", s.moe.n_expert, false);
+                x.up_s = b.vector(p + "ffn_up_exps.scale", s.moe.n_expert, false);
+                x.down_s = b.vector(p + "ffn_down_exps.scale", s.moe.n_expert, false);
+            }
+        }
+        if (!expert_layer || tr.expert_dense_branch) {
+            const FfnKind kind = l.ffn;
+            const int n_ff = l.n_ff;
+            if (expert_layer) l.n_ff = l.n_ff_dense;  // the dense branch's width while it is bound
             // The FFN's kind from the file: gated when it has a gate projection.
             if (tr.ffn_gate_up_fused) {
                 lw.ffn_up = b.matrix(p + "ffn_up.weight", e, 2 * static_cast<int64_t>(l.n_ff), true);
@@ -590,6 +608,12 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             }
             if (allowed(tr.ffn_act_scales))
                 lw.ffn_act_s = b.vector(p + "ffn.act.scales", l.n_ff, required(tr.ffn_act_scales));
+            if (expert_layer) {
+                if (l.ffn != FfnKind::Gated)
+                    throw Error("tensor '" + p + "ffn_gate.weight' not found (the dense FFN beside the experts is gated)");
+                l.ffn = kind;
+                l.n_ff = n_ff;
+            }
         }
         if (allowed(tr.post_norms)) lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, required(tr.post_norms));
         any_post_ffn |= lw.ffn_post_norm != nullptr;

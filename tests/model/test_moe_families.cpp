@@ -168,6 +168,23 @@ TEST(MoeFamilies, HunyuanBailingMinimaxRefusals) {
     EXPECT_NE(e.find("'minimax-m2.expert_weights_norm'"), std::string::npos) << e;
 }
 
+// gemma4 26B-A4B: the experts' norms and the router's input scale are required
+// in an expert layer; the routing is fixed (softmax, renormalized, unscaled).
+TEST(MoeFamilies, Gemma4MoeRefusals) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    for (const char* name : {"blk.1.ffn_gate_inp.scale", "blk.1.pre_ffw_norm_2.weight", "blk.1.post_ffw_norm_1.weight",
+                             "blk.1.post_ffw_norm_2.weight", "blk.1.ffn_gate.weight"}) {
+        const std::string n = name;
+        const std::string e = load_error(rewrite("gemma4@moe", "g4m-drop", [n](const std::string& t) { return t != n; }, same));
+        EXPECT_NE(e.find("'" + n + "'"), std::string::npos) << e;
+    }
+    std::string e = load_error(rewrite("gemma4@moe", "g4m-scale", all, [](Metadata& md) { md.add("gemma4.expert_weights_scale", Value::f32(2.0f)); }));
+    EXPECT_NE(e.find("'gemma4.expert_weights_scale'"), std::string::npos) << e;
+    // Without expert_count the routers are a mixture-of-experts the file does not declare.
+    e = load_error(rewrite("gemma4@moe", "g4m-nocount", all, [](Metadata& md) { md.erase("gemma4.expert_count"); }));
+    EXPECT_NE(e.find("ffn_gate_inp.weight"), std::string::npos) << e;
+}
+
 // llama4 past 8192 positions against llama.cpp (tests/golden/tiny_long,
 // tools/tiny_long_fixtures.py): the chunked layers' second chunk starts at 8192
 // and the temperature of the layer without RoPE steps at 8191, which the

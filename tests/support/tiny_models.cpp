@@ -894,6 +894,9 @@ struct Gemma4Recipe {
     bool v_on_full;         // attn_v on the full layers (else K serves as V)
     float softcap;          // final_logit_softcapping written (0: key absent, llama.cpp's 30)
     GgmlType attn, ffn, ple;
+    // 26B-A4B-style expert layers in every layer (0: dense): n_expert experts of
+    // n_ff_exp, n_used selected, router rows tie / tie + 1 equal.
+    int n_expert = 0, n_used = 0, n_ff_exp = 0, tie = -1;
 };
 
 const std::vector<Gemma4Recipe>& gemma4_recipes() {
@@ -915,6 +918,12 @@ const std::vector<Gemma4Recipe>& gemma4_recipes() {
                             "matrix and the per-layer table in Q8_0, width 256, per-layer embeddings of 32",
          "SFSF", 256, 4, 1, 1, 64, 128, 32, 128, 8, {256, 256, 512, 512}, 2, 32, true, 25.0f, T::Q8_0, T::Q8_0,
          T::Q8_0},
+        {"gemma4@moe", "Gemma 4 26B-A4B-like: gemma4's 4 layers, each with the dense GELU FFN beside 16 GEGLU experts of 32 "
+                       "(top 4, softmax renormalized, router on rms(x) / sqrt(width) x ffn_gate_inp.scale, per-expert down "
+                       "scales), pre_ffw_norm_2 / post_ffw_norm_1 / post_ffw_norm_2; F32",
+         "SSSF", 64, 4, 2, 1, 16, 32, 16, 32, 8, {128, 128, 128, 128}, 0, 0, false, 0.0f, T::F32, T::F32, T::F32, 16, 4, 32, 5},
+        {"gemma4@moe_q8_0", "gemma4@moe in Q8_0, width 256, one sliding and one full layer, 8 experts of 256 top 2",
+         "SF", 256, 4, 2, 1, 64, 128, 64, 128, 8, {256, 256}, 0, 0, false, 0.0f, T::Q8_0, T::Q8_0, T::F32, 8, 2, 256, 3},
     };
     return r;
 }
@@ -960,6 +969,11 @@ void write_gemma4_model(const Gemma4Recipe& r, uint64_t seed, const std::string&
     t.key("rope.dimension_count_swa", u32(r.rot_swa));
     if (r.n_shared > 0) t.key("attention.shared_kv_layers", u32(r.n_shared));
     t.key("embedding_length_per_layer_input", u32(r.n_pl));  // required by llama.cpp, 0 for none
+    if (r.n_expert > 0) {
+        t.key("expert_count", u32(r.n_expert));
+        t.key("expert_used_count", u32(r.n_used));
+        t.key("expert_feed_forward_length", u32(r.n_ff_exp));
+    }
     if (r.softcap > 0) t.key("final_logit_softcapping", Value::f32(r.softcap));
     int64_t n_vocab = 0;
     copy_tokenizer(md, tokenizer_source, n_vocab);
@@ -1007,6 +1021,17 @@ void write_gemma4_model(const Gemma4Recipe& r, uint64_t seed, const std::string&
         matrix(p + "ffn_up", e, n_ff, r.ffn, 1.0f);
         matrix(p + "ffn_down", n_ff, e, r.ffn, 1.0f);
         t.vector(p + "post_ffw_norm.weight", e, 1.0f, 0.2f);
+        if (r.n_expert > 0) {  // the experts beside the dense FFN
+            t.router(p + "ffn_gate_inp.weight", e, r.n_expert, r.tie, 4.0f);
+            t.vector(p + "ffn_gate_inp.scale", e, 1.0f, 0.2f);
+            t.vector(p + "pre_ffw_norm_2.weight", e, 1.0f, 0.2f);
+            t.vector(p + "post_ffw_norm_1.weight", e, 1.0f, 0.2f);
+            t.vector(p + "post_ffw_norm_2.weight", e, 1.0f, 0.2f);
+            t.experts(p + "ffn_gate_exps.weight", e, r.n_ff_exp, r.n_expert, r.ffn);
+            t.experts(p + "ffn_up_exps.weight", e, r.n_ff_exp, r.n_expert, r.ffn);
+            t.experts(p + "ffn_down_exps.weight", r.n_ff_exp, e, r.n_expert, r.ffn);
+            t.vector(p + "ffn_down_exps.scale", r.n_expert, 1.0f, 0.3f);
+        }
         if (r.n_pl > 0) {
             t.matrix(p + "inp_gate.weight", e, r.n_pl, r.attn, 2.0f);
             t.matrix(p + "proj.weight", r.n_pl, e, r.attn == GgmlType::Q4_K ? GgmlType::Q8_0 : r.attn, 1.0f);
