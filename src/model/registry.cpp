@@ -52,7 +52,7 @@ constexpr ArchRow k_rows[] = {
     {"gemma2", RopeKind::Neox, MemoryKind::Kv, configure_gemma2, "gated"},
     {"gemma3", RopeKind::Neox, MemoryKind::Kv, configure_gemma3, "gated"},
     {"gemma3n", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
-    {"gemma4", RopeKind::Neox, MemoryKind::Kv, configure_gemma4, "gated (+ per-layer embeddings)"},
+    {"gemma4", RopeKind::Neox, MemoryKind::Kv, configure_gemma4, "gated (+ per-layer embeddings), or gated + experts"},
     {"falcon", RopeKind::Neox, MemoryKind::Kv, configure_falcon, "plain (parallel block)"},
     {"stablelm", RopeKind::Neox, MemoryKind::Kv, configure_stablelm, "gated (parallel block without ffn_norm)"},
     {"starcoder2", RopeKind::Neox, MemoryKind::Kv, configure_starcoder2, "plain"},
