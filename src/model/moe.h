@@ -11,6 +11,9 @@
 //            norm_weights, x weights_scale
 //   out    = Σ_j w_j · down_j(act(gate_j x) ⊙ up_j x)   (summed in slot order j)
 //          + sigmoid(shexp_router · x) · shared expert(x)
+// (llama4, weight_before_ffn: Σ_j down_j(act(gate_j (w_j x)) ⊙ up_j (w_j x));
+// gemma4: per-expert output scales of the three products, the router on its own
+// input.)
 //
 // Speed: a batch's tokens are grouped by expert, so each selected expert's
 // weights are read once per batch as matrix x matrix by the packed kernels (all
