@@ -269,6 +269,10 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
     const bool biased = allowed(tr.expert_bias), need_bias = required(tr.expert_bias);
     if (biased) x.router_b = b.vector(p + "ffn_gate_inp.bias", n, need_bias);
     if (allowed(tr.expert_probs_bias)) x.probs_bias = b.vector(p + "exp_probs_b.bias", n, required(tr.expert_probs_bias));
+    if (b.find(p + "ffn_gate_up_exps.weight"))
+        throw Error("tensor '" + p + "ffn_gate_up_exps.weight': merged gate / up experts are not supported yet (kiln reads "
+                    "ffn_gate_exps and ffn_up_exps)",
+                    ErrorKind::Unsupported);
     int64_t ff = 0;
     x.up = b.experts(p + "ffn_up_exps.weight", e, ff, n);
     x.gate = b.experts(p + "ffn_gate_exps.weight", e, ff, n);

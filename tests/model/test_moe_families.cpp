@@ -9,6 +9,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "kiln/catalog.h"
 #include "kiln/context.h"
@@ -33,9 +34,10 @@ std::string error_of(const std::function<void()>& f) {
     return "";
 }
 
-// A tiny model rewritten: the tensors `keep` keeps, metadata edited.
+// A tiny model rewritten: the tensors `keep` keeps, metadata edited, tensors added.
 std::string rewrite(const std::string& family, const std::string& name, const std::function<bool(const std::string&)>& keep,
-                    const std::function<void(Metadata&)>& edit) {
+                    const std::function<void(Metadata&)>& edit,
+                    const std::function<void(kiln::gguf::Writer&)>& add = [](kiln::gguf::Writer&) {}) {
     const std::string dir = kiln::test::temp_dir();
     kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), dir + "/" + name + "-src.gguf");
     kiln::gguf::File src = kiln::gguf::File::open(dir + "/" + name + "-src.gguf");
@@ -44,6 +46,7 @@ std::string rewrite(const std::string& family, const std::string& name, const st
     edit(w.metadata());
     for (const auto& t : src.tensors())
         if (keep(t.name)) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
+    add(w);
     w.write(dir + "/" + name + ".gguf");
     return dir + "/" + name + ".gguf";
 }
@@ -180,6 +183,11 @@ TEST(MoeFamilies, Gemma4MoeRefusals) {
     }
     std::string e = load_error(rewrite("gemma4@moe", "g4m-scale", all, [](Metadata& md) { md.add("gemma4.expert_weights_scale", Value::f32(2.0f)); }));
     EXPECT_NE(e.find("'gemma4.expert_weights_scale'"), std::string::npos) << e;
+    // The merged gate / up experts some converters write are refused by name.
+    e = load_error(rewrite("gemma4@moe", "g4m-gateup", all, same, [](kiln::gguf::Writer& w) {
+        w.add_tensor("blk.0.ffn_gate_up_exps.weight", kiln::GgmlType::F32, {64, 64, 16}, std::vector<uint8_t>(64 * 64 * 16 * 4, 0));
+    }));
+    EXPECT_NE(e.find("'blk.0.ffn_gate_up_exps.weight'"), std::string::npos) << e;
     // Without expert_count the routers are a mixture-of-experts the file does not declare.
     e = load_error(rewrite("gemma4@moe", "g4m-nocount", all, [](Metadata& md) { md.erase("gemma4.expert_count"); }));
     EXPECT_NE(e.find("ffn_gate_inp.weight"), std::string::npos) << e;
