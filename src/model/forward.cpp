@@ -52,7 +52,16 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
                 throw Error("ALiBi with a different head count per layer (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
         alibi_slopes_ = alibi_slopes(spec.max_n_head(), spec.alibi_max_bias);
     }
-    if (spec.v_norm) norm_ones_.assign(static_cast<size_t>(spec.max_head_dim_v()), 1.0f);
+    for (const LayerSpec& l : spec.layers)
+        if (l.n_ff_dense > 0 && moe_in_.empty()) {
+            const size_t rows = static_cast<size_t>(n_batch_max) * static_cast<size_t>(spec.n_embd);
+            moe_in_.resize(rows);
+            moe_router_in_.resize(rows);
+            moe_out_.resize(rows);
+            embd_ones_.assign(static_cast<size_t>(spec.n_embd), 1.0f);
+        }
+    if (spec.v_norm || spec.qk_rms_after_rope)
+        norm_ones_.assign(static_cast<size_t>(std::max(spec.max_head_dim_v(), spec.max_head_dim_k())), 1.0f);
     if (spec.n_embd_per_layer > 0) {
         ple_.resize(z.ple);
         ple_gate_.resize(static_cast<size_t>(n_batch_max) * static_cast<size_t>(spec.n_embd_per_layer));
@@ -370,6 +379,30 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         if (own_kv) dump("Kcur_rope", il, k_.data(), nk, n);
     }
     if (lw.q_norm && spec_.tensors.qk_norm_after_rope) qk_norms();
+    if (!l.use_rope && spec_.attn_temp.floor > 0) {
+        // Attention temperature tuning (llama4's layers without RoPE): queries scaled by position.
+        const auto& at = spec_.attn_temp;
+        for (int64_t r = 0; r < n; ++r) {
+            const float pos = static_cast<float>(b.pos[r]);
+            const float t = static_cast<float>(std::log(std::floor((pos + at.offset) / static_cast<float>(at.floor)) + 1.0) * at.scale + 1.0);
+            ops::scale(q_.data() + r * nq, nq, t);
+        }
+        dump("Qcur_temp", il, q_.data(), nq, n);
+    }
+    if (l.use_rope && spec_.qk_rms_after_rope) {
+        // Each Q and K head RMS-normed without a weight (ones: x * 1.0f is exact).
+        const auto rms_norm = kernels().rms_norm;
+        pool_.parallel_for(n, 8, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) {
+                for (int h = 0; h < l.n_head; ++h) rms_norm(q_.data() + r * nq + h * dk, norm_ones_.data(), q_.data() + r * nq + h * dk, dk, spec_.norm_eps);
+                if (own_kv)
+                    for (int h = 0; h < l.n_head_kv; ++h)
+                        rms_norm(k_.data() + r * nk + h * dk, norm_ones_.data(), k_.data() + r * nk + h * dk, dk, spec_.norm_eps);
+            }
+        });
+        dump("Qcur_normed", il, q_.data(), nq, n);
+        if (own_kv) dump("Kcur_normed", il, k_.data(), nk, n);
+    }
 
     if (own_kv)
         pool_.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
@@ -391,7 +424,11 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     // (a symmetric window: half of it on each side).
     const int window = cache_->window(kl);
     const bool symmetric = !spec_.causal && spec_.swa_symmetric && window > 0;
-    auto first_key = [&](int64_t pos) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; };
+    // A chunked layer (llama4) sees from its chunk's start: within the window too.
+    auto first_key = [&](int64_t pos) {
+        if (window > 0 && spec_.swa_chunked) return pos - pos % window;
+        return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+    };
     auto first_key_row = [&](int64_t r) -> int64_t {
         if (symmetric) return std::max<int64_t>(0, b.pos[r] - window / 2);
         return spec_.causal ? first_key(b.pos[r]) : 0;
@@ -496,7 +533,9 @@ void Forward::attention_layer(int il, const BatchRows& b) {
 void Forward::ffn_layer(int il, int n) {
     const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
     const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
-    const int64_t e = spec_.n_embd, ff = l.n_ff;
+    // An expert layer with a dense branch (gemma4) runs the dense FFN below at its width, then the experts.
+    const bool dense_branch = l.ffn == FfnKind::Experts && l.n_ff_dense > 0;
+    const int64_t e = spec_.n_embd, ff = dense_branch ? l.n_ff_dense : l.n_ff;
     const float* in = x_.data();  // a post-norm block (encoders) reads the residual stream
     if (lw.ffn_norm) {
         norm_rows(spec_, x_.data(), lw.ffn_norm, lw.ffn_norm_b, h_.data(), n, e, pool_);
@@ -506,7 +545,7 @@ void Forward::ffn_layer(int il, int n) {
         in = h_.data();  // the attention norm's output, still there
     }
     const auto act = spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
-    if (l.ffn == FfnKind::Experts) {
+    if (l.ffn == FfnKind::Experts && !dense_branch) {
         moe_.eval(il, lw, in, n, o_.data(), pool_, mm_, hook_);  // model/moe.h
     } else if (lw.ffn_gate_up_fused) {
         // One product [gate; up] per row, then act(gate) * up into gate_.
@@ -520,7 +559,7 @@ void Forward::ffn_layer(int il, int n) {
                 std::copy(row, row + ff, gate_.data() + r * ff);
             }
         });
-    } else if (l.ffn == FfnKind::Gated) {
+    } else if (l.ffn == FfnKind::Gated || dense_branch) {
         const Matrix* ws[] = {&lw.ffn_gate, &lw.ffn_up};
         float* ys[] = {gate_.data(), up_.data()};
         matmul_many(ws, in, n, ys, pool_, mm_);
@@ -559,7 +598,7 @@ void Forward::ffn_layer(int il, int n) {
             });
         }
     }
-    if (l.ffn != FfnKind::Experts) {
+    if (l.ffn != FfnKind::Experts || dense_branch) {
         if (lw.ffn_act_s) {  // AWQ's activation scales (mpt): divided, as ggml_div
             pool_.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
                 for (int64_t r = r0; r < r1; ++r)
@@ -570,6 +609,28 @@ void Forward::ffn_layer(int il, int n) {
         matmul(lw.ffn_down, gate_.data(), n, o_.data(), pool_, mm_);
         add_bias(o_.data(), lw.ffn_down_b, n, e);
         scale_rows(o_.data(), lw.ffn_down_s, n, e);
+    }
+    if (dense_branch) {
+        // gemma4: post_ffw_norm_1(dense) + post_ffw_norm_2(experts(pre_ffw_norm_2(x))),
+        // the router reading rms(x) / sqrt(n_embd) * ffn_gate_inp.scale.
+        const ExpertWeights& xw = lw.moe;
+        norm_rows(spec_, o_.data(), xw.post_norm_1, nullptr, o_.data(), n, e, pool_);
+        dump("ffn_mlp", il, o_.data(), e, n);
+        norm_rows(spec_, x_.data(), xw.pre_norm_2, nullptr, moe_in_.data(), n, e, pool_);
+        dump("ffn_norm_2", il, moe_in_.data(), e, n);
+        const auto rms_norm = kernels().rms_norm;
+        const float inv_sqrt_e = 1.0f / std::sqrt(static_cast<float>(e));
+        pool_.parallel_for(n, 4, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) {
+                float* y = moe_router_in_.data() + r * e;
+                rms_norm(x_.data() + r * e, embd_ones_.data(), y, e, spec_.norm_eps);
+                for (int64_t i = 0; i < e; ++i) y[i] = y[i] * inv_sqrt_e * xw.router_in_s[i];
+            }
+        });
+        moe_.eval(il, lw, moe_in_.data(), n, moe_out_.data(), pool_, mm_, hook_, moe_router_in_.data());
+        norm_rows(spec_, moe_out_.data(), xw.post_norm_2, nullptr, moe_out_.data(), n, e, pool_);
+        dump("ffn_moe", il, moe_out_.data(), e, n);
+        add_rows(o_.data(), moe_out_.data(), n * e, pool_);
     }
     dump("ffn_out", il, o_.data(), e, n);
     if (lw.ffn_post_norm) {

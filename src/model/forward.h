@@ -134,6 +134,9 @@ private:
     std::vector<float> out_x_;   // the rows whose output is wanted [n_embd, n_out]
     std::vector<float> rope_cache_, rope_cache_swa_;  // cos / sin per row [n_dims, n]
     std::vector<float> gate_up_;  // a fused gate / up product [2 n_ff, n] (sized only if used)
+    // Expert layers with a dense branch (gemma4; sized only if used): the experts'
+    // normed input, the router's input, the experts' output [n_embd, n]; ones [n_embd].
+    std::vector<float> moe_in_, moe_router_in_, moe_out_, embd_ones_;
     // Latent attention (mla.cpp; sized only if used): the queries [n_head * head_dim_qk, n]
     // (later the heads' expanded results [n_head * head_dim_v, n]), q_a [q_lora, n],
     // per-head gathers [nope or head_dim_v, n] x n_head and [kv_lora, n] x n_head.

@@ -20,7 +20,7 @@ int ModelSpec::max_n_head_kv() const {
 }
 int ModelSpec::max_n_ff() const {
     int m = 0;
-    for (const auto& l : layers) m = std::max(m, l.n_ff);
+    for (const auto& l : layers) m = std::max({m, l.n_ff, l.n_ff_dense});
     return m;
 }
 int ModelSpec::max_head_dim_k() const {
@@ -238,6 +238,25 @@ void read_swa_pattern(const ArchConfig& c, int default_period, bool dense_first)
         const int il = static_cast<int>(i);
         layers[i].sliding = n == 0 || (dense_first ? il % n != 0 : il % n < n - 1);
     }
+}
+
+void read_nextn_layers(ArchConfig& c) {
+    ModelSpec& s = c.spec;
+    const int n = c.count("nextn_predict_layers", false);
+    if (n == 0) return;
+    if (n >= s.n_layer)
+        throw Error("GGUF metadata '" + c.key("nextn_predict_layers") + "': " + std::to_string(n) + " of the " +
+                    std::to_string(s.n_layer) + " layers (" + c.key("block_count") + ") leave no trunk");
+    s.n_layer_nextn = n;
+    s.n_layer -= n;
+    s.layers.resize(static_cast<size_t>(s.n_layer));
+}
+
+void require_full_rotation(const ArchConfig& c) {
+    const ModelSpec& s = c.spec;
+    if (s.rope.n_dims != s.head_dim_k)
+        throw Error("GGUF metadata '" + c.key("rope.dimension_count") + "': " + std::to_string(s.rope.n_dims) +
+                    " rotated dimensions, but " + s.arch + " rotates the whole head (" + std::to_string(s.head_dim_k) + ")");
 }
 
 }  // namespace kiln

@@ -17,4 +17,13 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std:
 // 0 makes every layer slide), else with the family's default period.
 void read_swa_pattern(const ArchConfig& c, int default_period, bool dense_first);
 
+// `{arch}.nextn_predict_layers`: the last that many of block_count's layers are
+// multi-token-prediction layers, not part of the trunk. Sets spec.n_layer_nextn
+// and shortens spec.layers to the trunk (call before reading per-layer routing).
+void read_nextn_layers(ArchConfig& c);
+
+// Refuses a rope.dimension_count other than the head size, for the families
+// whose llama.cpp graph asserts they are equal (it names the key and the family).
+void require_full_rotation(const ArchConfig& c);
+
 }  // namespace kiln

@@ -63,7 +63,7 @@ void MoeBlock::reset_usage() {
 }
 
 void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float* out, const ThreadPool& pool, MatmulScratch& mm,
-                    const MoeDump& dump) {
+                    const MoeDump& dump, const float* router_in) {
     const MoeSpec& m = spec_.moe;
     const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
     const ExpertWeights& x = lw.moe;
@@ -74,7 +74,7 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
     };
 
     // Router and routing, per token.
-    matmul(x.router, h, n, logits_.data(), pool, mm);
+    matmul(x.router, router_in ? router_in : h, n, logits_.data(), pool, mm);
     if (x.router_b)
         for (int t = 0; t < n; ++t) ops::add(logits_.data() + t * ne, x.router_b, ne);
     show("ffn_moe_logits", logits_.data(), ne, n);
@@ -115,11 +115,22 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
     // the same row, converted once.
     std::vector<MatmulJob> jobs;
     jobs.reserve(static_cast<size_t>(2 * ne));
+    // With weight_before_ffn (llama4) every grouped row is its token's row times
+    // that slot's weight.
+    if (m.weight_before_ffn)
+        for (int t = 0; t < n; ++t)
+            for (int j = 0; j < k; ++j) {
+                const int32_t r = slot_row_[static_cast<size_t>(t * k + j)];
+                const float w = weights_[static_cast<size_t>(t * k + j)];
+                for (int64_t i = 0; i < e; ++i) xg_[static_cast<size_t>(r * e + i)] = h[t * e + i] * w;
+            }
     for (int64_t id = 0; id < ne; ++id) {
         const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
         if (c == 0) continue;
         const float* in = h + static_cast<int64_t>(row_token_[static_cast<size_t>(r0)]) * e;
-        if (c > 1) {
+        if (m.weight_before_ffn) {
+            in = xg_.data() + r0 * e;
+        } else if (c > 1) {
             for (int32_t r = r0; r < r0 + c; ++r)
                 std::memcpy(xg_.data() + r * e, h + static_cast<int64_t>(row_token_[static_cast<size_t>(r)]) * e,
                             static_cast<size_t>(e) * sizeof(float));
@@ -130,11 +141,13 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
     }
     matmul_batch(jobs, pool, mm);
 
-    // Biases (gpt-oss) and the activation, row by row.
+    // Per-expert scales (gemma4), biases (gpt-oss) and the activation, row by row.
     const auto act = m.oai_swiglu ? swiglu_oai : spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
     for (int64_t id = 0; id < ne; ++id) {
         const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
         for (int32_t r = r0; r < r0 + c; ++r) {
+            if (x.gate_s) ops::scale(gate_.data() + r * ff, ff, x.gate_s[id]);
+            if (x.up_s) ops::scale(up_.data() + r * ff, ff, x.up_s[id]);
             if (x.gate_b) ops::add(gate_.data() + r * ff, x.gate_b + id * ff, ff);
             if (x.up_b) ops::add(up_.data() + r * ff, x.up_b + id * ff, ff);
         }
@@ -151,6 +164,11 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
         if (c > 0) jobs.push_back({&x.down[static_cast<size_t>(id)], gate_.data() + r0 * ff, c, down_.data() + r0 * e});
     }
     matmul_batch(jobs, pool, mm);
+    if (x.down_s)
+        for (int64_t id = 0; id < ne; ++id) {
+            const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
+            for (int32_t r = r0; r < r0 + c; ++r) ops::scale(down_.data() + r * e, e, x.down_s[id]);
+        }
     if (x.down_b)
         for (int64_t id = 0; id < ne; ++id) {
             const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
@@ -163,7 +181,7 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
         for (int64_t t = t0; t < t1; ++t) {
             float* o = out + t * e;
             for (int j = 0; j < k; ++j) {
-                const float w = weights_[static_cast<size_t>(t * k + j)];
+                const float w = m.weight_before_ffn ? 1.0f : weights_[static_cast<size_t>(t * k + j)];
                 const float* d = down_.data() + static_cast<int64_t>(slot_row_[static_cast<size_t>(t * k + j)]) * e;
                 if (j == 0)
                     for (int64_t i = 0; i < e; ++i) o[i] = d[i] * w;

@@ -11,6 +11,9 @@
 //            norm_weights, x weights_scale
 //   out    = Σ_j w_j · down_j(act(gate_j x) ⊙ up_j x)   (summed in slot order j)
 //          + sigmoid(shexp_router · x) · shared expert(x)
+// (llama4, weight_before_ffn: Σ_j down_j(act(gate_j (w_j x)) ⊙ up_j (w_j x));
+// gemma4: per-expert output scales of the three products, the router on its own
+// input.)
 //
 // Speed: a batch's tokens are grouped by expert, so each selected expert's
 // weights are read once per batch as matrix x matrix by the packed kernels (all
@@ -39,6 +42,7 @@ struct MoeDefaults {
     ExpertGating gating = ExpertGating::Softmax;
     bool norm_weights = false;
     bool from_keys = false;  // the routing keys, where present, override the defaults
+    bool scale_from_key = false;  // with a fixed routing, expert_weights_scale still read (deepseek)
 };
 
 // Reads {arch}.expert_count, expert_used_count (required) and
@@ -65,9 +69,10 @@ class MoeBlock {
 public:
     MoeBlock(const ModelSpec& spec, int n_batch_max);
 
-    // out = the expert FFN of layer il for the normed rows h, f32 [n_embd, n] each.
+    // out = the expert FFN of layer il for the normed rows h, f32 [n_embd, n] each;
+    // the router reads router_in instead of h where given (gemma4).
     void eval(int il, const LayerWeights& lw, const float* h, int n, float* out, const ThreadPool& pool, MatmulScratch& mm,
-              const MoeDump& dump);
+              const MoeDump& dump, const float* router_in = nullptr);
 
     // How often each expert of each layer was selected since the last reset:
     // [n_layer][n_expert] (empty rows for dense layers).

@@ -45,7 +45,10 @@ void read_moe_hparams(ArchConfig& c, const MoeDefaults& d) {
         };
         if (gating && *gating != 0 && *gating != static_cast<uint64_t>(d.gating)) refuse("expert_gating_func", "gating " + std::to_string(*gating));
         if (norm && *norm != d.norm_weights) refuse("expert_weights_norm", *norm ? "true" : "false");
-        if (scale != 0.0 && scale != 1.0) refuse("expert_weights_scale", std::to_string(scale));
+        if (d.scale_from_key)
+            m.weights_scale = scale == 0.0 ? 1.0f : static_cast<float>(scale);
+        else if (scale != 0.0 && scale != 1.0)
+            refuse("expert_weights_scale", std::to_string(scale));
         if (n_group > 1) refuse("expert_group_count", std::to_string(n_group));
     } else {
         if (gating && *gating != 0) {
@@ -86,7 +89,7 @@ void route_token(const MoeSpec& m, const float* logits, const float* selection_b
         case ExpertGating::SoftmaxWeight: break;  // softmax after selection
     }
     // The selection bias shifts which experts win, not their weights.
-    s.selection.assign(p, p + n);
+    s.selection.assign(m.select_on_logits ? logits : p, (m.select_on_logits ? logits : p) + n);
     float* sel = s.selection.data();
     if (selection_bias)
         for (int i = 0; i < n; ++i) sel[i] += selection_bias[i];

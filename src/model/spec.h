@@ -58,6 +58,11 @@ struct MoeSpec {
     int n_group_used = 0;      //   only the best n_group_used groups (by their top-2 sum) compete
     int n_leading_dense = 0;   // the first layers have a dense FFN instead
     bool oai_swiglu = false;   // gpt-oss: clamped SwiGLU with alpha 1.702, limit 7
+    // llama4: the top k chosen on the raw router logits (the weights are still the
+    // gating of the selected ones), and each selected expert's input row scaled by
+    // its weight, its output then summed unweighted.
+    bool select_on_logits = false;
+    bool weight_before_ffn = false;
 };
 
 // Multi-head latent attention (DeepSeek-V2 / V3, Kimi K2; llama.cpp's absorbed
@@ -193,6 +198,11 @@ struct TensorRules {
     TensorUse expert_probs_bias = TensorUse::No;
     TensorUse shared_expert = TensorUse::No;
     TensorUse shared_expert_gate = TensorUse::No;
+    // gemma4 26B-A4B: an expert layer keeps its dense FFN beside the experts (width
+    // LayerSpec::n_ff_dense), with pre_ffw_norm_2 / post_ffw_norm_1 /
+    // post_ffw_norm_2 and the router's input scale ffn_gate_inp.scale (required
+    // then); per-expert output scales ffn_*_exps.scale by presence.
+    bool expert_dense_branch = false;
 };
 
 struct LayerSpec {
@@ -202,6 +212,7 @@ struct LayerSpec {
     int n_head_kv = 0;
     int n_ff = 0;          // an expert layer: each expert's hidden width (from its tensors)
     int n_ff_shexp = 0;    // an expert layer's shared expert width (0: none)
+    int n_ff_dense = 0;    // an expert layer's dense branch width (TensorRules::expert_dense_branch; 0: none)
     bool sliding = false;  // sliding-window attention layer
     bool use_rope = true;
     // A parallel block: the FFN reads the layer's input (normed by ffn_norm, or
@@ -219,7 +230,11 @@ struct LayerSpec {
 
 struct ModelSpec {
     std::string arch;
-    int n_layer = 0;
+    int n_layer = 0;       // the trunk's layers (block_count less the MTP layers)
+    // Multi-token-prediction (NextN) layers stored after the trunk, blk.n_layer ..
+    // (nextn_predict_layers): kiln leaves their tensors unread and says so in the
+    // load notes (weights.cpp), as llama.cpp does when it does not load MTP.
+    int n_layer_nextn = 0;
     int n_embd = 0;
     int n_vocab = 0;
     int n_ctx_train = 0;
@@ -252,6 +267,19 @@ struct ModelSpec {
     // the layer's FFN (per_layer_embd.cpp).
     int n_embd_per_layer = 0;
     int sliding_window = 0;         // tokens a sliding layer sees, current one included
+    // Chunked attention (llama4): a sliding layer's query sees the keys from the
+    // start of its chunk of sliding_window positions (pos - pos % window) to itself.
+    bool swa_chunked = false;
+    // Attention temperature tuning of the layers without RoPE (llama4): their
+    // queries are scaled by log(floor((pos + offset) / floor) + 1) * scale + 1
+    // (floor 0: none).
+    struct {
+        int floor = 0;
+        float scale = 0.0f, offset = 0.0f;
+    } attn_temp;
+    // Q and K RMS-normed per head without a weight after RoPE, on the layers with
+    // RoPE only (llama4's L2 norm; attention temperature layers have none).
+    bool qk_rms_after_rope = false;
     // Non-causal sliding layers see sliding_window / 2 positions on each side of
     // the query (llama.cpp's symmetric window: modern-bert).
     bool swa_symmetric = false;

@@ -146,13 +146,45 @@ public:
         return notes;
     }
 
-    // The first tensor of the file that nothing bound, named, with how many more.
-    void check_all_used(const std::string& arch) const {
-        if (used_.size() == file_.tensors().size()) return;
+    // Whether a tensor belongs to a multi-token-prediction layer (blk.N. with N
+    // past the trunk, ModelSpec::n_layer_nextn), which kiln leaves unread.
+    static bool in_nextn_layer(const std::string& name, const ModelSpec& s) {
+        if (s.n_layer_nextn == 0 || name.rfind("blk.", 0) != 0) return false;
+        const size_t dot = name.find('.', 4);
+        if (dot == std::string::npos || dot == 4 || dot > 12) return false;
+        int il = 0;
+        for (size_t i = 4; i < dot; ++i) {
+            if (name[i] < '0' || name[i] > '9') return false;
+            il = il * 10 + (name[i] - '0');
+        }
+        return il >= s.n_layer && il < s.n_layer + s.n_layer_nextn;
+    }
+
+    // The first tensor of the file that nothing bound, named, with how many more;
+    // the MTP layers' tensors are left out, counted in a note.
+    void check_all_used(const ModelSpec& s, std::vector<std::string>& notes) const {
+        const std::string& arch = s.arch;
         std::string first;
-        size_t n = 0;
-        for (const gguf::TensorInfo& t : file_.tensors())
-            if (!used_.count(t.name) && n++ == 0) first = t.name;
+        size_t n = 0, n_mtp = 0;
+        uint64_t mtp_bytes = 0;
+        for (const gguf::TensorInfo& t : file_.tensors()) {
+            if (used_.count(t.name)) continue;
+            if (in_nextn_layer(t.name, s)) {
+                ++n_mtp;
+                mtp_bytes += t.bytes;
+            } else if (n++ == 0) {
+                first = t.name;
+            }
+        }
+        if (n_mtp > 0) {
+            char mib[32];
+            std::snprintf(mib, sizeof mib, "%.2f MiB", static_cast<double>(mtp_bytes) / (1024.0 * 1024.0));
+            // "1 multi-token-prediction layer from blk.46 (17 tensors, 5.4 MiB) left unread: ..."
+            notes.push_back(std::to_string(s.n_layer_nextn) + " multi-token-prediction layer" + (s.n_layer_nextn > 1 ? "s" : "") +
+                            " from blk." + std::to_string(s.n_layer) + " (" + std::to_string(n_mtp) + " tensors, " + mib +
+                            ") left unread: kiln runs the " + std::to_string(s.n_layer) + " trunk layers (no MTP drafting yet)");
+        }
+        if (n == 0) return;
         throw Error("tensor '" + first + "' is not used by architecture '" + arch + "'" +
                         (n > 1 ? " (nor are " + std::to_string(n - 1) + " more)" : "") +
                         " (llama.cpp's loader refuses such a file too)",
@@ -237,6 +269,10 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
     const bool biased = allowed(tr.expert_bias), need_bias = required(tr.expert_bias);
     if (biased) x.router_b = b.vector(p + "ffn_gate_inp.bias", n, need_bias);
     if (allowed(tr.expert_probs_bias)) x.probs_bias = b.vector(p + "exp_probs_b.bias", n, required(tr.expert_probs_bias));
+    if (b.find(p + "ffn_gate_up_exps.weight"))
+        throw Error("tensor '" + p + "ffn_gate_up_exps.weight': merged gate / up experts are not supported yet (kiln reads "
+                    "ffn_gate_exps and ffn_up_exps)",
+                    ErrorKind::Unsupported);
     int64_t ff = 0;
     x.up = b.experts(p + "ffn_up_exps.weight", e, ff, n);
     x.gate = b.experts(p + "ffn_gate_exps.weight", e, ff, n);
@@ -528,13 +564,31 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         if (tr.pre_norms && allowed(tr.ffn_norm)) lw.ffn_norm = b.vector(p + s.ffn_norm_tensor, e, required(tr.ffn_norm));
         if (tr.pre_norms && !lw.ffn_norm && l.mixer == MixerKind::Attention) l.parallel = true;
         if (lw.ffn_norm && norm_bias()) lw.ffn_norm_b = b.vector(p + "ffn_norm.bias", e, norm_bias_required());
-        if (file.find_tensor(p + "ffn_gate_inp.weight")) {
+        const bool expert_layer = file.find_tensor(p + "ffn_gate_inp.weight") != nullptr;
+        if (expert_layer) {
             if (!allowed(tr.experts))
                 throw Error("tensor '" + p + "ffn_gate_inp.weight': a mixture-of-experts layer, which architecture '" + s.arch +
                                 "' does not have",
                             ErrorKind::Unsupported);
+            const int n_ff_dense = l.n_ff;
             bind_expert_layer(b, s, p, l, lw.moe);  // an expert layer: its kind from the router's presence
-        } else {
+            if (tr.expert_dense_branch) {
+                // gemma4: the dense FFN below runs beside the experts, at the file's FFN width.
+                l.n_ff_dense = n_ff_dense;
+                ExpertWeights& x = lw.moe;
+                x.router_in_s = b.vector(p + "ffn_gate_inp.scale", e, true);
+                x.pre_norm_2 = b.vector(p + "pre_ffw_norm_2.weight", e, true);
+                x.post_norm_1 = b.vector(p + "post_ffw_norm_1.weight", e, true);
+                x.post_norm_2 = b.vector(p + "post_ffw_norm_2.weight", e, true);
+                x.gate_s = b.vector(p + "ffn_gate_exps.scale", s.moe.n_expert, false);
+                x.up_s = b.vector(p + "ffn_up_exps.scale", s.moe.n_expert, false);
+                x.down_s = b.vector(p + "ffn_down_exps.scale", s.moe.n_expert, false);
+            }
+        }
+        if (!expert_layer || tr.expert_dense_branch) {
+            const FfnKind kind = l.ffn;
+            const int n_ff = l.n_ff;
+            if (expert_layer) l.n_ff = l.n_ff_dense;  // the dense branch's width while it is bound
             // The FFN's kind from the file: gated when it has a gate projection.
             if (tr.ffn_gate_up_fused) {
                 lw.ffn_up = b.matrix(p + "ffn_up.weight", e, 2 * static_cast<int64_t>(l.n_ff), true);
@@ -558,6 +612,12 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             }
             if (allowed(tr.ffn_act_scales))
                 lw.ffn_act_s = b.vector(p + "ffn.act.scales", l.n_ff, required(tr.ffn_act_scales));
+            if (expert_layer) {
+                if (l.ffn != FfnKind::Gated)
+                    throw Error("tensor '" + p + "ffn_gate.weight' not found (the dense FFN beside the experts is gated)");
+                l.ffn = kind;
+                l.n_ff = n_ff;
+            }
         }
         if (allowed(tr.post_norms)) lw.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", e, required(tr.post_norms));
         any_post_ffn |= lw.ffn_post_norm != nullptr;
@@ -580,8 +640,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             throw Error("tensor '" + p + "post_attention_norm.weight' not found (other layers have it)");
         if (any_post_ffn && !lw.ffn_post_norm) throw Error("tensor '" + p + "post_ffw_norm.weight' not found (other layers have it)");
     }
-    b.check_all_used(s.arch);
+    std::vector<std::string> mtp_notes;
+    b.check_all_used(s, mtp_notes);
     w.conversion_notes = b.conversion_notes();
+    w.conversion_notes.insert(w.conversion_notes.end(), mtp_notes.begin(), mtp_notes.end());
     // Matrices the kernels take in a repacked layout are repacked now, once
     // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
     // output head gets its own packed copy).

@@ -27,6 +27,16 @@ struct ExpertWeights {
     const float* down_b = nullptr;       // f32 [n_embd, n_expert]
     Matrix shexp_gate, shexp_up, shexp_down;  // the shared expert (empty: none)
     Matrix shexp_router;                 // ffn_gate_inp_shexp [n_embd, 1]: its sigmoid gate (empty: ungated)
+    // Per-expert output scales ffn_{gate,up,down}_exps.scale [n_expert] (gemma4; null: none).
+    const float* gate_s = nullptr;
+    const float* up_s = nullptr;
+    const float* down_s = nullptr;
+    // gemma4's expert layers: the FFN beside the experts (LayerWeights::ffn_*) and
+    // the experts' own norms; the router reads rms(x) / sqrt(n_embd) * router_in_s.
+    const float* router_in_s = nullptr;  // ffn_gate_inp.scale [n_embd]
+    const float* pre_norm_2 = nullptr;   // pre_ffw_norm_2: the experts' input norm
+    const float* post_norm_1 = nullptr;  // post_ffw_norm_1: after the dense branch
+    const float* post_norm_2 = nullptr;  // post_ffw_norm_2: after the experts
 };
 
 // A multi-head latent attention layer's tensors (MlaSpec); Q without q_lora is

@@ -143,6 +143,9 @@ TEST_F(Sequences, ExpertModelsBatchedEqualsAlone) {
     // whatever else the batch routed there: its logits must not change.
     for (const char* family : {"qwen3moe", "qwen2moe"})
         for (int threads : {1, 2}) check_together(load_tiny(family), 6, threads, "f16", 6);
+    // llama4: every (token, slot) row scaled by its weight before the experts;
+    // gemma4@moe: the dense branch and the router's own input; glm4moe: groups, bias, shared experts.
+    for (const char* family : {"llama4", "gemma4@moe", "glm4moe"}) check_together(load_tiny(family), 6, 2, "f16", 6);
 }
 
 TEST_F(Sequences, LatentAttentionBatchedEqualsAlone) {

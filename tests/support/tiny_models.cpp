@@ -10,6 +10,8 @@
 #include "kiln/gguf/file.h"
 #include "kiln/gguf/writer.h"
 #include "kiln/quant.h"
+#include "support/tiny_moe_models.h"
+#include "support/tiny_writer.h"
 
 namespace kiln::test {
 
@@ -17,134 +19,9 @@ namespace {
 
 using gguf::Value;
 
-struct Rng {
-    uint64_t state;
-    uint64_t next() {
-        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    // Uniform in [-1, 1), exactly representable steps so every platform agrees.
-    float uniform() { return static_cast<float>(static_cast<int64_t>(next() >> 40) - (1ll << 23)) / static_cast<float>(1 << 23); }
-};
-
 struct Shape {
     int n_layer = 2, n_embd = 64, n_head = 4, n_head_kv = 2, n_ff = 128, head_dim = 16;
     int window = 0;
-};
-
-class TinyWriter {
-public:
-    TinyWriter(const std::string& family, uint64_t seed) : family_(family), rng_{seed} {}
-
-    gguf::Writer& writer() { return w_; }
-    void key(const std::string& name, Value v) { w_.metadata().add(family_ + "." + name, std::move(v)); }
-
-    // A matrix [n_in, n_out] of uniform values scaled by 1/sqrt(n_in), stored as `type`.
-    void matrix(const std::string& name, int64_t n_in, int64_t n_out, GgmlType type, float gain = 1.0f) {
-        std::vector<float> v(static_cast<size_t>(n_in * n_out));
-        const float s = gain / std::sqrt(static_cast<float>(n_in));
-        for (float& x : v) x = rng_.uniform() * s;
-        add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, v, type);
-    }
-    // A merged expert tensor [n_in, n_out, n_expert], each expert as `matrix`.
-    void experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert, GgmlType type, float gain = 1.0f) {
-        std::vector<float> v(static_cast<size_t>(n_in * n_out * n_expert));
-        const float s = gain / std::sqrt(static_cast<float>(n_in));
-        for (float& x : v) x = rng_.uniform() * s;
-        add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(n_expert)}, v, type);
-    }
-    // A router [n_in, n_expert] in f32 (llama.cpp's quantizer keeps routers f32)
-    // whose row `tie + 1` repeats row `tie` (tie >= 0): those two experts' logits
-    // are equal for every token, so the top-k selection has to break ties.
-    void router(const std::string& name, int64_t n_in, int64_t n_expert, int tie, float gain) {
-        std::vector<float> v(static_cast<size_t>(n_in * n_expert));
-        const float s = gain / std::sqrt(static_cast<float>(n_in));
-        for (float& x : v) x = rng_.uniform() * s;
-        if (tie >= 0) std::copy_n(v.begin() + tie * n_in, n_in, v.begin() + (tie + 1) * n_in);
-        add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_expert)}, v, GgmlType::F32);
-    }
-    // Values center + spread * uniform, and an f32 tensor of them.
-    void fill(std::vector<float>& v, float center, float spread) {
-        for (float& x : v) x = center + spread * rng_.uniform();
-    }
-    void raw(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& v) { add(name, std::move(shape), v, GgmlType::F32); }
-    // A norm weight around 1 (or a bias around 0).
-    void vector(const std::string& name, int64_t n, float center, float spread) {
-        std::vector<float> v(static_cast<size_t>(n));
-        for (float& x : v) x = center + spread * rng_.uniform();
-        add(name, {static_cast<uint64_t>(n)}, v, GgmlType::F32);
-    }
-    // An f32 tensor of any shape, f(u) of uniform u in [-1, 1) per element.
-    void tensor(const std::string& name, std::vector<uint64_t> shape, const std::function<float(float)>& f) {
-        uint64_t n = 1;
-        for (uint64_t d : shape) n *= d;
-        std::vector<float> v(static_cast<size_t>(n));
-        for (float& x : v) x = f(rng_.uniform());
-        add(name, std::move(shape), v, GgmlType::F32);
-    }
-
-private:
-    void add(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& v, GgmlType type) {
-        const int64_t row = static_cast<int64_t>(shape[0]);
-        const int64_t rows = static_cast<int64_t>(v.size()) / row;
-        const uint64_t rb = ggml_row_bytes(type, static_cast<uint64_t>(row));
-        std::vector<uint8_t> bytes(static_cast<size_t>(rb * static_cast<uint64_t>(rows)));
-        for (int64_t r = 0; r < rows; ++r) {
-            if (type == GgmlType::F32)
-                std::memcpy(bytes.data() + r * rb, v.data() + r * row, static_cast<size_t>(rb));
-            else if (type == GgmlType::F16)
-                for (int64_t i = 0; i < row; ++i) {
-                    uint16_t h = quant::fp32_to_fp16(v[static_cast<size_t>(r * row + i)]);
-                    std::memcpy(bytes.data() + r * rb + i * 2, &h, 2);
-                }
-            else if (quant::can_quantize(type))
-                quant::quantize_row(type, v.data() + r * row, bytes.data() + r * rb, row);
-        }
-        if (!quant::can_quantize(type) && type != GgmlType::F32 && type != GgmlType::F16) random_blocks(type, v, row, bytes);
-        w_.add_tensor(name, type, std::move(shape), std::move(bytes));
-    }
-
-    // Types kiln cannot quantize (the grid i-quants, IQ4_XS): random block bytes,
-    // each block's f16 scale set so that its values are about the size of v's (the
-    // divisor: a typical |level x sub-block scale| of the format).
-    void random_blocks(GgmlType type, const std::vector<float>& v, int64_t row, std::vector<uint8_t>& bytes) {
-        float typical = 0;
-        switch (type) {
-            case GgmlType::IQ2_XXS:
-            case GgmlType::IQ2_XS:
-            case GgmlType::IQ2_S: typical = 50; break;
-            case GgmlType::IQ3_XXS: typical = 120; break;
-            case GgmlType::IQ3_S: typical = 128; break;
-            case GgmlType::IQ1_S:
-            case GgmlType::IQ1_M: typical = 8; break;
-            case GgmlType::IQ4_XS: typical = 1000; break;
-            default: throw Error(std::string("tiny model: no way to write ") + std::string(ggml_type_name(type)));
-        }
-        float amax = 0;
-        for (int64_t i = 0; i < row; ++i) amax = std::max(amax, std::fabs(v[static_cast<size_t>(i)]));
-        // Half the size: uniform random levels are all near the block's extremes, so
-        // at full size these models' activations (and the 8-bit rounding flips that
-        // amplify the last-bit differences of llama.cpp's own float order) grow.
-        const uint16_t d = quant::fp32_to_fp16(amax / (2 * typical));
-        const uint64_t block = ggml_type_info(type).block_bytes;
-        for (auto& b : bytes) b = static_cast<uint8_t>(rng_.next());
-        for (uint64_t off = 0; off < bytes.size(); off += block) {
-            if (type == GgmlType::IQ1_M) {  // the f16 is the top nibbles of the four scale words (bytes 48..55)
-                for (int k = 0; k < 4; ++k) {
-                    uint8_t& top = bytes[off + 48 + 2 * k + 1];
-                    top = static_cast<uint8_t>((top & 0x0F) | (((d >> (4 * k)) & 0xF) << 4));
-                }
-            } else {
-                std::memcpy(bytes.data() + off, &d, 2);
-            }
-        }
-    }
-
-    std::string family_;
-    Rng rng_;
-    gguf::Writer w_;
 };
 
 // What a tiny model carries beyond the tensors every family has. Each family's
@@ -641,17 +518,6 @@ const SsmRecipe* ssm_recipe(const std::string& family) {
     return nullptr;
 }
 
-void copy_tokenizer(gguf::Metadata& md, const std::string& tokenizer_source, int64_t& n_vocab) {
-    gguf::File src = gguf::File::open(tokenizer_source);
-    gguf::Metadata tok = gguf::materialize_metadata(src);
-    n_vocab = 0;
-    for (const auto& [k, v] : tok.entries()) {
-        if (k.rfind("tokenizer.", 0) != 0 || k == "tokenizer.chat_template") continue;
-        md.add(k, v);
-        if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
-    }
-    if (n_vocab == 0) throw Error(tokenizer_source + ": no tokenizer.ggml.tokens");
-}
 
 // Keys and tensors as llama.cpp's converter writes them (head_count and
 // feed_forward_length 0, ssm_a already -exp(A_log), [1, n_head] A and D).
@@ -1028,6 +894,9 @@ struct Gemma4Recipe {
     bool v_on_full;         // attn_v on the full layers (else K serves as V)
     float softcap;          // final_logit_softcapping written (0: key absent, llama.cpp's 30)
     GgmlType attn, ffn, ple;
+    // 26B-A4B-style expert layers in every layer (0: dense): n_expert experts of
+    // n_ff_exp, n_used selected, router rows tie / tie + 1 equal.
+    int n_expert = 0, n_used = 0, n_ff_exp = 0, tie = -1;
 };
 
 const std::vector<Gemma4Recipe>& gemma4_recipes() {
@@ -1049,6 +918,12 @@ const std::vector<Gemma4Recipe>& gemma4_recipes() {
                             "matrix and the per-layer table in Q8_0, width 256, per-layer embeddings of 32",
          "SFSF", 256, 4, 1, 1, 64, 128, 32, 128, 8, {256, 256, 512, 512}, 2, 32, true, 25.0f, T::Q8_0, T::Q8_0,
          T::Q8_0},
+        {"gemma4@moe", "Gemma 4 26B-A4B-like: gemma4's 4 layers, each with the dense GELU FFN beside 16 GEGLU experts of 32 "
+                       "(top 4, softmax renormalized, router on rms(x) / sqrt(width) x ffn_gate_inp.scale, per-expert down "
+                       "scales), pre_ffw_norm_2 / post_ffw_norm_1 / post_ffw_norm_2; F32",
+         "SSSF", 64, 4, 2, 1, 16, 32, 16, 32, 8, {128, 128, 128, 128}, 0, 0, false, 0.0f, T::F32, T::F32, T::F32, 16, 4, 32, 5},
+        {"gemma4@moe_q8_0", "gemma4@moe in Q8_0, width 256, one sliding and one full layer, 8 experts of 256 top 2",
+         "SF", 256, 4, 2, 1, 64, 128, 64, 128, 8, {256, 256}, 0, 0, false, 0.0f, T::Q8_0, T::Q8_0, T::F32, 8, 2, 256, 3},
     };
     return r;
 }
@@ -1094,6 +969,11 @@ void write_gemma4_model(const Gemma4Recipe& r, uint64_t seed, const std::string&
     t.key("rope.dimension_count_swa", u32(r.rot_swa));
     if (r.n_shared > 0) t.key("attention.shared_kv_layers", u32(r.n_shared));
     t.key("embedding_length_per_layer_input", u32(r.n_pl));  // required by llama.cpp, 0 for none
+    if (r.n_expert > 0) {
+        t.key("expert_count", u32(r.n_expert));
+        t.key("expert_used_count", u32(r.n_used));
+        t.key("expert_feed_forward_length", u32(r.n_ff_exp));
+    }
     if (r.softcap > 0) t.key("final_logit_softcapping", Value::f32(r.softcap));
     int64_t n_vocab = 0;
     copy_tokenizer(md, tokenizer_source, n_vocab);
@@ -1141,6 +1021,17 @@ void write_gemma4_model(const Gemma4Recipe& r, uint64_t seed, const std::string&
         matrix(p + "ffn_up", e, n_ff, r.ffn, 1.0f);
         matrix(p + "ffn_down", n_ff, e, r.ffn, 1.0f);
         t.vector(p + "post_ffw_norm.weight", e, 1.0f, 0.2f);
+        if (r.n_expert > 0) {  // the experts beside the dense FFN
+            t.router(p + "ffn_gate_inp.weight", e, r.n_expert, r.tie, 4.0f);
+            t.vector(p + "ffn_gate_inp.scale", e, 1.0f, 0.2f);
+            t.vector(p + "pre_ffw_norm_2.weight", e, 1.0f, 0.2f);
+            t.vector(p + "post_ffw_norm_1.weight", e, 1.0f, 0.2f);
+            t.vector(p + "post_ffw_norm_2.weight", e, 1.0f, 0.2f);
+            t.experts(p + "ffn_gate_exps.weight", e, r.n_ff_exp, r.n_expert, r.ffn);
+            t.experts(p + "ffn_up_exps.weight", e, r.n_ff_exp, r.n_expert, r.ffn);
+            t.experts(p + "ffn_down_exps.weight", r.n_ff_exp, e, r.n_expert, r.ffn);
+            t.vector(p + "ffn_down_exps.scale", r.n_expert, 1.0f, 0.3f);
+        }
         if (r.n_pl > 0) {
             t.matrix(p + "inp_gate.weight", e, r.n_pl, r.attn, 2.0f);
             t.matrix(p + "proj.weight", r.n_pl, e, r.attn == GgmlType::Q4_K ? GgmlType::Q8_0 : r.attn, 1.0f);
@@ -1159,6 +1050,7 @@ std::vector<TinyModelInfo> tiny_model_families() {
     for (const auto& r : ssm_recipes()) out.push_back({r.family, r.family, r.description});
     for (const auto& r : deepseek2_recipes()) out.push_back({r.family, "deepseek2", r.description});
     for (const auto& r : gemma4_recipes()) out.push_back({r.family, "gemma4", r.description});
+    for (auto& f : tiny_moe_families()) out.push_back(std::move(f));
     out.push_back({"lfm2", "lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
     out.push_back({"qwen35", "qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention "
                                        "layer (GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"});
@@ -1188,6 +1080,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (family == "qwen35") return write_qwen35_model(seed_of(family), tokenizer_source, path);
     if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
     if (family == "nemotron_h") return write_nemotron_h_model(seed_of(family), tokenizer_source, path);
+    if (write_tiny_moe_model(family, seed_of(family), tokenizer_source, path)) return;
     const FamilyRecipe& r = recipe(family);
     const std::string name = r.first_name.empty() ? family : r.first_name;
     const uint64_t seed = seed_of(name);

@@ -6,7 +6,9 @@
 // sigmoid; expert_weights_norm; expert_weights_scale; group-limited selection by
 // expert_group_count / expert_group_used_count; the exp_probs_b selection bias
 // by presence) plus the ungated shared experts (expert_shared_count of them, one
-// ffn_*_shexp of their total width).
+// ffn_*_shexp of their total width). Multi-token-prediction layers
+// (nextn_predict_layers, DeepSeek-V3's last layer where converted) are skipped
+// with a load note.
 //
 // Keys as llama.cpp reads them: attention.kv_lora_rank (required),
 // attention.q_lora_rank (0 or absent: attn_q; llama.cpp accepts it absent only
@@ -22,6 +24,7 @@
 
 #include "kiln/error.h"
 #include "model/arch/families.h"
+#include "model/hparams.h"
 #include "model/moe.h"
 #include "model/registry.h"
 #include "model/spec.h"
@@ -40,10 +43,7 @@ void configure_deepseek2(ArchConfig& c) {
     const gguf::Metadata& md = c.metadata;
     MlaSpec& m = s.mla;
 
-    if (c.count("nextn_predict_layers", false) > 0)
-        throw Error("GGUF metadata '" + c.key("nextn_predict_layers") +
-                        "': multi-token-prediction layers are not supported yet (kiln runs the trunk of files without them)",
-                    ErrorKind::Unsupported);
+    read_nextn_layers(c);  // MTP layers after the trunk: skipped, with a load note (as llama.cpp unless it loads MTP)
     if (md.find_float(c.key("attention.temperature_scale")).value_or(0.0) != 0.0)
         throw Error("GGUF metadata '" + c.key("attention.temperature_scale") + "': attention temperature tuning is not supported yet",
                     ErrorKind::Unsupported);

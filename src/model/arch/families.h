@@ -64,6 +64,14 @@ void configure_gpt_oss(ArchConfig& c);
 void configure_granitemoe(ArchConfig& c);
 void configure_phimoe(ArchConfig& c);
 void configure_deepseek2(ArchConfig& c);  // latent attention (model/mla.cpp)
+void configure_glm4moe(ArchConfig& c);
+void configure_ernie4_5_moe(ArchConfig& c);
+void configure_llama4(ArchConfig& c);
+void configure_deepseek(ArchConfig& c);
+void configure_dots1(ArchConfig& c);
+void configure_hunyuan_moe(ArchConfig& c);
+void configure_bailingmoe2(ArchConfig& c);
+void configure_minimax_m2(ArchConfig& c);
 void configure_olmoe(ArchConfig& c);
 void configure_qwen2moe(ArchConfig& c);
 void configure_qwen3moe(ArchConfig& c);

@@ -13,12 +13,19 @@
 // sliding, n_kv - 1 for full, as llama.cpp). E2B / E4B add per-layer embeddings
 // (embedding_length_per_layer_input) after each FFN; layer_output_scale
 // multiplies a layer's output; logits are soft-capped at final_logit_softcapping
-// (30 when the key is absent; 0: none). Expert layers (26B-A4B) are not run.
+// (30 when the key is absent; 0: none). Expert layers (26B-A4B: a router
+// ffn_gate_inp by presence, with expert_count) keep the dense GELU FFN beside
+// the experts (TensorRules::expert_dense_branch): post_ffw_norm_1(dense(ffn_norm
+// x)) + post_ffw_norm_2(experts(pre_ffw_norm_2 x)), then post_ffw_norm; the
+// router reads rms(x) / sqrt(width) * ffn_gate_inp.scale; softmax over all, the
+// top k renormalized, GEGLU experts with per-expert output scales by presence, as
+// llama.cpp's graph.
 #include <cmath>
 
 #include "kiln/error.h"
 #include "model/arch/families.h"
 #include "model/hparams.h"
+#include "model/moe.h"
 #include "model/registry.h"
 #include "model/spec.h"
 
@@ -106,6 +113,11 @@ void configure_gemma4(ArchConfig& c) {
     s.n_embd_per_layer = c.count("embedding_length_per_layer_input", true);  // required by llama.cpp; 0: none
     if (s.n_embd_per_layer > 0) t.per_layer_embd = TensorUse::Required;
     s.final_softcap = static_cast<float>(md.find_float(c.key("final_logit_softcapping")).value_or(k_default_final_softcap));
+    if (c.count("expert_count", false) > 0) {
+        t.experts = TensorUse::Optional;
+        t.expert_dense_branch = true;
+        read_moe_hparams(c, {.gating = ExpertGating::Softmax, .norm_weights = true});
+    }
 }
 
 }  // namespace kiln
