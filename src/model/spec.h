@@ -109,6 +109,11 @@ struct SsmSpec {
     int d_state = 0;  // state per channel (ssm.state_size)
     int dt_rank = 0;  // Mamba-1: rank of the time-step projection; Mamba-2: heads; delta net: value heads (ssm.time_step_rank)
     int n_group = 1;  // Mamba-2: groups sharing B and C; delta net: key heads (ssm.group_count)
+    // Delta net, qwen3next's layout: the value heads come grouped by key head
+    // (value head h reads key head h / (n_v / n_k), not qwen35's h % n_k), and
+    // beta and alpha come from one ssm_ba holding, per key head, its
+    // value heads' beta then their alpha.
+    bool grouped_heads = false;
 };
 
 // Whether a family's graph reads an optional tensor (llama.cpp's loader for the

@@ -54,7 +54,7 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
 
 std::vector<Matrix*> ssm_matrices(SsmWeights& w) {
     std::vector<Matrix*> out;
-    for (Matrix* m : {&w.in, &w.x_proj, &w.dt_proj, &w.out, &w.z_proj, &w.beta_proj, &w.alpha_proj})
+    for (Matrix* m : {&w.in, &w.x_proj, &w.dt_proj, &w.out, &w.z_proj, &w.beta_proj, &w.alpha_proj, &w.beta_alpha_proj})
         if (!m->empty()) out.push_back(m);
     return out;
 }
@@ -87,6 +87,10 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
         z_.resize(b * static_cast<size_t>(m.d_inner));
         beta_.resize(b * static_cast<size_t>(m.dt_rank));
         alpha_.resize(b * static_cast<size_t>(m.dt_rank));
+        if (m.grouped_heads) {
+            ba_.resize(b * 2 * static_cast<size_t>(m.dt_rank));
+            qkvz_.resize(b * static_cast<size_t>(2 * m.d_inner + 2 * m.n_group * m.d_state));
+        }
     } else if (m.kind == SsmKind::Mamba1) {
         xdb_.resize(b * static_cast<size_t>(m.dt_rank + 2 * m.d_state));
         dtl_.resize(b * static_cast<size_t>(m.dt_rank));

@@ -8,7 +8,7 @@
 //   y = RMSNorm_per_group(y · SiLU(z)) · ssm_norm;   out = ssm_out · y
 // ShortConv (lfm2's convolution layers): no scan, a gated short convolution:
 //   [B, C, x] = in_proj · x;  y = C · conv1d(B · x);  out = out_proj · y
-// Gated delta net (qwen35's linear-attention layers; src/model/delta_net.cpp):
+// Gated delta net (qwen35's / qwen35moe's / qwen3next's linear-attention layers; src/model/delta_net.cpp):
 //   qkv = attn_qkv · x;  [q, k, v] = SiLU(conv1d(qkv));  q, k L2-normed per key head
 //   g = softplus(ssm_alpha · x + dt_b) · A;  beta = sigmoid(ssm_beta · x)
 //   y = delta_rule(q, k, v, g, beta);  out = ssm_out · (RMSNorm(y) · ssm_norm · SiLU(attn_gate · x))
@@ -46,6 +46,11 @@ struct SsmWeights {
     const float* norm = nullptr;     // Mamba-2 ssm_norm [d_inner / n_group, n_group]
     Matrix out;                      // ssm_out (shortconv.out_proj) [d_inner, n_embd]
     Matrix z_proj, beta_proj, alpha_proj;  // delta net: attn_gate [n_embd, d_inner], ssm_beta / ssm_alpha [n_embd, n_v_heads]
+    Matrix beta_alpha_proj;          // delta net, grouped heads: ssm_ba [n_embd, 2 n_v_heads]
+    // Delta net, grouped heads: `in` is the older converters' ssm_in [n_embd,
+    // 2 d_inner + 2 n_k d], per key head its q, k, its value heads' v and z
+    // (no attn_qkv / attn_gate).
+    bool in_qkvz = false;
 };
 
 // Binds layer `prefix` ("blk.3.")'s mixer tensors, checking every shape.
@@ -96,6 +101,8 @@ private:
     std::vector<float> g_;     // the gate, SiLU(z) · y [d_inner, n]; ShortConv: B · x
     std::vector<float> z_;     // delta net: the output gate's input [d_inner, n]
     std::vector<float> beta_, alpha_;  // delta net: [n_v_heads, n] each
+    std::vector<float> ba_;    // delta net, grouped heads: ssm_ba's output [2 n_v_heads, n]
+    std::vector<float> qkvz_;  // delta net, grouped heads, ssm_in: its output [2 d_inner + 2 n_k d, n]
 };
 
 }  // namespace kiln

@@ -23,6 +23,8 @@ public:
     // plan_only: shapes and types are checked, nothing is converted (the memory plan).
     Binder(const gguf::File& file, ModelWeights& w, bool plan_only) : file_(file), w_(w), plan_only_(plan_only) {}
 
+    bool has(const std::string& name) const override { return file_.find_tensor(name) != nullptr; }
+
     const gguf::TensorInfo* find(const std::string& name) {
         const gguf::TensorInfo* t = file_.find_tensor(name);
         if (t) used_.insert(name);
@@ -534,6 +536,9 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                                 "' does not have",
                             ErrorKind::Unsupported);
             bind_expert_layer(b, s, p, l, lw.moe);  // an expert layer: its kind from the router's presence
+        } else if (required(tr.experts)) {
+            throw Error("tensor '" + p + "ffn_gate_inp.weight' not found (every layer of architecture '" + s.arch +
+                        "' is a mixture of experts)");
         } else {
             // The FFN's kind from the file: gated when it has a gate projection.
             if (tr.ffn_gate_up_fused) {

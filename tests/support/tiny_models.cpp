@@ -759,13 +759,48 @@ void write_lfm2_model(uint64_t seed, const std::string& tokenizer_source, const 
     t.writer().write(path);
 }
 
-// qwen35: three gated delta-net layers then one gated full-attention layer
-// (full_attention_interval 4), SwiGLU FFN after each.
-void write_qwen35_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
-    const std::string family = "qwen35";
+// The gated delta-net hybrids: three delta-net layers then one gated
+// full-attention layer (full_attention_interval 4), 2 key / 4 value heads of 16
+// (so qwen35's tiled and qwen3next's grouped head layouts differ). qwen35: a
+// SwiGLU FFN after each; the MoE families: 8 experts of width 64, top 2, router
+// tie 2/3, and a sigmoid-gated shared expert of width 128.
+struct DeltaNetRecipe {
+    std::string family, arch, description;
+    bool experts = false;
+    bool grouped = false;  // qwen3next's layout: ssm_ba, no IMROPE sections
+    bool qkvz = false;     // qwen3next as older converters wrote it: ssm_in in place of attn_qkv + attn_gate
+    GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+};
+
+const std::vector<DeltaNetRecipe>& delta_net_recipes() {
+    using T = GgmlType;
+    static const std::vector<DeltaNetRecipe> r = {
+        {"qwen35", "qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention layer "
+                             "(GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"},
+        {"qwen35moe", "qwen35moe", "Qwen 3.5 MoE: qwen35's layers, 8 experts top-2 renormalized (tie 2/3) + sigmoid-gated "
+                                   "shared expert; Q8_0", true, false, false, T::Q8_0, T::Q8_0},
+        {"qwen35moe@float", "qwen35moe", "qwen35moe in F32", true, false, false, T::F32, T::F32},
+        {"qwen3next", "qwen3next", "Qwen3-Next: qwen35moe's stack with NEOX RoPE, value heads grouped by key head, fused "
+                                   "ssm_ba; Q8_0", true, true, false, T::Q8_0, T::Q8_0},
+        {"qwen3next@float", "qwen3next", "qwen3next in F32", true, true, false, T::F32, T::F32},
+        {"qwen3next@ssm_in", "qwen3next", "qwen3next as older converters wrote it (one ssm_in of q, k, v, z per key head); F32",
+         true, true, true, T::F32, T::F32},
+    };
+    return r;
+}
+
+const DeltaNetRecipe* delta_net_recipe(const std::string& family) {
+    for (const auto& r : delta_net_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void write_delta_net_model(const DeltaNetRecipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string& family = r.arch;
     using u64 = uint64_t;
     const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 32, n_ff = 128, n_rot = 16;
     const int d_conv = 4, d_state = 16, n_k = 2, n_v = 4, d_inner = n_v * d_state, n_conv = d_inner + 2 * n_k * d_state;
+    const int n_expert = 8, n_used = 2, n_ff_exp = 64, n_ff_shexp = 128, tie = 2;
     TinyWriter t(family, seed);
     gguf::Metadata& md = t.writer().metadata();
     md.add("general.architecture", Value::string(family));
@@ -781,17 +816,24 @@ void write_qwen35_model(uint64_t seed, const std::string& tokenizer_source, cons
     t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
     t.key("rope.freq_base", Value::f32(10000000.0f));
     t.key("rope.dimension_count", Value::u32(n_rot));
-    t.key("rope.dimension_sections",
-          Value::array(gguf::ValueType::I32, {Value::i32(3), Value::i32(3), Value::i32(2), Value::i32(0)}));
+    if (!r.grouped)
+        t.key("rope.dimension_sections",
+              Value::array(gguf::ValueType::I32, {Value::i32(3), Value::i32(3), Value::i32(2), Value::i32(0)}));
     t.key("full_attention_interval", Value::u32(4));
     t.key("ssm.conv_kernel", Value::u32(d_conv));
     t.key("ssm.inner_size", Value::u32(d_inner));
     t.key("ssm.state_size", Value::u32(d_state));
     t.key("ssm.time_step_rank", Value::u32(n_v));
     t.key("ssm.group_count", Value::u32(n_k));
+    if (r.experts) {
+        t.key("expert_count", Value::u32(n_expert));
+        t.key("expert_used_count", Value::u32(n_used));
+        t.key("expert_feed_forward_length", Value::u32(n_ff_exp));
+        t.key("expert_shared_feed_forward_length", Value::u32(n_ff_shexp));
+    }
     int64_t n_vocab = 0;
     copy_tokenizer(md, tokenizer_source, n_vocab);
-    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    const GgmlType wt = r.wt, ft = r.ft;
     t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
     for (int il = 0; il < n_layer; ++il) {
@@ -805,20 +847,39 @@ void write_qwen35_model(uint64_t seed, const std::string& tokenizer_source, cons
             t.vector(p + "attn_k_norm.weight", hd, 1.0f, 0.2f);
             t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
         } else {
-            t.matrix(p + "attn_qkv.weight", e, n_conv, wt, 2.0f);
-            t.matrix(p + "attn_gate.weight", e, d_inner, wt, 2.0f);
+            if (r.qkvz) {
+                t.matrix(p + "ssm_in.weight", e, n_conv + d_inner, wt, 2.0f);
+            } else {
+                t.matrix(p + "attn_qkv.weight", e, n_conv, wt, 2.0f);
+                t.matrix(p + "attn_gate.weight", e, d_inner, wt, 2.0f);
+            }
             t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
             t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_v)}, [](float u) { return 0.5f * u; });
             t.tensor(p + "ssm_a", {static_cast<u64>(n_v)}, [](float u) { return -std::exp(u); });
-            t.matrix(p + "ssm_beta.weight", e, n_v, wt, 2.0f);
-            t.matrix(p + "ssm_alpha.weight", e, n_v, wt, 2.0f);
+            if (r.grouped) {
+                t.matrix(p + "ssm_ba.weight", e, 2 * n_v, wt, 2.0f);
+            } else {
+                t.matrix(p + "ssm_beta.weight", e, n_v, wt, 2.0f);
+                t.matrix(p + "ssm_alpha.weight", e, n_v, wt, 2.0f);
+            }
             t.vector(p + "ssm_norm.weight", d_state, 1.0f, 0.2f);
             t.matrix(p + "ssm_out.weight", d_inner, e, wt);
         }
         t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
-        t.matrix(p + "ffn_gate.weight", e, n_ff, ft);
-        t.matrix(p + "ffn_up.weight", e, n_ff, ft);
-        t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+        if (r.experts) {
+            t.router(p + "ffn_gate_inp.weight", e, n_expert, tie, 4.0f);
+            t.experts(p + "ffn_gate_exps.weight", e, n_ff_exp, n_expert, ft);
+            t.experts(p + "ffn_up_exps.weight", e, n_ff_exp, n_expert, ft);
+            t.experts(p + "ffn_down_exps.weight", n_ff_exp, e, n_expert, ft);
+            t.vector(p + "ffn_gate_inp_shexp.weight", e, 0.0f, 0.5f);
+            t.matrix(p + "ffn_gate_shexp.weight", e, n_ff_shexp, ft);
+            t.matrix(p + "ffn_up_shexp.weight", e, n_ff_shexp, ft);
+            t.matrix(p + "ffn_down_shexp.weight", n_ff_shexp, e, ft);
+        } else {
+            t.matrix(p + "ffn_gate.weight", e, n_ff, ft);
+            t.matrix(p + "ffn_up.weight", e, n_ff, ft);
+            t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+        }
     }
     t.writer().write(path);
 }
@@ -1160,8 +1221,7 @@ std::vector<TinyModelInfo> tiny_model_families() {
     for (const auto& r : deepseek2_recipes()) out.push_back({r.family, "deepseek2", r.description});
     for (const auto& r : gemma4_recipes()) out.push_back({r.family, "gemma4", r.description});
     out.push_back({"lfm2", "lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
-    out.push_back({"qwen35", "qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention "
-                                       "layer (GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"});
+    for (const auto& r : delta_net_recipes()) out.push_back({r.family, r.arch, r.description});
     out.push_back({"nemotron_h", "nemotron_h", "Nemotron-H dense: Mamba-2 / ReLU² FFN / attention without RoPE / FFN / Mamba-2, "
                                                "one block per layer; Q8_0 / Q4_0"});
     return out;
@@ -1185,7 +1245,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (const SsmRecipe* sr = ssm_recipe(family)) return write_ssm_model(*sr, seed_of(family), tokenizer_source, path);
     if (family == "lfm2") return write_lfm2_model(seed_of(family), tokenizer_source, path);
     if (const Deepseek2Recipe* dr = deepseek2_recipe(family)) return write_deepseek2_model(*dr, seed_of(family), tokenizer_source, path);
-    if (family == "qwen35") return write_qwen35_model(seed_of(family), tokenizer_source, path);
+    if (const DeltaNetRecipe* qr = delta_net_recipe(family)) return write_delta_net_model(*qr, seed_of(family), tokenizer_source, path);
     if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
     if (family == "nemotron_h") return write_nemotron_h_model(seed_of(family), tokenizer_source, path);
     const FamilyRecipe& r = recipe(family);

@@ -52,6 +52,10 @@ void configure_mamba(ArchConfig& c);
 void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
 void configure_qwen35(ArchConfig& c);
+// qwen35's hybrid layers without its IMROPE check (qwen35.cpp; qwen3next too).
+void configure_gated_delta_net(ArchConfig& c);
+void configure_qwen35moe(ArchConfig& c);
+void configure_qwen3next(ArchConfig& c);
 void configure_nemotron_h(ArchConfig& c);
 // Encoders (embeddings): the steps every post-norm encoder shares (bert.cpp), then each family.
 void configure_encoder(ArchConfig& c);
