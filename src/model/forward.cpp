@@ -582,6 +582,7 @@ void Forward::recurrent_layer(int il, const BatchRows& b) {
     norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
     dump("attn_norm", il, h_.data(), e, n);
     ssm_->eval(il, lw.ssm, b.seq, n, h_.data(), o_.data(), *recurrent_, pool_, mm_, hook_);
+    if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);  // granitehybrid
     add_rows(x_.data(), o_.data(), n * e, pool_);
     dump(spec_.layers[static_cast<size_t>(il)].ffn == FfnKind::None ? "l_out" : "ffn_inp", il, x_.data(), e, n);
 }

@@ -58,6 +58,9 @@ struct MoeSpec {
     int n_group_used = 0;      //   only the best n_group_used groups (by their top-2 sum) compete
     int n_leading_dense = 0;   // the first layers have a dense FFN instead
     bool oai_swiglu = false;   // gpt-oss: clamped SwiGLU with alpha 1.702, limit 7
+    // The experts and the shared expert are down(act(up x)) without a gate
+    // projection, act ModelSpec::activation (nemotron_h_moe: ReLU²).
+    bool ungated = false;
 };
 
 // Multi-head latent attention (DeepSeek-V2 / V3, Kimi K2; llama.cpp's absorbed

@@ -241,13 +241,13 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
     if (allowed(tr.expert_probs_bias)) x.probs_bias = b.vector(p + "exp_probs_b.bias", n, required(tr.expert_probs_bias));
     int64_t ff = 0;
     x.up = b.experts(p + "ffn_up_exps.weight", e, ff, n);
-    x.gate = b.experts(p + "ffn_gate_exps.weight", e, ff, n);
+    if (!m.ungated) x.gate = b.experts(p + "ffn_gate_exps.weight", e, ff, n);
     int64_t out = e;
     x.down = b.experts(p + "ffn_down_exps.weight", ff, out, n);
     l.n_ff = static_cast<int>(ff);
     if (biased) {
         x.up_b = b.vector(p + "ffn_up_exps.bias", ff, n, need_bias);
-        x.gate_b = b.vector(p + "ffn_gate_exps.bias", ff, n, need_bias);
+        if (!m.ungated) x.gate_b = b.vector(p + "ffn_gate_exps.bias", ff, n, need_bias);
         x.down_b = b.vector(p + "ffn_down_exps.bias", e, n, need_bias);
     }
     if (!allowed(tr.shared_expert)) return;
@@ -256,7 +256,7 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
     if (const gguf::TensorInfo* t = b.find(p + "ffn_up_shexp.weight")) {
         const int64_t sff = t->shape.size() >= 2 ? static_cast<int64_t>(t->shape[1]) : 0;
         x.shexp_up = b.matrix(p + "ffn_up_shexp.weight", e, sff, true);
-        x.shexp_gate = b.matrix(p + "ffn_gate_shexp.weight", e, sff, true);
+        if (!m.ungated) x.shexp_gate = b.matrix(p + "ffn_gate_shexp.weight", e, sff, true);
         x.shexp_down = b.matrix(p + "ffn_down_shexp.weight", sff, e, true);
         if (allowed(tr.shared_expert_gate))
             x.shexp_router = b.matrix(p + "ffn_gate_inp_shexp.weight", e, 1, required(tr.shared_expert_gate));

@@ -18,7 +18,8 @@
 
 namespace {
 
-const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2", "qwen35", "nemotron_h", "qwen35moe", "qwen3next"};
+const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2", "qwen35", "nemotron_h", "qwen35moe", "qwen3next",
+                                            "nemotron_h_moe", "granitehybrid"};
 
 std::shared_ptr<const kiln::Model> load_tiny(const std::string& family) {
     static std::map<std::string, std::shared_ptr<const kiln::Model>> models;
@@ -201,11 +202,13 @@ TEST_P(Recurrent, MemoryIsTheStatePerSequenceAndABudgetTooSmallSaysSo) {
     kiln::Context ctx(m, {.n_ctx = 512, .n_seq_max = 2});
     // A recurrent model has no per-position memory; the hybrid lfm2 has its two
     // attention layers' f16 K and V (2 KV heads of 16).
-    // (the qwen35 family: one attention layer, 2 KV heads of 32; nemotron_h: one, 2 KV heads of 16).
+    // (the qwen35 family: one attention layer, 2 KV heads of 32; nemotron_h, nemotron_h_moe and
+    // granitehybrid: one, 2 KV heads of 16).
     const bool qwen35_like = GetParam() == "qwen35" || GetParam() == "qwen35moe" || GetParam() == "qwen3next";
     const uint64_t per_position = GetParam() == "lfm2"         ? 2u * 2 * 2 * 16 * 2
                                   : qwen35_like                ? 1u * 2 * 2 * 32 * 2
-                                  : GetParam() == "nemotron_h" ? 1u * 2 * 2 * 16 * 2
+                                  : GetParam() == "nemotron_h" || GetParam() == "nemotron_h_moe" || GetParam() == "granitehybrid"
+                                      ? 1u * 2 * 2 * 16 * 2
                                                                : 0u;
     EXPECT_EQ(ctx.kv_bytes_per_position(), per_position);
     EXPECT_GT(ctx.memory_bytes(), 0u);
@@ -271,10 +274,12 @@ TEST(RecurrentFiles, BadMamba2FilesNameTheKeyOrTensor) {
               std::string::npos);
 }
 
-// The gated delta-net MoE families: a missing shared-expert gate, a dense layer
-// where every layer has experts, qwen3next without its fused beta / alpha, and
-// multi-token-prediction layers are errors that name the tensor or key.
-TEST(RecurrentFiles, BadDeltaNetExpertFilesNameTheKeyOrTensor) {
+// The hybrid MoE families: a missing shared-expert gate, a dense layer where
+// every layer has experts, qwen3next without its fused beta / alpha,
+// multi-token-prediction layers, nemotron_h_moe without its selection bias or
+// with latent projections, granitehybrid with an expansion factor other than 2
+// are errors that name the tensor or key.
+TEST(RecurrentFiles, BadHybridExpertFilesNameTheKeyOrTensor) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     auto keep_all = [](const std::string&) { return true; };
     auto no_edit = [](kiln::gguf::Metadata&) {};
@@ -293,4 +298,15 @@ TEST(RecurrentFiles, BadDeltaNetExpertFilesNameTheKeyOrTensor) {
                                          [](kiln::gguf::Metadata& md) { md.add("qwen3next.nextn_predict_layers", kiln::gguf::Value::u32(1)); },
                                          keep_all)),
                  "qwen3next.nextn_predict_layers");
+    expect_named(load_error(tiny_variant("nemotron_h_moe", "no-bias", no_edit,
+                                         [](const std::string& n) { return n != "blk.3.exp_probs_b.bias"; })),
+                 "blk.3.exp_probs_b.bias");
+    expect_named(load_error(tiny_variant("nemotron_h_moe", "latent",
+                                         [](kiln::gguf::Metadata& md) { md.add("nemotron_h_moe.moe_latent_size", kiln::gguf::Value::u32(32)); },
+                                         keep_all)),
+                 "nemotron_h_moe.moe_latent_size");
+    expect_named(load_error(tiny_variant("granitehybrid", "inner",
+                                         [](kiln::gguf::Metadata& md) { md.add("granitehybrid.ssm.inner_size", kiln::gguf::Value::u32(64)); },
+                                         keep_all)),
+                 "granitehybrid.ssm.inner_size");
 }

@@ -885,10 +885,38 @@ void write_delta_net_model(const DeltaNetRecipe& r, uint64_t seed, const std::st
 }
 
 // nemotron_h: Mamba-2, ReLU² FFN, attention (no RoPE), ReLU² FFN, Mamba-2, each
-// layer its block alone.
-void write_nemotron_h_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
-    const std::string family = "nemotron_h";
+// layer its block alone. nemotron_h_moe: the FFN layers are 8 ungated ReLU²
+// experts of 64 (sigmoid routing with exp_probs_b, top 2 renormalized, scale 2.5)
+// plus an ungated shared expert of 128.
+struct NemotronRecipe {
+    std::string family, arch, description;
+    bool experts = false;
+    GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+};
+
+const std::vector<NemotronRecipe>& nemotron_recipes() {
+    using T = GgmlType;
+    static const std::vector<NemotronRecipe> r = {
+        {"nemotron_h", "nemotron_h", "Nemotron-H dense: Mamba-2 / ReLU² FFN / attention without RoPE / FFN / Mamba-2, "
+                                     "one block per layer; Q8_0 / Q4_0"},
+        {"nemotron_h_moe", "nemotron_h_moe", "Nemotron-H MoE: nemotron_h's layers with 8 ungated ReLU² experts top-2 (sigmoid, "
+                                             "exp_probs_b, renormalized, scale 2.5) + an ungated shared expert; Q8_0",
+         true, T::Q8_0, T::Q8_0},
+        {"nemotron_h_moe@float", "nemotron_h_moe", "nemotron_h_moe in F32", true, T::F32, T::F32},
+    };
+    return r;
+}
+
+const NemotronRecipe* nemotron_recipe(const std::string& family) {
+    for (const auto& r : nemotron_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void write_nemotron_h_model(const NemotronRecipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string& family = r.arch;
     using u64 = uint64_t;
+    const int n_expert = 8, n_used = 2, n_ff_exp = 64, n_ff_shexp = 128;
     const int n_layer = 5, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128;
     const int d_conv = 4, d_inner = 128, d_state = 16, n_ssm_head = 8, n_group = 2, n_conv = d_inner + 2 * n_group * d_state;
     const char kinds[n_layer + 1] = "M-*-M";
@@ -913,9 +941,17 @@ void write_nemotron_h_model(uint64_t seed, const std::string& tokenizer_source, 
     t.key("ssm.state_size", Value::u32(d_state));
     t.key("ssm.time_step_rank", Value::u32(n_ssm_head));
     t.key("ssm.group_count", Value::u32(n_group));
+    if (r.experts) {
+        t.key("expert_count", Value::u32(n_expert));
+        t.key("expert_used_count", Value::u32(n_used));
+        t.key("expert_feed_forward_length", Value::u32(n_ff_exp));
+        t.key("expert_shared_feed_forward_length", Value::u32(n_ff_shexp));
+        t.key("expert_weights_norm", Value::boolean(true));
+        t.key("expert_weights_scale", Value::f32(2.5f));
+    }
     int64_t n_vocab = 0;
     copy_tokenizer(md, tokenizer_source, n_vocab);
-    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    const GgmlType wt = r.wt, ft = r.ft;
     t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
     t.matrix("output.weight", e, n_vocab, wt, 2.0f);
@@ -937,9 +973,130 @@ void write_nemotron_h_model(uint64_t seed, const std::string& tokenizer_source, 
             t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
             t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
             t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else if (r.experts) {
+            t.router(p + "ffn_gate_inp.weight", e, n_expert, -1, 4.0f);
+            t.vector(p + "exp_probs_b.bias", n_expert, 0.0f, 0.3f);
+            t.experts(p + "ffn_up_exps.weight", e, n_ff_exp, n_expert, ft, 2.0f);
+            t.experts(p + "ffn_down_exps.weight", n_ff_exp, e, n_expert, ft);
+            t.matrix(p + "ffn_up_shexp.weight", e, n_ff_shexp, ft, 2.0f);
+            t.matrix(p + "ffn_down_shexp.weight", n_ff_shexp, e, ft);
         } else {
             t.matrix(p + "ffn_up.weight", e, n_ff, ft, 2.0f);
             t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+        }
+    }
+    t.writer().write(path);
+}
+
+// granitehybrid (Granite 4.0 H): Mamba-2 (8 heads of 16, 1 group), Mamba-2,
+// attention (NORM RoPE, GQA 4/2, attention-output bias), Mamba-2, every layer
+// followed by an FFN: 8 SwiGLU experts of 64 top-2 renormalized (router tie 2/3)
+// + a shared expert of 128, or (@dense) a gated FFN with biases; granite's four
+// scales; a separate output head.
+struct GraniteHybridRecipe {
+    std::string family, description;
+    bool experts = true;
+    GgmlType wt = GgmlType::Q8_0;
+};
+
+const std::vector<GraniteHybridRecipe>& granite_hybrid_recipes() {
+    using T = GgmlType;
+    static const std::vector<GraniteHybridRecipe> r = {
+        {"granitehybrid", "Granite 4.0 H: Mamba-2 / Mamba-2 / attention (NORM RoPE) / Mamba-2, each with 8 experts top-2 "
+                          "+ shared expert, granite's four scales; Q8_0", true, T::Q8_0},
+        {"granitehybrid@float", "granitehybrid in F32", true, T::F32},
+        {"granitehybrid@dense", "granitehybrid with a dense gated FFN with biases (Granite 4.0 H Micro's shape); Q8_0", false, T::Q8_0},
+    };
+    return r;
+}
+
+const GraniteHybridRecipe* granite_hybrid_recipe(const std::string& family) {
+    for (const auto& r : granite_hybrid_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void write_granite_hybrid_model(const GraniteHybridRecipe& r, uint64_t seed, const std::string& tokenizer_source,
+                                const std::string& path) {
+    const std::string family = "granitehybrid";
+    using u64 = uint64_t;
+    const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 16;
+    const int d_conv = 4, d_inner = 2 * e, d_state = 16, n_ssm_head = 8, n_group = 1, n_conv = d_inner + 2 * n_group * d_state;
+    const int n_expert = 8, n_used = 2, n_ff_exp = 64, n_ff_shexp = 128, n_ff_dense = 128, tie = 2;
+    const int n_ff = r.experts ? n_ff_exp : n_ff_dense;
+    const char kinds[n_layer + 1] = "MM*M";
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    std::vector<Value> kv;
+    for (int il = 0; il < n_layer; ++il) kv.push_back(Value::u32(kinds[il] == '*' ? n_head_kv : 0));
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    t.key("rope.freq_base", Value::f32(10000.0f));
+    t.key("logit_scale", Value::f32(3.0f));
+    t.key("residual_scale", Value::f32(0.6f));
+    t.key("embedding_scale", Value::f32(2.0f));
+    t.key("attention.scale", Value::f32(0.15f));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(n_ssm_head));
+    t.key("ssm.group_count", Value::u32(n_group));
+    if (r.experts) {
+        t.key("expert_count", Value::u32(n_expert));
+        t.key("expert_used_count", Value::u32(n_used));
+        t.key("expert_shared_feed_forward_length", Value::u32(n_ff_shexp));
+    }
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = r.wt;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    // A separate head: tied to the embedding, with the embedding scaled by 2 in
+    // the residual stream, every position's argmax would be its own token.
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (kinds[il] == 'M') {
+            t.matrix(p + "ssm_in.weight", e, d_inner + n_conv + n_ssm_head, wt, 2.0f);
+            t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
+            t.vector(p + "ssm_conv1d.bias", n_conv, 0.0f, 0.2f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_ssm_head)}, [](float u) { return -2.5f + 1.5f * u; });
+            t.tensor(p + "ssm_a", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return -std::exp(u); });
+            t.tensor(p + "ssm_d", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return 1.0f + 0.5f * u; });
+            t.tensor(p + "ssm_norm.weight", {static_cast<u64>(d_inner / n_group), static_cast<u64>(n_group)},
+                     [](float u) { return 1.0f + 0.2f * u; });
+            t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        } else {
+            t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+            t.vector(p + "attn_output.bias", e, 0.0f, 0.5f);
+        }
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        if (r.experts) {
+            t.router(p + "ffn_gate_inp.weight", e, n_expert, tie, 4.0f);
+            t.experts(p + "ffn_gate_exps.weight", e, n_ff_exp, n_expert, wt);
+            t.experts(p + "ffn_up_exps.weight", e, n_ff_exp, n_expert, wt);
+            t.experts(p + "ffn_down_exps.weight", n_ff_exp, e, n_expert, wt);
+            t.matrix(p + "ffn_gate_shexp.weight", e, n_ff_shexp, wt);
+            t.matrix(p + "ffn_up_shexp.weight", e, n_ff_shexp, wt);
+            t.matrix(p + "ffn_down_shexp.weight", n_ff_shexp, e, wt);
+        } else {
+            t.matrix(p + "ffn_gate.weight", e, n_ff_dense, wt);
+            t.matrix(p + "ffn_up.weight", e, n_ff_dense, wt);
+            t.matrix(p + "ffn_down.weight", n_ff_dense, e, wt);
+            t.vector(p + "ffn_gate.bias", n_ff_dense, 0.0f, 0.5f);
+            t.vector(p + "ffn_up.bias", n_ff_dense, 0.0f, 0.5f);
+            t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
         }
     }
     t.writer().write(path);
@@ -1222,8 +1379,8 @@ std::vector<TinyModelInfo> tiny_model_families() {
     for (const auto& r : gemma4_recipes()) out.push_back({r.family, "gemma4", r.description});
     out.push_back({"lfm2", "lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
     for (const auto& r : delta_net_recipes()) out.push_back({r.family, r.arch, r.description});
-    out.push_back({"nemotron_h", "nemotron_h", "Nemotron-H dense: Mamba-2 / ReLU² FFN / attention without RoPE / FFN / Mamba-2, "
-                                               "one block per layer; Q8_0 / Q4_0"});
+    for (const auto& r : nemotron_recipes()) out.push_back({r.family, r.arch, r.description});
+    for (const auto& r : granite_hybrid_recipes()) out.push_back({r.family, "granitehybrid", r.description});
     return out;
 }
 
@@ -1247,7 +1404,9 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (const Deepseek2Recipe* dr = deepseek2_recipe(family)) return write_deepseek2_model(*dr, seed_of(family), tokenizer_source, path);
     if (const DeltaNetRecipe* qr = delta_net_recipe(family)) return write_delta_net_model(*qr, seed_of(family), tokenizer_source, path);
     if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
-    if (family == "nemotron_h") return write_nemotron_h_model(seed_of(family), tokenizer_source, path);
+    if (const NemotronRecipe* nr = nemotron_recipe(family)) return write_nemotron_h_model(*nr, seed_of(family), tokenizer_source, path);
+    if (const GraniteHybridRecipe* gr = granite_hybrid_recipe(family))
+        return write_granite_hybrid_model(*gr, seed_of(family), tokenizer_source, path);
     const FamilyRecipe& r = recipe(family);
     const std::string name = r.first_name.empty() ? family : r.first_name;
     const uint64_t seed = seed_of(name);

@@ -57,6 +57,8 @@ void configure_gated_delta_net(ArchConfig& c);
 void configure_qwen35moe(ArchConfig& c);
 void configure_qwen3next(ArchConfig& c);
 void configure_nemotron_h(ArchConfig& c);
+void configure_nemotron_h_moe(ArchConfig& c);  // nemotron_h's layers with ungated ReLU² experts
+void configure_granitehybrid(ArchConfig& c);   // Mamba-2 + attention, granite's scales, experts or dense
 // Encoders (embeddings): the steps every post-norm encoder shares (bert.cpp), then each family.
 void configure_encoder(ArchConfig& c);
 void configure_bert(ArchConfig& c);
