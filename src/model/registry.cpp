@@ -84,8 +84,9 @@ constexpr ArchRow k_rows[] = {
     {"lfm2", RopeKind::Neox, MemoryKind::Hybrid, configure_lfm2, "gated"},
     {"refact", RopeKind::None, MemoryKind::Kv, nullptr, "gated"},
     {"nemotron_h", RopeKind::None, MemoryKind::Hybrid, configure_nemotron_h, "plain or none"},
-    {"nemotron_h_moe", RopeKind::None, MemoryKind::Hybrid, configure_nemotron_h_moe, "experts+shared (ReLU², ungated) or none"},
+    {"nemotron_h_moe", RopeKind::None, MemoryKind::Hybrid, configure_nemotron_h_moe, "experts+shared (ReLU²) or none"},
     {"granitehybrid", RopeKind::Norm, MemoryKind::Hybrid, configure_granitehybrid, "experts (+shared) or gated"},
+    {"falcon-h1", RopeKind::Neox, MemoryKind::Hybrid, configure_falcon_h1, "gated"},
 };
 
 // Spellings of an architecture that converters and model cards use, each for one

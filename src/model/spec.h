@@ -117,6 +117,7 @@ struct SsmSpec {
     // beta and alpha come from one ssm_ba holding, per key head, its
     // value heads' beta then their alpha.
     bool grouped_heads = false;
+    bool norm_optional = false;  // Mamba-2: ssm_norm by presence, none without it (falcon-h1)
 };
 
 // Whether a family's graph reads an optional tensor (llama.cpp's loader for the
@@ -223,6 +224,11 @@ struct LayerSpec {
     // >= 0: the layer computes no K / V and attends over that earlier layer's
     // cache (gemma4's shared-KV layers); it then stores nothing.
     int kv_source = -1;
+    // An attention layer whose recurrent mixer (ModelSpec::ssm) runs beside the
+    // attention on the same normed rows, the two outputs summed before the
+    // residual add (falcon-h1); the layer then keeps a recurrent state too.
+    bool parallel_ssm = false;
+    bool has_recurrent_state() const { return mixer == MixerKind::Recurrent || parallel_ssm; }
 };
 
 struct ModelSpec {

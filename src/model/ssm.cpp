@@ -40,7 +40,7 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
         w.dt_b = src.floats(p + "ssm_dt.bias", {static_cast<u64>(nh)}, true);
         w.A = src.floats(p + "ssm_a", {1, static_cast<u64>(nh)}, true);
         w.D = src.floats(p + "ssm_d", {1, static_cast<u64>(nh)}, true);
-        w.norm = src.floats(p + "ssm_norm.weight", {static_cast<u64>(di / m.n_group), static_cast<u64>(m.n_group)}, true);
+        w.norm = src.floats(p + "ssm_norm.weight", {static_cast<u64>(di / m.n_group), static_cast<u64>(m.n_group)}, !m.norm_optional);
     } else {
         w.in = src.matrix(p + "ssm_in.weight", e, 2 * di, true);
         w.x_proj = src.matrix(p + "ssm_x.weight", di, m.dt_rank + 2 * ds, true);
@@ -181,7 +181,7 @@ void SsmMixer::eval2(int il, const SsmWeights& w, const int32_t* seq, int n, con
         }
     });
     dump("ssm_scan", y_.data(), di);
-    // y + D·x, gated by SiLU(z), RMS-normed per group.
+    // y + D·x, gated by SiLU(z), RMS-normed per group (where the layer has the norm).
     const auto silu_mul = kernels().silu_mul;
     const auto rms_norm = kernels().rms_norm;
     const int64_t gw = di / ng;
@@ -193,7 +193,8 @@ void SsmMixer::eval2(int il, const SsmWeights& w, const int32_t* seq, int n, con
             float* g = g_.data() + r * di;
             std::memcpy(g, proj_.data() + r * np, static_cast<size_t>(di) * sizeof(float));
             silu_mul(g, y, di);
-            for (int64_t k = 0; k < ng; ++k) rms_norm(g + k * gw, w.norm + k * gw, g + k * gw, gw, spec_.norm_eps);
+            if (w.norm)
+                for (int64_t k = 0; k < ng; ++k) rms_norm(g + k * gw, w.norm + k * gw, g + k * gw, gw, spec_.norm_eps);
         }
     });
     dump("ssm_norm", g_.data(), di);

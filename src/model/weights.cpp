@@ -505,6 +505,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             bind_qkv(p, l, lw, nq_proj);
             lw.wo = b.matrix(p + "attn_output.weight", l.n_head * l.head_dim_v, e, true);
             scales(p + "attn_output", lw.wo, lw.wo_s);
+            if (l.parallel_ssm) lw.ssm = bind_ssm_weights(b, p, s);  // falcon-h1: the mixer beside the attention
             if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
             if (allowed(tr.qk_norm) && tr.qk_norm_heads) {  // one weight row per head
                 lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, l.n_head, required(tr.qk_norm));

@@ -988,6 +988,91 @@ void write_nemotron_h_model(const NemotronRecipe& r, uint64_t seed, const std::s
     t.writer().write(path);
 }
 
+// falcon-h1: 3 layers, each attention (NEOX RoPE, GQA 4/2, head 16) and Mamba-2
+// (8 heads of 16, 1 group, state 16) side by side, then a SwiGLU FFN; tensors
+// as llama.cpp's converter writes them (the µP multipliers folded in). @float:
+// F32, without ssm_norm (the unnormed gate), with FFN biases.
+struct FalconH1Recipe {
+    std::string family, description;
+    bool ssm_norm = true, ffn_bias = false;
+    GgmlType wt = GgmlType::Q8_0;
+};
+
+const std::vector<FalconH1Recipe>& falcon_h1_recipes() {
+    using T = GgmlType;
+    static const std::vector<FalconH1Recipe> r = {
+        {"falcon-h1", "Falcon-H1: attention (NEOX RoPE) and Mamba-2 side by side in every layer, SwiGLU FFN; Q8_0", true, false, T::Q8_0},
+        {"falcon-h1@float", "falcon-h1 in F32 without ssm_norm, with FFN biases", false, true, T::F32},
+    };
+    return r;
+}
+
+const FalconH1Recipe* falcon_h1_recipe(const std::string& family) {
+    for (const auto& r : falcon_h1_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void write_falcon_h1_model(const FalconH1Recipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "falcon-h1";
+    using u64 = uint64_t;
+    const int n_layer = 3, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128;
+    const int d_conv = 4, d_inner = 128, d_state = 16, n_ssm_head = 8, n_group = 1, n_conv = d_inner + 2 * n_group * d_state;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::u32(n_head_kv));
+    t.key("attention.key_length", Value::u32(hd));
+    t.key("attention.value_length", Value::u32(hd));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    t.key("rope.freq_base", Value::f32(10000.0f));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(n_ssm_head));
+    t.key("ssm.group_count", Value::u32(n_group));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = r.wt;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+        t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+        t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+        t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        t.matrix(p + "ssm_in.weight", e, d_inner + n_conv + n_ssm_head, wt, 2.0f);
+        t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
+        t.vector(p + "ssm_conv1d.bias", n_conv, 0.0f, 0.2f);
+        t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_ssm_head)}, [](float u) { return -2.5f + 1.5f * u; });
+        t.tensor(p + "ssm_a", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return -std::exp(u); });
+        t.tensor(p + "ssm_d", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return 1.0f + 0.5f * u; });
+        if (r.ssm_norm)
+            t.tensor(p + "ssm_norm.weight", {static_cast<u64>(d_inner / n_group), static_cast<u64>(n_group)},
+                     [](float u) { return 1.0f + 0.2f * u; });
+        t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        t.vector(p + "ffn_norm", e, 1.0f, 0.2f);  // no ".weight": the converter maps the HF name whole
+        t.matrix(p + "ffn_gate.weight", e, n_ff, wt);
+        t.matrix(p + "ffn_up.weight", e, n_ff, wt);
+        t.matrix(p + "ffn_down.weight", n_ff, e, wt);
+        if (r.ffn_bias) {
+            t.vector(p + "ffn_gate.bias", n_ff, 0.0f, 0.5f);
+            t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.5f);
+            t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
+        }
+    }
+    t.writer().write(path);
+}
+
 // granitehybrid (Granite 4.0 H): Mamba-2 (8 heads of 16, 1 group), Mamba-2,
 // attention (NORM RoPE, GQA 4/2, attention-output bias), Mamba-2, every layer
 // followed by an FFN: 8 SwiGLU experts of 64 top-2 renormalized (router tie 2/3)
@@ -1381,6 +1466,7 @@ std::vector<TinyModelInfo> tiny_model_families() {
     for (const auto& r : delta_net_recipes()) out.push_back({r.family, r.arch, r.description});
     for (const auto& r : nemotron_recipes()) out.push_back({r.family, r.arch, r.description});
     for (const auto& r : granite_hybrid_recipes()) out.push_back({r.family, "granitehybrid", r.description});
+    for (const auto& r : falcon_h1_recipes()) out.push_back({r.family, "falcon-h1", r.description});
     return out;
 }
 
@@ -1405,6 +1491,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (const DeltaNetRecipe* qr = delta_net_recipe(family)) return write_delta_net_model(*qr, seed_of(family), tokenizer_source, path);
     if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
     if (const NemotronRecipe* nr = nemotron_recipe(family)) return write_nemotron_h_model(*nr, seed_of(family), tokenizer_source, path);
+    if (const FalconH1Recipe* fr = falcon_h1_recipe(family)) return write_falcon_h1_model(*fr, seed_of(family), tokenizer_source, path);
     if (const GraniteHybridRecipe* gr = granite_hybrid_recipe(family))
         return write_granite_hybrid_model(*gr, seed_of(family), tokenizer_source, path);
     const FamilyRecipe& r = recipe(family);
