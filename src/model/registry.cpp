@@ -87,6 +87,7 @@ constexpr ArchRow k_rows[] = {
     {"nemotron_h_moe", RopeKind::None, MemoryKind::Hybrid, configure_nemotron_h_moe, "experts+shared (ReLU²) or none"},
     {"granitehybrid", RopeKind::Norm, MemoryKind::Hybrid, configure_granitehybrid, "experts (+shared) or gated"},
     {"falcon-h1", RopeKind::Neox, MemoryKind::Hybrid, configure_falcon_h1, "gated"},
+    {"jamba", RopeKind::None, MemoryKind::Hybrid, configure_jamba, "experts or gated"},
 };
 
 // Spellings of an architecture that converters and model cards use, each for one

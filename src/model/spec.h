@@ -118,6 +118,9 @@ struct SsmSpec {
     // value heads' beta then their alpha.
     bool grouped_heads = false;
     bool norm_optional = false;  // Mamba-2: ssm_norm by presence, none without it (falcon-h1)
+    // Mamba-1: dt, B and C RMS-normed with ssm_dt_norm / ssm_b_norm / ssm_c_norm
+    // (required) after the x projection (jamba).
+    bool dt_bc_norms = false;
 };
 
 // Whether a family's graph reads an optional tensor (llama.cpp's loader for the

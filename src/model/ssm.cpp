@@ -48,6 +48,11 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
         w.dt_b = src.floats(p + "ssm_dt.bias", {static_cast<u64>(di)}, true);
         w.A = src.floats(p + "ssm_a", {static_cast<u64>(ds), static_cast<u64>(di)}, true);
         w.D = src.floats(p + "ssm_d", {static_cast<u64>(di)}, true);
+        if (m.dt_bc_norms) {
+            w.dt_norm = src.floats(p + "ssm_dt_norm.weight", {static_cast<u64>(m.dt_rank)}, true);
+            w.b_norm = src.floats(p + "ssm_b_norm.weight", {static_cast<u64>(ds)}, true);
+            w.c_norm = src.floats(p + "ssm_c_norm.weight", {static_cast<u64>(ds)}, true);
+        }
     }
     return w;
 }
@@ -217,6 +222,18 @@ void SsmMixer::eval1(int il, const SsmWeights& w, const int32_t* seq, int n, con
     matmul(w.x_proj, xc_.data(), n, xdb_.data(), pool, mm);
     for (int r = 0; r < n; ++r)
         std::memcpy(dtl_.data() + r * dr, xdb_.data() + r * nxdb, static_cast<size_t>(dr) * sizeof(float));
+    if (w.dt_norm) {
+        // jamba: dt_low, B and C each RMS-normed with its weight.
+        const auto rms_norm = kernels().rms_norm;
+        const float eps = spec_.norm_eps;
+        for (int r = 0; r < n; ++r) {
+            float* dtl = dtl_.data() + r * dr;
+            float* bc = xdb_.data() + r * nxdb + dr;
+            rms_norm(dtl, w.dt_norm, dtl, dr, eps);
+            rms_norm(bc, w.b_norm, bc, ds, eps);
+            rms_norm(bc + ds, w.c_norm, bc + ds, ds, eps);
+        }
+    }
     matmul(w.dt_proj, dtl_.data(), n, dt_.data(), pool, mm);
     for (int r = 0; r < n; ++r) ops::add(dt_.data() + r * di, w.dt_b, di);
     pool.parallel_for(di, 16, [&](int64_t c0, int64_t c1, int) {

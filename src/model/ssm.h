@@ -12,7 +12,7 @@
 //   qkv = attn_qkv · x;  [q, k, v] = SiLU(conv1d(qkv));  q, k L2-normed per key head
 //   g = softplus(ssm_alpha · x + dt_b) · A;  beta = sigmoid(ssm_beta · x)
 //   y = delta_rule(q, k, v, g, beta);  out = ssm_out · (RMSNorm(y) · ssm_norm · SiLU(attn_gate · x))
-// Mamba-1 (mamba):
+// Mamba-1 (mamba; jamba's Mamba layers also RMS-norm dt_low, B and C with weights):
 //   xz = ssm_in · x;  x = SiLU(conv1d(x) + b);  [dt_low, B, C] = ssm_x · x;  dt = ssm_dt · dt_low + dt_b
 //   y = (scan(x, dt, A, B, C) + D·x) · SiLU(z);   out = ssm_out · y
 //
@@ -44,6 +44,9 @@ struct SsmWeights {
     const float* A = nullptr;        // ssm_a: [1, n_head] (Mamba-2) or [d_state, d_inner]; already -exp(A_log)
     const float* D = nullptr;        // ssm_d: [1, n_head] (Mamba-2) or [d_inner]
     const float* norm = nullptr;     // Mamba-2 ssm_norm [d_inner / n_group, n_group]
+    const float* dt_norm = nullptr;  // Mamba-1 with SsmSpec::dt_bc_norms: ssm_dt_norm [dt_rank]
+    const float* b_norm = nullptr;   //   ssm_b_norm [d_state]
+    const float* c_norm = nullptr;   //   ssm_c_norm [d_state]
     Matrix out;                      // ssm_out (shortconv.out_proj) [d_inner, n_embd]
     Matrix z_proj, beta_proj, alpha_proj;  // delta net: attn_gate [n_embd, d_inner], ssm_beta / ssm_alpha [n_embd, n_v_heads]
     Matrix beta_alpha_proj;          // delta net, grouped heads: ssm_ba [n_embd, 2 n_v_heads]

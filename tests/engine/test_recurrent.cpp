@@ -19,7 +19,7 @@
 namespace {
 
 const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2", "qwen35", "nemotron_h", "qwen35moe", "qwen3next",
-                                            "nemotron_h_moe", "granitehybrid", "falcon-h1"};
+                                            "nemotron_h_moe", "granitehybrid", "falcon-h1", "jamba"};
 
 std::shared_ptr<const kiln::Model> load_tiny(const std::string& family) {
     static std::map<std::string, std::shared_ptr<const kiln::Model>> models;
@@ -203,11 +203,12 @@ TEST_P(Recurrent, MemoryIsTheStatePerSequenceAndABudgetTooSmallSaysSo) {
     // A recurrent model has no per-position memory; the hybrid lfm2 has its two
     // attention layers' f16 K and V (2 KV heads of 16).
     // (the qwen35 family: one attention layer, 2 KV heads of 32; nemotron_h, nemotron_h_moe and
-    // granitehybrid: one, 2 KV heads of 16; falcon-h1: all three, beside their Mamba-2 mixers).
+    // granitehybrid, jamba: one, 2 KV heads of 16; falcon-h1: all three, beside their Mamba-2 mixers).
     const bool qwen35_like = GetParam() == "qwen35" || GetParam() == "qwen35moe" || GetParam() == "qwen3next";
     const uint64_t per_position = GetParam() == "lfm2"         ? 2u * 2 * 2 * 16 * 2
                                   : qwen35_like                ? 1u * 2 * 2 * 32 * 2
-                                  : GetParam() == "nemotron_h" || GetParam() == "nemotron_h_moe" || GetParam() == "granitehybrid"
+                                  : GetParam() == "nemotron_h" || GetParam() == "nemotron_h_moe" || GetParam() == "granitehybrid" ||
+                                            GetParam() == "jamba"
                                       ? 1u * 2 * 2 * 16 * 2
                                   : GetParam() == "falcon-h1" ? 3u * 2 * 2 * 16 * 2
                                                                : 0u;
@@ -284,7 +285,7 @@ TEST(RecurrentFiles, BadMamba2FilesNameTheKeyOrTensor) {
 // every layer has experts, qwen3next without its fused beta / alpha,
 // multi-token-prediction layers, nemotron_h_moe without its selection bias or
 // with latent projections, granitehybrid with an expansion factor other than 2,
-// falcon-h1 without a layer's SSM projection are errors that name the tensor or key.
+// falcon-h1 without a layer's SSM projection, jamba without a B norm are errors that name the tensor or key.
 TEST(RecurrentFiles, BadHybridExpertFilesNameTheKeyOrTensor) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     auto keep_all = [](const std::string&) { return true; };
@@ -317,4 +318,6 @@ TEST(RecurrentFiles, BadHybridExpertFilesNameTheKeyOrTensor) {
                  "granitehybrid.ssm.inner_size");
     expect_named(load_error(tiny_variant("falcon-h1", "no-ssm-in", no_edit, [](const std::string& n) { return n != "blk.1.ssm_in.weight"; })),
                  "blk.1.ssm_in.weight");
+    expect_named(load_error(tiny_variant("jamba", "no-b-norm", no_edit, [](const std::string& n) { return n != "blk.3.ssm_b_norm.weight"; })),
+                 "blk.3.ssm_b_norm.weight");
 }

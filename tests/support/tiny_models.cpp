@@ -1073,6 +1073,79 @@ void write_falcon_h1_model(const FalconH1Recipe& r, uint64_t seed, const std::st
     t.writer().write(path);
 }
 
+// jamba: Mamba-1 (inner 128, state 16, dt rank 4, dt / B / C norms) with a
+// dense FFN, Mamba-1 with experts, attention (no positions, GQA 4/2) with a dense
+// FFN, Mamba-1 with experts; 8 SwiGLU experts of 128 top-2 not renormalized (tie 2/3).
+void write_jamba_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "jamba";
+    using u64 = uint64_t;
+    const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128;
+    const int d_conv = 4, d_inner = 2 * e, d_state = 16, dt_rank = 4;
+    const int n_expert = 8, n_used = 2, tie = 2;
+    const char kinds[n_layer + 1] = "MM*M";
+    const bool moe[n_layer] = {false, true, false, true};
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    std::vector<Value> kv;
+    for (int il = 0; il < n_layer; ++il) kv.push_back(Value::u32(kinds[il] == '*' ? n_head_kv : 0));
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(dt_rank));
+    t.key("expert_count", Value::u32(n_expert));
+    t.key("expert_used_count", Value::u32(n_used));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    auto neg_exp = [](float u) { return -std::exp(u); };
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (kinds[il] == 'M') {
+            t.matrix(p + "ssm_in.weight", e, 2 * d_inner, wt, 2.0f);
+            t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(d_inner)}, [](float u) { return 0.6f * u; });
+            t.vector(p + "ssm_conv1d.bias", d_inner, 0.0f, 0.2f);
+            t.matrix(p + "ssm_x.weight", d_inner, dt_rank + 2 * d_state, wt, 2.0f);
+            t.vector(p + "ssm_dt_norm.weight", dt_rank, 1.0f, 0.2f);
+            t.vector(p + "ssm_b_norm.weight", d_state, 1.0f, 0.2f);
+            t.vector(p + "ssm_c_norm.weight", d_state, 1.0f, 0.2f);
+            t.matrix(p + "ssm_dt.weight", dt_rank, d_inner, GgmlType::F32, 0.5f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(d_inner)}, [](float u) { return -2.5f + 1.5f * u; });
+            t.tensor(p + "ssm_a", {static_cast<u64>(d_state), static_cast<u64>(d_inner)}, neg_exp);
+            t.vector(p + "ssm_d", d_inner, 1.0f, 0.5f);
+            t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        } else {
+            t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        }
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        if (moe[il]) {
+            t.router(p + "ffn_gate_inp.weight", e, n_expert, tie, 4.0f);
+            t.experts(p + "ffn_gate_exps.weight", e, n_ff, n_expert, wt);
+            t.experts(p + "ffn_up_exps.weight", e, n_ff, n_expert, wt);
+            t.experts(p + "ffn_down_exps.weight", n_ff, e, n_expert, wt);
+        } else {
+            t.matrix(p + "ffn_gate.weight", e, n_ff, wt);
+            t.matrix(p + "ffn_up.weight", e, n_ff, wt);
+            t.matrix(p + "ffn_down.weight", n_ff, e, wt);
+        }
+    }
+    t.writer().write(path);
+}
+
 // granitehybrid (Granite 4.0 H): Mamba-2 (8 heads of 16, 1 group), Mamba-2,
 // attention (NORM RoPE, GQA 4/2, attention-output bias), Mamba-2, every layer
 // followed by an FFN: 8 SwiGLU experts of 64 top-2 renormalized (router tie 2/3)
@@ -1467,6 +1540,9 @@ std::vector<TinyModelInfo> tiny_model_families() {
     for (const auto& r : nemotron_recipes()) out.push_back({r.family, r.arch, r.description});
     for (const auto& r : granite_hybrid_recipes()) out.push_back({r.family, "granitehybrid", r.description});
     for (const auto& r : falcon_h1_recipes()) out.push_back({r.family, "falcon-h1", r.description});
+    out.push_back({"jamba", "jamba", "Jamba: Mamba-1 (dt / B / C norms) / Mamba-1 / attention without positions / Mamba-1, "
+                                     "dense and 8-expert top-2 FFNs alternating; Q8_0"});
+    out.push_back({"jamba@float", "jamba", "jamba in F32"});
     return out;
 }
 
@@ -1491,6 +1567,8 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (const DeltaNetRecipe* qr = delta_net_recipe(family)) return write_delta_net_model(*qr, seed_of(family), tokenizer_source, path);
     if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
     if (const NemotronRecipe* nr = nemotron_recipe(family)) return write_nemotron_h_model(*nr, seed_of(family), tokenizer_source, path);
+    if (family == "jamba" || family == "jamba@float")
+        return write_jamba_model(family == "jamba" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source, path);
     if (const FalconH1Recipe* fr = falcon_h1_recipe(family)) return write_falcon_h1_model(*fr, seed_of(family), tokenizer_source, path);
     if (const GraniteHybridRecipe* gr = granite_hybrid_recipe(family))
         return write_granite_hybrid_model(*gr, seed_of(family), tokenizer_source, path);
