@@ -95,4 +95,24 @@ void delta_step(float* state, const float* q, const float* k, const float* v, co
     }
 }
 
+void wkv6_step(float* state, const float* k, const float* v, const float* r, const float* u, const float* w, float* y, int d,
+               int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        float* yh = y + o;
+        for (int j = 0; j < d; ++j) yh[j] = 0.0f;
+        for (int i = 0; i < d; ++i) {
+            const float ki = k[o + i], ri = r[o + i], ui = u[o + i], wi = w[o + i];
+            float* si = s + static_cast<int64_t>(i) * d;
+            for (int j = 0; j < d; ++j) {
+                const float kv = v[o + j] * ki;
+                const float prev = si[j];
+                yh[j] = std::fma(std::fma(kv, ui, prev), ri, yh[j]);
+                si[j] = std::fma(prev, wi, kv);
+            }
+        }
+    }
+}
+
 }  // namespace kiln::ssm

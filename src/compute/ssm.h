@@ -55,4 +55,14 @@ void scan1_step(float* state, const float* x, const float* dt, const float* A, c
 void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
                 int n_k_heads, int h0, int h1);
 
+// RWKV-6's WKV of one position, heads [h0, h1) of head_size d (no SIMD
+// variant: it stays this scalar loop). Head h's state S [d, d] (S[i][j] at
+// i·d + j), with kv = v[h][j] · k[h][i]:
+//   y[h][j] += r[h][i] · fma(kv, u[h][i], S[i][j]) over i in order;  S[i][j] = fma(S[i][j], w[h][i], kv)
+// — fused as ggml's CPU kernel computes it with FMA (the state update and the
+// output read the same old S). k, v, r, w, y: f32 [d, n_head]; u (time_first):
+// [d, n_head]; y is written (not accumulated into).
+void wkv6_step(float* state, const float* k, const float* v, const float* r, const float* u, const float* w, float* y, int d,
+               int h0, int h1);
+
 }  // namespace kiln::ssm

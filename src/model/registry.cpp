@@ -77,7 +77,7 @@ constexpr ArchRow k_rows[] = {
     {"bloom", RopeKind::None, MemoryKind::Kv, configure_bloom, "plain"},
     {"mamba", RopeKind::None, MemoryKind::Recurrent, configure_mamba, "none"},
     {"mamba2", RopeKind::None, MemoryKind::Recurrent, configure_mamba2, "none"},
-    {"rwkv6", RopeKind::None, MemoryKind::Recurrent, nullptr, "channel-mix"},
+    {"rwkv6", RopeKind::None, MemoryKind::Recurrent, configure_rwkv6, "channel-mix"},
     {"rwkv7", RopeKind::None, MemoryKind::Recurrent, nullptr, "channel-mix"},
     {"t5", RopeKind::None, MemoryKind::Kv, nullptr, "gated"},
     {"jais", RopeKind::None, MemoryKind::Kv, nullptr, "gated"},

@@ -104,7 +104,7 @@ struct RopeSpec {
 };
 
 // The recurrence of a model's recurrent layers (llama.cpp's `ssm.*` keys).
-enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet };
+enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet, Rwkv6 };
 struct SsmSpec {
     SsmKind kind = SsmKind::None;
     int d_conv = 0;   // causal convolution width (ssm.conv_kernel; ShortConv: shortconv.l_cache)
@@ -121,6 +121,12 @@ struct SsmSpec {
     // Mamba-1: dt, B and C RMS-normed with ssm_dt_norm / ssm_b_norm / ssm_c_norm
     // (required) after the x projection (jamba).
     bool dt_bc_norms = false;
+    // RWKV-6 (d_state: the WKV head size; d_inner: n_embd; d_conv 3: the state
+    // starts with the two token-shift rows, time mix then channel mix): the
+    // low-rank widths of the token-shift mix and of the decay, the channel mix's
+    // width (feed_forward_length), and every rwkv_rescale_every-th layer's output
+    // halved (0: never).
+    int rwkv_mix_dim = 0, rwkv_decay_dim = 0, rwkv_ff = 0, rwkv_rescale_every = 0;
 };
 
 // Whether a family's graph reads an optional tensor (llama.cpp's loader for the

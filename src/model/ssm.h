@@ -54,7 +54,34 @@ struct SsmWeights {
     // 2 d_inner + 2 n_k d], per key head its q, k, its value heads' v and z
     // (no attn_qkv / attn_gate).
     bool in_qkvz = false;
+
+    // RWKV-6: the whole block's tensors (src/model/rwkv6.cpp), f32 vectors [n_embd]
+    // unless said otherwise.
+    struct Rwkv6 {
+        const float* norm = nullptr, *norm_b = nullptr;      // attn_norm (LayerNorm) before the time mix
+        const float* norm2 = nullptr, *norm2_b = nullptr;    // attn_norm_2 before the channel mix
+        const float* lerp_x = nullptr;
+        const float* lerp_fused = nullptr;                   // [n_embd, 5]: w, k, v, r, g
+        Matrix w1;                                           // time_mix_w1 [n_embd, 5 mix_dim]
+        const float* w2 = nullptr;                           // time_mix_w2 [mix_dim, n_embd, 5]
+        const float* first = nullptr;                        // time_mix_first (u) [head_size, n_head]
+        const float* decay = nullptr;                        // time_mix_decay
+        Matrix decay_w1, decay_w2;                           // [n_embd, decay_dim], [decay_dim, n_embd]
+        Matrix key, value, receptance, gate, output;         // [n_embd, n_embd]
+        const float* ln = nullptr, *ln_b = nullptr;          // time_mix_ln: the per-head group norm's weight, bias
+        const float* c_lerp_k = nullptr, *c_lerp_r = nullptr;
+        Matrix c_key, c_value, c_receptance;                 // [n_embd, n_ff], [n_ff, n_embd], [n_embd, n_embd]
+    } rwkv;
 };
+
+// RWKV-6 (rwkv6; src/model/rwkv6.cpp) is a whole block in the mixer, given the
+// residual stream and returning the layer's output:
+//   a = LN(x); sx = shift(a) - a; the token-shift mix (lerp_x, w1, tanh, w2, lerp_fused)
+//   gives xw, xk, xv, xr, xg; r, k, v = receptance / key / value; g = SiLU(gate · xg)
+//   w = exp(-exp(decay + decay_w2 · tanh(decay_w1 · xw)));  y = wkv6(k, v, r, first, w)
+//   x += output · (GroupNorm_heads(y) · ln + ln_b) · g
+//   b = LN2(x); sx = shift(b) - b; x += sigmoid(c_r · (b + sx·lerp_r)) · c_value · relu(c_key · (b + sx·lerp_k))²
+// shift(a): the previous position's a (for a sequence's first row in a batch, the state's).
 
 // Binds layer `prefix` ("blk.3.")'s mixer tensors, checking every shape.
 SsmWeights bind_ssm_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
@@ -62,6 +89,8 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& prefix, const 
 std::vector<Matrix*> ssm_matrices(SsmWeights& w);
 // The delta net's part of bind_ssm_weights (delta_net.cpp).
 SsmWeights bind_delta_net_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
+// RWKV-6's (rwkv6.cpp).
+SsmWeights bind_rwkv6_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
 
 // Channels through the causal convolution.
 int64_t ssm_conv_channels(const SsmSpec& m);
@@ -90,6 +119,9 @@ private:
                const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
     void eval1(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
                const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
+    // x: the layer's input rows (the residual stream); out: its output rows.
+    void eval_rwkv6(int il, const SsmWeights& w, const int32_t* seq, int n, const float* x, float* out, RecurrentState& states,
+                    const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
 
     const ModelSpec& spec_;
     int64_t n_conv_ = 0;     // channels through the convolution
@@ -106,6 +138,7 @@ private:
     std::vector<float> beta_, alpha_;  // delta net: [n_v_heads, n] each
     std::vector<float> ba_;    // delta net, grouped heads: ssm_ba's output [2 n_v_heads, n]
     std::vector<float> qkvz_;  // delta net, grouped heads, ssm_in: its output [2 d_inner + 2 n_k d, n]
+    std::vector<float> rw_;    // RWKV-6's per-row buffers (rwkv6.cpp lays them out)
 };
 
 }  // namespace kiln

@@ -19,7 +19,7 @@
 namespace {
 
 const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2", "qwen35", "nemotron_h", "qwen35moe", "qwen3next",
-                                            "nemotron_h_moe", "granitehybrid", "falcon-h1", "jamba"};
+                                            "nemotron_h_moe", "granitehybrid", "falcon-h1", "jamba", "rwkv6"};
 
 std::shared_ptr<const kiln::Model> load_tiny(const std::string& family) {
     static std::map<std::string, std::shared_ptr<const kiln::Model>> models;
@@ -285,7 +285,8 @@ TEST(RecurrentFiles, BadMamba2FilesNameTheKeyOrTensor) {
 // every layer has experts, qwen3next without its fused beta / alpha,
 // multi-token-prediction layers, nemotron_h_moe without its selection bias or
 // with latent projections, granitehybrid with an expansion factor other than 2,
-// falcon-h1 without a layer's SSM projection, jamba without a B norm are errors that name the tensor or key.
+// falcon-h1 without a layer's SSM projection, jamba without a B norm, rwkv6
+// without its fused lerps or with one token shift are errors that name the tensor or key.
 TEST(RecurrentFiles, BadHybridExpertFilesNameTheKeyOrTensor) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     auto keep_all = [](const std::string&) { return true; };
@@ -320,4 +321,11 @@ TEST(RecurrentFiles, BadHybridExpertFilesNameTheKeyOrTensor) {
                  "blk.1.ssm_in.weight");
     expect_named(load_error(tiny_variant("jamba", "no-b-norm", no_edit, [](const std::string& n) { return n != "blk.3.ssm_b_norm.weight"; })),
                  "blk.3.ssm_b_norm.weight");
+    expect_named(load_error(tiny_variant("rwkv6", "no-lerp", no_edit,
+                                         [](const std::string& n) { return n != "blk.1.time_mix_lerp_fused.weight"; })),
+                 "blk.1.time_mix_lerp_fused.weight");
+    expect_named(load_error(tiny_variant("rwkv6", "shift",
+                                         [](kiln::gguf::Metadata& md) { md.add("rwkv6.token_shift_count", kiln::gguf::Value::u32(1)); },
+                                         keep_all)),
+                 "rwkv6.token_shift_count");
 }

@@ -1146,6 +1146,67 @@ void write_jamba_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_
     t.writer().write(path);
 }
 
+// rwkv6: 3 RWKV-6 blocks, n_embd 64 in 4 WKV heads of 16, mix / decay low
+// ranks 8 / 16, channel mix 128, rescale every 2 layers; tensors as llama.cpp's
+// converter writes them (the lerps fused, w2 and the low-rank decay in F32).
+void write_rwkv6_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "rwkv6";
+    using u64 = uint64_t;
+    const int n_layer = 3, e = 64, hs = 16, nh = e / hs, mix = 8, dec = 16, n_ff = 128;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(1u << 20));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("attention.layer_norm_epsilon", Value::f32(1e-5f));
+    t.key("rescale_every_n_layers", Value::u32(2));
+    t.key("wkv.head_size", Value::u32(hs));
+    t.key("time_mix_extra_dim", Value::u32(mix));
+    t.key("time_decay_extra_dim", Value::u32(dec));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(0));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+    t.vector("token_embd_norm.bias", e, 0.0f, 0.2f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.vector("output_norm.bias", e, 0.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    auto lerp = [](float u) { return 0.5f + 0.4f * u; };
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
+        t.vector(p + "attn_norm_2.weight", e, 1.0f, 0.2f);
+        t.vector(p + "attn_norm_2.bias", e, 0.0f, 0.2f);
+        t.tensor(p + "time_mix_lerp_x.weight", {static_cast<u64>(e), 1, 1}, lerp);
+        t.matrix(p + "time_mix_w1.weight", e, 5 * mix, wt, 2.0f);
+        t.tensor(p + "time_mix_w2.weight", {static_cast<u64>(mix), static_cast<u64>(e), 5}, [](float u) { return 0.3f * u; });
+        t.tensor(p + "time_mix_lerp_fused.weight", {static_cast<u64>(e), 1, 1, 5}, lerp);
+        t.tensor(p + "time_mix_first.weight", {static_cast<u64>(hs), static_cast<u64>(nh)}, [](float u) { return 0.5f * u; });
+        // Decays exp(-exp(d)) between about 0.3 and 0.9.
+        t.vector(p + "time_mix_decay.weight", e, -1.0f, 1.0f);
+        t.matrix(p + "time_mix_decay_w1.weight", e, dec, wt, 1.0f);
+        t.matrix(p + "time_mix_decay_w2.weight", dec, e, GgmlType::F32, 0.5f);
+        t.matrix(p + "time_mix_key.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_value.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_receptance.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_gate.weight", e, e, wt, 2.0f);
+        t.vector(p + "time_mix_ln.weight", e, 1.0f, 0.2f);
+        t.vector(p + "time_mix_ln.bias", e, 0.0f, 0.2f);
+        t.matrix(p + "time_mix_output.weight", e, e, wt);
+        t.tensor(p + "channel_mix_lerp_k.weight", {static_cast<u64>(e), 1, 1}, lerp);
+        t.tensor(p + "channel_mix_lerp_r.weight", {static_cast<u64>(e), 1, 1}, lerp);
+        t.matrix(p + "channel_mix_key.weight", e, n_ff, wt, 2.0f);
+        t.matrix(p + "channel_mix_value.weight", n_ff, e, wt);
+        t.matrix(p + "channel_mix_receptance.weight", e, e, wt, 2.0f);
+    }
+    t.writer().write(path);
+}
+
 // granitehybrid (Granite 4.0 H): Mamba-2 (8 heads of 16, 1 group), Mamba-2,
 // attention (NORM RoPE, GQA 4/2, attention-output bias), Mamba-2, every layer
 // followed by an FFN: 8 SwiGLU experts of 64 top-2 renormalized (router tie 2/3)
@@ -1543,6 +1604,8 @@ std::vector<TinyModelInfo> tiny_model_families() {
     out.push_back({"jamba", "jamba", "Jamba: Mamba-1 (dt / B / C norms) / Mamba-1 / attention without positions / Mamba-1, "
                                      "dense and 8-expert top-2 FFNs alternating; Q8_0"});
     out.push_back({"jamba@float", "jamba", "jamba in F32"});
+    out.push_back({"rwkv6", "rwkv6", "RWKV-6: 3 blocks (4 WKV heads of 16, low ranks 8 / 16, channel mix 128, rescale every 2); Q8_0"});
+    out.push_back({"rwkv6@float", "rwkv6", "rwkv6 in F32"});
     return out;
 }
 
@@ -1567,6 +1630,8 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (const DeltaNetRecipe* qr = delta_net_recipe(family)) return write_delta_net_model(*qr, seed_of(family), tokenizer_source, path);
     if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
     if (const NemotronRecipe* nr = nemotron_recipe(family)) return write_nemotron_h_model(*nr, seed_of(family), tokenizer_source, path);
+    if (family == "rwkv6" || family == "rwkv6@float")
+        return write_rwkv6_model(family == "rwkv6" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source, path);
     if (family == "jamba" || family == "jamba@float")
         return write_jamba_model(family == "jamba" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source, path);
     if (const FalconH1Recipe* fr = falcon_h1_recipe(family)) return write_falcon_h1_model(*fr, seed_of(family), tokenizer_source, path);
