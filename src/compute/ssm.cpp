@@ -115,4 +115,25 @@ void wkv6_step(float* state, const float* k, const float* v, const float* r, con
     }
 }
 
+void wkv7_step(float* state, const float* r, const float* w, const float* k, const float* v, const float* a, const float* b,
+               float* y, int d, int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        for (int i = 0; i < d; ++i) {
+            float* si = s + static_cast<int64_t>(i) * d;
+            float sa = 0.0f;
+            for (int j = 0; j < d; ++j) sa = std::fma(a[o + j], si[j], sa);
+            const float vi = v[o + i];
+            float out = 0.0f;
+            for (int j = 0; j < d; ++j) {
+                const float st = std::fma(sa, b[o + j], std::fma(si[j], w[o + j], vi * k[o + j]));
+                si[j] = st;
+                out = std::fma(st, r[o + j], out);
+            }
+            y[o + i] = out;
+        }
+    }
+}
+
 }  // namespace kiln::ssm

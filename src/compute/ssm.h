@@ -65,4 +65,12 @@ void delta_step(float* state, const float* q, const float* k, const float* v, co
 void wkv6_step(float* state, const float* k, const float* v, const float* r, const float* u, const float* w, float* y, int d,
                int h0, int h1);
 
+// RWKV-7's WKV of one position, heads [h0, h1) of size d (scalar only, as
+// wkv6_step). Head h's state S [d, d] (S[i][j] at i·d + j: i the value index, j
+// the key index); for each i: sa = Σ_j a[j] S[i][j] (in order), then for each j
+//   S[i][j] = fma(sa, b[j], fma(S[i][j], w[j], v[i] · k[j])),   y[i] = Σ_j S[i][j] r[j] (fma, in order)
+// r, w, k, v, a, b, y: f32 [d, n_head].
+void wkv7_step(float* state, const float* r, const float* w, const float* k, const float* v, const float* a, const float* b,
+               float* y, int d, int h0, int h1);
+
 }  // namespace kiln::ssm

@@ -587,7 +587,7 @@ void Forward::recurrent_layer(int il, const BatchRows& b) {
     const int n = b.n;
     const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
     const int64_t e = spec_.n_embd;
-    if (spec_.ssm.kind == SsmKind::Rwkv6) {
+    if (spec_.ssm.kind == SsmKind::Rwkv6 || spec_.ssm.kind == SsmKind::Rwkv7) {
         // The whole block, its norms and residual adds included (model/rwkv6.cpp).
         ssm_->eval(il, lw.ssm, b.seq, n, x_.data(), o_.data(), *recurrent_, pool_, mm_, hook_);
         std::swap(x_, o_);

@@ -104,7 +104,7 @@ struct RopeSpec {
 };
 
 // The recurrence of a model's recurrent layers (llama.cpp's `ssm.*` keys).
-enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet, Rwkv6 };
+enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet, Rwkv6, Rwkv7 };
 struct SsmSpec {
     SsmKind kind = SsmKind::None;
     int d_conv = 0;   // causal convolution width (ssm.conv_kernel; ShortConv: shortconv.l_cache)
@@ -127,6 +127,10 @@ struct SsmSpec {
     // width (feed_forward_length), and every rwkv_rescale_every-th layer's output
     // halved (0: never).
     int rwkv_mix_dim = 0, rwkv_decay_dim = 0, rwkv_ff = 0, rwkv_rescale_every = 0;
+    // RWKV-7 (the same state; rwkv_decay_dim and rwkv_ff as RWKV-6's): the
+    // low ranks of the in-context learning rate (a), the value residual mix and
+    // the output gate.
+    int rwkv_iclr_dim = 0, rwkv_value_dim = 0, rwkv_gate_dim = 0;
 };
 
 // Whether a family's graph reads an optional tensor (llama.cpp's loader for the

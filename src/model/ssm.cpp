@@ -25,6 +25,7 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
     const int64_t e = s.n_embd, di = m.d_inner, ds = m.d_state, nc = ssm_conv_channels(m);
     if (m.kind == SsmKind::GatedDeltaNet) return bind_delta_net_weights(src, p, s);
     if (m.kind == SsmKind::Rwkv6) return bind_rwkv6_weights(src, p, s);
+    if (m.kind == SsmKind::Rwkv7) return bind_rwkv7_weights(src, p, s);
     SsmWeights w;
     if (m.kind == SsmKind::ShortConv) {
         w.conv = src.floats(p + "shortconv.conv.weight", {static_cast<u64>(m.d_conv), static_cast<u64>(di)}, true);
@@ -101,6 +102,11 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
         // a, sx, xxx, the five mixes, r, k, v, g, w, y, b, c_k-in, c_r-in, c_r, c_v: n_embd each;
         // the mix's 5 mix_dim, the decay's decay_dim and the channel mix's n_ff.
         rw_.resize(b * static_cast<size_t>(20 * m.d_inner + 5 * m.rwkv_mix_dim + m.rwkv_decay_dim + m.rwkv_ff));
+    } else if (m.kind == SsmKind::Rwkv7) {
+        // 22 n_embd-wide buffers (rwkv7.cpp), the low ranks and the channel mix.
+        rw_.resize(b * static_cast<size_t>(22 * m.d_inner + m.rwkv_decay_dim + m.rwkv_iclr_dim + m.rwkv_value_dim +
+                                           m.rwkv_gate_dim + m.rwkv_ff));
+        v_first_.resize(b * static_cast<size_t>(m.d_inner));
     } else if (m.kind == SsmKind::Mamba1) {
         xdb_.resize(b * static_cast<size_t>(m.dt_rank + 2 * m.d_state));
         dtl_.resize(b * static_cast<size_t>(m.dt_rank));
@@ -136,6 +142,7 @@ void SsmMixer::eval(int il, const SsmWeights& w, const int32_t* seq, int n, cons
         case SsmKind::ShortConv: return eval_shortconv(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::GatedDeltaNet: return eval_delta_net(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::Rwkv6: return eval_rwkv6(il, w, seq, n, h, out, states, pool, mm, hook);
+        case SsmKind::Rwkv7: return eval_rwkv7(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::None: break;
     }
 }

@@ -72,6 +72,19 @@ struct SsmWeights {
         const float* c_lerp_k = nullptr, *c_lerp_r = nullptr;
         Matrix c_key, c_value, c_receptance;                 // [n_embd, n_ff], [n_ff, n_embd], [n_embd, n_embd]
     } rwkv;
+
+    // RWKV-7 (src/model/rwkv7.cpp), f32 vectors [n_embd] unless said otherwise.
+    struct Rwkv7 {
+        const float* norm = nullptr, *norm_b = nullptr, *norm2 = nullptr, *norm2_b = nullptr;
+        const float* lerp_fused = nullptr;                 // [n_embd, 6]: r, w, k, v, a, g
+        const float* w0 = nullptr, *a0 = nullptr, *v0 = nullptr;
+        Matrix w1, w2, a1, a2, v1, v2, g1, g2;             // the low-rank pairs [n_embd, rank], [rank, n_embd]
+        const float* k_k = nullptr, *k_a = nullptr, *r_k = nullptr;
+        Matrix key, value, receptance, output;             // [n_embd, n_embd]
+        const float* ln = nullptr, *ln_b = nullptr;
+        const float* c_lerp_k = nullptr;
+        Matrix c_key, c_value;                             // [n_embd, n_ff], [n_ff, n_embd]
+    } rwkv7;
 };
 
 // RWKV-6 (rwkv6; src/model/rwkv6.cpp) is a whole block in the mixer, given the
@@ -89,8 +102,9 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& prefix, const 
 std::vector<Matrix*> ssm_matrices(SsmWeights& w);
 // The delta net's part of bind_ssm_weights (delta_net.cpp).
 SsmWeights bind_delta_net_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
-// RWKV-6's (rwkv6.cpp).
+// RWKV-6's (rwkv6.cpp) and RWKV-7's (rwkv7.cpp).
 SsmWeights bind_rwkv6_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
+SsmWeights bind_rwkv7_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
 
 // Channels through the causal convolution.
 int64_t ssm_conv_channels(const SsmSpec& m);
@@ -122,6 +136,8 @@ private:
     // x: the layer's input rows (the residual stream); out: its output rows.
     void eval_rwkv6(int il, const SsmWeights& w, const int32_t* seq, int n, const float* x, float* out, RecurrentState& states,
                     const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
+    void eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n, const float* x, float* out, RecurrentState& states,
+                    const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
 
     const ModelSpec& spec_;
     int64_t n_conv_ = 0;     // channels through the convolution
@@ -138,7 +154,8 @@ private:
     std::vector<float> beta_, alpha_;  // delta net: [n_v_heads, n] each
     std::vector<float> ba_;    // delta net, grouped heads: ssm_ba's output [2 n_v_heads, n]
     std::vector<float> qkvz_;  // delta net, grouped heads, ssm_in: its output [2 d_inner + 2 n_k d, n]
-    std::vector<float> rw_;    // RWKV-6's per-row buffers (rwkv6.cpp lays them out)
+    std::vector<float> rw_;    // RWKV-6's / RWKV-7's per-row buffers (rwkv6.cpp, rwkv7.cpp lay them out)
+    std::vector<float> v_first_;  // RWKV-7: the first layer's values of this batch [n_embd, n]
 };
 
 }  // namespace kiln

@@ -217,3 +217,33 @@ TEST(SsmKernels, Wkv6FollowsItsRecurrence) {
     }
     for (int x = 2 * d * d; x < 3 * d * d; ++x) EXPECT_EQ(state[x], 0.0f);
 }
+
+// RWKV-7's WKV (scalar only): per value index i, sa = a · S[i], S[i] = S[i] ⊙ w +
+// v[i] k + sa b, y[i] = S[i] · r, against the formula in double over several steps.
+TEST(SsmKernels, Wkv7FollowsItsRecurrence) {
+    std::mt19937 rng(13);
+    const int d = 8, nh = 2;
+    std::vector<float> state(d * d * nh, 0.0f);
+    std::vector<double> S(state.size(), 0.0);  // S[h][i][j]
+    std::vector<float> y(d * nh);
+    for (int t = 0; t < 6; ++t) {
+        auto r = random_floats(rng, d * nh, -1, 1), w = random_floats(rng, d * nh, 0.3f, 0.95f);
+        auto k = random_floats(rng, d * nh, -1, 1), v = random_floats(rng, d * nh, -1, 1);
+        auto a = random_floats(rng, d * nh, -0.3f, 0.3f), b = random_floats(rng, d * nh, -0.3f, 0.3f);
+        ssm::wkv7_step(state.data(), r.data(), w.data(), k.data(), v.data(), a.data(), b.data(), y.data(), d, 0, nh);
+        for (int h = 0; h < nh; ++h) {
+            double* s = S.data() + h * d * d;
+            const int o = h * d;
+            for (int i = 0; i < d; ++i) {
+                double sa = 0;
+                for (int j = 0; j < d; ++j) sa += a[o + j] * s[i * d + j];
+                double out = 0;
+                for (int j = 0; j < d; ++j) {
+                    s[i * d + j] = s[i * d + j] * w[o + j] + static_cast<double>(v[o + i]) * k[o + j] + sa * b[o + j];
+                    out += s[i * d + j] * r[o + j];
+                }
+                EXPECT_NEAR(y[o + i], out, 1e-5 * (1 + std::fabs(out))) << "step " << t << " head " << h << " i " << i;
+            }
+        }
+    }
+}

@@ -19,7 +19,7 @@
 namespace {
 
 const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2", "qwen35", "nemotron_h", "qwen35moe", "qwen3next",
-                                            "nemotron_h_moe", "granitehybrid", "falcon-h1", "jamba", "rwkv6"};
+                                            "nemotron_h_moe", "granitehybrid", "falcon-h1", "jamba", "rwkv6", "rwkv7"};
 
 std::shared_ptr<const kiln::Model> load_tiny(const std::string& family) {
     static std::map<std::string, std::shared_ptr<const kiln::Model>> models;
@@ -328,4 +328,6 @@ TEST(RecurrentFiles, BadHybridExpertFilesNameTheKeyOrTensor) {
                                          [](kiln::gguf::Metadata& md) { md.add("rwkv6.token_shift_count", kiln::gguf::Value::u32(1)); },
                                          keep_all)),
                  "rwkv6.token_shift_count");
+    expect_named(load_error(tiny_variant("rwkv7", "no-gate", no_edit, [](const std::string& n) { return n != "blk.2.time_mix_g2.weight"; })),
+                 "blk.2.time_mix_g2.weight");
 }

@@ -1207,6 +1207,74 @@ void write_rwkv6_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_
     t.writer().write(path);
 }
 
+// rwkv7: 3 RWKV-7 blocks, n_embd 128 in 2 WKV heads of 64 (ggml's SIMD WKV7
+// reads 64 at a time), low ranks decay 16 / iclr 8 / value mix 8 / gate 16,
+// channel mix 256; tensors as llama.cpp's converter writes them.
+void write_rwkv7_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "rwkv7";
+    using u64 = uint64_t;
+    const int n_layer = 3, e = 128, hs = 64, ld = 16, la = 8, lv = 8, lg = 16, n_ff = 256;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(1u << 20));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("attention.layer_norm_epsilon", Value::f32(1e-5f));
+    t.key("wkv.head_size", Value::u32(hs));
+    t.key("attention.decay_lora_rank", Value::u32(ld));
+    t.key("attention.iclr_lora_rank", Value::u32(la));
+    t.key("attention.value_residual_mix_lora_rank", Value::u32(lv));
+    t.key("attention.gate_lora_rank", Value::u32(lg));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(0));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+    t.vector("token_embd_norm.bias", e, 0.0f, 0.2f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.vector("output_norm.bias", e, 0.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    auto lerp = [](float u) { return 0.5f + 0.4f * u; };
+    // The low-rank matrices stay F32 (their inner sizes are below a block).
+    const GgmlType lt = GgmlType::F32;
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
+        t.vector(p + "attn_norm_2.weight", e, 1.0f, 0.2f);
+        t.vector(p + "attn_norm_2.bias", e, 0.0f, 0.2f);
+        t.vector(p + "time_mix_w0.weight", e, 0.0f, 1.0f);
+        t.matrix(p + "time_mix_w1.weight", e, ld, wt == GgmlType::F32 ? lt : wt, 1.0f);
+        t.matrix(p + "time_mix_w2.weight", ld, e, lt, 0.5f);
+        t.vector(p + "time_mix_a0.weight", e, 0.0f, 1.0f);
+        t.matrix(p + "time_mix_a1.weight", e, la, wt == GgmlType::F32 ? lt : wt, 1.0f);
+        t.matrix(p + "time_mix_a2.weight", la, e, lt, 0.5f);
+        const int vr = il == 0 ? la : lv;
+        t.vector(p + "time_mix_v0.weight", e, 0.0f, 1.0f);
+        t.matrix(p + "time_mix_v1.weight", e, vr, wt == GgmlType::F32 ? lt : wt, 1.0f);
+        t.matrix(p + "time_mix_v2.weight", vr, e, lt, 0.5f);
+        t.matrix(p + "time_mix_g1.weight", e, lg, wt == GgmlType::F32 ? lt : wt, 1.0f);
+        t.matrix(p + "time_mix_g2.weight", lg, e, lt, 0.5f);
+        t.tensor(p + "time_mix_lerp_fused.weight", {static_cast<u64>(e), 1, 1, 6}, lerp);
+        t.vector(p + "time_mix_k_k.weight", e, 1.0f, 0.3f);
+        t.vector(p + "time_mix_k_a.weight", e, 1.0f, 0.3f);
+        t.vector(p + "time_mix_r_k.weight", e, 0.0f, 0.5f);
+        t.matrix(p + "time_mix_key.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_value.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_receptance.weight", e, e, wt, 2.0f);
+        t.vector(p + "time_mix_ln.weight", e, 1.0f, 0.2f);
+        t.vector(p + "time_mix_ln.bias", e, 0.0f, 0.2f);
+        t.matrix(p + "time_mix_output.weight", e, e, wt);
+        t.tensor(p + "channel_mix_lerp_k.weight", {static_cast<u64>(e), 1, 1}, lerp);
+        t.matrix(p + "channel_mix_key.weight", e, n_ff, wt, 2.0f);
+        t.matrix(p + "channel_mix_value.weight", n_ff, e, wt);
+    }
+    t.writer().write(path);
+}
+
 // granitehybrid (Granite 4.0 H): Mamba-2 (8 heads of 16, 1 group), Mamba-2,
 // attention (NORM RoPE, GQA 4/2, attention-output bias), Mamba-2, every layer
 // followed by an FFN: 8 SwiGLU experts of 64 top-2 renormalized (router tie 2/3)
@@ -1606,6 +1674,8 @@ std::vector<TinyModelInfo> tiny_model_families() {
     out.push_back({"jamba@float", "jamba", "jamba in F32"});
     out.push_back({"rwkv6", "rwkv6", "RWKV-6: 3 blocks (4 WKV heads of 16, low ranks 8 / 16, channel mix 128, rescale every 2); Q8_0"});
     out.push_back({"rwkv6@float", "rwkv6", "rwkv6 in F32"});
+    out.push_back({"rwkv7", "rwkv7", "RWKV-7: 3 blocks (2 WKV heads of 64, low ranks 16 / 8 / 8 / 16, channel mix 256); Q8_0"});
+    out.push_back({"rwkv7@float", "rwkv7", "rwkv7 in F32"});
     return out;
 }
 
@@ -1630,6 +1700,8 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (const DeltaNetRecipe* qr = delta_net_recipe(family)) return write_delta_net_model(*qr, seed_of(family), tokenizer_source, path);
     if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
     if (const NemotronRecipe* nr = nemotron_recipe(family)) return write_nemotron_h_model(*nr, seed_of(family), tokenizer_source, path);
+    if (family == "rwkv7" || family == "rwkv7@float")
+        return write_rwkv7_model(family == "rwkv7" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source, path);
     if (family == "rwkv6" || family == "rwkv6@float")
         return write_rwkv6_model(family == "rwkv6" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source, path);
     if (family == "jamba" || family == "jamba@float")
