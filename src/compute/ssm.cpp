@@ -115,6 +115,25 @@ void wkv6_step(float* state, const float* k, const float* v, const float* r, con
     }
 }
 
+void gla_step(float* state, const float* k, const float* v, const float* q, const float* g, float* y, int d, float scale, int h0,
+              int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        float* yh = y + o;
+        for (int j = 0; j < d; ++j) yh[j] = 0.0f;
+        for (int i = 0; i < d; ++i) {
+            const float ki = k[o + i], qi = q[o + i] * scale, gi = g[o + i];
+            float* si = s + static_cast<int64_t>(i) * d;
+            for (int j = 0; j < d; ++j) {
+                const float st = std::fma(si[j], gi, v[o + j] * ki);
+                si[j] = st;
+                yh[j] = std::fma(st, qi, yh[j]);
+            }
+        }
+    }
+}
+
 void wkv7_step(float* state, const float* r, const float* w, const float* k, const float* v, const float* a, const float* b,
                float* y, int d, int h0, int h1) {
     for (int h = h0; h < h1; ++h) {

@@ -65,6 +65,13 @@ void delta_step(float* state, const float* q, const float* k, const float* v, co
 void wkv6_step(float* state, const float* k, const float* v, const float* r, const float* u, const float* w, float* y, int d,
                int h0, int h1);
 
+// Gated linear attention of one position (RWKV6Qwen2), heads [h0, h1) of size
+// d (scalar only): with kv = v[h][j] · k[h][i], S[i][j] = fma(S[i][j], g[h][i], kv)
+// and y[h][j] = Σ_i S[i][j] · (q[h][i] · scale) (fma, i in order), as ggml's
+// CPU kernel. k, v, q, g, y: f32 [d, n_head]; y is written.
+void gla_step(float* state, const float* k, const float* v, const float* q, const float* g, float* y, int d, float scale, int h0,
+              int h1);
+
 // RWKV-7's WKV of one position, heads [h0, h1) of size d (scalar only, as
 // wkv6_step). Head h's state S [d, d] (S[i][j] at i·d + j: i the value index, j
 // the key index); for each i: sa = Σ_j a[j] S[i][j] (in order), then for each j

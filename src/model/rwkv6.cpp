@@ -24,27 +24,38 @@ SsmWeights bind_rwkv6_weights(TensorSource& src, const std::string& p, const Mod
     const u64 ue = static_cast<u64>(e);
     SsmWeights w;
     SsmWeights::Rwkv6& r = w.rwkv;
-    r.norm = src.floats(p + "attn_norm.weight", {ue}, true);
-    r.norm_b = src.floats(p + "attn_norm.bias", {ue}, true);
-    r.norm2 = src.floats(p + "attn_norm_2.weight", {ue}, true);
-    r.norm2_b = src.floats(p + "attn_norm_2.bias", {ue}, true);
+    // QRWKV: the time mix alone (the layer's attn_norm, FFN and its norm are bound by weights.cpp).
+    const bool qrwkv = m.kind == SsmKind::Rwkv6Qwen2;
+    const int64_t nkv = qrwkv && m.rwkv_kv_heads > 0 ? m.rwkv_kv_heads * hs : e;
+    if (!qrwkv) {
+        r.norm = src.floats(p + "attn_norm.weight", {ue}, true);
+        r.norm_b = src.floats(p + "attn_norm.bias", {ue}, true);
+        r.norm2 = src.floats(p + "attn_norm_2.weight", {ue}, true);
+        r.norm2_b = src.floats(p + "attn_norm_2.bias", {ue}, true);
+    }
     r.lerp_x = src.floats(p + "time_mix_lerp_x.weight", {ue}, true);
     // The converter stacks the five lerps into one (llama.cpp also takes them
     // separately for older files; those are refused here: a load error naming them).
     r.lerp_fused = src.floats(p + "time_mix_lerp_fused.weight", {ue, 1, 1, 5}, true);
     r.w1 = src.matrix(p + "time_mix_w1.weight", e, 5 * md, true);
     r.w2 = src.floats(p + "time_mix_w2.weight", {static_cast<u64>(md), ue, 5}, true);
-    r.first = src.floats(p + "time_mix_first.weight", {static_cast<u64>(hs), static_cast<u64>(nh)}, true);
+    if (!qrwkv) r.first = src.floats(p + "time_mix_first.weight", {static_cast<u64>(hs), static_cast<u64>(nh)}, true);
     r.decay = src.floats(p + "time_mix_decay.weight", {ue}, true);
     r.decay_w1 = src.matrix(p + "time_mix_decay_w1.weight", e, dd, true);
     r.decay_w2 = src.matrix(p + "time_mix_decay_w2.weight", dd, e, true);
-    r.key = src.matrix(p + "time_mix_key.weight", e, e, true);
-    r.value = src.matrix(p + "time_mix_value.weight", e, e, true);
+    r.key = src.matrix(p + "time_mix_key.weight", e, nkv, true);
+    r.value = src.matrix(p + "time_mix_value.weight", e, nkv, true);
     r.receptance = src.matrix(p + "time_mix_receptance.weight", e, e, true);
     r.gate = src.matrix(p + "time_mix_gate.weight", e, e, true);
+    r.output = src.matrix(p + "time_mix_output.weight", e, e, true);
+    if (qrwkv) {
+        r.key_b = src.floats(p + "time_mix_key.bias", {static_cast<u64>(nkv)}, false);
+        r.value_b = src.floats(p + "time_mix_value.bias", {static_cast<u64>(nkv)}, false);
+        r.receptance_b = src.floats(p + "time_mix_receptance.bias", {ue}, false);
+        return w;
+    }
     r.ln = src.floats(p + "time_mix_ln.weight", {ue}, true);
     r.ln_b = src.floats(p + "time_mix_ln.bias", {ue}, true);
-    r.output = src.matrix(p + "time_mix_output.weight", e, e, true);
     r.c_lerp_k = src.floats(p + "channel_mix_lerp_k.weight", {ue}, true);
     r.c_lerp_r = src.floats(p + "channel_mix_lerp_r.weight", {ue}, true);
     r.c_key = src.matrix(p + "channel_mix_key.weight", e, ff, true);
@@ -90,6 +101,8 @@ void SsmMixer::eval_rwkv6(int il, const SsmWeights& w, const int32_t* seq, int n
     float* ckk = take(ff);      // relu(c_key · ck)²
 
     const float eps = spec_.norm_eps;
+    const bool qrwkv = m.kind == SsmKind::Rwkv6Qwen2;  // x: the normed rows; out: the time mix's output alone
+    const int64_t nkv = qrwkv && m.rwkv_kv_heads > 0 ? m.rwkv_kv_heads * hs : e;
     // The token shift of the rows `in` (state part `slot`: 0 time mix, 1 channel
     // mix): d = prev - in, then the state holds the row, sequence by sequence in
     // batch order.
@@ -108,7 +121,10 @@ void SsmMixer::eval_rwkv6(int il, const SsmWeights& w, const int32_t* seq, int n
     };
 
     // ---- time mix
-    rows_for([&](int64_t t) { ops::layer_norm(x + t * e, rw.norm, rw.norm_b, a + t * e, e, eps); });
+    if (qrwkv)
+        std::memcpy(a, x, static_cast<size_t>(n * e) * sizeof(float));
+    else
+        rows_for([&](int64_t t) { ops::layer_norm(x + t * e, rw.norm, rw.norm_b, a + t * e, e, eps); });
     dump("attn_norm", a, e);
     shift(a, sx, 0);
     rows_for([&](int64_t t) {
@@ -133,31 +149,61 @@ void SsmMixer::eval_rwkv6(int il, const SsmWeights& w, const int32_t* seq, int n
         }
     });
     {
+        // QRWKV's K / V of fewer heads go to ck / cr (free until the channel mix), repeated below.
         const Matrix* ws[] = {&rw.receptance, &rw.key, &rw.value, &rw.gate};
         const float* ins[] = {mix[3], mix[1], mix[2], mix[4]};
-        float* ys[] = {r, k, v, g};
+        float* ys[] = {r, nkv < e ? ck : k, nkv < e ? cr : v, g};
         for (int i = 0; i < 4; ++i) matmul(*ws[i], ins[i], n, ys[i], pool, mm);
     }
     matmul(rw.decay_w1, mix[0], n, dmid, pool, mm);
     rows_for([&](int64_t t) {
         for (int64_t i = 0; i < dd; ++i) dmid[t * dd + i] = std::tanh(dmid[t * dd + i]);
-        for (int64_t i = 0; i < e; ++i) g[t * e + i] = ops::silu(g[t * e + i]);
+        for (int64_t i = 0; i < e; ++i) g[t * e + i] = qrwkv ? ops::sigmoid(g[t * e + i]) : ops::silu(g[t * e + i]);
+        if (!qrwkv) return;
+        float* kt = (nkv < e ? ck : k) + t * nkv;
+        float* vt = (nkv < e ? cr : v) + t * nkv;
+        if (rw.receptance_b) ops::add(r + t * e, rw.receptance_b, e);
+        if (rw.key_b) ops::add(kt, rw.key_b, nkv);
+        if (rw.value_b) ops::add(vt, rw.value_b, nkv);
+        if (nkv < e) {
+            // Head h reads K / V head h / (n_head / kv heads) (ggml_repeat of [hs, 1, n_kv]).
+            const int64_t per = nh / m.rwkv_kv_heads;
+            for (int64_t h = 0; h < nh; ++h) {
+                std::memcpy(k + t * e + h * hs, kt + (h / per) * hs, static_cast<size_t>(hs) * sizeof(float));
+                std::memcpy(v + t * e + h * hs, vt + (h / per) * hs, static_cast<size_t>(hs) * sizeof(float));
+            }
+        }
     });
     matmul(rw.decay_w2, dmid, n, wd, pool, mm);
     rows_for([&](int64_t t) {
-        for (int64_t i = 0; i < e; ++i) wd[t * e + i] = std::exp(-std::exp(wd[t * e + i] + rw.decay[i]));
+        for (int64_t i = 0; i < e; ++i) {
+            wd[t * e + i] = std::exp(-std::exp(wd[t * e + i] + rw.decay[i]));
+            if (qrwkv) k[t * e + i] = k[t * e + i] - k[t * e + i] * wd[t * e + i];
+        }
     });
-    // WKV: threads take heads, each walks the rows in order.
-    const int64_t shift_floats = 2 * e;
+    // WKV (QRWKV: gated linear attention): threads take heads, each walks the rows in order.
+    const int64_t shift_floats = (qrwkv ? 1 : 2) * e;
+    const float gla_scale = 1.0f / std::sqrt(static_cast<float>(hs));
     pool.parallel_for(nh, 1, [&](int64_t h0, int64_t h1, int) {
         for (int t = 0; t < n; ++t) {
             float* st = reinterpret_cast<float*>(states.state(il, seq[t])) + shift_floats;
             const int64_t o = static_cast<int64_t>(t) * e;
-            ssm::wkv6_step(st, k + o, v + o, r + o, rw.first, wd + o, y + o, static_cast<int>(hs), static_cast<int>(h0),
-                           static_cast<int>(h1));
+            if (qrwkv)
+                ssm::gla_step(st, k + o, v + o, r + o, wd + o, y + o, static_cast<int>(hs), gla_scale, static_cast<int>(h0),
+                              static_cast<int>(h1));
+            else
+                ssm::wkv6_step(st, k + o, v + o, r + o, rw.first, wd + o, y + o, static_cast<int>(hs), static_cast<int>(h0),
+                               static_cast<int>(h1));
         }
     });
     dump("wkv6", y, e);
+    if (qrwkv) {
+        rows_for([&](int64_t t) {
+            for (int64_t i = 0; i < e; ++i) y[t * e + i] *= g[t * e + i];
+        });
+        matmul(rw.output, y, n, out, pool, mm);
+        return;
+    }
     // Group norm per head (eps 64e-5, as llama.cpp), then · ln + ln_b, then · g.
     rows_for([&](int64_t t) {
         float* yt = y + t * e;

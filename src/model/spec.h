@@ -104,7 +104,7 @@ struct RopeSpec {
 };
 
 // The recurrence of a model's recurrent layers (llama.cpp's `ssm.*` keys).
-enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet, Rwkv6, Rwkv7 };
+enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet, Rwkv6, Rwkv7, Rwkv6Qwen2 };
 struct SsmSpec {
     SsmKind kind = SsmKind::None;
     int d_conv = 0;   // causal convolution width (ssm.conv_kernel; ShortConv: shortconv.l_cache)
@@ -131,6 +131,9 @@ struct SsmSpec {
     // low ranks of the in-context learning rate (a), the value residual mix and
     // the output gate.
     int rwkv_iclr_dim = 0, rwkv_value_dim = 0, rwkv_gate_dim = 0;
+    // RWKV6Qwen2 (QRWKV: RWKV-6's time mix alone as the mixer, d_conv 2: one
+    // token-shift row): K / V heads, each serving n_head / rwkv_kv_heads heads.
+    int rwkv_kv_heads = 0;
 };
 
 // Whether a family's graph reads an optional tensor (llama.cpp's loader for the

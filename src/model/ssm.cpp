@@ -24,7 +24,7 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
     const SsmSpec& m = s.ssm;
     const int64_t e = s.n_embd, di = m.d_inner, ds = m.d_state, nc = ssm_conv_channels(m);
     if (m.kind == SsmKind::GatedDeltaNet) return bind_delta_net_weights(src, p, s);
-    if (m.kind == SsmKind::Rwkv6) return bind_rwkv6_weights(src, p, s);
+    if (m.kind == SsmKind::Rwkv6 || m.kind == SsmKind::Rwkv6Qwen2) return bind_rwkv6_weights(src, p, s);
     if (m.kind == SsmKind::Rwkv7) return bind_rwkv7_weights(src, p, s);
     SsmWeights w;
     if (m.kind == SsmKind::ShortConv) {
@@ -98,7 +98,7 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
             ba_.resize(b * 2 * static_cast<size_t>(m.dt_rank));
             qkvz_.resize(b * static_cast<size_t>(2 * m.d_inner + 2 * m.n_group * m.d_state));
         }
-    } else if (m.kind == SsmKind::Rwkv6) {
+    } else if (m.kind == SsmKind::Rwkv6 || m.kind == SsmKind::Rwkv6Qwen2) {
         // a, sx, xxx, the five mixes, r, k, v, g, w, y, b, c_k-in, c_r-in, c_r, c_v: n_embd each;
         // the mix's 5 mix_dim, the decay's decay_dim and the channel mix's n_ff.
         rw_.resize(b * static_cast<size_t>(20 * m.d_inner + 5 * m.rwkv_mix_dim + m.rwkv_decay_dim + m.rwkv_ff));
@@ -141,7 +141,8 @@ void SsmMixer::eval(int il, const SsmWeights& w, const int32_t* seq, int n, cons
         case SsmKind::Mamba1: return eval1(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::ShortConv: return eval_shortconv(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::GatedDeltaNet: return eval_delta_net(il, w, seq, n, h, out, states, pool, mm, hook);
-        case SsmKind::Rwkv6: return eval_rwkv6(il, w, seq, n, h, out, states, pool, mm, hook);
+        case SsmKind::Rwkv6:
+        case SsmKind::Rwkv6Qwen2: return eval_rwkv6(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::Rwkv7: return eval_rwkv7(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::None: break;
     }

@@ -71,6 +71,7 @@ struct SsmWeights {
         const float* ln = nullptr, *ln_b = nullptr;          // time_mix_ln: the per-head group norm's weight, bias
         const float* c_lerp_k = nullptr, *c_lerp_r = nullptr;
         Matrix c_key, c_value, c_receptance;                 // [n_embd, n_ff], [n_ff, n_embd], [n_embd, n_embd]
+        const float* key_b = nullptr, *value_b = nullptr, *receptance_b = nullptr;  // RWKV6Qwen2, by presence
     } rwkv;
 
     // RWKV-7 (src/model/rwkv7.cpp), f32 vectors [n_embd] unless said otherwise.
@@ -95,6 +96,10 @@ struct SsmWeights {
 //   x += output · (GroupNorm_heads(y) · ln + ln_b) · g
 //   b = LN2(x); sx = shift(b) - b; x += sigmoid(c_r · (b + sx·lerp_r)) · c_value · relu(c_key · (b + sx·lerp_k))²
 // shift(a): the previous position's a (for a sequence's first row in a batch, the state's).
+// RWKV6Qwen2 (QRWKV) keeps only the time mix, as an ordinary mixer on the
+// RMS-normed rows (its FFN is the layer's gated FFN): K / V of fewer heads
+// (repeated), optional R / K / V biases, g = sigmoid(gate · xg), k ·= (1 - w), and
+// gated linear attention y = (Σ_i q_i S) / sqrt(head size) in place of WKV6, no group norm.
 
 // Binds layer `prefix` ("blk.3.")'s mixer tensors, checking every shape.
 SsmWeights bind_ssm_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);

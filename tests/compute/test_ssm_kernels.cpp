@@ -247,3 +247,30 @@ TEST(SsmKernels, Wkv7FollowsItsRecurrence) {
         }
     }
 }
+
+// Gated linear attention (RWKV6Qwen2; scalar only): S = g ⊙ S + k vᵀ, then
+// y = (q · scale)ᵀ S, per head, against the formula in double over several steps.
+TEST(SsmKernels, GatedLinearAttentionFollowsItsRecurrence) {
+    std::mt19937 rng(17);
+    const int d = 8, nh = 2;
+    const float scale = 0.35f;
+    std::vector<float> state(d * d * nh, 0.0f);
+    std::vector<double> S(state.size(), 0.0);  // S[h][i][j]
+    std::vector<float> y(d * nh);
+    for (int t = 0; t < 6; ++t) {
+        auto k = random_floats(rng, d * nh, -1, 1), v = random_floats(rng, d * nh, -1, 1);
+        auto q = random_floats(rng, d * nh, -1, 1), g = random_floats(rng, d * nh, 0.3f, 0.95f);
+        ssm::gla_step(state.data(), k.data(), v.data(), q.data(), g.data(), y.data(), d, scale, 0, nh);
+        for (int h = 0; h < nh; ++h) {
+            double* s = S.data() + h * d * d;
+            const int o = h * d;
+            for (int i = 0; i < d; ++i)
+                for (int j = 0; j < d; ++j) s[i * d + j] = s[i * d + j] * g[o + i] + static_cast<double>(k[o + i]) * v[o + j];
+            for (int j = 0; j < d; ++j) {
+                double out = 0;
+                for (int i = 0; i < d; ++i) out += s[i * d + j] * (q[o + i] * scale);
+                EXPECT_NEAR(y[o + j], out, 1e-5 * (1 + std::fabs(out))) << "step " << t << " head " << h << " j " << j;
+            }
+        }
+    }
+}

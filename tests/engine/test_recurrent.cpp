@@ -19,7 +19,7 @@
 namespace {
 
 const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2", "qwen35", "nemotron_h", "qwen35moe", "qwen3next",
-                                            "nemotron_h_moe", "granitehybrid", "falcon-h1", "jamba", "rwkv6", "rwkv7"};
+                                            "nemotron_h_moe", "granitehybrid", "falcon-h1", "jamba", "rwkv6", "rwkv7", "rwkv6qwen2"};
 
 std::shared_ptr<const kiln::Model> load_tiny(const std::string& family) {
     static std::map<std::string, std::shared_ptr<const kiln::Model>> models;
@@ -286,7 +286,8 @@ TEST(RecurrentFiles, BadMamba2FilesNameTheKeyOrTensor) {
 // multi-token-prediction layers, nemotron_h_moe without its selection bias or
 // with latent projections, granitehybrid with an expansion factor other than 2,
 // falcon-h1 without a layer's SSM projection, jamba without a B norm, rwkv6
-// without its fused lerps or with one token shift are errors that name the tensor or key.
+// without its fused lerps or with one token shift, rwkv7 without a gate matrix,
+// rwkv6qwen2 with two token shifts are errors that name the tensor or key.
 TEST(RecurrentFiles, BadHybridExpertFilesNameTheKeyOrTensor) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     auto keep_all = [](const std::string&) { return true; };
@@ -330,4 +331,8 @@ TEST(RecurrentFiles, BadHybridExpertFilesNameTheKeyOrTensor) {
                  "rwkv6.token_shift_count");
     expect_named(load_error(tiny_variant("rwkv7", "no-gate", no_edit, [](const std::string& n) { return n != "blk.2.time_mix_g2.weight"; })),
                  "blk.2.time_mix_g2.weight");
+    expect_named(load_error(tiny_variant("rwkv6qwen2", "shift2",
+                                         [](kiln::gguf::Metadata& md) { md.add("rwkv6qwen2.token_shift_count", kiln::gguf::Value::u32(2)); },
+                                         keep_all)),
+                 "rwkv6qwen2.token_shift_count");
 }

@@ -1275,6 +1275,59 @@ void write_rwkv7_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_
     t.writer().write(path);
 }
 
+// rwkv6qwen2: 3 layers of RWKV-6's time mix (4 WKV heads of 16, K / V of 2
+// heads with biases, low ranks 8 / 16) each with a SwiGLU FFN of 128, RMS norms.
+void write_rwkv6qwen2_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "rwkv6qwen2";
+    using u64 = uint64_t;
+    const int n_layer = 3, e = 64, hs = 16, n_kv = 2, mix = 8, dec = 16, n_ff = 128;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(1u << 20));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("wkv.head_size", Value::u32(hs));
+    t.key("time_mix_extra_dim", Value::u32(mix));
+    t.key("time_decay_extra_dim", Value::u32(dec));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("token_shift_count", Value::u32(1));
+    t.key("attention.head_count_kv", Value::u32(n_kv));
+    t.key("attention.head_count", Value::u32(0));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    auto lerp = [](float u) { return 0.5f + 0.4f * u; };
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        t.tensor(p + "time_mix_lerp_x.weight", {static_cast<u64>(e), 1, 1}, lerp);
+        t.matrix(p + "time_mix_w1.weight", e, 5 * mix, wt, 2.0f);
+        t.tensor(p + "time_mix_w2.weight", {static_cast<u64>(mix), static_cast<u64>(e), 5}, [](float u) { return 0.3f * u; });
+        t.tensor(p + "time_mix_lerp_fused.weight", {static_cast<u64>(e), 1, 1, 5}, lerp);
+        t.vector(p + "time_mix_decay.weight", e, -1.0f, 1.0f);
+        t.matrix(p + "time_mix_decay_w1.weight", e, dec, wt, 1.0f);
+        t.matrix(p + "time_mix_decay_w2.weight", dec, e, GgmlType::F32, 0.5f);
+        t.matrix(p + "time_mix_key.weight", e, n_kv * hs, wt, 2.0f);
+        t.matrix(p + "time_mix_value.weight", e, n_kv * hs, wt, 2.0f);
+        t.matrix(p + "time_mix_receptance.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_gate.weight", e, e, wt, 2.0f);
+        t.vector(p + "time_mix_key.bias", n_kv * hs, 0.0f, 0.3f);
+        t.vector(p + "time_mix_value.bias", n_kv * hs, 0.0f, 0.3f);
+        t.vector(p + "time_mix_receptance.bias", e, 0.0f, 0.3f);
+        t.matrix(p + "time_mix_output.weight", e, e, wt);
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_gate.weight", e, n_ff, wt);
+        t.matrix(p + "ffn_up.weight", e, n_ff, wt);
+        t.matrix(p + "ffn_down.weight", n_ff, e, wt);
+    }
+    t.writer().write(path);
+}
+
 // granitehybrid (Granite 4.0 H): Mamba-2 (8 heads of 16, 1 group), Mamba-2,
 // attention (NORM RoPE, GQA 4/2, attention-output bias), Mamba-2, every layer
 // followed by an FFN: 8 SwiGLU experts of 64 top-2 renormalized (router tie 2/3)
@@ -1676,6 +1729,9 @@ std::vector<TinyModelInfo> tiny_model_families() {
     out.push_back({"rwkv6@float", "rwkv6", "rwkv6 in F32"});
     out.push_back({"rwkv7", "rwkv7", "RWKV-7: 3 blocks (2 WKV heads of 64, low ranks 16 / 8 / 8 / 16, channel mix 256); Q8_0"});
     out.push_back({"rwkv7@float", "rwkv7", "rwkv7 in F32"});
+    out.push_back({"rwkv6qwen2", "rwkv6qwen2", "QRWKV6: 3 layers of RWKV-6 time mix (gated linear attention, K / V of 2 of 4 "
+                                               "heads, biases) + SwiGLU FFN, RMS norms; Q8_0"});
+    out.push_back({"rwkv6qwen2@float", "rwkv6qwen2", "rwkv6qwen2 in F32"});
     return out;
 }
 
@@ -1700,6 +1756,9 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (const DeltaNetRecipe* qr = delta_net_recipe(family)) return write_delta_net_model(*qr, seed_of(family), tokenizer_source, path);
     if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
     if (const NemotronRecipe* nr = nemotron_recipe(family)) return write_nemotron_h_model(*nr, seed_of(family), tokenizer_source, path);
+    if (family == "rwkv6qwen2" || family == "rwkv6qwen2@float")
+        return write_rwkv6qwen2_model(family == "rwkv6qwen2" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source,
+                                      path);
     if (family == "rwkv7" || family == "rwkv7@float")
         return write_rwkv7_model(family == "rwkv7" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source, path);
     if (family == "rwkv6" || family == "rwkv6@float")
