@@ -95,4 +95,64 @@ void delta_step(float* state, const float* q, const float* k, const float* v, co
     }
 }
 
+void wkv6_step(float* state, const float* k, const float* v, const float* r, const float* u, const float* w, float* y, int d,
+               int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        float* yh = y + o;
+        for (int j = 0; j < d; ++j) yh[j] = 0.0f;
+        for (int i = 0; i < d; ++i) {
+            const float ki = k[o + i], ri = r[o + i], ui = u[o + i], wi = w[o + i];
+            float* si = s + static_cast<int64_t>(i) * d;
+            for (int j = 0; j < d; ++j) {
+                const float kv = v[o + j] * ki;
+                const float prev = si[j];
+                yh[j] = std::fma(std::fma(kv, ui, prev), ri, yh[j]);
+                si[j] = std::fma(prev, wi, kv);
+            }
+        }
+    }
+}
+
+void gla_step(float* state, const float* k, const float* v, const float* q, const float* g, float* y, int d, float scale, int h0,
+              int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        float* yh = y + o;
+        for (int j = 0; j < d; ++j) yh[j] = 0.0f;
+        for (int i = 0; i < d; ++i) {
+            const float ki = k[o + i], qi = q[o + i] * scale, gi = g[o + i];
+            float* si = s + static_cast<int64_t>(i) * d;
+            for (int j = 0; j < d; ++j) {
+                const float st = std::fma(si[j], gi, v[o + j] * ki);
+                si[j] = st;
+                yh[j] = std::fma(st, qi, yh[j]);
+            }
+        }
+    }
+}
+
+void wkv7_step(float* state, const float* r, const float* w, const float* k, const float* v, const float* a, const float* b,
+               float* y, int d, int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        for (int i = 0; i < d; ++i) {
+            float* si = s + static_cast<int64_t>(i) * d;
+            float sa = 0.0f;
+            for (int j = 0; j < d; ++j) sa = std::fma(a[o + j], si[j], sa);
+            const float vi = v[o + i];
+            float out = 0.0f;
+            for (int j = 0; j < d; ++j) {
+                const float st = std::fma(sa, b[o + j], std::fma(si[j], w[o + j], vi * k[o + j]));
+                si[j] = st;
+                out = std::fma(st, r[o + j], out);
+            }
+            y[o + i] = out;
+        }
+    }
+}
+
 }  // namespace kiln::ssm

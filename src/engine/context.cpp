@@ -107,7 +107,7 @@ ContextSizing size_context(const ModelSpec& spec, const ContextOptions& o) {
         z.memory_bytes = KvCache::bytes_needed(z.shapes, z.kv);
         return z;
     }
-    for (const LayerSpec& l : spec.layers) z.state_bytes.push_back(l.mixer == MixerKind::Recurrent ? ssm_state_bytes(spec) : 0);
+    for (const LayerSpec& l : spec.layers) z.state_bytes.push_back(l.has_recurrent_state() ? ssm_state_bytes(spec) : 0);
     RecurrentStateOptions& ro = z.recurrent;
     ro.n_seq = o.n_seq_max;
     ro.n_ctx = n_ctx;

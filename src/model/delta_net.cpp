@@ -1,6 +1,8 @@
-// The gated delta net mixer (Qwen3.5's linear-attention layers), a member of
-// SsmMixer (src/model/ssm.h): binding, and evaluation in batch order with the
-// recurrence row by row (compute/ssm.h, delta_step), as the other recurrent mixers.
+// The gated delta net mixer (Qwen3.5's and Qwen3-Next's linear-attention
+// layers), a member of SsmMixer (src/model/ssm.h): binding, and evaluation in
+// batch order with the recurrence row by row (compute/ssm.h, delta_step), as the
+// other recurrent mixers. Qwen3-Next differs in its tensors' layout only
+// (SsmSpec::grouped_heads): the same arithmetic per value head.
 #include <cmath>
 #include <cstring>
 
@@ -16,10 +18,20 @@ SsmWeights bind_delta_net_weights(TensorSource& src, const std::string& p, const
     const SsmSpec& m = s.ssm;
     const int64_t e = s.n_embd, nv = m.dt_rank, nc = ssm_conv_channels(m);
     SsmWeights w;
-    w.in = src.matrix(p + "attn_qkv.weight", e, nc, true);
-    w.z_proj = src.matrix(p + "attn_gate.weight", e, m.d_inner, true);
-    w.beta_proj = src.matrix(p + "ssm_beta.weight", e, nv, true);
-    w.alpha_proj = src.matrix(p + "ssm_alpha.weight", e, nv, true);
+    if (m.grouped_heads && !src.has(p + "attn_qkv.weight") && src.has(p + "ssm_in.weight")) {
+        // The older converters' one projection of q, k, v and z per key head.
+        w.in = src.matrix(p + "ssm_in.weight", e, nc + m.d_inner, true);
+        w.in_qkvz = true;
+    } else {
+        w.in = src.matrix(p + "attn_qkv.weight", e, nc, true);
+        w.z_proj = src.matrix(p + "attn_gate.weight", e, m.d_inner, true);
+    }
+    if (m.grouped_heads) {
+        w.beta_alpha_proj = src.matrix(p + "ssm_ba.weight", e, 2 * nv, true);
+    } else {
+        w.beta_proj = src.matrix(p + "ssm_beta.weight", e, nv, true);
+        w.alpha_proj = src.matrix(p + "ssm_alpha.weight", e, nv, true);
+    }
     w.conv = src.floats(p + "ssm_conv1d.weight", {static_cast<u64>(m.d_conv), static_cast<u64>(nc)}, true);
     w.dt_b = src.floats(p + "ssm_dt.bias", {static_cast<u64>(nv)}, true);
     w.A = src.floats(p + "ssm_a", {static_cast<u64>(nv)}, true);
@@ -35,10 +47,47 @@ void SsmMixer::eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, i
     auto dump = [&](const char* name, const float* data, int64_t per_row) {
         if (hook) hook(name, il, data, per_row, n);
     };
-    {
+    const int64_t rf = nv / nk;  // value heads per key head
+    if (!m.grouped_heads) {
         const Matrix* ws[] = {&w.in, &w.z_proj, &w.beta_proj, &w.alpha_proj};
         float* ys[] = {proj_.data(), z_.data(), beta_.data(), alpha_.data()};
         matmul_many(ws, h, n, ys, pool, mm);
+    } else {
+        // qwen3next: beta and alpha per key head [beta x rf | alpha x rf], and
+        // with ssm_in, q | k | v x rf | z x rf per key head, gathered here into
+        // the attn_qkv / attn_gate layout (q of all key heads, k, v; z).
+        const int64_t nq = nc + dv;
+        if (w.in_qkvz) {
+            const Matrix* ws[] = {&w.in, &w.beta_alpha_proj};
+            float* ys[] = {qkvz_.data(), ba_.data()};
+            matmul_many(ws, h, n, ys, pool, mm);
+        } else {
+            const Matrix* ws[] = {&w.in, &w.z_proj, &w.beta_alpha_proj};
+            float* ys[] = {proj_.data(), z_.data(), ba_.data()};
+            matmul_many(ws, h, n, ys, pool, mm);
+        }
+        pool.parallel_for(n, 16, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) {
+                const float* ba = ba_.data() + r * 2 * nv;
+                for (int64_t g = 0; g < nk; ++g)
+                    for (int64_t j = 0; j < rf; ++j) {
+                        beta_[static_cast<size_t>(r * nv + g * rf + j)] = ba[g * 2 * rf + j];
+                        alpha_[static_cast<size_t>(r * nv + g * rf + j)] = ba[g * 2 * rf + rf + j];
+                    }
+                if (!w.in_qkvz) continue;
+                const float* src = qkvz_.data() + r * nq;
+                float* qkv = proj_.data() + r * nc;
+                float* z = z_.data() + r * dv;
+                const int64_t per = 2 * d + 2 * rf * d;  // one key head's q, k, v, z
+                for (int64_t g = 0; g < nk; ++g) {
+                    const float* s = src + g * per;
+                    std::memcpy(qkv + g * d, s, static_cast<size_t>(d) * sizeof(float));
+                    std::memcpy(qkv + nk * d + g * d, s + d, static_cast<size_t>(d) * sizeof(float));
+                    std::memcpy(qkv + 2 * nk * d + g * rf * d, s + 2 * d, static_cast<size_t>(rf * d) * sizeof(float));
+                    std::memcpy(z + g * rf * d, s + 2 * d + rf * d, static_cast<size_t>(rf * d) * sizeof(float));
+                }
+            }
+        });
     }
     dump("linear_attn_qkv_mixed", proj_.data(), nc);
     conv(il, w, seq, n, proj_.data(), nc, 0, states, pool, true);
@@ -63,13 +112,25 @@ void SsmMixer::eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, i
         }
     });
     // The recurrence: threads take value heads, each walks the rows in order.
+    // Grouped heads: one value head at a time with its own key head as the only one.
     const auto delta_step = kernels().ssm_delta;
     pool.parallel_for(nv, 1, [&](int64_t h0, int64_t h1, int) {
         for (int r = 0; r < n; ++r) {
             float* st = reinterpret_cast<float*>(states.state(il, seq[r]) + conv_bytes_);
             const float* x = xc_.data() + r * nc;
-            delta_step(st, x, x + nk * d, x + 2 * nk * d, alpha_.data() + r * nv, beta_.data() + r * nv, y_.data() + r * dv,
-                            static_cast<int>(d), static_cast<int>(nk), static_cast<int>(h0), static_cast<int>(h1));
+            const float* a = alpha_.data() + r * nv;
+            const float* b = beta_.data() + r * nv;
+            float* y = y_.data() + r * dv;
+            if (!m.grouped_heads) {
+                delta_step(st, x, x + nk * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), static_cast<int>(nk),
+                           static_cast<int>(h0), static_cast<int>(h1));
+                continue;
+            }
+            for (int64_t hv = h0; hv < h1; ++hv) {
+                const int64_t g = hv / rf;
+                delta_step(st, x + g * d, x + nk * d + g * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), 1,
+                           static_cast<int>(hv), static_cast<int>(hv + 1));
+            }
         }
     });
     dump("delta_out", y_.data(), dv);

@@ -15,7 +15,7 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     : spec_(spec), w_(weights), cache_(memory.kv()), recurrent_(memory.recurrent()), pool_(pool), n_batch_max_(n_batch_max),
       moe_(spec, n_batch_max) {
     for (const LayerSpec& l : spec.layers) {
-        if ((l.mixer == MixerKind::Attention && !cache_) || (l.mixer == MixerKind::Recurrent && !recurrent_))
+        if ((l.mixer == MixerKind::Attention && !cache_) || (l.has_recurrent_state() && !recurrent_))
             throw Error("forward: the memory has no part for the layers' mixers (architecture '" + spec.arch + "')",
                         ErrorKind::Internal);
         if (l.ffn == FfnKind::Gated && (spec.activation == FfnActivation::Relu2 || spec.activation == FfnActivation::Xielu))
@@ -40,6 +40,7 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     mla_nope_.resize(z.mla_nope);
     mla_lat_.resize(z.mla_lat);
     par_.resize(z.par);
+    ssm_o_.resize(z.ssm_o);
     // LongRoPE: the long factors when a sequence's context exceeds the original
     // one, as llama.cpp chooses them (by the context size, not the position).
     rope_factors_ = weights.rope_freqs;
@@ -88,6 +89,7 @@ Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_ma
     for (const LayerSpec& l : spec.layers) {
         if (l.ffn == FfnKind::Plain) z.ones = static_cast<size_t>(spec.max_n_ff());
         if (l.parallel) z.par = z.x;
+        if (l.parallel_ssm) z.ssm_o = z.x;
     }
     // Fused products before their split: Q/K/V where a layer has attn_qkv, gate / up (phi3).
     if (spec.fused_qkv) z.qkv = z.q + z.k + z.v;
@@ -515,6 +517,12 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         norm_rows(spec_, o_.data(), lw.attn_post_norm, nullptr, o_.data(), n, e, pool_);
         dump("attn_post_norm", il, o_.data(), e, n);
     }
+    if (l.parallel_ssm) {
+        // falcon-h1: the recurrent mixer on the attention's normed input, the sum then added once.
+        ssm_->eval(il, lw.ssm, b.seq, n, h_.data(), ssm_o_.data(), *recurrent_, pool_, mm_, hook_);
+        add_rows(o_.data(), ssm_o_.data(), n * e, pool_);
+        dump("layer_out", il, o_.data(), e, n);
+    }
     if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);
     if (l.parallel) {
         // The FFN reads the layer's input too; the attention output waits for it.
@@ -655,9 +663,16 @@ void Forward::recurrent_layer(int il, const BatchRows& b) {
     const int n = b.n;
     const LayerWeights& lw = w_.layers[static_cast<size_t>(il)];
     const int64_t e = spec_.n_embd;
+    if (spec_.ssm.kind == SsmKind::Rwkv6 || spec_.ssm.kind == SsmKind::Rwkv7) {
+        // The whole block, its norms and residual adds included (model/rwkv6.cpp).
+        ssm_->eval(il, lw.ssm, b.seq, n, x_.data(), o_.data(), *recurrent_, pool_, mm_, hook_);
+        std::swap(x_, o_);
+        return;
+    }
     norm_rows(spec_, x_.data(), lw.attn_norm, lw.attn_norm_b, h_.data(), n, e, pool_);
     dump("attn_norm", il, h_.data(), e, n);
     ssm_->eval(il, lw.ssm, b.seq, n, h_.data(), o_.data(), *recurrent_, pool_, mm_, hook_);
+    if (spec_.residual_scale != 0.0f) ops::scale(o_.data(), static_cast<int64_t>(n) * e, spec_.residual_scale);  // granitehybrid
     add_rows(x_.data(), o_.data(), n * e, pool_);
     dump(spec_.layers[static_cast<size_t>(il)].ffn == FfnKind::None ? "l_out" : "ffn_inp", il, x_.data(), e, n);
 }

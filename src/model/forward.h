@@ -74,7 +74,7 @@ public:
 private:
     // Elements of the activation buffers for a batch of n_batch_max rows.
     struct BufferSizes {
-        size_t x = 0, q = 0, k = 0, v = 0, att = 0, ff = 0, ones = 0, qkv = 0, gate_up = 0, par = 0;
+        size_t x = 0, q = 0, k = 0, v = 0, att = 0, ff = 0, ones = 0, qkv = 0, gate_up = 0, par = 0, ssm_o = 0;
         size_t mla_q = 0, mla_qa = 0, mla_nope = 0, mla_lat = 0;  // latent attention's (mla.cpp)
         size_t ple = 0;  // the per-layer embeddings' rows (per_layer_embd.cpp)
     };
@@ -129,6 +129,7 @@ private:
     std::vector<float> qg_, ogate_;  // attn_output_gate: Q with its gates [2 n_head head_dim_k, n], the gates [n_head head_dim_k, n]
     std::vector<float> o_;       // a block's output [n_embd, n]
     std::vector<float> par_;     // a parallel block's attention output, added with the FFN's [n_embd, n] (sized only if used)
+    std::vector<float> ssm_o_;   // LayerSpec::parallel_ssm: the recurrent mixer's output [n_embd, n] (sized only if used)
     std::vector<float> gate_, up_;  // [n_ff, n]
     std::vector<float> ones_;    // [n_ff] of 1.0f: a plain FFN's activation through the gated kernel
     std::vector<float> out_x_;   // the rows whose output is wanted [n_embd, n_out]

@@ -209,7 +209,7 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std:
             throw Error("layer " + std::to_string(il) + ": an attention layer with " + std::to_string(l.n_head) + " heads over " +
                         std::to_string(l.n_head_kv) + " KV heads (" + k("attention.head_count") + ", " +
                         k("attention.head_count_kv") + ")");
-        if (l.mixer == MixerKind::Recurrent && s.ssm.kind == SsmKind::None)
+        if (l.has_recurrent_state() && s.ssm.kind == SsmKind::None)
             throw Error("layer " + std::to_string(il) + ": a recurrent layer without a recurrence (architecture '" + s.arch + "')",
                         ErrorKind::Internal);
         if (l.ffn != FfnKind::None && l.n_ff <= 0)

@@ -23,6 +23,14 @@ void swiglu_oai(float* gate, const float* up, int64_t n) {
     }
 }
 
+// max(x, 0)², exact in float (ggml: relu, then sqr), in place.
+void relu2(float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = std::max(x[i], 0.0f);
+        x[i] = v * v;
+    }
+}
+
 }  // namespace
 
 MoeBlock::MoeBlock(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
@@ -39,6 +47,8 @@ MoeBlock::MoeBlock(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
         max_sh = std::max(max_sh, l.n_ff_shexp);
     }
     if (!any) return;
+    if (m.ungated && spec.activation != FfnActivation::Relu2)
+        throw Error("ungated experts are supported with ReLU² only (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
     const size_t b = static_cast<size_t>(n_batch_max), k = static_cast<size_t>(m.n_expert_used), e = static_cast<size_t>(spec.n_embd);
     const size_t rows = b * k;
     logits_.resize(b * static_cast<size_t>(m.n_expert));
@@ -136,8 +146,9 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
                             static_cast<size_t>(e) * sizeof(float));
             in = xg_.data() + r0 * e;
         }
-        jobs.push_back({&x.gate[static_cast<size_t>(id)], in, c, gate_.data() + r0 * ff});
-        jobs.push_back({&x.up[static_cast<size_t>(id)], in, c, up_.data() + r0 * ff});
+        if (!m.ungated) jobs.push_back({&x.gate[static_cast<size_t>(id)], in, c, gate_.data() + r0 * ff});
+        // Ungated: up's product goes where the activation's output is read from.
+        jobs.push_back({&x.up[static_cast<size_t>(id)], in, c, (m.ungated ? gate_ : up_).data() + r0 * ff});
     }
     matmul_batch(jobs, pool, mm);
 
@@ -154,7 +165,10 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
     }
     // Rows by the 16 K elements (a decode step's k rows at once, without the pool).
     pool.parallel_for(static_cast<int64_t>(n) * k, std::max<int64_t>(1, 16384 / ff), [&](int64_t r0, int64_t r1, int) {
-        act(gate_.data() + r0 * ff, up_.data() + r0 * ff, (r1 - r0) * ff);
+        if (m.ungated)
+            relu2(gate_.data() + r0 * ff, (r1 - r0) * ff);
+        else
+            act(gate_.data() + r0 * ff, up_.data() + r0 * ff, (r1 - r0) * ff);
     });
     show("ffn_moe_act", gate_.data(), ff, static_cast<int64_t>(n) * k);
 
@@ -194,15 +208,18 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
 
     if (x.shexp_up.empty()) return;
     const int64_t sff = l.n_ff_shexp;
-    {
+    if (m.ungated) {
+        matmul(x.shexp_up, h, n, sh_gate_.data(), pool, mm);
+        pool.parallel_for(n, 4, [&](int64_t t0, int64_t t1, int) { relu2(sh_gate_.data() + t0 * sff, (t1 - t0) * sff); });
+    } else {
         const Matrix* ws[] = {&x.shexp_gate, &x.shexp_up};
         float* ys[] = {sh_gate_.data(), sh_up_.data()};
         matmul_many(ws, h, n, ys, pool, mm);
+        const auto silu_mul = kernels().silu_mul;
+        pool.parallel_for(n, 4, [&](int64_t t0, int64_t t1, int) {
+            silu_mul(sh_gate_.data() + t0 * sff, sh_up_.data() + t0 * sff, (t1 - t0) * sff);
+        });
     }
-    const auto silu_mul = kernels().silu_mul;
-    pool.parallel_for(n, 4, [&](int64_t t0, int64_t t1, int) {
-        silu_mul(sh_gate_.data() + t0 * sff, sh_up_.data() + t0 * sff, (t1 - t0) * sff);
-    });
     matmul(x.shexp_down, sh_gate_.data(), n, sh_down_.data(), pool, mm);
     show("ffn_shexp", sh_down_.data(), e, n);
     if (!x.shexp_router.empty()) matmul(x.shexp_router, h, n, sh_router_.data(), pool, mm);

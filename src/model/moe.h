@@ -9,7 +9,8 @@
 //            n_group_used groups when grouped; ties as llama.cpp's CPU argsort
 //   w      = probs[select] (softmax over them for SoftmaxWeight), / their sum when
 //            norm_weights, x weights_scale
-//   out    = Σ_j w_j · down_j(act(gate_j x) ⊙ up_j x)   (summed in slot order j)
+//   out    = Σ_j w_j · down_j(act(gate_j x) ⊙ up_j x)   (summed in slot order j;
+//            ungated experts: down_j(act(up_j x)))
 //          + sigmoid(shexp_router · x) · shared expert(x)
 // (llama4, weight_before_ffn: Σ_j down_j(act(gate_j (w_j x)) ⊙ up_j (w_j x));
 // gemma4: per-expert output scales of the three products, the router on its own

@@ -63,6 +63,9 @@ struct MoeSpec {
     // its weight, its output then summed unweighted.
     bool select_on_logits = false;
     bool weight_before_ffn = false;
+    // The experts and the shared expert are down(act(up x)) without a gate
+    // projection, act ModelSpec::activation (nemotron_h_moe: ReLU²).
+    bool ungated = false;
 };
 
 // Multi-head latent attention (DeepSeek-V2 / V3, Kimi K2; llama.cpp's absorbed
@@ -106,7 +109,7 @@ struct RopeSpec {
 };
 
 // The recurrence of a model's recurrent layers (llama.cpp's `ssm.*` keys).
-enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet };
+enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet, Rwkv6, Rwkv7, Rwkv6Qwen2 };
 struct SsmSpec {
     SsmKind kind = SsmKind::None;
     int d_conv = 0;   // causal convolution width (ssm.conv_kernel; ShortConv: shortconv.l_cache)
@@ -114,6 +117,28 @@ struct SsmSpec {
     int d_state = 0;  // state per channel (ssm.state_size)
     int dt_rank = 0;  // Mamba-1: rank of the time-step projection; Mamba-2: heads; delta net: value heads (ssm.time_step_rank)
     int n_group = 1;  // Mamba-2: groups sharing B and C; delta net: key heads (ssm.group_count)
+    // Delta net, qwen3next's layout: the value heads come grouped by key head
+    // (value head h reads key head h / (n_v / n_k), not qwen35's h % n_k), and
+    // beta and alpha come from one ssm_ba holding, per key head, its
+    // value heads' beta then their alpha.
+    bool grouped_heads = false;
+    bool norm_optional = false;  // Mamba-2: ssm_norm by presence, none without it (falcon-h1)
+    // Mamba-1: dt, B and C RMS-normed with ssm_dt_norm / ssm_b_norm / ssm_c_norm
+    // (required) after the x projection (jamba).
+    bool dt_bc_norms = false;
+    // RWKV-6 (d_state: the WKV head size; d_inner: n_embd; d_conv 3: the state
+    // starts with the two token-shift rows, time mix then channel mix): the
+    // low-rank widths of the token-shift mix and of the decay, the channel mix's
+    // width (feed_forward_length), and every rwkv_rescale_every-th layer's output
+    // halved (0: never).
+    int rwkv_mix_dim = 0, rwkv_decay_dim = 0, rwkv_ff = 0, rwkv_rescale_every = 0;
+    // RWKV-7 (the same state; rwkv_decay_dim and rwkv_ff as RWKV-6's): the
+    // low ranks of the in-context learning rate (a), the value residual mix and
+    // the output gate.
+    int rwkv_iclr_dim = 0, rwkv_value_dim = 0, rwkv_gate_dim = 0;
+    // RWKV6Qwen2 (QRWKV: RWKV-6's time mix alone as the mixer, d_conv 2: one
+    // token-shift row): K / V heads, each serving n_head / rwkv_kv_heads heads.
+    int rwkv_kv_heads = 0;
 };
 
 // Whether a family's graph reads an optional tensor (llama.cpp's loader for the
@@ -226,6 +251,11 @@ struct LayerSpec {
     // >= 0: the layer computes no K / V and attends over that earlier layer's
     // cache (gemma4's shared-KV layers); it then stores nothing.
     int kv_source = -1;
+    // An attention layer whose recurrent mixer (ModelSpec::ssm) runs beside the
+    // attention on the same normed rows, the two outputs summed before the
+    // residual add (falcon-h1); the layer then keeps a recurrent state too.
+    bool parallel_ssm = false;
+    bool has_recurrent_state() const { return mixer == MixerKind::Recurrent || parallel_ssm; }
 };
 
 struct ModelSpec {

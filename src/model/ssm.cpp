@@ -24,6 +24,8 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
     const SsmSpec& m = s.ssm;
     const int64_t e = s.n_embd, di = m.d_inner, ds = m.d_state, nc = ssm_conv_channels(m);
     if (m.kind == SsmKind::GatedDeltaNet) return bind_delta_net_weights(src, p, s);
+    if (m.kind == SsmKind::Rwkv6 || m.kind == SsmKind::Rwkv6Qwen2) return bind_rwkv6_weights(src, p, s);
+    if (m.kind == SsmKind::Rwkv7) return bind_rwkv7_weights(src, p, s);
     SsmWeights w;
     if (m.kind == SsmKind::ShortConv) {
         w.conv = src.floats(p + "shortconv.conv.weight", {static_cast<u64>(m.d_conv), static_cast<u64>(di)}, true);
@@ -40,7 +42,7 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
         w.dt_b = src.floats(p + "ssm_dt.bias", {static_cast<u64>(nh)}, true);
         w.A = src.floats(p + "ssm_a", {1, static_cast<u64>(nh)}, true);
         w.D = src.floats(p + "ssm_d", {1, static_cast<u64>(nh)}, true);
-        w.norm = src.floats(p + "ssm_norm.weight", {static_cast<u64>(di / m.n_group), static_cast<u64>(m.n_group)}, true);
+        w.norm = src.floats(p + "ssm_norm.weight", {static_cast<u64>(di / m.n_group), static_cast<u64>(m.n_group)}, !m.norm_optional);
     } else {
         w.in = src.matrix(p + "ssm_in.weight", e, 2 * di, true);
         w.x_proj = src.matrix(p + "ssm_x.weight", di, m.dt_rank + 2 * ds, true);
@@ -48,13 +50,18 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
         w.dt_b = src.floats(p + "ssm_dt.bias", {static_cast<u64>(di)}, true);
         w.A = src.floats(p + "ssm_a", {static_cast<u64>(ds), static_cast<u64>(di)}, true);
         w.D = src.floats(p + "ssm_d", {static_cast<u64>(di)}, true);
+        if (m.dt_bc_norms) {
+            w.dt_norm = src.floats(p + "ssm_dt_norm.weight", {static_cast<u64>(m.dt_rank)}, true);
+            w.b_norm = src.floats(p + "ssm_b_norm.weight", {static_cast<u64>(ds)}, true);
+            w.c_norm = src.floats(p + "ssm_c_norm.weight", {static_cast<u64>(ds)}, true);
+        }
     }
     return w;
 }
 
 std::vector<Matrix*> ssm_matrices(SsmWeights& w) {
     std::vector<Matrix*> out;
-    for (Matrix* m : {&w.in, &w.x_proj, &w.dt_proj, &w.out, &w.z_proj, &w.beta_proj, &w.alpha_proj})
+    for (Matrix* m : {&w.in, &w.x_proj, &w.dt_proj, &w.out, &w.z_proj, &w.beta_proj, &w.alpha_proj, &w.beta_alpha_proj})
         if (!m->empty()) out.push_back(m);
     return out;
 }
@@ -87,6 +94,19 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
         z_.resize(b * static_cast<size_t>(m.d_inner));
         beta_.resize(b * static_cast<size_t>(m.dt_rank));
         alpha_.resize(b * static_cast<size_t>(m.dt_rank));
+        if (m.grouped_heads) {
+            ba_.resize(b * 2 * static_cast<size_t>(m.dt_rank));
+            qkvz_.resize(b * static_cast<size_t>(2 * m.d_inner + 2 * m.n_group * m.d_state));
+        }
+    } else if (m.kind == SsmKind::Rwkv6 || m.kind == SsmKind::Rwkv6Qwen2) {
+        // a, sx, xxx, the five mixes, r, k, v, g, w, y, b, c_k-in, c_r-in, c_r, c_v: n_embd each;
+        // the mix's 5 mix_dim, the decay's decay_dim and the channel mix's n_ff.
+        rw_.resize(b * static_cast<size_t>(20 * m.d_inner + 5 * m.rwkv_mix_dim + m.rwkv_decay_dim + m.rwkv_ff));
+    } else if (m.kind == SsmKind::Rwkv7) {
+        // 22 n_embd-wide buffers (rwkv7.cpp), the low ranks and the channel mix.
+        rw_.resize(b * static_cast<size_t>(22 * m.d_inner + m.rwkv_decay_dim + m.rwkv_iclr_dim + m.rwkv_value_dim +
+                                           m.rwkv_gate_dim + m.rwkv_ff));
+        v_first_.resize(b * static_cast<size_t>(m.d_inner));
     } else if (m.kind == SsmKind::Mamba1) {
         xdb_.resize(b * static_cast<size_t>(m.dt_rank + 2 * m.d_state));
         dtl_.resize(b * static_cast<size_t>(m.dt_rank));
@@ -121,6 +141,9 @@ void SsmMixer::eval(int il, const SsmWeights& w, const int32_t* seq, int n, cons
         case SsmKind::Mamba1: return eval1(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::ShortConv: return eval_shortconv(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::GatedDeltaNet: return eval_delta_net(il, w, seq, n, h, out, states, pool, mm, hook);
+        case SsmKind::Rwkv6:
+        case SsmKind::Rwkv6Qwen2: return eval_rwkv6(il, w, seq, n, h, out, states, pool, mm, hook);
+        case SsmKind::Rwkv7: return eval_rwkv7(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::None: break;
     }
 }
@@ -177,7 +200,7 @@ void SsmMixer::eval2(int il, const SsmWeights& w, const int32_t* seq, int n, con
         }
     });
     dump("ssm_scan", y_.data(), di);
-    // y + D·x, gated by SiLU(z), RMS-normed per group.
+    // y + D·x, gated by SiLU(z), RMS-normed per group (where the layer has the norm).
     const auto silu_mul = kernels().silu_mul;
     const auto rms_norm = kernels().rms_norm;
     const int64_t gw = di / ng;
@@ -189,7 +212,8 @@ void SsmMixer::eval2(int il, const SsmWeights& w, const int32_t* seq, int n, con
             float* g = g_.data() + r * di;
             std::memcpy(g, proj_.data() + r * np, static_cast<size_t>(di) * sizeof(float));
             silu_mul(g, y, di);
-            for (int64_t k = 0; k < ng; ++k) rms_norm(g + k * gw, w.norm + k * gw, g + k * gw, gw, spec_.norm_eps);
+            if (w.norm)
+                for (int64_t k = 0; k < ng; ++k) rms_norm(g + k * gw, w.norm + k * gw, g + k * gw, gw, spec_.norm_eps);
         }
     });
     dump("ssm_norm", g_.data(), di);
@@ -212,6 +236,18 @@ void SsmMixer::eval1(int il, const SsmWeights& w, const int32_t* seq, int n, con
     matmul(w.x_proj, xc_.data(), n, xdb_.data(), pool, mm);
     for (int r = 0; r < n; ++r)
         std::memcpy(dtl_.data() + r * dr, xdb_.data() + r * nxdb, static_cast<size_t>(dr) * sizeof(float));
+    if (w.dt_norm) {
+        // jamba: dt_low, B and C each RMS-normed with its weight.
+        const auto rms_norm = kernels().rms_norm;
+        const float eps = spec_.norm_eps;
+        for (int r = 0; r < n; ++r) {
+            float* dtl = dtl_.data() + r * dr;
+            float* bc = xdb_.data() + r * nxdb + dr;
+            rms_norm(dtl, w.dt_norm, dtl, dr, eps);
+            rms_norm(bc, w.b_norm, bc, ds, eps);
+            rms_norm(bc + ds, w.c_norm, bc + ds, ds, eps);
+        }
+    }
     matmul(w.dt_proj, dtl_.data(), n, dt_.data(), pool, mm);
     for (int r = 0; r < n; ++r) ops::add(dt_.data() + r * di, w.dt_b, di);
     pool.parallel_for(di, 16, [&](int64_t c0, int64_t c1, int) {

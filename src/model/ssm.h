@@ -8,11 +8,11 @@
 //   y = RMSNorm_per_group(y · SiLU(z)) · ssm_norm;   out = ssm_out · y
 // ShortConv (lfm2's convolution layers): no scan, a gated short convolution:
 //   [B, C, x] = in_proj · x;  y = C · conv1d(B · x);  out = out_proj · y
-// Gated delta net (qwen35's linear-attention layers; src/model/delta_net.cpp):
+// Gated delta net (qwen35's / qwen35moe's / qwen3next's linear-attention layers; src/model/delta_net.cpp):
 //   qkv = attn_qkv · x;  [q, k, v] = SiLU(conv1d(qkv));  q, k L2-normed per key head
 //   g = softplus(ssm_alpha · x + dt_b) · A;  beta = sigmoid(ssm_beta · x)
 //   y = delta_rule(q, k, v, g, beta);  out = ssm_out · (RMSNorm(y) · ssm_norm · SiLU(attn_gate · x))
-// Mamba-1 (mamba):
+// Mamba-1 (mamba; jamba's Mamba layers also RMS-norm dt_low, B and C with weights):
 //   xz = ssm_in · x;  x = SiLU(conv1d(x) + b);  [dt_low, B, C] = ssm_x · x;  dt = ssm_dt · dt_low + dt_b
 //   y = (scan(x, dt, A, B, C) + D·x) · SiLU(z);   out = ssm_out · y
 //
@@ -44,9 +44,62 @@ struct SsmWeights {
     const float* A = nullptr;        // ssm_a: [1, n_head] (Mamba-2) or [d_state, d_inner]; already -exp(A_log)
     const float* D = nullptr;        // ssm_d: [1, n_head] (Mamba-2) or [d_inner]
     const float* norm = nullptr;     // Mamba-2 ssm_norm [d_inner / n_group, n_group]
+    const float* dt_norm = nullptr;  // Mamba-1 with SsmSpec::dt_bc_norms: ssm_dt_norm [dt_rank]
+    const float* b_norm = nullptr;   //   ssm_b_norm [d_state]
+    const float* c_norm = nullptr;   //   ssm_c_norm [d_state]
     Matrix out;                      // ssm_out (shortconv.out_proj) [d_inner, n_embd]
     Matrix z_proj, beta_proj, alpha_proj;  // delta net: attn_gate [n_embd, d_inner], ssm_beta / ssm_alpha [n_embd, n_v_heads]
+    Matrix beta_alpha_proj;          // delta net, grouped heads: ssm_ba [n_embd, 2 n_v_heads]
+    // Delta net, grouped heads: `in` is the older converters' ssm_in [n_embd,
+    // 2 d_inner + 2 n_k d], per key head its q, k, its value heads' v and z
+    // (no attn_qkv / attn_gate).
+    bool in_qkvz = false;
+
+    // RWKV-6: the whole block's tensors (src/model/rwkv6.cpp), f32 vectors [n_embd]
+    // unless said otherwise.
+    struct Rwkv6 {
+        const float* norm = nullptr, *norm_b = nullptr;      // attn_norm (LayerNorm) before the time mix
+        const float* norm2 = nullptr, *norm2_b = nullptr;    // attn_norm_2 before the channel mix
+        const float* lerp_x = nullptr;
+        const float* lerp_fused = nullptr;                   // [n_embd, 5]: w, k, v, r, g
+        Matrix w1;                                           // time_mix_w1 [n_embd, 5 mix_dim]
+        const float* w2 = nullptr;                           // time_mix_w2 [mix_dim, n_embd, 5]
+        const float* first = nullptr;                        // time_mix_first (u) [head_size, n_head]
+        const float* decay = nullptr;                        // time_mix_decay
+        Matrix decay_w1, decay_w2;                           // [n_embd, decay_dim], [decay_dim, n_embd]
+        Matrix key, value, receptance, gate, output;         // [n_embd, n_embd]
+        const float* ln = nullptr, *ln_b = nullptr;          // time_mix_ln: the per-head group norm's weight, bias
+        const float* c_lerp_k = nullptr, *c_lerp_r = nullptr;
+        Matrix c_key, c_value, c_receptance;                 // [n_embd, n_ff], [n_ff, n_embd], [n_embd, n_embd]
+        const float* key_b = nullptr, *value_b = nullptr, *receptance_b = nullptr;  // RWKV6Qwen2, by presence
+    } rwkv;
+
+    // RWKV-7 (src/model/rwkv7.cpp), f32 vectors [n_embd] unless said otherwise.
+    struct Rwkv7 {
+        const float* norm = nullptr, *norm_b = nullptr, *norm2 = nullptr, *norm2_b = nullptr;
+        const float* lerp_fused = nullptr;                 // [n_embd, 6]: r, w, k, v, a, g
+        const float* w0 = nullptr, *a0 = nullptr, *v0 = nullptr;
+        Matrix w1, w2, a1, a2, v1, v2, g1, g2;             // the low-rank pairs [n_embd, rank], [rank, n_embd]
+        const float* k_k = nullptr, *k_a = nullptr, *r_k = nullptr;
+        Matrix key, value, receptance, output;             // [n_embd, n_embd]
+        const float* ln = nullptr, *ln_b = nullptr;
+        const float* c_lerp_k = nullptr;
+        Matrix c_key, c_value;                             // [n_embd, n_ff], [n_ff, n_embd]
+    } rwkv7;
 };
+
+// RWKV-6 (rwkv6; src/model/rwkv6.cpp) is a whole block in the mixer, given the
+// residual stream and returning the layer's output:
+//   a = LN(x); sx = shift(a) - a; the token-shift mix (lerp_x, w1, tanh, w2, lerp_fused)
+//   gives xw, xk, xv, xr, xg; r, k, v = receptance / key / value; g = SiLU(gate · xg)
+//   w = exp(-exp(decay + decay_w2 · tanh(decay_w1 · xw)));  y = wkv6(k, v, r, first, w)
+//   x += output · (GroupNorm_heads(y) · ln + ln_b) · g
+//   b = LN2(x); sx = shift(b) - b; x += sigmoid(c_r · (b + sx·lerp_r)) · c_value · relu(c_key · (b + sx·lerp_k))²
+// shift(a): the previous position's a (for a sequence's first row in a batch, the state's).
+// RWKV6Qwen2 (QRWKV) keeps only the time mix, as an ordinary mixer on the
+// RMS-normed rows (its FFN is the layer's gated FFN): K / V of fewer heads
+// (repeated), optional R / K / V biases, g = sigmoid(gate · xg), k ·= (1 - w), and
+// gated linear attention y = (Σ_i q_i S) / sqrt(head size) in place of WKV6, no group norm.
 
 // Binds layer `prefix` ("blk.3.")'s mixer tensors, checking every shape.
 SsmWeights bind_ssm_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
@@ -54,6 +107,9 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& prefix, const 
 std::vector<Matrix*> ssm_matrices(SsmWeights& w);
 // The delta net's part of bind_ssm_weights (delta_net.cpp).
 SsmWeights bind_delta_net_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
+// RWKV-6's (rwkv6.cpp) and RWKV-7's (rwkv7.cpp).
+SsmWeights bind_rwkv6_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
+SsmWeights bind_rwkv7_weights(TensorSource& src, const std::string& prefix, const ModelSpec& spec);
 
 // Channels through the causal convolution.
 int64_t ssm_conv_channels(const SsmSpec& m);
@@ -82,6 +138,11 @@ private:
                const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
     void eval1(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
                const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
+    // x: the layer's input rows (the residual stream); out: its output rows.
+    void eval_rwkv6(int il, const SsmWeights& w, const int32_t* seq, int n, const float* x, float* out, RecurrentState& states,
+                    const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
+    void eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n, const float* x, float* out, RecurrentState& states,
+                    const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
 
     const ModelSpec& spec_;
     int64_t n_conv_ = 0;     // channels through the convolution
@@ -96,6 +157,10 @@ private:
     std::vector<float> g_;     // the gate, SiLU(z) · y [d_inner, n]; ShortConv: B · x
     std::vector<float> z_;     // delta net: the output gate's input [d_inner, n]
     std::vector<float> beta_, alpha_;  // delta net: [n_v_heads, n] each
+    std::vector<float> ba_;    // delta net, grouped heads: ssm_ba's output [2 n_v_heads, n]
+    std::vector<float> qkvz_;  // delta net, grouped heads, ssm_in: its output [2 d_inner + 2 n_k d, n]
+    std::vector<float> rw_;    // RWKV-6's / RWKV-7's per-row buffers (rwkv6.cpp, rwkv7.cpp lay them out)
+    std::vector<float> v_first_;  // RWKV-7: the first layer's values of this batch [n_embd, n]
 };
 
 }  // namespace kiln

@@ -20,6 +20,8 @@ public:
     virtual const float* floats(const std::string& name, const std::vector<uint64_t>& shape, bool required) = 0;
     // A weight matrix [n_in, n_out] for matmul; empty when absent and not required.
     virtual Matrix matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required) = 0;
+    // Whether the file has the tensor (a layout chosen by presence); binds nothing.
+    virtual bool has(const std::string& name) const = 0;
 };
 
 }  // namespace kiln

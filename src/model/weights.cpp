@@ -23,6 +23,8 @@ public:
     // plan_only: shapes and types are checked, nothing is converted (the memory plan).
     Binder(const gguf::File& file, ModelWeights& w, bool plan_only) : file_(file), w_(w), plan_only_(plan_only) {}
 
+    bool has(const std::string& name) const override { return file_.find_tensor(name) != nullptr; }
+
     const gguf::TensorInfo* find(const std::string& name) {
         const gguf::TensorInfo* t = file_.find_tensor(name);
         if (t) used_.insert(name);
@@ -275,13 +277,13 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
                     ErrorKind::Unsupported);
     int64_t ff = 0;
     x.up = b.experts(p + "ffn_up_exps.weight", e, ff, n);
-    x.gate = b.experts(p + "ffn_gate_exps.weight", e, ff, n);
+    if (!m.ungated) x.gate = b.experts(p + "ffn_gate_exps.weight", e, ff, n);
     int64_t out = e;
     x.down = b.experts(p + "ffn_down_exps.weight", ff, out, n);
     l.n_ff = static_cast<int>(ff);
     if (biased) {
         x.up_b = b.vector(p + "ffn_up_exps.bias", ff, n, need_bias);
-        x.gate_b = b.vector(p + "ffn_gate_exps.bias", ff, n, need_bias);
+        if (!m.ungated) x.gate_b = b.vector(p + "ffn_gate_exps.bias", ff, n, need_bias);
         x.down_b = b.vector(p + "ffn_down_exps.bias", e, n, need_bias);
     }
     if (!allowed(tr.shared_expert)) return;
@@ -290,7 +292,7 @@ void bind_expert_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec&
     if (const gguf::TensorInfo* t = b.find(p + "ffn_up_shexp.weight")) {
         const int64_t sff = t->shape.size() >= 2 ? static_cast<int64_t>(t->shape[1]) : 0;
         x.shexp_up = b.matrix(p + "ffn_up_shexp.weight", e, sff, true);
-        x.shexp_gate = b.matrix(p + "ffn_gate_shexp.weight", e, sff, true);
+        if (!m.ungated) x.shexp_gate = b.matrix(p + "ffn_gate_shexp.weight", e, sff, true);
         x.shexp_down = b.matrix(p + "ffn_down_shexp.weight", sff, e, true);
         if (allowed(tr.shared_expert_gate))
             x.shexp_router = b.matrix(p + "ffn_gate_inp_shexp.weight", e, 1, required(tr.shared_expert_gate));
@@ -539,6 +541,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             bind_qkv(p, l, lw, nq_proj);
             lw.wo = b.matrix(p + "attn_output.weight", l.n_head * l.head_dim_v, e, true);
             scales(p + "attn_output", lw.wo, lw.wo_s);
+            if (l.parallel_ssm) lw.ssm = bind_ssm_weights(b, p, s);  // falcon-h1: the mixer beside the attention
             if (allowed(tr.attn_out_bias)) lw.bo = b.vector(p + "attn_output.bias", e, required(tr.attn_out_bias));
             if (allowed(tr.qk_norm) && tr.qk_norm_heads) {  // one weight row per head
                 lw.q_norm = b.vector(p + "attn_q_norm.weight", dk, l.n_head, required(tr.qk_norm));
@@ -584,6 +587,9 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                 x.up_s = b.vector(p + "ffn_up_exps.scale", s.moe.n_expert, false);
                 x.down_s = b.vector(p + "ffn_down_exps.scale", s.moe.n_expert, false);
             }
+        } else if (required(tr.experts)) {
+            throw Error("tensor '" + p + "ffn_gate_inp.weight' not found (every layer of architecture '" + s.arch +
+                        "' is a mixture of experts)");
         }
         if (!expert_layer || tr.expert_dense_branch) {
             const FfnKind kind = l.ffn;

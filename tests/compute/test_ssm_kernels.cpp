@@ -184,3 +184,93 @@ TEST(SsmKernels, DeltaRuleSimdLevelsAreBitIdenticalToTheReference) {
 }
 
 }  // namespace
+
+// RWKV-6's WKV (scalar only: no SIMD level): y = r · (u ⊙ kv + S), then
+// S = w ⊙ S + kv, per head, against the formula in double over several steps;
+// heads outside [h0, h1) are left alone.
+TEST(SsmKernels, Wkv6FollowsItsRecurrence) {
+    std::mt19937 rng(11);
+    const int d = 8, nh = 3;
+    std::vector<float> state(d * d * nh, 0.0f);
+    std::vector<double> S(state.size(), 0.0);  // S[h][i][j]
+    std::vector<float> y(d * nh, -7.0f);
+    const auto u = random_floats(rng, d * nh, -0.5f, 0.5f);
+    for (int t = 0; t < 6; ++t) {
+        auto k = random_floats(rng, d * nh, -1, 1), v = random_floats(rng, d * nh, -1, 1);
+        auto r = random_floats(rng, d * nh, -1, 1), w = random_floats(rng, d * nh, 0.3f, 0.95f);
+        ssm::wkv6_step(state.data(), k.data(), v.data(), r.data(), u.data(), w.data(), y.data(), d, 0, 2);
+        for (int h = 0; h < nh; ++h) {
+            double* s = S.data() + h * d * d;
+            for (int j = 0; j < d; ++j) {
+                if (h == 2) {
+                    EXPECT_EQ(y[h * d + j], -7.0f) << "head outside the range written";
+                    continue;
+                }
+                double o = 0;
+                for (int i = 0; i < d; ++i) o += r[h * d + i] * (u[h * d + i] * k[h * d + i] * v[h * d + j] + s[i * d + j]);
+                EXPECT_NEAR(y[h * d + j], o, 1e-5 * (1 + std::fabs(o))) << "step " << t << " head " << h << " j " << j;
+            }
+            if (h == 2) continue;
+            for (int i = 0; i < d; ++i)
+                for (int j = 0; j < d; ++j) s[i * d + j] = w[h * d + i] * s[i * d + j] + k[h * d + i] * v[h * d + j];
+        }
+    }
+    for (int x = 2 * d * d; x < 3 * d * d; ++x) EXPECT_EQ(state[x], 0.0f);
+}
+
+// RWKV-7's WKV (scalar only): per value index i, sa = a · S[i], S[i] = S[i] ⊙ w +
+// v[i] k + sa b, y[i] = S[i] · r, against the formula in double over several steps.
+TEST(SsmKernels, Wkv7FollowsItsRecurrence) {
+    std::mt19937 rng(13);
+    const int d = 8, nh = 2;
+    std::vector<float> state(d * d * nh, 0.0f);
+    std::vector<double> S(state.size(), 0.0);  // S[h][i][j]
+    std::vector<float> y(d * nh);
+    for (int t = 0; t < 6; ++t) {
+        auto r = random_floats(rng, d * nh, -1, 1), w = random_floats(rng, d * nh, 0.3f, 0.95f);
+        auto k = random_floats(rng, d * nh, -1, 1), v = random_floats(rng, d * nh, -1, 1);
+        auto a = random_floats(rng, d * nh, -0.3f, 0.3f), b = random_floats(rng, d * nh, -0.3f, 0.3f);
+        ssm::wkv7_step(state.data(), r.data(), w.data(), k.data(), v.data(), a.data(), b.data(), y.data(), d, 0, nh);
+        for (int h = 0; h < nh; ++h) {
+            double* s = S.data() + h * d * d;
+            const int o = h * d;
+            for (int i = 0; i < d; ++i) {
+                double sa = 0;
+                for (int j = 0; j < d; ++j) sa += a[o + j] * s[i * d + j];
+                double out = 0;
+                for (int j = 0; j < d; ++j) {
+                    s[i * d + j] = s[i * d + j] * w[o + j] + static_cast<double>(v[o + i]) * k[o + j] + sa * b[o + j];
+                    out += s[i * d + j] * r[o + j];
+                }
+                EXPECT_NEAR(y[o + i], out, 1e-5 * (1 + std::fabs(out))) << "step " << t << " head " << h << " i " << i;
+            }
+        }
+    }
+}
+
+// Gated linear attention (RWKV6Qwen2; scalar only): S = g ⊙ S + k vᵀ, then
+// y = (q · scale)ᵀ S, per head, against the formula in double over several steps.
+TEST(SsmKernels, GatedLinearAttentionFollowsItsRecurrence) {
+    std::mt19937 rng(17);
+    const int d = 8, nh = 2;
+    const float scale = 0.35f;
+    std::vector<float> state(d * d * nh, 0.0f);
+    std::vector<double> S(state.size(), 0.0);  // S[h][i][j]
+    std::vector<float> y(d * nh);
+    for (int t = 0; t < 6; ++t) {
+        auto k = random_floats(rng, d * nh, -1, 1), v = random_floats(rng, d * nh, -1, 1);
+        auto q = random_floats(rng, d * nh, -1, 1), g = random_floats(rng, d * nh, 0.3f, 0.95f);
+        ssm::gla_step(state.data(), k.data(), v.data(), q.data(), g.data(), y.data(), d, scale, 0, nh);
+        for (int h = 0; h < nh; ++h) {
+            double* s = S.data() + h * d * d;
+            const int o = h * d;
+            for (int i = 0; i < d; ++i)
+                for (int j = 0; j < d; ++j) s[i * d + j] = s[i * d + j] * g[o + i] + static_cast<double>(k[o + i]) * v[o + j];
+            for (int j = 0; j < d; ++j) {
+                double out = 0;
+                for (int i = 0; i < d; ++i) out += s[i * d + j] * (q[o + i] * scale);
+                EXPECT_NEAR(y[o + j], out, 1e-5 * (1 + std::fabs(out))) << "step " << t << " head " << h << " j " << j;
+            }
+        }
+    }
+}

@@ -18,7 +18,8 @@
 
 namespace {
 
-const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2", "qwen35", "nemotron_h"};
+const std::vector<std::string> k_families = {"mamba2", "mamba", "lfm2", "qwen35", "nemotron_h", "qwen35moe", "qwen3next",
+                                            "nemotron_h_moe", "granitehybrid", "falcon-h1", "jamba", "rwkv6", "rwkv7", "rwkv6qwen2"};
 
 std::shared_ptr<const kiln::Model> load_tiny(const std::string& family) {
     static std::map<std::string, std::shared_ptr<const kiln::Model>> models;
@@ -201,11 +202,15 @@ TEST_P(Recurrent, MemoryIsTheStatePerSequenceAndABudgetTooSmallSaysSo) {
     kiln::Context ctx(m, {.n_ctx = 512, .n_seq_max = 2});
     // A recurrent model has no per-position memory; the hybrid lfm2 has its two
     // attention layers' f16 K and V (2 KV heads of 16).
-    // (qwen35: one attention layer, 2 KV heads of 32).
-    // (qwen35: one attention layer, 2 KV heads of 32; nemotron_h: one, 2 KV heads of 16).
+    // (the qwen35 family: one attention layer, 2 KV heads of 32; nemotron_h, nemotron_h_moe and
+    // granitehybrid, jamba: one, 2 KV heads of 16; falcon-h1: all three, beside their Mamba-2 mixers).
+    const bool qwen35_like = GetParam() == "qwen35" || GetParam() == "qwen35moe" || GetParam() == "qwen3next";
     const uint64_t per_position = GetParam() == "lfm2"         ? 2u * 2 * 2 * 16 * 2
-                                  : GetParam() == "qwen35"     ? 1u * 2 * 2 * 32 * 2
-                                  : GetParam() == "nemotron_h" ? 1u * 2 * 2 * 16 * 2
+                                  : qwen35_like                ? 1u * 2 * 2 * 32 * 2
+                                  : GetParam() == "nemotron_h" || GetParam() == "nemotron_h_moe" || GetParam() == "granitehybrid" ||
+                                            GetParam() == "jamba"
+                                      ? 1u * 2 * 2 * 16 * 2
+                                  : GetParam() == "falcon-h1" ? 3u * 2 * 2 * 16 * 2
                                                                : 0u;
     EXPECT_EQ(ctx.kv_bytes_per_position(), per_position);
     EXPECT_GT(ctx.memory_bytes(), 0u);
@@ -218,24 +223,34 @@ TEST_P(Recurrent, MemoryIsTheStatePerSequenceAndABudgetTooSmallSaysSo) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, Recurrent, ::testing::ValuesIn(k_families), [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Tiny, Recurrent, ::testing::ValuesIn(k_families), [](const auto& info) {
+    std::string name = info.param;  // falcon-h1 -> falcon_h1
+    for (char& c : name)
+        if (c == '-') c = '_';
+    return name;
+});
 
 namespace {
 
-// The tiny mamba2 rewritten: edited metadata, and tensors left out.
-std::string mamba2_variant(const std::string& name, const std::function<void(kiln::gguf::Metadata&)>& edit,
-                           const std::function<bool(const std::string&)>& keep) {
-    const std::string base = kiln::test::temp_dir() + "/rec-variant-base.gguf";
-    kiln::test::write_tiny_model("mamba2", kiln::test::smollm2_path(), base);
+// A tiny model rewritten: edited metadata, and tensors left out.
+std::string tiny_variant(const std::string& family, const std::string& name, const std::function<void(kiln::gguf::Metadata&)>& edit,
+                         const std::function<bool(const std::string&)>& keep) {
+    const std::string base = kiln::test::temp_dir() + "/rec-variant-base-" + family + ".gguf";
+    kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), base);
     kiln::gguf::File src = kiln::gguf::File::open(base);
     kiln::gguf::Writer w;
     w.metadata() = kiln::gguf::materialize_metadata(src);
     edit(w.metadata());
     for (const auto& t : src.tensors())
         if (keep(t.name)) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
-    const std::string path = kiln::test::temp_dir() + "/rec-variant-" + name + ".gguf";
+    const std::string path = kiln::test::temp_dir() + "/rec-variant-" + family + "-" + name + ".gguf";
     w.write(path);
     return path;
+}
+
+std::string mamba2_variant(const std::string& name, const std::function<void(kiln::gguf::Metadata&)>& edit,
+                           const std::function<bool(const std::string&)>& keep) {
+    return tiny_variant("mamba2", name, edit, keep);
 }
 
 std::string load_error(const std::string& path) {
@@ -264,4 +279,60 @@ TEST(RecurrentFiles, BadMamba2FilesNameTheKeyOrTensor) {
                                         keep_all))
                   .find("blk.0.ssm_conv1d.weight"),
               std::string::npos);
+}
+
+// The hybrid MoE families: a missing shared-expert gate, a dense layer where
+// every layer has experts, qwen3next without its fused beta / alpha,
+// multi-token-prediction layers, nemotron_h_moe without its selection bias or
+// with latent projections, granitehybrid with an expansion factor other than 2,
+// falcon-h1 without a layer's SSM projection, jamba without a B norm, rwkv6
+// without its fused lerps or with one token shift, rwkv7 without a gate matrix,
+// rwkv6qwen2 with two token shifts are errors that name the tensor or key.
+TEST(RecurrentFiles, BadHybridExpertFilesNameTheKeyOrTensor) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto keep_all = [](const std::string&) { return true; };
+    auto no_edit = [](kiln::gguf::Metadata&) {};
+    auto expect_named = [](const std::string& error, const std::string& name) {
+        EXPECT_NE(error.find(name), std::string::npos) << "error: " << error << "\nexpected it to name " << name;
+    };
+    expect_named(load_error(tiny_variant("qwen35moe", "no-shexp-gate", no_edit,
+                                         [](const std::string& n) { return n != "blk.2.ffn_gate_inp_shexp.weight"; })),
+                 "blk.2.ffn_gate_inp_shexp.weight");
+    expect_named(load_error(tiny_variant("qwen35moe", "no-router", no_edit,
+                                         [](const std::string& n) { return n.rfind("blk.1.ffn_", 0) != 0; })),
+                 "blk.1.ffn_gate_inp.weight");
+    expect_named(load_error(tiny_variant("qwen3next", "no-ba", no_edit, [](const std::string& n) { return n != "blk.0.ssm_ba.weight"; })),
+                 "blk.0.ssm_ba.weight");
+    expect_named(load_error(tiny_variant("qwen3next", "mtp",
+                                         [](kiln::gguf::Metadata& md) { md.add("qwen3next.nextn_predict_layers", kiln::gguf::Value::u32(1)); },
+                                         keep_all)),
+                 "qwen3next.nextn_predict_layers");
+    expect_named(load_error(tiny_variant("nemotron_h_moe", "no-bias", no_edit,
+                                         [](const std::string& n) { return n != "blk.3.exp_probs_b.bias"; })),
+                 "blk.3.exp_probs_b.bias");
+    expect_named(load_error(tiny_variant("nemotron_h_moe", "latent",
+                                         [](kiln::gguf::Metadata& md) { md.add("nemotron_h_moe.moe_latent_size", kiln::gguf::Value::u32(32)); },
+                                         keep_all)),
+                 "nemotron_h_moe.moe_latent_size");
+    expect_named(load_error(tiny_variant("granitehybrid", "inner",
+                                         [](kiln::gguf::Metadata& md) { md.add("granitehybrid.ssm.inner_size", kiln::gguf::Value::u32(64)); },
+                                         keep_all)),
+                 "granitehybrid.ssm.inner_size");
+    expect_named(load_error(tiny_variant("falcon-h1", "no-ssm-in", no_edit, [](const std::string& n) { return n != "blk.1.ssm_in.weight"; })),
+                 "blk.1.ssm_in.weight");
+    expect_named(load_error(tiny_variant("jamba", "no-b-norm", no_edit, [](const std::string& n) { return n != "blk.3.ssm_b_norm.weight"; })),
+                 "blk.3.ssm_b_norm.weight");
+    expect_named(load_error(tiny_variant("rwkv6", "no-lerp", no_edit,
+                                         [](const std::string& n) { return n != "blk.1.time_mix_lerp_fused.weight"; })),
+                 "blk.1.time_mix_lerp_fused.weight");
+    expect_named(load_error(tiny_variant("rwkv6", "shift",
+                                         [](kiln::gguf::Metadata& md) { md.add("rwkv6.token_shift_count", kiln::gguf::Value::u32(1)); },
+                                         keep_all)),
+                 "rwkv6.token_shift_count");
+    expect_named(load_error(tiny_variant("rwkv7", "no-gate", no_edit, [](const std::string& n) { return n != "blk.2.time_mix_g2.weight"; })),
+                 "blk.2.time_mix_g2.weight");
+    expect_named(load_error(tiny_variant("rwkv6qwen2", "shift2",
+                                         [](kiln::gguf::Metadata& md) { md.add("rwkv6qwen2.token_shift_count", kiln::gguf::Value::u32(2)); },
+                                         keep_all)),
+                 "rwkv6qwen2.token_shift_count");
 }

@@ -625,13 +625,48 @@ void write_lfm2_model(uint64_t seed, const std::string& tokenizer_source, const 
     t.writer().write(path);
 }
 
-// qwen35: three gated delta-net layers then one gated full-attention layer
-// (full_attention_interval 4), SwiGLU FFN after each.
-void write_qwen35_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
-    const std::string family = "qwen35";
+// The gated delta-net hybrids: three delta-net layers then one gated
+// full-attention layer (full_attention_interval 4), 2 key / 4 value heads of 16
+// (so qwen35's tiled and qwen3next's grouped head layouts differ). qwen35: a
+// SwiGLU FFN after each; the MoE families: 8 experts of width 64, top 2, router
+// tie 2/3, and a sigmoid-gated shared expert of width 128.
+struct DeltaNetRecipe {
+    std::string family, arch, description;
+    bool experts = false;
+    bool grouped = false;  // qwen3next's layout: ssm_ba, no IMROPE sections
+    bool qkvz = false;     // qwen3next as older converters wrote it: ssm_in in place of attn_qkv + attn_gate
+    GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+};
+
+const std::vector<DeltaNetRecipe>& delta_net_recipes() {
+    using T = GgmlType;
+    static const std::vector<DeltaNetRecipe> r = {
+        {"qwen35", "qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention layer "
+                             "(GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"},
+        {"qwen35moe", "qwen35moe", "Qwen 3.5 MoE: qwen35's layers, 8 experts top-2 renormalized (tie 2/3) + sigmoid-gated "
+                                   "shared expert; Q8_0", true, false, false, T::Q8_0, T::Q8_0},
+        {"qwen35moe@float", "qwen35moe", "qwen35moe in F32", true, false, false, T::F32, T::F32},
+        {"qwen3next", "qwen3next", "Qwen3-Next: qwen35moe's stack with NEOX RoPE, value heads grouped by key head, fused "
+                                   "ssm_ba; Q8_0", true, true, false, T::Q8_0, T::Q8_0},
+        {"qwen3next@float", "qwen3next", "qwen3next in F32", true, true, false, T::F32, T::F32},
+        {"qwen3next@ssm_in", "qwen3next", "qwen3next as older converters wrote it (one ssm_in of q, k, v, z per key head); F32",
+         true, true, true, T::F32, T::F32},
+    };
+    return r;
+}
+
+const DeltaNetRecipe* delta_net_recipe(const std::string& family) {
+    for (const auto& r : delta_net_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void write_delta_net_model(const DeltaNetRecipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string& family = r.arch;
     using u64 = uint64_t;
     const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 32, n_ff = 128, n_rot = 16;
     const int d_conv = 4, d_state = 16, n_k = 2, n_v = 4, d_inner = n_v * d_state, n_conv = d_inner + 2 * n_k * d_state;
+    const int n_expert = 8, n_used = 2, n_ff_exp = 64, n_ff_shexp = 128, tie = 2;
     TinyWriter t(family, seed);
     gguf::Metadata& md = t.writer().metadata();
     md.add("general.architecture", Value::string(family));
@@ -647,17 +682,24 @@ void write_qwen35_model(uint64_t seed, const std::string& tokenizer_source, cons
     t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
     t.key("rope.freq_base", Value::f32(10000000.0f));
     t.key("rope.dimension_count", Value::u32(n_rot));
-    t.key("rope.dimension_sections",
-          Value::array(gguf::ValueType::I32, {Value::i32(3), Value::i32(3), Value::i32(2), Value::i32(0)}));
+    if (!r.grouped)
+        t.key("rope.dimension_sections",
+              Value::array(gguf::ValueType::I32, {Value::i32(3), Value::i32(3), Value::i32(2), Value::i32(0)}));
     t.key("full_attention_interval", Value::u32(4));
     t.key("ssm.conv_kernel", Value::u32(d_conv));
     t.key("ssm.inner_size", Value::u32(d_inner));
     t.key("ssm.state_size", Value::u32(d_state));
     t.key("ssm.time_step_rank", Value::u32(n_v));
     t.key("ssm.group_count", Value::u32(n_k));
+    if (r.experts) {
+        t.key("expert_count", Value::u32(n_expert));
+        t.key("expert_used_count", Value::u32(n_used));
+        t.key("expert_feed_forward_length", Value::u32(n_ff_exp));
+        t.key("expert_shared_feed_forward_length", Value::u32(n_ff_shexp));
+    }
     int64_t n_vocab = 0;
     copy_tokenizer(md, tokenizer_source, n_vocab);
-    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    const GgmlType wt = r.wt, ft = r.ft;
     t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
     for (int il = 0; il < n_layer; ++il) {
@@ -671,29 +713,76 @@ void write_qwen35_model(uint64_t seed, const std::string& tokenizer_source, cons
             t.vector(p + "attn_k_norm.weight", hd, 1.0f, 0.2f);
             t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
         } else {
-            t.matrix(p + "attn_qkv.weight", e, n_conv, wt, 2.0f);
-            t.matrix(p + "attn_gate.weight", e, d_inner, wt, 2.0f);
+            if (r.qkvz) {
+                t.matrix(p + "ssm_in.weight", e, n_conv + d_inner, wt, 2.0f);
+            } else {
+                t.matrix(p + "attn_qkv.weight", e, n_conv, wt, 2.0f);
+                t.matrix(p + "attn_gate.weight", e, d_inner, wt, 2.0f);
+            }
             t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
             t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_v)}, [](float u) { return 0.5f * u; });
             t.tensor(p + "ssm_a", {static_cast<u64>(n_v)}, [](float u) { return -std::exp(u); });
-            t.matrix(p + "ssm_beta.weight", e, n_v, wt, 2.0f);
-            t.matrix(p + "ssm_alpha.weight", e, n_v, wt, 2.0f);
+            if (r.grouped) {
+                t.matrix(p + "ssm_ba.weight", e, 2 * n_v, wt, 2.0f);
+            } else {
+                t.matrix(p + "ssm_beta.weight", e, n_v, wt, 2.0f);
+                t.matrix(p + "ssm_alpha.weight", e, n_v, wt, 2.0f);
+            }
             t.vector(p + "ssm_norm.weight", d_state, 1.0f, 0.2f);
             t.matrix(p + "ssm_out.weight", d_inner, e, wt);
         }
         t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
-        t.matrix(p + "ffn_gate.weight", e, n_ff, ft);
-        t.matrix(p + "ffn_up.weight", e, n_ff, ft);
-        t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+        if (r.experts) {
+            t.router(p + "ffn_gate_inp.weight", e, n_expert, tie, 4.0f);
+            t.experts(p + "ffn_gate_exps.weight", e, n_ff_exp, n_expert, ft);
+            t.experts(p + "ffn_up_exps.weight", e, n_ff_exp, n_expert, ft);
+            t.experts(p + "ffn_down_exps.weight", n_ff_exp, e, n_expert, ft);
+            t.vector(p + "ffn_gate_inp_shexp.weight", e, 0.0f, 0.5f);
+            t.matrix(p + "ffn_gate_shexp.weight", e, n_ff_shexp, ft);
+            t.matrix(p + "ffn_up_shexp.weight", e, n_ff_shexp, ft);
+            t.matrix(p + "ffn_down_shexp.weight", n_ff_shexp, e, ft);
+        } else {
+            t.matrix(p + "ffn_gate.weight", e, n_ff, ft);
+            t.matrix(p + "ffn_up.weight", e, n_ff, ft);
+            t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+        }
     }
     t.writer().write(path);
 }
 
 // nemotron_h: Mamba-2, ReLU² FFN, attention (no RoPE), ReLU² FFN, Mamba-2, each
-// layer its block alone.
-void write_nemotron_h_model(uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
-    const std::string family = "nemotron_h";
+// layer its block alone. nemotron_h_moe: the FFN layers are 8 ungated ReLU²
+// experts of 64 (sigmoid routing with exp_probs_b, top 2 renormalized, scale 2.5)
+// plus an ungated shared expert of 128.
+struct NemotronRecipe {
+    std::string family, arch, description;
+    bool experts = false;
+    GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+};
+
+const std::vector<NemotronRecipe>& nemotron_recipes() {
+    using T = GgmlType;
+    static const std::vector<NemotronRecipe> r = {
+        {"nemotron_h", "nemotron_h", "Nemotron-H dense: Mamba-2 / ReLU² FFN / attention without RoPE / FFN / Mamba-2, "
+                                     "one block per layer; Q8_0 / Q4_0"},
+        {"nemotron_h_moe", "nemotron_h_moe", "Nemotron-H MoE: nemotron_h's layers with 8 ungated ReLU² experts top-2 (sigmoid, "
+                                             "exp_probs_b, renormalized, scale 2.5) + an ungated shared expert; Q8_0",
+         true, T::Q8_0, T::Q8_0},
+        {"nemotron_h_moe@float", "nemotron_h_moe", "nemotron_h_moe in F32", true, T::F32, T::F32},
+    };
+    return r;
+}
+
+const NemotronRecipe* nemotron_recipe(const std::string& family) {
+    for (const auto& r : nemotron_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void write_nemotron_h_model(const NemotronRecipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string& family = r.arch;
     using u64 = uint64_t;
+    const int n_expert = 8, n_used = 2, n_ff_exp = 64, n_ff_shexp = 128;
     const int n_layer = 5, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128;
     const int d_conv = 4, d_inner = 128, d_state = 16, n_ssm_head = 8, n_group = 2, n_conv = d_inner + 2 * n_group * d_state;
     const char kinds[n_layer + 1] = "M-*-M";
@@ -718,9 +807,17 @@ void write_nemotron_h_model(uint64_t seed, const std::string& tokenizer_source, 
     t.key("ssm.state_size", Value::u32(d_state));
     t.key("ssm.time_step_rank", Value::u32(n_ssm_head));
     t.key("ssm.group_count", Value::u32(n_group));
+    if (r.experts) {
+        t.key("expert_count", Value::u32(n_expert));
+        t.key("expert_used_count", Value::u32(n_used));
+        t.key("expert_feed_forward_length", Value::u32(n_ff_exp));
+        t.key("expert_shared_feed_forward_length", Value::u32(n_ff_shexp));
+        t.key("expert_weights_norm", Value::boolean(true));
+        t.key("expert_weights_scale", Value::f32(2.5f));
+    }
     int64_t n_vocab = 0;
     copy_tokenizer(md, tokenizer_source, n_vocab);
-    const GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    const GgmlType wt = r.wt, ft = r.ft;
     t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
     t.matrix("output.weight", e, n_vocab, wt, 2.0f);
@@ -742,9 +839,470 @@ void write_nemotron_h_model(uint64_t seed, const std::string& tokenizer_source, 
             t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
             t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
             t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        } else if (r.experts) {
+            t.router(p + "ffn_gate_inp.weight", e, n_expert, -1, 4.0f);
+            t.vector(p + "exp_probs_b.bias", n_expert, 0.0f, 0.3f);
+            t.experts(p + "ffn_up_exps.weight", e, n_ff_exp, n_expert, ft, 2.0f);
+            t.experts(p + "ffn_down_exps.weight", n_ff_exp, e, n_expert, ft);
+            t.matrix(p + "ffn_up_shexp.weight", e, n_ff_shexp, ft, 2.0f);
+            t.matrix(p + "ffn_down_shexp.weight", n_ff_shexp, e, ft);
         } else {
             t.matrix(p + "ffn_up.weight", e, n_ff, ft, 2.0f);
             t.matrix(p + "ffn_down.weight", n_ff, e, ft);
+        }
+    }
+    t.writer().write(path);
+}
+
+// falcon-h1: 3 layers, each attention (NEOX RoPE, GQA 4/2, head 16) and Mamba-2
+// (8 heads of 16, 1 group, state 16) side by side, then a SwiGLU FFN; tensors
+// as llama.cpp's converter writes them (the µP multipliers folded in). @float:
+// F32, without ssm_norm (the unnormed gate), with FFN biases.
+struct FalconH1Recipe {
+    std::string family, description;
+    bool ssm_norm = true, ffn_bias = false;
+    GgmlType wt = GgmlType::Q8_0;
+};
+
+const std::vector<FalconH1Recipe>& falcon_h1_recipes() {
+    using T = GgmlType;
+    static const std::vector<FalconH1Recipe> r = {
+        {"falcon-h1", "Falcon-H1: attention (NEOX RoPE) and Mamba-2 side by side in every layer, SwiGLU FFN; Q8_0", true, false, T::Q8_0},
+        {"falcon-h1@float", "falcon-h1 in F32 without ssm_norm, with FFN biases", false, true, T::F32},
+    };
+    return r;
+}
+
+const FalconH1Recipe* falcon_h1_recipe(const std::string& family) {
+    for (const auto& r : falcon_h1_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void write_falcon_h1_model(const FalconH1Recipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "falcon-h1";
+    using u64 = uint64_t;
+    const int n_layer = 3, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128;
+    const int d_conv = 4, d_inner = 128, d_state = 16, n_ssm_head = 8, n_group = 1, n_conv = d_inner + 2 * n_group * d_state;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::u32(n_head_kv));
+    t.key("attention.key_length", Value::u32(hd));
+    t.key("attention.value_length", Value::u32(hd));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    t.key("rope.freq_base", Value::f32(10000.0f));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(n_ssm_head));
+    t.key("ssm.group_count", Value::u32(n_group));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = r.wt;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+        t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+        t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+        t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        t.matrix(p + "ssm_in.weight", e, d_inner + n_conv + n_ssm_head, wt, 2.0f);
+        t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
+        t.vector(p + "ssm_conv1d.bias", n_conv, 0.0f, 0.2f);
+        t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_ssm_head)}, [](float u) { return -2.5f + 1.5f * u; });
+        t.tensor(p + "ssm_a", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return -std::exp(u); });
+        t.tensor(p + "ssm_d", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return 1.0f + 0.5f * u; });
+        if (r.ssm_norm)
+            t.tensor(p + "ssm_norm.weight", {static_cast<u64>(d_inner / n_group), static_cast<u64>(n_group)},
+                     [](float u) { return 1.0f + 0.2f * u; });
+        t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        t.vector(p + "ffn_norm", e, 1.0f, 0.2f);  // no ".weight": the converter maps the HF name whole
+        t.matrix(p + "ffn_gate.weight", e, n_ff, wt);
+        t.matrix(p + "ffn_up.weight", e, n_ff, wt);
+        t.matrix(p + "ffn_down.weight", n_ff, e, wt);
+        if (r.ffn_bias) {
+            t.vector(p + "ffn_gate.bias", n_ff, 0.0f, 0.5f);
+            t.vector(p + "ffn_up.bias", n_ff, 0.0f, 0.5f);
+            t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
+        }
+    }
+    t.writer().write(path);
+}
+
+// jamba: Mamba-1 (inner 128, state 16, dt rank 4, dt / B / C norms) with a
+// dense FFN, Mamba-1 with experts, attention (no positions, GQA 4/2) with a dense
+// FFN, Mamba-1 with experts; 8 SwiGLU experts of 128 top-2 not renormalized (tie 2/3).
+void write_jamba_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "jamba";
+    using u64 = uint64_t;
+    const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 16, n_ff = 128;
+    const int d_conv = 4, d_inner = 2 * e, d_state = 16, dt_rank = 4;
+    const int n_expert = 8, n_used = 2, tie = 2;
+    const char kinds[n_layer + 1] = "MM*M";
+    const bool moe[n_layer] = {false, true, false, true};
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    std::vector<Value> kv;
+    for (int il = 0; il < n_layer; ++il) kv.push_back(Value::u32(kinds[il] == '*' ? n_head_kv : 0));
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(dt_rank));
+    t.key("expert_count", Value::u32(n_expert));
+    t.key("expert_used_count", Value::u32(n_used));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    auto neg_exp = [](float u) { return -std::exp(u); };
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (kinds[il] == 'M') {
+            t.matrix(p + "ssm_in.weight", e, 2 * d_inner, wt, 2.0f);
+            t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(d_inner)}, [](float u) { return 0.6f * u; });
+            t.vector(p + "ssm_conv1d.bias", d_inner, 0.0f, 0.2f);
+            t.matrix(p + "ssm_x.weight", d_inner, dt_rank + 2 * d_state, wt, 2.0f);
+            t.vector(p + "ssm_dt_norm.weight", dt_rank, 1.0f, 0.2f);
+            t.vector(p + "ssm_b_norm.weight", d_state, 1.0f, 0.2f);
+            t.vector(p + "ssm_c_norm.weight", d_state, 1.0f, 0.2f);
+            t.matrix(p + "ssm_dt.weight", dt_rank, d_inner, GgmlType::F32, 0.5f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(d_inner)}, [](float u) { return -2.5f + 1.5f * u; });
+            t.tensor(p + "ssm_a", {static_cast<u64>(d_state), static_cast<u64>(d_inner)}, neg_exp);
+            t.vector(p + "ssm_d", d_inner, 1.0f, 0.5f);
+            t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        } else {
+            t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+        }
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        if (moe[il]) {
+            t.router(p + "ffn_gate_inp.weight", e, n_expert, tie, 4.0f);
+            t.experts(p + "ffn_gate_exps.weight", e, n_ff, n_expert, wt);
+            t.experts(p + "ffn_up_exps.weight", e, n_ff, n_expert, wt);
+            t.experts(p + "ffn_down_exps.weight", n_ff, e, n_expert, wt);
+        } else {
+            t.matrix(p + "ffn_gate.weight", e, n_ff, wt);
+            t.matrix(p + "ffn_up.weight", e, n_ff, wt);
+            t.matrix(p + "ffn_down.weight", n_ff, e, wt);
+        }
+    }
+    t.writer().write(path);
+}
+
+// rwkv6: 3 RWKV-6 blocks, n_embd 64 in 4 WKV heads of 16, mix / decay low
+// ranks 8 / 16, channel mix 128, rescale every 2 layers; tensors as llama.cpp's
+// converter writes them (the lerps fused, w2 and the low-rank decay in F32).
+void write_rwkv6_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "rwkv6";
+    using u64 = uint64_t;
+    const int n_layer = 3, e = 64, hs = 16, nh = e / hs, mix = 8, dec = 16, n_ff = 128;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(1u << 20));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("attention.layer_norm_epsilon", Value::f32(1e-5f));
+    t.key("rescale_every_n_layers", Value::u32(2));
+    t.key("wkv.head_size", Value::u32(hs));
+    t.key("time_mix_extra_dim", Value::u32(mix));
+    t.key("time_decay_extra_dim", Value::u32(dec));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(0));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+    t.vector("token_embd_norm.bias", e, 0.0f, 0.2f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.vector("output_norm.bias", e, 0.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    auto lerp = [](float u) { return 0.5f + 0.4f * u; };
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
+        t.vector(p + "attn_norm_2.weight", e, 1.0f, 0.2f);
+        t.vector(p + "attn_norm_2.bias", e, 0.0f, 0.2f);
+        t.tensor(p + "time_mix_lerp_x.weight", {static_cast<u64>(e), 1, 1}, lerp);
+        t.matrix(p + "time_mix_w1.weight", e, 5 * mix, wt, 2.0f);
+        t.tensor(p + "time_mix_w2.weight", {static_cast<u64>(mix), static_cast<u64>(e), 5}, [](float u) { return 0.3f * u; });
+        t.tensor(p + "time_mix_lerp_fused.weight", {static_cast<u64>(e), 1, 1, 5}, lerp);
+        t.tensor(p + "time_mix_first.weight", {static_cast<u64>(hs), static_cast<u64>(nh)}, [](float u) { return 0.5f * u; });
+        // Decays exp(-exp(d)) between about 0.3 and 0.9.
+        t.vector(p + "time_mix_decay.weight", e, -1.0f, 1.0f);
+        t.matrix(p + "time_mix_decay_w1.weight", e, dec, wt, 1.0f);
+        t.matrix(p + "time_mix_decay_w2.weight", dec, e, GgmlType::F32, 0.5f);
+        t.matrix(p + "time_mix_key.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_value.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_receptance.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_gate.weight", e, e, wt, 2.0f);
+        t.vector(p + "time_mix_ln.weight", e, 1.0f, 0.2f);
+        t.vector(p + "time_mix_ln.bias", e, 0.0f, 0.2f);
+        t.matrix(p + "time_mix_output.weight", e, e, wt);
+        t.tensor(p + "channel_mix_lerp_k.weight", {static_cast<u64>(e), 1, 1}, lerp);
+        t.tensor(p + "channel_mix_lerp_r.weight", {static_cast<u64>(e), 1, 1}, lerp);
+        t.matrix(p + "channel_mix_key.weight", e, n_ff, wt, 2.0f);
+        t.matrix(p + "channel_mix_value.weight", n_ff, e, wt);
+        t.matrix(p + "channel_mix_receptance.weight", e, e, wt, 2.0f);
+    }
+    t.writer().write(path);
+}
+
+// rwkv7: 3 RWKV-7 blocks, n_embd 128 in 2 WKV heads of 64 (ggml's SIMD WKV7
+// reads 64 at a time), low ranks decay 16 / iclr 8 / value mix 8 / gate 16,
+// channel mix 256; tensors as llama.cpp's converter writes them.
+void write_rwkv7_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "rwkv7";
+    using u64 = uint64_t;
+    const int n_layer = 3, e = 128, hs = 64, ld = 16, la = 8, lv = 8, lg = 16, n_ff = 256;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(1u << 20));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("attention.layer_norm_epsilon", Value::f32(1e-5f));
+    t.key("wkv.head_size", Value::u32(hs));
+    t.key("attention.decay_lora_rank", Value::u32(ld));
+    t.key("attention.iclr_lora_rank", Value::u32(la));
+    t.key("attention.value_residual_mix_lora_rank", Value::u32(lv));
+    t.key("attention.gate_lora_rank", Value::u32(lg));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.head_count", Value::u32(0));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("token_embd_norm.weight", e, 1.0f, 0.2f);
+    t.vector("token_embd_norm.bias", e, 0.0f, 0.2f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.vector("output_norm.bias", e, 0.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    auto lerp = [](float u) { return 0.5f + 0.4f * u; };
+    // The low-rank matrices stay F32 (their inner sizes are below a block).
+    const GgmlType lt = GgmlType::F32;
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        t.vector(p + "attn_norm.bias", e, 0.0f, 0.2f);
+        t.vector(p + "attn_norm_2.weight", e, 1.0f, 0.2f);
+        t.vector(p + "attn_norm_2.bias", e, 0.0f, 0.2f);
+        t.vector(p + "time_mix_w0.weight", e, 0.0f, 1.0f);
+        t.matrix(p + "time_mix_w1.weight", e, ld, wt == GgmlType::F32 ? lt : wt, 1.0f);
+        t.matrix(p + "time_mix_w2.weight", ld, e, lt, 0.5f);
+        t.vector(p + "time_mix_a0.weight", e, 0.0f, 1.0f);
+        t.matrix(p + "time_mix_a1.weight", e, la, wt == GgmlType::F32 ? lt : wt, 1.0f);
+        t.matrix(p + "time_mix_a2.weight", la, e, lt, 0.5f);
+        const int vr = il == 0 ? la : lv;
+        t.vector(p + "time_mix_v0.weight", e, 0.0f, 1.0f);
+        t.matrix(p + "time_mix_v1.weight", e, vr, wt == GgmlType::F32 ? lt : wt, 1.0f);
+        t.matrix(p + "time_mix_v2.weight", vr, e, lt, 0.5f);
+        t.matrix(p + "time_mix_g1.weight", e, lg, wt == GgmlType::F32 ? lt : wt, 1.0f);
+        t.matrix(p + "time_mix_g2.weight", lg, e, lt, 0.5f);
+        t.tensor(p + "time_mix_lerp_fused.weight", {static_cast<u64>(e), 1, 1, 6}, lerp);
+        t.vector(p + "time_mix_k_k.weight", e, 1.0f, 0.3f);
+        t.vector(p + "time_mix_k_a.weight", e, 1.0f, 0.3f);
+        t.vector(p + "time_mix_r_k.weight", e, 0.0f, 0.5f);
+        t.matrix(p + "time_mix_key.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_value.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_receptance.weight", e, e, wt, 2.0f);
+        t.vector(p + "time_mix_ln.weight", e, 1.0f, 0.2f);
+        t.vector(p + "time_mix_ln.bias", e, 0.0f, 0.2f);
+        t.matrix(p + "time_mix_output.weight", e, e, wt);
+        t.tensor(p + "channel_mix_lerp_k.weight", {static_cast<u64>(e), 1, 1}, lerp);
+        t.matrix(p + "channel_mix_key.weight", e, n_ff, wt, 2.0f);
+        t.matrix(p + "channel_mix_value.weight", n_ff, e, wt);
+    }
+    t.writer().write(path);
+}
+
+// rwkv6qwen2: 3 layers of RWKV-6's time mix (4 WKV heads of 16, K / V of 2
+// heads with biases, low ranks 8 / 16) each with a SwiGLU FFN of 128, RMS norms.
+void write_rwkv6qwen2_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "rwkv6qwen2";
+    using u64 = uint64_t;
+    const int n_layer = 3, e = 64, hs = 16, n_kv = 2, mix = 8, dec = 16, n_ff = 128;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(1u << 20));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("wkv.head_size", Value::u32(hs));
+    t.key("time_mix_extra_dim", Value::u32(mix));
+    t.key("time_decay_extra_dim", Value::u32(dec));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("token_shift_count", Value::u32(1));
+    t.key("attention.head_count_kv", Value::u32(n_kv));
+    t.key("attention.head_count", Value::u32(0));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    auto lerp = [](float u) { return 0.5f + 0.4f * u; };
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        t.tensor(p + "time_mix_lerp_x.weight", {static_cast<u64>(e), 1, 1}, lerp);
+        t.matrix(p + "time_mix_w1.weight", e, 5 * mix, wt, 2.0f);
+        t.tensor(p + "time_mix_w2.weight", {static_cast<u64>(mix), static_cast<u64>(e), 5}, [](float u) { return 0.3f * u; });
+        t.tensor(p + "time_mix_lerp_fused.weight", {static_cast<u64>(e), 1, 1, 5}, lerp);
+        t.vector(p + "time_mix_decay.weight", e, -1.0f, 1.0f);
+        t.matrix(p + "time_mix_decay_w1.weight", e, dec, wt, 1.0f);
+        t.matrix(p + "time_mix_decay_w2.weight", dec, e, GgmlType::F32, 0.5f);
+        t.matrix(p + "time_mix_key.weight", e, n_kv * hs, wt, 2.0f);
+        t.matrix(p + "time_mix_value.weight", e, n_kv * hs, wt, 2.0f);
+        t.matrix(p + "time_mix_receptance.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_gate.weight", e, e, wt, 2.0f);
+        t.vector(p + "time_mix_key.bias", n_kv * hs, 0.0f, 0.3f);
+        t.vector(p + "time_mix_value.bias", n_kv * hs, 0.0f, 0.3f);
+        t.vector(p + "time_mix_receptance.bias", e, 0.0f, 0.3f);
+        t.matrix(p + "time_mix_output.weight", e, e, wt);
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_gate.weight", e, n_ff, wt);
+        t.matrix(p + "ffn_up.weight", e, n_ff, wt);
+        t.matrix(p + "ffn_down.weight", n_ff, e, wt);
+    }
+    t.writer().write(path);
+}
+
+// granitehybrid (Granite 4.0 H): Mamba-2 (8 heads of 16, 1 group), Mamba-2,
+// attention (NORM RoPE, GQA 4/2, attention-output bias), Mamba-2, every layer
+// followed by an FFN: 8 SwiGLU experts of 64 top-2 renormalized (router tie 2/3)
+// + a shared expert of 128, or (@dense) a gated FFN with biases; granite's four
+// scales; a separate output head.
+struct GraniteHybridRecipe {
+    std::string family, description;
+    bool experts = true;
+    GgmlType wt = GgmlType::Q8_0;
+};
+
+const std::vector<GraniteHybridRecipe>& granite_hybrid_recipes() {
+    using T = GgmlType;
+    static const std::vector<GraniteHybridRecipe> r = {
+        {"granitehybrid", "Granite 4.0 H: Mamba-2 / Mamba-2 / attention (NORM RoPE) / Mamba-2, each with 8 experts top-2 "
+                          "+ shared expert, granite's four scales; Q8_0", true, T::Q8_0},
+        {"granitehybrid@float", "granitehybrid in F32", true, T::F32},
+        {"granitehybrid@dense", "granitehybrid with a dense gated FFN with biases (Granite 4.0 H Micro's shape); Q8_0", false, T::Q8_0},
+    };
+    return r;
+}
+
+const GraniteHybridRecipe* granite_hybrid_recipe(const std::string& family) {
+    for (const auto& r : granite_hybrid_recipes())
+        if (r.family == family) return &r;
+    return nullptr;
+}
+
+void write_granite_hybrid_model(const GraniteHybridRecipe& r, uint64_t seed, const std::string& tokenizer_source,
+                                const std::string& path) {
+    const std::string family = "granitehybrid";
+    using u64 = uint64_t;
+    const int n_layer = 4, e = 64, n_head = 4, n_head_kv = 2, hd = 16;
+    const int d_conv = 4, d_inner = 2 * e, d_state = 16, n_ssm_head = 8, n_group = 1, n_conv = d_inner + 2 * n_group * d_state;
+    const int n_expert = 8, n_used = 2, n_ff_exp = 64, n_ff_shexp = 128, n_ff_dense = 128, tie = 2;
+    const int n_ff = r.experts ? n_ff_exp : n_ff_dense;
+    const char kinds[n_layer + 1] = "MM*M";
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string("kiln tiny " + family));
+    t.key("context_length", Value::u32(512));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    std::vector<Value> kv;
+    for (int il = 0; il < n_layer; ++il) kv.push_back(Value::u32(kinds[il] == '*' ? n_head_kv : 0));
+    t.key("attention.head_count", Value::u32(n_head));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    t.key("rope.freq_base", Value::f32(10000.0f));
+    t.key("logit_scale", Value::f32(3.0f));
+    t.key("residual_scale", Value::f32(0.6f));
+    t.key("embedding_scale", Value::f32(2.0f));
+    t.key("attention.scale", Value::f32(0.15f));
+    t.key("ssm.conv_kernel", Value::u32(d_conv));
+    t.key("ssm.inner_size", Value::u32(d_inner));
+    t.key("ssm.state_size", Value::u32(d_state));
+    t.key("ssm.time_step_rank", Value::u32(n_ssm_head));
+    t.key("ssm.group_count", Value::u32(n_group));
+    if (r.experts) {
+        t.key("expert_count", Value::u32(n_expert));
+        t.key("expert_used_count", Value::u32(n_used));
+        t.key("expert_shared_feed_forward_length", Value::u32(n_ff_shexp));
+    }
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    const GgmlType wt = r.wt;
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    // A separate head: tied to the embedding, with the embedding scaled by 2 in
+    // the residual stream, every position's argmax would be its own token.
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (kinds[il] == 'M') {
+            t.matrix(p + "ssm_in.weight", e, d_inner + n_conv + n_ssm_head, wt, 2.0f);
+            t.tensor(p + "ssm_conv1d.weight", {static_cast<u64>(d_conv), static_cast<u64>(n_conv)}, [](float u) { return 0.6f * u; });
+            t.vector(p + "ssm_conv1d.bias", n_conv, 0.0f, 0.2f);
+            t.tensor(p + "ssm_dt.bias", {static_cast<u64>(n_ssm_head)}, [](float u) { return -2.5f + 1.5f * u; });
+            t.tensor(p + "ssm_a", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return -std::exp(u); });
+            t.tensor(p + "ssm_d", {1, static_cast<u64>(n_ssm_head)}, [](float u) { return 1.0f + 0.5f * u; });
+            t.tensor(p + "ssm_norm.weight", {static_cast<u64>(d_inner / n_group), static_cast<u64>(n_group)},
+                     [](float u) { return 1.0f + 0.2f * u; });
+            t.matrix(p + "ssm_out.weight", d_inner, e, wt);
+        } else {
+            t.matrix(p + "attn_q.weight", e, n_head * hd, wt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
+            t.matrix(p + "attn_output.weight", n_head * hd, e, wt);
+            t.vector(p + "attn_output.bias", e, 0.0f, 0.5f);
+        }
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        if (r.experts) {
+            t.router(p + "ffn_gate_inp.weight", e, n_expert, tie, 4.0f);
+            t.experts(p + "ffn_gate_exps.weight", e, n_ff_exp, n_expert, wt);
+            t.experts(p + "ffn_up_exps.weight", e, n_ff_exp, n_expert, wt);
+            t.experts(p + "ffn_down_exps.weight", n_ff_exp, e, n_expert, wt);
+            t.matrix(p + "ffn_gate_shexp.weight", e, n_ff_shexp, wt);
+            t.matrix(p + "ffn_up_shexp.weight", e, n_ff_shexp, wt);
+            t.matrix(p + "ffn_down_shexp.weight", n_ff_shexp, e, wt);
+        } else {
+            t.matrix(p + "ffn_gate.weight", e, n_ff_dense, wt);
+            t.matrix(p + "ffn_up.weight", e, n_ff_dense, wt);
+            t.matrix(p + "ffn_down.weight", n_ff_dense, e, wt);
+            t.vector(p + "ffn_gate.bias", n_ff_dense, 0.0f, 0.5f);
+            t.vector(p + "ffn_up.bias", n_ff_dense, 0.0f, 0.5f);
+            t.vector(p + "ffn_down.bias", e, 0.0f, 0.5f);
         }
     }
     t.writer().write(path);
@@ -1052,10 +1610,20 @@ std::vector<TinyModelInfo> tiny_model_families() {
     for (const auto& r : gemma4_recipes()) out.push_back({r.family, "gemma4", r.description});
     for (auto& f : tiny_moe_families()) out.push_back(std::move(f));
     out.push_back({"lfm2", "lfm2", "LFM2: short-convolution layers (L 3) and QK-norm attention layers (GQA 4/2), SwiGLU FFN; Q8_0 / Q4_0"});
-    out.push_back({"qwen35", "qwen35", "Qwen 3.5 dense: 3 gated delta-net layers (2 key / 4 value heads of 16) + 1 gated attention "
-                                       "layer (GQA 4/2, head 32, 16 rotated dims, IMROPE sections), SwiGLU FFN; Q8_0 / Q4_0"});
-    out.push_back({"nemotron_h", "nemotron_h", "Nemotron-H dense: Mamba-2 / ReLU² FFN / attention without RoPE / FFN / Mamba-2, "
-                                               "one block per layer; Q8_0 / Q4_0"});
+    for (const auto& r : delta_net_recipes()) out.push_back({r.family, r.arch, r.description});
+    for (const auto& r : nemotron_recipes()) out.push_back({r.family, r.arch, r.description});
+    for (const auto& r : granite_hybrid_recipes()) out.push_back({r.family, "granitehybrid", r.description});
+    for (const auto& r : falcon_h1_recipes()) out.push_back({r.family, "falcon-h1", r.description});
+    out.push_back({"jamba", "jamba", "Jamba: Mamba-1 (dt / B / C norms) / Mamba-1 / attention without positions / Mamba-1, "
+                                     "dense and 8-expert top-2 FFNs alternating; Q8_0"});
+    out.push_back({"jamba@float", "jamba", "jamba in F32"});
+    out.push_back({"rwkv6", "rwkv6", "RWKV-6: 3 blocks (4 WKV heads of 16, low ranks 8 / 16, channel mix 128, rescale every 2); Q8_0"});
+    out.push_back({"rwkv6@float", "rwkv6", "rwkv6 in F32"});
+    out.push_back({"rwkv7", "rwkv7", "RWKV-7: 3 blocks (2 WKV heads of 64, low ranks 16 / 8 / 8 / 16, channel mix 256); Q8_0"});
+    out.push_back({"rwkv7@float", "rwkv7", "rwkv7 in F32"});
+    out.push_back({"rwkv6qwen2", "rwkv6qwen2", "QRWKV6: 3 layers of RWKV-6 time mix (gated linear attention, K / V of 2 of 4 "
+                                               "heads, biases) + SwiGLU FFN, RMS norms; Q8_0"});
+    out.push_back({"rwkv6qwen2@float", "rwkv6qwen2", "rwkv6qwen2 in F32"});
     return out;
 }
 
@@ -1077,10 +1645,22 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (const SsmRecipe* sr = ssm_recipe(family)) return write_ssm_model(*sr, seed_of(family), tokenizer_source, path);
     if (family == "lfm2") return write_lfm2_model(seed_of(family), tokenizer_source, path);
     if (const Deepseek2Recipe* dr = deepseek2_recipe(family)) return write_deepseek2_model(*dr, seed_of(family), tokenizer_source, path);
-    if (family == "qwen35") return write_qwen35_model(seed_of(family), tokenizer_source, path);
+    if (const DeltaNetRecipe* qr = delta_net_recipe(family)) return write_delta_net_model(*qr, seed_of(family), tokenizer_source, path);
     if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
-    if (family == "nemotron_h") return write_nemotron_h_model(seed_of(family), tokenizer_source, path);
     if (write_tiny_moe_model(family, seed_of(family), tokenizer_source, path)) return;
+    if (const NemotronRecipe* nr = nemotron_recipe(family)) return write_nemotron_h_model(*nr, seed_of(family), tokenizer_source, path);
+    if (family == "rwkv6qwen2" || family == "rwkv6qwen2@float")
+        return write_rwkv6qwen2_model(family == "rwkv6qwen2" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source,
+                                      path);
+    if (family == "rwkv7" || family == "rwkv7@float")
+        return write_rwkv7_model(family == "rwkv7" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source, path);
+    if (family == "rwkv6" || family == "rwkv6@float")
+        return write_rwkv6_model(family == "rwkv6" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source, path);
+    if (family == "jamba" || family == "jamba@float")
+        return write_jamba_model(family == "jamba" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source, path);
+    if (const FalconH1Recipe* fr = falcon_h1_recipe(family)) return write_falcon_h1_model(*fr, seed_of(family), tokenizer_source, path);
+    if (const GraniteHybridRecipe* gr = granite_hybrid_recipe(family))
+        return write_granite_hybrid_model(*gr, seed_of(family), tokenizer_source, path);
     const FamilyRecipe& r = recipe(family);
     const std::string name = r.first_name.empty() ? family : r.first_name;
     const uint64_t seed = seed_of(name);

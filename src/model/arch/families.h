@@ -52,7 +52,18 @@ void configure_mamba(ArchConfig& c);
 void configure_mamba2(ArchConfig& c);
 void configure_lfm2(ArchConfig& c);
 void configure_qwen35(ArchConfig& c);
+// qwen35's hybrid layers without its IMROPE check (qwen35.cpp; qwen3next too).
+void configure_gated_delta_net(ArchConfig& c);
+void configure_qwen35moe(ArchConfig& c);
+void configure_qwen3next(ArchConfig& c);
 void configure_nemotron_h(ArchConfig& c);
+void configure_nemotron_h_moe(ArchConfig& c);  // nemotron_h's layers with ungated ReLU² experts
+void configure_granitehybrid(ArchConfig& c);   // Mamba-2 + attention, granite's scales, experts or dense
+void configure_falcon_h1(ArchConfig& c);       // attention and Mamba-2 side by side in every layer
+void configure_jamba(ArchConfig& c);
+void configure_rwkv6(ArchConfig& c);           // RWKV-6 blocks (model/rwkv6.cpp)
+void configure_rwkv7(ArchConfig& c);           // RWKV-7 blocks (model/rwkv7.cpp)
+void configure_rwkv6qwen2(ArchConfig& c);      // RWKV-6 time mix + qwen2's FFN           // Mamba-1 (dt / B / C normed) + attention, experts or dense
 // Encoders (embeddings): the steps every post-norm encoder shares (bert.cpp), then each family.
 void configure_encoder(ArchConfig& c);
 void configure_bert(ArchConfig& c);

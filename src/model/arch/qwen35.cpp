@@ -57,8 +57,13 @@ void check_rope_sections(ArchConfig& c, int n_pairs) {
 
 }  // namespace
 
-void configure_qwen35(ArchConfig& c) {
+void configure_gated_delta_net(ArchConfig& c) {
     ModelSpec& s = c.spec;
+    // Multi-token-prediction blocks are counted in block_count and follow the
+    // trunk; kiln runs the trunk only with a block count that is the trunk's.
+    if (c.metadata.find_uint(c.key("nextn_predict_layers")).value_or(0) > 0)
+        throw Error("GGUF metadata '" + c.key("nextn_predict_layers") + "': multi-token-prediction layers are not supported",
+                    ErrorKind::Unsupported);
     SsmSpec& m = s.ssm;
     m.kind = SsmKind::GatedDeltaNet;
     m.d_conv = key_int(c, "ssm.conv_kernel", 1);
@@ -90,7 +95,11 @@ void configure_qwen35(ArchConfig& c) {
     s.attn_output_gate = true;
     s.tensors.qk_norm = TensorUse::Required;
     s.ffn_norm_tensor = "post_attention_norm.weight";
-    check_rope_sections(c, s.rope.n_dims / 2);
+}
+
+void configure_qwen35(ArchConfig& c) {
+    configure_gated_delta_net(c);
+    check_rope_sections(c, c.spec.rope.n_dims / 2);
 }
 
 }  // namespace kiln
