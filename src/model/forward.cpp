@@ -478,14 +478,8 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         if (as.alibi) part.alibi = as.alibi + h0;
         const int64_t r_end = std::min<int64_t>(n, r0 + rows_per_task);
         for (int64_t r = r0, e; r < r_end; r = e) {
-            // The run of causal rows of one sequence that see the same first key
-            // (all of a chunk's rows without a sliding window) attend as a block,
-            // each with the bits it has alone.
-            e = r + 1;
-            if (spec_.causal)
-                while (e < r_end && row_span_[static_cast<size_t>(e)] == row_span_[static_cast<size_t>(r)] &&
-                       first_key_row(e) == first_key_row(r))
-                    ++e;
+            // All of a chunk's rows without a sliding window attend as one block.
+            e = attention_run(r, r_end, [&](int64_t x) { return first_key_row(x) == first_key_row(r); });
             KvRows head = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
             head.k += kv_row_offset(head.type, static_cast<uint64_t>(g) * static_cast<uint64_t>(dk));
             head.v += kv_row_offset(head.type, static_cast<uint64_t>(g) * static_cast<uint64_t>(dv));

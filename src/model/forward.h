@@ -119,6 +119,16 @@ private:
     std::vector<float> alibi_slopes_;             // [max n_head]: ALiBi's slope per head (empty: none)
     std::vector<SeqSpan> spans_;                  // the batch's sequences
     std::vector<int> row_span_;                   // [n]: each row's index in spans_
+    // The end of the run of rows from r (before r_end) that attend as one block:
+    // causal rows of r's sequence whose first key is r's (same_first(e)); r + 1
+    // for non-causal attention. Each row of a block keeps the bits it has alone.
+    template <class SameFirst>
+    int64_t attention_run(int64_t r, int64_t r_end, SameFirst same_first) const {
+        int64_t e = r + 1;
+        if (spec_.causal)
+            while (e < r_end && row_span_[static_cast<size_t>(e)] == row_span_[static_cast<size_t>(r)] && same_first(e)) ++e;
+        return e;
+    }
     size_t n_spans_ = 0;                          // spans_ used by this batch
     // Activations of the batch, f32 [width, n] each.
     std::vector<float> x_;       // the residual stream [n_embd, n]

@@ -135,10 +135,7 @@ void Forward::mla_attention_layer(int il, const BatchRows& b) {
         part.n_head = static_cast<int>(std::min(per_part, nh - h0));
         const int64_t r_end = std::min<int64_t>(n, r0 + rows_per_task);
         for (int64_t r = r0, e; r < r_end; r = e) {
-            // A run of causal rows of one sequence attends as a block (the bits of each alone).
-            e = r + 1;
-            if (spec_.causal)
-                while (e < r_end && row_span_[static_cast<size_t>(e)] == row_span_[static_cast<size_t>(r)]) ++e;
+            e = attention_run(r, r_end, [](int64_t) { return true; });  // every key from 0
             const KvRows& rows = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
             if (e - r > 1)
                 attend_rows_block(part, q_.data() + r * nq + h0 * dk, nq, 0, b.pos + r, b.pos + r, static_cast<int>(e - r), rows,
