@@ -381,8 +381,8 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         if (own_kv) dump("Kcur_rope", il, k_.data(), nk, n);
     }
     if (lw.q_norm && spec_.tensors.qk_norm_after_rope) qk_norms();
-    if (!l.use_rope && spec_.attn_temp.floor > 0) {
-        // Attention temperature tuning (llama4's layers without RoPE): queries scaled by position.
+    if (spec_.attn_temp.floor > 0 && (spec_.attn_temp.every_layer || !l.use_rope)) {
+        // Attention temperature tuning (llama4's layers without RoPE, every layer of mistral3): queries scaled by position.
         const auto& at = spec_.attn_temp;
         for (int64_t r = 0; r < n; ++r) {
             const float pos = static_cast<float>(b.pos[r]);

@@ -101,9 +101,7 @@ void read_rope(const Metadata& md, const std::function<std::string(const char*)>
     s.rope.yarn_attn_factor = attn;
     if (s.rope.scaling == "yarn") {
         s.rope.yarn_ext_factor = 1.0f;
-        const float fac = 1.0f / s.rope.freq_scale;
-        const float mscale = fac <= 1.0f ? 1.0f : 0.1f * std::log(fac) + 1.0f;
-        s.rope.yarn_attn_factor = mscale / (1.0f + 0.1f * std::log(fac)) * attn;
+        s.rope.yarn_attn_factor = yarn_attn_factor(1.0f / s.rope.freq_scale, 1.0f, 0.0f, attn);
     }
 }
 
@@ -250,6 +248,13 @@ void read_nextn_layers(ArchConfig& c) {
     s.n_layer_nextn = n;
     s.n_layer -= n;
     s.layers.resize(static_cast<size_t>(s.n_layer));
+}
+
+float yarn_attn_factor(float factor, float mscale, float log_mul, float rope_attn_factor) {
+    const auto get_mscale = [](float scale, float m) { return scale <= 1.0f ? 1.0f : 0.1f * m * std::log(scale) + 1.0f; };
+    float a = log_mul != 0.0f ? get_mscale(factor, mscale) / get_mscale(factor, log_mul) : get_mscale(factor, 1.0f);
+    a *= 1.0f / (1.0f + 0.1f * std::log(factor));
+    return a * rope_attn_factor;
 }
 
 void require_full_rotation(const ArchConfig& c) {

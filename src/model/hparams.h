@@ -26,4 +26,11 @@ void read_nextn_layers(ArchConfig& c);
 // whose llama.cpp graph asserts they are equal (it names the key and the family).
 void require_full_rotation(const ArchConfig& c);
 
+// The rotation's magnitude under YaRN as llama_context computes it (ggml's
+// attn_factor): mscale(factor, mscale) / mscale(factor, log_mul) where the file
+// gives a YaRN log multiplier (mscale_all_dim), else mscale(factor, 1), then the
+// 1 + 0.1 ln(factor) that the rotation multiplies in divided out, times the
+// file's rope.scaling.attn_factor. factor = 1 / freq_scale.
+float yarn_attn_factor(float factor, float mscale, float log_mul, float rope_attn_factor);
+
 }  // namespace kiln

@@ -20,7 +20,7 @@ constexpr ArchRow k_rows[] = {
     {"llama", RopeKind::Norm, MemoryKind::Kv, configure_llama, "gated or experts"},
     {"llama-embed", RopeKind::Norm, MemoryKind::Kv, configure_llama_embed, "gated"},
     {"llama4", RopeKind::Norm, MemoryKind::Kv, configure_llama4, "dense or experts+shared (interleaved)"},
-    {"mistral3", RopeKind::Norm, MemoryKind::Kv, nullptr, "gated"},
+    {"mistral3", RopeKind::Norm, MemoryKind::Kv, configure_mistral3, "gated or experts"},
     {"smollm3", RopeKind::Norm, MemoryKind::Kv, configure_smollm3, "gated"},
     {"granite", RopeKind::Norm, MemoryKind::Kv, configure_granite, "gated"},
     {"granitemoe", RopeKind::Norm, MemoryKind::Kv, configure_granitemoe, "experts (+shared)"},

@@ -300,12 +300,14 @@ struct ModelSpec {
     // Chunked attention (llama4): a sliding layer's query sees the keys from the
     // start of its chunk of sliding_window positions (pos - pos % window) to itself.
     bool swa_chunked = false;
-    // Attention temperature tuning of the layers without RoPE (llama4): their
-    // queries are scaled by log(floor((pos + offset) / floor) + 1) * scale + 1
-    // (floor 0: none).
+    // Attention temperature tuning: queries scaled by
+    // log(floor((pos + offset) / floor) + 1) * scale + 1 (floor 0: none), on the
+    // layers without RoPE (llama4) or, with every_layer, on every layer after
+    // its RoPE (mistral3's llama_4_scaling).
     struct {
         int floor = 0;
         float scale = 0.0f, offset = 0.0f;
+        bool every_layer = false;
     } attn_temp;
     // Q and K RMS-normed per head without a weight after RoPE, on the layers with
     // RoPE only (llama4's L2 norm; attention temperature layers have none).

@@ -116,6 +116,16 @@ std::vector<FamilyRecipe> base_recipes() {
          .description = "llama with float weights (the BF16 pair kernels, F32 panels); BF16 / F32 / BF16",
          .shape = small, .attn_type = T::BF16, .ffn_type = T::F32, .embd_type = T::BF16, .tied_output = false,
          .rope_freqs = true, .quant_variants = false},
+        {.family = "mistral3",
+         .description = "llama's tensors (every optional one) with mistral3's YaRN keys (factor 4 over an original context of 8, "
+                        "attn_factor 1.25, yarn_log_multiplier 0.8, beta fast 16 / slow 2) and its attention temperature (scale 0.5, "
+                        "a step every 8 positions); Q8_0 / Q4_0 / F16",
+         .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::F16, .tied_output = false,
+         .ffn_scales = true, .attn_out_bias = true, .ffn_bias = true, .rope_freqs = true, .rope_scaling = "yarn",
+         .rope_factor = 4.0f, .rope_attn_factor = 1.25f, .rope_orig_ctx = 8,
+         .keys = {{"attention.temperature_scale", Value::f32(0.5f)}, {"rope.scaling.yarn_log_multiplier", Value::f32(0.8f)},
+                  {"rope.scaling.yarn_beta_fast", Value::f32(16.0f)}, {"rope.scaling.yarn_beta_slow", Value::f32(2.0f)}},
+         .name_with_family = true},
         {.family = "granite",
          .description = "llama's tensors with Granite's embedding, attention, residual and logit scales, attention-output "
                         "and FFN biases, rope_freqs; Q8_0 / Q4_0",

@@ -31,13 +31,6 @@
 
 namespace kiln {
 
-namespace {
-
-
-float get_mscale(float scale, float mscale) { return scale <= 1.0f ? 1.0f : 0.1f * mscale * std::log(scale) + 1.0f; }
-
-}  // namespace
-
 void configure_deepseek2(ArchConfig& c) {
     ModelSpec& s = c.spec;
     const gguf::Metadata& md = c.metadata;
@@ -73,18 +66,11 @@ void configure_deepseek2(ArchConfig& c) {
     log_mul /= 0.1f;
     const float rope_attn = static_cast<float>(md.find_float(c.key("rope.scaling.attn_factor")).value_or(1.0));
     const float freq_scale = s.rope.freq_scale;
-    float attn_factor = 1.0f;
+    float attn_factor = rope_attn;
     if (s.rope.yarn_ext_factor != 0.0f) {
-        const float factor = 1.0f / freq_scale;
-        if (log_mul != 0.0f) {
-            const float mscale = log_mul != 1.0f ? log_mul : 1.0f;  // llama.cpp's DeepSeek-V2 case
-            attn_factor = get_mscale(factor, mscale) / get_mscale(factor, log_mul);
-        } else {
-            attn_factor = get_mscale(factor, 1.0f);
-        }
-        attn_factor *= 1.0f / (1.0f + 0.1f * std::log(factor));
+        const float mscale = log_mul != 0.0f && log_mul != 1.0f ? log_mul : 1.0f;  // llama.cpp's DeepSeek-V2 case
+        attn_factor = yarn_attn_factor(1.0f / freq_scale, mscale, log_mul, rope_attn);
     }
-    attn_factor *= rope_attn;
     s.rope.yarn_attn_factor = attn_factor;
     const float attn_factor_org = attn_factor * (1.0f + 0.1f * std::log(1.0f / freq_scale));
     const float mscale = attn_factor_org * (1.0f + 0.1f * log_mul * std::log(1.0f / freq_scale));

@@ -78,6 +78,7 @@ void configure_deepseek2(ArchConfig& c);  // latent attention (model/mla.cpp)
 void configure_glm4moe(ArchConfig& c);
 void configure_ernie4_5_moe(ArchConfig& c);
 void configure_llama4(ArchConfig& c);
+void configure_mistral3(ArchConfig& c);  // llama + YaRN log multiplier, attention temperature
 void configure_deepseek(ArchConfig& c);
 void configure_dots1(ArchConfig& c);
 void configure_hunyuan_moe(ArchConfig& c);
