@@ -37,6 +37,8 @@ def main() -> None:
     tool = Path(args.build) / "tests" / "make_tiny_model"
     listing = subprocess.run([str(tool), "--list"], check=True, capture_output=True, text=True).stdout.splitlines()
     families = [line.split("\t")[0] for line in listing if "\t" in line]
+    # The KV cache type each model's fixture is made with (f16 unless the recipe says f32).
+    kv_types = {line.split("\t")[0]: (line.split("\t") + ["f16"])[2] for line in listing if "\t" in line}
     if args.families:
         wanted = [f for f in args.families.split(",") if f]
         unknown = sorted(set(wanted) - set(families))
@@ -54,7 +56,8 @@ def main() -> None:
             path = Path(tmp) / f"tiny-{fam}.gguf"
             subprocess.run([str(tool), fam, str(source), str(path)], check=True)
             sha = hashlib.sha256(path.read_bytes()).hexdigest()
-            llm = Llama(model_path=str(path), n_ctx=256, n_batch=64, logits_all=True, verbose=False, n_threads=2)
+            kv = {"f32": {"type_k": 0, "type_v": 0}}.get(kv_types[fam], {})  # GGML_TYPE_F32
+            llm = Llama(model_path=str(path), n_ctx=256, n_batch=64, logits_all=True, verbose=False, n_threads=2, **kv)
             llm.eval(prompt)
             logits = np.array(llm.scores[: len(prompt)], dtype=np.float32)
             greedy, gaps = [], []
@@ -70,7 +73,7 @@ def main() -> None:
             random_ids = sorted(rng.choice(n_vocab, size=64, replace=False).tolist())
             top_ids = np.argsort(-logits, axis=1, kind="stable")[:, :10]
             data = {
-                "family": fam, "sha256": sha, "prompt": prompt, "n_vocab": n_vocab,
+                "family": fam, "sha256": sha, "prompt": prompt, "n_vocab": n_vocab, "kv_type": kv_types[fam],
                 "argmax": logits.argmax(axis=1).tolist(),
                 "top_ids": top_ids.tolist(),
                 "top_logits": np.take_along_axis(logits, top_ids, axis=1).tolist(),

@@ -45,7 +45,7 @@ void check_logits(const std::string& family) {
         << family << ": the tiny model's bytes changed; regenerate its fixture (tools/tiny_model_fixtures.py --families " << family << ")";
 
     auto model = kiln::Model::load(path);
-    kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 16});
+    kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 16, .kv_type = fx.value("kv_type", "f16")});
     std::vector<float> logits;
     ctx.decode(prompt, &logits);
     const int n_vocab = fx["n_vocab"];
@@ -88,7 +88,7 @@ void check_greedy(const std::string& family) {
     ASSERT_EQ(greedy.size(), gaps.size());
     ASSERT_FALSE(greedy.empty());
     auto model = kiln::Model::load(path);
-    kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 64});
+    kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 64, .kv_type = fx.value("kv_type", "f16")});
     ctx.decode(kiln::test::tiny_model_prompt());
     const float spread = std::fabs(fx["top_logits"][0][0].get<float>());
     for (size_t i = 0; i < greedy.size(); ++i) {

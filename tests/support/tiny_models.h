@@ -13,6 +13,7 @@ struct TinyModelInfo {
     std::string family;       // "llama", "qwen2", ... or a variant of one: "llama@fused", "qwen2@q4_k"
     std::string arch;         // the GGUF architecture it is written as ("llama")
     std::string description;  // what it exercises
+    std::string kv_type = "f16";  // the KV cache type its fixture was made with (llama.cpp's and kiln's)
 };
 
 std::vector<TinyModelInfo> tiny_model_families();

@@ -12,7 +12,7 @@
 
 int main(int argc, char** argv) {
     if (argc == 2 && std::string(argv[1]) == "--list") {
-        for (const auto& f : kiln::test::tiny_model_families()) std::printf("%s\t%s\n", f.family.c_str(), f.description.c_str());
+        for (const auto& f : kiln::test::tiny_model_families()) std::printf("%s\t%s\t%s\n", f.family.c_str(), f.description.c_str(), f.kv_type.c_str());
         std::printf("prompt");
         for (int32_t t : kiln::test::tiny_model_prompt()) std::printf(" %d", t);
         std::printf("\n");
