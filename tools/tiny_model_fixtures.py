@@ -28,6 +28,43 @@ OUT = ROOT / "tests" / "golden" / "tiny"
 MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "models"))
 GREEDY_STEPS = 8
 
+# Families llama.cpp has no graph for, checked against an independent forward
+# written from their reference definition (tools/gptj_reference.py).
+REFERENCE_FAMILIES = {"gptj"}
+
+
+def llama_run(path, prompt, kv_type):
+    """llama.cpp's logits at every prompt position, then a greedy continuation with its gaps."""
+    kv = {"f32": {"type_k": 0, "type_v": 0}}.get(kv_type, {})  # GGML_TYPE_F32
+    llm = Llama(model_path=str(path), n_ctx=256, n_batch=64, logits_all=True, verbose=False, n_threads=2, **kv)
+    llm.eval(prompt)
+    logits = np.array(llm.scores[: len(prompt)], dtype=np.float32)
+    greedy, gaps = [], []
+    for _ in range(GREEDY_STEPS):
+        last = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
+        order = np.argsort(-last, kind="stable")
+        greedy.append(int(order[0]))
+        gaps.append(float(last[order[0]] - last[order[1]]))
+        llm.eval([greedy[-1]])
+    del llm
+    return logits, greedy, gaps
+
+
+def reference_run(path, prompt):
+    """The same from the reference forward (the whole sequence again at each greedy step)."""
+    from gptj_reference import GptJ
+    model = GptJ(str(path))
+    logits = model.logits(prompt).astype(np.float32)
+    seq, greedy, gaps = list(prompt), [], []
+    last = logits[-1]
+    for _ in range(GREEDY_STEPS):
+        order = np.argsort(-last, kind="stable")
+        greedy.append(int(order[0]))
+        gaps.append(float(last[order[0]] - last[order[1]]))
+        seq.append(greedy[-1])
+        last = model.logits(seq)[-1].astype(np.float32)
+    return logits, greedy, gaps
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -56,24 +93,19 @@ def main() -> None:
             path = Path(tmp) / f"tiny-{fam}.gguf"
             subprocess.run([str(tool), fam, str(source), str(path)], check=True)
             sha = hashlib.sha256(path.read_bytes()).hexdigest()
-            kv = {"f32": {"type_k": 0, "type_v": 0}}.get(kv_types[fam], {})  # GGML_TYPE_F32
-            llm = Llama(model_path=str(path), n_ctx=256, n_batch=64, logits_all=True, verbose=False, n_threads=2, **kv)
-            llm.eval(prompt)
-            logits = np.array(llm.scores[: len(prompt)], dtype=np.float32)
-            greedy, gaps = [], []
-            for _ in range(GREEDY_STEPS):
-                last = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
-                order = np.argsort(-last, kind="stable")
-                greedy.append(int(order[0]))
-                gaps.append(float(last[order[0]] - last[order[1]]))
-                llm.eval([greedy[-1]])
+            if fam.split("@")[0] in REFERENCE_FAMILIES:
+                logits, greedy, gaps = reference_run(path, prompt)
+                oracle = "reference: tools/gptj_reference.py (transformers' modeling_gptj in numpy, float64)"
+            else:
+                logits, greedy, gaps = llama_run(path, prompt, kv_types[fam])
+                oracle = "llama.cpp"
             n_vocab = logits.shape[1]
             # Seeded per family, so a --families run draws what a full run does.
             rng = np.random.default_rng([7, *fam.encode()])
             random_ids = sorted(rng.choice(n_vocab, size=64, replace=False).tolist())
             top_ids = np.argsort(-logits, axis=1, kind="stable")[:, :10]
             data = {
-                "family": fam, "sha256": sha, "prompt": prompt, "n_vocab": n_vocab, "kv_type": kv_types[fam],
+                "family": fam, "sha256": sha, "prompt": prompt, "n_vocab": n_vocab, "kv_type": kv_types[fam], "oracle": oracle,
                 "argmax": logits.argmax(axis=1).tolist(),
                 "top_ids": top_ids.tolist(),
                 "top_logits": np.take_along_axis(logits, top_ids, axis=1).tolist(),
@@ -83,7 +115,6 @@ def main() -> None:
             }
             (OUT / f"{fam}.json").write_text(json.dumps(data) + "\n")
             print(f"{fam}: sha256 {sha[:16]}..., logits range [{logits.min():.3f}, {logits.max():.3f}], greedy {greedy}")
-            del llm
 
 
 if __name__ == "__main__":

@@ -59,9 +59,12 @@ struct ArchitectureInfo {
     std::string ffn;                   // "gated", "plain", "experts", ...
     std::string memory;                // "kv", "recurrent", "hybrid"
     std::string rope;                  // "norm", "neox", "none"
-    // A tiny model of it is compared with llama.cpp's logits in kiln's tests
-    // (derived at build time from the fixtures present, tests/golden/tiny).
+    // A tiny model of it is compared with an oracle's logits in kiln's tests
+    // (derived at build time from the fixtures present, tests/golden/tiny):
+    // llama.cpp's, or for an architecture llama.cpp has no graph for (gptj) an
+    // independent reference forward's (checked_against says which).
     bool checked = false;
+    std::string checked_against;       // "llama.cpp", "reference" or "" (not checked)
 };
 std::vector<ArchitectureInfo> known_architectures();
 

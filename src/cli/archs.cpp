@@ -23,27 +23,36 @@ int cmd_archs(int argc, char** argv) {
         nlohmann::json out = nlohmann::json::array();
         for (const ArchitectureInfo& a : archs)
             out.push_back({{"name", a.name},     {"aliases", a.aliases}, {"runnable", a.runnable}, {"mixer", a.mixer},
-                           {"ffn", a.ffn},       {"memory", a.memory},   {"rope", a.rope},         {"checked", a.checked}});
+                           {"ffn", a.ffn},       {"memory", a.memory},   {"rope", a.rope},         {"checked", a.checked},
+                           {"checked_against", a.checked_against}});
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
     }
     int ffn_width = 3;  // the widest FFN description ("plain (parallel block or sequential)")
-    for (const ArchitectureInfo& a : archs) ffn_width = std::max(ffn_width, static_cast<int>(a.ffn.size()));
-    std::printf("%-12s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", "name", "runs", "mixer", ffn_width, "ffn", "memory", "rope",
-                "checked", "aliases");
-    int n_run = 0, n_checked = 0;
+    int name_width = 4;  // the longest name ("nemotron_h_moe")
+    for (const ArchitectureInfo& a : archs) {
+        ffn_width = std::max(ffn_width, static_cast<int>(a.ffn.size()));
+        name_width = std::max(name_width, static_cast<int>(a.name.size()));
+    }
+    std::printf("%-*s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", name_width, "name", "runs", "mixer", ffn_width, "ffn", "memory",
+                "rope", "checked", "aliases");
+    int n_run = 0, n_checked = 0, n_reference = 0;
     for (const ArchitectureInfo& a : archs) {
         std::string aliases;
         for (const auto& s : a.aliases) aliases += (aliases.empty() ? "" : ", ") + s;
-        std::printf("%-12s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", a.name.c_str(), a.runnable ? "yes" : "not yet",
-                    a.mixer.c_str(), ffn_width, a.ffn.c_str(), a.memory.c_str(), a.rope.c_str(), a.checked ? "yes" : "-",
-                    aliases.c_str());
+        std::printf("%-*s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", name_width, a.name.c_str(), a.runnable ? "yes" : "not yet",
+                    a.mixer.c_str(), ffn_width, a.ffn.c_str(), a.memory.c_str(), a.rope.c_str(),
+                    !a.checked ? "-" : a.checked_against == "llama.cpp" ? "yes" : "ref", aliases.c_str());
         n_run += a.runnable;
-        n_checked += a.checked;
+        n_checked += a.checked_against == "llama.cpp";
+        n_reference += a.checked_against == "reference";
     }
     std::printf("\n%zu architectures known, %d run, %d checked against llama.cpp (a tiny random model's logits at every "
-                "position and its greedy continuation)\n",
+                "position and its greedy continuation)",
                 archs.size(), n_run, n_checked);
+    if (n_reference > 0)
+        std::printf(", %d (\"ref\") against an independent reference forward where llama.cpp has no graph", n_reference);
+    std::printf("\n");
     return 0;
 }
 

@@ -47,6 +47,7 @@ constexpr ArchRow k_rows[] = {
     {"qwen35moe", RopeKind::Neox, MemoryKind::Hybrid, configure_qwen35moe, "experts+shared"},
     {"qwen3next", RopeKind::Neox, MemoryKind::Hybrid, configure_qwen3next, "experts+shared"},
     {"phi2", RopeKind::Neox, MemoryKind::Kv, configure_phi2, "plain (parallel block)"},
+    {"gptj", RopeKind::Norm, MemoryKind::Kv, configure_gptj, "plain (parallel block)"},
     {"phi3", RopeKind::Neox, MemoryKind::Kv, configure_phi3, "gated (fused gate-up)"},
     {"phimoe", RopeKind::Neox, MemoryKind::Kv, configure_phimoe, "experts"},
     {"gemma", RopeKind::Neox, MemoryKind::Kv, configure_gemma, "gated"},
@@ -164,6 +165,9 @@ constexpr std::string_view k_checked[] = {
 #include "model/tiny_fixtures.inc"
     "",
 };
+// Of those, the ones whose fixture comes from an independent reference forward,
+// not llama.cpp, which has no graph for them (tools/gptj_reference.py).
+constexpr std::string_view k_checked_by_reference[] = {"gptj"};
 
 bool is_vision_projector(const gguf::Metadata& md, std::string_view arch) {
     if (normalized(arch) == "clip" || normalized(arch) == "mmproj") return true;
@@ -266,6 +270,11 @@ std::vector<ArchitectureInfo> known_architectures() {
         a.memory = r.memory == MemoryKind::Kv ? "kv" : r.memory == MemoryKind::Recurrent ? "recurrent" : "hybrid";
         a.rope = std::string(rope_kind_name(r.rope));
         a.checked = std::find(std::begin(k_checked), std::end(k_checked), r.name) != std::end(k_checked);
+        if (a.checked)
+            a.checked_against = std::find(std::begin(k_checked_by_reference), std::end(k_checked_by_reference), r.name) !=
+                                        std::end(k_checked_by_reference)
+                                    ? "reference"
+                                    : "llama.cpp";
         out.push_back(std::move(a));
     }
     return out;

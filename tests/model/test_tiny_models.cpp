@@ -68,8 +68,9 @@ void check_logits(const std::string& family) {
         for (size_t k = 0; k < rids.size(); ++k)
             max_diff = std::max(max_diff, std::fabs(row[rids[k].get<int32_t>()] - fx["random_logits"][r][k].get<float>()));
     }
-    std::printf("[ figures  ] tiny %s: max |logit diff| %.5f (largest logit %.2f), argmax mismatches %d\n", family.c_str(),
-                max_diff, spread, mismatches);
+    const std::string oracle = fx.value("oracle", "llama.cpp");
+    std::printf("[ figures  ] tiny %s: max |logit diff| %.5f (largest logit %.2f), argmax mismatches %d%s\n", family.c_str(),
+                max_diff, spread, mismatches, oracle == "llama.cpp" ? "" : (" (against " + oracle + ")").c_str());
     EXPECT_LE(max_diff, k_relative_bound * spread);
 }
 

@@ -227,6 +227,14 @@ std::vector<FamilyRecipe> base_recipes() {
          .shape = small, .attn_type = T::Q8_0, .ffn_type = T::Q4_0, .embd_type = T::Q8_0, .tied_output = false,
          .fused_qkv = true, .fused_bias = true, .attn_out_bias = true, .ffn_bias = true, .output_bias = true, .rope_dims = 8,
          .layer_norm = true, .plain_ffn = true, .ffn_norm = false},
+        {.family = "gptj",
+         .description = "GPT-J: parallel block (one biased LayerNorm feeds attention and FFN), NORM RoPE on 8 of 16 dimensions, "
+                        "no Q/K/V/O biases, plain GELU FFN with biases, separate output head with bias; F32, f32 cache (checked "
+                        "against tools/gptj_reference.py: llama.cpp has no gptj graph)",
+         .shape = {2, 64, 4, 4, 128, 16, 0}, .tied_output = false, .output_type = T::F32, .qkv_bias = false, .scales = false,
+         .ffn_bias = true, .output_bias = true,
+         .rope_dims = 8, .layer_norm = true, .plain_ffn = true, .ffn_norm = false, .quant_variants = false,
+         .f32_cache = true, .name_with_family = true},
         {.family = "stablelm",
          .description = "sequential block (ffn_norm present), LayerNorm with biases, per-head Q/K LayerNorms with one weight "
                         "row per head, Q/K/V biases, partial rotary (8 of 16), separate output head; Q8_0 / Q4_0",

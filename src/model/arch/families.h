@@ -29,6 +29,7 @@ void configure_ernie4_5(ArchConfig& c);
 void configure_minicpm(ArchConfig& c);
 void configure_exaone4(ArchConfig& c);
 void configure_phi2(ArchConfig& c);
+void configure_gptj(ArchConfig& c);  // checked against tools/gptj_reference.py (llama.cpp has no graph)
 void configure_stablelm(ArchConfig& c);
 void configure_gptneox(ArchConfig& c);
 void configure_command_r(ArchConfig& c);
