@@ -233,8 +233,8 @@ std::vector<FamilyRecipe> base_recipes() {
                         "against tools/gptj_reference.py: llama.cpp has no gptj graph)",
          .shape = {2, 64, 4, 4, 128, 16, 0}, .tied_output = false, .output_type = T::F32, .qkv_bias = false, .scales = false,
          .ffn_bias = true, .output_bias = true,
-         .rope_dims = 8, .layer_norm = true, .plain_ffn = true, .ffn_norm = false, .quant_variants = false,
-         .f32_cache = true, .name_with_family = true},
+         .rope_dims = 8, .layer_norm = true, .plain_ffn = true, .ffn_norm = false, .f32_cache = true,
+         .name_with_family = true},
         {.family = "stablelm",
          .description = "sequential block (ffn_norm present), LayerNorm with biases, per-head Q/K LayerNorms with one weight "
                         "row per head, Q/K/V biases, partial rotary (8 of 16), separate output head; Q8_0 / Q4_0",
@@ -501,7 +501,7 @@ const std::vector<FamilyRecipe>& recipes() {
                 v.attn_type = v.ffn_type = t;
                 v.embd_type = v.output_type = GgmlType::Q8_0;
                 v.quant_variants = false;
-                v.f32_cache = t == GgmlType::Q4_K && out[i].q4_k_f32_cache;
+                v.f32_cache = out[i].f32_cache || (t == GgmlType::Q4_K && out[i].q4_k_f32_cache);
                 out.push_back(v);
             }
         }
