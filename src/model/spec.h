@@ -126,6 +126,8 @@ struct SsmSpec {
     // Mamba-1: dt, B and C RMS-normed with ssm_dt_norm / ssm_b_norm / ssm_c_norm
     // (required) after the x projection (jamba).
     bool dt_bc_norms = false;
+    // FalconMamba (ssm.dt_b_c_rms): the same three RMS norms without weights.
+    bool dt_bc_rms = false;
     // RWKV-6 (d_state: the WKV head size; d_inner: n_embd; d_conv 3: the state
     // starts with the two token-shift rows, time mix then channel mix): the
     // low-rank widths of the token-shift mix and of the decay, the channel mix's

@@ -236,16 +236,21 @@ void SsmMixer::eval1(int il, const SsmWeights& w, const int32_t* seq, int n, con
     matmul(w.x_proj, xc_.data(), n, xdb_.data(), pool, mm);
     for (int r = 0; r < n; ++r)
         std::memcpy(dtl_.data() + r * dr, xdb_.data() + r * nxdb, static_cast<size_t>(dr) * sizeof(float));
-    if (w.dt_norm) {
-        // jamba: dt_low, B and C each RMS-normed with its weight.
+    if (w.dt_norm || spec_.ssm.dt_bc_rms) {
+        // jamba: dt_low, B and C each RMS-normed with its weight; FalconMamba
+        // without weights (times ones: exact).
         const auto rms_norm = kernels().rms_norm;
         const float eps = spec_.norm_eps;
+        if (!w.dt_norm && ones_.size() < static_cast<size_t>(std::max(dr, ds))) ones_.assign(std::max(dr, ds), 1.0f);
+        const float* dt_w = w.dt_norm ? w.dt_norm : ones_.data();
+        const float* b_w = w.b_norm ? w.b_norm : ones_.data();
+        const float* c_w = w.c_norm ? w.c_norm : ones_.data();
         for (int r = 0; r < n; ++r) {
             float* dtl = dtl_.data() + r * dr;
             float* bc = xdb_.data() + r * nxdb + dr;
-            rms_norm(dtl, w.dt_norm, dtl, dr, eps);
-            rms_norm(bc, w.b_norm, bc, ds, eps);
-            rms_norm(bc + ds, w.c_norm, bc + ds, ds, eps);
+            rms_norm(dtl, dt_w, dtl, dr, eps);
+            rms_norm(bc, b_w, bc, ds, eps);
+            rms_norm(bc + ds, c_w, bc + ds, ds, eps);
         }
     }
     matmul(w.dt_proj, dtl_.data(), n, dt_.data(), pool, mm);

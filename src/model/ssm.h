@@ -152,6 +152,7 @@ private:
     std::vector<float> xc_;    // convolved channels [n_conv, n]
     std::vector<float> xdb_;   // Mamba-1: ssm_x's output [dt_rank + 2 d_state, n]
     std::vector<float> dtl_;   // Mamba-1: its dt part, contiguous [dt_rank, n]
+    std::vector<float> ones_;  // FalconMamba: the weightless dt / B / C norms' unit weights
     std::vector<float> dt_;    // time steps with bias [n_head or d_inner, n]
     std::vector<float> y_;     // scan output [d_inner, n]
     std::vector<float> g_;     // the gate, SiLU(z) · y [d_inner, n]; ShortConv: B · x

@@ -522,6 +522,8 @@ struct SsmRecipe {
     int version;  // 1: mamba, 2: mamba2
     int n_layer, n_embd, d_inner, d_state, dt_rank, n_group, d_conv;
     GgmlType proj_type, embd_type;
+    bool dt_b_c_rms = false;  // FalconMamba: ssm.dt_b_c_rms (dt, B and C RMS-normed without weights)
+    std::string arch() const { return family.substr(0, family.find('@')); }
 };
 
 const std::vector<SsmRecipe>& ssm_recipes() {
@@ -530,6 +532,8 @@ const std::vector<SsmRecipe>& ssm_recipes() {
          2, 2, 64, 128, 32, 8, 2, 4, GgmlType::Q8_0, GgmlType::Q5_0},
         {"mamba", "Mamba-1: inner 128, state 16, dt rank 4, conv 4, separate output head; Q8_0 / F32 dt",
          1, 2, 64, 128, 16, 4, 1, 4, GgmlType::Q8_0, GgmlType::Q8_0},
+        {"mamba@falcon", "FalconMamba: Mamba-1 with ssm.dt_b_c_rms (dt, B and C RMS-normed without weights); Q8_0",
+         1, 2, 64, 128, 16, 4, 1, 4, GgmlType::Q8_0, GgmlType::Q8_0, true},
     };
     return r;
 }
@@ -544,9 +548,9 @@ const SsmRecipe* ssm_recipe(const std::string& family) {
 // Keys and tensors as llama.cpp's converter writes them (head_count and
 // feed_forward_length 0, ssm_a already -exp(A_log), [1, n_head] A and D).
 void write_ssm_model(const SsmRecipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
-    TinyWriter t(r.family, seed);
+    TinyWriter t(r.arch(), seed);
     gguf::Metadata& md = t.writer().metadata();
-    md.add("general.architecture", Value::string(r.family));
+    md.add("general.architecture", Value::string(r.arch()));
     md.add("general.name", Value::string("kiln tiny " + r.family));
     t.key("context_length", Value::u32(1u << 20));
     t.key("embedding_length", Value::u32(static_cast<uint32_t>(r.n_embd)));
@@ -558,6 +562,7 @@ void write_ssm_model(const SsmRecipe& r, uint64_t seed, const std::string& token
     t.key("ssm.state_size", Value::u32(static_cast<uint32_t>(r.d_state)));
     t.key("ssm.time_step_rank", Value::u32(static_cast<uint32_t>(r.dt_rank)));
     if (r.version == 2) t.key("ssm.group_count", Value::u32(static_cast<uint32_t>(r.n_group)));
+    if (r.dt_b_c_rms) t.key("ssm.dt_b_c_rms", Value::boolean(true));
     t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
     int64_t n_vocab = 0;
     copy_tokenizer(md, tokenizer_source, n_vocab);
@@ -1627,7 +1632,7 @@ void write_gemma4_model(const Gemma4Recipe& r, uint64_t seed, const std::string&
 std::vector<TinyModelInfo> tiny_model_families() {
     std::vector<TinyModelInfo> out;
     for (const auto& r : recipes()) out.push_back({r.family, r.arch(), r.description, r.f32_cache ? "f32" : "f16"});
-    for (const auto& r : ssm_recipes()) out.push_back({r.family, r.family, r.description});
+    for (const auto& r : ssm_recipes()) out.push_back({r.family, r.arch(), r.description});
     for (const auto& r : deepseek2_recipes()) out.push_back({r.family, "deepseek2", r.description});
     for (const auto& r : gemma4_recipes()) out.push_back({r.family, "gemma4", r.description});
     for (auto& f : tiny_moe_families()) out.push_back(std::move(f));

@@ -38,10 +38,10 @@ void read_ssm_keys(ArchConfig& c, SsmKind kind) {
                         c.key("ssm.time_step_rank") + "' (heads) " + std::to_string(m.dt_rank) + " and '" +
                         c.key("ssm.group_count") + "' " + std::to_string(m.n_group) +
                         ": the heads must split the channels and the groups the heads");
-    } else if (c.metadata.find_bool(c.key("ssm.dt_b_c_rms")).value_or(false)) {
-        // FalconMamba's RMSNorm of dt, B and C.
-        throw Error("GGUF metadata '" + c.key("ssm.dt_b_c_rms") + "': the normed dt / B / C variant is not supported yet",
-                    ErrorKind::Unsupported);
+    } else {
+        // FalconMamba: dt, B and C RMS-normed without weights (llama.cpp's mamba
+        // graph; its mamba loader reads no norm tensors for them).
+        m.dt_bc_rms = c.metadata.find_bool(c.key("ssm.dt_b_c_rms")).value_or(false);
     }
 }
 
