@@ -87,6 +87,7 @@ constexpr ArchRow k_rows[] = {
     {"rwkv6", RopeKind::None, MemoryKind::Recurrent, configure_rwkv6, "channel-mix"},
     {"rwkv7", RopeKind::None, MemoryKind::Recurrent, configure_rwkv7, "channel-mix"},
     {"rwkv6qwen2", RopeKind::None, MemoryKind::Recurrent, configure_rwkv6qwen2, "gated"},
+    {"arwkv7", RopeKind::None, MemoryKind::Recurrent, configure_arwkv7, "gated"},
     {"t5", RopeKind::None, MemoryKind::Kv, nullptr, "gated"},
     {"jais", RopeKind::None, MemoryKind::Kv, nullptr, "gated"},
     {"lfm2", RopeKind::Neox, MemoryKind::Hybrid, configure_lfm2, "gated"},

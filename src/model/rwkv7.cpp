@@ -10,6 +10,10 @@
 //   y = wkv7(r, w, k, v, -kk, kk · a);  y = GroupNorm_heads(y) · ln + ln_b
 //   y += v · Σ_head(k · r · r_k);  x += output · (y · g)
 //   b' = LN2(x); x += c_value · relu(c_key · (b' + (shift(b') - b') · c_lerp_k))²
+// ARWKV (arwkv7) keeps only the time mix, as an ordinary mixer on the RMS-normed
+// rows (its FFN is the layer's gated FFN; one token-shift row): without the gate
+// tensors there is no g (five mixes), and without time_mix_ln no group norm, as
+// llama.cpp's graph decides by presence.
 #include <cmath>
 #include <cstring>
 
@@ -27,11 +31,18 @@ SsmWeights bind_rwkv7_weights(TensorSource& src, const std::string& p, const Mod
     const u64 ue = static_cast<u64>(e);
     SsmWeights w;
     SsmWeights::Rwkv7& r = w.rwkv7;
-    r.norm = src.floats(p + "attn_norm.weight", {ue}, true);
-    r.norm_b = src.floats(p + "attn_norm.bias", {ue}, true);
-    r.norm2 = src.floats(p + "attn_norm_2.weight", {ue}, true);
-    r.norm2_b = src.floats(p + "attn_norm_2.bias", {ue}, true);
-    r.lerp_fused = src.floats(p + "time_mix_lerp_fused.weight", {ue, 1, 1, 6}, true);
+    const bool arwkv = m.kind == SsmKind::Arwkv7;  // the layer binds attn_norm / the FFN; no channel mix
+    if (!arwkv) {
+        r.norm = src.floats(p + "attn_norm.weight", {ue}, true);
+        r.norm_b = src.floats(p + "attn_norm.bias", {ue}, true);
+        r.norm2 = src.floats(p + "attn_norm_2.weight", {ue}, true);
+        r.norm2_b = src.floats(p + "attn_norm_2.bias", {ue}, true);
+    }
+    // The gate by presence (ARWKV; RWKV-7's loader requires it): five mixes without it.
+    r.gate = !arwkv || src.has(p + "time_mix_g1.weight") || src.has(p + "time_mix_g2.weight");
+    if (r.gate && m.rwkv_gate_dim <= 0)
+        throw Error("tensor '" + p + "time_mix_g1.weight': a gate, but GGUF metadata 'attention.gate_lora_rank' gives no rank");
+    r.lerp_fused = src.floats(p + "time_mix_lerp_fused.weight", {ue, 1, 1, r.gate ? 6u : 5u}, true);
     r.w0 = src.floats(p + "time_mix_w0.weight", {ue}, true);
     r.w1 = src.matrix(p + "time_mix_w1.weight", e, m.rwkv_decay_dim, true);
     r.w2 = src.matrix(p + "time_mix_w2.weight", m.rwkv_decay_dim, e, true);
@@ -45,20 +56,26 @@ SsmWeights bind_rwkv7_weights(TensorSource& src, const std::string& p, const Mod
     r.v0 = src.floats(p + "time_mix_v0.weight", {ue}, true);
     r.v1 = src.matrix(p + "time_mix_v1.weight", e, vr, true);
     r.v2 = src.matrix(p + "time_mix_v2.weight", vr, e, true);
-    r.g1 = src.matrix(p + "time_mix_g1.weight", e, m.rwkv_gate_dim, true);
-    r.g2 = src.matrix(p + "time_mix_g2.weight", m.rwkv_gate_dim, e, true);
+    if (r.gate) {
+        r.g1 = src.matrix(p + "time_mix_g1.weight", e, m.rwkv_gate_dim, true);
+        r.g2 = src.matrix(p + "time_mix_g2.weight", m.rwkv_gate_dim, e, true);
+    }
     r.k_k = src.floats(p + "time_mix_k_k.weight", {ue}, true);
     r.k_a = src.floats(p + "time_mix_k_a.weight", {ue}, true);
     r.r_k = src.floats(p + "time_mix_r_k.weight", {ue}, true);
     r.key = src.matrix(p + "time_mix_key.weight", e, e, true);
     r.value = src.matrix(p + "time_mix_value.weight", e, e, true);
     r.receptance = src.matrix(p + "time_mix_receptance.weight", e, e, true);
-    r.ln = src.floats(p + "time_mix_ln.weight", {ue}, true);
-    r.ln_b = src.floats(p + "time_mix_ln.bias", {ue}, true);
+    // The group norm: required in RWKV-7, by presence (weight and bias together) in ARWKV.
+    const bool ln = !arwkv || src.has(p + "time_mix_ln.weight") || src.has(p + "time_mix_ln.bias");
+    r.ln = src.floats(p + "time_mix_ln.weight", {ue}, ln);
+    r.ln_b = src.floats(p + "time_mix_ln.bias", {ue}, ln);
     r.output = src.matrix(p + "time_mix_output.weight", e, e, true);
-    r.c_lerp_k = src.floats(p + "channel_mix_lerp_k.weight", {ue}, true);
-    r.c_key = src.matrix(p + "channel_mix_key.weight", e, ff, true);
-    r.c_value = src.matrix(p + "channel_mix_value.weight", ff, e, true);
+    if (!arwkv) {
+        r.c_lerp_k = src.floats(p + "channel_mix_lerp_k.weight", {ue}, true);
+        r.c_key = src.matrix(p + "channel_mix_key.weight", e, ff, true);
+        r.c_value = src.matrix(p + "channel_mix_value.weight", ff, e, true);
+    }
     return w;
 }
 
@@ -116,11 +133,16 @@ void SsmMixer::eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n
     auto sigmoid = [](float z) { return ops::sigmoid(z); };
 
     // ---- time mix
-    rows_for([&](int64_t t) { ops::layer_norm(x + t * e, rw.norm, rw.norm_b, a_in + t * e, e, eps); });
+    const bool arwkv = m.kind == SsmKind::Arwkv7;  // x: the normed rows; out: the time mix's output alone
+    const int n_mix = rw.gate ? 6 : 5;
+    if (arwkv)
+        std::memcpy(a_in, x, static_cast<size_t>(n * e) * sizeof(float));
+    else
+        rows_for([&](int64_t t) { ops::layer_norm(x + t * e, rw.norm, rw.norm_b, a_in + t * e, e, eps); });
     dump("attn_norm", a_in, e);
     shift(a_in, sx, 0);
     rows_for([&](int64_t t) {
-        for (int p = 0; p < 6; ++p) {
+        for (int p = 0; p < n_mix; ++p) {
             const float* lp = rw.lerp_fused + static_cast<int64_t>(p) * e;
             for (int64_t i = 0; i < e; ++i) mix[p][t * e + i] = sx[t * e + i] * lp[i] + a_in[t * e + i];
         }
@@ -130,14 +152,15 @@ void SsmMixer::eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n
     matmul(rw.key, mix[2], n, k, pool, mm);
     matmul(rw.value, mix[3], n, v, pool, mm);
     matmul(rw.a1, mix[4], n, ma, pool, mm);
-    matmul(rw.g1, mix[5], n, mg, pool, mm);
+    if (rw.gate) matmul(rw.g1, mix[5], n, mg, pool, mm);
     rows_for([&](int64_t t) {
         for (int64_t i = 0; i < ld; ++i) mw[t * ld + i] = std::tanh(mw[t * ld + i]);
-        for (int64_t i = 0; i < lg; ++i) mg[t * lg + i] = sigmoid(mg[t * lg + i]);
+        if (rw.gate)
+            for (int64_t i = 0; i < lg; ++i) mg[t * lg + i] = sigmoid(mg[t * lg + i]);
     });
     matmul(rw.w2, mw, n, wd, pool, mm);
     matmul(rw.a2, ma, n, av, pool, mm);
-    matmul(rw.g2, mg, n, g, pool, mm);
+    if (rw.gate) matmul(rw.g2, mg, n, g, pool, mm);
     const bool first = il == 0;
     if (!first) {
         matmul(rw.v1, mix[3], n, mv, pool, mm);
@@ -171,7 +194,7 @@ void SsmMixer::eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n
             kk[o + i] = -kk[o + i];
         }
     });
-    const int64_t shift_floats = 2 * e;
+    const int64_t shift_floats = (arwkv ? 1 : 2) * e;  // the token-shift rows before the WKV state
     pool.parallel_for(nh, 1, [&](int64_t h0, int64_t h1, int) {
         for (int t = 0; t < n; ++t) {
             float* st = reinterpret_cast<float*>(states.state(il, seq[t])) + shift_floats;
@@ -184,8 +207,10 @@ void SsmMixer::eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n
     rows_for([&](int64_t t) {
         const int64_t o = t * e;
         float* yt = y + o;
-        for (int64_t h = 0; h < nh; ++h) ops::layer_norm(yt + h * hs, nullptr, nullptr, yt + h * hs, hs, 64e-5f);
-        for (int64_t i = 0; i < e; ++i) yt[i] = yt[i] * rw.ln[i] + rw.ln_b[i];
+        if (rw.ln) {
+            for (int64_t h = 0; h < nh; ++h) ops::layer_norm(yt + h * hs, nullptr, nullptr, yt + h * hs, hs, 64e-5f);
+            for (int64_t i = 0; i < e; ++i) yt[i] = yt[i] * rw.ln[i] + rw.ln_b[i];
+        }
         for (int64_t h = 0; h < nh; ++h) {
             double rk = 0.0;  // ggml_sum_rows accumulates in double
             for (int64_t i = 0; i < hs; ++i) {
@@ -195,9 +220,11 @@ void SsmMixer::eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n
             const float rkf = static_cast<float>(rk);
             for (int64_t i = 0; i < hs; ++i) yt[h * hs + i] = yt[h * hs + i] + v[o + h * hs + i] * rkf;
         }
-        for (int64_t i = 0; i < e; ++i) yt[i] *= g[o + i];
+        if (rw.gate)
+            for (int64_t i = 0; i < e; ++i) yt[i] *= g[o + i];
     });
     matmul(rw.output, y, n, out, pool, mm);
+    if (arwkv) return;  // the layer adds the residual and runs its FFN
     rows_for([&](int64_t t) {
         for (int64_t i = 0; i < e; ++i) out[t * e + i] += x[t * e + i];
     });

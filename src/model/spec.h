@@ -109,7 +109,7 @@ struct RopeSpec {
 };
 
 // The recurrence of a model's recurrent layers (llama.cpp's `ssm.*` keys).
-enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet, Rwkv6, Rwkv7, Rwkv6Qwen2 };
+enum class SsmKind { None, Mamba1, Mamba2, ShortConv, GatedDeltaNet, Rwkv6, Rwkv7, Rwkv6Qwen2, Arwkv7 };
 struct SsmSpec {
     SsmKind kind = SsmKind::None;
     int d_conv = 0;   // causal convolution width (ssm.conv_kernel; ShortConv: shortconv.l_cache)

@@ -25,7 +25,7 @@ SsmWeights bind_ssm_weights(TensorSource& src, const std::string& p, const Model
     const int64_t e = s.n_embd, di = m.d_inner, ds = m.d_state, nc = ssm_conv_channels(m);
     if (m.kind == SsmKind::GatedDeltaNet) return bind_delta_net_weights(src, p, s);
     if (m.kind == SsmKind::Rwkv6 || m.kind == SsmKind::Rwkv6Qwen2) return bind_rwkv6_weights(src, p, s);
-    if (m.kind == SsmKind::Rwkv7) return bind_rwkv7_weights(src, p, s);
+    if (m.kind == SsmKind::Rwkv7 || m.kind == SsmKind::Arwkv7) return bind_rwkv7_weights(src, p, s);
     SsmWeights w;
     if (m.kind == SsmKind::ShortConv) {
         w.conv = src.floats(p + "shortconv.conv.weight", {static_cast<u64>(m.d_conv), static_cast<u64>(di)}, true);
@@ -102,7 +102,7 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
         // a, sx, xxx, the five mixes, r, k, v, g, w, y, b, c_k-in, c_r-in, c_r, c_v: n_embd each;
         // the mix's 5 mix_dim, the decay's decay_dim and the channel mix's n_ff.
         rw_.resize(b * static_cast<size_t>(20 * m.d_inner + 5 * m.rwkv_mix_dim + m.rwkv_decay_dim + m.rwkv_ff));
-    } else if (m.kind == SsmKind::Rwkv7) {
+    } else if (m.kind == SsmKind::Rwkv7 || m.kind == SsmKind::Arwkv7) {
         // 22 n_embd-wide buffers (rwkv7.cpp), the low ranks and the channel mix.
         rw_.resize(b * static_cast<size_t>(22 * m.d_inner + m.rwkv_decay_dim + m.rwkv_iclr_dim + m.rwkv_value_dim +
                                            m.rwkv_gate_dim + m.rwkv_ff));
@@ -143,7 +143,8 @@ void SsmMixer::eval(int il, const SsmWeights& w, const int32_t* seq, int n, cons
         case SsmKind::GatedDeltaNet: return eval_delta_net(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::Rwkv6:
         case SsmKind::Rwkv6Qwen2: return eval_rwkv6(il, w, seq, n, h, out, states, pool, mm, hook);
-        case SsmKind::Rwkv7: return eval_rwkv7(il, w, seq, n, h, out, states, pool, mm, hook);
+        case SsmKind::Rwkv7:
+        case SsmKind::Arwkv7: return eval_rwkv7(il, w, seq, n, h, out, states, pool, mm, hook);
         case SsmKind::None: break;
     }
 }

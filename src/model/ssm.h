@@ -77,7 +77,8 @@ struct SsmWeights {
     // RWKV-7 (src/model/rwkv7.cpp), f32 vectors [n_embd] unless said otherwise.
     struct Rwkv7 {
         const float* norm = nullptr, *norm_b = nullptr, *norm2 = nullptr, *norm2_b = nullptr;
-        const float* lerp_fused = nullptr;                 // [n_embd, 6]: r, w, k, v, a, g
+        const float* lerp_fused = nullptr;                 // [n_embd, 6]: r, w, k, v, a, g (5 without the gate)
+        bool gate = true;                                  // g1 / g2 present (ARWKV: by presence)
         const float* w0 = nullptr, *a0 = nullptr, *v0 = nullptr;
         Matrix w1, w2, a1, a2, v1, v2, g1, g2;             // the low-rank pairs [n_embd, rank], [rank, n_embd]
         const float* k_k = nullptr, *k_a = nullptr, *r_k = nullptr;

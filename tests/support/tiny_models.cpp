@@ -1168,6 +1168,73 @@ void write_rwkv7_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_
     t.writer().write(path);
 }
 
+// arwkv7: 3 layers of RWKV-7's time mix (2 WKV heads of 64, low ranks 16 / 8 / 8,
+// with the gate (rank 16) and the group norm, or @nogate without either: five
+// mixes) each with a SwiGLU FFN of 256, RMS norms, no embedding norm.
+void write_arwkv7_model(bool gate, GgmlType wt, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string family = "arwkv7";
+    using u64 = uint64_t;
+    const int n_layer = 3, e = 128, hs = 64, ld = 16, la = 8, lv = 8, lg = 16, n_ff = 256;
+    TinyWriter t(family, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(family));
+    md.add("general.name", Value::string(std::string("kiln tiny ") + (gate ? "arwkv7" : "arwkv7@nogate")));
+    t.key("context_length", Value::u32(1u << 20));
+    t.key("embedding_length", Value::u32(e));
+    t.key("block_count", Value::u32(n_layer));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("wkv.head_size", Value::u32(hs));
+    t.key("attention.decay_lora_rank", Value::u32(ld));
+    t.key("attention.iclr_lora_rank", Value::u32(la));
+    t.key("attention.value_residual_mix_lora_rank", Value::u32(lv));
+    if (gate) t.key("attention.gate_lora_rank", Value::u32(lg));
+    t.key("feed_forward_length", Value::u32(n_ff));
+    t.key("token_shift_count", Value::u32(1));
+    t.key("attention.head_count", Value::u32(0));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    t.matrix("output.weight", e, n_vocab, wt, 2.0f);
+    auto lerp = [](float u) { return 0.5f + 0.4f * u; };
+    const GgmlType lt = GgmlType::F32;  // the low-rank second halves (inner sizes below a block)
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        t.vector(p + "time_mix_w0.weight", e, 0.0f, 1.0f);
+        t.matrix(p + "time_mix_w1.weight", e, ld, wt, 1.0f);
+        t.matrix(p + "time_mix_w2.weight", ld, e, lt, 0.5f);
+        t.vector(p + "time_mix_a0.weight", e, 0.0f, 1.0f);
+        t.matrix(p + "time_mix_a1.weight", e, la, wt, 1.0f);
+        t.matrix(p + "time_mix_a2.weight", la, e, lt, 0.5f);
+        const int vr = il == 0 ? la : lv;
+        t.vector(p + "time_mix_v0.weight", e, 0.0f, 1.0f);
+        t.matrix(p + "time_mix_v1.weight", e, vr, wt, 1.0f);
+        t.matrix(p + "time_mix_v2.weight", vr, e, lt, 0.5f);
+        if (gate) {
+            t.matrix(p + "time_mix_g1.weight", e, lg, wt, 1.0f);
+            t.matrix(p + "time_mix_g2.weight", lg, e, lt, 0.5f);
+        }
+        t.tensor(p + "time_mix_lerp_fused.weight", {static_cast<u64>(e), 1, 1, gate ? 6u : 5u}, lerp);
+        t.vector(p + "time_mix_k_k.weight", e, 1.0f, 0.3f);
+        t.vector(p + "time_mix_k_a.weight", e, 1.0f, 0.3f);
+        t.vector(p + "time_mix_r_k.weight", e, 0.0f, 0.5f);
+        t.matrix(p + "time_mix_key.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_value.weight", e, e, wt, 2.0f);
+        t.matrix(p + "time_mix_receptance.weight", e, e, wt, 2.0f);
+        if (gate) {
+            t.vector(p + "time_mix_ln.weight", e, 1.0f, 0.2f);
+            t.vector(p + "time_mix_ln.bias", e, 0.0f, 0.2f);
+        }
+        t.matrix(p + "time_mix_output.weight", e, e, wt);
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_gate.weight", e, n_ff, wt);
+        t.matrix(p + "ffn_up.weight", e, n_ff, wt);
+        t.matrix(p + "ffn_down.weight", n_ff, e, wt);
+    }
+    t.writer().write(path);
+}
+
 // rwkv6qwen2: 3 layers of RWKV-6's time mix (4 WKV heads of 16, K / V of 2
 // heads with biases, low ranks 8 / 16) each with a SwiGLU FFN of 128, RMS norms.
 void write_rwkv6qwen2_model(GgmlType wt, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
@@ -1646,6 +1713,9 @@ std::vector<TinyModelInfo> tiny_model_families() {
     out.push_back({"jamba@float", "jamba", "jamba in F32"});
     out.push_back({"rwkv6", "rwkv6", "RWKV-6: 3 blocks (4 WKV heads of 16, low ranks 8 / 16, channel mix 128, rescale every 2); Q8_0"});
     out.push_back({"rwkv6@float", "rwkv6", "rwkv6 in F32"});
+    out.push_back({"arwkv7", "arwkv7", "ARWKV: 3 layers of RWKV-7 time mix (2 WKV heads of 64, low ranks 16 / 8 / 8, gate 16, "
+                                       "group norm) + SwiGLU FFN of 256, RMS norms; Q8_0"});
+    out.push_back({"arwkv7@nogate", "arwkv7", "arwkv7 without the gate (five token-shift mixes) and without the group norm; Q8_0"});
     out.push_back({"rwkv7", "rwkv7", "RWKV-7: 3 blocks (2 WKV heads of 64, low ranks 16 / 8 / 8 / 16, channel mix 256); Q8_0"});
     out.push_back({"rwkv7@float", "rwkv7", "rwkv7 in F32"});
     out.push_back({"rwkv6qwen2", "rwkv6qwen2", "QRWKV6: 3 layers of RWKV-6 time mix (gated linear attention, K / V of 2 of 4 "
@@ -1679,6 +1749,8 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (family == "rwkv6qwen2" || family == "rwkv6qwen2@float")
         return write_rwkv6qwen2_model(family == "rwkv6qwen2" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source,
                                       path);
+    if (family == "arwkv7" || family == "arwkv7@nogate")
+        return write_arwkv7_model(family == "arwkv7", GgmlType::Q8_0, seed_of(family), tokenizer_source, path);
     if (family == "rwkv7" || family == "rwkv7@float")
         return write_rwkv7_model(family == "rwkv7" ? GgmlType::Q8_0 : GgmlType::F32, seed_of(family), tokenizer_source, path);
     if (family == "rwkv6" || family == "rwkv6@float")

@@ -64,7 +64,8 @@ void configure_falcon_h1(ArchConfig& c);       // attention and Mamba-2 side by 
 void configure_jamba(ArchConfig& c);
 void configure_rwkv6(ArchConfig& c);           // RWKV-6 blocks (model/rwkv6.cpp)
 void configure_rwkv7(ArchConfig& c);           // RWKV-7 blocks (model/rwkv7.cpp)
-void configure_rwkv6qwen2(ArchConfig& c);      // RWKV-6 time mix + qwen2's FFN           // Mamba-1 (dt / B / C normed) + attention, experts or dense
+void configure_rwkv6qwen2(ArchConfig& c);
+void configure_arwkv7(ArchConfig& c);  // RWKV-7 time mix + gated FFN (ARWKV)      // RWKV-6 time mix + qwen2's FFN           // Mamba-1 (dt / B / C normed) + attention, experts or dense
 // Encoders (embeddings): the steps every post-norm encoder shares (bert.cpp), then each family.
 void configure_encoder(ArchConfig& c);
 void configure_bert(ArchConfig& c);
