@@ -29,13 +29,15 @@ int cmd_archs(int argc, char** argv) {
     }
     int ffn_width = 3;  // the widest FFN description ("plain (parallel block or sequential)")
     for (const ArchitectureInfo& a : archs) ffn_width = std::max(ffn_width, static_cast<int>(a.ffn.size()));
-    std::printf("%-12s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", "name", "runs", "mixer", ffn_width, "ffn", "memory", "rope",
+    int name_width = 12;  // the longest name ("gemma-embedding")
+    for (const ArchitectureInfo& a : archs) name_width = std::max(name_width, static_cast<int>(a.name.size()));
+    std::printf("%-*s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", name_width, "name", "runs", "mixer", ffn_width, "ffn", "memory", "rope",
                 "checked", "aliases");
     int n_run = 0, n_checked = 0;
     for (const ArchitectureInfo& a : archs) {
         std::string aliases;
         for (const auto& s : a.aliases) aliases += (aliases.empty() ? "" : ", ") + s;
-        std::printf("%-12s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", a.name.c_str(), a.runnable ? "yes" : "not yet",
+        std::printf("%-*s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", name_width, a.name.c_str(), a.runnable ? "yes" : "not yet",
                     a.mixer.c_str(), ffn_width, a.ffn.c_str(), a.memory.c_str(), a.rope.c_str(), a.checked ? "yes" : "-",
                     aliases.c_str());
         n_run += a.runnable;

@@ -52,6 +52,7 @@ constexpr ArchRow k_rows[] = {
     {"gemma", RopeKind::Neox, MemoryKind::Kv, configure_gemma, "gated"},
     {"gemma2", RopeKind::Neox, MemoryKind::Kv, configure_gemma2, "gated"},
     {"gemma3", RopeKind::Neox, MemoryKind::Kv, configure_gemma3, "gated"},
+    {"gemma-embedding", RopeKind::Neox, MemoryKind::Kv, configure_gemma_embedding, "gated"},
     {"gemma3n", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
     {"gemma4", RopeKind::Neox, MemoryKind::Kv, configure_gemma4, "gated (+ per-layer embeddings), or gated + experts"},
     {"falcon", RopeKind::Neox, MemoryKind::Kv, configure_falcon, "plain (parallel block)"},

@@ -326,6 +326,28 @@ void bind_classifier(Binder& b, ModelSpec& s, ModelWeights& w) {
     }
 }
 
+// The Dense projections after pooling (gemma-embedding files converted with
+// their sentence-transformers modules), shaped by the file's feature keys as
+// llama.cpp creates them; the embedding that comes out is n_embd wide.
+void bind_dense_out(Binder& b, const ModelSpec& s, ModelWeights& w) {
+    const int64_t e = s.n_embd;
+    const std::string k2 = s.arch + ".dense_2_feat_out", k3 = s.arch + ".dense_3_feat_in";
+    if (b.find("dense_2.weight") && s.dense_2_out == 0)
+        throw Error("tensor 'dense_2.weight': the file has no '" + k2 + "' to shape it");
+    if (b.find("dense_3.weight") && s.dense_3_in == 0)
+        throw Error("tensor 'dense_3.weight': the file has no '" + k3 + "' to shape it");
+    if (s.dense_2_out > 0) w.dense_2 = b.matrix("dense_2.weight", e, s.dense_2_out, false);
+    if (s.dense_3_in > 0) w.dense_3 = b.matrix("dense_3.weight", s.dense_3_in, e, false);
+    const int64_t width = w.dense_2.empty() ? e : s.dense_2_out;
+    if (!w.dense_3.empty() && width != s.dense_3_in)
+        throw Error("tensor 'dense_3.weight': takes " + std::to_string(s.dense_3_in) + " features, dense_2 gives " +
+                    std::to_string(width) + " ('" + k2 + "', '" + k3 + "')");
+    if (w.dense_3.empty() && width != e)
+        throw Error("tensor 'dense_2.weight': " + std::to_string(width) + " features out without a dense_3 back to the " +
+                        std::to_string(e) + " of the embedding are not supported",
+                    ErrorKind::Unsupported);
+}
+
 // An encoder's input rows (positions, token types) and their norm, and the
 // optional classification head of rank pooling (ModelSpec::post_norm).
 void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
@@ -437,6 +459,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     if (!s.post_norm && norm_bias()) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, norm_bias_required());
     if (s.output_head && allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));
     if (w.output.empty() && s.output_head) w.output = w.tok_embd;  // tied output head
+    if (!s.output_head && tr.output_unread) b.matrix("output.weight", s.n_embd, s.n_vocab, false);
+    if (allowed(tr.dense_out)) bind_dense_out(b, s, w);
     if (s.output_head && allowed(tr.output_bias)) w.output_b = b.vector("output.bias", s.n_vocab, required(tr.output_bias));
     if (s.rope.n_dims > 0 && allowed(tr.rope_freqs))
         w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_factors > 0 ? s.rope.n_factors : s.rope.n_dims / 2,

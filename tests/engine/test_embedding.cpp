@@ -112,7 +112,7 @@ INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
                          ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
                                            "jina-bert-v2_code", "modern-bert", "bert_rank1",
                                            "bert_xlmr_rank", "qwen3_embed", "llama-embed", "qwen3_rerank",
-                                           "jina-bert-v2_rank", "modern-bert_rank"));
+                                           "jina-bert-v2_rank", "modern-bert_rank", "gemma-embedding"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:
@@ -351,6 +351,62 @@ TEST(NomicBert, AnFfnBiasIsRefusedNamingIt) {
         EXPECT_NE(std::string(e.what()).find("'blk.0.ffn_up.bias' is not used by architecture 'nomic-bert'"), std::string::npos)
             << e.what();
     }
+}
+
+// gemma-embedding's Dense projections are shaped by the file's feature keys, as
+// llama.cpp creates them: a projection whose key is missing, or whose keys do
+// not chain back to the embedding width, is refused naming it.
+TEST(GemmaEmbedding, DenseProjectionsNeedTheirKeys) {
+    const std::string vocab = test::tiny_encoder_vocab("gemma-embedding");
+    const std::string why = test::missing_reason(vocab);
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    const std::string base = test::temp_dir() + "/tiny-enc-gemma-dense-base.gguf";
+    test::write_tiny_encoder("gemma-embedding", vocab, base);
+    const gguf::File src = gguf::File::open(base);
+    auto rewrite = [&](const std::string& drop_key, uint32_t dense_3_in) {
+        gguf::Writer w;
+        const gguf::Metadata md = gguf::materialize_metadata(src);
+        for (const auto& [k, v] : md.entries()) {
+            if (k == drop_key) continue;
+            if (k == "gemma-embedding.dense_3_feat_in") w.metadata().add(k, gguf::Value::u32(dense_3_in));
+            else w.metadata().add(k, v);
+        }
+        for (const auto& t : src.tensors()) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
+        const std::string path = test::temp_dir() + "/tiny-enc-gemma-dense.gguf";
+        w.write(path);
+        return path;
+    };
+    auto error_of = [](const std::string& path) {
+        try {
+            Model::load(path);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("(loaded)");
+    };
+    std::string m = error_of(rewrite("gemma-embedding.dense_2_feat_out", 512));
+    EXPECT_NE(m.find("'dense_2.weight': the file has no 'gemma-embedding.dense_2_feat_out'"), std::string::npos) << m;
+    m = error_of(rewrite("", 256));  // dense_3 [256, 256] declared, the tensor is [512, 256]
+    EXPECT_NE(m.find("dense_3.weight"), std::string::npos) << m;
+    // Without pooling the projections apply to every token, and mean pooling
+    // projects the tokens' mean (both before normalization), as llama.cpp.
+    auto model = Model::load(base);
+    EXPECT_TRUE(model->is_embedding_model());
+    EXPECT_FALSE(model->has_output_head());
+    Embedder emb(model, {.n_ctx = 64, .n_seq_max = 1});
+    EmbedOptions o;
+    o.normalize = Normalization::None;
+    const std::vector<std::string> texts = {"dense projections after pooling"};
+    const Embedding mean = emb.embed_texts(texts, o).at(0);
+    o.pooling = Pooling::None;
+    const Embedding rows = emb.embed_texts(texts, o).at(0);
+    ASSERT_EQ(rows.values.size(), static_cast<size_t>(emb.n_embd()) * static_cast<size_t>(rows.n_tokens));
+    // The projections are linear (no bias): the mean of projected rows is the projected mean.
+    const size_t e = static_cast<size_t>(emb.n_embd());
+    std::vector<float> avg(e, 0.0f);
+    for (int t = 0; t < rows.n_tokens; ++t)
+        for (size_t j = 0; j < e; ++j) avg[j] += rows.values[static_cast<size_t>(t) * e + j] / static_cast<float>(rows.n_tokens);
+    EXPECT_GT(cosine(avg, mean.values), 0.9999);
 }
 
 }  // namespace

@@ -149,6 +149,7 @@ struct DecoderRecipe {
     bool add_bos = false, add_eos = false;
     bool drop_output = false;  // no output.weight (llama-embed has no lm_head)
     int n_cls_out = 0;         // cls.output.weight rows (a Qwen3 reranker's yes / no)
+    int n_dense = 0;           // dense_2 [n_embd, n_dense] and dense_3 [n_dense, n_embd] after pooling (EmbeddingGemma)
 };
 
 const std::vector<DecoderRecipe>& decoder_recipes() {
@@ -162,6 +163,10 @@ const std::vector<DecoderRecipe>& decoder_recipes() {
         {"qwen3_rerank", "Qwen3-Reranker: the tiny qwen3 with cls.output [64, 2] (the yes / no rows), rank pooling: the last "
                          "token's two logits softmaxed",
          "qwen3", "qwen3", "qwen2", 4, true, false, false, false, 2},
+        {"gemma-embedding", "EmbeddingGemma: the tiny gemma3's six layers (5 sliding, window 8, now symmetric: 4 each side; QK-norm, "
+                            "post-norms, GELU; Q8_0) not causal, with its output.weight (loaded, unread), the SentencePiece "
+                            "llama-spm vocabulary (BOS and EOS added), mean pooling, then dense_2 [256, 512] and dense_3 [512, 256] (F16)",
+         "gemma3@q8_0", "gemma-embedding", "llama-spm", 1, false, true, true, false, 0, 512},
     };
     return r;
 }
@@ -190,7 +195,7 @@ void write_decoder_embedder(const DecoderRecipe& r, const std::string& vocab_sou
         EncoderWriter t(seed);  // the head's random rows; the decoder's tensors as they are
         gguf::Writer& w = t.writer();
         gguf::Metadata& md = w.metadata();
-        const std::string from = r.family + ".", to = r.arch + ".";
+        const std::string from = r.family.substr(0, r.family.find('@')) + ".", to = r.arch + ".";  // "gemma3@q8_0": gemma3.
         const gguf::Metadata from_md = gguf::materialize_metadata(base);
         for (const auto& [k, v] : from_md.entries()) {
             if (k == "general.architecture") md.add(k, Value::string(r.arch));
@@ -213,6 +218,15 @@ void write_decoder_embedder(const DecoderRecipe& r, const std::string& vocab_sou
                    Value::string("<|im_start|>system\nJudge whether the Document meets the requirements of the Query. Answer only "
                                  "\"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Query>: {query}\n<Document>: {document}"
                                  "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+        if (r.n_dense > 0) {  // as the converter writes sentence-transformers' Dense modules
+            const int64_t e = static_cast<int64_t>(md.get_uint(to + "embedding_length"));
+            md.add(to + "dense_2_feat_in", Value::u32(static_cast<uint32_t>(e)));
+            md.add(to + "dense_2_feat_out", Value::u32(static_cast<uint32_t>(r.n_dense)));
+            md.add(to + "dense_3_feat_in", Value::u32(static_cast<uint32_t>(r.n_dense)));
+            md.add(to + "dense_3_feat_out", Value::u32(static_cast<uint32_t>(e)));
+            t.matrix("dense_2.weight", e, r.n_dense, GgmlType::F16, 2.0f);
+            t.matrix("dense_3.weight", r.n_dense, e, GgmlType::F16, 2.0f);
+        }
         if (r.n_cls_out > 0)
             t.matrix("cls.output.weight", static_cast<int64_t>(md.get_uint(to + "embedding_length")), r.n_cls_out, GgmlType::F32, 4.0f);
         w.write(path);

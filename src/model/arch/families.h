@@ -19,6 +19,7 @@ void configure_smollm3(ArchConfig& c);
 void configure_gemma(ArchConfig& c);
 void configure_gemma2(ArchConfig& c);
 void configure_gemma3(ArchConfig& c);
+void configure_gemma_embedding(ArchConfig& c);  // gemma3's layers, not causal, Dense projections
 void configure_granite(ArchConfig& c);
 void configure_olmo2(ArchConfig& c);
 void configure_phi3(ArchConfig& c);
