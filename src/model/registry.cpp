@@ -78,6 +78,7 @@ constexpr ArchRow k_rows[] = {
     {"gpt2", RopeKind::None, MemoryKind::Kv, configure_gpt2, "plain"},
     {"bert", RopeKind::None, MemoryKind::Kv, configure_bert, "plain"},
     {"nomic-bert", RopeKind::Neox, MemoryKind::Kv, configure_nomic_bert, "gated"},
+    {"nomic-bert-moe", RopeKind::Neox, MemoryKind::Kv, configure_nomic_bert_moe, "plain, or experts (ungated GELU)"},
     {"modern-bert", RopeKind::Neox, MemoryKind::Kv, configure_modern_bert, "gated"},
     {"jina-bert-v2", RopeKind::None, MemoryKind::Kv, configure_jina_bert_v2, "gated or plain"},
     {"mpt", RopeKind::None, MemoryKind::Kv, configure_mpt, "plain"},

@@ -57,6 +57,9 @@ struct MoeSpec {
     int n_group = 0;           // group-limited selection: experts in n_group groups,
     int n_group_used = 0;      //   only the best n_group_used groups (by their top-2 sum) compete
     int n_leading_dense = 0;   // the first layers have a dense FFN instead
+    // nomic-bert-moe ({arch}.moe_every_n_layers): the layers il % n == 1 are expert
+    // layers, the others dense, as llama.cpp's loader and graph schedule them.
+    int every_n_layers = 0;
     bool oai_swiglu = false;   // gpt-oss: clamped SwiGLU with alpha 1.702, limit 7
     // llama4: the top k chosen on the raw router logits (the weights are still the
     // gating of the selected ones), and each selected expert's input row scaled by
@@ -64,7 +67,8 @@ struct MoeSpec {
     bool select_on_logits = false;
     bool weight_before_ffn = false;
     // The experts and the shared expert are down(act(up x)) without a gate
-    // projection, act ModelSpec::activation (nemotron_h_moe: ReLU²).
+    // projection, act ModelSpec::activation (nemotron_h_moe: ReLU²; nomic-bert-moe:
+    // GELU, the experts only).
     bool ungated = false;
 };
 

@@ -385,7 +385,7 @@ void bind_mla_layer(Binder& b, const ModelSpec& s, const std::string& p, const L
 // An encoder layer past its Q/K/V (bound as every family's): the output
 // projection, then the FFN (plain, or gated where the family has ffn_gate),
 // each followed by the residual add and a LayerNorm.
-void bind_encoder_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec& l, LayerWeights& lw) {
+void bind_encoder_layer(Binder& b, ModelSpec& s, int il, const std::string& p, LayerSpec& l, LayerWeights& lw) {
     const TensorRules& tr = s.tensors;
     const int64_t e = s.n_embd;
     lw.wo = b.matrix(p + "attn_output.weight", l.n_head * s.head_dim_v, e, true);
@@ -405,6 +405,13 @@ void bind_encoder_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec
             lw.k_norm = b.vector(p + "attn_k_norm.weight", nk, true);
             lw.k_norm_b = b.vector(p + "attn_k_norm.bias", nk, true);
         }
+    }
+    // nomic-bert-moe: an expert FFN on the layers its schedule names, no dense one there.
+    if (allowed(tr.experts) && s.moe.every_n_layers > 0 && il % s.moe.every_n_layers == 1) {
+        bind_expert_layer(b, s, p, l, lw.moe);
+        lw.layer_out_norm = b.vector(p + "layer_output_norm.weight", e, true);
+        lw.layer_out_norm_b = b.vector(p + "layer_output_norm.bias", e, true);
+        return;
     }
     if (allowed(tr.encoder_ffn_gate)) lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, required(tr.encoder_ffn_gate));
     l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
@@ -534,7 +541,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         LayerWeights lw;
         if (s.post_norm) {
             bind_qkv(p, l, lw, l.n_head * l.head_dim_k);
-            bind_encoder_layer(b, s, p, l, lw);
+            bind_encoder_layer(b, s, il, p, l, lw);
             w.layers.push_back(lw);
             continue;
         }

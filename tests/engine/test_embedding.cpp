@@ -112,7 +112,7 @@ INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
                          ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
                                            "jina-bert-v2_code", "modern-bert", "bert_rank1",
                                            "bert_xlmr_rank", "qwen3_embed", "llama-embed", "qwen3_rerank",
-                                           "jina-bert-v2_rank", "modern-bert_rank", "gemma-embedding"));
+                                           "jina-bert-v2_rank", "modern-bert_rank", "gemma-embedding", "nomic-bert-moe", "nomic-bert-moe_q8_0"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:
@@ -351,6 +351,39 @@ TEST(NomicBert, AnFfnBiasIsRefusedNamingIt) {
         EXPECT_NE(std::string(e.what()).find("'blk.0.ffn_up.bias' is not used by architecture 'nomic-bert'"), std::string::npos)
             << e.what();
     }
+}
+
+// nomic-bert-moe's expert layers are the ones moe_every_n_layers names, as
+// llama.cpp's loader schedules them: a file whose scheduled layer lacks its
+// router is refused naming it, and one with experts on an unscheduled layer too.
+TEST(NomicBertMoe, TheLayerScheduleComesFromTheFile) {
+    const std::string why = test::missing_reason(vocab_path());
+    if (!why.empty()) KILN_SKIP_MISSING(why);
+    const std::string base = test::temp_dir() + "/tiny-enc-nomic-moe-base.gguf";
+    test::write_tiny_encoder("nomic-bert-moe", vocab_path(), base);
+    const gguf::File src = gguf::File::open(base);
+    auto error_with_every = [&](uint32_t every) {
+        gguf::Writer w;
+        const gguf::Metadata md = gguf::materialize_metadata(src);
+        for (const auto& [k, v] : md.entries())
+            w.metadata().add(k, k == "nomic-bert-moe.moe_every_n_layers" ? gguf::Value::u32(every) : v);
+        for (const auto& t : src.tensors()) w.add_tensor_view(t.name, t.type, t.shape, src.tensor_data(t), t.bytes);
+        const std::string path = test::temp_dir() + "/tiny-enc-nomic-moe.gguf";
+        w.write(path);
+        try {
+            Model::load(path);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("(loaded)");
+    };
+    EXPECT_EQ(error_with_every(2), "(loaded)");
+    // Every third layer: layer 1 is still an expert layer, layer 3 is dense and has no ffn_up.
+    std::string m = error_with_every(3);
+    EXPECT_NE(m.find("'blk.3.ffn_up.weight' not found"), std::string::npos) << m;
+    // No key (no expert layers, as llama.cpp): layer 1 has no dense FFN.
+    m = error_with_every(0);
+    EXPECT_NE(m.find("ffn_up.weight' not found"), std::string::npos) << m;
 }
 
 // gemma-embedding's Dense projections are shaped by the file's feature keys, as

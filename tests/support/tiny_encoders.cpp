@@ -42,6 +42,13 @@ public:
         for (float& f : x) f = v_.uniform() * s;
         add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, x, type);
     }
+    // n_expert matrices [n_in, n_out] in one tensor [n_in, n_out, n_expert].
+    void experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert, GgmlType type, float gain = 1.0f) {
+        std::vector<float> x(static_cast<size_t>(n_in * n_out * n_expert));
+        const float s = gain / std::sqrt(static_cast<float>(n_in));
+        for (float& f : x) f = v_.uniform() * s;
+        add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(n_expert)}, x, type);
+    }
     // A norm weight around 1 or a bias around 0, f32.
     void vector(const std::string& name, int64_t n, float center, float spread) {
         std::vector<float> x(static_cast<size_t>(n));
@@ -99,6 +106,7 @@ struct EncoderRecipe {
     int n_types = 0;  // token types (0: the vocabulary file's count)
     std::string vocab = "bert-bge";
     int n_layer = 2, n_ff = 128;
+    int n_expert = 0, n_expert_used = 0, moe_every = 0;  // nomic-bert-moe: experts on layers il % moe_every == 1
 };
 
 const std::vector<EncoderRecipe>& recipes() {
@@ -131,6 +139,12 @@ const std::vector<EncoderRecipe>& recipes() {
          GgmlType::F16, true, "modern-bert", Positions::Rope, true},
         {"jina-bert-v2_rank", "jina-reranker-v1: the jina-bert-v2 encoder with a cls [64, 1] + bias head through tanh (no cls.output), "
          "rank pooling; F16", GgmlType::F16, true, "jina-bert-v2", Positions::Alibi, false, Ffn::GeGluFused},
+        {"nomic-bert-moe", "nomic-embed-text v2 MoE: RoPE (NeoX, base 1000), fused attn_qkv, 4 layers, layers 1 and 3 "
+         "(moe_every_n_layers 2) 8 ungated GELU experts top-2 (softmax, not renormalized), layers 0 and 2 bert's plain FFN "
+         "with biases, mean pooling; F16", GgmlType::F16, false, "nomic-bert-moe", Positions::Rope, true, Ffn::PlainBiased,
+         false, false, 64, 4, 0, "bert-bge", 4, 128, 8, 2, 2},
+        {"nomic-bert-moe_q8_0", "the same shapes with Q8_0 matrices (the experts too)", GgmlType::Q8_0, false, "nomic-bert-moe",
+         Positions::Rope, true, Ffn::PlainBiased, false, false, 64, 4, 0, "bert-bge", 4, 128, 8, 2, 2},
     };
     return r;
 }
@@ -359,6 +373,11 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     md.add(a + "attention.causal", Value::boolean(false));
     if (r->positions == Positions::Rope) md.add(a + "rope.freq_base", Value::f32(1000.0f));  // nomic-embed-text v1.5's
     md.add(a + "pooling_type", Value::u32(r->rank ? 4 : 1));
+    if (r->moe_every > 0) {
+        md.add(a + "expert_count", Value::u32(static_cast<uint32_t>(r->n_expert)));
+        md.add(a + "expert_used_count", Value::u32(static_cast<uint32_t>(r->n_expert_used)));
+        md.add(a + "moe_every_n_layers", Value::u32(static_cast<uint32_t>(r->moe_every)));
+    }
 
     int64_t n_vocab = 0;
     uint64_t n_types = 0;
@@ -393,6 +412,14 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
         if (r->attn_norm_2) {
             t.vector(p + "attn_norm_2.weight", e, 1.0f, 0.2f);
             t.vector(p + "attn_norm_2.bias", e, 0.0f, 0.2f);
+        }
+        if (r->moe_every > 0 && il % r->moe_every == 1) {  // as the converter writes nomic-embed-text-v2-moe's experts
+            t.matrix(p + "ffn_gate_inp.weight", e, r->n_expert, GgmlType::F32, 4.0f);
+            t.experts(p + "ffn_up_exps.weight", e, n_ff, r->n_expert, mt, 2.0f);
+            t.experts(p + "ffn_down_exps.weight", n_ff, e, r->n_expert, mt);
+            t.vector(p + "layer_output_norm.weight", e, 1.0f, 0.2f);
+            t.vector(p + "layer_output_norm.bias", e, 0.0f, 0.2f);
+            continue;
         }
         switch (r->ffn) {
             case Ffn::PlainBiased:

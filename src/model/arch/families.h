@@ -69,6 +69,7 @@ void configure_rwkv6qwen2(ArchConfig& c);      // RWKV-6 time mix + qwen2's FFN 
 void configure_encoder(ArchConfig& c);
 void configure_bert(ArchConfig& c);
 void configure_nomic_bert(ArchConfig& c);
+void configure_nomic_bert_moe(ArchConfig& c);  // + an expert FFN every moe_every_n_layers
 void configure_jina_bert_v2(ArchConfig& c);
 void configure_modern_bert(ArchConfig& c);  // a pre-norm encoder (no configure_encoder)
 // mixture-of-experts families (model/moe.h)
