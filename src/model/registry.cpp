@@ -80,6 +80,8 @@ constexpr ArchRow k_rows[] = {
     {"nomic-bert", RopeKind::Neox, MemoryKind::Kv, configure_nomic_bert, "gated"},
     {"nomic-bert-moe", RopeKind::Neox, MemoryKind::Kv, configure_nomic_bert_moe, "plain, or experts (ungated GELU)"},
     {"modern-bert", RopeKind::Neox, MemoryKind::Kv, configure_modern_bert, "gated"},
+    {"neo-bert", RopeKind::Norm, MemoryKind::Kv, configure_neo_bert, "gated"},
+    {"eurobert", RopeKind::Neox, MemoryKind::Kv, configure_eurobert, "gated"},
     {"jina-bert-v2", RopeKind::None, MemoryKind::Kv, configure_jina_bert_v2, "gated or plain"},
     {"mpt", RopeKind::None, MemoryKind::Kv, configure_mpt, "plain"},
     {"bloom", RopeKind::None, MemoryKind::Kv, configure_bloom, "plain"},

@@ -112,7 +112,7 @@ INSTANTIATE_TEST_SUITE_P(Embedding, TinyEncoder,
                          ::testing::Values("bert", "bert_q8_0", "bert_rank", "nomic-bert", "nomic-bert_q8_0", "jina-bert-v2",
                                            "jina-bert-v2_code", "modern-bert", "bert_rank1",
                                            "bert_xlmr_rank", "qwen3_embed", "llama-embed", "qwen3_rerank",
-                                           "jina-bert-v2_rank", "modern-bert_rank", "gemma-embedding", "nomic-bert-moe", "nomic-bert-moe_q8_0"));
+                                           "jina-bert-v2_rank", "modern-bert_rank", "gemma-embedding", "nomic-bert-moe", "nomic-bert-moe_q8_0", "neo-bert", "neo-bert_rank", "eurobert"));
 
 class EmbeddingOptions : public ::testing::Test {
 protected:
@@ -479,6 +479,9 @@ TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
     };
     const std::vector<float> reranked = emb.rerank(query, docs);
     const bool one_type = name != "bert_rank";  // token_type_count 1 (bert_rank1, the XLM-R one)
+    // neo-bert_rank: its pre-RMS-norm trunk's F16 rounding (2.3e-3 max abs on the
+    // pooled vectors, as the other F16 encoders) comes through the head at 1.4e-3.
+    const double bound = name == "neo-bert_rank" ? 2e-3 : 1e-3;
     double worst = 0;
     for (size_t i = 0; i < docs.size(); ++i) {
         const EmbedInput pair = emb.tokenize_pair(query, docs[i]);
@@ -488,11 +491,11 @@ TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
             const float want = px[std::string(layout) + "_scores"][i].get<float>();
             const double d = std::fabs(static_cast<double>(score_all_type0(tokens)) - want);
             worst = std::max(worst, d);
-            EXPECT_LE(d, 1e-3) << layout << " " << i;
+            EXPECT_LE(d, bound) << layout << " " << i;
         }
         const float want = px["kiln_scores"][i].get<float>();
         if (one_type) {
-            EXPECT_LE(std::fabs(static_cast<double>(reranked[i]) - want), 1e-3) << i;  // kiln rerank == llama.cpp
+            EXPECT_LE(std::fabs(static_cast<double>(reranked[i]) - want), bound) << i;  // kiln rerank == llama.cpp
         } else {
             EXPECT_GT(std::fabs(static_cast<double>(reranked[i]) - want), 1e-3) << i;  // type 1's row counts
         }
@@ -500,7 +503,7 @@ TEST_P(RerankOracle, ScoresEqualLlamaCppOnTheSamePairs) {
     std::printf("[ %s ] pair scores vs llama.cpp (same tokens, type 0): max abs diff %.3g\n", name.c_str(), worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Embedding, RerankOracle, ::testing::Values("bert_rank", "bert_rank1", "bert_xlmr_rank", "qwen3_rerank"));
+INSTANTIATE_TEST_SUITE_P(Embedding, RerankOracle, ::testing::Values("bert_rank", "bert_rank1", "bert_xlmr_rank", "qwen3_rerank", "neo-bert_rank"));
 
 }  // namespace
 }  // namespace kiln

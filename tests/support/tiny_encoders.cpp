@@ -139,6 +139,14 @@ const std::vector<EncoderRecipe>& recipes() {
          GgmlType::F16, true, "modern-bert", Positions::Rope, true},
         {"jina-bert-v2_rank", "jina-reranker-v1: the jina-bert-v2 encoder with a cls [64, 1] + bias head through tanh (no cls.output), "
          "rank pooling; F16", GgmlType::F16, true, "jina-bert-v2", Positions::Alibi, false, Ffn::GeGluFused},
+        {"neo-bert", "NeoBERT: pre-RMS-norm, fused attn_qkv, RoPE (normal layout, base 10000), SwiGLU in one ffn_up [64, 256], "
+         "enc.output_norm, 3 layers, CLS pooling; F16", GgmlType::F16, false, "neo-bert", Positions::Rope, true, Ffn::SwiGlu, false,
+         false, 64, 4, 0, "bert-bge", 3, 128},
+        {"neo-bert_rank", "a NeoBERT cross-encoder: cls [64, 64] + bias through tanh, cls.output + bias, rank pooling on the first "
+         "token; F16", GgmlType::F16, true, "neo-bert", Positions::Rope, true, Ffn::SwiGlu, false, false, 64, 4, 0, "bert-bge", 3, 128},
+        {"eurobert", "EuroBERT: pre-RMS-norm, separate Q / K / V with 2 KV heads of 4, RoPE (NeoX, base 250000), SwiGLU with "
+         "ffn_gate, output_norm, the Llama 3 vocabulary (no BOS), 3 layers, mean pooling; F16", GgmlType::F16, false, "eurobert",
+         Positions::Rope, false, Ffn::SwiGlu, false, false, 64, 4, 0, "llama-bpe", 3, 128},
         {"nomic-bert-moe", "nomic-embed-text v2 MoE: RoPE (NeoX, base 1000), fused attn_qkv, 4 layers, layers 1 and 3 "
          "(moe_every_n_layers 2) 8 ungated GELU experts top-2 (softmax, not renormalized), layers 0 and 2 bert's plain FFN "
          "with biases, mean pooling; F16", GgmlType::F16, false, "nomic-bert-moe", Positions::Rope, true, Ffn::PlainBiased,
@@ -298,6 +306,70 @@ void copy_vocab(const std::string& vocab_source, gguf::Metadata& md, int64_t& n_
     if (n_vocab == 0 || n_types == 0) throw Error(vocab_source + ": not an encoder's vocabulary (tokens, token_type_count)");
 }
 
+// neo-bert / eurobert: pre-RMS-norm encoders without biases (as llama.cpp's
+// converters write NeoBERT and EuroBERT).
+void write_prenorm_encoder(const EncoderRecipe& r, EncoderWriter& t, const std::string& vocab_source) {
+    gguf::Metadata& md = t.writer().metadata();
+    const bool neo = r.arch == "neo-bert";
+    const int n_layer = r.n_layer, n_embd = r.n_embd, n_head = r.n_head, n_head_kv = neo ? n_head : 2, n_ff = r.n_ff, n_ctx = 512;
+    const std::string a = r.arch + ".";
+    md.add("general.architecture", Value::string(r.arch));
+    md.add("general.name", Value::string("kiln tiny " + r.name));
+    md.add(a + "context_length", Value::u32(n_ctx));
+    md.add(a + "embedding_length", Value::u32(n_embd));
+    md.add(a + "feed_forward_length", Value::u32(n_ff));
+    md.add(a + "block_count", Value::u32(n_layer));
+    md.add(a + "attention.head_count", Value::u32(n_head));
+    md.add(a + "attention.head_count_kv", Value::u32(n_head_kv));
+    md.add(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    md.add(a + "attention.causal", Value::boolean(false));
+    md.add(a + "pooling_type", Value::u32(r.rank ? 4 : neo ? 2 : 1));
+    md.add(a + "rope.freq_base", Value::f32(neo ? 10000.0f : 250000.0f));
+    md.add(a + "rope.scaling.type", Value::string("none"));
+    int64_t n_vocab = 0;
+    {
+        gguf::File src = gguf::File::open(vocab_source);
+        const gguf::Metadata tok = gguf::materialize_metadata(src);
+        for (const auto& [k, v] : tok.entries()) {
+            if (k.rfind("tokenizer.", 0) != 0 || k == "tokenizer.ggml.add_bos_token") continue;
+            md.add(k, v);
+            if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
+        }
+        // NeoBERT's BERT vocabulary opens with [CLS]; EuroBERT's converter adds no BOS.
+        md.add("tokenizer.ggml.add_bos_token", Value::boolean(neo));
+    }
+    const GgmlType mt = r.matrix_type;
+    const int64_t e = n_embd, kv = static_cast<int64_t>(n_embd / n_head) * n_head_kv;
+    t.matrix("token_embd.weight", e, n_vocab, GgmlType::F16, 8.0f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (r.fused_qkv) {
+            t.matrix(p + "attn_qkv.weight", e, e + 2 * kv, mt, 2.0f);
+        } else {
+            t.matrix(p + "attn_q.weight", e, e, mt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, kv, mt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, kv, mt, 2.0f);
+        }
+        t.matrix(p + "attn_output.weight", e, e, mt);
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        if (neo) {
+            t.matrix(p + "ffn_up.weight", e, 2 * n_ff, mt, 2.0f);
+        } else {
+            t.matrix(p + "ffn_gate.weight", e, n_ff, mt, 2.0f);
+            t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
+        }
+        t.matrix(p + "ffn_down.weight", n_ff, e, mt);
+    }
+    t.vector(neo ? "enc.output_norm.weight" : "output_norm.weight", e, 1.0f, 0.2f);
+    if (r.rank) {
+        t.matrix("cls.weight", e, e, GgmlType::F32, 2.0f);
+        t.vector("cls.bias", e, 0.0f, 0.3f);
+        t.matrix("cls.output.weight", e, 1, GgmlType::F32, 2.0f);
+        t.vector("cls.output.bias", 1, 0.0f, 0.3f);
+    }
+}
+
 void write_modern_bert(const EncoderRecipe& r, EncoderWriter& t, const std::string& vocab_source) {
     gguf::Metadata& md = t.writer().metadata();
     const int n_layer = 3, n_embd = r.n_embd, n_head = r.n_head, n_ff = 96, n_ctx = 512;
@@ -354,6 +426,11 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     uint64_t seed = 27;
     for (char c : name) seed = seed * 131 + static_cast<unsigned char>(c);
     EncoderWriter t(seed);
+    if (r->arch == "neo-bert" || r->arch == "eurobert") {
+        write_prenorm_encoder(*r, t, vocab_source);
+        t.writer().write(path);
+        return;
+    }
     if (r->arch == "modern-bert") {
         write_modern_bert(*r, t, vocab_source);
         t.writer().write(path);

@@ -72,6 +72,8 @@ void configure_nomic_bert(ArchConfig& c);
 void configure_nomic_bert_moe(ArchConfig& c);  // + an expert FFN every moe_every_n_layers
 void configure_jina_bert_v2(ArchConfig& c);
 void configure_modern_bert(ArchConfig& c);  // a pre-norm encoder (no configure_encoder)
+void configure_neo_bert(ArchConfig& c);     // pre-norm RMS encoders (neo_bert.cpp)
+void configure_eurobert(ArchConfig& c);
 // mixture-of-experts families (model/moe.h)
 void configure_gpt_oss(ArchConfig& c);
 void configure_granitemoe(ArchConfig& c);
