@@ -230,6 +230,12 @@ std::vector<float> Embedder::rerank(std::string_view query, std::span<const std:
     return scores;
 }
 
+// llama.cpp softmaxes the rank head's labels for these architectures only.
+bool Embedder::rank_is_probability() const {
+    const std::string& arch = ModelInternals::spec(*impl_->model).arch;
+    return arch == "qwen3" || arch == "qwen3vl";
+}
+
 std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const EmbedOptions& o) {
     Impl& im = *impl_;
     const Pooling pooling = this->pooling(o);
@@ -242,7 +248,7 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
     // softmaxed as llama.cpp's rank pooling does for that architecture.
     const bool rank_mean = pooling == Pooling::Rank && spec.rank_mean;
     const bool rank_last = pooling == Pooling::Rank && spec.causal && !rank_mean;
-    const bool rank_softmax = pooling == Pooling::Rank && (spec.arch == "qwen3" || spec.arch == "qwen3vl");
+    const bool rank_softmax = pooling == Pooling::Rank && rank_is_probability();
     if (pooling == Pooling::Rank && w.cls.empty() && w.cls_out.empty())
         throw Error("model '" + im.model->path() + "' has no classification head (cls / cls.output tensors) for rank pooling");
     if (o.dimensions < 0 || o.dimensions > n_embd)
