@@ -16,9 +16,10 @@ Hugging Face does; llama.cpp's graph gives every token type 0) and as
 llama-server's /v1/rerank joins them (format_prompt_rerank: BOS q, EOS if the
 vocabulary adds one, SEP if it adds one, d, EOS if it adds one).
 
-The decoder-based ones (qwen3_embed, llama-embed, qwen3_rerank: tiny decoders
-rewritten with an embedding file's keys, Qwen2 / Llama 3 vocabularies from
-$KILN_VOCABS) are scored the same way; a decoder reranker's pairs are its file's
+The decoder-based ones (qwen3_embed, llama-embed, qwen3_rerank, gemma-embedding:
+tiny decoders rewritten with an embedding file's keys, Qwen2 / Llama 3 /
+llama-spm vocabularies from $KILN_VOCABS; gemma-embedding's pooled vector is
+after its dense_2 / dense_3 projections) are scored the same way; a decoder reranker's pairs are its file's
 rerank prompt with {query} and {document} filled in, as llama-server's
 format_prompt_rerank writes them (kiln's tokenize_pair does the same). Rank
 scores keep every classifier label (llama_model_n_cls_out: a Qwen3 reranker's

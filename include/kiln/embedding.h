@@ -105,6 +105,10 @@ public:
     // n_tokens, if given, receives the tokens evaluated.
     std::vector<float> rerank(std::string_view query, std::span<const std::string> documents, bool truncate = false,
                               int64_t* n_tokens = nullptr);
+    // Whether rank pooling's scores are already probabilities: the classifier's
+    // labels softmaxed (a Qwen3 reranker's P(yes)), so a caller that maps raw
+    // scores into (0, 1) with a sigmoid (TEI's /rerank) must not map these again.
+    bool rank_is_probability() const;
 
 private:
     struct Impl;

@@ -29,7 +29,7 @@ int cmd_archs(int argc, char** argv) {
         return 0;
     }
     int ffn_width = 3;  // the widest FFN description ("plain (parallel block or sequential)")
-    int name_width = 4;  // the longest name ("nemotron_h_moe")
+    int name_width = 4;  // the longest name ("gemma-embedding")
     for (const ArchitectureInfo& a : archs) {
         ffn_width = std::max(ffn_width, static_cast<int>(a.ffn.size()));
         name_width = std::max(name_width, static_cast<int>(a.name.size()));

@@ -90,6 +90,26 @@ struct Embedder::Impl {
     int n_seq_max = 0;
     std::unique_ptr<ThreadPool> pool;  // the classification head's products
     MatmulScratch mm;
+    std::vector<float> dense_mid;  // [dense_2_out]: between the two Dense projections
+
+    // The Dense projections after pooling (gemma-embedding's dense_2 then
+    // dense_3, each a plain product as llama.cpp's build_dense_out), in place
+    // on one n_embd row; nothing where the file has none.
+    void dense_out(const ModelWeights& w, std::span<float> row) {
+        if (w.dense_2.empty() && w.dense_3.empty()) return;
+        const float* x = row.data();
+        if (!w.dense_2.empty()) {
+            dense_mid.resize(static_cast<size_t>(w.dense_2.n_out));
+            matmul(w.dense_2, row.data(), 1, dense_mid.data(), *pool, mm);
+            x = dense_mid.data();
+        }
+        if (!w.dense_3.empty()) {
+            std::vector<float> in(x, x + w.dense_3.n_in);
+            matmul(w.dense_3, in.data(), 1, row.data(), *pool, mm);
+        } else {
+            std::copy(x, x + row.size(), row.begin());
+        }
+    }
 };
 
 Embedder::Embedder(std::shared_ptr<const Model> model, const EmbedderOptions& o) : impl_(std::make_unique<Impl>()) {
@@ -193,7 +213,6 @@ std::vector<Embedding> Embedder::embed_texts(std::span<const std::string> texts,
 
 std::vector<float> Embedder::rerank(std::string_view query, std::span<const std::string> documents, bool truncate,
                                     int64_t* n_tokens) {
-    const ModelWeights& w = ModelInternals::weights(*impl_->model);
     if (impl_->model->n_cls_out() < 1)
         throw Error("model '" + impl_->model->path() + "' is not a reranker: it has no classification head (cls.output.weight)");
     std::vector<EmbedInput> pairs;
@@ -211,6 +230,12 @@ std::vector<float> Embedder::rerank(std::string_view query, std::span<const std:
     return scores;
 }
 
+// llama.cpp softmaxes the rank head's labels for these architectures only.
+bool Embedder::rank_is_probability() const {
+    const std::string& arch = ModelInternals::spec(*impl_->model).arch;
+    return arch == "qwen3" || arch == "qwen3vl";
+}
+
 std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const EmbedOptions& o) {
     Impl& im = *impl_;
     const Pooling pooling = this->pooling(o);
@@ -223,7 +248,7 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
     // softmaxed as llama.cpp's rank pooling does for that architecture.
     const bool rank_mean = pooling == Pooling::Rank && spec.rank_mean;
     const bool rank_last = pooling == Pooling::Rank && spec.causal && !rank_mean;
-    const bool rank_softmax = pooling == Pooling::Rank && (spec.arch == "qwen3" || spec.arch == "qwen3vl");
+    const bool rank_softmax = pooling == Pooling::Rank && rank_is_probability();
     if (pooling == Pooling::Rank && w.cls.empty() && w.cls_out.empty())
         throw Error("model '" + im.model->path() + "' has no classification head (cls / cls.output tensors) for rank pooling");
     if (o.dimensions < 0 || o.dimensions > n_embd)
@@ -307,6 +332,7 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
                     auto h = ctx.hidden(k++);
                     std::span<float> row(e.values.data() + static_cast<size_t>(t) * static_cast<size_t>(n_embd), static_cast<size_t>(n_embd));
                     std::copy(h.begin(), h.end(), row.begin());
+                    im.dense_out(w, row);  // per token, as llama.cpp without pooling
                     normalize_embedding(row, o.normalize, o.p);
                 }
                 continue;
@@ -362,6 +388,7 @@ std::vector<Embedding> Embedder::embed(std::span<const EmbedInput> inputs, const
                 }
                 continue;
             }
+            im.dense_out(w, pooled);  // after pooling, before the Matryoshka cut and normalization
             const size_t dims = o.dimensions > 0 ? static_cast<size_t>(o.dimensions) : static_cast<size_t>(n_embd);
             e.values.assign(pooled.begin(), pooled.begin() + static_cast<std::ptrdiff_t>(dims));
             normalize_embedding(e.values, o.normalize, o.p);

@@ -47,8 +47,9 @@ MoeBlock::MoeBlock(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
         max_sh = std::max(max_sh, l.n_ff_shexp);
     }
     if (!any) return;
-    if (m.ungated && spec.activation != FfnActivation::Relu2)
-        throw Error("ungated experts are supported with ReLU² only (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
+    if (m.ungated && spec.activation != FfnActivation::Relu2 && spec.activation != FfnActivation::Gelu)
+        throw Error("ungated experts are supported with ReLU² and GELU only (architecture '" + spec.arch + "')", ErrorKind::Unsupported);
+    if (m.ungated && spec.activation == FfnActivation::Gelu) ones_.assign(static_cast<size_t>(max_ff), 1.0f);
     const size_t b = static_cast<size_t>(n_batch_max), k = static_cast<size_t>(m.n_expert_used), e = static_cast<size_t>(spec.n_embd);
     const size_t rows = b * k;
     logits_.resize(b * static_cast<size_t>(m.n_expert));
@@ -165,9 +166,12 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
     }
     // Rows by the 16 K elements (a decode step's k rows at once, without the pool).
     pool.parallel_for(static_cast<int64_t>(n) * k, std::max<int64_t>(1, 16384 / ff), [&](int64_t r0, int64_t r1, int) {
-        if (m.ungated)
+        if (m.ungated && !ones_.empty()) {
+            // GELU(up x): the gated kernel with a gate of ones (x * 1.0f is exact), as the dense plain FFN.
+            for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
+        } else if (m.ungated) {
             relu2(gate_.data() + r0 * ff, (r1 - r0) * ff);
-        else
+        } else
             act(gate_.data() + r0 * ff, up_.data() + r0 * ff, (r1 - r0) * ff);
     });
     show("ffn_moe_act", gate_.data(), ff, static_cast<int64_t>(n) * k);

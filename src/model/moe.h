@@ -92,6 +92,7 @@ private:
     std::vector<int32_t> row_token_;              // [n * n_expert_used]: each grouped row's token
     std::vector<float> xg_;                       // grouped inputs [n_embd, n * n_expert_used]
     std::vector<float> gate_, up_;                // grouped [n_ff, n * n_expert_used]
+    std::vector<float> ones_;                     // [n_ff] the gate of ungated GELU experts
     std::vector<float> down_;                     // grouped [n_embd, n * n_expert_used]
     std::vector<float> sh_gate_, sh_up_;          // shared expert [n_ff_shexp, n]
     std::vector<float> sh_down_;                  // [n_embd, n]

@@ -57,6 +57,9 @@ struct MoeSpec {
     int n_group = 0;           // group-limited selection: experts in n_group groups,
     int n_group_used = 0;      //   only the best n_group_used groups (by their top-2 sum) compete
     int n_leading_dense = 0;   // the first layers have a dense FFN instead
+    // nomic-bert-moe ({arch}.moe_every_n_layers): the layers il % n == 1 are expert
+    // layers, the others dense, as llama.cpp's loader and graph schedule them.
+    int every_n_layers = 0;
     bool oai_swiglu = false;   // gpt-oss: clamped SwiGLU with alpha 1.702, limit 7
     // llama4: the top k chosen on the raw router logits (the weights are still the
     // gating of the selected ones), and each selected expert's input row scaled by
@@ -64,7 +67,8 @@ struct MoeSpec {
     bool select_on_logits = false;
     bool weight_before_ffn = false;
     // The experts and the shared expert are down(act(up x)) without a gate
-    // projection, act ModelSpec::activation (nemotron_h_moe: ReLU²).
+    // projection, act ModelSpec::activation (nemotron_h_moe: ReLU²; nomic-bert-moe:
+    // GELU, the experts only).
     bool ungated = false;
 };
 
@@ -153,6 +157,10 @@ enum class TensorUse { No, Optional, Required };
 // which llama.cpp's loader looks up for every architecture).
 struct TensorRules {
     TensorUse output = TensorUse::Optional;  // output.weight (absent: tied to the embedding)
+    // With no output head: an output.weight llama.cpp's loader takes and no graph
+    // reads (gemma-embedding), bound and never read rather than refused.
+    bool output_unread = false;
+    TensorUse dense_out = TensorUse::No;     // dense_2 / dense_3 after pooling (ModelSpec::dense_2_out)
     bool qkv_bias = true;                    // Q/K/V (or fused) biases by presence (gemma4's loader reads none)
     // attn_v: absent, V is the K projection (gemma4's full layers: K reused as V).
     TensorUse attn_v = TensorUse::Required;
@@ -338,6 +346,11 @@ struct ModelSpec {
     // {arch}.classifier.pooling_type mean: rank pooling feeds the head the mean of
     // the tokens instead of the first (or last) one (modern-bert's default).
     bool rank_mean = false;
+    // The sentence-transformers Dense projections after pooling (llama.cpp's
+    // build_dense_out: gemma-embedding): dense_2 [n_embd, dense_2_out], then
+    // dense_3 [dense_3_in, n_embd], from {arch}.dense_2_feat_out /
+    // dense_3_feat_in; 0: the file declares none.
+    int dense_2_out = 0, dense_3_in = 0;
     TensorRules tensors;  // set by the family's configure step
     bool fused_qkv = false;  // some layer has attn_qkv (set by bind_weights; the forward pass's buffer sizes)
     bool fused_gate_up = false;  // some layer's ffn_up holds gate and up (set by bind_weights; the same)

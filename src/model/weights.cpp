@@ -326,6 +326,28 @@ void bind_classifier(Binder& b, ModelSpec& s, ModelWeights& w) {
     }
 }
 
+// The Dense projections after pooling (gemma-embedding files converted with
+// their sentence-transformers modules), shaped by the file's feature keys as
+// llama.cpp creates them; the embedding that comes out is n_embd wide.
+void bind_dense_out(Binder& b, const ModelSpec& s, ModelWeights& w) {
+    const int64_t e = s.n_embd;
+    const std::string k2 = s.arch + ".dense_2_feat_out", k3 = s.arch + ".dense_3_feat_in";
+    if (b.find("dense_2.weight") && s.dense_2_out == 0)
+        throw Error("tensor 'dense_2.weight': the file has no '" + k2 + "' to shape it");
+    if (b.find("dense_3.weight") && s.dense_3_in == 0)
+        throw Error("tensor 'dense_3.weight': the file has no '" + k3 + "' to shape it");
+    if (s.dense_2_out > 0) w.dense_2 = b.matrix("dense_2.weight", e, s.dense_2_out, false);
+    if (s.dense_3_in > 0) w.dense_3 = b.matrix("dense_3.weight", s.dense_3_in, e, false);
+    const int64_t width = w.dense_2.empty() ? e : s.dense_2_out;
+    if (!w.dense_3.empty() && width != s.dense_3_in)
+        throw Error("tensor 'dense_3.weight': takes " + std::to_string(s.dense_3_in) + " features, dense_2 gives " +
+                    std::to_string(width) + " ('" + k2 + "', '" + k3 + "')");
+    if (w.dense_3.empty() && width != e)
+        throw Error("tensor 'dense_2.weight': " + std::to_string(width) + " features out without a dense_3 back to the " +
+                        std::to_string(e) + " of the embedding are not supported",
+                    ErrorKind::Unsupported);
+}
+
 // An encoder's input rows (positions, token types) and their norm, and the
 // optional classification head of rank pooling (ModelSpec::post_norm).
 void bind_encoder_inputs(Binder& b, ModelSpec& s, ModelWeights& w) {
@@ -363,7 +385,7 @@ void bind_mla_layer(Binder& b, const ModelSpec& s, const std::string& p, const L
 // An encoder layer past its Q/K/V (bound as every family's): the output
 // projection, then the FFN (plain, or gated where the family has ffn_gate),
 // each followed by the residual add and a LayerNorm.
-void bind_encoder_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec& l, LayerWeights& lw) {
+void bind_encoder_layer(Binder& b, ModelSpec& s, int il, const std::string& p, LayerSpec& l, LayerWeights& lw) {
     const TensorRules& tr = s.tensors;
     const int64_t e = s.n_embd;
     lw.wo = b.matrix(p + "attn_output.weight", l.n_head * s.head_dim_v, e, true);
@@ -383,6 +405,13 @@ void bind_encoder_layer(Binder& b, ModelSpec& s, const std::string& p, LayerSpec
             lw.k_norm = b.vector(p + "attn_k_norm.weight", nk, true);
             lw.k_norm_b = b.vector(p + "attn_k_norm.bias", nk, true);
         }
+    }
+    // nomic-bert-moe: an expert FFN on the layers its schedule names, no dense one there.
+    if (allowed(tr.experts) && s.moe.every_n_layers > 0 && il % s.moe.every_n_layers == 1) {
+        bind_expert_layer(b, s, p, l, lw.moe);
+        lw.layer_out_norm = b.vector(p + "layer_output_norm.weight", e, true);
+        lw.layer_out_norm_b = b.vector(p + "layer_output_norm.bias", e, true);
+        return;
     }
     if (allowed(tr.encoder_ffn_gate)) lw.ffn_gate = b.matrix(p + "ffn_gate.weight", e, l.n_ff, required(tr.encoder_ffn_gate));
     l.ffn = lw.ffn_gate.empty() ? FfnKind::Plain : FfnKind::Gated;
@@ -437,6 +466,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     if (!s.post_norm && norm_bias()) w.output_norm_b = b.vector("output_norm.bias", s.n_embd, norm_bias_required());
     if (s.output_head && allowed(tr.output)) w.output = b.matrix("output.weight", s.n_embd, s.n_vocab, required(tr.output));
     if (w.output.empty() && s.output_head) w.output = w.tok_embd;  // tied output head
+    if (!s.output_head && tr.output_unread) b.matrix("output.weight", s.n_embd, s.n_vocab, false);
+    if (allowed(tr.dense_out)) bind_dense_out(b, s, w);
     if (s.output_head && allowed(tr.output_bias)) w.output_b = b.vector("output.bias", s.n_vocab, required(tr.output_bias));
     if (s.rope.n_dims > 0 && allowed(tr.rope_freqs))
         w.rope_freqs = b.vector("rope_freqs.weight", s.rope.n_factors > 0 ? s.rope.n_factors : s.rope.n_dims / 2,
@@ -510,7 +541,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         LayerWeights lw;
         if (s.post_norm) {
             bind_qkv(p, l, lw, l.n_head * l.head_dim_k);
-            bind_encoder_layer(b, s, p, l, lw);
+            bind_encoder_layer(b, s, il, p, l, lw);
             w.layers.push_back(lw);
             continue;
         }

@@ -122,6 +122,8 @@ struct ModelWeights {
     const float* cls_b = nullptr;
     const float* cls_out_b = nullptr;
     const float* cls_norm = nullptr;  // modern-bert: cls, GELU, then this LayerNorm (no bias)
+    // After pooling (ModelSpec::dense_2_out): dense_2 [n_embd, dense_2_out], dense_3 [dense_3_in, n_embd].
+    Matrix dense_2, dense_3;
     // Per-layer embeddings (ModelSpec::n_embd_per_layer): per_layer_token_embd
     // [n_embd_per_layer * n_layer, n_vocab] (row lookups), per_layer_model_proj
     // [n_embd, n_embd_per_layer * n_layer], per_layer_proj_norm [n_embd_per_layer].

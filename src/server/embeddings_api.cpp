@@ -12,7 +12,8 @@
 // shape (query, documents, top_n, return_documents -> results of index and
 // relevance_score, the raw score as llama-server gives it) or TEI's /rerank
 // (query, texts, return_text, raw_scores -> [{index, score}], the score through a
-// sigmoid unless raw_scores), most relevant first.
+// sigmoid unless raw_scores or the scores are already probabilities: a Qwen3
+// reranker's P(yes)), most relevant first.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -228,6 +229,8 @@ void handle_rerank(ServerState& state, const httplib::Request& req, httplib::Res
             throw;
         }
     }
+    // A Qwen3 reranker's score is already P(yes): TEI's sigmoid is for raw logits.
+    const bool probability = e.rank_is_probability();
     std::vector<size_t> order(texts.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
@@ -235,7 +238,7 @@ void handle_rerank(ServerState& state, const httplib::Request& req, httplib::Res
     Json results = Json::array();
     for (size_t i : order) {
         if (tei) {
-            Json r = {{"index", i}, {"score", raw ? scores[i] : 1.0f / (1.0f + std::exp(-scores[i]))}};
+            Json r = {{"index", i}, {"score", raw || probability ? scores[i] : 1.0f / (1.0f + std::exp(-scores[i]))}};
             if (return_text) r["text"] = texts[i];
             results.push_back(std::move(r));
         } else {

@@ -1,5 +1,6 @@
 """POST /v1/embeddings through the official openai client, Ollama's /api/embed and
-/v1/rerank (Jina and TEI shapes, on a tiny random cross-encoder),
+/v1/rerank (Jina and TEI shapes, on a tiny random cross-encoder and end to end
+with a tiny Qwen3-style reranker: its scores equal `kiln rerank`'s and llama.cpp's),
 against `kiln serve` with the real embedding model (all-MiniLM-L6-v2, from
 setup.sh) beside a chat model (SmolLM2): vectors equal the committed numpy
 reference (tests/golden/embedding/minilm.json) within cosine 0.9999, both
@@ -146,3 +147,80 @@ def test_rerank_jina_and_tei_shapes(rerank_server):
     assert all(0 < t["score"] < 1 for t in sig) and "text" not in sig[0]
     status, err = post("/v1/rerank", {"query": "what?"})
     assert status == 400 and "documents" in err["error"]["message"]
+
+
+def _vocab_dir():
+    """Where tools/fetch_llamacpp_vocabs.sh puts llama.cpp's larger vocab-only files."""
+    import os
+    import pathlib
+    env = os.environ.get("KILN_VOCABS")
+    return pathlib.Path(env) if env else pathlib.Path.home() / ".cache" / "kiln" / "vocabs"
+
+
+@pytest.fixture(scope="module")
+def qwen3_rerank(tmp_path_factory):
+    """The tiny Qwen3-style reranker (tests/support/tiny_encoders.cpp: cls.output's yes / no rows,
+    the file's rerank prompt), written by make_tiny_encoder as the library tests write it, so
+    its sha256 is the fixture's, whose pair scores are llama.cpp's."""
+    import hashlib
+    import subprocess
+    from conftest import kiln_binary
+    tool = kiln_binary().parent / "tests" / "make_tiny_encoder"
+    vocab = _vocab_dir() / "ggml-vocab-qwen2.gguf"
+    require(tool.exists(), f"no {tool} (build the tests)")
+    require(vocab.exists(), f"no {vocab} (tools/fetch_llamacpp_vocabs.sh)")
+    path = tmp_path_factory.mktemp("qwen3-rerank") / "tiny-qwen3-rerank.gguf"
+    subprocess.run([str(tool), "qwen3_rerank", str(vocab), str(path)], check=True)
+    fx = json.loads((ROOT / "tests" / "golden" / "embedding" / "tiny" / "qwen3_rerank.json").read_text())
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == fx["sha256"], "the tiny reranker differs from the fixture's"
+    s = KilnServer("--parallel", "1", model=path, ctx=512)
+    yield s, path, fx["pairs"]
+    s.stop()
+
+
+def test_rerank_qwen3_style_end_to_end(qwen3_rerank, tmp_path):
+    """/v1/rerank and /rerank with a Qwen3-style reranker: each pair is the file's rerank prompt
+    and its score P(yes); the server's scores are `kiln rerank`'s (the library path) bit for bit
+    and llama.cpp's (the fixture) within 1e-6."""
+    import subprocess
+    import urllib.request
+    from conftest import kiln_binary
+    server, path, pairs = qwen3_rerank
+
+    def post(route, body):
+        req = urllib.request.Request(server.url + route, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    query, docs = pairs["query"], pairs["documents"]
+    want = pairs["kiln_scores"]  # llama.cpp's P(yes) on the same prompt tokens
+    status, jina = post("/v1/rerank", {"query": query, "documents": docs})
+    assert status == 200, jina
+    res = jina["results"]
+    assert sorted(r["index"] for r in res) == list(range(len(docs)))
+    assert [r["relevance_score"] for r in res] == sorted((r["relevance_score"] for r in res), reverse=True)
+    for r in res:
+        assert abs(r["relevance_score"] - want[r["index"]]) < 1e-6, (r, want)
+        assert 0.0 < r["relevance_score"] < 1.0 and r["document"]["text"] == docs[r["index"]]
+    assert jina["usage"]["prompt_tokens"] == sum(len(t) for t in pairs["kiln_tokens"])
+
+    # The library path: `kiln rerank` on the same file gives the same numbers.
+    doc_file = tmp_path / "docs.txt"
+    doc_file.write_text("\n".join(docs) + "\n")
+    cli = subprocess.run([str(kiln_binary()), "rerank", "-m", str(path), "--query", query, "--documents", str(doc_file),
+                          "--json", "-t", "2"], check=True, capture_output=True, text=True)
+    lib = {r["index"]: r["relevance_score"] for r in json.loads(cli.stdout)["results"]}
+    assert {r["index"]: r["relevance_score"] for r in res} == lib
+
+    # top_n; TEI's shape keeps the probability as it is (no sigmoid over P(yes)), raw or not.
+    status, top = post("/v1/rerank", {"query": query, "documents": docs, "top_n": 2, "return_documents": False})
+    assert status == 200 and [r["index"] for r in top["results"]] == [r["index"] for r in res[:2]]
+    assert "document" not in top["results"][0]
+    for raw in (False, True):
+        status, tei = post("/rerank", {"query": query, "texts": docs, "raw_scores": raw})
+        assert status == 200, tei
+        assert [(t["index"], t["score"]) for t in tei] == [(r["index"], r["relevance_score"]) for r in res]

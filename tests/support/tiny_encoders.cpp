@@ -42,6 +42,13 @@ public:
         for (float& f : x) f = v_.uniform() * s;
         add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, x, type);
     }
+    // n_expert matrices [n_in, n_out] in one tensor [n_in, n_out, n_expert].
+    void experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert, GgmlType type, float gain = 1.0f) {
+        std::vector<float> x(static_cast<size_t>(n_in * n_out * n_expert));
+        const float s = gain / std::sqrt(static_cast<float>(n_in));
+        for (float& f : x) f = v_.uniform() * s;
+        add(name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out), static_cast<uint64_t>(n_expert)}, x, type);
+    }
     // A norm weight around 1 or a bias around 0, f32.
     void vector(const std::string& name, int64_t n, float center, float spread) {
         std::vector<float> x(static_cast<size_t>(n));
@@ -99,6 +106,7 @@ struct EncoderRecipe {
     int n_types = 0;  // token types (0: the vocabulary file's count)
     std::string vocab = "bert-bge";
     int n_layer = 2, n_ff = 128;
+    int n_expert = 0, n_expert_used = 0, moe_every = 0;  // nomic-bert-moe: experts on layers il % moe_every == 1
 };
 
 const std::vector<EncoderRecipe>& recipes() {
@@ -131,6 +139,20 @@ const std::vector<EncoderRecipe>& recipes() {
          GgmlType::F16, true, "modern-bert", Positions::Rope, true},
         {"jina-bert-v2_rank", "jina-reranker-v1: the jina-bert-v2 encoder with a cls [64, 1] + bias head through tanh (no cls.output), "
          "rank pooling; F16", GgmlType::F16, true, "jina-bert-v2", Positions::Alibi, false, Ffn::GeGluFused},
+        {"neo-bert", "NeoBERT: pre-RMS-norm, fused attn_qkv, RoPE (normal layout, base 10000), SwiGLU in one ffn_up [64, 256], "
+         "enc.output_norm, 3 layers, CLS pooling; F16", GgmlType::F16, false, "neo-bert", Positions::Rope, true, Ffn::SwiGlu, false,
+         false, 64, 4, 0, "bert-bge", 3, 128},
+        {"neo-bert_rank", "a NeoBERT cross-encoder: cls [64, 64] + bias through tanh, cls.output + bias, rank pooling on the first "
+         "token; F16", GgmlType::F16, true, "neo-bert", Positions::Rope, true, Ffn::SwiGlu, false, false, 64, 4, 0, "bert-bge", 3, 128},
+        {"eurobert", "EuroBERT: pre-RMS-norm, separate Q / K / V with 2 KV heads of 4, RoPE (NeoX, base 250000), SwiGLU with "
+         "ffn_gate, output_norm, the Llama 3 vocabulary (no BOS), 3 layers, mean pooling; F16", GgmlType::F16, false, "eurobert",
+         Positions::Rope, false, Ffn::SwiGlu, false, false, 64, 4, 0, "llama-bpe", 3, 128},
+        {"nomic-bert-moe", "nomic-embed-text v2 MoE: RoPE (NeoX, base 1000), fused attn_qkv, 4 layers, layers 1 and 3 "
+         "(moe_every_n_layers 2) 8 ungated GELU experts top-2 (softmax, not renormalized), layers 0 and 2 bert's plain FFN "
+         "with biases, mean pooling; F16", GgmlType::F16, false, "nomic-bert-moe", Positions::Rope, true, Ffn::PlainBiased,
+         false, false, 64, 4, 0, "bert-bge", 4, 128, 8, 2, 2},
+        {"nomic-bert-moe_q8_0", "the same shapes with Q8_0 matrices (the experts too)", GgmlType::Q8_0, false, "nomic-bert-moe",
+         Positions::Rope, true, Ffn::PlainBiased, false, false, 64, 4, 0, "bert-bge", 4, 128, 8, 2, 2},
     };
     return r;
 }
@@ -149,6 +171,7 @@ struct DecoderRecipe {
     bool add_bos = false, add_eos = false;
     bool drop_output = false;  // no output.weight (llama-embed has no lm_head)
     int n_cls_out = 0;         // cls.output.weight rows (a Qwen3 reranker's yes / no)
+    int n_dense = 0;           // dense_2 [n_embd, n_dense] and dense_3 [n_dense, n_embd] after pooling (EmbeddingGemma)
 };
 
 const std::vector<DecoderRecipe>& decoder_recipes() {
@@ -162,6 +185,10 @@ const std::vector<DecoderRecipe>& decoder_recipes() {
         {"qwen3_rerank", "Qwen3-Reranker: the tiny qwen3 with cls.output [64, 2] (the yes / no rows), rank pooling: the last "
                          "token's two logits softmaxed",
          "qwen3", "qwen3", "qwen2", 4, true, false, false, false, 2},
+        {"gemma-embedding", "EmbeddingGemma: the tiny gemma3's six layers (5 sliding, window 8, now symmetric: 4 each side; QK-norm, "
+                            "post-norms, GELU; Q8_0) not causal, with its output.weight (loaded, unread), the SentencePiece "
+                            "llama-spm vocabulary (BOS and EOS added), mean pooling, then dense_2 [256, 512] and dense_3 [512, 256] (F16)",
+         "gemma3@q8_0", "gemma-embedding", "llama-spm", 1, false, true, true, false, 0, 512},
     };
     return r;
 }
@@ -190,7 +217,7 @@ void write_decoder_embedder(const DecoderRecipe& r, const std::string& vocab_sou
         EncoderWriter t(seed);  // the head's random rows; the decoder's tensors as they are
         gguf::Writer& w = t.writer();
         gguf::Metadata& md = w.metadata();
-        const std::string from = r.family + ".", to = r.arch + ".";
+        const std::string from = r.family.substr(0, r.family.find('@')) + ".", to = r.arch + ".";  // "gemma3@q8_0": gemma3.
         const gguf::Metadata from_md = gguf::materialize_metadata(base);
         for (const auto& [k, v] : from_md.entries()) {
             if (k == "general.architecture") md.add(k, Value::string(r.arch));
@@ -213,6 +240,15 @@ void write_decoder_embedder(const DecoderRecipe& r, const std::string& vocab_sou
                    Value::string("<|im_start|>system\nJudge whether the Document meets the requirements of the Query. Answer only "
                                  "\"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Query>: {query}\n<Document>: {document}"
                                  "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+        if (r.n_dense > 0) {  // as the converter writes sentence-transformers' Dense modules
+            const int64_t e = static_cast<int64_t>(md.get_uint(to + "embedding_length"));
+            md.add(to + "dense_2_feat_in", Value::u32(static_cast<uint32_t>(e)));
+            md.add(to + "dense_2_feat_out", Value::u32(static_cast<uint32_t>(r.n_dense)));
+            md.add(to + "dense_3_feat_in", Value::u32(static_cast<uint32_t>(r.n_dense)));
+            md.add(to + "dense_3_feat_out", Value::u32(static_cast<uint32_t>(e)));
+            t.matrix("dense_2.weight", e, r.n_dense, GgmlType::F16, 2.0f);
+            t.matrix("dense_3.weight", r.n_dense, e, GgmlType::F16, 2.0f);
+        }
         if (r.n_cls_out > 0)
             t.matrix("cls.output.weight", static_cast<int64_t>(md.get_uint(to + "embedding_length")), r.n_cls_out, GgmlType::F32, 4.0f);
         w.write(path);
@@ -268,6 +304,70 @@ void copy_vocab(const std::string& vocab_source, gguf::Metadata& md, int64_t& n_
         if (k == "tokenizer.ggml.token_type_count") n_types = v.raw_u64();
     }
     if (n_vocab == 0 || n_types == 0) throw Error(vocab_source + ": not an encoder's vocabulary (tokens, token_type_count)");
+}
+
+// neo-bert / eurobert: pre-RMS-norm encoders without biases (as llama.cpp's
+// converters write NeoBERT and EuroBERT).
+void write_prenorm_encoder(const EncoderRecipe& r, EncoderWriter& t, const std::string& vocab_source) {
+    gguf::Metadata& md = t.writer().metadata();
+    const bool neo = r.arch == "neo-bert";
+    const int n_layer = r.n_layer, n_embd = r.n_embd, n_head = r.n_head, n_head_kv = neo ? n_head : 2, n_ff = r.n_ff, n_ctx = 512;
+    const std::string a = r.arch + ".";
+    md.add("general.architecture", Value::string(r.arch));
+    md.add("general.name", Value::string("kiln tiny " + r.name));
+    md.add(a + "context_length", Value::u32(n_ctx));
+    md.add(a + "embedding_length", Value::u32(n_embd));
+    md.add(a + "feed_forward_length", Value::u32(n_ff));
+    md.add(a + "block_count", Value::u32(n_layer));
+    md.add(a + "attention.head_count", Value::u32(n_head));
+    md.add(a + "attention.head_count_kv", Value::u32(n_head_kv));
+    md.add(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    md.add(a + "attention.causal", Value::boolean(false));
+    md.add(a + "pooling_type", Value::u32(r.rank ? 4 : neo ? 2 : 1));
+    md.add(a + "rope.freq_base", Value::f32(neo ? 10000.0f : 250000.0f));
+    md.add(a + "rope.scaling.type", Value::string("none"));
+    int64_t n_vocab = 0;
+    {
+        gguf::File src = gguf::File::open(vocab_source);
+        const gguf::Metadata tok = gguf::materialize_metadata(src);
+        for (const auto& [k, v] : tok.entries()) {
+            if (k.rfind("tokenizer.", 0) != 0 || k == "tokenizer.ggml.add_bos_token") continue;
+            md.add(k, v);
+            if (k == "tokenizer.ggml.tokens") n_vocab = static_cast<int64_t>(v.count());
+        }
+        // NeoBERT's BERT vocabulary opens with [CLS]; EuroBERT's converter adds no BOS.
+        md.add("tokenizer.ggml.add_bos_token", Value::boolean(neo));
+    }
+    const GgmlType mt = r.matrix_type;
+    const int64_t e = n_embd, kv = static_cast<int64_t>(n_embd / n_head) * n_head_kv;
+    t.matrix("token_embd.weight", e, n_vocab, GgmlType::F16, 8.0f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        if (r.fused_qkv) {
+            t.matrix(p + "attn_qkv.weight", e, e + 2 * kv, mt, 2.0f);
+        } else {
+            t.matrix(p + "attn_q.weight", e, e, mt, 2.0f);
+            t.matrix(p + "attn_k.weight", e, kv, mt, 2.0f);
+            t.matrix(p + "attn_v.weight", e, kv, mt, 2.0f);
+        }
+        t.matrix(p + "attn_output.weight", e, e, mt);
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        if (neo) {
+            t.matrix(p + "ffn_up.weight", e, 2 * n_ff, mt, 2.0f);
+        } else {
+            t.matrix(p + "ffn_gate.weight", e, n_ff, mt, 2.0f);
+            t.matrix(p + "ffn_up.weight", e, n_ff, mt, 2.0f);
+        }
+        t.matrix(p + "ffn_down.weight", n_ff, e, mt);
+    }
+    t.vector(neo ? "enc.output_norm.weight" : "output_norm.weight", e, 1.0f, 0.2f);
+    if (r.rank) {
+        t.matrix("cls.weight", e, e, GgmlType::F32, 2.0f);
+        t.vector("cls.bias", e, 0.0f, 0.3f);
+        t.matrix("cls.output.weight", e, 1, GgmlType::F32, 2.0f);
+        t.vector("cls.output.bias", 1, 0.0f, 0.3f);
+    }
 }
 
 void write_modern_bert(const EncoderRecipe& r, EncoderWriter& t, const std::string& vocab_source) {
@@ -326,6 +426,11 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     uint64_t seed = 27;
     for (char c : name) seed = seed * 131 + static_cast<unsigned char>(c);
     EncoderWriter t(seed);
+    if (r->arch == "neo-bert" || r->arch == "eurobert") {
+        write_prenorm_encoder(*r, t, vocab_source);
+        t.writer().write(path);
+        return;
+    }
     if (r->arch == "modern-bert") {
         write_modern_bert(*r, t, vocab_source);
         t.writer().write(path);
@@ -345,6 +450,11 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
     md.add(a + "attention.causal", Value::boolean(false));
     if (r->positions == Positions::Rope) md.add(a + "rope.freq_base", Value::f32(1000.0f));  // nomic-embed-text v1.5's
     md.add(a + "pooling_type", Value::u32(r->rank ? 4 : 1));
+    if (r->moe_every > 0) {
+        md.add(a + "expert_count", Value::u32(static_cast<uint32_t>(r->n_expert)));
+        md.add(a + "expert_used_count", Value::u32(static_cast<uint32_t>(r->n_expert_used)));
+        md.add(a + "moe_every_n_layers", Value::u32(static_cast<uint32_t>(r->moe_every)));
+    }
 
     int64_t n_vocab = 0;
     uint64_t n_types = 0;
@@ -379,6 +489,14 @@ void write_tiny_encoder(const std::string& name, const std::string& vocab_source
         if (r->attn_norm_2) {
             t.vector(p + "attn_norm_2.weight", e, 1.0f, 0.2f);
             t.vector(p + "attn_norm_2.bias", e, 0.0f, 0.2f);
+        }
+        if (r->moe_every > 0 && il % r->moe_every == 1) {  // as the converter writes nomic-embed-text-v2-moe's experts
+            t.matrix(p + "ffn_gate_inp.weight", e, r->n_expert, GgmlType::F32, 4.0f);
+            t.experts(p + "ffn_up_exps.weight", e, n_ff, r->n_expert, mt, 2.0f);
+            t.experts(p + "ffn_down_exps.weight", n_ff, e, r->n_expert, mt);
+            t.vector(p + "layer_output_norm.weight", e, 1.0f, 0.2f);
+            t.vector(p + "layer_output_norm.bias", e, 0.0f, 0.2f);
+            continue;
         }
         switch (r->ffn) {
             case Ffn::PlainBiased:

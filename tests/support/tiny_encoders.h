@@ -3,7 +3,7 @@
 // tensor names and keys llama.cpp's converter writes. llama.cpp's pooled
 // embeddings for them are committed (tools/tiny_embedding_fixtures.py) and
 // compared in tests/engine/test_embedding.cpp. The decoder-based ones
-// (qwen3_embed, llama-embed, qwen3_rerank) are tiny decoders of tiny_models.h
+// (qwen3_embed, llama-embed, qwen3_rerank, gemma-embedding) are tiny decoders of tiny_models.h
 // rewritten with the embedding file's architecture and keys.
 #pragma once
 

@@ -19,6 +19,7 @@ void configure_smollm3(ArchConfig& c);
 void configure_gemma(ArchConfig& c);
 void configure_gemma2(ArchConfig& c);
 void configure_gemma3(ArchConfig& c);
+void configure_gemma_embedding(ArchConfig& c);  // gemma3's layers, not causal, Dense projections
 void configure_granite(ArchConfig& c);
 void configure_olmo2(ArchConfig& c);
 void configure_phi3(ArchConfig& c);
@@ -70,8 +71,11 @@ void configure_arwkv7(ArchConfig& c);  // RWKV-7 time mix + gated FFN (ARWKV)   
 void configure_encoder(ArchConfig& c);
 void configure_bert(ArchConfig& c);
 void configure_nomic_bert(ArchConfig& c);
+void configure_nomic_bert_moe(ArchConfig& c);  // + an expert FFN every moe_every_n_layers
 void configure_jina_bert_v2(ArchConfig& c);
 void configure_modern_bert(ArchConfig& c);  // a pre-norm encoder (no configure_encoder)
+void configure_neo_bert(ArchConfig& c);     // pre-norm RMS encoders (neo_bert.cpp)
+void configure_eurobert(ArchConfig& c);
 // mixture-of-experts families (model/moe.h)
 void configure_gpt_oss(ArchConfig& c);
 void configure_granitemoe(ArchConfig& c);
