@@ -28,6 +28,10 @@ struct MemoryPlanOptions {
     // Token-embedding rows looked up while running (each faults in one page of the
     // mapped table); 0: n_seq_max x n_ctx x 2, a prefill and a decode of every position.
     uint64_t n_lookups = 0;
+    // A draft model run beside it (speculative decoding): planned as the engine
+    // runs it (the target's sequences, context capped at the draft's trained one,
+    // the same cache type and batch) and added as the part "draft_model".
+    std::string draft_model;
 };
 
 struct MemoryPart {

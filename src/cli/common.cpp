@@ -94,13 +94,14 @@ ResolvedModel resolve_model_full(const std::string& flag_value) {
 std::string resolve_model(const std::string& flag_value) { return resolve_model_full(flag_value).path; }
 
 void check_load_fits(const std::string& path, int n_ctx, int n_seq_max, const std::string& kv_type, int n_batch,
-                     uint64_t memory_budget) {
+                     uint64_t memory_budget, const std::string& draft_path) {
     MemoryPlanOptions o;
     o.n_ctx = n_ctx;
     o.n_seq_max = n_seq_max;
     o.kv_type = kv_type;
     o.n_batch = n_batch;
     o.memory_budget = memory_budget;
+    o.draft_model = draft_path;
     const MemoryPlan plan = plan_memory(path, o);
     const uint64_t available = available_memory_bytes();
     if (available == 0 || plan.total_bytes <= available) return;

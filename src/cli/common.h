@@ -33,8 +33,9 @@ ResolvedModel resolve_model_full(const std::string& flag_value);
 std::string resolve_model(const std::string& flag_value);
 // Plans the load (kiln/memory_plan.h) and refuses one that does not fit this
 // machine's available memory, with the numbers and a context that would fit.
+// With a draft model (--draft-model) its plan is added (MemoryPlanOptions::draft_model).
 void check_load_fits(const std::string& path, int n_ctx, int n_seq_max, const std::string& kv_type, int n_batch,
-                     uint64_t memory_budget);
+                     uint64_t memory_budget, const std::string& draft_path = "");
 
 // The whole file (an error naming it when it cannot be read).
 std::string read_text_file(const std::string& path);

@@ -23,11 +23,13 @@ int cmd_plan(int argc, char** argv) {
     app.add_option("-b,--batch", o.n_batch, "most entries of one forward pass")->check(CLI::Range(1, 1 << 16));
     app.add_option("--memory-budget", budget, "the most the whole load may take, e.g. 1GiB (default: this machine's available memory)")
         ->transform(CLI::AsSizeValue(false));
+    app.add_option("--draft-model", o.draft_model, "a draft model run beside it (speculative decoding): added to the plan");
     app.add_flag("--json", json, "print one JSON object");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
     const ResolvedModel r = resolve_model_full(model);
     if (r.preset && r.preset->n_ctx > 0 && o.n_ctx == 0) o.n_ctx = r.preset->n_ctx;
+    if (!o.draft_model.empty()) o.draft_model = resolve_model(o.draft_model);
     const MemoryPlan plan = plan_memory(r.path, o);
     const uint64_t available = available_memory_bytes();
     const uint64_t limit = budget ? budget : available;

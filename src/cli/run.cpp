@@ -44,7 +44,8 @@ int cmd_run(int argc, char** argv) {
     flags.apply_tuned(app);
     if (resolved.preset) flags.apply_preset(*resolved.preset, app);
     const std::string path = resolved.path;
-    check_load_fits(path, flags.n_ctx, parallel, flags.kv_type, flags.n_batch, flags.memory_budget);
+    check_load_fits(path, flags.n_ctx, parallel, flags.kv_type, flags.n_batch, flags.memory_budget,
+                    flags.draft_model.empty() ? "" : resolve_model(flags.draft_model));
     auto model = Model::load(path);
     for (const auto& note : model->load_notes())
         if (note.find("converted") != std::string::npos) std::fprintf(stderr, "note: %s\n", note.c_str());

@@ -62,6 +62,37 @@ void add(MemoryPlan& p, std::string name, uint64_t bytes, std::string meaning) {
 
 uint64_t available_memory_bytes() { return proc_kib_field("/proc/meminfo", "MemAvailable"); }
 
+namespace {
+
+// The draft loads after the target: its resident parts (less the process, counted
+// once) join the run, and its load's peak comes on top of the target's run.
+void add_draft_model(MemoryPlan& p, const MemoryPlanOptions& o) {
+    MemoryPlanOptions d = o;
+    d.draft_model.clear();
+    d.memory_budget = 0;  // the budget shortens the target's sequences; the draft follows their context
+    d.n_lookups = 0;
+    d.n_ctx = p.n_ctx;
+    {
+        const gguf::File f = gguf::File::open(o.draft_model);
+        const std::string arch = f.metadata().find_string("general.architecture").value_or("");
+        if (const auto trained = f.metadata().find_uint(arch + ".context_length"); trained && *trained > 0)
+            d.n_ctx = static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(d.n_ctx), *trained));
+    }
+    const MemoryPlan dp = plan_memory(o.draft_model, d);
+    uint64_t process = 0;
+    for (const MemoryPart& part : dp.parts)
+        if (part.name == "process") process = part.bytes;
+    const uint64_t own = dp.run_bytes - std::min(dp.run_bytes, process);
+    const uint64_t own_peak = dp.load_peak_bytes - std::min(dp.load_peak_bytes, process);
+    add(p, "draft_model", own,
+        "the draft model " + o.draft_model + " at " + std::to_string(dp.n_ctx) + " positions: weights, cache and scratch");
+    p.load_peak_bytes = std::max(p.load_peak_bytes, p.run_bytes + own_peak);
+    p.run_bytes += own;
+    p.total_bytes = std::max(p.load_peak_bytes, p.run_bytes);
+}
+
+}  // namespace
+
 MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     MemoryPlan p;
     p.path = path;
@@ -158,6 +189,7 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     const uint64_t in_flight = std::min<uint64_t>(pk.source_bytes, static_cast<uint64_t>(n_threads) * (uint64_t{4} << 20));
     p.load_peak_bytes = process + tokenizer + pk.packed_bytes + w.converted_bytes + mapped_read + in_flight;
     p.total_bytes = std::max(p.load_peak_bytes, p.run_bytes);
+    if (!o.draft_model.empty()) add_draft_model(p, o);
     return p;
 }
 

@@ -92,6 +92,35 @@ TEST(CliPlan, RefusesWhatDoesNotFitWithAdvice) {
     EXPECT_NE(e.err.find("exceeds the model's maximum of 8192"), std::string::npos) << e.err;
 }
 
+// A draft model (speculative decoding) is part of the plan: its own resident
+// parts, less the process counted once, at the target's context capped at its
+// own trained one; run's pre-check uses the same plan.
+TEST(CliPlan, CountsTheDraftModel) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string m = kiln::test::smollm2_path();
+    auto plan = [&](const std::string& args) {
+        auto r = run_kiln("plan " + args + " --json");
+        EXPECT_EQ(r.status, 0) << r.err;
+        return nlohmann::json::parse(r.out);
+    };
+    const auto alone = plan("-m " + m + " -c 512");
+    const auto with = plan("-m " + m + " -c 512 --draft-model " + m);
+    ASSERT_TRUE(with["breakdown"].contains("draft_model")) << with.dump();
+    EXPECT_FALSE(alone["breakdown"].contains("draft_model"));
+    const double draft = with["breakdown"]["draft_model"].get<double>();
+    const double process = alone["breakdown"]["process"].get<double>();
+    // The same model as its own draft: its parts again, without a second process
+    // (the process part is measured, so each plan's differs by a little).
+    constexpr double k_measured = 2 << 20;
+    EXPECT_NEAR(draft, alone["run_bytes"].get<double>() - process, k_measured);
+    EXPECT_NEAR(with["run_bytes"].get<double>(), alone["run_bytes"].get<double>() + draft, k_measured);
+    EXPECT_EQ(with["total_bytes"].get<uint64_t>(), std::max(with["run_bytes"].get<uint64_t>(), with["load_peak_bytes"].get<uint64_t>()));
+    // A budget the pair does not fit is refused, though the target alone fits it.
+    const std::string budget = std::to_string(static_cast<uint64_t>((alone["total_bytes"].get<double>() + draft / 2) / 1024)) + "KiB";
+    EXPECT_TRUE(plan("-m " + m + " -c 512 --memory-budget " + budget)["fits"].get<bool>());
+    EXPECT_FALSE(plan("-m " + m + " -c 512 --memory-budget " + budget + " --draft-model " + m)["fits"].get<bool>());
+}
+
 // kiln list --json over a home with an Ollama store and a kiln folder; kiln
 // config --print says where each value came from.
 TEST(CliList, JsonFieldsAndConfigOrigins) {
