@@ -7,6 +7,8 @@
 // llama-quantize --imatrix (fixtures: tools/imatrix_fixtures.py).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -295,4 +297,51 @@ TEST(CliImatrix, BadImatrixFilesAndUnsupportedTypesAreClearErrors) {
     r = run_kiln("imatrix -m '" + f16 + "' -f '" + kiln::test::data_path("text/genesis-1-5.txt") + "' -c 4096 -o '" + dir + "/x.gguf'");
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("need at least 8192"), std::string::npos) << r.err;
+}
+
+// ---- long checks (README "Long checks"; not in CI: each quantizes all of SmolLM2) --------
+//
+// The i-quant presets against llama-quantize, without an imatrix (IQ4_XS, IQ3_S,
+// IQ3_M; tests/golden/quantize_long) and with the synthetic one (tests/golden/
+// imatrix_long), as the CI tests above do for the other presets. Fixtures:
+// tools/quantize_fixtures.py and tools/imatrix_fixtures.py (their LONG_PRESETS).
+// Run: build/tests/test_cli --gtest_also_run_disabled_tests --gtest_filter='*DISABLED_Long*'
+// (KILN_LONG_PRESETS=IQ4_XS,IQ3_XXS to run only those).
+namespace {
+
+bool wanted_long_preset(const std::string& preset) {
+    const char* only = std::getenv("KILN_LONG_PRESETS");
+    if (!only || !*only) return true;
+    return ("," + std::string(only) + ",").find("," + preset + ",") != std::string::npos;
+}
+
+}  // namespace
+
+TEST(CliQuantize, DISABLED_LongIquantPresetsEqualLlamaQuantize) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string f16 = smollm2_f16(), imf = kiln::test::temp_dir() + "/synthetic-long.imatrix.gguf";
+    synthetic_imatrix(f16).save(imf);
+    int presets = 0;
+    for (const char* dir : {"quantize_long", "imatrix_long"}) {
+        const bool with_imatrix = std::string(dir) == "imatrix_long";
+        for (const auto& entry : fs::directory_iterator(kiln::test::golden_path(dir))) {
+            const json want = json::parse(kiln::test::read_file(entry.path().string()));
+            const std::string preset = want["preset"];
+            if (!wanted_long_preset(preset)) continue;
+            SCOPED_TRACE(preset + (with_imatrix ? " --imatrix" : ""));
+            const std::string out = kiln::test::temp_dir() + "/ql-" + preset + ".gguf";
+            const auto t0 = std::chrono::steady_clock::now();
+            auto r = run_kiln("quantize " + (with_imatrix ? "--imatrix '" + imf + "' " : std::string()) + "'" + f16 + "' '" +
+                              out + "' " + preset + " -t 2");
+            ASSERT_EQ(r.status, 0) << r.err;
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const json got = tensor_digests(out);
+            const auto [type_diff, byte_diff] = compare_tensors(got, want["tensors"], "llama-quantize");
+            std::printf("[ figures  ] %s%s: %zu tensors, %d type and %d byte differences from llama-quantize (%.1f s)\n",
+                        preset.c_str(), with_imatrix ? " --imatrix" : "", got.size(), type_diff, byte_diff, s);
+            fs::remove(out);
+            ++presets;
+        }
+    }
+    EXPECT_GE(presets, 1);
 }
