@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 QUANT = ROOT / "tests" / "golden" / "quant"
 OUT = QUANT / "iquant"
 N_PER_ROW, N_ROWS = 1536, 4
-# ggml asserts an importance matrix for these (ggml_quantize_requires_imatrix)
-NEEDS_IMATRIX = {T.IQ2_XXS, T.IQ2_XS, T.IQ1_S, T.IQ1_M}
+# ggml asserts an importance matrix for these (ggml_quantize_requires_imatrix; not IQ1_M)
+NEEDS_IMATRIX = {T.IQ2_XXS, T.IQ2_XS, T.IQ1_S}
 TYPES = ["IQ4_XS", "IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ3_S", "IQ2_S", "IQ1_S", "IQ1_M"]
 
 

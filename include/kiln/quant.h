@@ -77,7 +77,7 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n);
 // Whether quantize_row_for_file can make the type, with or without an imatrix.
 bool can_quantize_for_file(GgmlType type);
-// Whether it can only with one (ggml's IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M quantizers).
+// Whether it can only with one (ggml's IQ2_XXS, IQ2_XS and IQ1_S quantizers).
 bool needs_importance(GgmlType type);
 // How a type's file quantizer treats an importance matrix (an imatrix), as
 // ggml_quantize_chunk does: some ignore it (Q8_0, the float types, TQ1_0 / TQ2_0,

@@ -22,7 +22,7 @@ enum Ftype : uint32_t {
     TQ1_0 = 36, TQ2_0 = 37, MXFP4_MOE = 38,
 };
 
-constexpr std::array<QuantPreset, 27> k_presets{{
+constexpr std::array<QuantPreset, 33> k_presets{{
     {"Q4_0", Q4_0, T::Q4_0, "4.34 bits per weight"},
     {"Q4_1", Q4_1, T::Q4_1, "4.78 bpw"},
     {"Q5_0", Q5_0, T::Q5_0, "5.21 bpw"},
@@ -44,6 +44,12 @@ constexpr std::array<QuantPreset, 27> k_presets{{
     {"IQ3_XS", IQ3_XS, T::IQ3_S, "3.3 bpw grid: IQ3_S, IQ3_XXS for most ffn_gate / ffn_up (needs an imatrix)"},
     {"IQ3_S", IQ3_S, T::IQ3_S, "3.44 bpw grid"},
     {"IQ3_M", IQ3_M, T::IQ3_S, "3.66 bpw grid mix: IQ3_S with Q4_K for attn_v, attn_output and the first ffn_down"},
+    {"IQ2_XXS", IQ2_XXS, T::IQ2_XXS, "2.06 bpw grid (needs an imatrix)"},
+    {"IQ2_XS", IQ2_XS, T::IQ2_XS, "2.31 bpw grid (needs an imatrix)"},
+    {"IQ2_S", IQ2_S, T::IQ2_XS, "2.5 bpw grid: IQ2_XS with IQ3_S for attn_v, attn_output, the first ffn_down (needs an imatrix)"},
+    {"IQ1_S", IQ1_S, T::IQ1_S, "1.56 bpw grid: IQ1_S with IQ2_XXS for attn_output, Q2_K for attn_v (needs an imatrix)"},
+    {"IQ1_M", IQ1_M, T::IQ1_M, "1.75 bpw grid: IQ1_M with IQ2_XXS for attn_output, Q2_K for attn_v (needs an imatrix)"},
+    {"IQ2_M", IQ2_M, T::IQ2_S, "2.7 bpw grid: IQ2_S with IQ3_S for attn_v, attn_output, the first ffn_down (needs an imatrix)"},
     {"TQ1_0", TQ1_0, T::TQ1_0, "1.69 bpw ternary (for ternary-trained models)"},
     {"TQ2_0", TQ2_0, T::TQ2_0, "2.06 bpw ternary (for ternary-trained models)"},
     {"MXFP4_MOE", MXFP4_MOE, T::MXFP4, "MXFP4 experts, Q8_0 elsewhere"},

@@ -119,7 +119,7 @@ int cmd_quantize(int argc, char** argv) {
         std::string names;
         for (const QuantPreset& p : quant_presets()) names += (names.empty() ? "" : ", ") + std::string(p.name);
         throw Error("quantize: unknown type '" + preset_name + "'; kiln makes " + names +
-                    " (the IQ1-IQ3 presets need quantizers kiln does not have yet)");
+                    " (llama-quantize's other presets are for formats kiln does not make)");
     }
     if (!out_type.empty()) ro.output_tensor_type = parse_type(out_type, "--output-tensor-type");
     if (!embd_type.empty()) ro.token_embedding_type = parse_type(embd_type, "--token-embedding-type");

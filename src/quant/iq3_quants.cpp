@@ -5,7 +5,6 @@
 // the parity), then 31 candidate scales are tried: the values are rounded to the
 // lattice of levels 2 l + 1, points off the grid replaced by their best neighbour
 // (iq_grid_maps.h), and the weighted least-squares fit kept.
-#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -21,29 +20,10 @@ namespace {
 
 constexpr float k_group_max_eps_iq3_xxs = 1e-8f;
 
-// ggml's iq3_find_best_neighbour: among the neighbour list, the grid point whose
-// values times scale are nearest xval in weighted squared distance (the first of
-// equals); its levels go to L. Returns its grid index.
-int best_neighbour(const GridMap& g, const uint16_t* neighbours, const float* xval, const float* weight, float scale, int8_t* L) {
-    const int n = neighbours[0];
-    float best_d2 = FLT_MAX;
-    int index = -1;
-    for (int j = 1; j <= n; ++j) {
-        const int8_t* p = g.point(neighbours[j]);
-        float d2 = 0;
-        for (int i = 0; i < g.dims; ++i) {
-            const float q = p[i];
-            const float diff = scale * q - xval[i];
-            d2 += weight[i] * diff * diff;
-        }
-        if (d2 < best_d2) {
-            best_d2 = d2;
-            index = neighbours[j];
-        }
-    }
+// best_neighbour, which throws where no distance compares (a value not finite).
+int neighbour(const GridMap& g, int u, const float* xval, const float* weight, float scale, int8_t* L) {
+    const int index = best_neighbour(g, u, xval, weight, scale, L);
     if (index < 0) throw Error("IQ3 quantizer: a value is not finite");
-    const int8_t* p = g.point(index);
-    for (int i = 0; i < g.dims; ++i) L[i] = static_cast<int8_t>((p[i] - 1) / 2);
     return index;
 }
 
@@ -123,7 +103,7 @@ void quantize_superblock_iq3_xxs(const float* xbl, BlockIQ3_XXS& y, const float*
             for (int k = 0; k < 8; ++k) {
                 const int u = lattice_index(xval + 4 * k, id, Laux + 4 * k);
                 is_on_grid_aux[k] = g.map[u] >= 0;
-                if (!is_on_grid_aux[k]) best_neighbour(g, g.neighbours_of(u), xval + 4 * k, waux + 4 * k, this_scale, Laux + 4 * k);
+                if (!is_on_grid_aux[k]) neighbour(g, u, xval + 4 * k, waux + 4 * k, this_scale, Laux + 4 * k);
             }
             float sumqx = 0, sumq2 = 0;
             for (int i = 0; i < 32; ++i) {
@@ -148,7 +128,7 @@ void quantize_superblock_iq3_xxs(const float* xbl, BlockIQ3_XXS& y, const float*
                 int8_t l4[4];
                 const int u = lattice_index(xval + 4 * k, id, l4);
                 int index = g.map[u];
-                if (index < 0) index = best_neighbour(g, g.neighbours_of(u), xval + 4 * k, waux + 4 * k, scale, L + 4 * k);
+                if (index < 0) index = neighbour(g, u, xval + 4 * k, waux + 4 * k, scale, L + 4 * k);
                 const int8_t* p = g.point(index);
                 for (int i = 0; i < 4; ++i) L[4 * k + i] = static_cast<int8_t>((p[i] - 1) / 2);
             }
@@ -246,7 +226,7 @@ void quantize_superblock_iq3_s(const float* xbl, BlockIQ3_S& y, const float* qw)
             for (int k = 0; k < 8; ++k) {
                 const int u = lattice_index(xval + 4 * k, id, Laux + 4 * k);
                 is_on_grid_aux[k] = g.map[u] >= 0;
-                if (!is_on_grid_aux[k]) best_neighbour(g, g.neighbours_of(u), xval + 4 * k, waux + 4 * k, this_scale, Laux + 4 * k);
+                if (!is_on_grid_aux[k]) neighbour(g, u, xval + 4 * k, waux + 4 * k, this_scale, Laux + 4 * k);
             }
             float sumqx = 0, sumq2 = 0;
             for (int i = 0; i < 32; ++i) {
@@ -270,7 +250,7 @@ void quantize_superblock_iq3_s(const float* xbl, BlockIQ3_S& y, const float* qw)
                 int8_t l4[4];
                 const int u = lattice_index(xval + 4 * k, id, l4);
                 int index = g.map[u];
-                if (index < 0) index = best_neighbour(g, g.neighbours_of(u), xval + 4 * k, waux + 4 * k, scale, L + 4 * k);
+                if (index < 0) index = neighbour(g, u, xval + 4 * k, waux + 4 * k, scale, L + 4 * k);
                 const int8_t* p = g.point(index);
                 for (int i = 0; i < 4; ++i) L[4 * k + i] = static_cast<int8_t>((p[i] - 1) / 2);
             }

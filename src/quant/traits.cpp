@@ -121,6 +121,8 @@ RowFn file_quantizer(GgmlType type) {
         case GgmlType::IQ4_XS: return quantize_row_iq4_xs;
         case GgmlType::IQ3_XXS: return quantize_row_iq3_xxs;
         case GgmlType::IQ3_S: return quantize_row_iq3_s;
+        case GgmlType::IQ2_S: return quantize_row_iq2_s;
+        case GgmlType::IQ1_M: return quantize_row_iq1_m;
         default: {
             const QuantTraits* t = find_quant_traits(type);
             return t ? t->quantize_row_ref : nullptr;
@@ -160,6 +162,11 @@ WeightedRowFn weighted_quantizer(GgmlType type) {
         case GgmlType::IQ4_XS: return quantize_row_iq4_xs_weighted;
         case GgmlType::IQ3_XXS: return quantize_row_iq3_xxs_weighted;
         case GgmlType::IQ3_S: return quantize_row_iq3_s_weighted;
+        case GgmlType::IQ2_XXS: return quantize_row_iq2_xxs_weighted;
+        case GgmlType::IQ2_XS: return quantize_row_iq2_xs_weighted;
+        case GgmlType::IQ2_S: return quantize_row_iq2_s_weighted;
+        case GgmlType::IQ1_S: return quantize_row_iq1_s_weighted;
+        case GgmlType::IQ1_M: return quantize_row_iq1_m_weighted;
         default: return nullptr;
     }
 }

@@ -1,7 +1,7 @@
 // The i-quants' file quantizers (what llama-quantize writes: ggml_quantize_chunk)
 // bit for bit against ggml, with and without an importance matrix (fixtures:
 // tools/iquant_fixtures.py, 4 rows of 1536 of the quantize fixture's input).
-// Types only ggml's imatrix search makes (IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M) have no
+// Types only ggml's imatrix search makes (IQ2_XXS, IQ2_XS, IQ1_S) have no
 // plain fixture: kiln refuses them without an imatrix, as ggml asserts.
 #include <gtest/gtest.h>
 
@@ -21,7 +21,8 @@ const nlohmann::json& iquant_manifest() {
 }
 
 // The types kiln has the file quantizer for (the rest of the fixture is for those to come).
-const GgmlType k_types[] = {GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S};
+const GgmlType k_types[] = {GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+                            GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ1_S, GgmlType::IQ1_M};
 
 // Quantizes the fixture input row by row and compares every block; returns the number of blocks that differ.
 int compare(GgmlType type, const std::string& fixture, bool with_importance) {
