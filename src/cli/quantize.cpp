@@ -13,7 +13,9 @@
 // With --imatrix (kiln imatrix's or llama-imatrix's file, kiln/imatrix.h) the
 // types that search their scales weight the search by it, as ggml's
 // quantize_*_impl do; a tensor the imatrix has no entry for is quantized without
-// one (as llama-quantize does, and the summary names them).
+// one (as llama-quantize does, and the summary names them), except where the
+// type needs one (IQ1_S, IQ1_M, IQ2_*, IQ3_XXS and Q2_K in Q2_K_S: refused, as
+// llama-quantize refuses them; without --imatrix such a preset is refused too).
 #include <unistd.h>
 
 #include <algorithm>
@@ -175,7 +177,7 @@ int cmd_quantize(int argc, char** argv) {
             if (quant::importance_use(e.type) == quant::ImportanceUse::Unsupported)
                 throw Error("quantize: " + t.name + " would become " + std::string(ggml_type_name(e.type)) +
                                 ", and kiln has no importance-weighted quantizer for it; drop --imatrix or choose "
-                                "another type (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K, IQ4_NL and IQ4_XS use one)",
+                                "another type (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K and the i-quants use one)",
                             ErrorKind::Unsupported);
             const uint64_t n_mat = t.shape.size() > 2 ? t.shape[2] : 1;
             const size_t have = imatrix->entries.at(t.name).sums.size();

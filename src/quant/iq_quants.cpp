@@ -1,7 +1,9 @@
 // The i-quants: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (grid formats:
 // an index selects 4 or 8 magnitudes from a fixed table), IQ4_NL and IQ4_XS (16
-// non-linear levels). Dequantization for all, ggml's reference quantizer for IQ4_NL,
-// and the IQ4_NL / IQ4_XS dot products.
+// non-linear levels). Dequantization for all, ggml's quantizers for IQ4_NL (its
+// reference one and llama-quantize's scale search) and IQ4_XS (quantize_iq4_xs), and
+// the IQ4_NL / IQ4_XS dot products. The grid formats' quantizers are in
+// iq3_quants.cpp, iq2_quants.cpp and iq1_quants.cpp.
 //
 // Dequantized values are computed in the same operation order as ggml and the gguf
 // package (e.g. (db * grid) * sign), which is what makes them bit-identical.

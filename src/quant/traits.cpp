@@ -202,7 +202,7 @@ void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n
         case ImportanceUse::Unsupported: break;
     }
     throw Error("quantize: kiln has no importance-weighted quantizer for " + name_of(type) +
-                    " (an imatrix is used for Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K, IQ4_NL and IQ4_XS)",
+                    " (an imatrix is used for Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K and the i-quants)",
                 ErrorKind::Unsupported);
 }
 
