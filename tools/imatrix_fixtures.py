@@ -12,7 +12,8 @@ makes it (the same bytes).
 2. A synthetic imatrix (every 2-D blk.* weight, value(name, j) below: exact in
    float, so kiln's test writes the same file), given to llama-quantize for each
    preset: every output tensor's type and sha256 to
-   tests/golden/imatrix/smollm2_PRESET.json (kiln quantize --imatrix is compared
+   tests/golden/imatrix/smollm2_PRESET.json (LONG_PRESETS: tests/golden/imatrix_long/,
+   for the long check; kiln quantize --imatrix is compared
    tensor for tensor).
 
 Usage: tools/imatrix_fixtures.py [--build build] [--llama-bin DIR] [--presets Q4_0,...] [--no-imatrix-run]
@@ -33,6 +34,8 @@ from quantize_fixtures import tensor_digests  # the same digests as the plain pr
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "models"))
 PRESETS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_NL", "Q2_K", "Q2_K_S", "Q3_K_M"]
+# Checked by a long test only (README "Long checks"): tests/golden/imatrix_long.
+LONG_PRESETS = ["IQ4_XS", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M"]
 TEXT = ROOT / "tests" / "data" / "text" / "genesis-1-5.txt"
 N_CTX, N_CHUNKS, N_SAMPLES = 128, 8, 24
 
@@ -93,7 +96,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--llama-bin", default=str(ROOT / ".oracle" / "llama.cpp" / "build" / "bin"))
-    ap.add_argument("--presets", default=",".join(PRESETS))
+    ap.add_argument("--presets", default=",".join(PRESETS + LONG_PRESETS))
     ap.add_argument("--no-imatrix-run", action="store_true", help="keep smollm2_genesis.json; only the quantize fixtures")
     args = ap.parse_args()
     bin_dir = Path(args.llama_bin)
@@ -123,7 +126,9 @@ def main():
                            check=True, capture_output=True)
             r = {"preset": preset, "imatrix": f"synthetic: {len(names)} entries (tools/imatrix_fixtures.py)",
                  "source_tensors_sha256": source_digest, "tensors": tensor_digests(q)}
-            (out / f"smollm2_{preset}.json").write_text(json.dumps(r, indent=1, sort_keys=True) + "\n")
+            dest = ROOT / "tests" / "golden" / "imatrix_long" if preset in LONG_PRESETS else out
+            dest.mkdir(parents=True, exist_ok=True)
+            (dest / f"smollm2_{preset}.json").write_text(json.dumps(r, indent=1, sort_keys=True) + "\n")
             print(preset, "ok")
 
 

@@ -56,6 +56,19 @@ public:
     const std::map<std::string, std::string>& aliases() const { return aliases_; }
     const std::map<std::string, Preset>& presets() const { return presets_; }
 
+    // The agent's MCP servers (kiln chat): the file's "mcp_servers" object (the
+    // per-server shape of an {"mcpServers": ...} file, kiln/mcp.h), unless
+    // $KILN_MCP_CONFIG names such a file, which replaces it (the flags --mcp and
+    // --mcp-config replace both). The JSON text of the object ("" if none), where an
+    // error should point ("FILE: mcp_servers"), the folder relative cwds are taken
+    // from, and the origin ("environment KILN_MCP_CONFIG" then the text is empty and
+    // mcp_servers_file() names the file; "file PATH"; "built-in": none).
+    struct McpServers {
+        std::string json_text, where, base_dir, file;
+        std::string origin = "built-in";
+    };
+    const McpServers& mcp_servers() const { return mcp_servers_; }
+
     // The catalog's options: the environment's stores plus this file's folders,
     // aliases and presets.
     CatalogOptions catalog_options() const;
@@ -71,6 +84,7 @@ private:
     std::vector<std::string> folders_;
     std::map<std::string, std::string> aliases_;
     std::map<std::string, Preset> presets_;
+    McpServers mcp_servers_;
 };
 
 // "512MiB" -> 536870912; "2G" and "2GiB" are both 2^31 (a size of memory);

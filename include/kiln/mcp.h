@@ -50,6 +50,11 @@ struct McpServerConfig {
 // A relative cwd is taken from the config file's folder. Unknown keys and wrong
 // types are errors naming the file and the key.
 std::vector<McpServerConfig> load_mcp_config(const std::string& path);
+// The servers object itself ({"calc": {"command": ...}, ...}, in its order), as the
+// config file's "mcp_servers" gives it: errors start with where_prefix ("FILE:
+// mcp_servers"); a relative cwd is taken from base_dir.
+std::vector<McpServerConfig> parse_mcp_servers(const nlohmann::ordered_json& servers, const std::string& where_prefix,
+                                               const std::string& base_dir);
 
 struct McpTool {
     std::string name, description;

@@ -71,8 +71,14 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 // What ggml_quantize_chunk writes without an importance matrix, i.e. what
 // llama-quantize puts in a file: the reference quantizer, except for IQ4_NL,
-// whose blocks search 15 scales for the best fit (quantize_iq4_nl).
+// whose blocks search 15 scales for the best fit (quantize_iq4_nl), and IQ4_XS
+// (quantize_iq4_xs), which has no traits-table reference quantizer. Throws for a
+// type that only quantizes with an importance matrix (needs_importance).
 void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n);
+// Whether quantize_row_for_file can make the type, with or without an imatrix.
+bool can_quantize_for_file(GgmlType type);
+// Whether it can only with one (ggml's IQ2_XXS, IQ2_XS and IQ1_S quantizers).
+bool needs_importance(GgmlType type);
 // How a type's file quantizer treats an importance matrix (an imatrix), as
 // ggml_quantize_chunk does: some ignore it (Q8_0, the float types, TQ1_0 / TQ2_0,
 // MXFP4), some weight their search by it; those kiln does not have the weighted

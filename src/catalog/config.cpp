@@ -49,13 +49,13 @@ std::string env(const char* name) {
     return v && *v ? v : "";
 }
 
-const char* json_type(const nlohmann::json& j) { return j.type_name(); }
+const char* json_type(const nlohmann::ordered_json& j) { return j.type_name(); }
 
 [[noreturn]] void bad(const std::string& origin, const std::string& key, const std::string& what) {
     throw Error(origin + ": '" + key + "': " + what);
 }
 
-std::string expect_string(const nlohmann::json& j, const std::string& origin, const std::string& key) {
+std::string expect_string(const nlohmann::ordered_json& j, const std::string& origin, const std::string& key) {
     if (!j.is_string()) bad(origin, key, std::string("expected a string, found ") + json_type(j));
     return j.get<std::string>();
 }
@@ -69,7 +69,7 @@ bool is_hex64(const std::string& s) {
 
 const char* k_sampling_keys[] = {"temperature", "top_k", "top_p", "min_p", "seed", "n_predict"};
 
-Preset read_preset(const nlohmann::json& j, const std::string& origin, const std::string& key) {
+Preset read_preset(const nlohmann::ordered_json& j, const std::string& origin, const std::string& key) {
     if (!j.is_object()) bad(origin, key, std::string("expected an object, found ") + json_type(j));
     Preset p;
     for (const auto& [k, v] : j.items()) {
@@ -169,6 +169,11 @@ void Config::apply_environment() {
         s.value = v;
         s.origin = "environment " + s.env;
     }
+    if (const std::string f = env("KILN_MCP_CONFIG"); !f.empty()) {
+        mcp_servers_ = McpServers{};
+        mcp_servers_.file = f;
+        mcp_servers_.origin = "environment KILN_MCP_CONFIG";
+    }
     // Typed settings fail here, naming the variable, rather than at first use.
     for (const SettingRow& r : k_settings) {
         if (r.kind == Kind::Int) (void)get_int(r.key);
@@ -178,16 +183,16 @@ void Config::apply_environment() {
 
 Config Config::parse(const std::string& json_text, const std::string& origin_name) {
     Config c;
-    nlohmann::json j;
+    nlohmann::ordered_json j;
     try {
-        j = nlohmann::json::parse(json_text);
+        j = nlohmann::ordered_json::parse(json_text);
     } catch (const nlohmann::json::exception& e) {
         throw Error(origin_name + ": not valid JSON (" + e.what() + ")");
     }
     if (!j.is_object()) throw Error(origin_name + ": expected a JSON object at the top, found " + json_type(j));
     const std::string origin = "file " + origin_name;
     // A scalar setting at `key` (dotted), or an error naming it.
-    auto set_scalar = [&](const std::string& key, const nlohmann::json& v) {
+    auto set_scalar = [&](const std::string& key, const nlohmann::ordered_json& v) {
         const SettingRow* row = nullptr;
         for (const SettingRow& r : k_settings)
             if (key == r.key) row = &r;
@@ -217,6 +222,13 @@ Config Config::parse(const std::string& json_text, const std::string& origin_nam
         } else if (k == "presets") {
             if (!v.is_object()) bad(origin_name, k, std::string("expected an object of name -> preset, found ") + json_type(v));
             for (const auto& [name, p] : v.items()) c.presets_[name] = read_preset(p, origin_name, k + "." + name);
+        } else if (k == "mcp_servers") {
+            // Checked server by server by the agent's parser (kiln/mcp.h) when the CLI loads the config.
+            if (!v.is_object()) bad(origin_name, k, std::string("expected an object of MCP servers by name, found ") + json_type(v));
+            c.mcp_servers_.json_text = v.dump();
+            c.mcp_servers_.where = origin_name + ": mcp_servers";
+            c.mcp_servers_.base_dir = std::filesystem::path(origin_name).parent_path().string();
+            c.mcp_servers_.origin = origin;
         } else if (k == "server" || k == "tuned") {
             if (!v.is_object()) bad(origin_name, k, std::string("expected an object, found ") + json_type(v));
             for (const auto& [sk, sv] : v.items()) set_scalar(k + "." + sk, sv);

@@ -106,10 +106,17 @@ std::vector<McpServerConfig> load_mcp_config(const std::string& path) {
     auto servers = j.find("mcpServers");
     if (servers == j.end() || !servers->is_object())
         throw Error(path + ": \"mcpServers\" must be an object of servers by name", ErrorKind::InvalidInput);
-    const std::filesystem::path base = std::filesystem::path(path).parent_path();
+    return parse_mcp_servers(*servers, path + ": mcpServers",
+                             std::filesystem::path(path).parent_path().string());
+}
+
+std::vector<McpServerConfig> parse_mcp_servers(const nlohmann::ordered_json& servers, const std::string& where_prefix,
+                                               const std::string& base_dir) {
+    if (!servers.is_object()) throw Error(where_prefix + ": expected an object of servers by name", ErrorKind::InvalidInput);
+    const std::filesystem::path base = base_dir;
     std::vector<McpServerConfig> out;
-    for (const auto& [name, s] : servers->items()) {
-        const std::string where = path + ": mcpServers." + name;
+    for (const auto& [name, s] : servers.items()) {
+        const std::string where = where_prefix + "." + name;
         if (!s.is_object()) throw Error(where + ": expected an object", ErrorKind::InvalidInput);
         McpServerConfig c;
         c.name = name;

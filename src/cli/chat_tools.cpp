@@ -54,7 +54,9 @@ ChatTools::ChatTools(const ChatToolFlags& flags)
         }
     }
     if (!flags.skills_dir.empty()) set_.add(skills_tool(load_skills(flags.skills_dir)));
+    // Flags > KILN_MCP_CONFIG > the config file's mcp_servers.
     std::vector<McpServerConfig> configs;
+    if (flags.mcp_config.empty() && flags.mcp.empty()) configs = configured_mcp_servers(config());
     if (!flags.mcp_config.empty()) configs = load_mcp_config(flags.mcp_config);
     for (const std::string& line : flags.mcp) {
         McpServerConfig c;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "kiln/error.h"
+#include "kiln/mcp.h"
 #include "kiln/memory_plan.h"
 #include "kiln/system.h"
 
@@ -44,8 +45,19 @@ void set_config_path(const std::string& path) { g_config_path = path; }
 const std::string& config_path_flag() { return g_config_path; }
 
 Config& config() {
-    static Config c = Config::load(g_config_path);
+    static Config c = [] {
+        Config loaded = Config::load(g_config_path);
+        (void)configured_mcp_servers(loaded);  // the servers' keys are checked as the rest of the file is
+        return loaded;
+    }();
     return c;
+}
+
+std::vector<McpServerConfig> configured_mcp_servers(const Config& c) {
+    const Config::McpServers& m = c.mcp_servers();
+    if (!m.file.empty()) return load_mcp_config(m.file);
+    if (m.json_text.empty()) return {};
+    return parse_mcp_servers(nlohmann::ordered_json::parse(m.json_text), m.where, m.base_dir);
 }
 
 std::string cpu_signature() {

@@ -4,9 +4,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kiln/catalog.h"
 #include "kiln/config.h"
+
+namespace kiln {
+struct McpServerConfig;  // kiln/mcp.h
+}
 
 namespace kiln::cli {
 
@@ -24,6 +29,9 @@ void set_config_path(const std::string& path);
 const std::string& config_path_flag();  // "" when --config was not given
 // The configuration (kiln/config.h), read once: --config, $KILN_CONFIG or ~/.config/kiln/config.json.
 Config& config();
+// The agent's MCP servers the configuration gives (KILN_MCP_CONFIG's file, else the
+// file's "mcp_servers"), checked; kiln chat's --mcp / --mcp-config replace them.
+std::vector<McpServerConfig> configured_mcp_servers(const Config& c);
 // The catalog over the configuration's folders, aliases and presets.
 const Catalog& catalog();
 // A -m value resolved through the catalog (a path, alias, preset, hf:..., Ollama

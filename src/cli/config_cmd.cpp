@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "kiln/mcp.h"
 
 namespace kiln::cli {
 
@@ -20,6 +21,9 @@ int cmd_config(int argc, char** argv) {
         return 1;
     }
     const Config& c = config();
+    const std::vector<McpServerConfig> mcp = configured_mcp_servers(c);
+    std::string mcp_from = c.mcp_servers().origin;
+    if (!c.mcp_servers().file.empty()) mcp_from += " = " + c.mcp_servers().file;
     const std::string file = c.path().empty() ? "none (built-in defaults)" : c.path();
     if (json) {
         nlohmann::json j;
@@ -34,6 +38,13 @@ int cmd_config(int argc, char** argv) {
         for (const auto& [name, p] : c.presets())
             presets[name] = {{"model", p.model}, {"sha256", p.sha256}, {"context", p.n_ctx}, {"sampling", p.sampling}};
         j["presets"] = presets;
+        nlohmann::json servers = nlohmann::json::array();
+        for (const McpServerConfig& m : mcp) {
+            nlohmann::json env_names = nlohmann::json::array();  // names only: values may be secrets
+            for (const auto& [k, v] : m.env) env_names.push_back(k);
+            servers.push_back({{"name", m.name}, {"argv", m.argv}, {"env", env_names}, {"cwd", m.cwd}, {"allow", m.allow}});
+        }
+        j["mcp_servers"] = {{"origin", mcp_from}, {"servers", servers}};
         const CatalogOptions o = catalog().options();
         j["stores"] = {{"kiln", o.kiln_models}, {"hf", o.hf_hub}, {"ollama", o.ollama_models}, {"lmstudio", o.lmstudio_models}};
         std::printf("%s\n", j.dump(2).c_str());
@@ -54,6 +65,21 @@ int cmd_config(int argc, char** argv) {
         std::printf("  %s -> %s, sha256 %s", name.c_str(), p.model.c_str(), p.sha256.c_str());
         if (p.n_ctx > 0) std::printf(", context %d", p.n_ctx);
         for (const auto& [k, v] : p.sampling) std::printf(", %s %s", k.c_str(), format_float(v).c_str());
+        std::printf("\n");
+    }
+    std::printf("MCP servers for kiln chat (%s; --mcp / --mcp-config replace them):%s\n", mcp_from.c_str(),
+                mcp.empty() ? " none" : "");
+    for (const McpServerConfig& m : mcp) {
+        std::string cmd;
+        for (const std::string& a : m.argv) cmd += (cmd.empty() ? "" : " ") + a;
+        std::printf("  %s: %s", m.name.c_str(), cmd.c_str());
+        if (!m.cwd.empty()) std::printf(", cwd %s", m.cwd.c_str());
+        for (const auto& [k, v] : m.env) std::printf(", env %s", k.c_str());  // names only: values may be secrets
+        if (!m.allow.empty()) {
+            std::string allow;
+            for (const std::string& a : m.allow) allow += (allow.empty() ? "" : " ") + a;
+            std::printf(", runs without asking: %s", allow.c_str());
+        }
         std::printf("\n");
     }
     const CatalogOptions o = catalog().options();

@@ -17,11 +17,12 @@ using T = GgmlType;
 // llama_ftype values (general.file_type).
 enum Ftype : uint32_t {
     F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q8_0 = 7, Q5_0 = 8, Q5_1 = 9, Q2_K = 10, Q3_K_S = 11, Q3_K_M = 12, Q3_K_L = 13,
-    Q4_K_S = 14, Q4_K_M = 15, Q5_K_S = 16, Q5_K_M = 17, Q6_K = 18, Q2_K_S = 21, IQ4_NL = 25, BF16 = 32, TQ1_0 = 36,
-    TQ2_0 = 37, MXFP4_MOE = 38,
+    Q4_K_S = 14, Q4_K_M = 15, Q5_K_S = 16, Q5_K_M = 17, Q6_K = 18, IQ2_XXS = 19, IQ2_XS = 20, Q2_K_S = 21, IQ3_XS = 22,
+    IQ3_XXS = 23, IQ1_S = 24, IQ4_NL = 25, IQ3_S = 26, IQ3_M = 27, IQ2_S = 28, IQ2_M = 29, IQ4_XS = 30, IQ1_M = 31, BF16 = 32,
+    TQ1_0 = 36, TQ2_0 = 37, MXFP4_MOE = 38,
 };
 
-constexpr std::array<QuantPreset, 22> k_presets{{
+constexpr std::array<QuantPreset, 33> k_presets{{
     {"Q4_0", Q4_0, T::Q4_0, "4.34 bits per weight"},
     {"Q4_1", Q4_1, T::Q4_1, "4.78 bpw"},
     {"Q5_0", Q5_0, T::Q5_0, "5.21 bpw"},
@@ -38,6 +39,17 @@ constexpr std::array<QuantPreset, 22> k_presets{{
     {"Q5_K_M", Q5_K_M, T::Q5_K, "Q5_K with Q6_K for half of attn_v and ffn_down"},
     {"Q6_K", Q6_K, T::Q6_K, "6.56 bpw"},
     {"IQ4_NL", IQ4_NL, T::IQ4_NL, "4.50 bpw non-linear"},
+    {"IQ4_XS", IQ4_XS, T::IQ4_XS, "4.25 bpw non-linear"},
+    {"IQ3_XXS", IQ3_XXS, T::IQ3_XXS, "3.06 bpw grid (needs an imatrix)"},
+    {"IQ3_XS", IQ3_XS, T::IQ3_S, "3.3 bpw grid: IQ3_S, IQ3_XXS for most ffn_gate / ffn_up (needs an imatrix)"},
+    {"IQ3_S", IQ3_S, T::IQ3_S, "3.44 bpw grid"},
+    {"IQ3_M", IQ3_M, T::IQ3_S, "3.66 bpw grid mix: IQ3_S with Q4_K for attn_v, attn_output and the first ffn_down"},
+    {"IQ2_XXS", IQ2_XXS, T::IQ2_XXS, "2.06 bpw grid (needs an imatrix)"},
+    {"IQ2_XS", IQ2_XS, T::IQ2_XS, "2.31 bpw grid (needs an imatrix)"},
+    {"IQ2_S", IQ2_S, T::IQ2_XS, "2.5 bpw grid: IQ2_XS with IQ3_S for attn_v, attn_output, the first ffn_down (needs an imatrix)"},
+    {"IQ1_S", IQ1_S, T::IQ1_S, "1.56 bpw grid: IQ1_S with IQ2_XXS for attn_output, Q2_K for attn_v (needs an imatrix)"},
+    {"IQ1_M", IQ1_M, T::IQ1_M, "1.75 bpw grid: IQ1_M with IQ2_XXS for attn_output, Q2_K for attn_v (needs an imatrix)"},
+    {"IQ2_M", IQ2_M, T::IQ2_S, "2.7 bpw grid: IQ2_S with IQ3_S for attn_v, attn_output, the first ffn_down (needs an imatrix)"},
     {"TQ1_0", TQ1_0, T::TQ1_0, "1.69 bpw ternary (for ternary-trained models)"},
     {"TQ2_0", TQ2_0, T::TQ2_0, "2.06 bpw ternary (for ternary-trained models)"},
     {"MXFP4_MOE", MXFP4_MOE, T::MXFP4, "MXFP4 experts, Q8_0 elsewhere"},
@@ -201,19 +213,48 @@ GgmlType QuantRecipe::mixture(const gguf::TensorInfo& t, GgmlType type) {
     // llama.cpp's 70B type: an 80-layer llama with grouped-query attention.
     const bool is_70b = arch_ == "llama" && n_layer_ == 80 && n_head_ != n_head_kv_;
     auto use_more_bits = [](int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; };
+    // The presets whose output (and tied token embedding) is Q5_K rather than Q6_K.
+    const bool lowest = ftype == IQ2_XXS || ftype == IQ2_XS || ftype == IQ3_XXS || ftype == IQ1_S || ftype == IQ2_S ||
+                        ftype == IQ2_M || ftype == IQ1_M;
 
     if (c == Category::Output || (tied_embeddings_ && c == Category::TokenEmbd)) {
         if (ftype == MXFP4_MOE || falcon || t.shape[0] % block_of(type) != 0) return T::Q8_0;
+        if (lowest) return T::Q5_K;
         return type != T::Q8_0 ? T::Q6_K : type;
     }
     if (ftype == MXFP4_MOE) return t.ne(2) > 1 ? T::MXFP4 : T::Q8_0;
-    if (c == Category::TokenEmbd) return ftype == TQ1_0 || ftype == TQ2_0 ? T::Q4_K : type;
+    if (c == Category::TokenEmbd) {
+        if (ftype == IQ2_XXS || ftype == IQ2_XS || ftype == IQ1_S || ftype == IQ1_M) return T::Q2_K;
+        if (ftype == IQ2_S || ftype == IQ2_M || ftype == IQ3_XXS) return T::IQ3_S;
+        return ftype == TQ1_0 || ftype == TQ2_0 ? T::Q4_K : type;
+    }
+    // The 1-2 bit presets: attn_v, the first eighth of ffn_down and attn_output get more bits.
+    if (ftype == IQ2_XXS || ftype == IQ2_XS || ftype == IQ1_S || ftype == IQ2_S || ftype == IQ2_M || ftype == IQ1_M) {
+        const bool s_or_m = ftype == IQ2_S || ftype == IQ2_M;
+        if (is_attn_v_like(c)) {
+            type = n_gqa >= 4 || n_expert_ >= 4 ? T::Q4_K : s_or_m ? T::IQ3_S : T::Q2_K;
+            ++i_attention_wv_;
+        } else if (n_expert_ == 8 && c == Category::AttnK) {
+            type = T::Q4_K;
+        } else if (c == Category::FfnDown) {
+            if (i_ffn_down_ < n_layer_ / 8) type = s_or_m ? T::IQ3_S : T::Q2_K;
+            ++i_ffn_down_;
+        } else if (c == Category::AttnOutput) {
+            if (n_expert_ == 8) type = T::Q5_K;
+            else if (ftype == IQ1_S || ftype == IQ1_M) type = T::IQ2_XXS;
+            else if (s_or_m) type = T::IQ3_S;
+        }
+        return type;
+    }
     if (is_attn_v_like(c)) {
         if (ftype == Q2_K) type = n_gqa >= 4 ? T::Q4_K : T::Q3_K;
         else if (ftype == Q2_K_S && n_gqa >= 4) type = T::Q4_K;
+        else if (ftype == IQ3_XXS) type = n_gqa >= 4 ? T::Q4_K : !options_.has_imatrix ? T::IQ3_S : T::IQ3_XXS;
+        else if ((ftype == IQ3_XS || ftype == IQ3_S) && n_gqa >= 4) type = T::Q4_K;
+        else if (ftype == IQ3_M) type = T::Q4_K;
         else if (ftype == Q3_K_M) type = i_attention_wv_ < 2 ? T::Q5_K : T::Q4_K;
         else if (ftype == Q3_K_L) type = T::Q5_K;
-        else if (ftype == IQ4_NL && n_gqa >= 4) type = T::Q5_K;
+        else if ((ftype == IQ4_NL || ftype == IQ4_XS) && n_gqa >= 4) type = T::Q5_K;
         else if ((ftype == Q4_K_M || ftype == Q5_K_M) && use_more_bits(i_attention_wv_, n_attention_wv_)) type = T::Q6_K;
         else if (ftype == Q4_K_S && i_attention_wv_ < 4) type = T::Q5_K;
         if (is_70b && (type == T::Q3_K || type == T::Q4_K)) type = T::Q5_K;
@@ -221,7 +262,11 @@ GgmlType QuantRecipe::mixture(const gguf::TensorInfo& t, GgmlType type) {
         ++i_attention_wv_;
         return type;
     }
-    if (c == Category::AttnK) return n_expert_ == 8 ? T::Q8_0 : type;
+    if (c == Category::AttnK) {
+        if (n_expert_ == 8) return T::Q8_0;
+        return ftype == IQ3_XS ? T::IQ3_XXS : ftype == IQ3_XXS ? T::IQ2_S : type;
+    }
+    if (c == Category::AttnQ) return ftype == IQ3_XS ? T::IQ3_XXS : ftype == IQ3_XXS ? T::IQ2_S : type;
     if (c == Category::FfnDown) {
         int i_layer = i_ffn_down_;
         const int n_layer = n_layer_;
@@ -232,14 +277,16 @@ GgmlType QuantRecipe::mixture(const gguf::TensorInfo& t, GgmlType type) {
         }
         if (ftype == Q2_K) type = T::Q3_K;
         else if (ftype == Q2_K_S) { if (i_layer < n_layer / 8) type = T::Q4_K; }
+        else if (ftype == IQ3_XXS && !options_.has_imatrix) type = i_layer < n_layer / 8 ? T::Q4_K : T::Q3_K;
         else if (ftype == Q3_K_M)
             type = i_layer < n_layer / 16 ? T::Q5_K : !falcon || use_more_bits(i_layer, n_layer) ? T::Q4_K : T::Q3_K;
+        else if (ftype == IQ3_M && (i_layer < n_layer / 8 || (n_expert_ == 8 && use_more_bits(i_layer, n_layer)))) type = T::Q4_K;
         else if (ftype == Q3_K_L) type = falcon ? T::Q4_K : T::Q5_K;
         else if (ftype == Q4_K_M) {
             if (falcon) type = i_layer < n_layer / 16 ? T::Q6_K : use_more_bits(i_layer, n_layer) ? T::Q5_K : T::Q4_K;
             else if (use_more_bits(i_layer, n_layer)) type = T::Q6_K;
         }
-        else if (i_layer < n_layer / 8 && ftype == IQ4_NL && !options_.has_imatrix) type = T::Q5_K;
+        else if (i_layer < n_layer / 8 && (ftype == IQ4_NL || ftype == IQ4_XS) && !options_.has_imatrix) type = T::Q5_K;
         else if (ftype == Q5_K_M && use_more_bits(i_layer, n_layer)) type = T::Q6_K;
         else if (ftype == Q4_K_S && !falcon && i_layer < n_layer / 8) type = T::Q5_K;
         else if ((ftype == Q4_0 || ftype == Q5_0) && options_.has_imatrix && i_layer < n_layer / 8)
@@ -250,12 +297,15 @@ GgmlType QuantRecipe::mixture(const gguf::TensorInfo& t, GgmlType type) {
     if (c == Category::AttnOutput) {
         if (!falcon) {
             if (n_expert_ == 8) {
-                if (ftype == Q2_K || ftype == Q3_K_S || ftype == Q3_K_M || ftype == IQ4_NL || ftype == Q4_K_S || ftype == Q4_K_M)
+                if (ftype == Q2_K || ftype == IQ3_XS || ftype == IQ3_XXS || ftype == Q3_K_S || ftype == Q3_K_M ||
+                    ftype == IQ4_NL || ftype == Q4_K_S || ftype == Q4_K_M || ftype == IQ3_S || ftype == IQ3_M || ftype == IQ4_XS)
                     type = T::Q5_K;
             } else {
                 if (ftype == Q2_K) type = T::Q3_K;
+                else if (ftype == IQ3_XXS) type = T::IQ3_S;
                 else if (ftype == Q3_K_M) type = T::Q4_K;
                 else if (ftype == Q3_K_L) type = T::Q5_K;
+                else if (ftype == IQ3_M) type = T::Q4_K;
             }
         } else if (ftype == Q3_K_L) {
             type = T::Q4_K;
@@ -263,9 +313,21 @@ GgmlType QuantRecipe::mixture(const gguf::TensorInfo& t, GgmlType type) {
         return type;
     }
     if (c == Category::AttnQkv) {
-        if (ftype == Q3_K_M || ftype == Q3_K_L) type = T::Q4_K;
+        if (ftype == Q3_K_M || ftype == Q3_K_L || ftype == IQ3_M) type = T::Q4_K;
         else if (ftype == Q4_K_M) type = T::Q5_K;
         else if (ftype == Q5_K_M) type = T::Q6_K;
+    }
+    // IQ3_XS: the middle three quarters of ffn_gate and ffn_up are IQ3_XXS (layer counted
+    // per category, from the name when there are experts).
+    if (c == Category::FfnGate || c == Category::FfnUp) {
+        int& counter = c == Category::FfnGate ? i_ffn_gate_ : i_ffn_up_;
+        int i_layer = counter++;
+        if (n_expert_ > 1) {
+            i_layer = layer_of(t.name);
+            if (i_layer < 0 || i_layer >= n_layer_)
+                throw Error("quantize: cannot tell the layer of " + t.name + " (block_count " + std::to_string(n_layer_) + ")");
+        }
+        if (ftype == IQ3_XS && i_layer >= n_layer_ / 8 && i_layer < 7 * n_layer_ / 8) type = T::IQ3_XXS;
     }
     return type;
 }

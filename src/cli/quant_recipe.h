@@ -63,7 +63,7 @@ private:
     QuantRecipeOptions options_;
     std::string arch_;
     int n_layer_ = 0, n_head_ = 0, n_head_kv_ = 0, n_expert_ = 0;
-    int n_attention_wv_ = 0, i_attention_wv_ = 0, i_ffn_down_ = 0;
+    int n_attention_wv_ = 0, i_attention_wv_ = 0, i_ffn_down_ = 0, i_ffn_gate_ = 0, i_ffn_up_ = 0;
     bool tied_embeddings_ = true;
     std::vector<Entry> entries_;
 };

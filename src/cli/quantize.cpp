@@ -13,7 +13,9 @@
 // With --imatrix (kiln imatrix's or llama-imatrix's file, kiln/imatrix.h) the
 // types that search their scales weight the search by it, as ggml's
 // quantize_*_impl do; a tensor the imatrix has no entry for is quantized without
-// one (as llama-quantize does, and the summary names them).
+// one (as llama-quantize does, and the summary names them), except where the
+// type needs one (IQ1_S, IQ1_M, IQ2_*, IQ3_XXS and Q2_K in Q2_K_S: refused, as
+// llama-quantize refuses them; without --imatrix such a preset is refused too).
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,6 +72,18 @@ std::vector<uint8_t> convert_tensor(const gguf::File& file, const gguf::TensorIn
     return out;
 }
 
+// llama-quantize's tensor_requires_imatrix: the types whose quantizers make garbage
+// without one (and Q2_K in a Q2_K_S file), except for the token embedding and output.
+bool requires_imatrix(const std::string& name, GgmlType type, const QuantPreset& preset) {
+    if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" || name == "output.weight") return false;
+    switch (type) {
+        case GgmlType::IQ3_XXS: case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS: case GgmlType::IQ2_S:
+        case GgmlType::IQ1_M: case GgmlType::IQ1_S: return true;
+        case GgmlType::Q2_K: return preset.name == "Q2_K_S";
+        default: return false;
+    }
+}
+
 }  // namespace
 
 int cmd_quantize(int argc, char** argv) {
@@ -107,7 +121,7 @@ int cmd_quantize(int argc, char** argv) {
         std::string names;
         for (const QuantPreset& p : quant_presets()) names += (names.empty() ? "" : ", ") + std::string(p.name);
         throw Error("quantize: unknown type '" + preset_name + "'; kiln makes " + names +
-                    " (the IQ1-IQ3 and IQ4_XS presets need quantizers kiln does not have yet)");
+                    " (llama-quantize's other presets are for formats kiln does not make)");
     }
     if (!out_type.empty()) ro.output_tensor_type = parse_type(out_type, "--output-tensor-type");
     if (!embd_type.empty()) ro.token_embedding_type = parse_type(embd_type, "--token-embedding-type");
@@ -129,13 +143,12 @@ int cmd_quantize(int argc, char** argv) {
         imatrix = Imatrix::load(imatrix_path);
         ro.has_imatrix = true;
     }
-    if (preset->name == "Q2_K_S" && !imatrix && !dry_run)
-        throw Error("quantize: Q2_K_S needs an importance matrix (--imatrix F; kiln imatrix makes one), as in llama-quantize");
     gguf::File file = gguf::File::open(in_path);
     QuantRecipe recipe(file, *preset, ro);
     // Check everything before converting anything.
     uint64_t bytes_in = 0, bytes_out = 0, n_weights = 0;
     int n_fallback = 0;
+    std::string needs_imatrix;  // the first tensor that needs an imatrix (--dry-run: a warning)
     for (const QuantRecipe::Entry& e : recipe.entries()) {
         const gguf::TensorInfo& t = *e.tensor;
         bytes_in += t.bytes;
@@ -148,14 +161,23 @@ int cmd_quantize(int argc, char** argv) {
                         "; re-quantizing loses more than quantizing the original (--allow-requantize to do it anyway)");
         if (!quant::can_dequantize(t.type))
             throw Error("quantize: " + t.name + " is " + std::string(ggml_type_name(t.type)) + ", which kiln cannot read");
-        if (!quant::can_quantize(e.type))
+        if (!quant::can_quantize_for_file(e.type))
             throw Error("quantize: " + t.name + " would become " + std::string(ggml_type_name(e.type)) +
                         ", which kiln has no quantizer for");
+        if (requires_imatrix(t.name, e.type, *preset)) {
+            if (!imatrix && needs_imatrix.empty()) needs_imatrix = t.name + " (" + std::string(ggml_type_name(e.type)) + ")";
+            if (!imatrix && !dry_run)
+                throw Error("quantize: " + std::string(preset->name) + " needs an importance matrix (--imatrix F; kiln imatrix "
+                            "makes one), as in llama-quantize: " + needs_imatrix + " would be garbage without one");
+            if (imatrix && !imatrix->entries.count(t.name))
+                throw Error("quantize: the imatrix has no entry for " + t.name + ", which becomes " +
+                            std::string(ggml_type_name(e.type)) + ": too few bits to quantize without one (as llama-quantize refuses)");
+        }
         if (imatrix && imatrix->entries.count(t.name)) {
             if (quant::importance_use(e.type) == quant::ImportanceUse::Unsupported)
                 throw Error("quantize: " + t.name + " would become " + std::string(ggml_type_name(e.type)) +
                                 ", and kiln has no importance-weighted quantizer for it; drop --imatrix or choose "
-                                "another type (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K and IQ4_NL use one)",
+                                "another type (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K and the i-quants use one)",
                             ErrorKind::Unsupported);
             const uint64_t n_mat = t.shape.size() > 2 ? t.shape[2] : 1;
             const size_t have = imatrix->entries.at(t.name).sums.size();
@@ -172,6 +194,9 @@ int cmd_quantize(int argc, char** argv) {
                         e.fallback ? " (row width does not fit the block: fallback)" : "");
         std::printf("%s -> %s: %s -> %s (%.2f bits per weight)\n", in_path.c_str(), std::string(preset->name).c_str(),
                     human_bytes(bytes_in).c_str(), human_bytes(bytes_out).c_str(), 8.0 * bytes_out / std::max<uint64_t>(1, n_weights));
+        if (!needs_imatrix.empty())
+            std::fprintf(stderr, "quantize: warning: quantizing for real needs an importance matrix (--imatrix): %s\n",
+                         needs_imatrix.c_str());
         return 0;
     }
 

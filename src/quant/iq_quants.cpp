@@ -1,13 +1,16 @@
 // The i-quants: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (grid formats:
 // an index selects 4 or 8 magnitudes from a fixed table), IQ4_NL and IQ4_XS (16
-// non-linear levels). Dequantization for all, ggml's reference quantizer for IQ4_NL,
-// and the IQ4_NL / IQ4_XS dot products.
+// non-linear levels). Dequantization for all, ggml's quantizers for IQ4_NL (its
+// reference one and llama-quantize's scale search) and IQ4_XS (quantize_iq4_xs), and
+// the IQ4_NL / IQ4_XS dot products. The grid formats' quantizers are in
+// iq3_quants.cpp, iq2_quants.cpp and iq1_quants.cpp.
 //
 // Dequantized values are computed in the same operation order as ggml and the gguf
 // package (e.g. (db * grid) * sign), which is what makes them bit-identical.
 #include <cmath>
 
 #include "quant/blocks.h"
+#include "quant/quant_math.h"
 #include "quant/kernels.h"
 #include "quant/quant_tables.h"
 
@@ -218,71 +221,121 @@ static int nearest_iq4nl_level(float v) {
     return index;
 }
 
-// One IQ4_NL block as ggml's quantize_row_iq4_nl_impl makes it (a 32-value
-// super-block of one block, no importance weights: w = x^2). ntry < 0 is
-// quantize_row_iq4_nl_ref: d = signed absmax / -127 picks the levels and the stored
-// scale is the weighted least-squares fit for them. ntry > 0 is what
-// quantize_iq4_nl (llama-quantize) does: the fit starts from the other sign, then
-// the scales (values[0] + t) / max for t in [-ntry, ntry] are tried, the best fit
-// kept, and the levels picked again for it.
-// qw: the block's importances (quantize --imatrix): each value weighted by
-// qw * sqrt(sigma2 + x^2), sigma2 twice the block's mean square; else by x^2.
+// ggml's quantize_row_iq4_nl_impl, for one block of 32 values: the scale of the
+// best weighted fit and, in Lb, the levels of the first (d0) fit. ntry < 0 is
+// quantize_row_iq4_nl_ref: d0 = signed absmax / -127 picks the levels and the scale
+// is the weighted least-squares fit for them. ntry > 0 is what llama-quantize does
+// (quantize_iq4_nl / quantize_iq4_xs): the fit starts from the other sign, then the
+// scales (values[0] + t) / max for t in [-ntry, ntry] are tried and the best fit
+// kept. A block whose absmax is below 1e-15 has scale 0 (Lb untouched).
+static float iq4_block_scale(const float* xb, const float* weight, uint8_t* Lb, int ntry) {
+    float amax = 0, max = 0;
+    for (int j = 0; j < 32; ++j) {
+        const float ax = std::fabs(xb[j]);
+        if (ax > amax) {
+            amax = ax;
+            max = xb[j];
+        }
+    }
+    if (amax < k_group_max_eps) return 0.0f;
+    const auto v0 = static_cast<float>(k_values_iq4nl[0]);
+    const float d0 = ntry > 0 ? -max / v0 : max / v0;
+    float id = 1 / d0;
+    float sumqx = 0, sumq2 = 0;
+    for (int j = 0; j < 32; ++j) {
+        const int l = nearest_iq4nl_level(id * xb[j]);
+        Lb[j] = static_cast<uint8_t>(l);
+        const float q = static_cast<float>(k_values_iq4nl[l]);
+        const float w = weight[j];
+        sumqx += w * q * xb[j];
+        sumq2 += w * q * q;
+    }
+    float d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+    float best = d * sumqx;
+    for (int itry = -ntry; itry <= ntry; ++itry) {
+        id = static_cast<float>(itry + k_values_iq4nl[0]) / max;
+        sumqx = sumq2 = 0;
+        for (int j = 0; j < 32; ++j) {
+            const float q = static_cast<float>(k_values_iq4nl[nearest_iq4nl_level(id * xb[j])]);
+            const float w = weight[j];
+            sumqx += w * q * xb[j];
+            sumq2 += w * q * q;
+        }
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+            d = sumqx / sumq2;
+            best = d * sumqx;
+        }
+    }
+    return d;
+}
+
+// The weights of a block of 32 values inside a super-block of n: qw * sqrt(sigma2 +
+// x^2), sigma2 twice the super-block's mean square, with importances qw (quantize
+// --imatrix); else x^2.
+static float iq4_sigma2(const float* x, int n) {
+    float sigma2 = 0;
+    for (int j = 0; j < n; ++j) sigma2 += x[j] * x[j];
+    return sigma2 * (2.f / static_cast<float>(n));
+}
+
+static void iq4_weights(const float* xb, const float* qw, float sigma2, float* weight) {
+    if (qw)
+        for (int j = 0; j < 32; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+    else
+        for (int j = 0; j < 32; ++j) weight[j] = xb[j] * xb[j];
+}
+
+// One IQ4_NL block (a super-block of one block): the scale is stored as it is; with
+// ntry > 0 the levels are picked again for it (a zero block: the level nearest 0).
 static void quantize_block_iq4_nl(const float* x, BlockIQ4_NL& y, int ntry, const float* qw = nullptr) {
     uint8_t L[k_qk4_nl] = {};
     float weight[k_qk4_nl];
-    if (qw) {
-        float sigma2 = 0;
-        for (int j = 0; j < k_qk4_nl; ++j) sigma2 += x[j] * x[j];
-        sigma2 *= 2.f / k_qk4_nl;
-        for (int j = 0; j < k_qk4_nl; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + x[j] * x[j]);
-    } else {
-        for (int j = 0; j < k_qk4_nl; ++j) weight[j] = x[j] * x[j];
-    }
-    float amax = 0, max = 0;
-    for (int j = 0; j < k_qk4_nl; ++j) {
-        const float ax = std::fabs(x[j]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[j];
-        }
-    }
-    const auto v0 = static_cast<float>(k_values_iq4nl[0]);
-    float d = 0.0f;
-    if (!(amax < k_group_max_eps)) {
-        const float d0 = ntry > 0 ? -max / v0 : max / v0;
-        float id = 1 / d0;
-        float sumqx = 0, sumq2 = 0;
-        for (int j = 0; j < k_qk4_nl; ++j) {
-            const int l = nearest_iq4nl_level(id * x[j]);
-            L[j] = static_cast<uint8_t>(l);
-            const float q = static_cast<float>(k_values_iq4nl[l]);
-            const float w = weight[j];
-            sumqx += w * q * x[j];
-            sumq2 += w * q * q;
-        }
-        d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
-        float best = d * sumqx;
-        for (int itry = -ntry; itry <= ntry; ++itry) {
-            id = static_cast<float>(itry + k_values_iq4nl[0]) / max;
-            sumqx = sumq2 = 0;
-            for (int j = 0; j < k_qk4_nl; ++j) {
-                const float q = static_cast<float>(k_values_iq4nl[nearest_iq4nl_level(id * x[j])]);
-                const float w = weight[j];
-                sumqx += w * q * x[j];
-                sumq2 += w * q * q;
-            }
-            if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-                d = sumqx / sumq2;
-                best = d * sumqx;
-            }
-        }
-    }
+    iq4_weights(x, qw, qw ? iq4_sigma2(x, k_qk4_nl) : 0.f, weight);
+    const float d = iq4_block_scale(x, weight, L, ntry);
     store_f16(y.d, d);
-    if (ntry > 0) {  // the levels for the scale kept (a zero block: the level nearest 0)
+    if (ntry > 0) {
         const float id = d != 0 ? 1 / d : 0.f;
         for (int j = 0; j < k_qk4_nl; ++j) L[j] = static_cast<uint8_t>(nearest_iq4nl_level(id * x[j]));
     }
     for (int j = 0; j < k_qk4_nl / 2; ++j) y.qs[j] = static_cast<uint8_t>(L[j] | (L[j + 16] << 4));
+}
+
+// One IQ4_XS super-block of 256 (ggml's quantize_iq4_xs, ntry 7): each block of 32
+// gets its best scale as IQ4_NL's do; the super-scale is d = -(the scale of largest
+// magnitude) / 32 (so -0 for an all-zero super-block, as ggml stores it), each
+// block's scale becomes the 6-bit l = round(scale / d) clamped to [-32, 31], and the
+// levels are picked again for d * l.
+static void quantize_superblock_iq4_xs(const float* x, BlockIQ4_XS& y, const float* qw) {
+    uint8_t L[k_qk_k] = {};
+    float weight[32], scales[k_qk_k / 32];
+    const float sigma2 = qw ? iq4_sigma2(x, k_qk_k) : 0.f;
+    float max_scale = 0, amax_scale = 0;
+    for (int ib = 0; ib < k_qk_k / 32; ++ib) {
+        iq4_weights(x + 32 * ib, qw ? qw + 32 * ib : nullptr, sigma2, weight);
+        scales[ib] = iq4_block_scale(x + 32 * ib, weight, L + 32 * ib, 7);
+        if (std::fabs(scales[ib]) > amax_scale) {
+            amax_scale = std::fabs(scales[ib]);
+            max_scale = scales[ib];
+        }
+    }
+    const float d = -max_scale / 32;
+    store_f16(y.d, d);
+    const float id = d != 0 ? 1 / d : 0.f;
+    uint16_t scales_h = 0;
+    for (int ib = 0; ib < k_qk_k / 32; ++ib) {
+        int l = clamp_int(nearest_int(id * scales[ib]), -32, 31);
+        const float dl = d * static_cast<float>(l);
+        const float idl = dl != 0 ? 1 / dl : 0.f;
+        for (int j = 0; j < 32; ++j) L[32 * ib + j] = static_cast<uint8_t>(nearest_iq4nl_level(idl * x[32 * ib + j]));
+        l += 32;
+        if (ib % 2 == 0) y.scales_l[ib / 2] = static_cast<uint8_t>(l & 0xF);
+        else y.scales_l[ib / 2] |= static_cast<uint8_t>((l & 0xF) << 4);
+        scales_h |= static_cast<uint16_t>((l >> 4) << (2 * ib));
+    }
+    y.scales_h[0] = static_cast<uint8_t>(scales_h & 0xFF);
+    y.scales_h[1] = static_cast<uint8_t>(scales_h >> 8);
+    for (int i = 0; i < k_qk_k / 32; ++i)
+        for (int j = 0; j < 16; ++j) y.qs[16 * i + j] = static_cast<uint8_t>(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
 }
 
 void quantize_row_iq4_nl(const float* src, void* dst, int64_t n) {
@@ -298,6 +351,16 @@ void quantize_row_iq4_nl_search(const float* src, void* dst, int64_t n) {
 void quantize_row_iq4_nl_weighted(const float* src, void* dst, int64_t n, const float* qw) {
     auto* y = blocks_of<BlockIQ4_NL>(dst);
     for (int64_t i = 0; i < n / k_qk4_nl; ++i) quantize_block_iq4_nl(src + i * k_qk4_nl, y[i], 7, qw + i * k_qk4_nl);
+}
+
+void quantize_row_iq4_xs(const float* src, void* dst, int64_t n) {
+    auto* y = blocks_of<BlockIQ4_XS>(dst);
+    for (int64_t i = 0; i < n / k_qk_k; ++i) quantize_superblock_iq4_xs(src + i * k_qk_k, y[i], nullptr);
+}
+
+void quantize_row_iq4_xs_weighted(const float* src, void* dst, int64_t n, const float* qw) {
+    auto* y = blocks_of<BlockIQ4_XS>(dst);
+    for (int64_t i = 0; i < n / k_qk_k; ++i) quantize_superblock_iq4_xs(src + i * k_qk_k, y[i], qw + i * k_qk_k);
 }
 
 // Dot products. IQ4_NL x Q8_0, per 32-block: isum = sum of level value x activation

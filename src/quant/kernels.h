@@ -85,6 +85,20 @@ void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
 void quantize_row_iq4_nl(const float* src, void* dst, int64_t n);
 void quantize_row_iq4_nl_search(const float* src, void* dst, int64_t n);  // llama-quantize's (quantize_iq4_nl)
 void quantize_row_iq4_nl_weighted(const float* src, void* dst, int64_t n, const float* qw);  // ... with an imatrix
+void quantize_row_iq4_xs(const float* src, void* dst, int64_t n);  // = llama-quantize's (quantize_iq4_xs)
+void quantize_row_iq4_xs_weighted(const float* src, void* dst, int64_t n, const float* qw);
+// The grid i-quants' file quantizers (iq3_quants.cpp, iq2_quants.cpp, iq1_quants.cpp): ggml's quantize_iq*.
+void quantize_row_iq3_xxs(const float* src, void* dst, int64_t n);
+void quantize_row_iq3_xxs_weighted(const float* src, void* dst, int64_t n, const float* qw);
+void quantize_row_iq3_s(const float* src, void* dst, int64_t n);
+void quantize_row_iq3_s_weighted(const float* src, void* dst, int64_t n, const float* qw);
+void quantize_row_iq2_xxs_weighted(const float* src, void* dst, int64_t n, const float* qw);  // qw required
+void quantize_row_iq2_xs_weighted(const float* src, void* dst, int64_t n, const float* qw);   // qw required
+void quantize_row_iq2_s(const float* src, void* dst, int64_t n);
+void quantize_row_iq2_s_weighted(const float* src, void* dst, int64_t n, const float* qw);
+void quantize_row_iq1_s_weighted(const float* src, void* dst, int64_t n, const float* qw);  // qw required
+void quantize_row_iq1_m(const float* src, void* dst, int64_t n);
+void quantize_row_iq1_m_weighted(const float* src, void* dst, int64_t n, const float* qw);
 float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_iq4_xs_q8_K(int64_t n, const void* w, const void* a);
 float vec_dot_iq2_xxs_q8_K(int64_t n, const void* w, const void* a);

@@ -108,10 +108,39 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
     t.quantize_row_ref(src, dst, n);
 }
 
+namespace {
+
+using RowFn = void (*)(const float* src, void* dst, int64_t n);
+
+// What ggml_quantize_chunk runs without an importance matrix where that is not the
+// type's reference quantizer (or the type has none in the traits table: IQ4_XS is
+// kept out of it so that the tiny test models' random IQ4_XS blocks stay as they are).
+RowFn file_quantizer(GgmlType type) {
+    switch (type) {
+        case GgmlType::IQ4_NL: return quantize_row_iq4_nl_search;
+        case GgmlType::IQ4_XS: return quantize_row_iq4_xs;
+        case GgmlType::IQ3_XXS: return quantize_row_iq3_xxs;
+        case GgmlType::IQ3_S: return quantize_row_iq3_s;
+        case GgmlType::IQ2_S: return quantize_row_iq2_s;
+        case GgmlType::IQ1_M: return quantize_row_iq1_m;
+        default: {
+            const QuantTraits* t = find_quant_traits(type);
+            return t ? t->quantize_row_ref : nullptr;
+        }
+    }
+}
+
+}  // namespace
+
 void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n) {
-    if (type != GgmlType::IQ4_NL) return quantize_row(type, src, dst, n);
+    const RowFn fn = file_quantizer(type);
+    if (!fn) {
+        require(type);
+        throw Error("quantize: " + name_of(type) + " needs an importance matrix (--imatrix; kiln imatrix makes one)",
+                    ErrorKind::Unsupported);
+    }
     check_length(type, n, "quantize");
-    quantize_row_iq4_nl_search(src, dst, n);
+    fn(src, dst, n);
 }
 
 namespace {
@@ -130,11 +159,23 @@ WeightedRowFn weighted_quantizer(GgmlType type) {
         case GgmlType::Q5_K: return quantize_row_q5_K_weighted;
         case GgmlType::Q6_K: return quantize_row_q6_K_weighted;
         case GgmlType::IQ4_NL: return quantize_row_iq4_nl_weighted;
+        case GgmlType::IQ4_XS: return quantize_row_iq4_xs_weighted;
+        case GgmlType::IQ3_XXS: return quantize_row_iq3_xxs_weighted;
+        case GgmlType::IQ3_S: return quantize_row_iq3_s_weighted;
+        case GgmlType::IQ2_XXS: return quantize_row_iq2_xxs_weighted;
+        case GgmlType::IQ2_XS: return quantize_row_iq2_xs_weighted;
+        case GgmlType::IQ2_S: return quantize_row_iq2_s_weighted;
+        case GgmlType::IQ1_S: return quantize_row_iq1_s_weighted;
+        case GgmlType::IQ1_M: return quantize_row_iq1_m_weighted;
         default: return nullptr;
     }
 }
 
 }  // namespace
+
+bool can_quantize_for_file(GgmlType type) { return file_quantizer(type) || weighted_quantizer(type); }
+
+bool needs_importance(GgmlType type) { return !file_quantizer(type) && weighted_quantizer(type); }
 
 ImportanceUse importance_use(GgmlType type) {
     if (weighted_quantizer(type)) return ImportanceUse::Weighted;
@@ -161,7 +202,7 @@ void quantize_row_for_file(GgmlType type, const float* src, void* dst, int64_t n
         case ImportanceUse::Unsupported: break;
     }
     throw Error("quantize: kiln has no importance-weighted quantizer for " + name_of(type) +
-                    " (an imatrix is used for Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K and IQ4_NL)",
+                    " (an imatrix is used for Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K and the i-quants)",
                 ErrorKind::Unsupported);
 }
 

@@ -5,6 +5,8 @@
 // (--prefill), since the 135M model does not open a call by itself.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "cli/cli_runner.h"
 #include "support/test_support.h"
 
@@ -103,4 +105,56 @@ TEST(CliChatAgent, UnreadableCallGoesBackToTheModel) {
     EXPECT_NE(r.err.find("[malformed tool call: <tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2,, }}]"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("[the unreadable call was sent back to the model as an error]"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("2 replies, 0 tool calls"), std::string::npos) << r.err;
+}
+
+// The agent's MCP servers from the config file ("mcp_servers", the per-server shape
+// of an --mcp-config file), under $KILN_MCP_CONFIG and the flags: flag > environment
+// > file, `config --print` naming where they came from; a wrong key is an error
+// naming the file and the key.
+TEST(CliChatAgent, McpServersFromTheConfigFileUnderEnvironmentAndFlags) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string dir = kiln::test::temp_dir();
+    const std::string server_py = kiln::test::data_path("agent/mcp_test_server.py");
+    const std::string cfg = dir + "/mcp-config.json", env_file = dir + "/mcp-env.json", bad = dir + "/mcp-bad.json";
+    kiln::test::write_file(cfg, "{\"mcp_servers\": {\"calc\": {\"command\": \"python3\", \"args\": [\"" + server_py +
+                                    "\"], \"env\": {\"KILN_TEST_SECRET\": \"s3cret\"}, \"allow\": [\"add\"]}}}");
+    kiln::test::write_file(env_file, "{\"mcpServers\": {\"envcalc\": {\"command\": \"python3\", \"args\": [\"" + server_py + "\"]}}}");
+    const std::string chat = "--config " + quote(cfg) + " chat -m " + kiln::test::smollm2_path() + " --template " +
+                             quote(kiln::test::data_path("shared/templates/Qwen-Qwen2.5-7B-Instruct.jinja")) + " --tool-timeout 20";
+    ::unsetenv("KILN_MCP_CONFIG");
+    // The file's server, its tool allowed without asking.
+    auto r = run_kiln(chat, "/tools\n/exit\n");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("  add                  MCP server 'calc': Adds two numbers"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("MCP server 'calc' (python3 " + server_py + "): running"), std::string::npos) << r.out;
+    r = run_kiln("--config " + quote(cfg) + " config --print");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("MCP servers for kiln chat (file " + cfg + "; --mcp / --mcp-config replace them):\n  calc: python3 " +
+                         server_py + ", env KILN_TEST_SECRET, runs without asking: add\n"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("s3cret"), std::string::npos) << r.out;  // environment values are not shown
+    // $KILN_MCP_CONFIG replaces the file's servers ...
+    ::setenv("KILN_MCP_CONFIG", env_file.c_str(), 1);
+    r = run_kiln(chat, "/tools\n/exit\n");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("MCP server 'envcalc'"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("MCP server 'calc'"), std::string::npos) << r.out;
+    r = run_kiln("--config " + quote(cfg) + " config --print --json");
+    EXPECT_NE(r.out.find("\"origin\": \"environment KILN_MCP_CONFIG = " + env_file + "\""), std::string::npos) << r.out;
+    // ... and --mcp replaces both.
+    r = run_kiln(chat + " --mcp " + quote("python3 " + server_py), "/tools\n/exit\n");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("MCP server 'kiln-test'"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("MCP server 'envcalc'"), std::string::npos) << r.out;
+    ::unsetenv("KILN_MCP_CONFIG");
+    // Unknown keys under a server, and a servers value that is not an object, name the file and the key.
+    kiln::test::write_file(bad, "{\"mcp_servers\": {\"calc\": {\"comand\": \"python3\"}}}");
+    r = run_kiln("--config " + quote(bad) + " config --print");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find(bad + ": mcp_servers.calc: unknown key 'comand'"), std::string::npos) << r.err;
+    kiln::test::write_file(bad, "{\"mcp_servers\": [\"python3 x.py\"]}");
+    r = run_kiln("--config " + quote(bad) + " config --print");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find(bad + ": 'mcp_servers': expected an object of MCP servers by name, found array"), std::string::npos) << r.err;
 }

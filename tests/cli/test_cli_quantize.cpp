@@ -7,6 +7,8 @@
 // llama-quantize --imatrix (fixtures: tools/imatrix_fixtures.py).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -233,15 +235,45 @@ TEST(CliImatrix, BadImatrixFilesAndUnsupportedTypesAreClearErrors) {
     ASSERT_EQ(r.status, 0) << r.err;  // the ternary types ignore an imatrix, as in ggml
     EXPECT_EQ(kiln::quant::importance_use(kiln::GgmlType::Q3_K), kiln::quant::ImportanceUse::Weighted);
     EXPECT_EQ(kiln::quant::importance_use(kiln::GgmlType::Q8_0), kiln::quant::ImportanceUse::Ignored);
-    EXPECT_EQ(kiln::quant::importance_use(kiln::GgmlType::IQ2_XXS), kiln::quant::ImportanceUse::Unsupported);
+    EXPECT_EQ(kiln::quant::importance_use(kiln::GgmlType::IQ2_XXS), kiln::quant::ImportanceUse::Weighted);
+    EXPECT_EQ(kiln::quant::importance_use(kiln::GgmlType::NVFP4), kiln::quant::ImportanceUse::Unsupported);
     std::vector<float> row(256, 0.5f), importance(256, 1.0f);
     std::vector<uint8_t> block(256);
     try {
-        kiln::quant::quantize_row_for_file(kiln::GgmlType::IQ2_XXS, row.data(), block.data(), 256, importance.data());
-        ADD_FAILURE() << "IQ2_XXS with an importance matrix was quantized";
+        kiln::quant::quantize_row_for_file(kiln::GgmlType::NVFP4, row.data(), block.data(), 256, importance.data());
+        ADD_FAILURE() << "NVFP4 with an importance matrix was quantized";
     } catch (const kiln::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("no importance-weighted quantizer for IQ2_XXS"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("no importance-weighted quantizer for NVFP4"), std::string::npos) << e.what();
     }
+    // The presets whose tensors llama-quantize will not make without an imatrix refuse,
+    // naming the first such tensor (SmolLM2: the ffn_down after the first eighth, the
+    // only 256-divisible rows); --dry-run only warns.
+    for (const char* preset : {"IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M"}) {
+        r = run_kiln("quantize '" + f16 + "' '" + out + "' " + preset);
+        EXPECT_NE(r.status, 0) << preset;
+        EXPECT_NE(r.err.find(std::string(preset) + " needs an importance matrix"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("blk.3.ffn_down.weight"), std::string::npos) << r.err;
+    }
+    // IQ3_XXS without an imatrix: its attn_v becomes IQ3_S and its ffn_down Q3_K / Q4_K,
+    // and SmolLM2's 576-wide rows fall back to IQ4_NL: nothing needs one (as in llama-quantize).
+    r = run_kiln("quantize '" + f16 + "' - IQ3_XXS --dry-run");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("blk.0.ffn_down.weight                    F16    -> Q4_K"), std::string::npos) << r.out;
+    r = run_kiln("quantize '" + f16 + "' - IQ2_XXS --dry-run");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: quantizing for real needs an importance matrix"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("blk.0.ffn_down.weight                    F16    -> Q2_K"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("blk.5.ffn_down.weight                    F16    -> IQ2_XXS"), std::string::npos) << r.out;
+    // IQ3_S and IQ4_XS need none; an imatrix missing a tensor the preset needs it for is refused.
+    r = run_kiln("quantize '" + f16 + "' - IQ3_S --dry-run");
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+    kiln::Imatrix partial = im;
+    partial.entries.erase("blk.7.ffn_down.weight");
+    partial.save(dir + "/partial.imatrix.gguf");
+    r = run_kiln("quantize --imatrix '" + dir + "/partial.imatrix.gguf' '" + f16 + "' '" + out + "' IQ2_XS");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("no entry for blk.7.ffn_down.weight, which becomes IQ2_XS"), std::string::npos) << r.err;
     // Q2_K_S needs one, as in llama-quantize.
     r = run_kiln("quantize '" + f16 + "' '" + out + "' Q2_K_S");
     EXPECT_NE(r.status, 0);
@@ -295,4 +327,51 @@ TEST(CliImatrix, BadImatrixFilesAndUnsupportedTypesAreClearErrors) {
     r = run_kiln("imatrix -m '" + f16 + "' -f '" + kiln::test::data_path("text/genesis-1-5.txt") + "' -c 4096 -o '" + dir + "/x.gguf'");
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("need at least 8192"), std::string::npos) << r.err;
+}
+
+// ---- long checks (README "Long checks"; not in CI: each quantizes all of SmolLM2) --------
+//
+// The i-quant presets against llama-quantize, without an imatrix (IQ4_XS, IQ3_S,
+// IQ3_M; tests/golden/quantize_long) and with the synthetic one (tests/golden/
+// imatrix_long), as the CI tests above do for the other presets. Fixtures:
+// tools/quantize_fixtures.py and tools/imatrix_fixtures.py (their LONG_PRESETS).
+// Run: build/tests/test_cli --gtest_also_run_disabled_tests --gtest_filter='*DISABLED_Long*'
+// (KILN_LONG_PRESETS=IQ4_XS,IQ3_XXS to run only those).
+namespace {
+
+bool wanted_long_preset(const std::string& preset) {
+    const char* only = std::getenv("KILN_LONG_PRESETS");
+    if (!only || !*only) return true;
+    return ("," + std::string(only) + ",").find("," + preset + ",") != std::string::npos;
+}
+
+}  // namespace
+
+TEST(CliQuantize, DISABLED_LongIquantPresetsEqualLlamaQuantize) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string f16 = smollm2_f16(), imf = kiln::test::temp_dir() + "/synthetic-long.imatrix.gguf";
+    synthetic_imatrix(f16).save(imf);
+    int presets = 0;
+    for (const char* dir : {"quantize_long", "imatrix_long"}) {
+        const bool with_imatrix = std::string(dir) == "imatrix_long";
+        for (const auto& entry : fs::directory_iterator(kiln::test::golden_path(dir))) {
+            const json want = json::parse(kiln::test::read_file(entry.path().string()));
+            const std::string preset = want["preset"];
+            if (!wanted_long_preset(preset)) continue;
+            SCOPED_TRACE(preset + (with_imatrix ? " --imatrix" : ""));
+            const std::string out = kiln::test::temp_dir() + "/ql-" + preset + ".gguf";
+            const auto t0 = std::chrono::steady_clock::now();
+            auto r = run_kiln("quantize " + (with_imatrix ? "--imatrix '" + imf + "' " : std::string()) + "'" + f16 + "' '" +
+                              out + "' " + preset + " -t 2");
+            ASSERT_EQ(r.status, 0) << r.err;
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const json got = tensor_digests(out);
+            const auto [type_diff, byte_diff] = compare_tensors(got, want["tensors"], "llama-quantize");
+            std::printf("[ figures  ] %s%s: %zu tensors, %d type and %d byte differences from llama-quantize (%.1f s)\n",
+                        preset.c_str(), with_imatrix ? " --imatrix" : "", got.size(), type_diff, byte_diff, s);
+            fs::remove(out);
+            ++presets;
+        }
+    }
+    EXPECT_GE(presets, 1);
 }
