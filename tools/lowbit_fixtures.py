@@ -102,13 +102,16 @@ def main() -> None:
                     subprocess.run([str(Path(args.build) / "kiln"), "quantize", str(source), str(f16), "F16", "--allow-requantize"],
                                    check=True, capture_output=True)
                     imatrix = Path(tmp) / "genesis.imatrix.gguf"
-                    subprocess.run([str(bin_dir / "llama-imatrix"), "-m", str(f16), "-f", str(TEXT), "-o", str(imatrix), "-c",
-                                    str(IMATRIX_CTX), "-b", str(IMATRIX_CTX), "--chunks", str(IMATRIX_CHUNKS), "-t", "2", "--no-ppl"],
-                                   env=env, check=True, capture_output=True)
+                    # Relative paths: llama-imatrix stores the text's path in the imatrix and
+                    # llama-quantize the imatrix's and the text's in the model, so the file's
+                    # bytes (and sha256) hold no path of this machine.
+                    subprocess.run([str(bin_dir / "llama-imatrix"), "-m", str(f16), "-f", str(TEXT.relative_to(ROOT)), "-o",
+                                    str(imatrix), "-c", str(IMATRIX_CTX), "-b", str(IMATRIX_CTX), "--chunks", str(IMATRIX_CHUNKS),
+                                    "-t", "2", "--no-ppl"], env=env, check=True, capture_output=True, cwd=ROOT)
                 kept.mkdir(parents=True, exist_ok=True)
                 path = kept / f"SmolLM2-135M-Instruct.{t}.gguf"
-                subprocess.run([str(bin_dir / "llama-quantize"), "--pure", "--imatrix", str(imatrix), str(f16), str(path), PRESET.get(t, t), "2"],
-                               env=env, check=True, capture_output=True)
+                subprocess.run([str(bin_dir / "llama-quantize"), "--pure", "--imatrix", imatrix.name, str(f16), str(path), PRESET.get(t, t), "2"],
+                               env=env, check=True, capture_output=True, cwd=tmp)
                 made_by = (f"llama-quantize --pure --imatrix, preset {PRESET.get(t, t)} (llama-imatrix over {TEXT.relative_to(ROOT)}, {IMATRIX_CHUNKS} chunks "
                            f"of {IMATRIX_CTX}) from the F16 of {source.name}; kept as $KILN_MODELS/lowbit/{path.name}")
             elif t in KILN_TYPES:
