@@ -13,7 +13,7 @@ namespace kiln::test {
 std::string data_path(const std::string& relative) { return std::string(KILN_SOURCE_DIR) + "/tests/data/" + relative; }
 std::string golden_path(const std::string& relative) { return std::string(KILN_SOURCE_DIR) + "/tests/golden/" + relative; }
 
-static std::string models_dir() {
+std::string models_dir() {
     if (const char* env = std::getenv("KILN_MODELS"); env && *env) return env;
     const char* home = std::getenv("HOME");
     return std::string(home ? home : ".") + "/.cache/kiln/models";

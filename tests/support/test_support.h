@@ -10,7 +10,9 @@ namespace kiln::test {
 std::string data_path(const std::string& relative);
 // <repo>/tests/golden/...
 std::string golden_path(const std::string& relative);
-// The installed model files (setup.sh links them into $KILN_MODELS).
+// $KILN_MODELS (default ~/.cache/kiln/models) and the installed model files in it
+// (setup.sh links them there).
+std::string models_dir();
 std::string smollm2_path();
 std::string gemma3_path();
 std::string minilm_path();  // all-MiniLM-L6-v2 converted by setup.sh (tools/bert_to_gguf.py)
