@@ -33,16 +33,7 @@ void configure_arwkv7(ArchConfig& c) {
                     c.key("embedding_length") + "' " + std::to_string(s.n_embd));
     if (m.rwkv_decay_dim <= 0 || m.rwkv_iclr_dim <= 0 || m.rwkv_value_dim <= 0)
         throw Error("GGUF metadata: the '" + c.key("attention.*_lora_rank") + "' ranks must be positive");
-    if (c.metadata.find_uint(c.key("token_shift_count")).value_or(2) != 1)
-        throw Error("GGUF metadata '" + c.key("token_shift_count") + "': must be 1 (as llama.cpp asserts for this family)",
-                    ErrorKind::Unsupported);
-    if (s.norm != NormKind::Rms)
-        throw Error("GGUF metadata key '" + c.key("attention.layer_norm_rms_epsilon") + "' not found (RMS norms)");
-    for (LayerSpec& l : s.layers) {
-        l.mixer = MixerKind::Recurrent;
-        l.use_rope = false;
-    }
-    s.tensors.output = TensorUse::Required;
+    configure_rwkv_qwen_layers(c);
 }
 
 }  // namespace kiln

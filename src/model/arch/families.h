@@ -66,7 +66,11 @@ void configure_jamba(ArchConfig& c);
 void configure_rwkv6(ArchConfig& c);           // RWKV-6 blocks (model/rwkv6.cpp)
 void configure_rwkv7(ArchConfig& c);           // RWKV-7 blocks (model/rwkv7.cpp)
 void configure_rwkv6qwen2(ArchConfig& c);
-void configure_arwkv7(ArchConfig& c);  // RWKV-7 time mix + gated FFN (ARWKV)      // RWKV-6 time mix + qwen2's FFN           // Mamba-1 (dt / B / C normed) + attention, experts or dense
+void configure_arwkv7(ArchConfig& c);  // RWKV-7 time mix + gated FFN (ARWKV)
+// The layer setup rwkv6qwen2 and arwkv7 share: one token-shift row
+// (token_shift_count 1), RMS norms, every layer a recurrent mixer without RoPE
+// followed by the gated FFN, a separate output head.
+void configure_rwkv_qwen_layers(ArchConfig& c);      // RWKV-6 time mix + qwen2's FFN           // Mamba-1 (dt / B / C normed) + attention, experts or dense
 // Encoders (embeddings): the steps every post-norm encoder shares (bert.cpp), then each family.
 void configure_encoder(ArchConfig& c);
 void configure_bert(ArchConfig& c);

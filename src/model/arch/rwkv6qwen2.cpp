@@ -39,11 +39,16 @@ void configure_rwkv6qwen2(ArchConfig& c) {
         throw Error("GGUF metadata '" + c.key("attention.head_count_kv") + "': " + std::to_string(kv) + " must divide the " +
                     std::to_string(n_head) + " WKV heads");
     m.rwkv_kv_heads = kv == n_head ? 0 : kv;
-    if (c.metadata.find_uint(c.key("token_shift_count")).value_or(2) != 1)
-        throw Error("GGUF metadata '" + c.key("token_shift_count") + "': must be 1 (as llama.cpp asserts for this family)",
-                    ErrorKind::Unsupported);
     if (c.count("rescale_every_n_layers", false) > 0)
         throw Error("GGUF metadata '" + c.key("rescale_every_n_layers") + "': not applied by this family's graph",
+                    ErrorKind::Unsupported);
+    configure_rwkv_qwen_layers(c);
+}
+
+void configure_rwkv_qwen_layers(ArchConfig& c) {
+    ModelSpec& s = c.spec;
+    if (c.metadata.find_uint(c.key("token_shift_count")).value_or(2) != 1)
+        throw Error("GGUF metadata '" + c.key("token_shift_count") + "': must be 1 (as llama.cpp asserts for this family)",
                     ErrorKind::Unsupported);
     if (s.norm != NormKind::Rms)
         throw Error("GGUF metadata key '" + c.key("attention.layer_norm_rms_epsilon") + "' not found (RMS norms)");
