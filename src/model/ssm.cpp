@@ -111,6 +111,7 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
         xdb_.resize(b * static_cast<size_t>(m.dt_rank + 2 * m.d_state));
         dtl_.resize(b * static_cast<size_t>(m.dt_rank));
         dt_.resize(b * static_cast<size_t>(m.d_inner));
+        if (m.dt_bc_rms) ones_.assign(static_cast<size_t>(std::max(m.dt_rank, m.d_state)), 1.0f);
     }
 }
 
@@ -242,7 +243,6 @@ void SsmMixer::eval1(int il, const SsmWeights& w, const int32_t* seq, int n, con
         // without weights (times ones: exact).
         const auto rms_norm = kernels().rms_norm;
         const float eps = spec_.norm_eps;
-        if (!w.dt_norm && ones_.size() < static_cast<size_t>(std::max(dr, ds))) ones_.assign(std::max(dr, ds), 1.0f);
         const float* dt_w = w.dt_norm ? w.dt_norm : ones_.data();
         const float* b_w = w.b_norm ? w.b_norm : ones_.data();
         const float* c_w = w.c_norm ? w.c_norm : ones_.data();
