@@ -1,5 +1,6 @@
 #include "compute/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "compute/alibi.h"
@@ -156,6 +157,75 @@ void attend_rows_block(const AttentionShape& s, const float* q, int64_t q_stride
         row.q_pos = q_pos[r];
         k.attend_row(row, q + r * q_stride, first, pos[r], kv, out + r * out_stride, scratch);
     }
+}
+
+void attend_stream_scalar(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                          const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                          AttentionScratch& sc) {
+    const int group = s.n_head / s.n_head_kv;
+    const int dk = s.head_dim_k, dv = s.head_dim_v;
+    const bool f16 = kv.type == GgmlType::F16 || kv.f16_rounding;
+    const float score_scale = s.prescale_q ? 1.0f : s.scale;
+    auto round16 = [](float v) { return quant::fp16_to_fp32(quant::fp32_to_fp16(v)); };
+    sc.kbuf.resize(static_cast<size_t>(dk));
+    sc.vbuf.resize(static_cast<size_t>(dv));
+    sc.qbuf.resize(static_cast<size_t>(dk));
+    sc.scores.resize(k_stream_block);
+    sc.acc.resize(static_cast<size_t>(dv));
+    for (int r = 0; r < n_rows; ++r) {
+        const int64_t n_keys = pos[r] - first + 1;
+        for (int h = 0; h < s.n_head; ++h) {
+            const int g = h / group;
+            const float* qh = q + r * q_stride + static_cast<int64_t>(h) * dk;
+            for (int i = 0; i < dk; ++i) {
+                const float v = s.prescale_q ? qh[i] * s.scale : qh[i];
+                sc.qbuf[static_cast<size_t>(i)] = f16 ? round16(v) : v;
+            }
+            // A sink is a first key whose value is zero.
+            float m = s.sinks ? s.sinks[h] : -INFINITY;
+            float sum = s.sinks ? 1.0f : 0.0f;
+            std::fill(sc.acc.begin(), sc.acc.end(), 0.0f);
+            for (int64_t j0 = 0; j0 < n_keys; j0 += k_stream_block) {
+                const int n = static_cast<int>(std::min<int64_t>(k_stream_block, n_keys - j0));
+                float* sp = sc.scores.data();
+                for (int jj = 0; jj < n; ++jj) {
+                    head_to_f32(kv.type, kv.k_row(first + j0 + jj), g, dk, sc.kbuf.data());
+                    float dot = 0.0f;
+                    for (int i = 0; i < dk; ++i) dot += sc.qbuf[static_cast<size_t>(i)] * sc.kbuf[static_cast<size_t>(i)];
+                    float v = dot * score_scale;
+                    if (s.softcap > 0.0f) v = std::tanh(v / s.softcap) * s.softcap;
+                    sp[jj] = v;
+                }
+                if (s.alibi) alibi_bias(sp, n, first + j0, q_pos[r], s.alibi[h]);
+                float block_max = -INFINITY;
+                for (int jj = 0; jj < n; ++jj) block_max = std::max(block_max, sp[jj]);
+                const float m_new = std::max(m, block_max);
+                if (m_new == -INFINITY) continue;  // nothing seen yet has any weight
+                const float rescale = m == -INFINITY ? 0.0f : std::exp(m - m_new);
+                float block_sum = 0.0f;
+                for (int jj = 0; jj < n; ++jj) block_sum += sp[jj] = std::exp(sp[jj] - m_new);
+                sum = sum * rescale + block_sum;
+                if (rescale != 1.0f)
+                    for (float& a : sc.acc) a *= rescale;
+                for (int jj = 0; jj < n; ++jj) {
+                    head_to_f32(kv.type, kv.v_row(first + j0 + jj), g, dv, sc.vbuf.data());
+                    for (int d = 0; d < dv; ++d) sc.acc[static_cast<size_t>(d)] += sp[jj] * sc.vbuf[static_cast<size_t>(d)];
+                }
+                m = m_new;
+            }
+            float* oh = out + r * out_stride + static_cast<int64_t>(h) * dv;
+            const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+            for (int d = 0; d < dv; ++d) oh[d] = sc.acc[static_cast<size_t>(d)] * inv;
+        }
+    }
+}
+
+void attend_rows_stream(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                        const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                        AttentionScratch& scratch) {
+    const KernelTable& k = kernels();
+    (k.attend_stream ? k.attend_stream : attend_stream_scalar)(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride,
+                                                                scratch);
 }
 
 }  // namespace kiln

@@ -48,6 +48,8 @@ struct AttentionScratch {
     std::vector<float> qbuf;    // q of the group's heads, rounded as the cache type asks
     std::vector<int64_t> nk;    // keys each query of a block of rows sees
     std::vector<float*> outs;   // where each query's result goes
+    // Streaming attention: each query's running max, sum and accumulator.
+    std::vector<float> run_max, run_sum, acc;
 };
 
 // out[h*head_dim_v + d] for every head h, for the query at `pos` that sees keys
@@ -114,5 +116,24 @@ void attend_rows_block(const AttentionShape& s, const float* q, int64_t q_stride
 // The scalar version (the scalar kernel table's; bit-identical to attend()).
 void attend_rows_scalar(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                         AttentionScratch& scratch);
+
+// Streaming attention (ContextOptions::flash_attn, llama.cpp's -fa on): one pass
+// over the keys and values, k_stream_block keys at a time from `first`, with an
+// online softmax (a running maximum; the sum and the weighted values rescaled when
+// it rises), so no row of scores is kept and each cached row is read once, its key
+// and value together. q is prescaled and rounded as attend() does; the weights are
+// not rounded (they are not normalised until the end, as in llama.cpp's flash
+// attention). The result is attention's to float rounding, not attend()'s bits:
+// tests/compute bounds both. The arguments are attend_rows_block's (n_rows 1: a
+// decode step); each row's result does not depend on the others in the block.
+constexpr int k_stream_block = 64;
+void attend_rows_stream(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                        const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                        AttentionScratch& scratch);
+// The scalar reference (the scalar kernel table's): per row, key block by key
+// block, each sum in key order.
+void attend_stream_scalar(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                          const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                          AttentionScratch& scratch);
 
 }  // namespace kiln

@@ -157,6 +157,7 @@ struct ValueWalk {
     const KvRows& kv;
     uint64_t width_bytes, col_bytes;
     int64_t slot, ahead;
+    int64_t p0;  // key j's weight is p[h * p_stride + j - p0]
 };
 
 // Key j's value row into the NH queries' accumulators (`every`: all of them take
@@ -177,7 +178,7 @@ KILN_TARGET_AVX2 __attribute__((always_inline)) inline void value_key(__m256 (&a
     for (uint64_t b = 0; b < w.width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
     __m256 wt[NH];
 #pragma GCC unroll 3
-    for (int h = 0; h < NH; ++h) wt[h] = _mm256_set1_ps(every || j < nk[h] ? p[h * p_stride + j] : 0.0f);
+    for (int h = 0; h < NH; ++h) wt[h] = _mm256_set1_ps(every || j < nk[h] ? p[h * p_stride + j - w.p0] : 0.0f);
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
         __m256 v;
@@ -200,8 +201,8 @@ KILN_TARGET_AVX2 __attribute__((always_inline)) inline void value_key(__m256 (&a
 // queries and up to 32 elements, keys in order (see avx512_ops.cpp: j0 > 0 goes on
 // from what out holds, with the same bits as one walk).
 template <int NH, Fmt F, bool full>
-KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, const int64_t* nk, const KvRows& kv, int64_t first,
-                                      int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
+KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, int64_t p0, const int64_t* nk, const KvRows& kv,
+                                      int64_t first, int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
     __m256i masks[4];
     for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 8 * c);
     int64_t all = j1, any = j0;  // keys every query takes, keys some query takes
@@ -213,7 +214,7 @@ KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, const in
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) acc[4 * h + c] = j0 == 0 ? _mm256_setzero_ps() : load_m(out[h] + 8 * c, masks[c]);
     ValueWalk walk{kv, row_bytes_of<F>(static_cast<uint64_t>(width)), row_bytes_of<F>(static_cast<uint64_t>(col)),
-                   kv.slot(first + j0), 0};
+                   kv.slot(first + j0), 0, p0};
     walk.ahead = (walk.slot + ValueWalk::k_prefetch) % kv.capacity;
     int64_t j = j0;
     for (; j < all; ++j) value_key<NH, F, full, true>(acc, walk, masks, width, p, p_stride, nk, j);
@@ -224,15 +225,15 @@ KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, const in
         for (int c = 0; c < 4; ++c) store_m(out[h] + 8 * c, masks[c], acc[4 * h + c]);
 }
 template <int NH, Fmt F>
-KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, const int64_t* nk, const KvRows& kv, int64_t first,
-                                 int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
+KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, int64_t p0, const int64_t* nk, const KvRows& kv,
+                                 int64_t first, int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
     if (width == 32)
-        value_tile_impl<NH, F, true>(p, p_stride, nk, kv, first, j0, j1, col, width, out);
+        value_tile_impl<NH, F, true>(p, p_stride, p0, nk, kv, first, j0, j1, col, width, out);
     else
-        value_tile_impl<NH, F, false>(p, p_stride, nk, kv, first, j0, j1, col, width, out);
+        value_tile_impl<NH, F, false>(p, p_stride, p0, nk, kv, first, j0, j1, col, width, out);
 }
-using ValueTileFn = void (*)(const float*, int64_t, const int64_t*, const KvRows&, int64_t, int64_t, int64_t, int64_t, int,
-                             float* const*);
+using ValueTileFn = void (*)(const float*, int64_t, int64_t, const int64_t*, const KvRows&, int64_t, int64_t, int64_t, int64_t,
+                             int, float* const*);
 template <Fmt F>
 constexpr ValueTileFn k_value_tiles[4] = {nullptr, value_tile<1, F>, value_tile<2, F>, value_tile<3, F>};
 
@@ -266,6 +267,23 @@ constexpr ScoreFn k_score_blocks[9] = {nullptr,            score_block<F, 1>, sc
                                        score_block<F, 3>,  score_block<F, 4>, score_block<F, 5>,
                                        score_block<F, 6>,  score_block<F, 7>, score_block<F, 8>};
 
+// q of KV head g's nq queries (row-major (row, head)) into qb, prescaled and
+// rounded as attend() does.
+KILN_TARGET_AVX2 void load_queries(const AttentionShape& s, const float* q, int64_t q_stride, int g, int nq, bool round, float* qb) {
+    const int group = s.n_head / s.n_head_kv, dk = s.head_dim_k;
+    for (int i = 0; i < nq; ++i) {
+        const float* qh = q + (i / group) * q_stride + static_cast<int64_t>(g * group + i % group) * dk;
+        float* qi = qb + static_cast<size_t>(i) * dk;
+        for (int e = 0; e < dk; e += 8) {
+            const __m256i m = tail_mask(dk - e);
+            __m256 v = load_m(qh + e, m);
+            if (s.prescale_q) v = _mm256_mul_ps(v, _mm256_set1_ps(s.scale));
+            if (round) v = round_f16_ps(v);
+            store_m(qi + e, m, v);
+        }
+    }
+}
+
 // The queries of n_rows rows of one sequence, each with the operations it has
 // alone (n_rows 1), sharing each key and value row's loads (see avx512_ops.cpp).
 template <Fmt F>
@@ -287,17 +305,7 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
     const float score_scale = s.prescale_q ? 1.0f : s.scale;
     const __m256 vscale = _mm256_set1_ps(score_scale);
     for (int g = 0; g < s.n_head_kv; ++g) {
-        for (int i = 0; i < nq; ++i) {
-            const float* qh = q + (i / group) * q_stride + static_cast<int64_t>(g * group + i % group) * dk;
-            float* qb = sc.qbuf.data() + static_cast<size_t>(i) * dk;
-            for (int e = 0; e < dk; e += 8) {
-                const __m256i m = tail_mask(dk - e);
-                __m256 v = load_m(qh + e, m);
-                if (s.prescale_q) v = _mm256_mul_ps(v, _mm256_set1_ps(s.scale));
-                if (round) v = round_f16_ps(v);
-                store_m(qb + e, m, v);
-            }
-        }
+        load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data());
         const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk);
         // Scores, 8 keys at a time, each key row converted once for up to 8 queries.
         int64_t slot = kv.slot(first);
@@ -340,9 +348,129 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
             for (int64_t j0 = 0; j0 < n_max; j0 += chunk)
                 for (int i0 = 0; i0 < nq; i0 += 3) {
                     const int np = std::min(3, nq - i0);
-                    k_value_tiles<F>[np](sc.scores.data() + i0 * stride, stride, nk + i0, kv, first, j0, std::min(n_max, j0 + chunk),
+                    k_value_tiles<F>[np](sc.scores.data() + i0 * stride, stride, 0, nk + i0, kv, first, j0, std::min(n_max, j0 + chunk),
                                          static_cast<int64_t>(g) * dv + d0, std::min(32, dv - d0), sc.outs.data() + i0);
                 }
+        }
+    }
+}
+
+// attend_impl's streaming form (attend_rows_stream; see avx512_ops.cpp): per KV
+// head, blocks of k_stream_block keys, scores 8 keys at a time, each query's
+// online-softmax step, then the block's values into the accumulators.
+template <Fmt F>
+KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                                  const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                                  AttentionScratch& sc) {
+    constexpr int B = k_stream_block;
+    const int group = s.n_head / s.n_head_kv;
+    const int dk = s.head_dim_k, dv = s.head_dim_v;
+    const int nq = n_rows * group;
+    const int64_t n_max = pos[n_rows - 1] - first + 1;
+    sc.scores.resize(static_cast<size_t>(B * nq));
+    sc.qbuf.resize(static_cast<size_t>(nq * dk));
+    sc.nk.resize(static_cast<size_t>(nq));
+    sc.outs.resize(static_cast<size_t>(nq));
+    sc.run_max.resize(static_cast<size_t>(nq));
+    sc.run_sum.resize(static_cast<size_t>(nq));
+    sc.acc.resize(static_cast<size_t>(nq) * static_cast<size_t>(dv));
+    for (int i = 0; i < nq; ++i) sc.nk[static_cast<size_t>(i)] = pos[i / group] - first + 1;
+    const int64_t* nk = sc.nk.data();
+    const bool round = kv.f16_rounding;
+    const float score_scale = s.prescale_q ? 1.0f : s.scale;
+    const __m256 vscale = _mm256_set1_ps(score_scale);
+    const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk)), v_bytes = row_bytes_of<F>(static_cast<uint64_t>(dv));
+    for (int g = 0; g < s.n_head_kv; ++g) {
+        load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data());
+        for (int i = 0; i < nq; ++i) {  // a sink is a first key whose value is zero
+            sc.run_max[static_cast<size_t>(i)] = s.sinks ? s.sinks[g * group + i % group] : -INFINITY;
+            sc.run_sum[static_cast<size_t>(i)] = s.sinks ? 1.0f : 0.0f;
+        }
+        std::fill(sc.acc.begin(), sc.acc.end(), 0.0f);
+        const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk), v_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dv);
+        int64_t slot = kv.slot(first);
+        int64_t ahead = (slot + 32) % kv.capacity;
+        int full = 0;  // the first query whose keys cover an 8-key block
+        for (int64_t j0 = 0; j0 < n_max; j0 += B) {
+            const int64_t j1 = std::min<int64_t>(n_max, j0 + B);
+            for (int64_t j = j0; j < j1; j += 8) {
+                const uint8_t* rows[8];
+                const int n_in = static_cast<int>(std::min<int64_t>(8, j1 - j));
+                for (int jj = 0; jj < n_in; ++jj) {
+                    rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
+                    if (++slot == kv.capacity) slot = 0;
+                    const char* pk = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
+                    const char* pv = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + v_col);
+                    if (++ahead == kv.capacity) ahead = 0;
+                    for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pk + b, _MM_HINT_T0);
+                    for (uint64_t b = 0; b < v_bytes; b += 64) _mm_prefetch(pv + b, _MM_HINT_T0);
+                }
+                while (full < nq && nk[full] < j + 8) ++full;
+                for (int h0 = full; h0 < nq; h0 += 8)  // queries [full, nq) take the whole 8 keys
+                    k_score_blocks<F>[std::min(8, nq - h0)](sc.qbuf.data() + static_cast<size_t>(h0) * dk, dk, rows, vscale,
+                                                           sc.scores.data() + h0 * B + (j - j0), B);
+                for (int i = 0; i < full; ++i)  // queries whose last keys are in these 8
+                    for (int64_t jj = j; jj < nk[i]; ++jj)
+                        sc.scores[static_cast<size_t>(i * B + (jj - j0))] =
+                            hsum_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
+            }
+            for (int i = 0; i < nq; ++i) {
+                if (nk[i] <= j0) continue;
+                const int n = static_cast<int>(std::min(j1, nk[i]) - j0);
+                float* sp = sc.scores.data() + i * B;
+                if (s.softcap > 0.0f)
+                    for (int jj = 0; jj < n; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
+                if (s.alibi) alibi_bias(sp, n, first + j0, q_pos[i / group], s.alibi[g * group + i % group]);
+                __m256 mx = _mm256_set1_ps(-INFINITY);
+                for (int c = 0; c < n; c += 8)
+                    mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), load_m(sp + c, tail_mask(n - c)),
+                                                            _mm256_castsi256_ps(tail_mask(n - c))));
+                __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+                m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+                m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+                const float m_old = sc.run_max[static_cast<size_t>(i)];
+                const float m_new = std::max(m_old, _mm_cvtss_f32(m4));
+                if (m_new == -INFINITY) {  // nothing seen yet has any weight
+                    for (int jj = 0; jj < n; ++jj) sp[jj] = 0.0f;
+                    continue;
+                }
+                const __m256 vm = _mm256_set1_ps(m_new);
+                __m256 sum = _mm256_setzero_ps();
+                for (int c = 0; c < n; c += 8) {
+                    const __m256i k = tail_mask(n - c);
+                    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(load_m(sp + c, k), vm)), _mm256_castsi256_ps(k));
+                    store_m(sp + c, k, e);
+                    sum = _mm256_add_ps(sum, e);
+                }
+                const float rescale = m_old == -INFINITY ? 0.0f : _mm256_cvtss_f32(exp_ps(_mm256_set1_ps(m_old - m_new)));
+                sc.run_sum[static_cast<size_t>(i)] = sc.run_sum[static_cast<size_t>(i)] * rescale + hsum_ps(sum);
+                sc.run_max[static_cast<size_t>(i)] = m_new;
+                if (rescale != 1.0f) {
+                    float* a = sc.acc.data() + static_cast<size_t>(i) * dv;
+                    for (int d = 0; d < dv; d += 8) {
+                        const __m256i k = tail_mask(dv - d);
+                        store_m(a + d, k, _mm256_mul_ps(load_m(a + d, k), _mm256_set1_ps(rescale)));
+                    }
+                }
+            }
+            for (int d0 = 0; d0 < dv; d0 += 32) {
+                for (int i = 0; i < nq; ++i) sc.outs[static_cast<size_t>(i)] = sc.acc.data() + static_cast<size_t>(i) * dv + d0;
+                for (int i0 = 0; i0 < nq; i0 += 3) {
+                    const int np = std::min(3, nq - i0);
+                    k_value_tiles<F>[np](sc.scores.data() + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
+                                         std::min(32, dv - d0), sc.outs.data() + i0);
+                }
+            }
+        }
+        for (int i = 0; i < nq; ++i) {
+            const float* a = sc.acc.data() + static_cast<size_t>(i) * dv;
+            float* o = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv;
+            const float total = sc.run_sum[static_cast<size_t>(i)];
+            const __m256 inv = _mm256_set1_ps(total > 0.0f ? 1.0f / total : 0.0f);
+            for (int d = 0; d < dv; d += 8) {
+                const __m256i k = tail_mask(dv - d);
+                store_m(o + d, k, _mm256_mul_ps(load_m(a + d, k), inv));
+            }
         }
     }
 }
@@ -501,6 +629,16 @@ void attend_block(const AttentionShape& s, const float* q, int64_t q_stride, int
 void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                 AttentionScratch& sc) {
     attend_block(s, q, 0, first, &pos, &s.q_pos, 1, kv, out, 0, sc);
+}
+
+void attend_stream(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                   const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride, AttentionScratch& sc) {
+    if (kv.type == GgmlType::F16)
+        stream_impl<Fmt::F16>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+    else if (kv.type == GgmlType::Q8_0)
+        stream_impl<Fmt::Q8>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+    else
+        stream_impl<Fmt::F32>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
 }
 
 }  // namespace kiln::avx2

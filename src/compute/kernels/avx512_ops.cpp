@@ -145,6 +145,7 @@ struct ValueWalk {
     const KvRows& kv;
     uint64_t width_bytes, col_bytes;
     int64_t slot, ahead;  // ring indices, advanced without a division per key
+    int64_t p0;           // key j's weight is p[h * p_stride + j - p0]
 };
 
 // Key j's value row into the NH queries' accumulators (`every`: all of them take
@@ -165,7 +166,7 @@ KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (
 #pragma GCC unroll 6
     for (int h = 0; h < NH; ++h) {
         if (!every && j >= nk[h]) continue;
-        const __m512 wt = _mm512_set1_ps(p[h * p_stride + j]);
+        const __m512 wt = _mm512_set1_ps(p[h * p_stride + j - w.p0]);
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c)
             acc[4 * h + c] = F == Fmt::F16 ? _mm512_fmadd_ps(wt, vv[c], acc[4 * h + c])
@@ -182,8 +183,8 @@ KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (
 // factors are f16 values, so a fused multiply-add rounds exactly as attend()'s
 // separate multiply and add.
 template <int NH, Fmt F>
-KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const int64_t* nk, const KvRows& kv, int64_t first,
-                                   int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
+KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, int64_t p0, const int64_t* nk, const KvRows& kv,
+                                   int64_t first, int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
     __mmask16 masks[4];
     for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 16 * c);
     int64_t all = j1, any = j0;  // keys every query takes, keys some query takes
@@ -197,7 +198,7 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const int64
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) acc[4 * h + c] = j0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(masks[c], out[h] + 16 * c);
     const uint64_t width_bytes = row_bytes_of<F>(static_cast<uint64_t>(width)), col_bytes = row_bytes_of<F>(static_cast<uint64_t>(col));
-    ValueWalk walk{kv, width_bytes, col_bytes, kv.slot(first + j0), 0};
+    ValueWalk walk{kv, width_bytes, col_bytes, kv.slot(first + j0), 0, p0};
     walk.ahead = (walk.slot + ValueWalk::k_prefetch) % kv.capacity;
     int64_t j = j0;
     for (; j < all; ++j) value_key<NH, F, true>(acc, walk, masks, p, p_stride, nk, j);
@@ -208,8 +209,8 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, const int64
         for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(out[h] + 16 * c, masks[c], acc[4 * h + c]);
 }
 
-using ValueTileFn = void (*)(const float*, int64_t, const int64_t*, const KvRows&, int64_t, int64_t, int64_t, int64_t, int,
-                             float* const*);
+using ValueTileFn = void (*)(const float*, int64_t, int64_t, const int64_t*, const KvRows&, int64_t, int64_t, int64_t, int64_t,
+                             int, float* const*);
 template <Fmt F>
 constexpr ValueTileFn k_value_tiles[7] = {nullptr, value_tile<1, F>, value_tile<2, F>, value_tile<3, F>,
                                           value_tile<4, F>, value_tile<5, F>, value_tile<6, F>};
@@ -238,6 +239,23 @@ KILN_TARGET_AVX512 void score_block(const float* q, int group, const uint8_t* co
 }
 
 using ScoreFn = void (*)(const float*, int, const uint8_t* const*, __m512, float*, int64_t);
+
+// q of KV head g's nq queries (row-major (row, head)) into qb, prescaled and
+// rounded as attend() does.
+KILN_TARGET_AVX512 void load_queries(const AttentionShape& s, const float* q, int64_t q_stride, int g, int nq, bool round, float* qb) {
+    const int group = s.n_head / s.n_head_kv, dk = s.head_dim_k;
+    for (int i = 0; i < nq; ++i) {
+        const float* qh = q + (i / group) * q_stride + static_cast<int64_t>(g * group + i % group) * dk;
+        float* qi = qb + static_cast<size_t>(i) * dk;
+        for (int e = 0; e < dk; e += 16) {
+            const __mmask16 k = tail_mask(dk - e);
+            __m512 v = _mm512_maskz_loadu_ps(k, qh + e);
+            if (s.prescale_q) v = _mm512_mul_ps(v, _mm512_set1_ps(s.scale));
+            if (round) v = round_f16(v);
+            _mm512_mask_storeu_ps(qi + e, k, v);
+        }
+    }
+}
 
 template <Fmt F>
 ScoreFn score_block_for(int dk) {
@@ -276,18 +294,7 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
     const float score_scale = s.prescale_q ? 1.0f : s.scale;
     const __m512 vscale = _mm512_set1_ps(score_scale);
     for (int g = 0; g < s.n_head_kv; ++g) {
-        // q of the group's heads, prescaled and rounded as attend() does.
-        for (int i = 0; i < nq; ++i) {
-            const float* qh = q + (i / group) * q_stride + static_cast<int64_t>(g * group + i % group) * dk;
-            float* qb = sc.qbuf.data() + static_cast<size_t>(i) * dk;
-            for (int e = 0; e < dk; e += 16) {
-                const __mmask16 k = tail_mask(dk - e);
-                __m512 v = _mm512_maskz_loadu_ps(k, qh + e);
-                if (s.prescale_q) v = _mm512_mul_ps(v, _mm512_set1_ps(s.scale));
-                if (round) v = round_f16(v);
-                _mm512_mask_storeu_ps(qb + e, k, v);
-            }
-        }
+        load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data());
         const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk);
         // Scores, 16 keys at a time; each key row is converted once for all the
         // queries when the head size is one the fixed-size kernels take.
@@ -342,9 +349,141 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
             for (int64_t j0 = 0; j0 < n_max; j0 += chunk)
                 for (int i0 = 0; i0 < nq; i0 += 6) {
                     const int np = std::min(6, nq - i0);
-                    k_value_tiles<F>[np](sc.scores.data() + i0 * stride, stride, nk + i0, kv, first, j0, std::min(n_max, j0 + chunk),
+                    k_value_tiles<F>[np](sc.scores.data() + i0 * stride, stride, 0, nk + i0, kv, first, j0, std::min(n_max, j0 + chunk),
                                          static_cast<int64_t>(g) * dv + d0, std::min(64, dv - d0), sc.outs.data() + i0);
                 }
+        }
+    }
+}
+
+// attend_impl's streaming form (attend_rows_stream): per KV head, blocks of
+// k_stream_block keys. A block's scores for every query are computed as
+// attend_impl computes them (16 keys at a time, each key row converted once for
+// all queries), then each query takes its online-softmax step (the block's
+// maximum; its sum and accumulator rescaled when the running maximum rises; the
+// block's weights), then the block's values go into the accumulators (value_tile
+// goes on from what they hold). While the scores walk the keys, the value rows
+// of the keys 32 ahead are requested too, so the values of a block are in cache
+// when value_tile walks them.
+template <Fmt F>
+KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                                    const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                                    AttentionScratch& sc) {
+    constexpr int B = k_stream_block;
+    const int group = s.n_head / s.n_head_kv;
+    const int dk = s.head_dim_k, dv = s.head_dim_v;
+    const int nq = n_rows * group;
+    const int64_t n_max = pos[n_rows - 1] - first + 1;
+    sc.scores.resize(static_cast<size_t>(B * nq));
+    sc.qbuf.resize(static_cast<size_t>(nq * dk));
+    sc.nk.resize(static_cast<size_t>(nq));
+    sc.outs.resize(static_cast<size_t>(nq));
+    sc.run_max.resize(static_cast<size_t>(nq));
+    sc.run_sum.resize(static_cast<size_t>(nq));
+    sc.acc.resize(static_cast<size_t>(nq) * static_cast<size_t>(dv));
+    for (int i = 0; i < nq; ++i) sc.nk[static_cast<size_t>(i)] = pos[i / group] - first + 1;
+    const int64_t* nk = sc.nk.data();
+    const bool round = kv.f16_rounding;
+    const float score_scale = s.prescale_q ? 1.0f : s.scale;
+    const __m512 vscale = _mm512_set1_ps(score_scale);
+    const ScoreFn fixed = score_block_for<F>(dk);
+    const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk)), v_bytes = row_bytes_of<F>(static_cast<uint64_t>(dv));
+    for (int g = 0; g < s.n_head_kv; ++g) {
+        load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data());
+        for (int i = 0; i < nq; ++i) {  // a sink is a first key whose value is zero
+            const float sink = s.sinks ? s.sinks[g * group + i % group] : -INFINITY;
+            sc.run_max[static_cast<size_t>(i)] = sink;
+            sc.run_sum[static_cast<size_t>(i)] = s.sinks ? 1.0f : 0.0f;
+        }
+        std::fill(sc.acc.begin(), sc.acc.end(), 0.0f);
+        const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk), v_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dv);
+        int64_t slot = kv.slot(first);
+        int64_t ahead = (slot + 32) % kv.capacity;
+        int full = 0;  // the first query whose keys cover a 16-key block
+        for (int64_t j0 = 0; j0 < n_max; j0 += B) {
+            const int64_t j1 = std::min<int64_t>(n_max, j0 + B);
+            for (int64_t j = j0; j < j1; j += 16) {
+                const uint8_t* rows[16];
+                const int n_in = static_cast<int>(std::min<int64_t>(16, j1 - j));
+                for (int jj = 0; jj < n_in; ++jj) {
+                    rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
+                    if (++slot == kv.capacity) slot = 0;
+                    const char* pk = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
+                    const char* pv = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + v_col);
+                    if (++ahead == kv.capacity) ahead = 0;
+                    for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pk + b, _MM_HINT_T0);
+                    for (uint64_t b = 0; b < v_bytes; b += 64) _mm_prefetch(pv + b, _MM_HINT_T0);
+                }
+                while (full < nq && nk[full] < j + 16) ++full;
+                float* sb = sc.scores.data() + (j - j0);
+                if (full < nq) {  // queries [full, nq) take the whole 16 keys
+                    if (fixed) {
+                        fixed(sc.qbuf.data() + static_cast<size_t>(full) * dk, nq - full, rows, vscale, sb + full * B, B);
+                    } else {
+                        for (int i = full; i < nq; ++i) {
+                            __m512 part[16];
+                            for (int jj = 0; jj < 16; ++jj) part[jj] = dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(i) * dk, rows[jj], dk);
+                            _mm512_storeu_ps(sb + i * B, _mm512_mul_ps(reduce16(part), vscale));
+                        }
+                    }
+                }
+                for (int i = 0; i < full; ++i)  // queries whose last keys are in these 16
+                    for (int64_t jj = j; jj < nk[i]; ++jj)
+                        sc.scores[static_cast<size_t>(i * B + (jj - j0))] =
+                            _mm512_reduce_add_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
+            }
+            for (int i = 0; i < nq; ++i) {
+                if (nk[i] <= j0) continue;
+                const int n = static_cast<int>(std::min(j1, nk[i]) - j0);
+                float* sp = sc.scores.data() + i * B;
+                if (s.softcap > 0.0f)
+                    for (int jj = 0; jj < n; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
+                if (s.alibi) alibi_bias(sp, n, first + j0, q_pos[i / group], s.alibi[g * group + i % group]);
+                __m512 mx = _mm512_set1_ps(-INFINITY);
+                for (int c = 0; c < n; c += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - c), sp + c));
+                const float m_old = sc.run_max[static_cast<size_t>(i)];
+                const float m_new = std::max(m_old, _mm512_reduce_max_ps(mx));
+                if (m_new == -INFINITY) {  // nothing seen yet has any weight
+                    for (int c = 0; c < n; c += 16) _mm512_mask_storeu_ps(sp + c, tail_mask(n - c), _mm512_setzero_ps());
+                    continue;
+                }
+                const __m512 vm = _mm512_set1_ps(m_new);
+                __m512 sum = _mm512_setzero_ps();
+                for (int c = 0; c < n; c += 16) {
+                    const __mmask16 k = tail_mask(n - c);
+                    const __m512 e = _mm512_maskz_mov_ps(k, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, sp + c), vm)));
+                    _mm512_mask_storeu_ps(sp + c, k, e);
+                    sum = _mm512_add_ps(sum, e);
+                }
+                const float rescale = m_old == -INFINITY ? 0.0f : _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(m_old - m_new)));
+                sc.run_sum[static_cast<size_t>(i)] = sc.run_sum[static_cast<size_t>(i)] * rescale + _mm512_reduce_add_ps(sum);
+                sc.run_max[static_cast<size_t>(i)] = m_new;
+                if (rescale != 1.0f) {
+                    float* a = sc.acc.data() + static_cast<size_t>(i) * dv;
+                    for (int d = 0; d < dv; d += 16) {
+                        const __mmask16 k = tail_mask(dv - d);
+                        _mm512_mask_storeu_ps(a + d, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a + d), _mm512_set1_ps(rescale)));
+                    }
+                }
+            }
+            for (int d0 = 0; d0 < dv; d0 += 64) {
+                for (int i = 0; i < nq; ++i) sc.outs[static_cast<size_t>(i)] = sc.acc.data() + static_cast<size_t>(i) * dv + d0;
+                for (int i0 = 0; i0 < nq; i0 += 6) {
+                    const int np = std::min(6, nq - i0);
+                    k_value_tiles<F>[np](sc.scores.data() + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
+                                         std::min(64, dv - d0), sc.outs.data() + i0);
+                }
+            }
+        }
+        for (int i = 0; i < nq; ++i) {
+            const float* a = sc.acc.data() + static_cast<size_t>(i) * dv;
+            float* o = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv;
+            const float total = sc.run_sum[static_cast<size_t>(i)];
+            const __m512 inv = _mm512_set1_ps(total > 0.0f ? 1.0f / total : 0.0f);
+            for (int d = 0; d < dv; d += 16) {
+                const __mmask16 k = tail_mask(dv - d);
+                _mm512_mask_storeu_ps(o + d, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a + d), inv));
+            }
         }
     }
 }
@@ -514,6 +653,16 @@ void attend_block(const AttentionShape& s, const float* q, int64_t q_stride, int
 void attend_row(const AttentionShape& s, const float* q, int64_t first, int64_t pos, const KvRows& kv, float* out,
                 AttentionScratch& sc) {
     attend_block(s, q, 0, first, &pos, &s.q_pos, 1, kv, out, 0, sc);
+}
+
+void attend_stream(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                   const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride, AttentionScratch& sc) {
+    if (kv.type == GgmlType::F16)
+        stream_impl<Fmt::F16>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+    else if (kv.type == GgmlType::Q8_0)
+        stream_impl<Fmt::Q8>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+    else
+        stream_impl<Fmt::F32>(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
 }
 
 }  // namespace kiln::avx512

@@ -37,6 +37,7 @@ const KernelTable& scalar_kernels() {
         k.rms_norm = ops::rms_norm;
         k.softmax = ops::softmax;
         k.attend_row = attend_rows_scalar;
+        k.attend_stream = attend_stream_scalar;
         k.alibi_bias = alibi_bias;
         return k;
     }();
@@ -79,6 +80,7 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.softmax = avx2::softmax;
     k.attend_row = avx2::attend_row;
     k.attend_block = avx2::attend_block;
+    k.attend_stream = avx2::attend_stream;
     k.alibi_bias = avx2::alibi_bias;
     k.ssm_scan2 = avx2::ssm_scan2;
     k.ssm_delta = avx2::ssm_delta;
@@ -115,6 +117,7 @@ const KernelTable& avx512_kernels() {
         k.softmax = avx512::softmax;
         k.attend_row = avx512::attend_row;
         k.attend_block = avx512::attend_block;
+        k.attend_stream = avx512::attend_stream;
         k.alibi_bias = avx512::alibi_bias;
         k.ssm_scan2 = avx512::ssm_scan2;
         k.ssm_delta = avx512::ssm_delta;

@@ -79,6 +79,11 @@ struct KernelTable {
     void (*attend_block)(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
                          const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
                          AttentionScratch& scratch) = nullptr;
+    // Streaming attention of several rows of one sequence (attend_rows_stream);
+    // nullptr: attend_stream_scalar.
+    void (*attend_stream)(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                          const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                          AttentionScratch& scratch) = nullptr;
     // compute/alibi.h's bias of one score row, bit-identical to alibi_bias (the
     // attention of each level calls its own).
     void (*alibi_bias)(float* scores, int64_t n, int64_t first, int64_t q_pos, float slope) = nullptr;

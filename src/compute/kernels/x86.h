@@ -44,6 +44,9 @@ namespace kiln {
     void attend_block(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,    \
                       const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,             \
                       AttentionScratch& scratch);                                                                     \
+    void attend_stream(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,   \
+                       const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,            \
+                       AttentionScratch& scratch);                                                                    \
     void ssm_scan2(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C,      \
                    float* y, int d_state, int head_dim, int n_head, int n_group, int h0, int h1);               \
     void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,   \

@@ -1,0 +1,199 @@
+// The attention of one decode step at depth, alone: a synthetic cache of the 1B
+// bench model's shape (16 layers, 8 KV heads of 64, 32 query heads) filled to
+// --depth positions, one query per layer, split over the threads as the forward
+// pass splits it. Prints the step's attention time, the cache bytes it reads,
+// the rate that makes, and that rate against the probed memory bandwidth (the
+// issue's bound: extra decode time at depth <= 1.2 x cache bytes / bandwidth).
+// Interleaved rounds of every variant; medians. Besides wall time it prints the
+// busiest thread's CPU time per step, which other jobs on a shared machine
+// inflate much less than the wall time. Figures only; not a test.
+//
+//   attention_depth [--depth 8192] [--type f16|q8_0] [--threads 2] [--rounds 5]
+//                   [--layers 16] [--kv-heads 8] [--group 4] [--head-dim 64]
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compute/attention.h"
+#include "compute/kernels/kernels.h"
+#include "compute/thread_pool.h"
+#include "kiln/quant.h"
+#include "kiln/system.h"
+
+namespace {
+
+using namespace kiln;
+
+struct Options {
+    int64_t depth = 8192;
+    GgmlType type = GgmlType::F16;
+    int threads = 2, rounds = 5, layers = 16, kv_heads = 8, group = 4, head_dim = 64;
+};
+
+struct Layer {
+    std::vector<uint8_t> k, v;
+};
+
+double thread_cpu_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string a = argv[i], v = argv[i + 1];
+        if (a == "--depth") o.depth = std::stoll(v);
+        else if (a == "--type") o.type = v == "q8_0" ? GgmlType::Q8_0 : v == "f32" ? GgmlType::F32 : GgmlType::F16;
+        else if (a == "--threads") o.threads = std::stoi(v);
+        else if (a == "--rounds") o.rounds = std::stoi(v);
+        else if (a == "--layers") o.layers = std::stoi(v);
+        else if (a == "--kv-heads") o.kv_heads = std::stoi(v);
+        else if (a == "--group") o.group = std::stoi(v);
+        else if (a == "--head-dim") o.head_dim = std::stoi(v);
+        else {
+            std::fprintf(stderr, "attention_depth: unknown option %s\n", a.c_str());
+            return 2;
+        }
+    }
+    const int n_head = o.kv_heads * o.group, dk = o.head_dim;
+    const uint64_t row_bytes = ggml_row_bytes(o.type, static_cast<uint64_t>(o.kv_heads * dk));
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd;
+    std::vector<float> row(static_cast<size_t>(o.kv_heads * dk));
+    std::vector<Layer> layers(static_cast<size_t>(o.layers));
+    for (Layer& l : layers) {
+        l.k.resize(row_bytes * static_cast<uint64_t>(o.depth));
+        l.v.resize(row_bytes * static_cast<uint64_t>(o.depth));
+        for (int64_t p = 0; p < o.depth; ++p) {
+            for (auto& x : row) x = nd(rng);
+            quant::quantize_row(o.type, row.data(), l.k.data() + p * row_bytes, static_cast<int64_t>(row.size()));
+            for (auto& x : row) x = nd(rng);
+            quant::quantize_row(o.type, row.data(), l.v.data() + p * row_bytes, static_cast<int64_t>(row.size()));
+        }
+    }
+    std::vector<float> q(static_cast<size_t>(n_head * dk)), out(static_cast<size_t>(n_head * dk));
+    for (auto& x : q) x = nd(rng);
+
+    ThreadPool pool(o.threads);
+    std::vector<AttentionScratch> scratch(static_cast<size_t>(o.threads));
+    std::vector<double> cpu(static_cast<size_t>(o.threads));  // CPU ms each thread spent in tasks
+    AttentionShape as;
+    as.n_head = n_head;
+    as.n_head_kv = o.kv_heads;
+    as.head_dim_k = as.head_dim_v = dk;
+    as.scale = 0.125f;
+    auto rows_of = [&](const Layer& l) {
+        KvRows r;
+        r.type = o.type;
+        r.k = l.k.data();
+        r.v = l.v.data();
+        r.k_row_bytes = r.v_row_bytes = row_bytes;
+        r.base = 0;
+        r.capacity = o.depth;
+        r.f16_rounding = o.type == GgmlType::F16;
+        return r;
+    };
+    // One task per KV head: the forward pass's decode split.
+    auto per_head = [&] {
+        for (const Layer& l : layers) {
+            const KvRows all = rows_of(l);
+            pool.run(o.kv_heads, [&](int64_t g, int t) {
+                const double c0 = thread_cpu_ms();
+                AttentionShape part = as;
+                part.n_head = o.group;
+                part.n_head_kv = 1;
+                KvRows head = all;
+                head.k += kv_row_offset(o.type, static_cast<uint64_t>(g * dk));
+                head.v += kv_row_offset(o.type, static_cast<uint64_t>(g * dk));
+                attend_rows(part, q.data() + g * o.group * dk, 0, o.depth - 1, head, out.data() + g * o.group * dk,
+                            scratch[static_cast<size_t>(t)]);
+                cpu[static_cast<size_t>(t)] += thread_cpu_ms() - c0;
+            });
+        }
+    };
+    // The same split, streaming attention (ContextOptions::flash_attn).
+    auto per_head_stream = [&] {
+        for (const Layer& l : layers) {
+            const KvRows all = rows_of(l);
+            pool.run(o.kv_heads, [&](int64_t g, int t) {
+                const double c0 = thread_cpu_ms();
+                AttentionShape part = as;
+                part.n_head = o.group;
+                part.n_head_kv = 1;
+                KvRows head = all;
+                head.k += kv_row_offset(o.type, static_cast<uint64_t>(g * dk));
+                head.v += kv_row_offset(o.type, static_cast<uint64_t>(g * dk));
+                const int64_t last = o.depth - 1, q_pos = last;
+                attend_rows_stream(part, q.data() + g * o.group * dk, 0, 0, &last, &q_pos, 1, head, out.data() + g * o.group * dk, 0,
+                                   scratch[static_cast<size_t>(t)]);
+                cpu[static_cast<size_t>(t)] += thread_cpu_ms() - c0;
+            });
+        }
+    };
+    // One task per thread, each a run of KV heads.
+    auto per_thread = [&] {
+        const int per = (o.kv_heads + o.threads - 1) / o.threads;
+        for (const Layer& l : layers) {
+            const KvRows all = rows_of(l);
+            pool.run((o.kv_heads + per - 1) / per, [&](int64_t task, int t) {
+                const double c0 = thread_cpu_ms();
+                const int g0 = static_cast<int>(task) * per, ng = std::min(per, o.kv_heads - g0);
+                AttentionShape part = as;
+                part.n_head = ng * o.group;
+                part.n_head_kv = ng;
+                KvRows heads = all;
+                heads.k += kv_row_offset(o.type, static_cast<uint64_t>(g0 * dk));
+                heads.v += kv_row_offset(o.type, static_cast<uint64_t>(g0 * dk));
+                attend_rows(part, q.data() + g0 * o.group * dk, 0, o.depth - 1, heads, out.data() + g0 * o.group * dk,
+                            scratch[static_cast<size_t>(t)]);
+                cpu[static_cast<size_t>(t)] += thread_cpu_ms() - c0;
+            });
+        }
+    };
+    struct Variant {
+        const char* name;
+        std::function<void()> fn;
+        std::vector<double> ms, cpu_ms;
+    };
+    std::vector<Variant> variants = {{"one task per KV head", per_head, {}, {}}, {"one task per thread", per_thread, {}, {}},
+                                     {"streaming, per KV head", per_head_stream, {}, {}}};
+    for (Variant& v : variants) v.fn();  // warm-up
+    for (int r = 0; r < o.rounds; ++r)
+        for (size_t i = 0; i < variants.size(); ++i) {
+            Variant& v = variants[(i + static_cast<size_t>(r)) % variants.size()];
+            std::fill(cpu.begin(), cpu.end(), 0.0);
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int rep = 0; rep < 3; ++rep) v.fn();
+            v.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 3);
+            v.cpu_ms.push_back(*std::max_element(cpu.begin(), cpu.end()) / 3);
+        }
+    const double bytes = 2.0 * static_cast<double>(row_bytes) * static_cast<double>(o.depth) * o.layers;
+    const MachineProbe probe = probe_machine(o.threads);
+    std::printf("kernels %s, %d threads, depth %lld, %s cache, %d layers x %d KV heads of %d (%d query heads)\n",
+                kernels_name(kernels()).c_str(), o.threads, static_cast<long long>(o.depth), std::string(ggml_type_name(o.type)).c_str(), o.layers,
+                o.kv_heads, dk, n_head);
+    std::printf("cache bytes read per step %.1f MiB; probed read bandwidth %.1f GB/s -> bound %.2f ms\n", bytes / (1 << 20),
+                probe.read_bandwidth / 1e9, bytes / probe.read_bandwidth * 1e3);
+    const double bound_ms = bytes / probe.read_bandwidth * 1e3;
+    std::printf("%-24s %10s %10s %8s %14s %8s\n", "variant", "wall ms", "GB/s", "x bound", "busiest cpu ms", "x bound");
+    for (const Variant& v : variants) {
+        const double ms = median(v.ms), c = median(v.cpu_ms);
+        std::printf("%-24s %10.2f %10.1f %8.2f %14.2f %8.2f\n", v.name, ms, bytes / ms / 1e6, ms / bound_ms, c, c / bound_ms);
+    }
+    return 0;
+}
