@@ -37,6 +37,10 @@ struct ContextOptions {
                                   // A smaller budget shortens every sequence's context to what fits.
     int n_batch = 256;            // most entries evaluated in one forward pass
     std::string kv_type = "f16";  // f16 | f32 | q8_0
+    // Streaming attention (llama.cpp's -fa on): keys and values read once, a block
+    // at a time, with an online softmax. Attention's result to float rounding,
+    // not the default order's bits (the default matches llama.cpp's -fa off).
+    bool flash_attn = false;
     int n_threads = 0;            // 0: every thread of the executor
     std::shared_ptr<Executor> executor;  // null: Executor::shared()
     bool hidden_states = false;   // keep each output's final hidden state (hidden())

@@ -163,6 +163,8 @@ int cmd_bench(int argc, char** argv) {
     app.add_option("--parallel", parallel, "sequences decoded together in one batch")->check(CLI::Range(1, 1024));
     app.add_option("-c,--ctx-size", n_ctx_opt, "positions per sequence (default: what the test needs)")->check(CLI::Range(0, 1 << 24));
     app.add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
+    std::string flash_attn = "off";
+    app.add_option("-fa,--flash-attn", flash_attn, "attention: off (the default: llama.cpp's -fa off order) or on (streaming: keys and values read once with an online softmax)")->check(CLI::IsMember({"on", "off"}));
     app.add_flag("--json", json, "print one JSON object");
     app.add_flag("--no-probe", no_probe, "skip the bandwidth / int8 probes");
     std::string json_schema;
@@ -218,6 +220,7 @@ int cmd_bench(int argc, char** argv) {
     co.n_batch = std::min(n_batch, std::max(1, std::max(n_prompt * parallel, depth)));
     co.n_threads = n_threads;
     co.kv_type = kv_type;
+    co.flash_attn = flash_attn == "on";
     Context ctx(model, co);
     const int threads = ctx.n_threads();
     if (!json)
@@ -317,6 +320,7 @@ int cmd_bench(int argc, char** argv) {
                             {"n_ctx", ctx.n_ctx()},
                             {"depth", depth},
                             {"kv_type", kv_type},
+                            {"flash_attn", flash_attn == "on"},
                             {"reps", reps},
                             {"load_seconds", load_s},
                             {"pp_tokens_per_s", pps.mean},

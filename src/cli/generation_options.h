@@ -31,6 +31,7 @@ struct GenerationFlags {
     int n_threads = 0;
     uint64_t memory_budget = 0;  // bytes; 0: no cap
     std::string kv_type = "f16";
+    std::string flash_attn = "off";  // on: ContextOptions::flash_attn
     std::vector<std::string> stop;
     bool ignore_eos = false;
     bool verbose = false;

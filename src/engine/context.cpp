@@ -208,6 +208,7 @@ Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : 
     im.memory = make_memory(spec, z);
     im.n_ctx = static_cast<int>(im.memory->n_ctx());
     im.forward = std::make_unique<Forward>(spec, ModelInternals::weights(*im.model), *im.memory, *im.pool, im.n_batch);
+    im.forward->set_streaming_attention(o.flash_attn);
     im.tokens.resize(static_cast<size_t>(o.n_seq_max));
 }
 

@@ -92,6 +92,7 @@ DraftModel::DraftModel(std::shared_ptr<const Model> draft, const Model& target, 
     o.n_seq_max = target_ctx.n_seq_max();
     o.n_batch = target_ctx.n_batch();
     o.kv_type = target_options.kv_type;
+    o.flash_attn = target_options.flash_attn;
     o.n_threads = target_ctx.n_threads();
     o.executor = target_options.executor;
     try {

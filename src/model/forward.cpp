@@ -224,6 +224,16 @@ void Forward::plan_spans(const BatchRows& b) {
     n_spans_ = used;
 }
 
+void Forward::attend_run(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                         const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                         AttentionScratch& sc) const {
+    if (stream_attention_) return attend_rows_stream(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+    if (n_rows > 1) return attend_rows_block(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, sc);
+    AttentionShape row = s;
+    row.q_pos = *q_pos;
+    attend_rows(row, q, first, *pos, kv, out, sc);
+}
+
 void Forward::attention_layer(int il, const BatchRows& b) {
     const int n = b.n;
     const LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
@@ -486,13 +496,9 @@ void Forward::attention_layer(int il, const BatchRows& b) {
             const float* qr = q_.data() + r * nq + static_cast<int64_t>(h0) * dk;
             float* out = att_.data() + r * l.n_head * dv + static_cast<int64_t>(h0) * dv;
             AttentionScratch& scratch = attn_scratch_[static_cast<size_t>(thread)];
-            if (e - r > 1) {
-                attend_rows_block(part, qr, nq, first_key_row(r), b.pos + r, b.pos + r, static_cast<int>(e - r), head, out,
-                                  static_cast<int64_t>(l.n_head) * dv, scratch);
-            } else {
-                part.q_pos = b.pos[r];
-                attend_rows(part, qr, first_key_row(r), last_key(r), head, out, scratch);
-            }
+            const int64_t last = last_key(r);  // a row alone may see past itself (an encoder); a run's rows are causal
+            attend_run(part, qr, nq, first_key_row(r), e - r > 1 ? b.pos + r : &last, b.pos + r, static_cast<int>(e - r), head, out,
+                       static_cast<int64_t>(l.n_head) * dv, scratch);
         }
     });
     dump("kqv_out", il, att_.data(), l.n_head * dv, n);

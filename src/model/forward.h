@@ -60,6 +60,8 @@ public:
     // buffers come from the same buffer_sizes).
     static uint64_t scratch_bytes(const ModelSpec& spec, int n_batch_max, int n_threads, int64_t n_keys_max, bool q8_0_cache);
     void set_debug_hook(DebugHook hook) { hook_ = std::move(hook); }
+    // ContextOptions::flash_attn: every attention layer through attend_rows_stream.
+    void set_streaming_attention(bool on) { stream_attention_ = on; }
     // Sees every weight product's matrix and input rows (Context::set_weight_input_hook).
     void set_matmul_observer(std::function<void(const Matrix&, const float*, int64_t)> observe) { mm_.observe = std::move(observe); }
     // Expert selections per layer and expert since the last reset (kiln bench).
@@ -88,6 +90,11 @@ private:
         HugeFloats k_f32, v_f32;           // a q8_0 cache's rows as f32, per layer
     };
     void plan_spans(const BatchRows& b);
+    // The attention of a run of rows of one sequence (n_rows consecutive rows with
+    // the same first key; pos: each row's last key, q_pos: its position), exact or
+    // streaming as set.
+    void attend_run(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
+                    const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride, AttentionScratch& sc) const;
     void attention_layer(int il, const BatchRows& b);
     void mla_attention_layer(int il, const BatchRows& b);  // ModelSpec::mla (mla.cpp)
     void recurrent_layer(int il, const BatchRows& b);
@@ -112,6 +119,7 @@ private:
     const ThreadPool& pool_;
     int n_batch_max_;
     DebugHook hook_;
+    bool stream_attention_ = false;
     MoeBlock moe_;  // the expert layers' FFN
 
     MatmulScratch mm_;

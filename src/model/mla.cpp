@@ -137,12 +137,9 @@ void Forward::mla_attention_layer(int il, const BatchRows& b) {
         for (int64_t r = r0, e; r < r_end; r = e) {
             e = attention_run(r, r_end, [](int64_t) { return true; });  // every key from 0
             const KvRows& rows = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
-            if (e - r > 1)
-                attend_rows_block(part, q_.data() + r * nq + h0 * dk, nq, 0, b.pos + r, b.pos + r, static_cast<int>(e - r), rows,
-                                  att_.data() + (r * nh + h0) * lora, nh * lora, attn_scratch_[static_cast<size_t>(thread)]);
-            else
-                attend_rows(part, q_.data() + r * nq + h0 * dk, 0, last_key(r), rows, att_.data() + (r * nh + h0) * lora,
-                            attn_scratch_[static_cast<size_t>(thread)]);
+            const int64_t last = last_key(r);
+            attend_run(part, q_.data() + r * nq + h0 * dk, nq, 0, e - r > 1 ? b.pos + r : &last, b.pos + r, static_cast<int>(e - r),
+                       rows, att_.data() + (r * nh + h0) * lora, nh * lora, attn_scratch_[static_cast<size_t>(thread)]);
         }
     });
     dump("kqv", il, att_.data(), nh * lora, n);

@@ -326,6 +326,7 @@ std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, c
     }
     co.memory_budget = o.memory_budget;
     co.n_threads = o.n_threads;
+    co.flash_attn = o.flash_attn;
     std::shared_ptr<const Model> draft;
     std::string draft_note;
     if (!o.draft_model.empty() && !model->is_embedding_model()) {

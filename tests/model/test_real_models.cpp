@@ -12,6 +12,8 @@
 //    argmax is llama.cpp's;
 //  * greedy continuations equal llama.cpp's token for token until a step where
 //    llama.cpp's own margin is below 1 (a near-tie), whose margin is printed.
+// With streaming attention (ContextOptions::flash_attn) the same bounds against
+// the same (flash attention off) fixtures.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +28,7 @@ namespace {
 constexpr float k_decisive_margin = 1.0f;
 constexpr float k_spread_factor = 1.5f;
 
-void check_model(const std::string& key, const std::string& path) {
+void check_model(const std::string& key, const std::string& path, bool stream = false) {
     kiln::test::ModelFixture fx = kiln::test::load_model_fixture(key);
     auto model = kiln::Model::load(path);
     ASSERT_EQ(model->n_vocab(), fx.n_vocab);
@@ -38,7 +40,7 @@ void check_model(const std::string& key, const std::string& path) {
     int decisive = 0, positions = 0;
     for (const auto& p : fx.prompts) {
         SCOPED_TRACE(key + "/" + p.name);
-        kiln::Context ctx(model, {.n_ctx = 2048, .n_batch = 256});
+        kiln::Context ctx(model, {.n_ctx = 2048, .n_batch = 256, .flash_attn = stream});
         std::vector<float> logits;
         ctx.decode(p.tokens, &logits);
         float max_diff = 0;
@@ -65,18 +67,18 @@ void check_model(const std::string& key, const std::string& path) {
         EXPECT_LE(max_diff, bound);
         worst = std::max(worst, max_diff);
     }
-    std::printf("[ figures  ] %s: worst max |logit diff| %.3f, bound %.3f (1.5 x llama.cpp's own %.3f); "
+    std::printf("[ figures  ] %s%s: worst max |logit diff| %.3f, bound %.3f (1.5 x llama.cpp's own %.3f); "
                 "%d of %d positions decisive, all equal\n",
-                key.c_str(), worst, bound, spread, decisive, positions);
+                key.c_str(), stream ? " (streaming attention)" : "", worst, bound, spread, decisive, positions);
 }
 
-void check_greedy(const std::string& key, const std::string& path) {
+void check_greedy(const std::string& key, const std::string& path, bool stream = false) {
     kiln::test::ModelFixture fx = kiln::test::load_model_fixture(key);
     auto model = kiln::Model::load(path);
     for (const auto& p : fx.prompts) {
         if (p.greedy.empty()) continue;
         SCOPED_TRACE(key + "/" + p.name);
-        kiln::Context ctx(model, {.n_ctx = 2048, .n_batch = 256});
+        kiln::Context ctx(model, {.n_ctx = 2048, .n_batch = 256, .flash_attn = stream});
         ctx.decode(p.tokens);
         size_t same = 0;
         for (size_t i = 0; i < p.greedy.size(); ++i) {
@@ -116,4 +118,16 @@ TEST(RealModels, SmolLM2GreedyMatchesLlamaCpp) {
 TEST(RealModels, Gemma3GreedyMatchesLlamaCpp) {
     KILN_REQUIRE_MODEL(kiln::test::gemma3_path());
     check_greedy("gemma3", kiln::test::gemma3_path());
+}
+
+TEST(RealModels, SmolLM2StreamingAttentionMatchesLlamaCpp) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    check_model("smollm2", kiln::test::smollm2_path(), true);
+    check_greedy("smollm2", kiln::test::smollm2_path(), true);
+}
+
+TEST(RealModels, Gemma3StreamingAttentionMatchesLlamaCpp) {
+    KILN_REQUIRE_MODEL(kiln::test::gemma3_path());
+    check_model("gemma3", kiln::test::gemma3_path(), true);
+    check_greedy("gemma3", kiln::test::gemma3_path(), true);
 }

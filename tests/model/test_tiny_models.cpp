@@ -35,7 +35,15 @@ std::string tiny_model_file(const std::string& family) {
     return written[family] = path;
 }
 
-void check_logits(const std::string& family) {
+// With streaming attention: the bound is llama.cpp's own difference between its
+// flash attention and its default order on the model (tests/golden/tiny_stream,
+// tools/tiny_stream_fixtures.py) where that is larger than the default bound.
+float stream_bound(const std::string& family, float spread) {
+    auto sx = nlohmann::json::parse(kiln::test::read_file(kiln::test::golden_path("tiny_stream/" + family + ".json")));
+    return std::max(k_relative_bound * spread, sx["llama_fa_max_diff"].get<float>());
+}
+
+void check_logits(const std::string& family, bool stream = false) {
     const std::string path = tiny_model_file(family);
     auto fx = nlohmann::json::parse(kiln::test::read_file(kiln::test::golden_path("tiny/" + family + ".json")));
     auto prompt = fx["prompt"].get<std::vector<int32_t>>();
@@ -45,7 +53,7 @@ void check_logits(const std::string& family) {
         << family << ": the tiny model's bytes changed; regenerate its fixture (tools/tiny_model_fixtures.py --families " << family << ")";
 
     auto model = kiln::Model::load(path);
-    kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 16, .kv_type = fx.value("kv_type", "f16")});
+    kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 16, .kv_type = fx.value("kv_type", "f16"), .flash_attn = stream});
     std::vector<float> logits;
     ctx.decode(prompt, &logits);
     const int n_vocab = fx["n_vocab"];
@@ -60,7 +68,8 @@ void check_logits(const std::string& family) {
         int32_t am = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
         if (am != fx["argmax"][r].get<int32_t>()) {
             ++mismatches;
-            EXPECT_LT(top[0].get<float>() - top[1].get<float>(), 0.01f * spread) << family << " position " << r;
+            EXPECT_LT(top[0].get<float>() - top[1].get<float>(), stream ? stream_bound(family, spread) : 0.01f * spread)
+                << family << " position " << r;
         }
         for (size_t k = 0; k < top_ids.size(); ++k)
             max_diff = std::max(max_diff, std::fabs(row[top_ids[k].get<int32_t>()] - top[k].get<float>()));
@@ -69,9 +78,11 @@ void check_logits(const std::string& family) {
             max_diff = std::max(max_diff, std::fabs(row[rids[k].get<int32_t>()] - fx["random_logits"][r][k].get<float>()));
     }
     const std::string oracle = fx.value("oracle", "llama.cpp");
-    std::printf("[ figures  ] tiny %s: max |logit diff| %.5f (largest logit %.2f), argmax mismatches %d%s\n", family.c_str(),
-                max_diff, spread, mismatches, oracle == "llama.cpp" ? "" : (" (against " + oracle + ")").c_str());
-    EXPECT_LE(max_diff, k_relative_bound * spread);
+    const float bound = stream ? stream_bound(family, spread) : k_relative_bound * spread;
+    std::printf("[ figures  ] tiny %s%s: max |logit diff| %.5f (largest logit %.2f, bound %.5f), argmax mismatches %d%s\n",
+                family.c_str(), stream ? " (streaming attention)" : "", max_diff, spread, bound, mismatches,
+                oracle == "llama.cpp" ? "" : (" (against " + oracle + ")").c_str());
+    EXPECT_LE(max_diff, bound);
 }
 
 // Greedy continuation: kiln's argmax at each step equals llama.cpp's, fed back
@@ -79,9 +90,19 @@ void check_logits(const std::string& family) {
 // between llama.cpp's two best logits at each step, a step where it is within
 // the bound may pick either and the comparison stops there; a fixture without
 // gaps (the mixture-of-experts, low-bit and recurrent models') wants every token.
-void check_greedy(const std::string& family) {
+void check_greedy(const std::string& family, bool stream = false) {
     const std::string path = tiny_model_file(family);
     auto fx = nlohmann::json::parse(kiln::test::read_file(kiln::test::golden_path("tiny/" + family + ".json")));
+    // Streaming: the greedy tokens and gaps of tools/tiny_stream_fixtures.py's default run.
+    const auto sx = stream ? nlohmann::json::parse(kiln::test::read_file(kiln::test::golden_path("tiny_stream/" + family + ".json")))
+                           : nlohmann::json();
+    const float spread = std::fabs(fx["top_logits"][0][0].get<float>());
+    const float bound = stream ? stream_bound(family, spread) : k_relative_bound * spread;
+    if (stream) {
+        ASSERT_EQ(sx["sha256"].get<std::string>(), fx["sha256"].get<std::string>()) << family << ": regenerate tiny_stream";
+        fx["greedy"] = sx["greedy"];
+        fx["greedy_gap"] = sx["greedy_gap"];
+    }
     ASSERT_TRUE(fx.contains("greedy")) << family << ": fixture without greedy tokens";
     auto greedy = fx["greedy"].get<std::vector<int32_t>>();
     const bool has_gaps = fx.contains("greedy_gap");
@@ -89,14 +110,13 @@ void check_greedy(const std::string& family) {
     ASSERT_EQ(greedy.size(), gaps.size());
     ASSERT_FALSE(greedy.empty());
     auto model = kiln::Model::load(path);
-    kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 64, .kv_type = fx.value("kv_type", "f16")});
+    kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 64, .kv_type = fx.value("kv_type", "f16"), .flash_attn = stream});
     ctx.decode(kiln::test::tiny_model_prompt());
-    const float spread = std::fabs(fx["top_logits"][0][0].get<float>());
     for (size_t i = 0; i < greedy.size(); ++i) {
         auto l = ctx.last_logits();
         const int32_t am = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
         if (am != greedy[i]) {
-            EXPECT_TRUE(has_gaps && gaps[i] < k_relative_bound * spread)
+            EXPECT_TRUE(has_gaps && gaps[i] < bound)
                 << family << " greedy step " << i << ": kiln " << am << ", llama.cpp " << greedy[i] << " (gap "
                 << (has_gaps ? std::to_string(gaps[i]) : "not recorded") << ")";
             break;
@@ -132,16 +152,16 @@ void check_write_is_deterministic(const std::string& family) {
     EXPECT_EQ(kiln::test::read_file(a), kiln::test::read_file(b));
 }
 
-void check_token_by_token(const std::string& family) {
+void check_token_by_token(const std::string& family, bool stream = false) {
     const std::string path = tiny_model_file(family);
     auto model = kiln::Model::load(path);
     auto prompt = kiln::test::tiny_model_prompt();
     std::vector<float> chunked;
     {
-        kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 64});
+        kiln::Context ctx(model, {.n_ctx = 256, .n_batch = 64, .flash_attn = stream});
         ctx.decode(prompt, &chunked);
     }
-    kiln::Context one(model, {.n_ctx = 256, .n_batch = 1});
+    kiln::Context one(model, {.n_ctx = 256, .n_batch = 1, .flash_attn = stream});
     const size_t n_vocab = static_cast<size_t>(model->n_vocab());
     for (size_t i = 0; i < prompt.size(); ++i) {
         one.decode(std::span<const int32_t>(&prompt[i], 1));
@@ -182,6 +202,45 @@ std::vector<std::string> families() {
 INSTANTIATE_TEST_SUITE_P(AllFamilies, TinyModels, ::testing::ValuesIn(families()),
                          [](const auto& info) {
                              std::string name = info.param;  // "llama@q4_k" -> "llama_q4_k"
+                             for (char& c : name)
+                                 if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                             return name;
+                         });
+
+// Streaming attention (ContextOptions::flash_attn) on the families whose
+// attention has something of its own: GQA, a sliding window and soft-cap
+// (gemma2, gemma3, cohere2), sinks (gpt-oss), ALiBi (bloom, mpt), latent attention
+// (deepseek2), chunked and no-RoPE layers (llama4), the attention temperature
+// (mistral3), an output gate between recurrent layers (qwen35), an f32 cache
+// (olmo2@q4_k). Against the same llama.cpp fixtures (its -fa off run), within the
+// default bound or llama.cpp's own flash attention's difference from that run,
+// whichever is larger (stream_bound); the same greedy tokens but where two are
+// within that bound; and a token evaluated alone equal to it in a prefill chunk
+// (speculative decoding's verification and batch invariance rest on that).
+class TinyModelsStreaming : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TinyModelsStreaming, AgreesWithLlamaCpp) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string family = GetParam();
+    {
+        SCOPED_TRACE("logits at every position");
+        check_logits(family, true);
+    }
+    {
+        SCOPED_TRACE("greedy continuation");
+        check_greedy(family, true);
+    }
+    {
+        SCOPED_TRACE("token by token equals chunked prefill");
+        check_token_by_token(family, true);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AttentionFamilies, TinyModelsStreaming,
+                         ::testing::Values("llama", "gemma2", "gemma3", "cohere2", "gpt-oss", "bloom", "mpt", "deepseek2",
+                                           "llama4", "mistral3", "qwen35", "olmo2@q4_k", "phi3@long"),
+                         [](const auto& info) {
+                             std::string name = info.param;
                              for (char& c : name)
                                  if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                              return name;
