@@ -52,15 +52,16 @@ bool same(std::span<const float> a, std::span<const float> b) {
 // tokens decoded one at a time. Its logits at every decoded position, evaluated
 // alone in a one-sequence context.
 // (One thread: the batched runs on 1 and 2 threads must both equal it.)
-std::vector<std::vector<float>> alone(std::shared_ptr<const kiln::Model> model, int s, int steps, const std::string& kv_type) {
-    static std::map<std::tuple<const kiln::Model*, int, int, std::string>, std::vector<std::vector<float>>> memo;
-    auto& m = memo[{model.get(), s, steps, kv_type}];
+std::vector<std::vector<float>> alone(std::shared_ptr<const kiln::Model> model, int s, int steps, const std::string& kv_type,
+                                      bool stream = false) {
+    static std::map<std::tuple<const kiln::Model*, int, int, std::string, bool>, std::vector<std::vector<float>>> memo;
+    auto& m = memo[{model.get(), s, steps, kv_type, stream}];
     if (!m.empty()) return m;
     const int threads = 1;
     const int n_vocab = model->n_vocab();
     auto prompt = tokens_for(s, 3 + 5 * s, n_vocab);
     auto next = tokens_for(100 + s, steps, n_vocab);
-    kiln::Context ctx(model, {.n_ctx = 160, .n_batch = 64, .kv_type = kv_type, .n_threads = threads});
+    kiln::Context ctx(model, {.n_ctx = 160, .n_batch = 64, .kv_type = kv_type, .flash_attn = stream, .n_threads = threads});
     std::vector<std::vector<float>> out;
     ctx.decode(prompt);
     out.emplace_back(ctx.last_logits().begin(), ctx.last_logits().end());
@@ -74,9 +75,11 @@ std::vector<std::vector<float>> alone(std::shared_ptr<const kiln::Model> model, 
 
 // The same N sequences together: sequence s joins at step s (its whole prompt
 // shares the batch with the others' decode tokens), then all decode together.
-void check_together(std::shared_ptr<const kiln::Model> model, int n_seq, int threads, const std::string& kv_type, int steps) {
+void check_together(std::shared_ptr<const kiln::Model> model, int n_seq, int threads, const std::string& kv_type, int steps,
+                    bool stream = false) {
     const int n_vocab = model->n_vocab();
-    kiln::Context ctx(model, {.n_ctx = 160, .n_seq_max = n_seq, .n_batch = 512, .kv_type = kv_type, .n_threads = threads});
+    kiln::Context ctx(model,
+                      {.n_ctx = 160, .n_seq_max = n_seq, .n_batch = 512, .kv_type = kv_type, .flash_attn = stream, .n_threads = threads});
     std::vector<std::vector<int32_t>> prompt, next;
     std::vector<int> done(static_cast<size_t>(n_seq), -1);  // -1: not started; k: outputs produced
     std::vector<std::vector<std::vector<float>>> got(static_cast<size_t>(n_seq));
@@ -110,7 +113,7 @@ void check_together(std::shared_ptr<const kiln::Model> model, int n_seq, int thr
         }
     }
     for (int s = 0; s < n_seq; ++s) {
-        auto ref = alone(model, s, steps, kv_type);
+        auto ref = alone(model, s, steps, kv_type, stream);
         ASSERT_EQ(got[static_cast<size_t>(s)].size(), ref.size());
         for (size_t k = 0; k < ref.size(); ++k)
             EXPECT_TRUE(same(got[static_cast<size_t>(s)][k], ref[k]))
@@ -153,6 +156,15 @@ TEST_F(Sequences, LatentAttentionBatchedEqualsAlone) {
     // (their first kv_lora values) as V; q8_0: the latent rows converted per sequence.
     check_together(load_tiny("deepseek2"), 5, 2, "f16", 6);
     check_together(load_tiny("deepseek2@v3"), 4, 2, "q8_0", 4);
+}
+
+// Streaming attention keeps every sequence's result its own too: f16 and q8_0
+// caches, a sliding window, latent attention.
+TEST_F(Sequences, StreamingAttentionBatchedEqualsAlone) {
+    for (int threads : {1, 2}) check_together(smollm2(), 7, threads, "f16", 3, true);
+    check_together(smollm2(), 5, 2, "q8_0", 3, true);
+    check_together(load_tiny("gemma3"), 5, 2, "f16", 12, true);
+    check_together(load_tiny("deepseek2"), 4, 2, "f16", 6, true);
 }
 
 TEST_F(Sequences, SmolLM2Q8CacheBatchedEqualsAlone) {

@@ -12,8 +12,8 @@
 namespace {
 
 std::vector<float> all_logits(std::shared_ptr<const kiln::Model> model, const std::vector<int32_t>& tokens, int n_batch,
-                              int n_threads) {
-    kiln::Context ctx(model, {.n_ctx = 1024, .n_batch = n_batch, .n_threads = n_threads});
+                              int n_threads, bool stream) {
+    kiln::Context ctx(model, {.n_ctx = 1024, .n_batch = n_batch, .flash_attn = stream, .n_threads = n_threads});
     std::vector<float> out;
     if (n_batch == 1) {
         for (int32_t t : tokens) {
@@ -27,12 +27,12 @@ std::vector<float> all_logits(std::shared_ptr<const kiln::Model> model, const st
     return out;
 }
 
-void check_invariance(const std::string& path, const std::vector<int32_t>& tokens) {
+void check_invariance(const std::string& path, const std::vector<int32_t>& tokens, bool stream = false) {
     auto model = kiln::Model::load(path);
-    std::vector<float> reference = all_logits(model, tokens, 256, 2);
+    std::vector<float> reference = all_logits(model, tokens, 256, 2, stream);
     for (int n_batch : {1, 7, 32}) {
         for (int n_threads : {1, 2, 3}) {  // 3: decode splits query heads unevenly
-            std::vector<float> got = all_logits(model, tokens, n_batch, n_threads);
+            std::vector<float> got = all_logits(model, tokens, n_batch, n_threads, stream);
             ASSERT_EQ(got.size(), reference.size());
             EXPECT_EQ(std::memcmp(got.data(), reference.data(), got.size() * sizeof(float)), 0)
                 << "n_batch " << n_batch << ", threads " << n_threads << " differ from one chunk";
@@ -52,6 +52,13 @@ TEST(BatchInvariance, Gemma3ChunkingIsBitExact) {
     KILN_REQUIRE_MODEL(kiln::test::gemma3_path());
     auto fx = kiln::test::load_model_fixture("gemma3");
     check_invariance(kiln::test::gemma3_path(), fx.prompts[4].tokens);
+}
+
+// Streaming attention (ContextOptions::flash_attn): the same invariance.
+TEST(BatchInvariance, SmolLM2StreamingAttentionChunkingIsBitExact) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto fx = kiln::test::load_model_fixture("smollm2");
+    check_invariance(kiln::test::smollm2_path(), fx.prompts[4].tokens, true);
 }
 
 TEST(PrefixReuse, SecondTurnPrefillsOnlyNewTokensAndEqualsColdRun) {
