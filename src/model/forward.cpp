@@ -463,27 +463,37 @@ void Forward::attention_layer(int il, const BatchRows& b) {
             sp.rows = cache_->rows(kl, sp.seq);
         }
     }
-    // One task per block of rows and KV head. In a prefill chunk a task takes 16
-    // consecutive rows of one KV head, so that head's cached keys and values stay
-    // in L2 from one query to the next (a whole row's heads at depth 2,048 do not
-    // fit there). In decode a task is one row and KV head, and with fewer such
-    // pairs than threads (one KV head) a pair's query heads are split over tasks
-    // too. A query head's result does not depend on the others' (attend_rows), so
-    // each task computes exactly what a whole-row call computes for its heads.
+    // One task per block of rows and run of KV heads. In a prefill chunk a task
+    // takes 16 consecutive rows of one KV head, so that head's cached keys and
+    // values stay in L2 from one query to the next (a whole row's heads at depth
+    // 2,048 do not fit there). In decode a task is one row and KV head, and with
+    // fewer such pairs than threads (one KV head) a pair's query heads are split
+    // over tasks too; with streaming attention a decode task takes a run of KV
+    // heads instead (as many runs as threads), which are contiguous in every
+    // cached row, so each row is read in one run rather than in head-sized pieces.
+    // A query head's result does not depend on the others' (attend_rows,
+    // attend_rows_stream), so each task computes exactly what a whole-row call
+    // computes for its heads.
     const int group = l.n_head / l.n_head_kv;
     const int64_t rows_per_task = n >= 2 * pool_.size() ? 16 : 1;
-    const int64_t pairs = (n + rows_per_task - 1) / rows_per_task * l.n_head_kv;
-    const int64_t wanted = pairs >= pool_.size() ? 1 : std::min<int64_t>(group, (pool_.size() + pairs - 1) / pairs);
+    const int64_t row_blocks = (n + rows_per_task - 1) / rows_per_task;
+    const int kv_run = stream_attention_ && rows_per_task == 1
+                           ? static_cast<int>(std::max<int64_t>(1, l.n_head_kv / std::max<int64_t>(1, (pool_.size() + row_blocks - 1) / row_blocks)))
+                           : 1;
+    const int kv_runs = (l.n_head_kv + kv_run - 1) / kv_run;
+    const int64_t pairs = row_blocks * kv_runs;
+    const int64_t wanted = pairs >= pool_.size() || kv_run > 1 ? 1 : std::min<int64_t>(group, (pool_.size() + pairs - 1) / pairs);
     const int per_part = static_cast<int>((group + wanted - 1) / wanted);
     const int parts = (group + per_part - 1) / per_part;  // none left empty
     pool_.run(pairs * parts, [&](int64_t task, int thread) {
-        const int64_t r0 = task / (static_cast<int64_t>(l.n_head_kv) * parts) * rows_per_task;
-        const int g = static_cast<int>(task / parts % l.n_head_kv);
+        const int64_t r0 = task / (static_cast<int64_t>(kv_runs) * parts) * rows_per_task;
+        const int g = static_cast<int>(task / parts % kv_runs) * kv_run;  // the run's first KV head
+        const int n_kv = std::min(kv_run, l.n_head_kv - g);
         const int h0 = g * group + static_cast<int>(task % parts) * per_part;
-        const int nh = std::min(per_part, (g + 1) * group - h0);
+        const int nh = n_kv > 1 ? n_kv * group : std::min(per_part, (g + 1) * group - h0);
         AttentionShape part = as;
         part.n_head = nh;
-        part.n_head_kv = 1;
+        part.n_head_kv = n_kv;
         if (as.sinks) part.sinks = as.sinks + h0;
         if (as.alibi) part.alibi = as.alibi + h0;
         const int64_t r_end = std::min<int64_t>(n, r0 + rows_per_task);

@@ -8,8 +8,9 @@
 //    softmax, its sum taken block by block); f16 caches 2e-3 x max|v| (attend()
 //    rounds the normalised weights to f16 as llama.cpp's default attention does,
 //    the streaming form keeps them in f32);
-//  * a block of rows gives each row the bits it gets alone (batch invariance), at
-//    every level, and a ring of cache slots reads as a straight run.
+//  * a block of rows gives each row the bits it gets alone, and a call's KV heads
+//    each the bits they get one at a time (batch invariance, any task split), at
+//    every level; a ring of cache slots reads as a straight run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -159,6 +160,23 @@ TEST(StreamAttention, TracksExactAttentionAndItsReference) {
                 k->attend_stream(s, q.data() + r * q_stride, 0, first, &pos[static_cast<size_t>(r)], &pos[static_cast<size_t>(r)], 1,
                                  rows, alone.data() + r * out_stride, 0, scratch);
             EXPECT_EQ(std::memcmp(block.data(), alone.data(), n_out * 4), 0) << isa_name(k->isa) << ": a row in a block differs from alone";
+            if (c.n_head_kv > 1) {  // each KV head alone: the same bits as all of them in one call
+                std::vector<float> per_head(n_out, -1.0f);
+                const int group = c.n_head / c.n_head_kv;
+                AttentionShape one = s;
+                one.n_head = group;
+                one.n_head_kv = 1;
+                for (int g = 0; g < c.n_head_kv; ++g) {
+                    if (c.sinks) one.sinks = sinks.data() + g * group;
+                    if (c.alibi) one.alibi = slopes.data() + g * group;
+                    KvRows head = rows;
+                    head.k += kv_row_offset(c.cache, static_cast<uint64_t>(g) * c.dk);
+                    head.v += kv_row_offset(c.cache, static_cast<uint64_t>(g) * c.dv);
+                    k->attend_stream(one, q.data() + g * group * c.dk, q_stride, first, pos.data(), pos.data(), c.n_rows, head,
+                                     per_head.data() + g * group * c.dv, out_stride, scratch);
+                }
+                EXPECT_EQ(std::memcmp(block.data(), per_head.data(), n_out * 4), 0) << isa_name(k->isa) << ": KV heads one at a time differ";
+            }
             const float d = worst_diff(block, ref);
             if (k == &scalar_kernels())
                 EXPECT_EQ(std::memcmp(block.data(), ref.data(), n_out * 4), 0);

@@ -355,44 +355,52 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
     }
 }
 
-// attend_impl's streaming form (attend_rows_stream; see avx512_ops.cpp): per KV
-// head, blocks of k_stream_block keys, scores 8 keys at a time, each query's
-// online-softmax step, then the block's values into the accumulators.
+// attend_impl's streaming form (attend_rows_stream; see avx512_ops.cpp): blocks
+// of k_stream_block keys, every KV head of the call within a block before the
+// next, scores 8 keys at a time, each query's online-softmax step, then the
+// block's values into the accumulators.
 template <Fmt F>
 KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
                                   const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
                                   AttentionScratch& sc) {
     constexpr int B = k_stream_block;
-    const int group = s.n_head / s.n_head_kv;
+    const int group = s.n_head / s.n_head_kv, n_kv = s.n_head_kv;
     const int dk = s.head_dim_k, dv = s.head_dim_v;
     const int nq = n_rows * group;
+    const size_t all = static_cast<size_t>(nq) * static_cast<size_t>(n_kv);
     const int64_t n_max = pos[n_rows - 1] - first + 1;
-    sc.scores.resize(static_cast<size_t>(B * nq));
-    sc.qbuf.resize(static_cast<size_t>(nq * dk));
+    sc.scores.resize(static_cast<size_t>(B) * all);
+    sc.qbuf.resize(all * static_cast<size_t>(dk));
     sc.nk.resize(static_cast<size_t>(nq));
     sc.outs.resize(static_cast<size_t>(nq));
-    sc.run_max.resize(static_cast<size_t>(nq));
-    sc.run_sum.resize(static_cast<size_t>(nq));
-    sc.acc.resize(static_cast<size_t>(nq) * static_cast<size_t>(dv));
+    sc.run_max.resize(all);
+    sc.run_sum.resize(all);
+    sc.acc.assign(all * static_cast<size_t>(dv), 0.0f);
     for (int i = 0; i < nq; ++i) sc.nk[static_cast<size_t>(i)] = pos[i / group] - first + 1;
     const int64_t* nk = sc.nk.data();
     const bool round = kv.f16_rounding;
     const float score_scale = s.prescale_q ? 1.0f : s.scale;
     const __m256 vscale = _mm256_set1_ps(score_scale);
     const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk)), v_bytes = row_bytes_of<F>(static_cast<uint64_t>(dv));
-    for (int g = 0; g < s.n_head_kv; ++g) {
-        load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data());
+    for (int g = 0; g < n_kv; ++g) {
+        load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data() + static_cast<size_t>(g) * nq * dk);
         for (int i = 0; i < nq; ++i) {  // a sink is a first key whose value is zero
-            sc.run_max[static_cast<size_t>(i)] = s.sinks ? s.sinks[g * group + i % group] : -INFINITY;
-            sc.run_sum[static_cast<size_t>(i)] = s.sinks ? 1.0f : 0.0f;
+            const size_t x = static_cast<size_t>(g) * nq + i;
+            sc.run_max[x] = s.sinks ? s.sinks[g * group + i % group] : -INFINITY;
+            sc.run_sum[x] = s.sinks ? 1.0f : 0.0f;
         }
-        std::fill(sc.acc.begin(), sc.acc.end(), 0.0f);
-        const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk), v_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dv);
-        int64_t slot = kv.slot(first);
-        int64_t ahead = (slot + 32) % kv.capacity;
-        int full = 0;  // the first query whose keys cover an 8-key block
-        for (int64_t j0 = 0; j0 < n_max; j0 += B) {
-            const int64_t j1 = std::min<int64_t>(n_max, j0 + B);
+    }
+    for (int64_t j0 = 0; j0 < n_max; j0 += B) {
+        const int64_t j1 = std::min<int64_t>(n_max, j0 + B);
+        const int64_t slot0 = kv.slot(first + j0);
+        for (int g = 0; g < n_kv; ++g) {
+            const float* qb = sc.qbuf.data() + static_cast<size_t>(g) * nq * dk;
+            float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * B;
+            float* acc = sc.acc.data() + static_cast<size_t>(g) * nq * dv;
+            float* run_max = sc.run_max.data() + static_cast<size_t>(g) * nq;
+            float* run_sum = sc.run_sum.data() + static_cast<size_t>(g) * nq;
+            const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk), v_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dv);
+            int64_t slot = slot0, ahead = (slot0 + B) % kv.capacity;
             for (int64_t j = j0; j < j1; j += 8) {
                 const uint8_t* rows[8];
                 const int n_in = static_cast<int>(std::min<int64_t>(8, j1 - j));
@@ -405,19 +413,18 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
                     for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pk + b, _MM_HINT_T0);
                     for (uint64_t b = 0; b < v_bytes; b += 64) _mm_prefetch(pv + b, _MM_HINT_T0);
                 }
+                int full = 0;  // queries [full, nq) take all 8 keys (nk ascends)
                 while (full < nq && nk[full] < j + 8) ++full;
-                for (int h0 = full; h0 < nq; h0 += 8)  // queries [full, nq) take the whole 8 keys
-                    k_score_blocks<F>[std::min(8, nq - h0)](sc.qbuf.data() + static_cast<size_t>(h0) * dk, dk, rows, vscale,
-                                                           sc.scores.data() + h0 * B + (j - j0), B);
+                for (int h0 = full; h0 < nq; h0 += 8)
+                    k_score_blocks<F>[std::min(8, nq - h0)](qb + static_cast<size_t>(h0) * dk, dk, rows, vscale, scores + h0 * B + (j - j0), B);
                 for (int i = 0; i < full; ++i)  // queries whose last keys are in these 8
                     for (int64_t jj = j; jj < nk[i]; ++jj)
-                        sc.scores[static_cast<size_t>(i * B + (jj - j0))] =
-                            hsum_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
+                        scores[i * B + (jj - j0)] = hsum_ps(dot_lanes<F>(qb + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
             }
             for (int i = 0; i < nq; ++i) {
                 if (nk[i] <= j0) continue;
                 const int n = static_cast<int>(std::min(j1, nk[i]) - j0);
-                float* sp = sc.scores.data() + i * B;
+                float* sp = scores + i * B;
                 if (s.softcap > 0.0f)
                     for (int jj = 0; jj < n; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
                 if (s.alibi) alibi_bias(sp, n, first + j0, q_pos[i / group], s.alibi[g * group + i % group]);
@@ -428,7 +435,7 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
                 __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
                 m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
                 m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-                const float m_old = sc.run_max[static_cast<size_t>(i)];
+                const float m_old = run_max[i];
                 const float m_new = std::max(m_old, _mm_cvtss_f32(m4));
                 if (m_new == -INFINITY) {  // nothing seen yet has any weight
                     for (int jj = 0; jj < n; ++jj) sp[jj] = 0.0f;
@@ -443,10 +450,10 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
                     sum = _mm256_add_ps(sum, e);
                 }
                 const float rescale = m_old == -INFINITY ? 0.0f : _mm256_cvtss_f32(exp_ps(_mm256_set1_ps(m_old - m_new)));
-                sc.run_sum[static_cast<size_t>(i)] = sc.run_sum[static_cast<size_t>(i)] * rescale + hsum_ps(sum);
-                sc.run_max[static_cast<size_t>(i)] = m_new;
+                run_sum[i] = run_sum[i] * rescale + hsum_ps(sum);
+                run_max[i] = m_new;
                 if (rescale != 1.0f) {
-                    float* a = sc.acc.data() + static_cast<size_t>(i) * dv;
+                    float* a = acc + static_cast<size_t>(i) * dv;
                     for (int d = 0; d < dv; d += 8) {
                         const __m256i k = tail_mask(dv - d);
                         store_m(a + d, k, _mm256_mul_ps(load_m(a + d, k), _mm256_set1_ps(rescale)));
@@ -454,25 +461,26 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
                 }
             }
             for (int d0 = 0; d0 < dv; d0 += 32) {
-                for (int i = 0; i < nq; ++i) sc.outs[static_cast<size_t>(i)] = sc.acc.data() + static_cast<size_t>(i) * dv + d0;
+                for (int i = 0; i < nq; ++i) sc.outs[static_cast<size_t>(i)] = acc + static_cast<size_t>(i) * dv + d0;
                 for (int i0 = 0; i0 < nq; i0 += 3) {
                     const int np = std::min(3, nq - i0);
-                    k_value_tiles<F>[np](sc.scores.data() + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
+                    k_value_tiles<F>[np](scores + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
                                          std::min(32, dv - d0), sc.outs.data() + i0);
                 }
             }
         }
+    }
+    for (int g = 0; g < n_kv; ++g)
         for (int i = 0; i < nq; ++i) {
-            const float* a = sc.acc.data() + static_cast<size_t>(i) * dv;
+            const size_t x = static_cast<size_t>(g) * nq + i;
+            const float* a = sc.acc.data() + x * dv;
             float* o = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv;
-            const float total = sc.run_sum[static_cast<size_t>(i)];
-            const __m256 inv = _mm256_set1_ps(total > 0.0f ? 1.0f / total : 0.0f);
+            const __m256 inv = _mm256_set1_ps(sc.run_sum[x] > 0.0f ? 1.0f / sc.run_sum[x] : 0.0f);
             for (int d = 0; d < dv; d += 8) {
                 const __m256i k = tail_mask(dv - d);
                 store_m(o + d, k, _mm256_mul_ps(load_m(a + d, k), inv));
             }
         }
-    }
 }
 
 }  // namespace

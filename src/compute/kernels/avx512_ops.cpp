@@ -356,31 +356,34 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
     }
 }
 
-// attend_impl's streaming form (attend_rows_stream): per KV head, blocks of
-// k_stream_block keys. A block's scores for every query are computed as
-// attend_impl computes them (16 keys at a time, each key row converted once for
-// all queries), then each query takes its online-softmax step (the block's
-// maximum; its sum and accumulator rescaled when the running maximum rises; the
-// block's weights), then the block's values go into the accumulators (value_tile
-// goes on from what they hold). While the scores walk the keys, the value rows
-// of the keys 32 ahead are requested too, so the values of a block are in cache
-// when value_tile walks them.
+// attend_impl's streaming form (attend_rows_stream), blocks of k_stream_block
+// keys, every KV head of the call within one block before the next block (a
+// task's heads are contiguous in each cached row: the rows are read in runs, and
+// a block's rows stay in cache from one head to the next). Per head and block:
+// the scores of every query, as attend_impl computes them (16 keys at a time,
+// each key row converted once for all the group's queries); each query's online
+// softmax step (the block's maximum, its sum and accumulator rescaled when the
+// running maximum rises, the block's weights); then the block's values into the
+// accumulators (value_tile goes on from what they hold). While the scores walk
+// the keys, the key and value rows one block ahead are requested. A query's
+// operations are the same whatever the other heads and rows of the call.
 template <Fmt F>
 KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
                                     const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
                                     AttentionScratch& sc) {
     constexpr int B = k_stream_block;
-    const int group = s.n_head / s.n_head_kv;
+    const int group = s.n_head / s.n_head_kv, n_kv = s.n_head_kv;
     const int dk = s.head_dim_k, dv = s.head_dim_v;
-    const int nq = n_rows * group;
+    const int nq = n_rows * group;  // queries per KV head
+    const size_t all = static_cast<size_t>(nq) * static_cast<size_t>(n_kv);
     const int64_t n_max = pos[n_rows - 1] - first + 1;
-    sc.scores.resize(static_cast<size_t>(B * nq));
-    sc.qbuf.resize(static_cast<size_t>(nq * dk));
+    sc.scores.resize(static_cast<size_t>(B) * all);
+    sc.qbuf.resize(all * static_cast<size_t>(dk));
     sc.nk.resize(static_cast<size_t>(nq));
     sc.outs.resize(static_cast<size_t>(nq));
-    sc.run_max.resize(static_cast<size_t>(nq));
-    sc.run_sum.resize(static_cast<size_t>(nq));
-    sc.acc.resize(static_cast<size_t>(nq) * static_cast<size_t>(dv));
+    sc.run_max.resize(all);
+    sc.run_sum.resize(all);
+    sc.acc.assign(all * static_cast<size_t>(dv), 0.0f);
     for (int i = 0; i < nq; ++i) sc.nk[static_cast<size_t>(i)] = pos[i / group] - first + 1;
     const int64_t* nk = sc.nk.data();
     const bool round = kv.f16_rounding;
@@ -388,20 +391,25 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
     const __m512 vscale = _mm512_set1_ps(score_scale);
     const ScoreFn fixed = score_block_for<F>(dk);
     const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk)), v_bytes = row_bytes_of<F>(static_cast<uint64_t>(dv));
-    for (int g = 0; g < s.n_head_kv; ++g) {
-        load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data());
+    for (int g = 0; g < n_kv; ++g) {
+        load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data() + static_cast<size_t>(g) * nq * dk);
         for (int i = 0; i < nq; ++i) {  // a sink is a first key whose value is zero
-            const float sink = s.sinks ? s.sinks[g * group + i % group] : -INFINITY;
-            sc.run_max[static_cast<size_t>(i)] = sink;
-            sc.run_sum[static_cast<size_t>(i)] = s.sinks ? 1.0f : 0.0f;
+            const size_t x = static_cast<size_t>(g) * nq + i;
+            sc.run_max[x] = s.sinks ? s.sinks[g * group + i % group] : -INFINITY;
+            sc.run_sum[x] = s.sinks ? 1.0f : 0.0f;
         }
-        std::fill(sc.acc.begin(), sc.acc.end(), 0.0f);
-        const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk), v_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dv);
-        int64_t slot = kv.slot(first);
-        int64_t ahead = (slot + 32) % kv.capacity;
-        int full = 0;  // the first query whose keys cover a 16-key block
-        for (int64_t j0 = 0; j0 < n_max; j0 += B) {
-            const int64_t j1 = std::min<int64_t>(n_max, j0 + B);
+    }
+    for (int64_t j0 = 0; j0 < n_max; j0 += B) {
+        const int64_t j1 = std::min<int64_t>(n_max, j0 + B);
+        const int64_t slot0 = kv.slot(first + j0);
+        for (int g = 0; g < n_kv; ++g) {
+            const float* qb = sc.qbuf.data() + static_cast<size_t>(g) * nq * dk;
+            float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * B;
+            float* acc = sc.acc.data() + static_cast<size_t>(g) * nq * dv;
+            float* run_max = sc.run_max.data() + static_cast<size_t>(g) * nq;
+            float* run_sum = sc.run_sum.data() + static_cast<size_t>(g) * nq;
+            const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk), v_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dv);
+            int64_t slot = slot0, ahead = (slot0 + B) % kv.capacity;
             for (int64_t j = j0; j < j1; j += 16) {
                 const uint8_t* rows[16];
                 const int n_in = static_cast<int>(std::min<int64_t>(16, j1 - j));
@@ -414,34 +422,34 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
                     for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pk + b, _MM_HINT_T0);
                     for (uint64_t b = 0; b < v_bytes; b += 64) _mm_prefetch(pv + b, _MM_HINT_T0);
                 }
+                int full = 0;  // queries [full, nq) take all 16 keys (nk ascends)
                 while (full < nq && nk[full] < j + 16) ++full;
-                float* sb = sc.scores.data() + (j - j0);
-                if (full < nq) {  // queries [full, nq) take the whole 16 keys
+                float* sb = scores + (j - j0);
+                if (full < nq) {
                     if (fixed) {
-                        fixed(sc.qbuf.data() + static_cast<size_t>(full) * dk, nq - full, rows, vscale, sb + full * B, B);
+                        fixed(qb + static_cast<size_t>(full) * dk, nq - full, rows, vscale, sb + full * B, B);
                     } else {
                         for (int i = full; i < nq; ++i) {
                             __m512 part[16];
-                            for (int jj = 0; jj < 16; ++jj) part[jj] = dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(i) * dk, rows[jj], dk);
+                            for (int jj = 0; jj < 16; ++jj) part[jj] = dot_lanes<F>(qb + static_cast<size_t>(i) * dk, rows[jj], dk);
                             _mm512_storeu_ps(sb + i * B, _mm512_mul_ps(reduce16(part), vscale));
                         }
                     }
                 }
                 for (int i = 0; i < full; ++i)  // queries whose last keys are in these 16
                     for (int64_t jj = j; jj < nk[i]; ++jj)
-                        sc.scores[static_cast<size_t>(i * B + (jj - j0))] =
-                            _mm512_reduce_add_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
+                        scores[i * B + (jj - j0)] = _mm512_reduce_add_ps(dot_lanes<F>(qb + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
             }
             for (int i = 0; i < nq; ++i) {
                 if (nk[i] <= j0) continue;
                 const int n = static_cast<int>(std::min(j1, nk[i]) - j0);
-                float* sp = sc.scores.data() + i * B;
+                float* sp = scores + i * B;
                 if (s.softcap > 0.0f)
                     for (int jj = 0; jj < n; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
                 if (s.alibi) alibi_bias(sp, n, first + j0, q_pos[i / group], s.alibi[g * group + i % group]);
                 __m512 mx = _mm512_set1_ps(-INFINITY);
                 for (int c = 0; c < n; c += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - c), sp + c));
-                const float m_old = sc.run_max[static_cast<size_t>(i)];
+                const float m_old = run_max[i];
                 const float m_new = std::max(m_old, _mm512_reduce_max_ps(mx));
                 if (m_new == -INFINITY) {  // nothing seen yet has any weight
                     for (int c = 0; c < n; c += 16) _mm512_mask_storeu_ps(sp + c, tail_mask(n - c), _mm512_setzero_ps());
@@ -456,10 +464,10 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
                     sum = _mm512_add_ps(sum, e);
                 }
                 const float rescale = m_old == -INFINITY ? 0.0f : _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(m_old - m_new)));
-                sc.run_sum[static_cast<size_t>(i)] = sc.run_sum[static_cast<size_t>(i)] * rescale + _mm512_reduce_add_ps(sum);
-                sc.run_max[static_cast<size_t>(i)] = m_new;
+                run_sum[i] = run_sum[i] * rescale + _mm512_reduce_add_ps(sum);
+                run_max[i] = m_new;
                 if (rescale != 1.0f) {
-                    float* a = sc.acc.data() + static_cast<size_t>(i) * dv;
+                    float* a = acc + static_cast<size_t>(i) * dv;
                     for (int d = 0; d < dv; d += 16) {
                         const __mmask16 k = tail_mask(dv - d);
                         _mm512_mask_storeu_ps(a + d, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a + d), _mm512_set1_ps(rescale)));
@@ -467,25 +475,26 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
                 }
             }
             for (int d0 = 0; d0 < dv; d0 += 64) {
-                for (int i = 0; i < nq; ++i) sc.outs[static_cast<size_t>(i)] = sc.acc.data() + static_cast<size_t>(i) * dv + d0;
+                for (int i = 0; i < nq; ++i) sc.outs[static_cast<size_t>(i)] = acc + static_cast<size_t>(i) * dv + d0;
                 for (int i0 = 0; i0 < nq; i0 += 6) {
                     const int np = std::min(6, nq - i0);
-                    k_value_tiles<F>[np](sc.scores.data() + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
+                    k_value_tiles<F>[np](scores + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
                                          std::min(64, dv - d0), sc.outs.data() + i0);
                 }
             }
         }
+    }
+    for (int g = 0; g < n_kv; ++g)
         for (int i = 0; i < nq; ++i) {
-            const float* a = sc.acc.data() + static_cast<size_t>(i) * dv;
+            const size_t x = static_cast<size_t>(g) * nq + i;
+            const float* a = sc.acc.data() + x * dv;
             float* o = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv;
-            const float total = sc.run_sum[static_cast<size_t>(i)];
-            const __m512 inv = _mm512_set1_ps(total > 0.0f ? 1.0f / total : 0.0f);
+            const __m512 inv = _mm512_set1_ps(sc.run_sum[x] > 0.0f ? 1.0f / sc.run_sum[x] : 0.0f);
             for (int d = 0; d < dv; d += 16) {
                 const __mmask16 k = tail_mask(dv - d);
                 _mm512_mask_storeu_ps(o + d, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a + d), inv));
             }
         }
-    }
 }
 
 }  // namespace
