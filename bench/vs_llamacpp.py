@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """kiln vs llama.cpp, side by side on the same GGUF files, threads and workload.
 
-    bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,f16,bf16,q2_k,...,tq2_0 (LOWBIT),qwen35_q8_0,qwen35_q4_0,qwen3moe_q4_k,deepseek2_q4_k] [-t 2]
+    bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,q5_k,q6_k,f16,bf16,q2_k,...,tq2_0 (LOWBIT),qwen35_q8_0,qwen35_q4_0,qwen3moe_q4_k,deepseek2_q4_k] [-t 2]
                          [-p 512] [-n 128] [-d 0[,2048,8192]] [--rounds 3] [--kiln build/kiln]
-                         [--isa avx512|avx2|avx2-novnni|scalar] [--llama-python PY]
+                         [--isa avx512|avx2|avx2-novnni|scalar] [--flash-attn on|off] [--llama-python PY]
 
 Runs with the oracle virtual environment's python (llama-cpp-python built from
 source with native CPU flags: tools/setup_oracle.sh). For every model and round,
@@ -48,7 +48,7 @@ REAL = {
     "smollm2": ("SmolLM2-135M Q4_1", os.path.join(MODELS_DIR, "SmolLM2-135M-Instruct.Q4_1.gguf")),
     "gemma3": ("Gemma 3 270M Q4_K_M", os.path.join(MODELS_DIR, "gemma-3-270m-q4_k_m.gguf")),
 }
-SYNTHETIC = {"q4_0": "Q4_0", "q8_0": "Q8_0", "q4_k": "Q4_K", "f16": "F16", "bf16": "BF16",
+SYNTHETIC = {"q4_0": "Q4_0", "q8_0": "Q8_0", "q4_k": "Q4_K", "q5_k": "Q5_K", "q6_k": "Q6_K", "f16": "F16", "bf16": "BF16",
              # the low-bit types (not in "all": --models lowbit or by name)
              "q2_k": "Q2_K", "q3_k": "Q3_K", "iq4_xs": "IQ4_XS", "mxfp4": "MXFP4", "iq3_xxs": "IQ3_XXS", "iq3_s": "IQ3_S",
              "iq2_xxs": "IQ2_XXS", "iq2_xs": "IQ2_XS", "iq2_s": "IQ2_S", "iq1_s": "IQ1_S", "iq1_m": "IQ1_M",
@@ -160,9 +160,9 @@ def llama_worker(path, threads, n_prompt, n_gen, depth):
 
 # ---- driver ----------------------------------------------------------------------------------
 
-def run_kiln(kiln, path, threads, n_prompt, n_gen, depth, isa):
+def run_kiln(kiln, path, threads, n_prompt, n_gen, depth, isa, flash_attn="off"):
     cmd = [kiln, "bench", "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-d", str(depth), "-r", "1",
-           "--json"]
+           "--flash-attn", flash_attn, "--json"]
     env = dict(os.environ, **({"KILN_ISA": isa} if isa else {}))
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out)
@@ -187,6 +187,8 @@ def main():
     ap.add_argument("-n", "--n-gen", type=int, default=128)
     ap.add_argument("-d", "--depth", default="0", help="tokens in the cache before each test (a comma list: a row per depth)")
     ap.add_argument("--isa", help="kiln's kernel level (KILN_ISA) and the llama.cpp build for it")
+    ap.add_argument("--flash-attn", choices=["on", "off"], default="off",
+                    help="kiln's attention: off (the default order) or on (streaming); llama.cpp keeps its default")
     ap.add_argument("--llama-python", help="the python whose llama_cpp runs llama.cpp (default: by --isa)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
@@ -214,7 +216,7 @@ def main():
         keys = a.models.split(",")
     kiln_build = os.path.dirname(os.path.abspath(a.kiln))
     print(f"llama.cpp (llama-cpp-python {version}, {os.path.relpath(python, ROOT)}): {info.strip()}")
-    print(f"kiln: KILN_ISA={a.isa or '(best)'}")
+    print(f"kiln: KILN_ISA={a.isa or '(best)'}, --flash-attn {a.flash_attn}")
     print(f"threads {a.threads}, pp{a.n_prompt}, tg{a.n_gen}, depths {','.join(map(str, depths))}, {a.rounds} interleaved rounds\n")
     results = []
     probes = []  # every kiln run's JSON (each carries its own probes)
@@ -228,7 +230,7 @@ def main():
             order = ["kiln", "llama"] if r % 2 == 0 else ["llama", "kiln"]
             for who in order:
                 if who == "kiln":
-                    kiln_runs.append(run_kiln(a.kiln, path, a.threads, a.n_prompt, a.n_gen, depth, a.isa))
+                    kiln_runs.append(run_kiln(a.kiln, path, a.threads, a.n_prompt, a.n_gen, depth, a.isa, a.flash_attn))
                 else:
                     llama_runs.append(run_llama(python, path, a.threads, a.n_prompt, a.n_gen, depth))
         probes.extend(kiln_runs)
