@@ -164,7 +164,7 @@ int cmd_bench(int argc, char** argv) {
     app.add_option("-c,--ctx-size", n_ctx_opt, "positions per sequence (default: what the test needs)")->check(CLI::Range(0, 1 << 24));
     app.add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
     std::string flash_attn = "off";
-    app.add_option("-fa,--flash-attn", flash_attn, "attention: off (the default: llama.cpp's -fa off order) or on (streaming: keys and values read once with an online softmax)")->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--flash-attn", flash_attn, "attention: off (the default: llama.cpp's -fa off order) or on (streaming: keys and values read once with an online softmax)")->check(CLI::IsMember({"on", "off"}));
     app.add_flag("--json", json, "print one JSON object");
     app.add_flag("--no-probe", no_probe, "skip the bandwidth / int8 probes");
     std::string json_schema;

@@ -32,7 +32,7 @@ void GenerationFlags::add_to(CLI::App& app) {
                    "bytes for the sequences' memory (KV cache), e.g. 512MiB; a smaller budget shortens the context")
         ->transform(CLI::AsSizeValue(false));
     app.add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
-    app.add_option("-fa,--flash-attn", flash_attn, "attention: off (the default: llama.cpp's -fa off order) or on (streaming: keys and values read once with an online softmax)")->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--flash-attn", flash_attn, "attention: off (the default: llama.cpp's -fa off order) or on (streaming: keys and values read once with an online softmax)")->check(CLI::IsMember({"on", "off"}));
     app.add_option("--stop", stop, "stop string (repeatable)");
     app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
     app.add_flag("-v,--verbose", verbose, "load and speed figures on stderr");

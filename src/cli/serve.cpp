@@ -67,7 +67,7 @@ int cmd_serve(int argc, char** argv) {
     app.add_option("-c,--ctx-size", o.n_ctx, "context of one sequence (0: the model's, at most 4096)")->check(CLI::Range(0, 1 << 24));
     app.add_option("-t,--threads", o.n_threads, "threads (0: physical cores)")->check(CLI::Range(0, 1024));
     std::string flash_attn = "off";
-    app.add_option("-fa,--flash-attn", flash_attn, "attention: off (the default: llama.cpp's -fa off order) or on (streaming: keys and values read once with an online softmax)")->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--flash-attn", flash_attn, "attention: off (the default: llama.cpp's -fa off order) or on (streaming: keys and values read once with an online softmax)")->check(CLI::IsMember({"on", "off"}));
     app.add_option("--memory-budget", o.memory_budget,
                    "bytes for the sequences' memory, e.g. 512MiB (0: parallel x context); a smaller budget shortens the context")
         ->transform(CLI::AsSizeValue(false));

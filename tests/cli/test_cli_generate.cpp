@@ -111,6 +111,24 @@ TEST(CliBench, DepthAndCacheType) {
     EXPECT_NE(r.err.find("above the model's context of 8192"), std::string::npos) << r.err;
 }
 
+// --flash-attn on: streaming attention through run and bench (the bench JSON says
+// which); greedy text on SmolLM2 equal to the default order's on a short prompt;
+// a value other than on / off refused.
+TEST(CliRun, FlashAttention) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    auto off = run_kiln("run -p \"The capital of France is\" -n 8 --temp 0");
+    auto on = run_kiln("run -p \"The capital of France is\" -n 8 --temp 0 --flash-attn on");
+    ASSERT_EQ(off.status, 0) << off.err;
+    ASSERT_EQ(on.status, 0) << on.err;
+    EXPECT_EQ(on.out, off.out);
+    auto b = run_kiln("bench -p 8 -n 4 -d 40 -r 1 --no-probe --flash-attn on --json");
+    ASSERT_EQ(b.status, 0) << b.err;
+    EXPECT_EQ(nlohmann::json::parse(b.out)["flash_attn"], true);
+    auto bad = run_kiln("run -p hi -n 1 --flash-attn auto");
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.err.find("flash-attn"), std::string::npos) << bad.err;
+}
+
 TEST(CliTemplate, CapabilitiesReport) {
     auto r = run_kiln("template " + kiln::test::data_path("shared/templates/Qwen3.5-4B.jinja") + " --capabilities");
     ASSERT_EQ(r.status, 0) << r.err;
