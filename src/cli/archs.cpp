@@ -28,10 +28,14 @@ int cmd_archs(int argc, char** argv) {
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
     }
+    // Columns as wide as their text on a terminal: UTF-8 continuation bytes take no column ("ReLU²").
+    auto columns = [](const std::string& t) {
+        return static_cast<int>(std::count_if(t.begin(), t.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    };
     int ffn_width = 3;  // the widest FFN description ("plain (parallel block or sequential)")
     int name_width = 4;  // the longest name ("gemma-embedding")
     for (const ArchitectureInfo& a : archs) {
-        ffn_width = std::max(ffn_width, static_cast<int>(a.ffn.size()));
+        ffn_width = std::max(ffn_width, columns(a.ffn));
         name_width = std::max(name_width, static_cast<int>(a.name.size()));
     }
     std::printf("%-*s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", name_width, "name", "runs", "mixer", ffn_width, "ffn", "memory",
@@ -41,7 +45,7 @@ int cmd_archs(int argc, char** argv) {
         std::string aliases;
         for (const auto& s : a.aliases) aliases += (aliases.empty() ? "" : ", ") + s;
         std::printf("%-*s %-9s %-22s %-*s %-10s %-5s %-8s %s\n", name_width, a.name.c_str(), a.runnable ? "yes" : "not yet",
-                    a.mixer.c_str(), ffn_width, a.ffn.c_str(), a.memory.c_str(), a.rope.c_str(),
+                    a.mixer.c_str(), ffn_width + static_cast<int>(a.ffn.size()) - columns(a.ffn), a.ffn.c_str(), a.memory.c_str(), a.rope.c_str(),
                     !a.checked ? "-" : a.checked_against == "llama.cpp" ? "yes" : "ref", aliases.c_str());
         n_run += a.runnable;
         n_checked += a.checked_against == "llama.cpp";
