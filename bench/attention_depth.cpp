@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
         r.f16_rounding = o.type == GgmlType::F16;
         return r;
     };
-    // One task per KV head: the forward pass's decode split.
+    // One task per KV head (the forward pass's decode split before runs of KV heads).
     auto per_head = [&] {
         for (const Layer& l : layers) {
             const KvRows all = rows_of(l);
@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
             });
         }
     };
-    // One task per thread, each a run of KV heads.
+    // One task per thread, each a run of KV heads: the forward pass's decode split.
     auto per_thread = [&] {
         const int per = (o.kv_heads + o.threads - 1) / o.threads;
         for (const Layer& l : layers) {
@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
         std::function<void()> fn;
         std::vector<double> ms, cpu_ms;
     };
-    std::vector<Variant> variants = {{"one task per KV head", per_head, {}, {}}, {"one task per thread", per_thread, {}, {}},
+    std::vector<Variant> variants = {{"exact, per KV head", per_head, {}, {}}, {"exact, per thread", per_thread, {}, {}},
                                      {"streaming, per KV head", per_head_stream, {}, {}},
                                      {"streaming, per thread", per_thread_stream, {}, {}}};
     for (Variant& v : variants) v.fn();  // warm-up

@@ -466,18 +466,18 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     // One task per block of rows and run of KV heads. In a prefill chunk a task
     // takes 16 consecutive rows of one KV head, so that head's cached keys and
     // values stay in L2 from one query to the next (a whole row's heads at depth
-    // 2,048 do not fit there). In decode a task is one row and KV head, and with
-    // fewer such pairs than threads (one KV head) a pair's query heads are split
-    // over tasks too; with streaming attention a decode task takes a run of KV
-    // heads instead (as many runs as threads), which are contiguous in every
-    // cached row, so each row is read in one run rather than in head-sized pieces.
-    // A query head's result does not depend on the others' (attend_rows,
+    // 2,048 do not fit there). In decode a task is one row, and with fewer rows
+    // and KV heads than threads (one KV head) a pair's query heads are split
+    // over tasks too; with several KV heads a decode task takes a run of them
+    // (as many runs as threads), which are contiguous in every cached row and walk
+    // the keys together, so each row is read in runs rather than in head-sized
+    // pieces. A query head's result does not depend on the others' (attend_rows,
     // attend_rows_stream), so each task computes exactly what a whole-row call
     // computes for its heads.
     const int group = l.n_head / l.n_head_kv;
     const int64_t rows_per_task = n >= 2 * pool_.size() ? 16 : 1;
     const int64_t row_blocks = (n + rows_per_task - 1) / rows_per_task;
-    const int kv_run = stream_attention_ && rows_per_task == 1
+    const int kv_run = rows_per_task == 1
                            ? static_cast<int>(std::max<int64_t>(1, l.n_head_kv / std::max<int64_t>(1, (pool_.size() + row_blocks - 1) / row_blocks)))
                            : 1;
     const int kv_runs = (l.n_head_kv + kv_run - 1) / kv_run;

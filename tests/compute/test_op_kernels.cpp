@@ -49,6 +49,18 @@ std::vector<float> random_values(size_t n, float scale, std::mt19937& rng) {
     return v;
 }
 
+// attend_rows_block through a given table (row by row where it has no block kernel).
+void attend_rows_block_with(const KernelTable& k, const AttentionShape& s, const float* q, int64_t q_stride, int64_t first,
+                            const int64_t* pos, const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
+                            AttentionScratch& scratch) {
+    if (k.attend_block) return k.attend_block(s, q, q_stride, first, pos, q_pos, n_rows, kv, out, out_stride, scratch);
+    for (int r = 0; r < n_rows; ++r) {
+        AttentionShape row = s;
+        row.q_pos = q_pos[r];
+        k.attend_row(row, q + r * q_stride, first, pos[r], kv, out + r * out_stride, scratch);
+    }
+}
+
 float rel_diff(float a, float b) { return std::fabs(a - b) / std::max(std::fabs(b), 1e-30f); }
 
 TEST(OpKernels, ActivationsAndNorms) {
@@ -437,6 +449,77 @@ TEST(OpKernels, AttentionBlockEqualsRowByRow) {
                     k->attend_row(row, q.data() + r * q_stride, first, pos[static_cast<size_t>(r)], rows, block.data() + r * out_stride, scratch);
                 }
             EXPECT_EQ(std::memcmp(block.data(), alone.data(), alone.size() * 4), 0) << isa_name(k->isa);
+        }
+    }
+}
+
+// A call with several KV heads (a decode task's run of heads, contiguous in each
+// cached row, walked together) gives each head the bits a call of that head alone
+// gives it, at every level, for one row and for a block of rows.
+TEST(OpKernels, AttentionKvHeadRunEqualsHeadByHead) {
+    std::mt19937 rng(13);
+    struct RunCase {
+        int n_head, n_head_kv, dk;
+        GgmlType cache;
+        int n_rows;
+        int64_t first_pos;
+        bool sinks, alibi;
+    };
+    const RunCase cases[] = {
+        {16, 4, 64, GgmlType::F16, 1, 700, false, false}, {16, 4, 64, GgmlType::F16, 5, 90, false, false},
+        {8, 2, 128, GgmlType::Q8_0, 1, 300, true, false}, {6, 3, 32, GgmlType::F32, 3, 40, false, true},
+        {12, 4, 96, GgmlType::F16, 1, 33, false, false},
+    };
+    for (const RunCase& c : cases) {
+        SCOPED_TRACE("heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dk " + std::to_string(c.dk) +
+                     " rows " + std::to_string(c.n_rows) + " " + std::string(ggml_type_name(c.cache)));
+        const int group = c.n_head / c.n_head_kv;
+        AttentionShape s;
+        s.n_head = c.n_head;
+        s.n_head_kv = c.n_head_kv;
+        s.head_dim_k = s.head_dim_v = c.dk;
+        s.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+        const std::vector<float> sinks = random_values(static_cast<size_t>(c.n_head), 3.0f, rng);
+        if (c.sinks) s.sinks = sinks.data();
+        const std::vector<float> slopes = c.alibi ? alibi_slopes(c.n_head, 8.0f) : std::vector<float>();
+        if (c.alibi) s.alibi = slopes.data();
+        std::vector<int64_t> pos;
+        for (int r = 0; r < c.n_rows; ++r) pos.push_back(c.first_pos + r);
+        const int64_t capacity = pos.back() + 1, width = static_cast<int64_t>(c.n_head_kv) * c.dk;
+        const uint64_t row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(width));
+        std::vector<uint8_t> kbytes(static_cast<size_t>(capacity) * row_bytes), vbytes(kbytes.size());
+        for (int64_t p = 0; p < capacity; ++p) {
+            quant::quantize_row(c.cache, random_values(static_cast<size_t>(width), 1.0f, rng).data(), kbytes.data() + p * row_bytes, width);
+            quant::quantize_row(c.cache, random_values(static_cast<size_t>(width), 1.0f, rng).data(), vbytes.data() + p * row_bytes, width);
+        }
+        KvRows rows;
+        rows.type = c.cache;
+        rows.k = kbytes.data();
+        rows.v = vbytes.data();
+        rows.k_row_bytes = rows.v_row_bytes = row_bytes;
+        rows.capacity = capacity;
+        rows.f16_rounding = c.cache == GgmlType::F16;
+        const int64_t stride = static_cast<int64_t>(c.n_head) * c.dk;
+        const std::vector<float> q = random_values(static_cast<size_t>(c.n_rows * stride), 3.0f, rng);
+        std::vector<const KernelTable*> tables = simd_tables();
+        tables.push_back(&scalar_kernels());
+        for (const KernelTable* k : tables) {
+            AttentionScratch scratch;
+            std::vector<float> run(static_cast<size_t>(c.n_rows * stride), -1.0f), heads(run.size(), -1.0f);
+            attend_rows_block_with(*k, s, q.data(), stride, 0, pos.data(), pos.data(), c.n_rows, rows, run.data(), stride, scratch);
+            AttentionShape one = s;
+            one.n_head = group;
+            one.n_head_kv = 1;
+            for (int g = 0; g < c.n_head_kv; ++g) {
+                if (c.sinks) one.sinks = sinks.data() + g * group;
+                if (c.alibi) one.alibi = slopes.data() + g * group;
+                KvRows head = rows;
+                head.k += kv_row_offset(c.cache, static_cast<uint64_t>(g) * c.dk);
+                head.v += kv_row_offset(c.cache, static_cast<uint64_t>(g) * c.dk);
+                attend_rows_block_with(*k, one, q.data() + g * group * c.dk, stride, 0, pos.data(), pos.data(), c.n_rows, head,
+                                       heads.data() + g * group * c.dk, stride, scratch);
+            }
+            EXPECT_EQ(std::memcmp(run.data(), heads.data(), run.size() * 4), 0) << isa_name(k->isa);
         }
     }
 }

@@ -284,19 +284,21 @@ KILN_TARGET_AVX2 void load_queries(const AttentionShape& s, const float* q, int6
     }
 }
 
-// The queries of n_rows rows of one sequence, each with the operations it has
-// alone (n_rows 1), sharing each key and value row's loads (see avx512_ops.cpp).
+// The queries of n_rows rows of one sequence, for every KV head of the call,
+// each with the operations it has alone (n_rows 1, one KV head), sharing each key
+// and value row's loads, the heads walking the keys together (see avx512_ops.cpp).
 template <Fmt F>
 KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
                                   const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
                                   AttentionScratch& sc) {
-    const int group = s.n_head / s.n_head_kv;
+    const int group = s.n_head / s.n_head_kv, n_kv = s.n_head_kv;
     const int dk = s.head_dim_k, dv = s.head_dim_v;
     const int nq = n_rows * group;  // queries per KV head: row-major (row, head)
+    const size_t all = static_cast<size_t>(nq) * static_cast<size_t>(n_kv);
     const int64_t n_max = pos[n_rows - 1] - first + 1;
     const int64_t stride = (n_max + 7) / 8 * 8;
-    sc.scores.resize(static_cast<size_t>(stride * nq));
-    sc.qbuf.resize(static_cast<size_t>(nq * dk));
+    sc.scores.resize(static_cast<size_t>(stride) * all);
+    sc.qbuf.resize(all * static_cast<size_t>(dk));
     sc.nk.resize(static_cast<size_t>(nq));
     sc.outs.resize(static_cast<size_t>(nq));
     for (int i = 0; i < nq; ++i) sc.nk[static_cast<size_t>(i)] = pos[i / group] - first + 1;
@@ -304,55 +306,64 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
     const bool round = kv.f16_rounding;
     const float score_scale = s.prescale_q ? 1.0f : s.scale;
     const __m256 vscale = _mm256_set1_ps(score_scale);
-    for (int g = 0; g < s.n_head_kv; ++g) {
-        load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data());
-        const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk);
-        // Scores, 8 keys at a time, each key row converted once for up to 8 queries.
-        int64_t slot = kv.slot(first);
-        int64_t ahead = (slot + 16) % kv.capacity;  // rows requested early
-        const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk));
-        int full = 0;  // the first query whose keys cover the block
-        for (int64_t j = 0; j < n_max; j += 8) {
+    for (int g = 0; g < n_kv; ++g) load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data() + static_cast<size_t>(g) * nq * dk);
+    // Scores, 8 keys at a time, each key row converted once for up to 8 queries.
+    const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk));
+    int64_t slot = kv.slot(first);
+    int64_t ahead = (slot + 16) % kv.capacity;  // rows requested early
+    for (int64_t j = 0; j < n_max; j += 8) {
+        const int n_in = static_cast<int>(std::min<int64_t>(8, n_max - j));
+        int64_t slots[8], aheads[8];
+        for (int jj = 0; jj < n_in; ++jj) {
+            slots[jj] = slot;
+            aheads[jj] = ahead;
+            if (++slot == kv.capacity) slot = 0;
+            if (++ahead == kv.capacity) ahead = 0;
+        }
+        int full = 0;  // the first query whose keys cover the block (nk ascends)
+        while (full < nq && nk[full] < j + 8) ++full;
+        for (int g = 0; g < n_kv; ++g) {
+            const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk);
+            const float* qb = sc.qbuf.data() + static_cast<size_t>(g) * nq * dk;
+            float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * stride;
             const uint8_t* rows[8];
-            const int n_in = static_cast<int>(std::min<int64_t>(8, n_max - j));
             for (int jj = 0; jj < n_in; ++jj) {
-                rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
-                if (++slot == kv.capacity) slot = 0;
-                const char* pf = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
-                if (++ahead == kv.capacity) ahead = 0;
+                rows[jj] = kv.k + static_cast<uint64_t>(slots[jj]) * kv.k_row_bytes + k_col;
+                const char* pf = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(aheads[jj]) * kv.k_row_bytes + k_col);
                 for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
             }
-            while (full < nq && nk[full] < j + 8) ++full;
             for (int h0 = full; h0 < nq; h0 += 8)  // queries [full, nq) take the whole block
-                k_score_blocks<F>[std::min(8, nq - h0)](sc.qbuf.data() + static_cast<size_t>(h0) * dk, dk, rows, vscale,
-                                                       sc.scores.data() + h0 * stride + j, stride);
+                k_score_blocks<F>[std::min(8, nq - h0)](qb + static_cast<size_t>(h0) * dk, dk, rows, vscale, scores + h0 * stride + j, stride);
             for (int i = 0; i < full; ++i)  // queries whose last keys are in this block: one key at a time
                 for (int64_t jj = j; jj < nk[i]; ++jj)
-                    sc.scores[static_cast<size_t>(i * stride + jj)] =
-                        hsum_ps(dot_lanes<F>(sc.qbuf.data() + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
+                    scores[i * stride + jj] = hsum_ps(dot_lanes<F>(qb + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
         }
+    }
+    for (int g = 0; g < n_kv; ++g)
         for (int i = 0; i < nq; ++i) {
             const int hq = i % group;
-            float* sp = sc.scores.data() + i * stride;
+            float* sp = sc.scores.data() + (static_cast<size_t>(g) * nq + i) * stride;
             if (s.softcap > 0.0f)
                 for (int64_t jj = 0; jj < nk[i]; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
             if (s.alibi) alibi_bias(sp, nk[i], first, q_pos[i / group], s.alibi[g * group + hq]);
             softmax_row(sp, nk[i], round, s.sinks ? s.sinks[g * group + hq] : -INFINITY);
         }
-        // Weighted sums of values, in chunks of keys that stay in L1 while every
-        // tile of queries walks them (one chunk for a single row).
-        const int64_t chunk = n_rows == 1 ? n_max : 64;
-        for (int d0 = 0; d0 < dv; d0 += 32) {
-            for (int i = 0; i < nq; ++i)
-                sc.outs[static_cast<size_t>(i)] = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv + d0;
-            for (int64_t j0 = 0; j0 < n_max; j0 += chunk)
+    // Weighted sums of values, in chunks of 64 keys that stay in L1 while every
+    // tile of queries of every KV head walks them.
+    constexpr int64_t chunk = 64;
+    for (int64_t j0 = 0; j0 < n_max; j0 += chunk)
+        for (int g = 0; g < n_kv; ++g) {
+            const float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * stride;
+            for (int d0 = 0; d0 < dv; d0 += 32) {
+                for (int i = 0; i < nq; ++i)
+                    sc.outs[static_cast<size_t>(i)] = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv + d0;
                 for (int i0 = 0; i0 < nq; i0 += 3) {
                     const int np = std::min(3, nq - i0);
-                    k_value_tiles<F>[np](sc.scores.data() + i0 * stride, stride, 0, nk + i0, kv, first, j0, std::min(n_max, j0 + chunk),
+                    k_value_tiles<F>[np](scores + i0 * stride, stride, 0, nk + i0, kv, first, j0, std::min(n_max, j0 + chunk),
                                          static_cast<int64_t>(g) * dv + d0, std::min(32, dv - d0), sc.outs.data() + i0);
                 }
+            }
         }
-    }
 }
 
 // attend_impl's streaming form (attend_rows_stream; see avx512_ops.cpp): blocks
