@@ -248,7 +248,8 @@ void write_qwen35(const Options& o, GgmlType type, gguf::Writer& w, int64_t n_vo
 
 int run(const Options& o) {
     const GgmlTypeInfo* info = find_ggml_type(o.type);
-    if (!info || !info->quantized || !quant::can_dequantize(info->type)) throw Error("cannot write type '" + o.type + "'");
+    const bool float16 = info && (info->type == GgmlType::F16 || info->type == GgmlType::BF16);
+    if (!info || (!info->quantized && !float16) || !quant::can_dequantize(info->type)) throw Error("cannot write type '" + o.type + "'");
     const GgmlType type = info->type;
     const bool moe = o.arch == "qwen3moe";
     if (!moe && o.arch != "llama" && o.arch != "qwen35" && o.arch != "deepseek2")
