@@ -177,3 +177,21 @@ def test_every_api_reads_the_speculation_fields():
             assert status == 200, (path, status, ok)
     finally:
         s.stop()
+
+
+def test_streaming_attention_server():
+    """kiln serve --flash-attn on: every sequence through streaming attention; a
+    greedy reply through continuous batching with speculation on equals the same
+    server's reply with it off (lossless: verification's rows give a token the
+    bits it gets alone in either attention)."""
+    s = KilnServer("--flash-attn", "on", ctx=512)
+    try:
+        base = {"messages": [{"role": "user", "content": PROMPTS[0]}], "temperature": 0, "max_tokens": 40}
+        status, off = post_status(s.url, "/v1/chat/completions", {**base, "speculative": {"mode": "off"}})
+        assert status == 200, off
+        status, on = post_status(s.url, "/v1/chat/completions", {**base, "speculative": {"mode": "ngram", "n_min": 2}})
+        assert status == 200, on
+        assert on["choices"][0]["message"]["content"] == off["choices"][0]["message"]["content"]
+        assert off["choices"][0]["message"]["content"]
+    finally:
+        s.stop()
