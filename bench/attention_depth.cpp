@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
     std::printf("%-24s %10s %10s %8s %14s %8s\n", "variant", "wall ms", "GB/s", "x bound", "busiest cpu ms", "x bound");
     for (const Variant& v : variants) {
         const double ms = median(v.ms), c = median(v.cpu_ms);
-        std::printf("%-24s %10.2f %10.1f %8.2f %14.2f %8.2f\n", v.name, ms, bytes / ms / 1e6, ms / bound_ms, c, c / bound_ms);
+        std::printf("%-24s %10.3f %10.1f %8.2f %14.3f %8.2f\n", v.name, ms, bytes / ms / 1e6, ms / bound_ms, c, c / bound_ms);
     }
     return 0;
 }

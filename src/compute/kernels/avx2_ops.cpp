@@ -239,26 +239,47 @@ constexpr ValueTileFn k_value_tiles[4] = {nullptr, value_tile<1, F>, value_tile<
 
 // Scores of 8 keys for NH heads of a group: each key row is loaded and converted
 // once for all NH heads (q from L1). Each (head, key) product runs dot_lanes'
-// operations in its order, and the 8 keys of a head are folded by reduce8 as the
-// one-head loop folds them, so the scores are that loop's to the bit.
+// operations in its order. Keys go two at a time, and each pair's partial sums
+// are folded at once (reduce8's first horizontal add), each two pairs into one
+// vector, so no head holds 8 partial sums (which spilled); the folds are
+// reduce8's, in its order, so the scores are the one-head loop's to the bit.
 template <Fmt F, int NH>
 KILN_TARGET_AVX2 void score_block(const float* q, int dk, const uint8_t* const* rows, __m256 scale, float* scores, int64_t stride) {
-    __m256 parts[NH][8];
-    for (int jj = 0; jj < 8; ++jj) {
-        __m256 acc[NH];
+    __m256 quad[NH][2];  // per head: the folded sums of keys 0-3 and 4-7
+    for (int g = 0; g < 2; ++g) {
+        __m256 pair[NH];
+        for (int jp = 0; jp < 2; ++jp) {
+            const uint8_t* r0 = rows[4 * g + 2 * jp];
+            const uint8_t* r1 = rows[4 * g + 2 * jp + 1];
+            __m256 a0[NH], a1[NH];
 #pragma GCC unroll 8
-        for (int h = 0; h < NH; ++h) acc[h] = _mm256_setzero_ps();
-        for (int i = 0; i < dk; i += 8) {
-            const __m256i m = tail_mask(dk - i);
-            const __m256 k = load_row8<F>(rows[jj], i, m, dk - i);
+            for (int h = 0; h < NH; ++h) a0[h] = a1[h] = _mm256_setzero_ps();
+            for (int i = 0; i < dk; i += 8) {
+                const __m256i m = tail_mask(dk - i);
+                const __m256 k0 = load_row8<F>(r0, i, m, dk - i);
+                const __m256 k1 = load_row8<F>(r1, i, m, dk - i);
 #pragma GCC unroll 8
-            for (int h = 0; h < NH; ++h) acc[h] = _mm256_fmadd_ps(load_m(q + h * dk + i, m), k, acc[h]);
+                for (int h = 0; h < NH; ++h) {
+                    const __m256 qv = load_m(q + h * dk + i, m);
+                    a0[h] = _mm256_fmadd_ps(qv, k0, a0[h]);
+                    a1[h] = _mm256_fmadd_ps(qv, k1, a1[h]);
+                }
+            }
+#pragma GCC unroll 8
+            for (int h = 0; h < NH; ++h) {
+                const __m256 hp = _mm256_hadd_ps(a0[h], a1[h]);
+                if (jp == 0)
+                    pair[h] = hp;
+                else
+                    quad[h][g] = _mm256_hadd_ps(pair[h], hp);
+            }
         }
-#pragma GCC unroll 8
-        for (int h = 0; h < NH; ++h) parts[h][jj] = acc[h];
     }
 #pragma GCC unroll 8
-    for (int h = 0; h < NH; ++h) _mm256_storeu_ps(scores + h * stride, _mm256_mul_ps(reduce8(parts[h]), scale));
+    for (int h = 0; h < NH; ++h) {
+        const __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(quad[h][0], quad[h][1], 0x20), _mm256_permute2f128_ps(quad[h][0], quad[h][1], 0x31));
+        _mm256_storeu_ps(scores + h * stride, _mm256_mul_ps(sum, scale));
+    }
 }
 
 using ScoreFn = void (*)(const float*, int, const uint8_t* const*, __m256, float*, int64_t);

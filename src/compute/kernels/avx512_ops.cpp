@@ -216,25 +216,41 @@ constexpr ValueTileFn k_value_tiles[7] = {nullptr, value_tile<1, F>, value_tile<
                                           value_tile<4, F>, value_tile<5, F>, value_tile<6, F>};
 
 // Scores of 16 keys for every head of a group, head size 16 NC: each key row is
-// loaded and converted once, then multiplied with every head's q (from L1).
+// loaded and converted once, then multiplied with every head's q. Keys go four
+// at a time: their rows stay in registers while each head's q is loaded once
+// for the four, and the four partial sums are folded at once (sum4_per_lane,
+// reduce16's first step) into one vector kept until the 16 keys are done, so no
+// head holds 16 partial sums (which spilled). The same operations in the same
+// order as reduce16 over the 16 partial sums: the same bits.
 template <Fmt F, int NC>
 KILN_TARGET_AVX512 void score_block(const float* q, int group, const uint8_t* const* rows, __m512 scale, float* scores,
                                     int64_t stride) {
     constexpr int dk = 16 * NC;
     for (int h0 = 0; h0 < group; h0 += 8) {
         const int nh = std::min(8, group - h0);
-        __m512 parts[8][16];
-        for (int jj = 0; jj < 16; ++jj) {
-            __m512 k[NC];
-            for (int c = 0; c < NC; ++c) k[c] = load_row16<F>(rows[jj], 16 * c, 0xFFFF);
+        __m512 w[8][4];  // per head: the folded sums of keys 4k .. 4k + 3
+        for (int k4 = 0; k4 < 4; ++k4) {
+            __m512 k[4][NC];
+            for (int jj = 0; jj < 4; ++jj)
+                for (int c = 0; c < NC; ++c) k[jj][c] = load_row16<F>(rows[4 * k4 + jj], 16 * c, 0xFFFF);
             for (int h = 0; h < nh; ++h) {
                 const float* qh = q + (h0 + h) * dk;
-                __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), k[0]);
-                for (int c = 1; c < NC; ++c) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qh + 16 * c), k[c], acc);
-                parts[h][jj] = acc;
+                __m512 acc[4];
+                __m512 qc = _mm512_loadu_ps(qh);
+                for (int jj = 0; jj < 4; ++jj) acc[jj] = _mm512_mul_ps(qc, k[jj][0]);
+                for (int c = 1; c < NC; ++c) {
+                    qc = _mm512_loadu_ps(qh + 16 * c);
+                    for (int jj = 0; jj < 4; ++jj) acc[jj] = _mm512_fmadd_ps(qc, k[jj][c], acc[jj]);
+                }
+                w[h][k4] = sum4_per_lane(acc[0], acc[1], acc[2], acc[3]);
             }
         }
-        for (int h = 0; h < nh; ++h) _mm512_storeu_ps(scores + (h0 + h) * stride, _mm512_mul_ps(reduce16(parts[h]), scale));
+        for (int h = 0; h < nh; ++h) {
+            const __m512 y01 = _mm512_add_ps(_mm512_shuffle_f32x4(w[h][0], w[h][1], 0x44), _mm512_shuffle_f32x4(w[h][0], w[h][1], 0xEE));
+            const __m512 y23 = _mm512_add_ps(_mm512_shuffle_f32x4(w[h][2], w[h][3], 0x44), _mm512_shuffle_f32x4(w[h][2], w[h][3], 0xEE));
+            const __m512 sum = _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, 0x88), _mm512_shuffle_f32x4(y01, y23, 0xDD));
+            _mm512_storeu_ps(scores + (h0 + h) * stride, _mm512_mul_ps(sum, scale));
+        }
     }
 }
 
