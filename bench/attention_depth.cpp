@@ -108,46 +108,10 @@ int main(int argc, char** argv) {
         r.f16_rounding = o.type == GgmlType::F16;
         return r;
     };
-    // One task per KV head (the forward pass's decode split before runs of KV heads).
-    auto per_head = [&] {
-        for (const Layer& l : layers) {
-            const KvRows all = rows_of(l);
-            pool.run(o.kv_heads, [&](int64_t g, int t) {
-                const double c0 = thread_cpu_ms();
-                AttentionShape part = as;
-                part.n_head = o.group;
-                part.n_head_kv = 1;
-                KvRows head = all;
-                head.k += kv_row_offset(o.type, static_cast<uint64_t>(g * dk));
-                head.v += kv_row_offset(o.type, static_cast<uint64_t>(g * dk));
-                attend_rows(part, q.data() + g * o.group * dk, 0, o.depth - 1, head, out.data() + g * o.group * dk,
-                            scratch[static_cast<size_t>(t)]);
-                cpu[static_cast<size_t>(t)] += thread_cpu_ms() - c0;
-            });
-        }
-    };
-    // The same split, streaming attention (ContextOptions::flash_attn).
-    auto per_head_stream = [&] {
-        for (const Layer& l : layers) {
-            const KvRows all = rows_of(l);
-            pool.run(o.kv_heads, [&](int64_t g, int t) {
-                const double c0 = thread_cpu_ms();
-                AttentionShape part = as;
-                part.n_head = o.group;
-                part.n_head_kv = 1;
-                KvRows head = all;
-                head.k += kv_row_offset(o.type, static_cast<uint64_t>(g * dk));
-                head.v += kv_row_offset(o.type, static_cast<uint64_t>(g * dk));
-                const int64_t last = o.depth - 1, q_pos = last;
-                attend_rows_stream(part, q.data() + g * o.group * dk, 0, 0, &last, &q_pos, 1, head, out.data() + g * o.group * dk, 0,
-                                   scratch[static_cast<size_t>(t)]);
-                cpu[static_cast<size_t>(t)] += thread_cpu_ms() - c0;
-            });
-        }
-    };
-    // One task per thread, each a run of KV heads: the forward pass's decode split.
-    auto per_thread = [&] {
-        const int per = (o.kv_heads + o.threads - 1) / o.threads;
+    // One decode step's attention over every layer, `per` KV heads a task (1: the
+    // forward pass's split before runs of KV heads; heads / threads: its split
+    // now), exact or streaming.
+    auto split_heads = [&](int per, bool stream) {
         for (const Layer& l : layers) {
             const KvRows all = rows_of(l);
             pool.run((o.kv_heads + per - 1) / per, [&](int64_t task, int t) {
@@ -159,33 +123,22 @@ int main(int argc, char** argv) {
                 KvRows heads = all;
                 heads.k += kv_row_offset(o.type, static_cast<uint64_t>(g0 * dk));
                 heads.v += kv_row_offset(o.type, static_cast<uint64_t>(g0 * dk));
-                attend_rows(part, q.data() + g0 * o.group * dk, 0, o.depth - 1, heads, out.data() + g0 * o.group * dk,
-                            scratch[static_cast<size_t>(t)]);
+                const int64_t last = o.depth - 1;
+                const float* qh = q.data() + g0 * o.group * dk;
+                float* oh = out.data() + g0 * o.group * dk;
+                if (stream)
+                    attend_rows_stream(part, qh, 0, 0, &last, &last, 1, heads, oh, 0, scratch[static_cast<size_t>(t)]);
+                else
+                    attend_rows(part, qh, 0, last, heads, oh, scratch[static_cast<size_t>(t)]);
                 cpu[static_cast<size_t>(t)] += thread_cpu_ms() - c0;
             });
         }
     };
-    // Streaming, a run of KV heads per thread: the forward pass's streaming decode split.
-    auto per_thread_stream = [&] {
-        const int per = (o.kv_heads + o.threads - 1) / o.threads;
-        for (const Layer& l : layers) {
-            const KvRows all = rows_of(l);
-            pool.run((o.kv_heads + per - 1) / per, [&](int64_t task, int t) {
-                const double c0 = thread_cpu_ms();
-                const int g0 = static_cast<int>(task) * per, ng = std::min(per, o.kv_heads - g0);
-                AttentionShape part = as;
-                part.n_head = ng * o.group;
-                part.n_head_kv = ng;
-                KvRows heads = all;
-                heads.k += kv_row_offset(o.type, static_cast<uint64_t>(g0 * dk));
-                heads.v += kv_row_offset(o.type, static_cast<uint64_t>(g0 * dk));
-                const int64_t last = o.depth - 1, q_pos = last;
-                attend_rows_stream(part, q.data() + g0 * o.group * dk, 0, 0, &last, &q_pos, 1, heads, out.data() + g0 * o.group * dk, 0,
-                                   scratch[static_cast<size_t>(t)]);
-                cpu[static_cast<size_t>(t)] += thread_cpu_ms() - c0;
-            });
-        }
-    };
+    const int run = (o.kv_heads + o.threads - 1) / o.threads;
+    auto per_head = [&] { split_heads(1, false); };
+    auto per_thread = [&] { split_heads(run, false); };
+    auto per_head_stream = [&] { split_heads(1, true); };
+    auto per_thread_stream = [&] { split_heads(run, true); };
     // Timing only (the halves are not merged): each thread streams a contiguous
     // range of keys with every KV head, reading whole rows in order.
     auto split_keys = [&] {

@@ -33,10 +33,11 @@ GREEDY_STEPS = 8
 REFERENCE_FAMILIES = {"gptj"}
 
 
-def llama_run(path, prompt, kv_type):
+def llama_run(path, prompt, kv_type, flash_attn=False):
     """llama.cpp's logits at every prompt position, then a greedy continuation with its gaps."""
     kv = {"f32": {"type_k": 0, "type_v": 0}}.get(kv_type, {})  # GGML_TYPE_F32
-    llm = Llama(model_path=str(path), n_ctx=256, n_batch=64, logits_all=True, verbose=False, n_threads=2, **kv)
+    llm = Llama(model_path=str(path), n_ctx=256, n_batch=64, logits_all=True, verbose=False, n_threads=2,
+                flash_attn=flash_attn, **kv)
     llm.eval(prompt)
     logits = np.array(llm.scores[: len(prompt)], dtype=np.float32)
     greedy, gaps = [], []

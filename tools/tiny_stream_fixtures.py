@@ -22,31 +22,19 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from llama_cpp import Llama
+
+from tiny_model_fixtures import llama_run
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "golden" / "tiny_stream"
 MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "models"))
 FAMILIES = ["llama", "gemma2", "gemma3", "cohere2", "gpt-oss", "bloom", "mpt", "deepseek2", "llama4", "mistral3", "qwen35",
             "olmo2@q4_k", "phi3@long"]
-GREEDY_STEPS = 8
 
 
 def run(path, prompt, kv_type, flash_attn):
-    kv = {"f32": {"type_k": 0, "type_v": 0}}.get(kv_type, {})
-    llm = Llama(model_path=str(path), n_ctx=256, n_batch=64, logits_all=True, verbose=False, n_threads=2,
-                flash_attn=flash_attn, **kv)
-    llm.eval(prompt)
-    logits = np.array(llm.scores[: len(prompt)], dtype=np.float32)
-    greedy, gaps = [], []
-    for _ in range(GREEDY_STEPS):
-        last = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
-        order = np.argsort(-last, kind="stable")
-        greedy.append(int(order[0]))
-        gaps.append(float(last[order[0]] - last[order[1]]))
-        llm.eval([greedy[-1]])
-    del llm
-    return logits, greedy, gaps
+    """tiny_model_fixtures.llama_run with llama.cpp's flash attention on or off."""
+    return llama_run(path, prompt, kv_type, flash_attn=flash_attn)
 
 
 def main() -> None:
