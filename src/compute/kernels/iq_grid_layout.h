@@ -63,9 +63,10 @@ struct IqDecoded {
     static constexpr int scales(int ib, int part, int parts) { return 4096 + 64 * (parts * ib + part); }
     static constexpr int d(int parts) { return 4096 + 512 * parts; }
     static constexpr int bytes(int parts) { return 4096 + 512 * parts + 64; }
-    // Blocks decoded at a time: with one token group's activations of them they
-    // stay in L1 while every group of the batch reads them.
-    static constexpr int k_blocks = 4;
+    // Blocks decoded at a time (37-41 KB, a per-thread stack buffer): they stay in
+    // L1 / L2 while every token group of the batch reads them; 4 and 16 measured
+    // slower (docs/perf.md).
+    static constexpr int k_blocks = 8;
 };
 
 // Packed block bytes (16 rows).
