@@ -157,6 +157,16 @@ void register_all() {
             benchmark::RegisterBenchmark(("decode/1B-llama/" + std::string(ggml_type_name(t)) + "/threads:" + std::to_string(threads)).c_str(),
                                          bm_decode_model, t, kernels().isa, threads)
                 ->UseRealTime();
+    // Low-bit prefill on the shapes of a 1B llama layer (ffn gate / up, ffn down; attention is the 2048 x 2048 above).
+    for (const KernelTable* k : tables) {
+        if (k->isa == Isa::Scalar) continue;
+        for (GgmlType t : {GgmlType::IQ3_XXS, GgmlType::IQ2_XXS, GgmlType::Q2_K, GgmlType::Q3_K})
+            for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2048, 8192}, {8192, 2048}}) {
+                std::string name = "matmul/" + kernels_name(*k) + "/" + std::string(ggml_type_name(t)) + "/" + std::to_string(n_in) + "x" +
+                                   std::to_string(n_out) + "/tokens:512/threads:2";
+                benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, k, n_in, n_out, 512, 2)->UseRealTime();
+            }
+    }
     // Float prefill on the shapes of a 1B llama layer (attention, ffn gate / up, ffn down).
     for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
         if (!kernel_table(isa)) continue;

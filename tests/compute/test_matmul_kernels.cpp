@@ -215,6 +215,18 @@ TEST(MatmulKernels, FloatWideRowsAndTokenBlocks) {
                 }
 }
 
+// The grid i-quants' prefill decodes a panel's blocks 8 at a time (IqDecoded) and
+// carries each row's sums in y from one chunk to the next: rows of 17 blocks (two
+// whole chunks and one of a single block), a partial last panel, and token counts
+// of several groups with a partial last one (or one group: the direct tiles).
+TEST(MatmulKernels, GridIQuantPrefillChunks) {
+    if (simd_levels().empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+    std::mt19937 rng(2121);
+    for (GgmlType type : {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ1_S,
+                          GgmlType::IQ1_M})
+        for (int64_t n_tokens : {int64_t{5}, int64_t{27}}) check_case({type, 17 * 256, 37, n_tokens, true}, rng);
+}
+
 // BF16 near the bottom of f32's range: subnormal weights and activations (read as
 // zero) and sums that cross the smallest normal (flushed to zero at every step),
 // as the BF16 dot-product instruction does; on CPUs that have it, the AVX-512

@@ -166,14 +166,28 @@ struct Iq1m {
     }
 };
 
-template <typename F>
+template <int Offset, bool Per16>
 KILN_TARGET_AVX2 inline __m256i sum_start(const uint8_t* a, int t, int ib, int half) {
     int16_t s;
-    if constexpr (F::k_per16)
+    if constexpr (Per16)
         std::memcpy(&s, a + act_aux_offset(256) + 32 * t + 2 * (2 * ib + half), 2);
     else
         std::memcpy(&s, a + act_aux_offset(256) + 16 * t + 2 * ib, 2);
-    return _mm256_set1_epi32(-F::k_offset * static_cast<int32_t>(s));
+    return _mm256_set1_epi32(-Offset * static_cast<int32_t>(s));
+}
+template <typename F>
+KILN_TARGET_AVX2 inline __m256i sum_start(const uint8_t* a, int t, int ib, int half) {
+    return sum_start<F::k_offset, F::k_per16>(a, t, ib, half);
+}
+
+// dot + the products of one chunk of unsigned levels with the 4 broadcast
+// activation bytes at `at` (vpdpbusd, or vpmaddubsw + vpmaddwd: exact, see above).
+template <bool Vnni>
+KILN_TARGET_AVX2 inline __m256i chunk_dot(__m256i dot, __m256i levels, const uint8_t* at) {
+    if constexpr (Vnni)
+        return dpbusd(dot, levels, bcast_i32(at));
+    else
+        return _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(levels, bcast_i32(at)), _mm256_set1_epi16(1)));
 }
 
 // One block of rows 8h .. x T tokens of one group (t0 ..): its terms added to acc[t].
@@ -181,7 +195,6 @@ template <typename F, int T, bool Vnni>
 KILN_TARGET_AVX2 inline void iq_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
     constexpr int halves = F::k_per16 ? 2 : 1;
     constexpr int groups = 4 / halves;
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ++ib)
@@ -193,13 +206,8 @@ KILN_TARGET_AVX2 inline void iq_block(const uint8_t* w, int h, const uint8_t* a,
                 F::group(w, h, ib, l, lo, hi);
                 for (int t = 0; t < T; ++t) {
                     const uint8_t* at = a + 256 * (t0 + t) + 32 * ib + 8 * l;
-                    if constexpr (Vnni) {
-                        dot[t] = dpbusd(dot[t], lo, bcast_i32(at));
-                        dot[t] = dpbusd(dot[t], hi, bcast_i32(at + 4));
-                    } else {
-                        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, bcast_i32(at)), ones));
-                        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, bcast_i32(at + 4)), ones));
-                    }
+                    dot[t] = chunk_dot<Vnni>(dot[t], lo, at);
+                    dot[t] = chunk_dot<Vnni>(dot[t], hi, at + 4);
                 }
             }
             const __m256i ls = F::scale(w, h, ib, half);
@@ -253,9 +261,115 @@ KILN_TARGET_AVX2 void iq_decode(const PackedMatrix& w, const ActPack& a, int64_t
 template <typename F, bool Vnni>
 constexpr TileFn k_iq_tiles[5] = {nullptr, iq_tile<F, 1, Vnni>, iq_tile<F, 2, Vnni>, iq_tile<F, 3, Vnni>, iq_tile<F, 4, Vnni>};
 
+// ---- prefill: each panel block's grid lookups once for every token group ----
+
+// One panel block at w in IqDecoded's form at out (32-byte aligned): both 8-row
+// halves of every chunk.
+template <typename F>
+KILN_TARGET_AVX2 void decode_block(const uint8_t* w, uint8_t* out) {
+    constexpr int parts = F::k_per16 ? 2 : 1;
+    for (int h = 0; h < 2; ++h)
+        for (int ib = 0; ib < 8; ++ib) {
+            for (int l = 0; l < 4; ++l) {
+                __m256i lo, hi;
+                F::group(w, h, ib, l, lo, hi);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::levels(ib, l) + 32 * h), lo);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::levels(ib, l) + 64 + 32 * h), hi);
+            }
+            for (int part = 0; part < parts; ++part)
+                _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::scales(ib, part, parts) + 32 * h), F::scale(w, h, ib, part));
+        }
+    std::memcpy(out + IqDecoded::d(parts), w, 32);
+}
+
+// The first n (1..8) lanes of y, the others zero.
+KILN_TARGET_AVX2 inline __m256 load_rows(const float* y, int n) {
+    if (n >= 8) return _mm256_loadu_ps(y);
+    alignas(32) float tmp[8] = {};
+    for (int i = 0; i < n; ++i) tmp[i] = y[i];
+    return _mm256_load_ps(tmp);
+}
+
+// nb decoded blocks at dw, rows 8h.., x T tokens of one group (t0 ..; a: the
+// group's activations of the first block): iq_block's operations in its order,
+// with the levels and scales loaded. The row sums continue those left in y by the
+// blocks before (first: none), and the last chunk of a row stores them scaled:
+// the bits of iq_tile's single pass.
+template <int Offset, bool Per16, int T, bool Vnni>
+KILN_TARGET_AVX2 void decoded_tile(const uint8_t* dw, int h, const uint8_t* a, int t0, int64_t nb, uint64_t a_stride, float* y,
+                                   int64_t ldy, int n_rows, bool first, bool last, float factor) {
+    constexpr int parts = Per16 ? 2 : 1;
+    constexpr int groups = 4 / parts;
+    constexpr uint64_t bytes = IqDecoded::bytes(parts);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : load_rows(y + t * ldy, n_rows);
+    for (int64_t b = 0; b < nb; ++b, dw += bytes, a += a_stride) {
+        __m256i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ++ib)
+            for (int part = 0; part < parts; ++part) {
+                __m256i dot[T];
+                for (int t = 0; t < T; ++t) dot[t] = sum_start<Offset, Per16>(a, t0 + t, ib, part);
+                for (int l = groups * part; l < groups * (part + 1); ++l) {
+                    const __m256i lo = load256(dw + IqDecoded::levels(ib, l) + 32 * h);
+                    const __m256i hi = load256(dw + IqDecoded::levels(ib, l) + 64 + 32 * h);
+                    for (int t = 0; t < T; ++t) {
+                        const uint8_t* at = a + 256 * (t0 + t) + 32 * ib + 8 * l;
+                        dot[t] = chunk_dot<Vnni>(dot[t], lo, at);
+                        dot[t] = chunk_dot<Vnni>(dot[t], hi, at + 4);
+                    }
+                }
+                const __m256i ls = load256(dw + IqDecoded::scales(ib, part, parts) + 32 * h);
+                for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], ls));
+            }
+        const __m256 dwf = load_f16x8(dw + IqDecoded::d(parts) + 16 * h);
+        for (int t = 0; t < T; ++t) {
+            const __m256 d = _mm256_mul_ps(dwf, bcast_f32(a + act_d_offset(256) + 4 * (t0 + t)));
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
+        }
+    }
+    const __m256 f = _mm256_set1_ps(factor);
+    for (int t = 0; t < T; ++t) store_rows(y + t * ldy, last ? _mm256_mul_ps(f, acc[t]) : acc[t], n_rows);
+}
+
+using DecodedTileFn = void (*)(const uint8_t*, int, const uint8_t*, int, int64_t, uint64_t, float*, int64_t, int, bool, bool, float);
+
+template <int Offset, bool Per16, bool Vnni>
+constexpr DecodedTileFn k_decoded_tiles[5] = {nullptr, decoded_tile<Offset, Per16, 1, Vnni>, decoded_tile<Offset, Per16, 2, Vnni>,
+                                              decoded_tile<Offset, Per16, 3, Vnni>, decoded_tile<Offset, Per16, 4, Vnni>};
+
+// Several token groups: per panel, IqDecoded::k_blocks blocks decoded at a time,
+// then every half, group and 4-token tile over them (a batch of one group:
+// run_tiles' direct path).
 template <typename F, bool Vnni>
-void iq_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+KILN_TARGET_AVX2 void iq_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    constexpr int parts = F::k_per16 ? 2 : 1;
+    constexpr uint64_t bytes = IqDecoded::bytes(parts);
+    alignas(64) uint8_t decoded[IqDecoded::k_blocks * bytes];  // [k_blocks] IqDecoded blocks
+    const uint64_t a_stride = a.format.block_stride;
+    for (int64_t p = p0; p < p1; ++p)
+        for (int64_t b0 = 0; b0 < w.n_blocks; b0 += IqDecoded::k_blocks) {
+            const int64_t nb = std::min<int64_t>(IqDecoded::k_blocks, w.n_blocks - b0);
+            for (int64_t b = 0; b < nb; ++b) decode_block<F>(w.panel(p) + static_cast<uint64_t>(b0 + b) * w.block_bytes, decoded + b * bytes);
+            for (int h = 0; h < 2; ++h) {
+                const int64_t rows = std::min<int64_t>(8, w.n_out - p * k_panel_rows - 8 * h);
+                if (rows <= 0) continue;
+                for (int64_t g = 0; g < a.n_groups(); ++g) {
+                    const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+                    for (int t0 = 0; t0 < n; t0 += 4)
+                        k_decoded_tiles<F::k_offset, F::k_per16, Vnni>[std::min(4, n - t0)](
+                            decoded, h, a.group(g) + static_cast<uint64_t>(b0) * a_stride, t0, nb, a_stride,
+                            y + (g * k_act_group + t0) * ldy + p * k_panel_rows + 8 * h, ldy, static_cast<int>(rows), b0 == 0,
+                            b0 + nb == w.n_blocks, iq_grid_factor(F::k_type));
+                }
+            }
+        }
+}
+
+template <typename F, bool Vnni>
+KILN_TARGET_AVX2 void iq_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     if (a.n_tokens == 1) return iq_decode<F>(w, a, p0, p1, y);
+    if (a.n_groups() > 1) return iq_prefill<F, Vnni>(w, a, p0, p1, y, ldy);
     run_tiles(k_iq_tiles<F, Vnni>, w, a, p0, p1, y, ldy);
 }
 

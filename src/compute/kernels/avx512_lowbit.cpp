@@ -72,6 +72,11 @@ KILN_TARGET_AVX512 void k2_tile(const uint8_t* w, uint64_t panel_bytes, const ui
         if (T > 1 && stream) prefetch_block(w + w_stride, w_stride);
         __m512i isum[P * T];
         for (int k = 0; k < P * T; ++k) isum[k] = _mm512_setzero_si512();
+        // Q2_K, one token: the mins' sum taken from the scale bytes as they are
+        // widened for the scales (several tokens: after the block, once for all of
+        // them, where one register per token is not spare).
+        __m512i msum1[P];
+        for (int p = 0; p < P; ++p) msum1[p] = _mm512_setzero_si512();
         for (int s = 0; s < 8; ++s) {
             // One token: the next super-block's lines requested while this one is
             // summed (the hardware prefetcher alone keeps too few in flight).
@@ -89,8 +94,10 @@ KILN_TARGET_AVX512 void k2_tile(const uint8_t* w, uint64_t panel_bytes, const ui
             for (int p = 0; p < P; ++p) {
                 const uint8_t* wp = w + p * panel_bytes;
                 if constexpr (F == K2::Q2_K) {
-                    sc[p] = _mm512_and_si512(_mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + L.sc + 32 * s))),
-                                             low4_16);
+                    const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + L.sc + 32 * s)));
+                    sc[p] = _mm512_and_si512(bytes, low4_16);
+                    if constexpr (T == 1)
+                        msum1[p] = _mm512_dpwssd_epi32(msum1[p], _mm512_srli_epi16(bytes, 4), bcast_i32(a + act_aux_offset(256) + 4 * s));
                 } else if constexpr (F == K2::Q3_K) {
                     sc[p] = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + L.sc + 32 * s)));
                     const __m512i bias = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc[p], 2));
@@ -143,12 +150,14 @@ KILN_TARGET_AVX512 void k2_tile(const uint8_t* w, uint64_t panel_bytes, const ui
             if constexpr (F == K2::Q2_K) {
                 // The mins' sum: m (high nibbles) pairs against the sub-block sums.
                 __m512i m[8];
-                for (int s = 0; s < 8; ++s)
-                    m[s] = _mm512_srli_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + L.sc + 32 * s))), 4);
+                if constexpr (T > 1)
+                    for (int s = 0; s < 8; ++s)
+                        m[s] = _mm512_srli_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + L.sc + 32 * s))), 4);
                 const __m512 dmw = load_f16x16(wp + 32);
                 for (int t = 0; t < T; ++t) {
-                    __m512i msum = _mm512_setzero_si512();
-                    for (int s = 0; s < 8; ++s) msum = _mm512_dpwssd_epi32(msum, m[s], bcast_i32(a + act_aux_offset(256) + 32 * t + 4 * s));
+                    __m512i msum = msum1[p];
+                    if constexpr (T > 1)
+                        for (int s = 0; s < 8; ++s) msum = _mm512_dpwssd_epi32(msum, m[s], bcast_i32(a + act_aux_offset(256) + 32 * t + 4 * s));
                     const __m512 da = bcast_f32(a + act_d_offset(256) + 4 * t);
                     const __m512 dall = _mm512_mul_ps(da, dw);
                     const __m512 dmin = _mm512_mul_ps(da, dmw);

@@ -47,6 +47,28 @@ struct IqGridLayout {
     static constexpr int iq1m_scales(int j) { return 800 + 32 * j; }
 };
 
+// Prefill's decoded form of one panel block: what a kernel makes of it once, in a
+// per-thread scratch, before every token group of the batch reads it (the grid
+// lookups are the costly part of these kernels, and a panel meets every group of
+// a prefill). Never stored in a panel, so the weights stay in their size.
+//   levels  u8 chunks [8 ib][4 l][2][16 rows][4]: chunk (ib, l, j) lane i = the
+//           levels plus the format's offset of elements 32 ib + 8 l + 4 j .. + 3 of
+//           row i (the operand of vpdpbusd / vpmaddubsw; AVX2 takes rows 8h.. at
+//           byte 32h of each chunk)
+//   scales  i32 [8 ib][parts][16]: each row's integer scale of sub-block ib (parts
+//           2: of its halves of 16 elements, IQ2_XS, IQ2_S, IQ1_M)
+//   d       f16 [16], as in the panel (and 32 bytes of padding)
+struct IqDecoded {
+    static constexpr int levels(int ib, int l) { return 128 * (4 * ib + l); }
+    static constexpr int scales(int ib, int part, int parts) { return 4096 + 64 * (parts * ib + part); }
+    static constexpr int d(int parts) { return 4096 + 512 * parts; }
+    static constexpr int bytes(int parts) { return 4096 + 512 * parts + 64; }
+    // Blocks decoded at a time (37-41 KB, a per-thread stack buffer): they stay in
+    // L1 / L2 while every token group of the batch reads them; 4 and 16 measured
+    // slower (docs/perf.md).
+    static constexpr int k_blocks = 8;
+};
+
 // Packed block bytes (16 rows).
 constexpr uint64_t iq_grid_block_bytes(GgmlType t) {
     switch (t) {
