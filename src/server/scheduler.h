@@ -89,6 +89,7 @@ private:
     uint64_t memory_bytes_ = 0;
     SpecOptions spec_;
     bool has_draft_ = false;
+    bool has_mtp_ = false;  // the model has a multi-token-prediction head
     int n_slots_ = 0;
     size_t max_queue_;
     mutable std::mutex mutex_;

@@ -102,7 +102,8 @@ SpecOptions server_spec_options(const ServerOptions& o) {
     else if (o.spec == "off") s.mode = SpecMode::Off;
     else if (o.spec == "ngram") s.mode = SpecMode::Ngram;
     else if (o.spec == "draft") s.mode = SpecMode::Draft;
-    else throw Error("--spec must be auto, off, ngram or draft, found '" + o.spec + "'");
+    else if (o.spec == "mtp") s.mode = SpecMode::Mtp;
+    else throw Error("--spec must be auto, off, ngram, draft or mtp, found '" + o.spec + "'");
     if (s.mode == SpecMode::Draft && o.draft_model.empty()) throw Error("--spec draft needs --draft-model FILE");
     if (!o.draft_model.empty() && s.mode != SpecMode::Draft && s.mode != SpecMode::Auto)
         throw Error("--draft-model drafts only with --spec draft or auto (not --spec " + o.spec + ")");

@@ -36,7 +36,8 @@ void configure_deepseek2(ArchConfig& c) {
     const gguf::Metadata& md = c.metadata;
     MlaSpec& m = s.mla;
 
-    read_nextn_layers(c);  // MTP layers after the trunk: skipped, with a load note (as llama.cpp unless it loads MTP)
+    read_nextn_layers(c);  // the first NextN block is the draft head (--spec mtp)
+    c.spec.tensors.nextn_head = true;
     if (md.find_float(c.key("attention.temperature_scale")).value_or(0.0) != 0.0)
         throw Error("GGUF metadata '" + c.key("attention.temperature_scale") + "': attention temperature tuning is not supported yet",
                     ErrorKind::Unsupported);

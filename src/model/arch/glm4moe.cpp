@@ -33,7 +33,8 @@ void configure_glm4moe(ArchConfig& c) {
         if (sec.size() >= 2 && sec[0] > 0 && sec[1] > 0)
             throw Error("GGUF metadata '" + sk + "': multimodal RoPE sections (GLM-4.5V) are not supported", ErrorKind::Unsupported);
     }
-    read_nextn_layers(c);
+    read_nextn_layers(c);  // the first NextN block is the draft head (--spec mtp)
+    c.spec.tensors.nextn_head = true;
     s.ffn_norm_tensor = "post_attention_norm.weight";  // the pre-FFN norm, under this name
     TensorRules& t = s.tensors;
     t.qk_norm = TensorUse::Optional;
