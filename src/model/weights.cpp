@@ -150,7 +150,7 @@ public:
 
     // Whether a tensor belongs to a multi-token-prediction layer after the first
     // (blk.N. with N past the trunk's first NextN block), which kiln leaves unread.
-    static bool in_nextn_layer(const std::string& name, const ModelSpec& s) {
+    static bool in_nextn_layer(const std::string& name, const ModelSpec& s, bool head_bound) {
         if (s.n_layer_nextn == 0 || name.rfind("blk.", 0) != 0) return false;
         const size_t dot = name.find('.', 4);
         if (dot == std::string::npos || dot == 4 || dot > 12) return false;
@@ -159,19 +159,19 @@ public:
             if (name[i] < '0' || name[i] > '9') return false;
             il = il * 10 + (name[i] - '0');
         }
-        return il >= s.n_layer + (s.tensors.nextn_head ? 1 : 0) && il < s.n_layer + s.n_layer_nextn;  // the draft head is bound
+        return il >= s.n_layer + (head_bound ? 1 : 0) && il < s.n_layer + s.n_layer_nextn;
     }
 
     // The first tensor of the file that nothing bound, named, with how many more;
     // the further MTP layers' tensors are left out, counted in a note.
-    void check_all_used(const ModelSpec& s, std::vector<std::string>& notes) const {
+    void check_all_used(const ModelSpec& s, bool head_bound, std::vector<std::string>& notes) const {
         const std::string& arch = s.arch;
         std::string first;
         size_t n = 0, n_mtp = 0;
         uint64_t mtp_bytes = 0;
         for (const gguf::TensorInfo& t : file_.tensors()) {
             if (used_.count(t.name)) continue;
-            if (in_nextn_layer(t.name, s)) {
+            if (in_nextn_layer(t.name, s, head_bound)) {
                 ++n_mtp;
                 mtp_bytes += t.bytes;
             } else if (n++ == 0) {
@@ -182,7 +182,7 @@ public:
             char mib[32];
             std::snprintf(mib, sizeof mib, "%.2f MiB", static_cast<double>(mtp_bytes) / (1024.0 * 1024.0));
             // "1 multi-token-prediction layer from blk.46 (17 tensors, 5.4 MiB) left unread: ..."
-            if (s.tensors.nextn_head) {
+            if (head_bound) {
                 const int n_more = s.n_layer_nextn - 1;
                 notes.push_back(std::to_string(n_more) + " more multi-token-prediction layer" + (n_more > 1 ? "s" : "") +
                                 " from blk." + std::to_string(s.n_layer + 1) + " (" + std::to_string(n_mtp) + " tensors, " + mib +
@@ -190,8 +190,10 @@ public:
             } else {
                 notes.push_back(std::to_string(s.n_layer_nextn) + " multi-token-prediction layer" + (s.n_layer_nextn > 1 ? "s" : "") +
                                 " from blk." + std::to_string(s.n_layer) + " (" + std::to_string(n_mtp) + " tensors, " + mib +
-                                ") left unread: kiln runs the " + std::to_string(s.n_layer) + " trunk layers (no MTP drafting for " +
-                                s.arch + ")");
+                                ") left unread: kiln runs the " + std::to_string(s.n_layer) + " trunk layers (" +
+                                (s.tensors.nextn_head ? "no blk." + std::to_string(s.n_layer) + ".nextn.eh_proj: no MTP drafting"
+                                                      : "no MTP drafting for " + s.arch) +
+                                ")");
             }
         }
         if (n == 0) return;
@@ -686,7 +688,8 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     // The first NextN block: its decoder layer (the trunk's kind: attention or
     // latent attention, dense or expert FFN by presence) and its own tensors. The
     // trunk's every-layer-or-none checks above do not include it.
-    if (!s.nextn_layers.empty() && tr.nextn_head) {
+    // A file converted without its MTP tensors (no eh_proj) keeps only the note.
+    if (!s.nextn_layers.empty() && tr.nextn_head && file.find_tensor("blk." + std::to_string(s.n_layer) + ".nextn.eh_proj.weight")) {
         const int il = s.n_layer;
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerSpec& l = s.nextn_layers.front();
@@ -706,7 +709,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         w.nextn.push_back(std::move(nw));
     }
     std::vector<std::string> mtp_notes;
-    b.check_all_used(s, mtp_notes);
+    b.check_all_used(s, !w.nextn.empty(), mtp_notes);
     w.conversion_notes = b.conversion_notes();
     w.conversion_notes.insert(w.conversion_notes.end(), mtp_notes.begin(), mtp_notes.end());
     // Matrices the kernels take in a repacked layout are repacked now, once
