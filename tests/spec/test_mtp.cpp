@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "engine/mtp_draft.h"
 #include "kiln/catalog.h"
 #include "kiln/context.h"
 #include "kiln/engine.h"
@@ -159,6 +160,52 @@ TEST_P(MtpHead, LosslessGreedyAndSeededSampling) {
             }
         }
     }
+}
+
+// The drafter's k tokens are the head's greedy chain on llama.cpp's rows: one
+// catch-up pass (token p with the trunk's state at p - 1) whose last row is the
+// pending token's, then the head's own states; asked again after a shorter
+// history (a rejection), its cells past the trunk's states are rolled back.
+TEST(MtpDraft, DraftsAreTheHeadsGreedyChain) {
+    const ModelPtr model = tiny("glm4moe");
+    const int64_t e = model->n_embd();
+    const std::vector<TokenId> prompt = prompt_of(20, 5);
+    const kiln::ContextOptions co{.n_ctx = 128, .n_batch = 8};
+    kiln::Context trunk(model, {.n_ctx = 128, .n_batch = 8, .row_states = true});
+    kiln::MtpDrafter drafter(model, trunk, co);
+    kiln::Batch b;
+    for (size_t p = 0; p + 1 < prompt.size(); ++p) b.add(prompt[p], static_cast<int64_t>(p), 0, p + 2 == prompt.size());
+    trunk.decode(b);
+    drafter.record(b, trunk);
+    std::vector<float> states;  // the trunk's, per position
+    for (int i = 0; i < b.size(); ++i) states.insert(states.end(), trunk.row_state(i).begin(), trunk.row_state(i).end());
+
+    // The reference chain by hand (a NextN Context of its own).
+    auto chain = [&](size_t n_tokens, int k) {
+        kiln::Context head(model, {.n_ctx = 128, .n_batch = 8, .hidden_states = true, .nextn = true});
+        const std::vector<float> zeros(static_cast<size_t>(e), 0.0f);
+        kiln::Batch hb;
+        for (size_t p = 0; p < n_tokens; ++p)
+            hb.add_with_state(prompt[p], p == 0 ? std::span<const float>(zeros) : std::span<const float>(states.data() + (p - 1) * e, e),
+                              static_cast<int64_t>(p), 0, p + 1 == n_tokens);
+        std::vector<TokenId> out;
+        for (int i = 0; i < k; ++i) {
+            head.decode(hb);
+            const auto lg = head.logits(head.n_outputs() - 1);
+            out.push_back(static_cast<TokenId>(std::max_element(lg.begin(), lg.end()) - lg.begin()));
+            const std::vector<float> g(head.hidden(head.n_outputs() - 1).begin(), head.hidden(head.n_outputs() - 1).end());
+            hb.clear();
+            hb.add_with_state(out.back(), g, static_cast<int64_t>(n_tokens) + i, 0, true);
+        }
+        return out;
+    };
+    std::vector<TokenId> got;
+    drafter.draft(std::vector<kiln::DraftRequest>{{.seq = 0, .tokens = prompt, .k = 4, .out = &got}});
+    EXPECT_EQ(got, chain(prompt.size(), 4));
+    // A shorter history (the last two tokens rejected): the catch-up rolls back.
+    const std::vector<TokenId> shorter(prompt.begin(), prompt.end() - 2);
+    drafter.draft(std::vector<kiln::DraftRequest>{{.seq = 0, .tokens = shorter, .k = 3, .out = &got}});
+    EXPECT_EQ(got, chain(shorter.size(), 3));
 }
 
 // Several sequences drafting together (their head rows share passes), one of
