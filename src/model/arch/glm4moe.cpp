@@ -11,8 +11,8 @@
 //
 // Multi-token-prediction layers (nextn_predict_layers, the last layer of real
 // files: nextn.eh_proj / enorm / hnorm / shared_head_norm and a whole expert
-// block) are skipped: their tensors are left unread and the load notes say how
-// many, as llama.cpp does unless asked to load MTP. Refused by name: multimodal
+// block): the first is bound as the draft head (src/model/nextn.h, llama.cpp's
+// glm4moe MTP graph), any others are left unread with a load note. Refused by name: multimodal
 // RoPE sections (GLM-4.5V's M-RoPE, when rope.dimension_sections' first two are
 // positive, llama.cpp's test).
 #include "kiln/error.h"
