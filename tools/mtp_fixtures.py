@@ -27,7 +27,7 @@ import llama_cpp as L
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "golden" / "mtp"
 MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "models"))
-FAMILIES = ["glm4moe", "glm4moe@q8_0", "deepseek2@nextn"]
+FAMILIES = ["glm4moe", "glm4moe@q8_0", "deepseek2@nextn", "qwen35@mtp", "qwen35moe@mtp"]
 
 # The staging API llama.cpp's speculative driver uses (src/llama-ext.h): C++ symbols.
 _lib = L.llama_cpp._lib

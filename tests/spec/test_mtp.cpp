@@ -30,7 +30,7 @@ using ModelPtr = std::shared_ptr<const kiln::Model>;
 // The tiny models' bound (tests/model/test_tiny_models.cpp): 1% of the largest logit.
 constexpr float k_relative_bound = 0.01f;
 
-const std::vector<std::string> k_families = {"glm4moe", "glm4moe@q8_0", "deepseek2@nextn"};
+const std::vector<std::string> k_families = {"glm4moe", "glm4moe@q8_0", "deepseek2@nextn", "qwen35@mtp", "qwen35moe@mtp"};
 
 ModelPtr tiny(const std::string& family) {
     static std::map<std::string, ModelPtr> models;
