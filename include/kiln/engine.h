@@ -46,7 +46,8 @@ std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "canc
 // from a draft model the Engine was given (set_draft_model): a smaller model of
 // the same vocabulary, run greedily for k tokens on the same executor, or from
 // the model's own multi-token-prediction head (a file with NextN layers:
-// glm4moe, deepseek2), chained greedily for k tokens from the trunk's hidden state.
+// glm4moe, deepseek2, qwen35 / qwen35moe), chained greedily for k tokens from the
+// trunk's hidden state.
 enum class SpecMode {
     Auto,   // the draft model if the Engine has one, else prompt lookup and, where the model has
             // one, its MTP head; drafting only while the measured acceptance and cost say it pays

@@ -240,7 +240,8 @@ struct TensorRules {
     bool expert_dense_branch = false;
     // The first multi-token-prediction block (ModelSpec::nextn_layers) is bound as
     // the model's draft head, in the form of llama.cpp's MTP graph for the family
-    // (glm4moe, deepseek2); elsewhere NextN layers are skipped with a load note.
+    // (glm4moe, deepseek2, qwen35 / qwen35moe); elsewhere NextN layers are skipped
+    // with a load note.
     bool nextn_head = false;
 };
 
