@@ -149,7 +149,8 @@ def test_a_request_sets_its_own_speculation():
         status, plain = post_status(s.url, "/v1/completions", {"prompt": PROMPTS[1], "temperature": 0, "max_tokens": 24})
         assert capped["choices"][0]["text"] == plain["choices"][0]["text"]
         for fields, param, words in (({"speculative": {"mode": "draft"}}, None, "without a draft model"),
-                                     ({"speculative": {"mode": "fast"}}, "speculative.mode", "auto, off, ngram or draft"),
+                                     ({"speculative": {"mode": "fast"}}, "speculative.mode", "auto, off, ngram, draft or mtp"),
+                                     ({"speculative": {"mode": "mtp"}}, None, "no multi-token-prediction layers"),
                                      ({"speculative": {"p_min": 0.5}}, "speculative.p_min", "not a speculative"),
                                      ({"speculative.p_min": 0.5}, "speculative.p_min", "not supported"),
                                      ({"speculative": {"n_max": 100}}, "speculative.n_max", None),
@@ -177,3 +178,37 @@ def test_every_api_reads_the_speculation_fields():
             assert status == 200, (path, status, ok)
     finally:
         s.stop()
+
+
+def test_a_model_with_an_mtp_head_drafts_with_it():
+    """A tiny glm4moe with a NextN block (random weights: its drafts are nearly
+    always wrong, so every step rolls back): speculative.mode "mtp" per request
+    and --spec mtp give the replies of --spec off, with the drafts counted."""
+    require(SMOLLM2.exists(), f"model not installed: {SMOLLM2}")
+    tool = kiln_binary().parent / "tests" / "make_tiny_model"
+    require(tool.exists(), f"no make_tiny_model at {tool}")
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "tiny-glm4moe.gguf"
+        subprocess.run([str(tool), "glm4moe", str(SMOLLM2), str(model)], check=True, capture_output=True, timeout=120)
+        body = {"prompt": "The quick brown fox jumps over the lazy dog", "temperature": 0, "max_tokens": 24}
+        texts = {}
+        s = KilnServer("--spec", "off", "--parallel", "2", model=model, ctx=256)
+        try:
+            status, off = post_status(s.url, "/v1/completions", body)
+            assert status == 200 and off["timings"]["draft_n"] == 0, off
+            status, on = post_status(s.url, "/v1/completions", {**body, "speculative": {"mode": "mtp", "n_max": 3}})
+            assert status == 200, on
+            assert on["choices"][0]["text"] == off["choices"][0]["text"]
+            assert on["timings"]["draft_n"] > 0, on["timings"]
+            texts["off"] = off["choices"][0]["text"]
+        finally:
+            s.stop()
+        s = KilnServer("--spec", "mtp", model=model, ctx=256)
+        try:
+            status, on = post_status(s.url, "/v1/completions", body)
+            assert status == 200 and on["choices"][0]["text"] == texts["off"], on
+            assert on["timings"]["draft_n"] > 0 and metrics(s.url)["kiln_draft_tokens_total"] == on["timings"]["draft_n"]
+        finally:
+            s.stop()
