@@ -122,8 +122,9 @@ Engine::Engine(std::shared_ptr<const Model> model, const ContextOptions& options
     // would cost evaluating the kept tokens again: auto leaves such models alone
     // (an explicit ngram still works, losslessly, through that re-evaluation).
     if (ModelInternals::spec(*impl_->model).memory != MemoryKind::Kv)
-        impl_->spec_note = "speculation off: the model's recurrent state rolls back only to checkpoints, "
-                           "so every rejected draft would cost a re-evaluation (--spec ngram forces it)";
+        impl_->spec_note = std::string("speculation off: the model's recurrent state rolls back only to checkpoints, "
+                                       "so every rejected draft would cost a re-evaluation (--spec ngram") +
+                           (mtp ? " or mtp" : "") + " forces it)";
 }
 
 Engine::~Engine() = default;

@@ -113,7 +113,8 @@ def test_a_draft_model_with_another_vocabulary_is_refused_at_load():
 def test_bad_speculation_flags_are_errors():
     require(SMOLLM2.exists(), f"model not installed: {SMOLLM2}")
     for args, message in ((["--spec", "draft"], "--spec draft needs --draft-model"),
-                          (["--spec", "off", "--draft-model", str(SMOLLM2)], "--draft-model drafts only with")):
+                          (["--spec", "off", "--draft-model", str(SMOLLM2)], "--draft-model drafts only with"),
+                          (["--spec", "mtp"], "has no multi-token-prediction layers")):
         proc = subprocess.run([str(kiln_binary()), "serve", "-m", str(SMOLLM2), "--port", "0", *args],
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode != 0 and message in proc.stderr, (args, proc.stderr)
