@@ -20,7 +20,8 @@
 // latent attention: kv_lora 512 + 64 rotated, no q_lora, head 128 + 64 / 128;
 // YaRN x40 over 4096 with mscale_all_dim 0.707; layer 0 dense with FFN 10944,
 // then 64 experts of width 1408, 6 selected by softmax, and 2 shared experts)
-// with --layers of its 27 layers. Matrices whose rows the type cannot hold
+// with --layers of its 27 layers; --nextn N adds N multi-token-prediction blocks
+// after them (expert layers with nextn.eh_proj / enorm / hnorm / shared_head_norm). Matrices whose rows the type cannot hold
 // (1408, 10944 for Q4_K) are written in Q5_0, and attn_k_b / attn_v_b in Q8_0,
 // as llama-quantize falls back for them.
 //
@@ -63,6 +64,7 @@ struct Options {
     int head_dim = 0;  // 0: embd / heads
     int experts = 128, experts_used = 8;
     int ctx = 4096;  // context_length of the llama / qwen3moe shapes (long-context benches need more)
+    int nextn = 0;   // deepseek2: multi-token-prediction blocks after the layers (DeepSeek-V3's NextN form)
 };
 
 std::vector<uint8_t> make_matrix(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng) {
@@ -106,7 +108,8 @@ void write_deepseek2(const Options& o, GgmlType type, gguf::Writer& w, int64_t n
     auto u32 = [](int64_t v) { return Value::u32(static_cast<uint32_t>(v)); };
     md.add(a + "context_length", u32(163840));
     md.add(a + "embedding_length", u32(e));
-    md.add(a + "block_count", u32(o.layers));
+    md.add(a + "block_count", u32(o.layers + o.nextn));
+    if (o.nextn > 0) md.add(a + "nextn_predict_layers", u32(o.nextn));
     md.add(a + "feed_forward_length", u32(ff));
     md.add(a + "attention.head_count", u32(n_head));
     md.add(a + "attention.head_count_kv", u32(1));
@@ -151,8 +154,14 @@ void write_deepseek2(const Options& o, GgmlType type, gguf::Writer& w, int64_t n
     matrix("token_embd.weight", e, n_vocab, type);
     fill("output_norm.weight", {u64(e)}, 1.0f, 0.0f);
     matrix("output.weight", e, n_vocab, type);
-    for (int il = 0; il < o.layers; ++il) {
+    for (int il = 0; il < o.layers + o.nextn; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
+        if (il >= o.layers) {  // an MTP block: an expert layer with its NextN input (the trunk's embedding and head)
+            matrix(p + "nextn.eh_proj.weight", 2 * e, e, type);
+            fill(p + "nextn.enorm.weight", {u64(e)}, 1.0f, 0.0f);
+            fill(p + "nextn.hnorm.weight", {u64(e)}, 1.0f, 0.0f);
+            fill(p + "nextn.shared_head_norm.weight", {u64(e)}, 1.0f, 0.0f);
+        }
         fill(p + "attn_norm.weight", {u64(e)}, 1.0f, 0.0f);
         matrix(p + "attn_q.weight", e, n_head * (nope + rot), type);
         matrix(p + "attn_kv_a_mqa.weight", e, lora + rot, type);
@@ -373,6 +382,7 @@ int main(int argc, char** argv) {
             else if (a == "--experts") o.experts = std::stoi(value());
             else if (a == "--experts-used") o.experts_used = std::stoi(value());
             else if (a == "--ctx") o.ctx = std::stoi(value());
+            else if (a == "--nextn") o.nextn = std::stoi(value());
             else throw Error("unknown option " + a);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "make_bench_model: %s\n", e.what());

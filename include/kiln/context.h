@@ -45,6 +45,15 @@ struct ContextOptions {
     std::shared_ptr<Executor> executor;  // null: Executor::shared()
     bool hidden_states = false;   // keep each output's final hidden state (hidden())
     bool logits = true;           // false: no logits (embeddings need only the hidden states)
+    // Keep every entry's final hidden state (row_state), not only the outputs':
+    // the input a multi-token-prediction head reads for each position.
+    bool row_states = false;
+    // Evaluate the model's multi-token-prediction head (its first NextN block,
+    // nextn_predict_layers) instead of the trunk: each entry is a token with the
+    // trunk's final hidden state at the position before it (Batch::add_with_state),
+    // its logits predict the token after the next. The head has its own KV cells
+    // (one layer). A model without such a head is an Unsupported error.
+    bool nextn = false;
 };
 
 // Entries to evaluate: each a token (or an embedding row), its position, its
@@ -54,6 +63,9 @@ public:
     // token_type: an encoder's segment (BERT: 0 for the first, 1 for the second
     // of a pair); models without token types take only 0.
     void add(TokenId token, int64_t pos, SeqId seq, bool output = false, int32_t token_type = 0);
+    // A token with a hidden state beside it (f32 [n_embd]): the input of a
+    // multi-token-prediction head (ContextOptions::nextn).
+    void add_with_state(TokenId token, std::span<const float> state, int64_t pos, SeqId seq, bool output = false);
     // An input embedding instead of a token (f32 [n_embd]).
     void add_embedding(std::span<const float> embedding, int64_t pos, SeqId seq, bool output = false);
     void clear();
@@ -105,6 +117,8 @@ public:
     int n_outputs() const;                          // of the last decode
     std::span<const float> logits(int output) const;  // f32 [n_vocab] (an encoder has none: throws)
     std::span<const float> hidden(int output) const;  // f32 [n_embd] (hidden_states)
+    // The last decode's entry `entry`'s final hidden state, f32 [n_embd] (row_states).
+    std::span<const float> row_state(int entry) const;
 
     int64_t seq_length(SeqId seq) const;
     const std::vector<TokenId>& seq_tokens(SeqId seq) const;  // k_no_token at embedding positions

@@ -42,17 +42,21 @@ std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "canc
 // and rolls the sequence back past it. The text is the same with it on or off
 // (seeded sampling too); a constraint, stop strings, EOS and max_tokens behave
 // as without it. Drafts come from prompt lookup (what followed the most recent
-// earlier occurrence of the sequence's last n tokens, prompt and generated) or
+// earlier occurrence of the sequence's last n tokens, prompt and generated),
 // from a draft model the Engine was given (set_draft_model): a smaller model of
-// the same vocabulary, run greedily for k tokens on the same executor.
+// the same vocabulary, run greedily for k tokens on the same executor, or from
+// the model's own multi-token-prediction head (a file with NextN layers:
+// glm4moe, deepseek2, qwen35 / qwen35moe), chained greedily for k tokens from the
+// trunk's hidden state.
 enum class SpecMode {
-    Auto,   // the draft model if the Engine has one, else prompt lookup; drafting only while
-            // the measured acceptance and cost say it pays
+    Auto,   // the draft model if the Engine has one, else prompt lookup and, where the model has
+            // one, its MTP head; drafting only while the measured acceptance and cost say it pays
     Off,
     Ngram,  // prompt lookup on every step that finds a match, draft_max tokens
     Draft,  // the draft model on every step, as many tokens (draft_min..draft_max) as pay best
+    Mtp,    // the model's multi-token-prediction head on every step, draft_min..draft_max as Draft
 };
-std::string_view spec_mode_name(SpecMode m);  // "auto", "off", "ngram", "draft"
+std::string_view spec_mode_name(SpecMode m);  // "auto", "off", "ngram", "draft", "mtp"
 
 struct SpecOptions {
     SpecMode mode = SpecMode::Auto;
@@ -134,13 +138,17 @@ public:
     // executor and threads. Null removes it; only while no sequence is active.
     void set_draft_model(std::shared_ptr<const Model> draft);
     const Model* draft_model() const;  // null: none
-    uint64_t draft_memory_bytes() const;  // its Context's memory (0: none)
+    uint64_t draft_memory_bytes() const;  // its Context's memory (0: none); with an MTP head, the head's too
+    // The model has a multi-token-prediction head the engine drafts with (SpecMode::Mtp).
+    bool has_mtp_head() const;
 
     // Starts generating a reply to `prompt` in a free slot and returns the slot.
     // The prompt's tokens are evaluated by the following steps. `constraint`, if
     // given, is put in front of the sampler chain (a grammar). Throws
     // ResourceExhausted when every slot is busy, InvalidInput for an empty
-    // prompt or one longer than the context, or SpecMode::Draft without a draft model.
+    // prompt or one longer than the context, SpecMode::Draft without a draft model,
+    // or SpecMode::Mtp for a model without multi-token-prediction layers.
+    // (has_mtp_head says whether it has them.)
     SeqId submit(std::span<const TokenId> prompt, const GenerateOptions& options, TokenCallback on_token = nullptr,
                  std::unique_ptr<SamplerStage> constraint = nullptr);
 

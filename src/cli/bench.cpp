@@ -171,9 +171,9 @@ int cmd_bench(int argc, char** argv) {
     app.add_option("--json-schema", json_schema, "instead: greedy decode with vs without this JSON Schema's constraint");
     SpecBenchOptions spec;
     app.add_option("--spec", spec.mode,
-                   "instead: greedy decode with --spec off vs this mode (auto, ngram, draft): speed, drafted / accepted "
-                   "tokens, acceptance rate")
-        ->check(CLI::IsMember({"auto", "ngram", "draft", "off"}));
+                   "instead: greedy decode with --spec off vs this mode (auto, ngram, draft, mtp): speed, drafted / "
+                   "accepted tokens, acceptance rate")
+        ->check(CLI::IsMember({"auto", "ngram", "draft", "mtp", "off"}));
     app.add_option("--draft-model", spec.draft_model, "with --spec draft / auto: the draft model");
     app.add_option("--draft-max", spec.draft_max, "with --spec: most tokens drafted per step")->check(CLI::Range(1, 64));
     app.add_option("--draft-min", spec.draft_min, "with --spec: shortest draft worth verifying")->check(CLI::Range(1, 64));

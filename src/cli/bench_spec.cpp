@@ -52,7 +52,11 @@ int bench_spec(std::shared_ptr<const Model> model, const SpecBenchOptions& o) {
     Session session(model, co);
     if (!o.draft_model.empty()) session.engine().set_draft_model(Model::load(resolve_model(o.draft_model)));
     SpecOptions spec;
-    spec.mode = o.mode == "off" ? SpecMode::Off : o.mode == "ngram" ? SpecMode::Ngram : o.mode == "draft" ? SpecMode::Draft : SpecMode::Auto;
+    spec.mode = o.mode == "off"     ? SpecMode::Off
+                : o.mode == "ngram" ? SpecMode::Ngram
+                : o.mode == "draft" ? SpecMode::Draft
+                : o.mode == "mtp"   ? SpecMode::Mtp
+                                    : SpecMode::Auto;
     spec.draft_max = o.draft_max;
     spec.draft_min = std::min(o.draft_min, o.draft_max);
     const std::string text = o.prompt_file.empty() ? std::string(k_default_prompt) : read_text_file(o.prompt_file);

@@ -37,9 +37,10 @@ void GenerationFlags::add_to(CLI::App& app) {
     app.add_flag("--ignore-eos", ignore_eos, "keep generating past end-of-generation tokens");
     app.add_flag("-v,--verbose", verbose, "load and speed figures on stderr");
     app.add_option("--spec", spec,
-                   "speculative decoding (lossless): auto (the draft model if given, else prompt lookup, while it pays), "
-                   "off, ngram (prompt lookup, always), draft (the draft model, always)")
-        ->check(CLI::IsMember({"auto", "off", "ngram", "draft"}));
+                   "speculative decoding (lossless): auto (the draft model if given, else prompt lookup and the model's "
+                   "MTP head where it has one, while they pay), off, ngram (prompt lookup, always), draft (the draft "
+                   "model, always), mtp (the model's multi-token-prediction head, always)")
+        ->check(CLI::IsMember({"auto", "off", "ngram", "draft", "mtp"}));
     app.add_option("--draft-model", draft_model,
                    "draft model for --spec draft / auto: a smaller GGUF with the same vocabulary (a path or catalog name)");
     app.add_option("--draft-max", draft_max, "most tokens drafted per step")->check(CLI::Range(1, 64));
@@ -58,6 +59,7 @@ SpecOptions GenerationFlags::speculation() const {
     s.mode = spec == "off"     ? SpecMode::Off
              : spec == "ngram" ? SpecMode::Ngram
              : spec == "draft" ? SpecMode::Draft
+             : spec == "mtp"   ? SpecMode::Mtp
                                : SpecMode::Auto;
     s.draft_max = draft_max;
     s.draft_min = std::min(draft_min, draft_max);

@@ -85,8 +85,8 @@ int cmd_serve(int argc, char** argv) {
     app.add_option("--embd-normalize", o.embd_normalize, "embeddings' normalization: l2 (default) | l1 | maxabs | pN | none");
     app.add_option("--spec", o.spec,
                    "speculative decoding of every sequence (lossless): auto (the draft model if given, else prompt "
-                   "lookup, while it pays), off, ngram, draft")
-        ->check(CLI::IsMember({"auto", "off", "ngram", "draft"}));
+                   "lookup and the model's MTP head where it has one, while they pay), off, ngram, draft, mtp")
+        ->check(CLI::IsMember({"auto", "off", "ngram", "draft", "mtp"}));
     app.add_option("--draft-max", o.draft_max, "most tokens drafted per step")->check(CLI::Range(1, 64));
     app.add_option("--draft-min", o.draft_min, "shortest draft worth verifying")->check(CLI::Range(1, 64));
     app.add_option("--draft-model", o.draft_model,

@@ -158,6 +158,12 @@ void Batch::add_embedding(std::span<const float> embedding, int64_t pos, SeqId s
     embd_.insert(embd_.end(), embedding.begin(), embedding.end());
 }
 
+void Batch::add_with_state(TokenId token, std::span<const float> state, int64_t pos, SeqId seq, bool output) {
+    if (token == k_no_token) throw Error("batch: an entry with a state needs a token");
+    add_embedding(state, pos, seq, output);
+    tokens_.back() = token;
+}
+
 void Batch::clear() {
     tokens_.clear();
     pos_.clear();
@@ -174,6 +180,8 @@ struct Context::Impl {
     int n_ctx = 0;
     int n_batch = 0;
     bool hidden_states = false;
+    bool row_states = false;
+    bool nextn = false;       // the model's multi-token-prediction head
     bool want_logits = true;  // ContextOptions::logits and the model has an output head
     std::unique_ptr<ThreadPool> pool;
     std::unique_ptr<SequenceMemory> memory;
@@ -181,6 +189,7 @@ struct Context::Impl {
     std::vector<std::vector<TokenId>> tokens;  // per sequence: what its positions hold
     // Outputs of the last decode: f32 [n_vocab, n_outputs], [n_embd, n_outputs].
     std::vector<float> logits, hidden;
+    std::vector<float> states;  // row_states: f32 [n_embd, entries of the last decode]
     int n_outputs = 0;
     std::vector<float> last_logits;  // sequence 0's last token (single-sequence API)
     Batch one;                       // scratch for the single-sequence API
@@ -197,17 +206,28 @@ struct Context::Impl {
 
 Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : impl_(std::make_unique<Impl>()) {
     Impl& im = *impl_;
-    const ModelSpec& spec = ModelInternals::spec(*model);
+    const NextnHead* head = o.nextn ? ModelInternals::nextn(*model) : nullptr;
+    if (o.nextn && !head)
+        throw Error("model '" + model->path() + "' has no multi-token-prediction head (" +
+                        (ModelInternals::spec(*model).n_layer_nextn > 0
+                             ? "its NextN layers are not supported for architecture '" + model->architecture() + "'"
+                             : std::string("no nextn_predict_layers")) +
+                        ")",
+                    ErrorKind::Unsupported);
+    const ModelSpec& spec = head ? head->spec : ModelInternals::spec(*model);
+    const ModelWeights& weights = head ? head->weights : ModelInternals::weights(*model);
     im.model = std::move(model);
     im.spec = &spec;
     const ContextSizing z = size_context(spec, o);
     im.n_batch = z.n_batch;
     im.hidden_states = o.hidden_states;
+    im.row_states = o.row_states;
+    im.nextn = head != nullptr;
     im.want_logits = o.logits && spec.output_head;
     im.pool = std::make_unique<ThreadPool>(o.executor ? o.executor : Executor::shared(), o.n_threads);
     im.memory = make_memory(spec, z);
     im.n_ctx = static_cast<int>(im.memory->n_ctx());
-    im.forward = std::make_unique<Forward>(spec, ModelInternals::weights(*im.model), *im.memory, *im.pool, im.n_batch);
+    im.forward = std::make_unique<Forward>(spec, weights, *im.memory, *im.pool, im.n_batch);
     im.forward->set_streaming_attention(o.flash_attn);
     im.tokens.resize(static_cast<size_t>(o.n_seq_max));
 }
@@ -225,6 +245,8 @@ void Context::Impl::validate(const Batch& b) {
     if (b.n_embd() > 0 && b.n_embd() != spec->n_embd)
         throw Error("batch: embeddings of " + std::to_string(b.n_embd()) + " values, the model's width is " +
                     std::to_string(spec->n_embd));
+    if (nextn && b.n_embd() == 0 && !b.empty())
+        throw Error("batch: a multi-token-prediction head's entries need the trunk's hidden states (Batch::add_with_state)");
     // Each sequence's entries continue its positions in order.
     next.resize(tokens.size());
     for (size_t s = 0; s < tokens.size(); ++s) next[s] = static_cast<int64_t>(tokens[s].size());
@@ -272,6 +294,7 @@ void Context::decode(const Batch& batch) {
     const bool head = im.want_logits;  // an encoder has hidden states only
     im.logits.resize(head ? static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab) : 0);
     if (im.hidden_states) im.hidden.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_embd));
+    if (im.row_states) im.states.resize(static_cast<size_t>(batch.size()) * static_cast<size_t>(n_embd));
     int done_out = 0;
     // A recurrent state cannot be cut back, so a prompt (several entries of one
     // sequence) leaves checkpoints as it is evaluated: one just before its last
@@ -304,11 +327,13 @@ void Context::decode(const Batch& batch) {
         rows.seq = batch.seqs().data() + done;
         rows.output = batch.outputs().data() + done;
         rows.types = batch.token_types().data() + done;
+        if (im.nextn) rows.state = rows.embd;
         int chunk_out = 0;
         for (int i = 0; i < n; ++i) chunk_out += rows.output[i] ? 1 : 0;
         im.forward->eval(rows, chunk_out && head ? im.logits.data() + static_cast<size_t>(done_out) * static_cast<size_t>(n_vocab) : nullptr,
                          chunk_out && im.hidden_states ? im.hidden.data() + static_cast<size_t>(done_out) * static_cast<size_t>(n_embd)
-                                                       : nullptr);
+                                                       : nullptr,
+                         im.row_states ? im.states.data() + static_cast<size_t>(done) * static_cast<size_t>(n_embd) : nullptr);
         for (int i = 0; i < n; ++i) im.tokens[static_cast<size_t>(rows.seq[i])].push_back(rows.tokens[i]);
         done_out += chunk_out;
         done += n;
@@ -347,6 +372,16 @@ std::span<const float> Context::hidden(int output) const {
         throw Error("output " + std::to_string(output) + " is outside the last batch's " + std::to_string(im.n_outputs) + " outputs");
     const size_t n_embd = static_cast<size_t>(im.spec->n_embd);
     return std::span<const float>(im.hidden.data() + static_cast<size_t>(output) * n_embd, n_embd);
+}
+
+std::span<const float> Context::row_state(int entry) const {
+    const Impl& im = *impl_;
+    if (!im.row_states) throw Error("every entry's hidden state was not asked for (ContextOptions::row_states)");
+    const size_t n_embd = static_cast<size_t>(im.spec->n_embd);
+    if (entry < 0 || static_cast<size_t>(entry) >= im.states.size() / n_embd)
+        throw Error("entry " + std::to_string(entry) + " is outside the last batch's " + std::to_string(im.states.size() / n_embd) +
+                    " entries");
+    return std::span<const float>(im.states.data() + static_cast<size_t>(entry) * n_embd, n_embd);
 }
 
 int64_t Context::seq_length(SeqId seq) const {

@@ -22,6 +22,20 @@
 
 namespace kiln {
 
+// One sequence's draft request (a draft model's or the MTP head's).
+struct DraftRequest {
+    SeqId seq = 0;
+    std::span<const TokenId> tokens;      // what the target's sequence holds, then its pending token
+    int k = 0;                            // tokens to draft (> 0)
+    std::vector<TokenId>* out = nullptr;  // receives up to k tokens (fewer after an end-of-generation token)
+};
+// The drafter's passes that evaluated at most two rows per request (the
+// steady-state cost of drafting one token for each).
+struct DraftTiming {
+    double seconds = 0;
+    int passes = 0;
+};
+
 class DraftModel {
 public:
     // A Context for the draft model sized like `target` (n_seq_max, n_ctx —
@@ -30,18 +44,8 @@ public:
     DraftModel(std::shared_ptr<const Model> draft, const Model& target, const Context& target_ctx,
                const ContextOptions& target_options);
 
-    struct Request {
-        SeqId seq = 0;
-        std::span<const TokenId> tokens;  // what the target's sequence holds, then its pending token
-        int k = 0;                        // tokens to draft (> 0)
-        std::vector<TokenId>* out = nullptr;  // receives up to k tokens (fewer after an end-of-generation token)
-    };
-    // The draft model's passes that evaluated at most two rows per request
-    // (the steady-state cost of drafting one token for each).
-    struct Timing {
-        double seconds = 0;
-        int passes = 0;
-    };
+    using Request = DraftRequest;
+    using Timing = DraftTiming;
     // Drafts for every request together (each request's seq at most once).
     Timing draft(std::span<const Request> requests);
 

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "engine/draft_model.h"
+#include "engine/mtp_draft.h"
 #include "engine/ngram_draft.h"
 #include "engine/spec_control.h"
 #include "engine/stop_strings.h"
@@ -28,6 +29,7 @@ std::string_view spec_mode_name(SpecMode m) {
         case SpecMode::Off: return "off";
         case SpecMode::Ngram: return "ngram";
         case SpecMode::Draft: return "draft";
+        case SpecMode::Mtp: return "mtp";
     }
     return "auto";
 }
@@ -55,8 +57,12 @@ struct Slot {
     std::vector<TokenId> draft;        // proposed to follow pending, evaluated with it
     int64_t verify_pos = -1;           // position of pending in this step's batch (-1: not generating)
     std::vector<TokenId> history;      // prompt + generated tokens: what the drafter searches
-    SpecControl spec;
-    bool model_draft = false;          // drafts come from the draft model (else prompt lookup)
+    SpecControl spec;                  // the drafter's (source)
+    DraftSource source = DraftSource::Lookup;
+    // auto with an MTP head: prompt lookup is tried first, with its own control
+    // (free drafts that pay where the text repeats), the head where it finds none.
+    std::optional<SpecControl> lookup;
+    DraftSource step_source = DraftSource::Lookup;  // who drafted this step's draft
     bool sample_now = false;           // this step's batch gives it logits to sample from
     GenerateOptions options;
     TokenCallback on_token;
@@ -73,6 +79,7 @@ struct Engine::Impl {
     ContextOptions options;
     std::unique_ptr<Context> ctx;
     std::unique_ptr<DraftModel> draft;  // set_draft_model
+    std::unique_ptr<MtpDrafter> mtp;    // the model's multi-token-prediction head, if it has one
     std::vector<Slot> slots;
     Batch batch;
     std::vector<SeqId> batch_outputs;  // slot of each output of the batch
@@ -89,21 +96,35 @@ struct Engine::Impl {
     void finish(SeqId seq, FinishReason reason);
     TokenId emit_token(SeqId seq, std::span<const float> logits);
     int plan_draft(Slot& s, int64_t length, int batch_room);
-    std::vector<DraftModel::Request> draft_requests;  // this step's, for the draft model
+    std::vector<DraftRequest> draft_requests;  // this step's, for the draft model
+    std::vector<DraftRequest> mtp_requests;    // ... and for the MTP head
+    // A target decode; the MTP head keeps every evaluated row's state.
+    void decode(const Batch& b) {
+        ctx->decode(b);
+        if (mtp) mtp->record(b, *ctx);
+    }
     int verify(SeqId seq, int first_output, int n_rows);
 };
 
 Engine::Engine(std::shared_ptr<const Model> model, const ContextOptions& options) : impl_(std::make_unique<Impl>()) {
-    impl_->ctx = std::make_unique<Context>(model, options);
+    const bool mtp = ModelInternals::nextn(*model) != nullptr;
+    ContextOptions o = options;
+    o.row_states = o.row_states || mtp;  // the MTP head reads every position's state
+    impl_->ctx = std::make_unique<Context>(model, o);
     impl_->options = options;
     impl_->model = std::move(model);
     impl_->slots.resize(static_cast<size_t>(impl_->ctx->n_seq_max()));
+    if (mtp) {
+        impl_->mtp = std::make_unique<MtpDrafter>(impl_->model, *impl_->ctx, options);
+        impl_->spec_cost.set_draft_prior(impl_->mtp->cost_prior(), DraftSource::Mtp);
+    }
     // A recurrent state returns only to its checkpoints, so each rejected draft
     // would cost evaluating the kept tokens again: auto leaves such models alone
     // (an explicit ngram still works, losslessly, through that re-evaluation).
     if (ModelInternals::spec(*impl_->model).memory != MemoryKind::Kv)
-        impl_->spec_note = "speculation off: the model's recurrent state rolls back only to checkpoints, "
-                           "so every rejected draft would cost a re-evaluation (--spec ngram forces it)";
+        impl_->spec_note = std::string("speculation off: the model's recurrent state rolls back only to checkpoints, "
+                                       "so every rejected draft would cost a re-evaluation (--spec ngram") +
+                           (mtp ? " or mtp" : "") + " forces it)";
 }
 
 Engine::~Engine() = default;
@@ -123,7 +144,10 @@ void Engine::set_draft_model(std::shared_ptr<const Model> draft) {
 }
 
 const Model* Engine::draft_model() const { return impl_->draft ? &impl_->draft->model() : nullptr; }
-uint64_t Engine::draft_memory_bytes() const { return impl_->draft ? impl_->draft->memory_bytes() : 0; }
+uint64_t Engine::draft_memory_bytes() const {
+    return (impl_->draft ? impl_->draft->memory_bytes() : 0) + (impl_->mtp ? impl_->mtp->memory_bytes() : 0);
+}
+bool Engine::has_mtp_head() const { return impl_->mtp != nullptr; }
 
 // Picks a free slot for the prompt and brings it to the longest prefix of the
 // prompt that any slot holds. Returns the slot; `reused` gets the positions it
@@ -162,6 +186,7 @@ SeqId Engine::Impl::place(std::span<const TokenId> prompt, int& reused) {
     // The memory may keep less than asked (a sliding window that moved on): the
     // rest of the prompt is evaluated again.
     const int64_t held = src >= 0 ? c.seq_copy(src, dst, want) : c.seq_rollback(dst, want);
+    if (src >= 0 && mtp) mtp->copy_states(src, dst, held);
     reused = static_cast<int>(held);
     return dst;
 }
@@ -174,6 +199,12 @@ SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, 
         throw Error("speculation options: draft_max and draft_min must be >= 0, 1 <= ngram_min <= ngram_max");
     if (o.spec.mode == SpecMode::Draft && !im.draft)
         throw Error("speculation 'draft' needs a draft model (--draft-model)");
+    if (o.spec.mode == SpecMode::Mtp && !im.mtp)
+        throw Error("speculation 'mtp': model '" + im.model->path() + "' has no multi-token-prediction layers" +
+                        (ModelInternals::spec(*im.model).n_layer_nextn > 0
+                             ? " kiln drafts with (its architecture '" + im.model->architecture() + "' is not supported for MTP)"
+                             : " (nextn_predict_layers)"),
+                    ErrorKind::Unsupported);
     int reused = 0;
     const SeqId seq = im.place(prompt, reused);
     Slot& s = im.slots[static_cast<size_t>(seq)];
@@ -192,8 +223,12 @@ SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, 
         s.result.spec.note = im.spec_note;
     }
     s.options.spec = so;
-    s.model_draft = im.draft && (so.mode == SpecMode::Draft || so.mode == SpecMode::Auto);
-    s.spec = SpecControl(so, s.model_draft);
+    s.source = so.mode == SpecMode::Mtp                                       ? DraftSource::Mtp
+               : im.draft && (so.mode == SpecMode::Draft || so.mode == SpecMode::Auto) ? DraftSource::Model
+               : im.mtp && so.mode == SpecMode::Auto                              ? DraftSource::Mtp
+                                                                                  : DraftSource::Lookup;
+    s.spec = SpecControl(so, s.source);
+    if (so.mode == SpecMode::Auto && s.source == DraftSource::Mtp) s.lookup.emplace(so, DraftSource::Lookup);
     if (so.mode != SpecMode::Off) s.history.assign(prompt.begin(), prompt.end());
     s.stream.emplace(im.model->tokenizer());
     s.stops.emplace(o.stop);
@@ -286,20 +321,31 @@ int Engine::Impl::plan_draft(Slot& s, int64_t length, int batch_room) {
     int64_t room = std::min<int64_t>(ctx->n_ctx() - 1 - length, batch_room);
     if (s.options.max_tokens >= 0) room = std::min<int64_t>(room, s.options.max_tokens - s.result.completion_tokens - 1);
     // The draft model's cells hold the sequence and k - 1 drafted tokens.
-    if (s.model_draft) room = std::min<int64_t>(room, draft->n_ctx() - length);
-    const int k = s.spec.plan(static_cast<int>(std::max<int64_t>(room, 0)), spec_cost);
-    if (k <= 0) return 0;
+    if (s.source == DraftSource::Model) room = std::min<int64_t>(room, draft->n_ctx() - length);
+    const int room_k = static_cast<int>(std::max<int64_t>(room, 0));
     const SpecOptions& so = s.options.spec;
-    if (s.model_draft) {
+    auto lookup = [&](int k) {
+        ngram_draft(s.history, {.n_max = so.ngram_max, .n_min = so.ngram_min, .draft_max = k}, s.draft);
+        if (static_cast<int>(s.draft.size()) < std::max(so.draft_min, 1)) s.draft.clear();
+        s.step_source = DraftSource::Lookup;
+        return static_cast<int>(s.draft.size());
+    };
+    if (s.lookup) {  // auto with an MTP head: prompt lookup first
+        const int k = s.lookup->plan(room_k, spec_cost);
+        if (k > 0 && lookup(k) > 0) return static_cast<int>(s.draft.size());
+    }
+    const int k = s.spec.plan(room_k, spec_cost);
+    if (k <= 0) return 0;
+    if (s.source == DraftSource::Model || s.source == DraftSource::Mtp) {
         // history is what the cells hold, then the pending token.
         if (static_cast<int64_t>(s.history.size()) != length + 1) return 0;
         const SeqId seq = static_cast<SeqId>(&s - slots.data());
-        draft_requests.push_back({.seq = seq, .tokens = s.history, .k = k, .out = &s.draft});
+        (s.source == DraftSource::Model ? draft_requests : mtp_requests)
+            .push_back({.seq = seq, .tokens = s.history, .k = k, .out = &s.draft});
+        s.step_source = s.source;
         return k;
     }
-    ngram_draft(s.history, {.n_max = so.ngram_max, .n_min = so.ngram_min, .draft_max = k}, s.draft);
-    if (static_cast<int>(s.draft.size()) < std::max(so.draft_min, 1)) s.draft.clear();
-    return static_cast<int>(s.draft.size());
+    return lookup(k);
 }
 
 // Samples the n_rows outputs of one generating sequence (its pending token and
@@ -321,7 +367,7 @@ int Engine::Impl::verify(SeqId seq, int first_output, int n_rows) {
         ++s.result.spec.draft_steps;
         s.result.spec.drafted += n_draft;
         s.result.spec.accepted += accepted;
-        s.spec.result(n_draft, accepted, spec_cost);
+        (s.lookup && s.step_source == DraftSource::Lookup ? *s.lookup : s.spec).result(n_draft, accepted, spec_cost);
     }
     s.draft.clear();
     return accepted;
@@ -352,6 +398,7 @@ std::vector<SeqId> Engine::step() {
     for (const Slot& s : im.slots) n_generating += s.active && s.pending != k_no_token ? 1 : 0;
     int draft_room = std::max(0, c.n_batch() - n_generating);
     im.draft_requests.clear();
+    im.mtp_requests.clear();
     for (SeqId seq = 0; seq < static_cast<SeqId>(im.slots.size()); ++seq) {
         Slot& s = im.slots[static_cast<size_t>(seq)];
         if (!s.active || s.pending == k_no_token) continue;
@@ -360,6 +407,10 @@ std::vector<SeqId> Engine::step() {
     if (!im.draft_requests.empty()) {
         const DraftModel::Timing t = im.draft->draft(im.draft_requests);
         if (im.draft_requests.size() == 1 && n_generating == 1) im.spec_cost.record_draft(t.passes, t.seconds);
+    }
+    if (!im.mtp_requests.empty()) {
+        const DraftTiming t = im.mtp->draft(im.mtp_requests);
+        if (im.mtp_requests.size() == 1 && n_generating == 1) im.spec_cost.record_draft(t.passes, t.seconds, DraftSource::Mtp);
     }
     for (SeqId seq = 0; seq < static_cast<SeqId>(im.slots.size()); ++seq) {
         Slot& s = im.slots[static_cast<size_t>(seq)];
@@ -389,7 +440,7 @@ std::vector<SeqId> Engine::step() {
     }
     if (b.empty()) return done;
     const Clock::time_point t0 = Clock::now();
-    c.decode(b);
+    im.decode(b);
     // The cost of k + 1 rows against one, measured where one sequence had the pass to itself.
     if (n_generating == 1 && generating_rows == b.size())
         im.spec_cost.record(b.size(), std::chrono::duration<double>(Clock::now() - t0).count());
@@ -426,7 +477,7 @@ std::vector<SeqId> Engine::step() {
             const int64_t pos0 = c.seq_length(seq);
             for (size_t j = 0; j < toks.size(); ++j) b.add(toks[j], pos0 + static_cast<int64_t>(j), seq, false);
         }
-        c.decode(b);
+        im.decode(b);
     }
     return done;
 }
@@ -463,7 +514,7 @@ int Engine::prefill(std::span<const TokenId> prompt) {
     b.clear();
     for (size_t i = static_cast<size_t>(reused); i < prompt.size(); ++i)
         b.add(prompt[i], static_cast<int64_t>(i), seq, i + 1 == prompt.size());
-    im.ctx->decode(b);
+    im.decode(b);
     return reused;
 }
 
@@ -472,6 +523,7 @@ void Engine::clear() {
         if (!impl_->slots[static_cast<size_t>(s)].active) {
             impl_->ctx->seq_clear(s);
             if (impl_->draft) impl_->draft->clear(s);
+            if (impl_->mtp) impl_->mtp->clear(s);
         }
 }
 

@@ -17,6 +17,7 @@
 #include "kiln/gguf/file.h"
 #include "kiln/memory_plan.h"
 #include "model/forward.h"
+#include "model/nextn.h"
 #include "model/hparams.h"
 #include "model/registry.h"
 #include "model/weights.h"
@@ -183,6 +184,21 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     add(p, "kv_cache", z.memory_bytes,
         std::to_string(o.n_seq_max) + " x " + std::to_string(z.kv.n_ctx) + " positions of " + o.kv_type + " keys and values");
     add(p, "scratch", forward + context, "the forward pass's activations for a batch of " + std::to_string(z.n_batch) + ", logits");
+    // The multi-token-prediction head the Engine drafts with (src/engine/mtp_draft.h):
+    // its one layer's cells, the trunk's state at every position, its pass's buffers.
+    if (const auto head = make_nextn_head(spec, w)) {
+        ContextOptions ho = co;
+        ho.n_ctx = static_cast<int>(z.kv.n_ctx);
+        ho.memory_budget = 0;
+        const ContextSizing hz = size_context(head->spec, ho);
+        const uint64_t e = static_cast<uint64_t>(spec.n_embd);
+        const uint64_t states = sizeof(float) * e * n_keys * static_cast<uint64_t>(o.n_seq_max);
+        const uint64_t head_scratch =
+            Forward::scratch_bytes(head->spec, hz.n_batch, n_threads, static_cast<int64_t>(n_keys), z.kv.type == KvType::Q8_0) +
+            sizeof(float) * (e * static_cast<uint64_t>(z.n_batch) + static_cast<uint64_t>(spec.n_vocab) * static_cast<uint64_t>(o.n_seq_max));
+        add(p, "mtp_head", hz.memory_bytes + states + head_scratch,
+            "the multi-token-prediction head: its layer's cells, the trunk's final state at every position, its pass's buffers");
+    }
     for (const MemoryPart& part : p.parts) p.run_bytes += part.bytes;
     // The load's peak: everything the load keeps, plus the source pages of the
     // matrices being repacked (released as they go: at most a window per thread).

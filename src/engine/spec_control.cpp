@@ -30,11 +30,12 @@ void SpecCost::record(int rows, double seconds) {
     beta_ = 0.8 * beta_ + 0.2 * b;
 }
 
-void SpecCost::record_draft(int passes, double seconds) {
+void SpecCost::record_draft(int passes, double seconds, DraftSource source) {
     const double t1 = have_t1_ ? t1_ : t1_est_;
-    if (passes <= 0 || seconds <= 0 || t1 <= 0) return;
+    if (passes <= 0 || seconds <= 0 || t1 <= 0 || source == DraftSource::Lookup) return;
     const double g = std::clamp(seconds / passes / t1, 0.0, 4.0);
-    gamma_ = 0.8 * gamma_ + 0.2 * g;
+    double& gamma = gamma_[index(source)];
+    gamma = 0.8 * gamma + 0.2 * g;
 }
 
 double SpecControl::acceptance() const { return accepted_ / (accepted_ + rejected_); }
@@ -46,7 +47,7 @@ double SpecControl::best_gain(int k_max, const SpecCost& cost, int* best_k) cons
     for (int k = 1; k <= k_max; ++k) {
         term *= a;
         expected += term;
-        const double gain = expected / cost.ratio(k, model_draft_);
+        const double gain = expected / cost.ratio(k, source_);
         if (k >= o_.draft_min && gain > best) {
             best = gain;
             *best_k = k;
@@ -61,7 +62,7 @@ int SpecControl::plan(int room, const SpecCost& cost) {
     const int k_max = std::min(o_.draft_max, room);
     if (k_max < std::max(o_.draft_min, 1)) return 0;
     if (o_.mode == SpecMode::Ngram) return k_max;
-    if (o_.mode == SpecMode::Draft) {  // always drafts; the length that pays best, at least draft_min
+    if (o_.mode == SpecMode::Draft || o_.mode == SpecMode::Mtp) {  // always drafts; the length that pays best, at least draft_min
         int k = 0;
         best_gain(k_max, cost, &k);
         return std::max(k, std::max(o_.draft_min, 1));

@@ -18,6 +18,11 @@
 
 namespace kiln {
 
+// Where a sequence's drafts come from: prompt lookup (free), a draft model, or
+// the model's own multi-token-prediction head (each of the last two at its
+// measured cost per drafted token, gamma, relative to a target pass).
+enum class DraftSource { Lookup, Model, Mtp };
+
 // The measured cost of a verification pass, shared by the sequences of an
 // Engine (the batched kernels read each weight once for all rows, so extra rows
 // cost a fraction of a pass: beta, per row, relative to a one-row pass).
@@ -25,14 +30,17 @@ class SpecCost {
 public:
     // A forward pass of `rows` rows of one generating sequence took `seconds`.
     void record(int rows, double seconds);
-    // The draft model's `passes` passes for one sequence took `seconds`.
-    void record_draft(int passes, double seconds);
-    // gamma before it is measured: the draft model's weight bytes per token
-    // over the target's (decode reads every weight once per pass).
-    void set_draft_prior(double gamma) { gamma_ = gamma; }
-    double ratio(int k, bool model_draft = false) const { return 1.0 + (beta_ + (model_draft ? gamma_ : 0.0)) * k; }  // c(k)
+    // The draft model's (or MTP head's) `passes` passes for one sequence took `seconds`.
+    void record_draft(int passes, double seconds, DraftSource source = DraftSource::Model);
+    // gamma before it is measured: the drafter's weight bytes per token over the
+    // target's (decode reads every weight once per pass).
+    void set_draft_prior(double gamma, DraftSource source = DraftSource::Model) { gamma_[index(source)] = gamma; }
+    double ratio(int k, DraftSource source) const { return 1.0 + (beta_ + gamma(source)) * k; }  // c(k)
+    double ratio(int k, bool model_draft = false) const { return ratio(k, model_draft ? DraftSource::Model : DraftSource::Lookup); }
     double beta() const { return beta_; }
-    double gamma() const { return gamma_; }
+    double gamma(DraftSource source = DraftSource::Model) const {
+        return source == DraftSource::Lookup ? 0.0 : gamma_[index(source)];
+    }
 
 private:
     double t1_ = 0;       // seconds of a one-row pass (running average)
@@ -42,7 +50,8 @@ private:
     // sequence that always drafts has none).
     double t1_est_ = 0;
     double beta_ = 0.15;  // prior until measured
-    double gamma_ = 0.3;  // prior until measured (set_draft_prior)
+    static int index(DraftSource s) { return s == DraftSource::Mtp ? 1 : 0; }
+    double gamma_[2] = {0.3, 0.3};  // the draft model's, the MTP head's: priors until measured (set_draft_prior)
 };
 
 class SpecControl {
@@ -50,7 +59,8 @@ public:
     SpecControl() = default;
     // model_draft: the drafts come from a draft model (their cost counts).
     explicit SpecControl(const SpecOptions& options, bool model_draft = false)
-        : o_(options), model_draft_(model_draft) {}
+        : o_(options), source_(model_draft ? DraftSource::Model : DraftSource::Lookup) {}
+    SpecControl(const SpecOptions& options, DraftSource source) : o_(options), source_(source) {}
 
     // How many tokens the next step may draft (0: none), given the room left
     // (context, max tokens, batch). Call once per step of the sequence.
@@ -64,7 +74,7 @@ private:
     double best_gain(int k_max, const SpecCost& cost, int* best_k) const;
 
     SpecOptions o_;
-    bool model_draft_ = false;
+    DraftSource source_ = DraftSource::Lookup;
     // Decayed counts of accepted tokens and of rejections (a draft that ended
     // before its last token), with a prior of one each: a = A / (A + R).
     double accepted_ = 1.0, rejected_ = 1.0;

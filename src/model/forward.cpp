@@ -74,6 +74,7 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
         ogate_.resize(q_.size());
     }
     if (recurrent_) ssm_ = std::make_unique<SsmMixer>(spec, n_batch_max);
+    if (weights.nextn_input) nextn_cat_.resize(2 * z.x);
 }
 
 Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_max) {
@@ -721,13 +722,14 @@ void Forward::add_position_rows(const BatchRows& b) {
     }
 }
 
-void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
+void Forward::eval(const BatchRows& b, float* logits, float* hidden, float* row_hidden) {
     const int n = b.n;
     if (n <= 0 || n > n_batch_max_)
         throw Error("forward: batch of " + std::to_string(n) + " rows (1 to " + std::to_string(n_batch_max_) + " allowed)",
                     ErrorKind::Internal);
     const int64_t e = spec_.n_embd;
-    for (int r = 0; r < n; ++r) {
+    if (w_.nextn_input) nextn_inputs(b);  // nextn.cpp
+    for (int r = 0; r < n && !w_.nextn_input; ++r) {
         float* row = x_.data() + r * e;
         if (b.tokens[r] < 0) {
             if (!b.embd) throw Error("forward: row " + std::to_string(r) + " has no token and no embedding", ErrorKind::Internal);
@@ -765,6 +767,12 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden) {
     // prompt that is the last row alone).
     int n_out = 0;
     for (int r = 0; r < n; ++r) n_out += b.output[r] ? 1 : 0;
+    // Every row's final state: the norm is per row, so the output rows' bits are
+    // those the gathered path below gives them.
+    if (row_hidden) {
+        if (!w_.output_norm) throw Error("forward: every row's hidden state asked of a model without a final norm", ErrorKind::Internal);
+        norm_rows(spec_, x_.data(), w_.output_norm, w_.output_norm_b, row_hidden, n, e, pool_);
+    }
     if (n_out == 0 || (!logits && !hidden)) return;
     out_x_.resize(static_cast<size_t>(n_out) * static_cast<size_t>(e));
     for (int r = 0, k = 0; r < n; ++r)

@@ -40,6 +40,9 @@ struct BatchRows {
     const int32_t* seq = nullptr;     // [n]
     const uint8_t* output = nullptr;  // [n]: nonzero where the row's output is wanted
     const int32_t* types = nullptr;   // [n]: token types of an encoder's rows (null: all 0)
+    // f32 [n_embd, n]: a multi-token-prediction head's second input per row, the
+    // trunk's final hidden state before the row's token (ModelWeights::nextn_input).
+    const float* state = nullptr;
 };
 
 // Shared by the pass's parts (forward.cpp, mla.cpp): y = norm(x) row by row
@@ -70,8 +73,10 @@ public:
 
     // Evaluates the rows (1 <= n <= n_batch_max). For the k-th row with output
     // wanted, in batch order, logits row k of f32 [n_vocab, n_out] and, if hidden
-    // is given, the final normed hidden state row k of f32 [n_embd, n_out].
-    void eval(const BatchRows& batch, float* logits, float* hidden = nullptr);
+    // is given, the final normed hidden state row k of f32 [n_embd, n_out]; if
+    // row_hidden is given, every row's final normed hidden state f32 [n_embd, n]
+    // (what a multi-token-prediction head reads: src/model/nextn.h).
+    void eval(const BatchRows& batch, float* logits, float* hidden = nullptr, float* row_hidden = nullptr);
 
 private:
     // Elements of the activation buffers for a batch of n_batch_max rows.
@@ -106,6 +111,7 @@ private:
     void prepare_rope(const BatchRows& b);
     void encoder_inputs(const BatchRows& b);
     void add_position_rows(const BatchRows& b);
+    void nextn_inputs(const BatchRows& b);  // a NextN head's input rows (nextn.cpp)
     ops::RopeParams rope_params(bool swa_base) const;
     void dump(const char* name, int layer, const float* data, int64_t per_row, int64_t rows) const {
         if (hook_) hook_(name, layer, data, per_row, rows);
@@ -164,6 +170,7 @@ private:
     // Per-layer embeddings: each row's inputs of every layer [n_embd_per_layer, n_layer, n],
     // and one layer's gate [n_embd_per_layer, n].
     std::vector<float> ple_, ple_gate_;
+    std::vector<float> nextn_cat_;  // a NextN head's [enorm(embedding) | hnorm(state)] rows [2 n_embd, n] (sized only if used)
     const float* rope_factors_ = nullptr;  // rope_freqs, or the LongRoPE factors for this memory's context
 };
 

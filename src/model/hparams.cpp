@@ -213,6 +213,10 @@ ModelSpec read_model_spec(const gguf::File& file, const ArchRow& row, const std:
         if (l.ffn != FfnKind::None && l.n_ff <= 0)
             throw Error("GGUF metadata '" + k("feed_forward_length") + "' must be positive (layer " + std::to_string(il) + ")");
     }
+    for (LayerSpec& l : s.nextn_layers) {  // decoder blocks of the trunk's attention kind
+        if (l.head_dim_k == 0) l.head_dim_k = s.head_dim_k;
+        if (l.head_dim_v == 0) l.head_dim_v = s.head_dim_v;
+    }
     return s;
 }
 
@@ -247,6 +251,7 @@ void read_nextn_layers(ArchConfig& c) {
                     std::to_string(s.n_layer) + " layers (" + c.key("block_count") + ") leave no trunk");
     s.n_layer_nextn = n;
     s.n_layer -= n;
+    s.nextn_layers.assign(s.layers.begin() + s.n_layer, s.layers.end());
     s.layers.resize(static_cast<size_t>(s.n_layer));
 }
 

@@ -6,6 +6,7 @@
 #include "compute/kernels/packing.h"
 #include "model/hparams.h"
 #include "model/internals.h"
+#include "model/nextn.h"
 #include "model/registry.h"
 #include "model/spec.h"
 #include "model/weights.h"
@@ -20,6 +21,7 @@ struct Model::Impl {
     ModelWeights weights;
     double load_seconds = 0;
     std::vector<std::string> notes;
+    std::unique_ptr<NextnHead> nextn;  // the multi-token-prediction head (null: none)
 };
 
 Model::Model() = default;
@@ -41,7 +43,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
                         supported_architectures(),
                     ErrorKind::Unsupported);
     std::shared_ptr<Model> m(new Model());
-    m->impl_ = std::make_unique<Impl>(Impl{path, std::move(file), std::nullopt, {}, {}, 0, {}});
+    m->impl_ = std::make_unique<Impl>(Impl{path, std::move(file), std::nullopt, {}, {}, 0, {}, nullptr});
     Impl& im = *m->impl_;
     try {
         im.spec = read_model_spec(im.file, *row, resolved.prefix);
@@ -53,6 +55,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
                         std::to_string(im.spec.n_vocab));
         im.file.map_all();
         im.weights = bind_weights(im.file, im.spec);
+        im.nextn = make_nextn_head(im.spec, im.weights);
     } catch (const Error& e) {
         throw Error(path + ": " + e.what(), e.kind());
     }
@@ -86,6 +89,7 @@ int Model::n_cls_out() const { return impl_->spec.n_cls_out; }
 const std::vector<std::string>& Model::load_notes() const { return impl_->notes; }
 const ModelSpec& ModelInternals::spec(const Model& m) { return m.impl_->spec; }
 const ModelWeights& ModelInternals::weights(const Model& m) { return m.impl_->weights; }
+const NextnHead* ModelInternals::nextn(const Model& m) { return m.impl_->nextn.get(); }
 
 ModelFootprint Model::footprint() const {
     const ModelWeights& w = impl_->weights;

@@ -238,6 +238,11 @@ struct TensorRules {
     // post_ffw_norm_2 and the router's input scale ffn_gate_inp.scale (required
     // then); per-expert output scales ffn_*_exps.scale by presence.
     bool expert_dense_branch = false;
+    // The first multi-token-prediction block (ModelSpec::nextn_layers) is bound as
+    // the model's draft head, in the form of llama.cpp's MTP graph for the family
+    // (glm4moe, deepseek2, qwen35 / qwen35moe); elsewhere NextN layers are skipped
+    // with a load note.
+    bool nextn_head = false;
 };
 
 struct LayerSpec {
@@ -272,9 +277,12 @@ struct ModelSpec {
     std::string arch;
     int n_layer = 0;       // the trunk's layers (block_count less the MTP layers)
     // Multi-token-prediction (NextN) layers stored after the trunk, blk.n_layer ..
-    // (nextn_predict_layers): kiln leaves their tensors unread and says so in the
-    // load notes (weights.cpp), as llama.cpp does when it does not load MTP.
+    // (nextn_predict_layers), and their decoder blocks' specs. The first is bound
+    // as the model's draft head (weights.cpp, ModelWeights::nextn; src/model/nextn.cpp);
+    // the tensors of any further ones are left unread with a load note (llama.cpp
+    // drafts with one block too).
     int n_layer_nextn = 0;
+    std::vector<LayerSpec> nextn_layers;
     int n_embd = 0;
     int n_vocab = 0;
     int n_ctx_train = 0;

@@ -148,9 +148,9 @@ public:
         return notes;
     }
 
-    // Whether a tensor belongs to a multi-token-prediction layer (blk.N. with N
-    // past the trunk, ModelSpec::n_layer_nextn), which kiln leaves unread.
-    static bool in_nextn_layer(const std::string& name, const ModelSpec& s) {
+    // Whether a tensor belongs to a multi-token-prediction layer after the first
+    // (blk.N. with N past the trunk's first NextN block), which kiln leaves unread.
+    static bool in_nextn_layer(const std::string& name, const ModelSpec& s, bool head_bound) {
         if (s.n_layer_nextn == 0 || name.rfind("blk.", 0) != 0) return false;
         const size_t dot = name.find('.', 4);
         if (dot == std::string::npos || dot == 4 || dot > 12) return false;
@@ -159,19 +159,19 @@ public:
             if (name[i] < '0' || name[i] > '9') return false;
             il = il * 10 + (name[i] - '0');
         }
-        return il >= s.n_layer && il < s.n_layer + s.n_layer_nextn;
+        return il >= s.n_layer + (head_bound ? 1 : 0) && il < s.n_layer + s.n_layer_nextn;
     }
 
     // The first tensor of the file that nothing bound, named, with how many more;
-    // the MTP layers' tensors are left out, counted in a note.
-    void check_all_used(const ModelSpec& s, std::vector<std::string>& notes) const {
+    // the further MTP layers' tensors are left out, counted in a note.
+    void check_all_used(const ModelSpec& s, bool head_bound, std::vector<std::string>& notes) const {
         const std::string& arch = s.arch;
         std::string first;
         size_t n = 0, n_mtp = 0;
         uint64_t mtp_bytes = 0;
         for (const gguf::TensorInfo& t : file_.tensors()) {
             if (used_.count(t.name)) continue;
-            if (in_nextn_layer(t.name, s)) {
+            if (in_nextn_layer(t.name, s, head_bound)) {
                 ++n_mtp;
                 mtp_bytes += t.bytes;
             } else if (n++ == 0) {
@@ -182,9 +182,19 @@ public:
             char mib[32];
             std::snprintf(mib, sizeof mib, "%.2f MiB", static_cast<double>(mtp_bytes) / (1024.0 * 1024.0));
             // "1 multi-token-prediction layer from blk.46 (17 tensors, 5.4 MiB) left unread: ..."
-            notes.push_back(std::to_string(s.n_layer_nextn) + " multi-token-prediction layer" + (s.n_layer_nextn > 1 ? "s" : "") +
-                            " from blk." + std::to_string(s.n_layer) + " (" + std::to_string(n_mtp) + " tensors, " + mib +
-                            ") left unread: kiln runs the " + std::to_string(s.n_layer) + " trunk layers (no MTP drafting yet)");
+            if (head_bound) {
+                const int n_more = s.n_layer_nextn - 1;
+                notes.push_back(std::to_string(n_more) + " more multi-token-prediction layer" + (n_more > 1 ? "s" : "") +
+                                " from blk." + std::to_string(s.n_layer + 1) + " (" + std::to_string(n_mtp) + " tensors, " + mib +
+                                ") left unread: kiln drafts with blk." + std::to_string(s.n_layer) + "'s alone");
+            } else {
+                notes.push_back(std::to_string(s.n_layer_nextn) + " multi-token-prediction layer" + (s.n_layer_nextn > 1 ? "s" : "") +
+                                " from blk." + std::to_string(s.n_layer) + " (" + std::to_string(n_mtp) + " tensors, " + mib +
+                                ") left unread: kiln runs the " + std::to_string(s.n_layer) + " trunk layers (" +
+                                (s.tensors.nextn_head ? "no blk." + std::to_string(s.n_layer) + ".nextn.eh_proj: no MTP drafting"
+                                                      : "no MTP drafting for " + s.arch) +
+                                ")");
+            }
         }
         if (n == 0) return;
         throw Error("tensor '" + first + "' is not used by architecture '" + arch + "'" +
@@ -535,15 +545,14 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             }
         }
     };
-    for (int il = 0; il < s.n_layer; ++il) {
-        LayerSpec& l = s.layers[static_cast<size_t>(il)];
+    // One decoder layer's tensors (blk.il.*) by its spec: the trunk's layers and a NextN block's.
+    auto bind_layer = [&](int il, LayerSpec& l) -> LayerWeights {
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights lw;
         if (s.post_norm) {
             bind_qkv(p, l, lw, l.n_head * l.head_dim_k);
             bind_encoder_layer(b, s, il, p, l, lw);
-            w.layers.push_back(lw);
-            continue;
+            return lw;
         }
         if (l.mixer == MixerKind::Recurrent) {
             // A recurrent layer: its norm and its mixer's tensors (src/model/ssm.cpp);
@@ -551,8 +560,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             lw.attn_norm = b.vector(p + "attn_norm.weight", e, true);
             lw.ssm = bind_ssm_weights(b, p, s);
             if (l.ffn == FfnKind::None) {
-                w.layers.push_back(lw);
-                continue;
+                return lw;
             }
         }
         if (l.mixer == MixerKind::Attention && s.mla.kv_lora_rank > 0) {
@@ -588,8 +596,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
                 lw.attn_post_norm = b.vector(p + "post_attention_norm.weight", e, required(tr.post_norms));
             any_post_attn |= lw.attn_post_norm != nullptr;
             if (l.ffn == FfnKind::None) {  // an attention layer alone (nemotron_h)
-                w.layers.push_back(lw);
-                continue;
+                return lw;
             }
         }
         // The FFN's input norm: ffn_norm, or under the family's name for it; none
@@ -665,8 +672,9 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         }
         if (allowed(tr.layer_out_scale))
             if (const float* v = b.vector(p + "layer_output_scale.weight", 1, required(tr.layer_out_scale))) lw.out_scale = v[0];
-        w.layers.push_back(lw);
-    }
+        return lw;
+    };
+    for (int il = 0; il < s.n_layer; ++il) w.layers.push_back(bind_layer(il, s.layers[static_cast<size_t>(il)]));
     // Optional tensors must be present in every layer or none.
     for (int il = 0; il < s.n_layer; ++il) {
         const LayerWeights& lw = w.layers[static_cast<size_t>(il)];
@@ -677,8 +685,31 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
             throw Error("tensor '" + p + "post_attention_norm.weight' not found (other layers have it)");
         if (any_post_ffn && !lw.ffn_post_norm) throw Error("tensor '" + p + "post_ffw_norm.weight' not found (other layers have it)");
     }
+    // The first NextN block: its decoder layer (the trunk's kind: attention or
+    // latent attention, dense or expert FFN by presence) and its own tensors. The
+    // trunk's every-layer-or-none checks above do not include it.
+    // A file converted without its MTP tensors (no eh_proj) keeps only the note.
+    if (!s.nextn_layers.empty() && tr.nextn_head && file.find_tensor("blk." + std::to_string(s.n_layer) + ".nextn.eh_proj.weight")) {
+        const int il = s.n_layer;
+        const std::string p = "blk." + std::to_string(il) + ".";
+        LayerSpec& l = s.nextn_layers.front();
+        if (l.mixer != MixerKind::Attention)
+            throw Error("tensor '" + p + "nextn.eh_proj.weight': a multi-token-prediction block after a recurrent layer kind",
+                        ErrorKind::Unsupported);
+        NextnWeights nw;
+        nw.layer = bind_layer(il, l);
+        nw.eh_proj = b.matrix(p + "nextn.eh_proj.weight", 2 * e, e, true);
+        nw.enorm = b.vector(p + "nextn.enorm.weight", e, true);
+        nw.hnorm = b.vector(p + "nextn.hnorm.weight", e, true);
+        nw.embed_tokens = b.matrix(p + "nextn.embed_tokens.weight", e, s.n_vocab, false);
+        nw.head = b.matrix(p + "nextn.shared_head_head.weight", e, s.n_vocab, false);
+        nw.head_norm = b.vector(p + "nextn.shared_head_norm.weight", e, false);
+        if (nw.head.empty() && !s.output_head)
+            throw Error("tensor '" + p + "nextn.shared_head_head.weight' not found and the model has no output head");
+        w.nextn.push_back(std::move(nw));
+    }
     std::vector<std::string> mtp_notes;
-    b.check_all_used(s, mtp_notes);
+    b.check_all_used(s, !w.nextn.empty(), mtp_notes);
     w.conversion_notes = b.conversion_notes();
     w.conversion_notes.insert(w.conversion_notes.end(), mtp_notes.begin(), mtp_notes.end());
     // Matrices the kernels take in a repacked layout are repacked now, once
@@ -687,7 +718,15 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     std::vector<Matrix*> products;
     for (Matrix* m : {&w.output, &w.cls, &w.cls_out, &w.ple_model_proj})
         if (!m->empty()) products.push_back(m);
-    for (LayerWeights& lw : w.layers) {
+    std::vector<LayerWeights*> all_layers;
+    for (LayerWeights& lw : w.layers) all_layers.push_back(&lw);
+    for (NextnWeights& nw : w.nextn) {
+        all_layers.push_back(&nw.layer);
+        for (Matrix* m : {&nw.eh_proj, &nw.head})
+            if (!m->empty()) products.push_back(m);
+    }
+    for (LayerWeights* layer : all_layers) {
+        LayerWeights& lw = *layer;
         for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down, &lw.ple_gate, &lw.ple_proj})
             if (!m->empty()) products.push_back(m);
         for (Matrix* m : ssm_matrices(lw.ssm)) products.push_back(m);

@@ -100,6 +100,20 @@ struct LayerWeights {
     ExpertWeights moe;  // an expert layer's (LayerSpec::ffn == Experts)
 };
 
+// A multi-token-prediction (NextN) block, DeepSeek-V3 / GLM-4.5's form: the
+// block's input is eh_proj · [enorm(embedding of token t+1) | hnorm(the trunk's
+// final hidden state at t)], then the decoder layer stored at blk.N (the trunk's
+// kind), then its own norm and output head, predicting token t+2.
+struct NextnWeights {
+    LayerWeights layer;
+    Matrix eh_proj;                      // nextn.eh_proj [2 n_embd, n_embd]
+    const float* enorm = nullptr;        // nextn.enorm [n_embd]
+    const float* hnorm = nullptr;        // nextn.hnorm [n_embd]
+    Matrix embed_tokens;                 // nextn.embed_tokens [n_embd, n_vocab] (optional: token_embd)
+    Matrix head;                         // nextn.shared_head_head [n_embd, n_vocab] (optional: the output head)
+    const float* head_norm = nullptr;    // nextn.shared_head_norm [n_embd] (optional: output_norm)
+};
+
 struct ModelWeights {
     Matrix tok_embd;                // [n_embd, n_vocab]
     const float* output_norm = nullptr;
@@ -129,6 +143,11 @@ struct ModelWeights {
     // [n_embd, n_embd_per_layer * n_layer], per_layer_proj_norm [n_embd_per_layer].
     Matrix ple_tok_embd, ple_model_proj;
     const float* ple_proj_norm = nullptr;
+    // The file's first NextN block (ModelSpec::n_layer_nextn > 0), bound for drafting.
+    std::vector<NextnWeights> nextn;
+    // Set only in a NextN head's own weights (src/model/nextn.h): the forward pass
+    // builds each row's input from its token and the trunk's hidden state by this block.
+    const NextnWeights* nextn_input = nullptr;
 
     // Vectors stored in another type than f32 and matrices in a type the matmul
     // does not take are converted once at load and kept here.

@@ -10,9 +10,9 @@ SpecRequest parse_spec_request(const Json& body) {
     constexpr int k_most = 64;  // kiln's --draft-max bound
     if (const Json* sp = get_object(body, "speculative")) try {
         if (auto m = get_string(*sp, "mode")) {
-            for (SpecMode mode : {SpecMode::Auto, SpecMode::Off, SpecMode::Ngram, SpecMode::Draft})
+            for (SpecMode mode : {SpecMode::Auto, SpecMode::Off, SpecMode::Ngram, SpecMode::Draft, SpecMode::Mtp})
                 if (*m == spec_mode_name(mode)) r.mode = mode;
-            if (!r.mode) throw bad_field("mode", "must be auto, off, ngram or draft, found '" + *m + "'");
+            if (!r.mode) throw bad_field("mode", "must be auto, off, ngram, draft or mtp, found '" + *m + "'");
         }
         if (auto v = get_int(*sp, "n_max", 1, k_most)) r.draft_max = static_cast<int>(*v);
         if (auto v = get_int(*sp, "n_min", 1, k_most)) r.draft_min = static_cast<int>(*v);

@@ -48,6 +48,9 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const ContextOptions& o
     has_draft_ = engine_->draft_model() != nullptr;
     // --spec draft for a model its draft does not fit: prompt lookup instead (the server logs it).
     if (spec_.mode == SpecMode::Draft && !has_draft_) spec_.mode = SpecMode::Ngram;
+    has_mtp_ = engine_->has_mtp_head();
+    // --spec mtp for a model without an MTP head (one of several served): prompt lookup instead.
+    if (spec_.mode == SpecMode::Mtp && !has_mtp_) spec_.mode = SpecMode::Ngram;
     n_ctx_ = engine_->context().n_ctx();
     memory_bytes_ = engine_->context().memory_bytes() + engine_->draft_memory_bytes();
     n_slots_ = options.n_seq_max;
@@ -70,6 +73,9 @@ void Scheduler::enqueue(std::vector<Job> jobs) {
         for (const Job& j : jobs)
             if (j.spec.mode == SpecMode::Draft && !has_draft_)
                 throw Error("speculative.mode 'draft': this model is served without a draft model (kiln serve --draft-model)",
+                            ErrorKind::InvalidInput);
+            else if (j.spec.mode == SpecMode::Mtp && !has_mtp_)
+                throw Error("speculative.mode 'mtp': this model has no multi-token-prediction layers kiln drafts with",
                             ErrorKind::InvalidInput);
         for (Job& j : jobs) {
             auto job = std::make_unique<Job>(std::move(j));

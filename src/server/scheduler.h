@@ -68,6 +68,7 @@ public:
     int n_ctx() const { return n_ctx_; }
     uint64_t memory_bytes() const { return memory_bytes_; }  // the sequences' memory (the draft model's included)
     bool has_draft_model() const { return has_draft_; }
+    bool has_mtp_head() const { return has_mtp_; }
     // Queues all of a request's jobs or none: throws ResourceExhausted when the
     // queue cannot take them, or when the scheduler is stopping.
     void enqueue(std::vector<Job> jobs);
@@ -89,6 +90,7 @@ private:
     uint64_t memory_bytes_ = 0;
     SpecOptions spec_;
     bool has_draft_ = false;
+    bool has_mtp_ = false;  // the model has a multi-token-prediction head
     int n_slots_ = 0;
     size_t max_queue_;
     mutable std::mutex mutex_;

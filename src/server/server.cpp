@@ -102,7 +102,8 @@ SpecOptions server_spec_options(const ServerOptions& o) {
     else if (o.spec == "off") s.mode = SpecMode::Off;
     else if (o.spec == "ngram") s.mode = SpecMode::Ngram;
     else if (o.spec == "draft") s.mode = SpecMode::Draft;
-    else throw Error("--spec must be auto, off, ngram or draft, found '" + o.spec + "'");
+    else if (o.spec == "mtp") s.mode = SpecMode::Mtp;
+    else throw Error("--spec must be auto, off, ngram, draft or mtp, found '" + o.spec + "'");
     if (s.mode == SpecMode::Draft && o.draft_model.empty()) throw Error("--spec draft needs --draft-model FILE");
     if (!o.draft_model.empty() && s.mode != SpecMode::Draft && s.mode != SpecMode::Auto)
         throw Error("--draft-model drafts only with --spec draft or auto (not --spec " + o.spec + ")");
@@ -345,6 +346,13 @@ std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, c
         }
     }
     lm->scheduler = std::make_unique<Scheduler>(model, co, o.max_queue, spec, draft);
+    // --spec mtp: the default model must have an MTP head (a load error otherwise);
+    // another model without one drafts by prompt lookup, and the log says so.
+    if (spec.mode == SpecMode::Mtp && !lm->scheduler->has_mtp_head()) {
+        if (!o.model_paths.empty() && path == o.model_paths.front())
+            throw Error("--spec mtp: model '" + path + "' has no multi-token-prediction layers kiln drafts with", ErrorKind::InvalidInput);
+        draft_note += "; no multi-token-prediction layers: prompt lookup instead";
+    }
     log("model " + lm->name + " (" + model->architecture() + ") loaded in " + std::to_string(model->load_seconds()) +
         " s; context " + std::to_string(lm->scheduler->n_ctx()) + " tokens x " + std::to_string(o.parallel) +
         " sequences; chat template: " + (lm->template_source ? lm->template_origin : "none") + "; speculation " +

@@ -60,12 +60,19 @@ std::string load_error(const std::string& path) {
 
 TEST(MoeFamilies, Glm4MoeSkipsMtpLayersAndRefusesByName) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
-    // The MTP layer (blk.3) is left unread, and the load notes say so.
+    // The MTP layer (blk.3) is bound as the draft head (tests/spec/test_mtp.cpp):
+    // the trunk keeps 3 layers and no note says a layer was left unread.
     auto model = kiln::Model::load(rewrite("glm4moe", "glm-all", all, same));
     EXPECT_EQ(model->n_layer(), 3);
+    for (const std::string& n : model->load_notes()) EXPECT_EQ(n.find("multi-token-prediction"), std::string::npos) << n;
+    // A file converted without the MTP tensors (no nextn.*): the block is skipped with a note.
+    model = kiln::Model::load(rewrite("glm4moe", "glm-trunk", [](const std::string& n) { return n.find(".nextn.") == std::string::npos; }, same));
     bool noted = false;
     for (const std::string& n : model->load_notes()) noted |= n.find("1 multi-token-prediction layer from blk.3") != std::string::npos;
     EXPECT_TRUE(noted);
+    // The head's own tensors are required once eh_proj is there.
+    std::string e0 = load_error(rewrite("glm4moe", "glm-nohnorm", [](const std::string& n) { return n != "blk.3.nextn.hnorm.weight"; }, same));
+    EXPECT_NE(e0.find("'blk.3.nextn.hnorm.weight' not found"), std::string::npos) << e0;
     // Without nextn_predict_layers blk.3 is a trunk layer whose nextn tensors nothing reads.
     std::string e = load_error(rewrite("glm4moe", "glm-nokey", all, [](Metadata& md) { md.erase("glm4moe.nextn_predict_layers"); }));
     EXPECT_NE(e.find("'blk.3.nextn."), std::string::npos) << e;

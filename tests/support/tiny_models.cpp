@@ -663,6 +663,7 @@ struct DeltaNetRecipe {
     bool grouped = false;  // qwen3next's layout: ssm_ba, no IMROPE sections
     bool qkvz = false;     // qwen3next as older converters wrote it: ssm_in in place of attn_qkv + attn_gate
     GgmlType wt = GgmlType::Q8_0, ft = GgmlType::Q4_0;
+    int n_nextn = 0;       // multi-token-prediction blocks after the trunk (write_delta_net_nextn)
 };
 
 const std::vector<DeltaNetRecipe>& delta_net_recipes() {
@@ -678,6 +679,11 @@ const std::vector<DeltaNetRecipe>& delta_net_recipes() {
         {"qwen3next@float", "qwen3next", "qwen3next in F32", true, true, false, T::F32, T::F32},
         {"qwen3next@ssm_in", "qwen3next", "qwen3next as older converters wrote it (one ssm_in of q, k, v, z per key head); F32",
          true, true, true, T::F32, T::F32},
+        {"qwen35@mtp", "qwen35", "Qwen 3.5 / 3.6 with its MTP block: qwen35's 4 layers + 1 gated full-attention block with a "
+                                 "SwiGLU FFN and nextn.eh_proj / enorm / hnorm / shared_head_norm (the trunk's embedding and "
+                                 "head); F32", false, false, false, T::F32, T::F32, 1},
+        {"qwen35moe@mtp", "qwen35moe", "qwen35moe in F32 with an MTP block of experts and the gated shared expert", true, false,
+         false, T::F32, T::F32, 1},
     };
     return r;
 }
@@ -686,6 +692,14 @@ const DeltaNetRecipe* delta_net_recipe(const std::string& family) {
     for (const auto& r : delta_net_recipes())
         if (r.family == family) return &r;
     return nullptr;
+}
+
+// A Qwen 3.5 MTP block's own tensors (beside its attention block and FFN).
+void write_delta_net_nextn(TinyWriter& t, const std::string& p, int64_t e, GgmlType type) {
+    t.matrix(p + "nextn.eh_proj.weight", 2 * e, e, type, 2.0f);
+    t.vector(p + "nextn.enorm.weight", e, 1.0f, 0.2f);
+    t.vector(p + "nextn.hnorm.weight", e, 1.0f, 0.2f);
+    t.vector(p + "nextn.shared_head_norm.weight", e, 1.0f, 0.2f);
 }
 
 void write_delta_net_model(const DeltaNetRecipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
@@ -700,7 +714,8 @@ void write_delta_net_model(const DeltaNetRecipe& r, uint64_t seed, const std::st
     md.add("general.name", Value::string("kiln tiny " + family));
     t.key("context_length", Value::u32(512));
     t.key("embedding_length", Value::u32(e));
-    t.key("block_count", Value::u32(n_layer));
+    t.key("block_count", Value::u32(n_layer + r.n_nextn));
+    if (r.n_nextn > 0) t.key("nextn_predict_layers", Value::u32(r.n_nextn));
     t.key("feed_forward_length", Value::u32(n_ff));
     t.key("attention.head_count", Value::u32(n_head));
     t.key("attention.head_count_kv", Value::u32(n_head_kv));
@@ -729,10 +744,11 @@ void write_delta_net_model(const DeltaNetRecipe& r, uint64_t seed, const std::st
     const GgmlType wt = r.wt, ft = r.ft;
     t.matrix("token_embd.weight", e, n_vocab, wt, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
-    for (int il = 0; il < n_layer; ++il) {
+    for (int il = 0; il < n_layer + r.n_nextn; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
+        if (il >= n_layer) write_delta_net_nextn(t, p, e, wt);
         t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
-        if ((il + 1) % 4 == 0) {
+        if ((il + 1) % 4 == 0 || il >= n_layer) {
             t.matrix(p + "attn_q.weight", e, 2 * n_head * hd, wt, 2.0f);
             t.matrix(p + "attn_k.weight", e, n_head_kv * hd, wt, 2.0f);
             t.matrix(p + "attn_v.weight", e, n_head_kv * hd, wt);
@@ -1414,6 +1430,7 @@ struct Deepseek2Recipe {
     float weights_scale;
     int tie;
     GgmlType attn, ffn, shexp, embd;
+    int n_nextn = 0;  // multi-token-prediction blocks after the trunk (nextn_predict_layers; write_deepseek2_nextn)
 };
 
 const std::vector<Deepseek2Recipe>& deepseek2_recipes() {
@@ -1437,6 +1454,13 @@ const std::vector<Deepseek2Recipe>& deepseek2_recipes() {
         {"deepseek2@q4_k", "deepseek2@v3 with Q4_K experts and dense FFN; Q8_0 attention and shared expert",
          2, 256, 4, 64, 0, 32, 64, 64, 256, 256, 1, 8, 2, 4, 2, 2, true, true, true, 2.5f, 2,
          T::Q8_0, T::Q4_K, T::Q8_0, T::Q8_0},
+        // llama.cpp's deepseek2 MTP graph wants q_lora, an expert block and a shared expert.
+        {"deepseek2@nextn", "DeepSeek-V3-like with a NextN block: deepseek2's V2 shapes (q_lora 48, kv_lora 32 + 16), sigmoid "
+                            "gating with exp_probs_b, renormalized, 1 dense + 1 expert layer + 1 MTP block (an expert layer "
+                            "with nextn.eh_proj / enorm / hnorm and its own embed_tokens, shared_head_norm and "
+                            "shared_head_head), separate output head; F32",
+         2, 64, 4, 32, 48, 16, 32, 32, 128, 32, 1, 16, 3, 4, 2, 2, true, true, false, 2.5f, 4,
+         T::F32, T::F32, T::F32, T::F32, 1},
     };
     return r;
 }
@@ -1445,6 +1469,17 @@ const Deepseek2Recipe* deepseek2_recipe(const std::string& family) {
     for (const auto& r : deepseek2_recipes())
         if (r.family == family) return &r;
     return nullptr;
+}
+
+// A NextN block's own tensors (DeepSeek-V3's converted names), every optional one
+// included: its token embedding, head norm and output head.
+void write_deepseek2_nextn(TinyWriter& t, const std::string& p, int64_t e, int64_t n_vocab, GgmlType type) {
+    t.matrix(p + "nextn.eh_proj.weight", 2 * e, e, type, 2.0f);
+    t.vector(p + "nextn.enorm.weight", e, 1.0f, 0.2f);
+    t.vector(p + "nextn.hnorm.weight", e, 1.0f, 0.2f);
+    t.matrix(p + "nextn.embed_tokens.weight", e, n_vocab, type, 4.0f);
+    t.vector(p + "nextn.shared_head_norm.weight", e, 1.0f, 0.2f);
+    t.matrix(p + "nextn.shared_head_head.weight", e, n_vocab, type, 2.0f);
 }
 
 void write_deepseek2_model(const Deepseek2Recipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
@@ -1457,7 +1492,8 @@ void write_deepseek2_model(const Deepseek2Recipe& r, uint64_t seed, const std::s
     auto u32 = [](int v) { return Value::u32(static_cast<uint32_t>(v)); };
     t.key("context_length", u32(512));
     t.key("embedding_length", u32(r.e));
-    t.key("block_count", u32(r.n_layer));
+    t.key("block_count", u32(r.n_layer + r.n_nextn));
+    if (r.n_nextn > 0) t.key("nextn_predict_layers", u32(r.n_nextn));
     t.key("feed_forward_length", u32(r.n_ff));
     t.key("attention.head_count", u32(r.n_head));
     t.key("attention.head_count_kv", u32(1));
@@ -1491,8 +1527,9 @@ void write_deepseek2_model(const Deepseek2Recipe& r, uint64_t seed, const std::s
     t.matrix("token_embd.weight", e, n_vocab, r.embd, 4.0f);
     t.vector("output_norm.weight", e, 1.0f, 0.2f);
     if (!r.tied) t.matrix("output.weight", e, n_vocab, r.embd, 2.0f);
-    for (int il = 0; il < r.n_layer; ++il) {
+    for (int il = 0; il < r.n_layer + r.n_nextn; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
+        if (il >= r.n_layer) write_deepseek2_nextn(t, p, e, n_vocab, r.attn);
         t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
         if (r.q_lora > 0) {
             t.matrix(p + "attn_q_a.weight", e, r.q_lora, r.attn, 2.0f);

@@ -52,7 +52,7 @@ const std::vector<MoeRecipe>& moe_recipes() {
     using T = GgmlType;
     static const std::vector<MoeRecipe> r = {
         {.family = "glm4moe",
-         .description = "GLM-4.5 (355B-like): 1 dense + 2 expert layers + 1 MTP layer (skipped), Q/K/V biases, per-head "
+         .description = "GLM-4.5 (355B-like): 1 dense + 2 expert layers + 1 MTP layer (the draft head), Q/K/V biases, per-head "
                         "Q/K norms, NEOX RoPE over 16 of 32, 16 experts top 4 by sigmoid with exp_probs_b in 4 groups (2 "
                         "used), renormalized, scale 2.5, 1 shared expert, separate output head; F32",
          .n_nextn = 1, .n_shared = 1, .qkv_bias = true, .qk_norm = true, .probs_bias = true, .tied = false,
@@ -60,7 +60,7 @@ const std::vector<MoeRecipe>& moe_recipes() {
          .keys = {{"expert_gating_func", u32(2)}, {"expert_weights_norm", Value::boolean(true)},
                   {"expert_weights_scale", Value::f32(2.5f)}, {"expert_group_count", u32(4)}, {"expert_group_used_count", u32(2)}}},
         {.family = "glm4moe@q8_0",
-         .description = "GLM-4.5-Air-like: 1 dense + 1 expert layer + 1 MTP layer (skipped), Q/K/V biases, no Q/K norms, "
+         .description = "GLM-4.5-Air-like: 1 dense + 1 expert layer + 1 MTP layer (the draft head), Q/K/V biases, no Q/K norms, "
                         "RoPE over 32 of 64, 8 experts top 2 (sigmoid by default: no gating key) with exp_probs_b, "
                         "renormalized, scale 1.5, 1 shared expert, tied output; Q8_0",
          .n_layer = 2, .n_nextn = 1, .e = 256, .hd = 64, .rot = 32, .n_ff = 256, .n_ff_exp = 256, .n_expert = 8, .n_used = 2,

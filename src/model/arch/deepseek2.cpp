@@ -7,8 +7,9 @@
 // expert_group_count / expert_group_used_count; the exp_probs_b selection bias
 // by presence) plus the ungated shared experts (expert_shared_count of them, one
 // ffn_*_shexp of their total width). Multi-token-prediction layers
-// (nextn_predict_layers, DeepSeek-V3's last layer where converted) are skipped
-// with a load note.
+// (nextn_predict_layers, DeepSeek-V3's last layer where converted): the first
+// is the draft head (src/model/nextn.h, llama.cpp's deepseek2 MTP graph), any
+// others are skipped with a load note.
 //
 // Keys as llama.cpp reads them: attention.kv_lora_rank (required),
 // attention.q_lora_rank (0 or absent: attn_q; llama.cpp accepts it absent only
@@ -36,7 +37,8 @@ void configure_deepseek2(ArchConfig& c) {
     const gguf::Metadata& md = c.metadata;
     MlaSpec& m = s.mla;
 
-    read_nextn_layers(c);  // MTP layers after the trunk: skipped, with a load note (as llama.cpp unless it loads MTP)
+    read_nextn_layers(c);  // the first NextN block is the draft head (--spec mtp)
+    c.spec.tensors.nextn_head = true;
     if (md.find_float(c.key("attention.temperature_scale")).value_or(0.0) != 0.0)
         throw Error("GGUF metadata '" + c.key("attention.temperature_scale") + "': attention temperature tuning is not supported yet",
                     ErrorKind::Unsupported);

@@ -11,8 +11,8 @@
 //
 // Multi-token-prediction layers (nextn_predict_layers, the last layer of real
 // files: nextn.eh_proj / enorm / hnorm / shared_head_norm and a whole expert
-// block) are skipped: their tensors are left unread and the load notes say how
-// many, as llama.cpp does unless asked to load MTP. Refused by name: multimodal
+// block): the first is bound as the draft head (src/model/nextn.h, llama.cpp's
+// glm4moe MTP graph), any others are left unread with a load note. Refused by name: multimodal
 // RoPE sections (GLM-4.5V's M-RoPE, when rope.dimension_sections' first two are
 // positive, llama.cpp's test).
 #include "kiln/error.h"
@@ -33,7 +33,8 @@ void configure_glm4moe(ArchConfig& c) {
         if (sec.size() >= 2 && sec[0] > 0 && sec[1] > 0)
             throw Error("GGUF metadata '" + sk + "': multimodal RoPE sections (GLM-4.5V) are not supported", ErrorKind::Unsupported);
     }
-    read_nextn_layers(c);
+    read_nextn_layers(c);  // the first NextN block is the draft head (--spec mtp)
+    c.spec.tensors.nextn_head = true;
     s.ffn_norm_tensor = "post_attention_norm.weight";  // the pre-FFN norm, under this name
     TensorRules& t = s.tensors;
     t.qk_norm = TensorUse::Optional;

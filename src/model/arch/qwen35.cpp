@@ -3,7 +3,9 @@
 // `full_attention_interval`-th layer (or where `attention.recurrent_layers`
 // says 0), gated full attention: the Q projection holds a sigmoid output gate per
 // head, QK-norm, partial rotary embedding. Every layer has a SwiGLU FFN whose
-// input norm is stored as `post_attention_norm`.
+// input norm is stored as `post_attention_norm`. Multi-token-prediction blocks
+// (nextn_predict_layers, Qwen 3.5 / 3.6) after the trunk: the first is the draft
+// head (src/model/nextn.h), a full-attention block.
 //
 // RoPE is llama.cpp's interleaved multi-section kind (IMROPE); for text every
 // section carries the token's position, which makes it the NEOX rotation of the
@@ -14,6 +16,7 @@
 
 #include "kiln/error.h"
 #include "model/arch/families.h"
+#include "model/hparams.h"
 #include "model/registry.h"
 #include "model/spec.h"
 
@@ -60,10 +63,13 @@ void check_rope_sections(ArchConfig& c, int n_pairs) {
 void configure_gated_delta_net(ArchConfig& c) {
     ModelSpec& s = c.spec;
     // Multi-token-prediction blocks are counted in block_count and follow the
-    // trunk; kiln runs the trunk only with a block count that is the trunk's.
-    if (c.metadata.find_uint(c.key("nextn_predict_layers")).value_or(0) > 0)
+    // trunk; qwen35 / qwen35moe have read them already (configure_qwen35), others
+    // (qwen3next: llama.cpp loads its MTP tensors but has no graph to draft with)
+    // are refused.
+    if (s.n_layer_nextn == 0 && c.metadata.find_uint(c.key("nextn_predict_layers")).value_or(0) > 0)
         throw Error("GGUF metadata '" + c.key("nextn_predict_layers") + "': multi-token-prediction layers are not supported",
                     ErrorKind::Unsupported);
+    const size_t n_all = s.layers.size() + static_cast<size_t>(s.n_layer_nextn);
     SsmSpec& m = s.ssm;
     m.kind = SsmKind::GatedDeltaNet;
     m.d_conv = key_int(c, "ssm.conv_kernel", 1);
@@ -79,8 +85,9 @@ void configure_gated_delta_net(ArchConfig& c) {
     // Which layers are recurrent: the file's list, or all but every interval-th.
     const std::string list_key = c.key("attention.recurrent_layers");
     if (const gguf::Value* v = c.metadata.find(list_key)) {
-        if (v->type() != gguf::ValueType::Array || v->lazy() || v->count() != s.layers.size())
-            throw Error("GGUF metadata '" + list_key + "': expected one value per layer (" + std::to_string(s.layers.size()) + ")");
+        // One value per layer, the MTP blocks' included (llama.cpp reads n_layer_all) or not.
+        if (v->type() != gguf::ValueType::Array || v->lazy() || (v->count() != s.layers.size() && v->count() != n_all))
+            throw Error("GGUF metadata '" + list_key + "': expected one value per layer (" + std::to_string(n_all) + ")");
         for (size_t il = 0; il < s.layers.size(); ++il)
             if (v->items()[il].raw_u64() != 0) s.layers[il].mixer = MixerKind::Recurrent;
     } else {
@@ -98,6 +105,10 @@ void configure_gated_delta_net(ArchConfig& c) {
 }
 
 void configure_qwen35(ArchConfig& c) {
+    // Qwen 3.5 / 3.6's MTP block: a gated full-attention block of the trunk's kind
+    // (llama.cpp's qwen35 / qwen35moe MTP graphs), the draft head.
+    read_nextn_layers(c);
+    c.spec.tensors.nextn_head = true;
     configure_gated_delta_net(c);
     check_rope_sections(c, c.spec.rope.n_dims / 2);
 }
