@@ -11,6 +11,11 @@ the tiny float llama re-encoded as Q4_0 from the float one (llama-perplexity
 --kl-divergence-base / --kl-divergence over 8 chunks of 128) into
 tests/golden/perplexity/kl_tiny_q4_0.json.
 
+llama-perplexity runs with -fa off: its default on the CPU ("auto") turns flash
+attention on, a different order and precision of the attention math from the
+path kiln follows (llama.cpp's non-flash graph, which the logit fixtures of
+tools/model_fixtures.py use too); docs/models.md gives the spread between the two.
+
 Usage: tools/perplexity_fixtures.py [--build build] [--llama-bin DIR]
 Long check: --text FILE --out DIR writes the same for another text (the full
 book of Genesis: tools/kjv_text.sh 'Genesis1:1-50:26').
@@ -32,7 +37,7 @@ TEXT = ROOT / "tests" / "data" / "text" / "genesis-1-5.txt"
 def llama_perplexity(bin_dir, model, text, n_ctx):
     env = dict(os.environ, LD_LIBRARY_PATH=str(bin_dir))
     out = subprocess.run([str(bin_dir / "llama-perplexity"), "-m", str(model), "-f", str(text), "-c", str(n_ctx),
-                          "-b", str(n_ctx), "-t", "2"], env=env, capture_output=True, text=True, check=True)
+                          "-b", str(n_ctx), "-t", "2", "-fa", "off"], env=env, capture_output=True, text=True, check=True)
     log = out.stdout + out.stderr
     estimates = [float(v) for v in re.findall(r"\[\d+\]([0-9.]+),", log)]
     final = re.search(r"Final estimate: PPL = ([0-9.]+) \+/- ([0-9.]+)", log)
@@ -48,7 +53,7 @@ KL_CHUNKS = 8
 def llama_kl(bin_dir, base_model, model, text, n_ctx, tmp):
     env = dict(os.environ, LD_LIBRARY_PATH=str(bin_dir))
     base_file = Path(tmp) / "base.kld"
-    common = ["-c", str(n_ctx), "-b", str(n_ctx), "-t", "2", "--chunks", str(KL_CHUNKS), "--kl-divergence-base", str(base_file)]
+    common = ["-c", str(n_ctx), "-b", str(n_ctx), "-t", "2", "-fa", "off", "--chunks", str(KL_CHUNKS), "--kl-divergence-base", str(base_file)]
     subprocess.run([str(bin_dir / "llama-perplexity"), "-m", str(base_model), "-f", str(text), *common], env=env,
                    capture_output=True, check=True)
     out = subprocess.run([str(bin_dir / "llama-perplexity"), "-m", str(model), *common, "--kl-divergence"], env=env,

@@ -24,7 +24,8 @@ import gguf
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = Path(os.environ.get("KILN_MODELS", Path.home() / ".cache" / "kiln" / "models"))
-PRESETS = ["Q8_0", "Q4_0", "Q5_1", "Q6_K", "Q5_K_M", "Q4_K_M", "Q4_K_S", "Q3_K_M", "Q2_K", "IQ4_NL"]
+PRESETS = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q6_K", "Q5_K_M", "Q5_K_S", "Q4_K_M", "Q4_K_S", "Q3_K_L", "Q3_K_M",
+           "Q3_K_S", "Q2_K", "IQ4_NL"]
 # Checked by a long test only (README "Long checks"): tests/golden/quantize_long.
 LONG_PRESETS = ["IQ4_XS", "IQ3_S", "IQ3_M"]
 

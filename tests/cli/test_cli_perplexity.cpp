@@ -2,13 +2,20 @@
 // and model (fixtures: tools/perplexity_fixtures.py). The text is Genesis 1-5
 // (King James Bible, public domain; tools/kjv_text.sh).
 //
+// llama-perplexity ran with -fa off (the non-flash graph kiln follows; its CPU
+// default turns flash attention on: docs/models.md).
+//
 // Bounds: on the tiny random llama model kiln's logits track llama.cpp's closely,
 // and the final estimate must agree within 0.1%. On the real models the logits
-// differ by the spread docs/numerics.md explains (a few hundredths of a nat per
-// token, either sign); over the ~2,000 scored tokens of this short text that
-// leaves up to ~0.3% on the final estimate (measured: SmolLM2 0.15%, Gemma 3
-// 0.29%), so the bound here is 0.5%; the 0.1% check on the whole book of
-// Genesis (~50,000 tokens) is a long check (README).
+// differ by the spread docs/numerics.md explains: a per-token log-probability
+// difference of either sign with an sd of ~0.12 nats (the same between llama.cpp
+// with and without flash attention, and between kiln's own kernel levels), so one
+// chunk of 127 scored tokens has a standard error of ~1.1% and the ~2,000 scored
+// tokens of this short text ~0.26% (measured: SmolLM2 -0.21%, its worst running
+// estimate -3.3% after chunk 1; Gemma 3 +0.31%). The bounds are 0.5% on the final
+// estimate and 4.5% (about 4 standard errors of one chunk) on every running
+// estimate; the 0.1% check on the whole book of Genesis (~50,000 tokens) is a long
+// check (README).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,7 +79,7 @@ TEST(CliPerplexity, RealModelsWithinTheNumericSpreadOfLlamaCpp) {
         KILN_REQUIRE_MODEL(path);
         SCOPED_TRACE(name);
         const json want = fixture(name);
-        expect_matches(kiln_perplexity(path, want["n_ctx"]), want, 0.005, 0.03);
+        expect_matches(kiln_perplexity(path, want["n_ctx"]), want, 0.005, 0.045);
     }
 }
 

@@ -1,7 +1,8 @@
 """A fake Hugging Face hub on loopback for kiln pull: the revision API
 (/api/models/OWNER/REPO/revision/REV?blobs=true) and the file route
 (/OWNER/REPO/resolve/COMMIT/FILE, with HTTP ranges), serving files from a
-folder. Modes make it drop a connection mid-file or list a wrong hash."""
+folder. Modes make it drop a connection mid-file, list a wrong hash, or answer
+401 for a gated repository unless the request carries its bearer token."""
 import hashlib
 import http.server
 import json
@@ -25,6 +26,8 @@ class Hub:
         self.drop_after = None  # bytes after which the next file response is cut (once)
         self.wrong_hash = set()  # relnames listed with a wrong sha256
         self.requests = []  # (path, Range header)
+        self.gated = {}  # "owner/repo" -> the token both routes require (401 without it)
+        self.authorizations = []  # (path, Authorization header)
         hub = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -35,7 +38,11 @@ class Hub:
 
             def do_GET(self):
                 hub.requests.append((self.path, self.headers.get("Range")))
+                hub.authorizations.append((self.path, self.headers.get("Authorization")))
                 parts = self.path.split("?")[0].strip("/").split("/")
+                repo = "/".join(parts[2:4]) if parts[:2] == ["api", "models"] else "/".join(parts[:2])
+                if repo in hub.gated and self.headers.get("Authorization") != "Bearer " + hub.gated[repo]:
+                    return self.send(401, b'{"error": "Access to this repository is restricted"}')
                 if parts[:2] == ["api", "models"] and len(parts) == 6 and parts[4] == "revision":
                     return self.revision("/".join(parts[2:4]))
                 if len(parts) >= 5 and parts[2] == "resolve" and parts[3] == COMMIT:

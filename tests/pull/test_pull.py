@@ -21,10 +21,12 @@ def blob(n, seed):
     return bytes(b"GGUF" + out[: n - 4])
 
 
-def pull(hub, tmp_path, *args, check=True):
+def pull(hub, tmp_path, *args, check=True, token=None):
     env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(tmp_path / "hub"), KILN_MODELS=str(tmp_path / "kiln"),
                HOME=str(tmp_path))
     env.pop("HF_TOKEN", None)
+    if token is not None:
+        env["HF_TOKEN"] = token
     r = subprocess.run([kiln_binary(), "pull", *args], env=env, capture_output=True, text=True, timeout=300)
     if check:
         assert r.returncode == 0, r.stderr
@@ -124,3 +126,18 @@ def test_a_url_download_into_the_kiln_folder(hub, tmp_path):
     r, _ = pull(hub, tmp_path, url, "--sha256", hashlib.sha256(data).hexdigest())
     assert r.stdout.strip() == "tiny"
     assert (tmp_path / "kiln" / "tiny.gguf").read_bytes() == data
+
+
+def test_a_gated_repository_needs_hf_token(hub, tmp_path):
+    data = blob(20000, 9)
+    hub.repos["o/gated"] = {"m-Q8_0.gguf": data}
+    hub.gated["o/gated"] = "hf_right"
+    r, _ = pull(hub, tmp_path, "hf:o/gated", check=False)
+    assert r.returncode == 1 and "401" in r.stderr and "needs HF_TOKEN" in r.stderr, r.stderr
+    r, _ = pull(hub, tmp_path, "hf:o/gated", check=False, token="hf_wrong")
+    assert r.returncode == 1 and "HF_TOKEN was refused" in r.stderr, r.stderr
+    r, _ = pull(hub, tmp_path, "hf:o/gated", token="hf_right")
+    assert (tmp_path / "hub" / "models--o--gated" / "snapshots" / COMMIT / "m-Q8_0.gguf").read_bytes() == data
+    # The token went with both the revision request and the file request.
+    sent = [a for p, a in hub.authorizations[-2:]]
+    assert sent == ["Bearer hf_right", "Bearer hf_right"], hub.authorizations
