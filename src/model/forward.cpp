@@ -470,7 +470,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     // 2,048 do not fit there). In decode a task is one row, and with fewer rows
     // and KV heads than threads (one KV head) a pair's query heads are split
     // over tasks too; with several KV heads a decode task takes a run of them
-    // (as many runs as threads), which are contiguous in every cached row and walk
+    // (as many runs per row as threads), which are contiguous in every cached row and walk
     // the keys together, so each row is read in runs rather than in head-sized
     // pieces. A query head's result does not depend on the others' (attend_rows,
     // attend_rows_stream), so each task computes exactly what a whole-row call
@@ -478,9 +478,10 @@ void Forward::attention_layer(int il, const BatchRows& b) {
     const int group = l.n_head / l.n_head_kv;
     const int64_t rows_per_task = n >= 2 * pool_.size() ? 16 : 1;
     const int64_t row_blocks = (n + rows_per_task - 1) / rows_per_task;
-    const int kv_run = rows_per_task == 1
-                           ? static_cast<int>(std::max<int64_t>(1, l.n_head_kv / std::max<int64_t>(1, (pool_.size() + row_blocks - 1) / row_blocks)))
-                           : 1;
+    // Decode: each row's KV heads in as many runs as threads, so the tasks are a
+    // multiple of the threads whatever the number of rows.
+    const int kv_runs_wanted = std::min(l.n_head_kv, pool_.size());
+    const int kv_run = rows_per_task == 1 ? (l.n_head_kv + kv_runs_wanted - 1) / kv_runs_wanted : 1;
     const int kv_runs = (l.n_head_kv + kv_run - 1) / kv_run;
     const int64_t pairs = row_blocks * kv_runs;
     const int64_t wanted = pairs >= pool_.size() || kv_run > 1 ? 1 : std::min<int64_t>(group, (pool_.size() + pairs - 1) / pairs);
