@@ -220,7 +220,7 @@ TEST(CliServe, PrintConfigShowsPrecedence) {
 
 // kiln autotune measures, prints its tables and writes the "tuned" section beside
 // what the file already holds; run / chat / serve read it on this CPU only.
-TEST(CliModels, AutotuneWritesTheTunedSectionThatRunReads) {
+TEST(CliModels, AutotuneWritesTheTunedSectionThatRunAndChatRead) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     const std::string cfg = kiln::test::temp_dir() + "/autotune-config.json";
     kiln::test::write_file(cfg, R"({"server": {"parallel": 2}})");
@@ -261,6 +261,22 @@ TEST(CliModels, AutotuneWritesTheTunedSectionThatRunReads) {
                                   kiln::test::smollm2_path() + "' -p Hi -n 2 --temp 0 -v");
     EXPECT_FALSE(threads_line(r.err).empty()) << r.err;
     EXPECT_EQ(threads_line(r.err), threads_line(untuned.err)) << r.err;
+    // kiln chat reads them too: a tuned f32 KV cache doubles the cache its -v line
+    // reports against the untuned (f16) run.
+    nlohmann::json f32 = j;
+    f32["tuned"]["kv_type"] = "f32";
+    kiln::test::write_file(cfg, f32.dump());
+    auto cache_mib = [](const std::string& err) {
+        const size_t at = err.find("KV cache ");
+        return at == std::string::npos ? -1.0 : std::stod(err.substr(at + 9));
+    };
+    const std::string chat_args = " chat -m '" + kiln::test::smollm2_path() + "' -c 512 --temp 0 -n 2 -v";
+    r = run_kiln("--config " + cfg + chat_args, "Hi\n/exit\n");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto chat_untuned = run_kiln("--config " + kiln::test::temp_dir() + "/autotune-empty.json" + chat_args, "Hi\n/exit\n");
+    ASSERT_EQ(chat_untuned.status, 0) << chat_untuned.err;
+    EXPECT_GT(cache_mib(chat_untuned.err), 0) << chat_untuned.err;
+    EXPECT_NEAR(cache_mib(r.err), 2 * cache_mib(chat_untuned.err), 0.15) << r.err << chat_untuned.err;  // printed to 0.1 MiB
     // An unknown key under "tuned" is an error naming it, as anywhere in the file.
     kiln::test::write_file(cfg, R"({"tuned": {"thread": 2}})");
     r = run_kiln("--config " + cfg + " config --print");
