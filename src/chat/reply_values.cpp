@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <set>
+#include <vector>
 
 #include "chat/reply_text.h"
 
@@ -109,8 +111,22 @@ std::optional<json> parse_json(std::string_view text) {
             --depth;
         }
     }
-    json value = json::parse(text.begin(), text.end(), nullptr, false);
-    if (value.is_discarded()) return std::nullopt;
+    // An object that names a key twice is ambiguous (parsers keep the first or the
+    // last): it is not taken as JSON, so a call made of it is malformed whether the
+    // reply arrived whole or streamed (a preview would have streamed the first).
+    std::vector<std::set<std::string>> keys;
+    bool duplicate = false;
+    auto check_keys = [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start)
+            keys.emplace_back();
+        else if (event == json::parse_event_t::object_end && !keys.empty())
+            keys.pop_back();
+        else if (event == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+            duplicate = true;
+        return true;
+    };
+    json value = json::parse(text.begin(), text.end(), check_keys, false);
+    if (value.is_discarded() || duplicate) return std::nullopt;
     return value;
 }
 
