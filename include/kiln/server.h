@@ -41,6 +41,8 @@ struct ServerOptions {
     int n_threads = 0;               // 0: every thread of the executor
     uint64_t memory_budget = 0;      // bytes for the sequences' memory; 0: parallel x n_ctx positions
     bool flash_attn = false;         // ContextOptions::flash_attn for every model
+    int n_batch = 0;                 // ContextOptions::n_batch for every model; 0: its default
+    std::string kv_type;             // ContextOptions::kv_type for every model; empty: its default
     // Speculative decoding of every sequence (kiln/engine.h SpecMode): "auto",
     // "off", "ngram" or "draft", drafting draft_min..draft_max tokens a step.
     // draft_model: a GGUF with the default model's vocabulary (checked at load);

@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "kiln/context.h"
 #include "kiln/error.h"
 #include "kiln/server.h"
 
@@ -49,7 +50,11 @@ int cmd_serve(int argc, char** argv) {
     o.parallel = cfg.get_int("server.parallel");
     o.n_ctx = cfg.get_int("server.ctx_size");
     o.n_threads = cfg.get_int("server.threads");
-    if (cfg.origin("server.threads") == "built-in") o.n_threads = tuned_settings().threads;  // kiln autotune's, for this CPU
+    // kiln autotune's settings for this CPU, where neither the config nor a flag sets them.
+    const TunedSettings tuned = tuned_settings();
+    if (cfg.origin("server.threads") == "built-in" && tuned.threads > 0) o.n_threads = tuned.threads;
+    o.n_batch = tuned.batch_size;
+    o.kv_type = tuned.kv_type;
     o.memory_budget = cfg.get_bytes("server.memory_budget");
     o.max_models = static_cast<size_t>(cfg.get_int("server.max_models"));
     models_dir = cfg.get("server.models_dir");
@@ -66,6 +71,9 @@ int cmd_serve(int argc, char** argv) {
     app.add_option("--parallel", o.parallel, "sequences generated at once (default 4)")->check(CLI::Range(1, 256));
     app.add_option("-c,--ctx-size", o.n_ctx, "context of one sequence (0: the model's, at most 4096)")->check(CLI::Range(0, 1 << 24));
     app.add_option("-t,--threads", o.n_threads, "threads (0: physical cores)")->check(CLI::Range(0, 1024));
+    app.add_option("-b,--batch-size", o.n_batch, "prompt chunk size: most entries in one forward pass (default 256)")
+        ->check(CLI::Range(1, 1 << 16));
+    app.add_option("--kv-type", o.kv_type, "KV cache type: f16 (the default), f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
     std::string flash_attn = "off";
     app.add_option("--flash-attn", flash_attn, "attention: off (the default: llama.cpp's -fa off order) or on (streaming: keys and values read once with an online softmax)")->check(CLI::IsMember({"on", "off"}));
     app.add_option("--memory-budget", o.memory_budget,
@@ -103,8 +111,19 @@ int cmd_serve(int argc, char** argv) {
             {"--max-models", "server.max_models"}, {"--models", "server.models_dir"}};
         for (const auto& [flag, key] : flag_keys)
             if (app.count(flag)) shown.set_flag(key, app.get_option(flag)->as<std::string>());
-        for (const ConfigSetting& st : shown.settings())
-            if (st.key.rfind("server.", 0) == 0) std::printf("%s = %s (%s)\n", st.key.c_str(), st.value.c_str(), st.origin.c_str());
+        const char* tuned_origin = "kiln autotune, this CPU";
+        for (const ConfigSetting& st : shown.settings()) {
+            if (st.key.rfind("server.", 0) != 0) continue;
+            const bool threads_tuned = st.key == "server.threads" && st.origin == "built-in" && tuned.threads > 0;
+            std::printf("%s = %s (%s)\n", st.key.c_str(), threads_tuned ? std::to_string(o.n_threads).c_str() : st.value.c_str(),
+                        threads_tuned ? tuned_origin : st.origin.c_str());
+        }
+        // Not config keys: a flag, else kiln autotune's tuned section, else the engine's default.
+        const ContextOptions defaults;
+        auto origin = [&](const char* flag, bool is_tuned) { return app.count(flag) ? "flag" : is_tuned ? tuned_origin : "built-in"; };
+        std::printf("batch_size = %d (%s)\n", o.n_batch > 0 ? o.n_batch : defaults.n_batch, origin("--batch-size", o.n_batch > 0));
+        std::printf("kv_type = %s (%s)\n", (o.kv_type.empty() ? defaults.kv_type : o.kv_type).c_str(),
+                    origin("--kv-type", !o.kv_type.empty()));
         return 0;
     }
     // Names of the catalog (paths, aliases, presets, hf:, Ollama names) become

@@ -43,7 +43,7 @@ JobEvent failure(int index, const std::string& message, ErrorKind kind) {
 
 Scheduler::Scheduler(std::shared_ptr<const Model> model, const ContextOptions& options, size_t max_queue,
                      const SpecOptions& spec, std::shared_ptr<const Model> draft)
-    : engine_(std::make_unique<Engine>(std::move(model), options)), max_queue_(max_queue), spec_(spec) {
+    : engine_(std::make_unique<Engine>(std::move(model), options)), spec_(spec), max_queue_(max_queue) {
     if (draft) engine_->set_draft_model(std::move(draft));
     has_draft_ = engine_->draft_model() != nullptr;
     // --spec draft for a model its draft does not fit: prompt lookup instead (the server logs it).
@@ -52,6 +52,9 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const ContextOptions& o
     // --spec mtp for a model without an MTP head (one of several served): prompt lookup instead.
     if (spec_.mode == SpecMode::Mtp && !has_mtp_) spec_.mode = SpecMode::Ngram;
     n_ctx_ = engine_->context().n_ctx();
+    n_batch_ = engine_->context().n_batch();
+    n_threads_ = engine_->context().n_threads();
+    kv_type_ = options.kv_type;
     memory_bytes_ = engine_->context().memory_bytes() + engine_->draft_memory_bytes();
     n_slots_ = options.n_seq_max;
     active_.resize(static_cast<size_t>(n_slots_));

@@ -66,6 +66,9 @@ public:
     ~Scheduler();
 
     int n_ctx() const { return n_ctx_; }
+    int n_batch() const { return n_batch_; }      // most entries in one forward pass
+    int n_threads() const { return n_threads_; }  // the engine's threads
+    const std::string& kv_type() const { return kv_type_; }
     uint64_t memory_bytes() const { return memory_bytes_; }  // the sequences' memory (the draft model's included)
     bool has_draft_model() const { return has_draft_; }
     bool has_mtp_head() const { return has_mtp_; }
@@ -87,6 +90,9 @@ private:
     std::unique_ptr<Engine> engine_;
     std::optional<TokenVocabulary> vocab_;  // made on the first constrained job (the scheduler thread only)
     int n_ctx_ = 0;
+    int n_batch_ = 0;
+    int n_threads_ = 0;
+    std::string kv_type_;
     uint64_t memory_bytes_ = 0;
     SpecOptions spec_;
     bool has_draft_ = false;

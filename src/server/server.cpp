@@ -328,6 +328,8 @@ std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, c
     co.memory_budget = o.memory_budget;
     co.n_threads = o.n_threads;
     co.flash_attn = o.flash_attn;
+    if (o.n_batch > 0) co.n_batch = o.n_batch;
+    if (!o.kv_type.empty()) co.kv_type = o.kv_type;
     std::shared_ptr<const Model> draft;
     std::string draft_note;
     if (!o.draft_model.empty() && !model->is_embedding_model()) {

@@ -277,6 +277,24 @@ TEST(CliModels, AutotuneWritesTheTunedSectionThatRunAndChatRead) {
     ASSERT_EQ(chat_untuned.status, 0) << chat_untuned.err;
     EXPECT_GT(cache_mib(chat_untuned.err), 0) << chat_untuned.err;
     EXPECT_NEAR(cache_mib(r.err), 2 * cache_mib(chat_untuned.err), 0.15) << r.err << chat_untuned.err;  // printed to 0.1 MiB
+    // kiln serve takes all three where no flag and no server.* key sets them
+    // (tests/server/test_server_options.py: what serve is given reaches /props).
+    f32["tuned"]["batch_size"] = 64;
+    f32["tuned"]["threads"] = 1;
+    kiln::test::write_file(cfg, f32.dump());
+    r = run_kiln("--config " + cfg + " serve --print-config");
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* line : {"server.threads = 1 (kiln autotune, this CPU)\n", "batch_size = 64 (kiln autotune, this CPU)\n",
+                             "kv_type = f32 (kiln autotune, this CPU)\n"})
+        EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
+    r = run_kiln("--config " + cfg + " serve --print-config --kv-type q8_0 -b 32 -t 2");
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* line : {"server.threads = 2 (flag)\n", "batch_size = 32 (flag)\n", "kv_type = q8_0 (flag)\n"})
+        EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
+    r = run_kiln("--config " + kiln::test::temp_dir() + "/autotune-empty.json serve --print-config");
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* line : {"server.threads = 0 (built-in)\n", "batch_size = 256 (built-in)\n", "kv_type = f16 (built-in)\n"})
+        EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
     // An unknown key under "tuned" is an error naming it, as anywhere in the file.
     kiln::test::write_file(cfg, R"({"tuned": {"thread": 2}})");
     r = run_kiln("--config " + cfg + " config --print");

@@ -2,6 +2,8 @@
 import json
 import urllib.request
 
+from conftest import KilnServer
+
 
 def get(url, path):
     with urllib.request.urlopen(url + path, timeout=30) as r:
@@ -21,6 +23,19 @@ def test_health_and_props(server):
     assert props["total_slots"] == 4
     assert props["n_ctx"] == 2048
     assert "im_start" in props["chat_template"]
+    assert (props["n_batch"], props["kv_type"], props["n_threads"]) == (256, "f16", 2)
+
+
+def test_batch_size_and_kv_type_reach_the_engine():
+    # kiln serve -b / --kv-type (or kiln autotune's tuned section, tests/cli) set every model's context.
+    s = KilnServer("-b", "32", "--kv-type", "q8_0")
+    try:
+        props = json.loads(get(s.url, "/props")[1])
+        assert (props["n_batch"], props["kv_type"], props["n_threads"]) == (32, "q8_0", 2)
+        reply = post(s.url, "/v1/completions", {"prompt": "The capital of France is", "max_tokens": 4, "temperature": 0})
+        assert reply["choices"][0]["text"] and reply["usage"]["completion_tokens"] == 4
+    finally:
+        s.stop()
 
 
 def test_models_without_v1(server):
