@@ -96,7 +96,7 @@ struct GenerateOptions {
 struct TokenEvent {
     TokenId token = k_no_token;
     std::string text;      // newly complete text (stop-string safe; may be empty)
-    float logprob = 0.0f;  // of the chosen token under the model
+    float logprob = 0.0f;  // of the chosen token under the model (NaN unless sampling.logprobs or n_probs > 0)
     std::vector<TokenLogprob> top;  // when sampling.n_probs > 0
 };
 

@@ -38,6 +38,10 @@ struct SamplingParams {
     std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logit; -inf bans a token
     uint64_t seed = 0;
     int n_probs = 0;  // report the top-n log-probabilities of each step
+    // Compute each step's chosen-token log-probability (a log-sum-exp over the
+    // whole vocabulary: up to a tenth of a small model's decode step, so only on
+    // request); n_probs > 0 implies it.
+    bool logprobs = false;
 
     static SamplingParams greedy() {
         SamplingParams p;
@@ -97,7 +101,8 @@ public:
     void reset();
 
     // Log-probability of the chosen token and the top-n alternatives of the last
-    // step, from the model's distribution (softmax of the raw logits).
+    // step, from the model's distribution (softmax of the raw logits). NaN and
+    // none unless params().logprobs or n_probs > 0.
     float last_logprob() const { return last_logprob_; }
     const std::vector<TokenLogprob>& last_top() const { return last_top_; }
 

@@ -311,7 +311,12 @@ int32_t Sampler::sample(std::span<const float> logits) {
     c.selected = -1;
     for (auto& stage : stages_) stage->apply(c);
     if (c.selected < 0) throw Error("sampler: the chain selected no token", ErrorKind::Internal);
-    report(logits, c.selected);
+    if (params_.logprobs || params_.n_probs > 0) {
+        report(logits, c.selected);
+    } else {
+        last_logprob_ = std::numeric_limits<float>::quiet_NaN();
+        last_top_.clear();
+    }
     return c.selected;
 }
 

@@ -88,6 +88,7 @@ GenerationFields parse_generation_fields(const Json& body, Api api, int n_vocab)
         f.top_logprobs = static_cast<int>(*v);
     }
     s.n_probs = f.top_logprobs;
+    s.logprobs = f.logprobs;
     f.spec = parse_spec_request(body);
     return f;
 }

@@ -156,6 +156,17 @@ TEST(Sampler, ReportsLogprobsOfTheModelDistribution) {
     EXPECT_EQ(s.last_top()[0].token, 0);
     EXPECT_EQ(s.last_top()[1].token, 1);
     EXPECT_NEAR(s.last_top()[1].logprob, std::log(0.3), 1e-5);
+    // The chosen token's alone on request; neither unless asked (NaN, not a number that looks real).
+    auto one = SamplingParams::greedy();
+    one.logprobs = true;
+    Sampler s1(one, 3);
+    EXPECT_EQ(s1.sample(logits_of({0.2, 0.5, 0.3})), 1);
+    EXPECT_NEAR(s1.last_logprob(), std::log(0.5), 1e-5);
+    EXPECT_TRUE(s1.last_top().empty());
+    Sampler s0(SamplingParams::greedy(), 3);
+    EXPECT_EQ(s0.sample(logits_of({0.2, 0.5, 0.3})), 1);
+    EXPECT_TRUE(std::isnan(s0.last_logprob()));
+    EXPECT_TRUE(s0.last_top().empty());
 }
 
 TEST(Sampler, GreedyIsAChainOfOneStageAndAConstraintGoesFirst) {
