@@ -24,6 +24,7 @@
 #include <random>
 #include <vector>
 
+#include "attention_test_ring.h"
 #include "compute/alibi.h"
 #include "compute/attention.h"
 #include "compute/huge_pages.h"
@@ -290,54 +291,22 @@ TEST(OpKernels, AttentionTracksScalarReference) {
         SCOPED_TRACE("heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dk " + std::to_string(c.dk) +
                      " keys " + std::to_string(c.n_keys) + " " + std::string(ggml_type_name(c.cache)) + (c.sinks ? " sinks" : "") +
                      (c.alibi ? " alibi" : ""));
-        AttentionShape s;
-        s.n_head = c.n_head;
-        s.n_head_kv = c.n_head_kv;
-        s.head_dim_k = c.dk;
-        s.head_dim_v = c.dv;
-        s.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
-        s.prescale_q = c.prescale;
-        s.softcap = c.softcap;
+        AttentionShape s = test_attention_shape(c.n_head, c.n_head_kv, c.dk, c.dv, c.prescale, c.softcap);
         const std::vector<float> sinks = random_values(static_cast<size_t>(c.n_head), 3.0f, rng);
         if (c.sinks) s.sinks = sinks.data();
         const std::vector<float> slopes = c.alibi ? alibi_slopes(c.n_head, 8.0f) : std::vector<float>();
         if (c.alibi) s.alibi = slopes.data();
-        const int64_t ks = static_cast<int64_t>(c.n_head_kv) * c.dk, vs = static_cast<int64_t>(c.n_head_kv) * c.dv;
-        const uint64_t k_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(ks));
-        const uint64_t v_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(vs));
         // A ring of capacity n_keys + 5 whose window starts mid-ring, so reads wrap.
-        const int64_t capacity = c.n_keys + 5, first = 7, pos = first + c.n_keys - 1;
+        const int64_t first = 7, pos = first + c.n_keys - 1;
         s.q_pos = first + c.n_keys / 2;
-        std::vector<uint8_t> kbytes(static_cast<size_t>(capacity) * k_row_bytes), vbytes(static_cast<size_t>(capacity) * v_row_bytes);
-        float vmax = 0;
-        for (int64_t p = first; p <= pos; ++p) {
-            const std::vector<float> kr = random_values(static_cast<size_t>(ks), 1.0f, rng);
-            const std::vector<float> vr = random_values(static_cast<size_t>(vs), 1.0f, rng);
-            for (float v : vr) vmax = std::max(vmax, std::fabs(v));
-            uint8_t* kd = kbytes.data() + static_cast<size_t>(p % capacity) * k_row_bytes;
-            uint8_t* vd = vbytes.data() + static_cast<size_t>(p % capacity) * v_row_bytes;
-            quant::quantize_row(c.cache, kr.data(), kd, ks);
-            quant::quantize_row(c.cache, vr.data(), vd, vs);
-        }
-        KvView view;
-        view.type = c.cache;
-        view.k_row = [&](int64_t p) { return kbytes.data() + static_cast<size_t>(p % capacity) * k_row_bytes; };
-        view.v_row = [&](int64_t p) { return vbytes.data() + static_cast<size_t>(p % capacity) * v_row_bytes; };
+        TestKvRing ring(c.cache, static_cast<int64_t>(c.n_head_kv) * c.dk, static_cast<int64_t>(c.n_head_kv) * c.dv, c.n_keys + 5);
+        ring.fill(first, pos, [&](size_t n) { return random_values(n, 1.0f, rng); });
+        const float vmax = ring.vmax;
+        const KvView view = ring.view();
         // The SIMD attention reads f16 / f32 caches in place and a q8_0 cache
         // converted to f32 rows (exact), as the forward pass does.
         HugeFloats kf, vf;
-        KvRows rows;
-        if (c.cache == GgmlType::Q8_0) {
-            rows = kv_rows_f32(s, view, first, pos, kf, vf);
-        } else {
-            rows.type = c.cache;
-            rows.k = kbytes.data();
-            rows.v = vbytes.data();
-            rows.k_row_bytes = k_row_bytes;
-            rows.v_row_bytes = v_row_bytes;
-            rows.capacity = capacity;
-            rows.f16_rounding = c.cache == GgmlType::F16;
-        }
+        const KvRows rows = c.cache == GgmlType::Q8_0 ? kv_rows_f32(s, view, first, pos, kf, vf) : ring.rows();
         const std::vector<float> q = random_values(static_cast<size_t>(c.n_head * c.dk), 3.0f, rng);
         std::vector<float> ref(static_cast<size_t>(c.n_head * c.dv)), got(ref.size());
         AttentionScratch scratch;
@@ -357,13 +326,7 @@ TEST(OpKernels, AttentionTracksScalarReference) {
                         isa_name(k->isa).data(), ggml_type_name(c.cache).data(), c.dk, static_cast<long long>(c.n_keys), worst, vmax);
             if (c.cache == GgmlType::Q8_0 && kv_reads_q8_0(s)) {
                 // Decode reads q8_0 rows in place: the same bits as through the f32 rows.
-                KvRows direct;
-                direct.type = GgmlType::Q8_0;
-                direct.k = kbytes.data();
-                direct.v = vbytes.data();
-                direct.k_row_bytes = k_row_bytes;
-                direct.v_row_bytes = v_row_bytes;
-                direct.capacity = capacity;
+                const KvRows direct = ring.rows();
                 std::vector<float> in_place(ref.size(), -2.0f);
                 k->attend_row(s, q.data(), first, pos, direct, in_place.data(), scratch);
                 EXPECT_EQ(std::memcmp(in_place.data(), got.data(), got.size() * 4), 0) << isa_name(k->isa) << " q8_0 in place";
@@ -398,35 +361,17 @@ TEST(OpKernels, AttentionBlockEqualsRowByRow) {
     for (const BlockCase& c : cases) {
         SCOPED_TRACE("heads " + std::to_string(c.n_head) + " dk " + std::to_string(c.dk) + " rows " + std::to_string(c.n_rows) + " " +
                      std::string(ggml_type_name(c.cache)));
-        AttentionShape s;
-        s.n_head = c.n_head;
-        s.n_head_kv = 1;
-        s.head_dim_k = c.dk;
-        s.head_dim_v = c.dv;
-        s.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
-        s.softcap = c.softcap;
+        AttentionShape s = test_attention_shape(c.n_head, 1, c.dk, c.dv, false, c.softcap);
         const std::vector<float> sinks = random_values(static_cast<size_t>(c.n_head), 3.0f, rng);
         if (c.sinks) s.sinks = sinks.data();
         const std::vector<float> slopes = c.alibi ? alibi_slopes(c.n_head, 8.0f) : std::vector<float>();
         if (c.alibi) s.alibi = slopes.data();
         std::vector<int64_t> pos;
         for (int r = 0; r < c.n_rows; ++r) pos.push_back(c.first_pos + static_cast<int64_t>(r) * c.gap);
-        const int64_t first = 0, last = pos.back(), capacity = last + 1;
-        const uint64_t k_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(c.dk));
-        const uint64_t v_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(c.dv));
-        std::vector<uint8_t> kbytes(static_cast<size_t>(capacity) * k_row_bytes), vbytes(static_cast<size_t>(capacity) * v_row_bytes);
-        for (int64_t p = 0; p <= last; ++p) {
-            quant::quantize_row(c.cache, random_values(static_cast<size_t>(c.dk), 1.0f, rng).data(), kbytes.data() + p * k_row_bytes, c.dk);
-            quant::quantize_row(c.cache, random_values(static_cast<size_t>(c.dv), 1.0f, rng).data(), vbytes.data() + p * v_row_bytes, c.dv);
-        }
-        KvRows rows;
-        rows.type = c.cache;
-        rows.k = kbytes.data();
-        rows.v = vbytes.data();
-        rows.k_row_bytes = k_row_bytes;
-        rows.v_row_bytes = v_row_bytes;
-        rows.capacity = capacity;
-        rows.f16_rounding = c.cache == GgmlType::F16;
+        const int64_t first = 0, last = pos.back();
+        TestKvRing ring(c.cache, c.dk, c.dv, last + 1);
+        ring.fill(first, last, [&](size_t n) { return random_values(n, 1.0f, rng); });
+        const KvRows rows = ring.rows();
         // Rows of the forward pass's layout: q [rows][heads * dk], out [rows][heads * dv] with room past each.
         const int64_t q_stride = static_cast<int64_t>(c.n_head) * c.dk + 16, out_stride = static_cast<int64_t>(c.n_head) * c.dv + 16;
         const std::vector<float> q = random_values(static_cast<size_t>(c.n_rows * q_stride), 3.0f, rng);
@@ -474,31 +419,17 @@ TEST(OpKernels, AttentionKvHeadRunEqualsHeadByHead) {
         SCOPED_TRACE("heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dk " + std::to_string(c.dk) +
                      " rows " + std::to_string(c.n_rows) + " " + std::string(ggml_type_name(c.cache)));
         const int group = c.n_head / c.n_head_kv;
-        AttentionShape s;
-        s.n_head = c.n_head;
-        s.n_head_kv = c.n_head_kv;
-        s.head_dim_k = s.head_dim_v = c.dk;
-        s.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+        AttentionShape s = test_attention_shape(c.n_head, c.n_head_kv, c.dk, c.dk);
         const std::vector<float> sinks = random_values(static_cast<size_t>(c.n_head), 3.0f, rng);
         if (c.sinks) s.sinks = sinks.data();
         const std::vector<float> slopes = c.alibi ? alibi_slopes(c.n_head, 8.0f) : std::vector<float>();
         if (c.alibi) s.alibi = slopes.data();
         std::vector<int64_t> pos;
         for (int r = 0; r < c.n_rows; ++r) pos.push_back(c.first_pos + r);
-        const int64_t capacity = pos.back() + 1, width = static_cast<int64_t>(c.n_head_kv) * c.dk;
-        const uint64_t row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(width));
-        std::vector<uint8_t> kbytes(static_cast<size_t>(capacity) * row_bytes), vbytes(kbytes.size());
-        for (int64_t p = 0; p < capacity; ++p) {
-            quant::quantize_row(c.cache, random_values(static_cast<size_t>(width), 1.0f, rng).data(), kbytes.data() + p * row_bytes, width);
-            quant::quantize_row(c.cache, random_values(static_cast<size_t>(width), 1.0f, rng).data(), vbytes.data() + p * row_bytes, width);
-        }
-        KvRows rows;
-        rows.type = c.cache;
-        rows.k = kbytes.data();
-        rows.v = vbytes.data();
-        rows.k_row_bytes = rows.v_row_bytes = row_bytes;
-        rows.capacity = capacity;
-        rows.f16_rounding = c.cache == GgmlType::F16;
+        const int64_t width = static_cast<int64_t>(c.n_head_kv) * c.dk;
+        TestKvRing ring(c.cache, width, width, pos.back() + 1);
+        ring.fill(0, pos.back(), [&](size_t n) { return random_values(n, 1.0f, rng); });
+        const KvRows rows = ring.rows();
         const int64_t stride = static_cast<int64_t>(c.n_head) * c.dk;
         const std::vector<float> q = random_values(static_cast<size_t>(c.n_rows * stride), 3.0f, rng);
         std::vector<const KernelTable*> tables = simd_tables();

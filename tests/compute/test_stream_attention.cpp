@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_test_ring.h"
 #include "compute/alibi.h"
 #include "compute/attention.h"
 #include "compute/kernels/kernels.h"
@@ -52,14 +53,6 @@ struct StreamCase {
     bool prescale = false, sinks = false, alibi = false;
 };
 
-// The cached rows of a case.
-struct Cache {
-    std::vector<uint8_t> k, v;
-    uint64_t k_row_bytes = 0, v_row_bytes = 0;
-    int64_t capacity = 0;
-    float vmax = 0;
-};
-
 TEST(StreamAttention, TracksExactAttentionAndItsReference) {
     std::mt19937 rng(21);
     const StreamCase cases[] = {
@@ -83,14 +76,7 @@ TEST(StreamAttention, TracksExactAttentionAndItsReference) {
         SCOPED_TRACE("heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dk " + std::to_string(c.dk) +
                      " rows " + std::to_string(c.n_rows) + " from " + std::to_string(c.first_pos) + " " +
                      std::string(ggml_type_name(c.cache)));
-        AttentionShape s;
-        s.n_head = c.n_head;
-        s.n_head_kv = c.n_head_kv;
-        s.head_dim_k = c.dk;
-        s.head_dim_v = c.dv;
-        s.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
-        s.prescale_q = c.prescale;
-        s.softcap = c.softcap;
+        AttentionShape s = test_attention_shape(c.n_head, c.n_head_kv, c.dk, c.dv, c.prescale, c.softcap);
         const std::vector<float> sinks = normal_values(static_cast<size_t>(c.n_head), 3.0f, rng);
         if (c.sinks) s.sinks = sinks.data();
         const std::vector<float> slopes = c.alibi ? alibi_slopes(c.n_head, 8.0f) : std::vector<float>();
@@ -99,35 +85,12 @@ TEST(StreamAttention, TracksExactAttentionAndItsReference) {
         for (int r = 0; r < c.n_rows; ++r) pos.push_back(c.first_pos + static_cast<int64_t>(r) * c.gap);
         // The keys start at position 3 (or the first row's), in a ring whose slots
         // (p + 37) % capacity wrap before the last key.
-        const int64_t first = std::min<int64_t>(3, pos[0]), last = pos.back(), capacity = last - first + 1 + 11;
-        auto slot = [&](int64_t p) { return static_cast<size_t>((p + 37) % capacity); };
-        const int64_t ks = static_cast<int64_t>(c.n_head_kv) * c.dk, vs = static_cast<int64_t>(c.n_head_kv) * c.dv;
-        Cache cache;
-        cache.k_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(ks));
-        cache.v_row_bytes = ggml_row_bytes(c.cache, static_cast<uint64_t>(vs));
-        cache.capacity = capacity;
-        cache.k.resize(static_cast<size_t>(capacity) * cache.k_row_bytes);
-        cache.v.resize(static_cast<size_t>(capacity) * cache.v_row_bytes);
-        for (int64_t p = first; p <= last; ++p) {
-            const std::vector<float> kr = normal_values(static_cast<size_t>(ks), 1.0f, rng);
-            const std::vector<float> vr = normal_values(static_cast<size_t>(vs), 1.0f, rng);
-            for (float v : vr) cache.vmax = std::max(cache.vmax, std::fabs(v));
-            quant::quantize_row(c.cache, kr.data(), cache.k.data() + slot(p) * cache.k_row_bytes, ks);
-            quant::quantize_row(c.cache, vr.data(), cache.v.data() + slot(p) * cache.v_row_bytes, vs);
-        }
-        KvRows rows;
-        rows.type = c.cache;
-        rows.k = cache.k.data();
-        rows.v = cache.v.data();
-        rows.k_row_bytes = cache.k_row_bytes;
-        rows.v_row_bytes = cache.v_row_bytes;
-        rows.base = -37;
-        rows.capacity = capacity;
-        rows.f16_rounding = c.cache == GgmlType::F16;
-        KvView view;
-        view.type = c.cache;
-        view.k_row = [&](int64_t p) { return cache.k.data() + slot(p) * cache.k_row_bytes; };
-        view.v_row = [&](int64_t p) { return cache.v.data() + slot(p) * cache.v_row_bytes; };
+        const int64_t first = std::min<int64_t>(3, pos[0]), last = pos.back();
+        TestKvRing cache(c.cache, static_cast<int64_t>(c.n_head_kv) * c.dk, static_cast<int64_t>(c.n_head_kv) * c.dv,
+                         last - first + 1 + 11, -37);
+        cache.fill(first, last, [&](size_t n) { return normal_values(n, 1.0f, rng); });
+        const KvRows rows = cache.rows();
+        const KvView view = cache.view();
 
         const int64_t q_stride = static_cast<int64_t>(c.n_head) * c.dk + 8, out_stride = static_cast<int64_t>(c.n_head) * c.dv + 8;
         const std::vector<float> q = normal_values(static_cast<size_t>(c.n_rows * q_stride), 3.0f, rng);
