@@ -1,4 +1,4 @@
-// kiln perplexity -m MODEL -f TEXT [-c 512] [-b N] [--chunks N] [-t N] [--json]
+// kiln perplexity -m MODEL -f TEXT [-c 512] [-b N] [--chunks N] [-t N] [--flash-attn on|off] [--json]
 //                 [--kl-divergence-base F [--kl-divergence]]
 //
 // Perplexity as llama.cpp's llama-perplexity computes it, so the two can be
@@ -63,6 +63,10 @@ int cmd_perplexity(int argc, char** argv) {
                    "--kl-divergence, read them from it");
     app.add_flag("--kl-divergence", kl, "compare with the base file's model: KL divergence, Δp, same top token (no -f)");
     app.add_flag("--json", json, "print one JSON object instead of llama-perplexity's text");
+    std::string flash_attn = "off";
+    app.add_option("--flash-attn", flash_attn,
+                   "attention: off (the default: llama-perplexity -fa off's order) or on (streaming, as -fa on)")
+        ->check(CLI::IsMember({"on", "off"}));
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
     if (kl && base_file.empty()) throw Error("perplexity: --kl-divergence needs --kl-divergence-base FILE to read");
@@ -103,6 +107,7 @@ int cmd_perplexity(int argc, char** argv) {
     co.n_ctx = n_ctx;
     co.n_batch = n_batch > 0 ? std::min(n_batch, n_ctx) : n_ctx;
     co.n_threads = n_threads;
+    co.flash_attn = flash_attn == "on";
     Context ctx(model, co);
     const bool progress = !json && isatty(STDERR_FILENO);
     const int first = n_ctx / 2;

@@ -35,8 +35,8 @@ std::string text_path() { return kiln::test::data_path("text/genesis-1-5.txt"); 
 
 json fixture(const std::string& name) { return json::parse(kiln::test::read_file(kiln::test::golden_path("perplexity/" + name + ".json"))); }
 
-json kiln_perplexity(const std::string& model, int n_ctx) {
-    auto r = run_kiln("perplexity -m '" + model + "' -f '" + text_path() + "' -c " + std::to_string(n_ctx) + " --json");
+json kiln_perplexity(const std::string& model, int n_ctx, const std::string& more = "") {
+    auto r = run_kiln("perplexity -m '" + model + "' -f '" + text_path() + "' -c " + std::to_string(n_ctx) + " --json" + more);
     EXPECT_EQ(r.status, 0) << r.err;
     return r.status == 0 ? json::parse(r.out) : json();
 }
@@ -72,6 +72,10 @@ TEST(CliPerplexity, TinyLlamaEqualsLlamaCpp) {
     ASSERT_EQ(kiln::sha256_file(tiny), want["sha256"].get<std::string>())
         << "the tiny model's bytes changed: rerun tools/perplexity_fixtures.py";
     expect_matches(kiln_perplexity(tiny, want["n_ctx"]), want, 0.001, 0.005);
+    // The streaming attention (llama-perplexity -fa on's counterpart) within the
+    // same bounds of llama.cpp's -fa off figures: the two orders differ in the
+    // last bits only.
+    expect_matches(kiln_perplexity(tiny, want["n_ctx"], " --flash-attn on"), want, 0.001, 0.005);
 }
 
 TEST(CliPerplexity, RealModelsWithinTheNumericSpreadOfLlamaCpp) {
