@@ -55,8 +55,8 @@ void scan1_step(float* state, const float* x, const float* dt, const float* A, c
 void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
                 int n_k_heads, int h0, int h1);
 
-// RWKV-6's WKV of one position, heads [h0, h1) of head_size d (no SIMD
-// variant: it stays this scalar loop). Head h's state S [d, d] (S[i][j] at
+// RWKV-6's WKV of one position, heads [h0, h1) of head_size d (the reference
+// of KernelTable::rwkv_wkv6, whose SIMD levels run it lane-wise over j). Head h's state S [d, d] (S[i][j] at
 // i·d + j), with kv = v[h][j] · k[h][i]:
 //   y[h][j] += r[h][i] · fma(kv, u[h][i], S[i][j]) over i in order;  S[i][j] = fma(S[i][j], w[h][i], kv)
 // — fused as ggml's CPU kernel computes it with FMA (the state update and the
@@ -66,14 +66,14 @@ void wkv6_step(float* state, const float* k, const float* v, const float* r, con
                int h0, int h1);
 
 // Gated linear attention of one position (RWKV6Qwen2), heads [h0, h1) of size
-// d (scalar only): with kv = v[h][j] · k[h][i], S[i][j] = fma(S[i][j], g[h][i], kv)
+// d (the reference of KernelTable::rwkv_gla): with kv = v[h][j] · k[h][i], S[i][j] = fma(S[i][j], g[h][i], kv)
 // and y[h][j] = Σ_i S[i][j] · (q[h][i] · scale) (fma, i in order), as ggml's
 // CPU kernel. k, v, q, g, y: f32 [d, n_head]; y is written.
 void gla_step(float* state, const float* k, const float* v, const float* q, const float* g, float* y, int d, float scale, int h0,
               int h1);
 
-// RWKV-7's WKV of one position, heads [h0, h1) of size d (scalar only, as
-// wkv6_step). Head h's state S [d, d] (S[i][j] at i·d + j: i the value index, j
+// RWKV-7's WKV of one position, heads [h0, h1) of size d (scalar only: its
+// sums over j run in order, which SIMD lanes would reorder). Head h's state S [d, d] (S[i][j] at i·d + j: i the value index, j
 // the key index); for each i: sa = Σ_j a[j] S[i][j] (in order), then for each j
 //   S[i][j] = fma(sa, b[j], fma(S[i][j], w[j], v[i] · k[j])),   y[i] = Σ_j S[i][j] r[j] (fma, in order)
 // r, w, k, v, a, b, y: f32 [d, n_head].

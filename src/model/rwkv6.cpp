@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compute/kernels/kernels.h"
 #include "compute/ops.h"
 #include "compute/ssm.h"
 #include "kiln/error.h"
@@ -184,16 +185,16 @@ void SsmMixer::eval_rwkv6(int il, const SsmWeights& w, const int32_t* seq, int n
     // WKV (QRWKV: gated linear attention): threads take heads, each walks the rows in order.
     const int64_t shift_floats = (qrwkv ? 1 : 2) * e;
     const float gla_scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    const auto wkv6 = kernels().rwkv_wkv6;
+    const auto gla = kernels().rwkv_gla;
     pool.parallel_for(nh, 1, [&](int64_t h0, int64_t h1, int) {
         for (int t = 0; t < n; ++t) {
             float* st = reinterpret_cast<float*>(states.state(il, seq[t])) + shift_floats;
             const int64_t o = static_cast<int64_t>(t) * e;
             if (qrwkv)
-                ssm::gla_step(st, k + o, v + o, r + o, wd + o, y + o, static_cast<int>(hs), gla_scale, static_cast<int>(h0),
-                              static_cast<int>(h1));
+                gla(st, k + o, v + o, r + o, wd + o, y + o, static_cast<int>(hs), gla_scale, static_cast<int>(h0), static_cast<int>(h1));
             else
-                ssm::wkv6_step(st, k + o, v + o, r + o, rw.first, wd + o, y + o, static_cast<int>(hs), static_cast<int>(h0),
-                               static_cast<int>(h1));
+                wkv6(st, k + o, v + o, r + o, rw.first, wd + o, y + o, static_cast<int>(hs), static_cast<int>(h0), static_cast<int>(h1));
         }
     });
     dump("wkv6", y, e);

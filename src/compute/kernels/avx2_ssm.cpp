@@ -1,5 +1,6 @@
-// AVX2 recurrences: the Mamba-2 scan (ssm::scan2_step) and the gated delta rule
-// (ssm::delta_step). A state row is updated 16 floats at a time in two 8-float
+// AVX2 recurrences: the Mamba-2 scan (ssm::scan2_step), the gated delta rule
+// (ssm::delta_step), RWKV-6's WKV and the gated linear attention (ssm::wkv6_step,
+// ssm::gla_step: lane-wise over a state row, nothing reordered). A state row is updated 16 floats at a time in two 8-float
 // halves, each sum in two accumulators (the reference's lanes 0-7 and 8-15),
 // folded in the same halves. Bit-identical to the references.
 #include "compute/kernels/target.h"
@@ -125,6 +126,51 @@ KILN_TARGET_AVX2 void ssm_scan2(float* state, const float* x, const float* dt, c
             const __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
             const __m128 r1 = _mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1));
             y[ii] = _mm_cvtss_f32(r1);
+        }
+    }
+}
+
+// RWKV-6's WKV (ssm::wkv6_step): 8 columns of the state at a time, the rows in
+// order, each column's output summed in its own lane as the reference sums it.
+KILN_TARGET_AVX2 void rwkv_wkv6(float* state, const float* k, const float* v, const float* r, const float* u, const float* w,
+                                float* y, int d, int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        for (int j = 0; j < d; j += 8) {
+            const __m256i m = lanes_below(d - j);
+            const __m256 vj = _mm256_maskload_ps(v + o + j, m);
+            __m256 acc = _mm256_setzero_ps();
+            for (int i = 0; i < d; ++i) {
+                float* si = s + static_cast<int64_t>(i) * d + j;
+                const __m256 kv = _mm256_mul_ps(vj, _mm256_set1_ps(k[o + i]));
+                const __m256 prev = _mm256_maskload_ps(si, m);
+                acc = _mm256_fmadd_ps(_mm256_fmadd_ps(kv, _mm256_set1_ps(u[o + i]), prev), _mm256_set1_ps(r[o + i]), acc);
+                _mm256_maskstore_ps(si, m, _mm256_fmadd_ps(prev, _mm256_set1_ps(w[o + i]), kv));
+            }
+            _mm256_maskstore_ps(y + o + j, m, acc);
+        }
+    }
+}
+
+// The gated linear attention (ssm::gla_step), as rwkv_wkv6.
+KILN_TARGET_AVX2 void rwkv_gla(float* state, const float* k, const float* v, const float* q, const float* g, float* y, int d,
+                               float scale, int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        for (int j = 0; j < d; j += 8) {
+            const __m256i m = lanes_below(d - j);
+            const __m256 vj = _mm256_maskload_ps(v + o + j, m);
+            __m256 acc = _mm256_setzero_ps();
+            for (int i = 0; i < d; ++i) {
+                float* si = s + static_cast<int64_t>(i) * d + j;
+                const __m256 st =
+                    _mm256_fmadd_ps(_mm256_maskload_ps(si, m), _mm256_set1_ps(g[o + i]), _mm256_mul_ps(vj, _mm256_set1_ps(k[o + i])));
+                _mm256_maskstore_ps(si, m, st);
+                acc = _mm256_fmadd_ps(st, _mm256_set1_ps(q[o + i] * scale), acc);
+            }
+            _mm256_maskstore_ps(y + o + j, m, acc);
         }
     }
 }

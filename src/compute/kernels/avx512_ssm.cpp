@@ -1,5 +1,6 @@
-// AVX-512 recurrences: the Mamba-2 scan (ssm::scan2_step) and the gated delta
-// rule (ssm::delta_step). A state row is updated 16 floats at a time, each sum in
+// AVX-512 recurrences: the Mamba-2 scan (ssm::scan2_step), the gated delta
+// rule (ssm::delta_step), RWKV-6's WKV and the gated linear attention
+// (ssm::wkv6_step, ssm::gla_step: lane-wise over a state row, nothing reordered). A state row is updated 16 floats at a time, each sum in
 // one accumulator whose lanes are the reference's 16 lanes, folded in the same
 // halves. Bit-identical to the references.
 #include "compute/kernels/target.h"
@@ -102,6 +103,51 @@ KILN_TARGET_AVX512 void ssm_scan2(float* state, const float* x, const float* dt,
             __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
             __m128 r1 = _mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1));
             y[ii] = _mm_cvtss_f32(r1);
+        }
+    }
+}
+
+// RWKV-6's WKV (ssm::wkv6_step): 16 columns of the state at a time, the rows
+// in order, each column's output summed in its own lane as the reference sums it.
+KILN_TARGET_AVX512 void rwkv_wkv6(float* state, const float* k, const float* v, const float* r, const float* u, const float* w,
+                                  float* y, int d, int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        for (int j = 0; j < d; j += 16) {
+            const __mmask16 m = d - j >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (d - j)) - 1);
+            const __m512 vj = _mm512_maskz_loadu_ps(m, v + o + j);
+            __m512 acc = _mm512_setzero_ps();
+            for (int i = 0; i < d; ++i) {
+                float* si = s + static_cast<int64_t>(i) * d + j;
+                const __m512 kv = _mm512_mul_ps(vj, _mm512_set1_ps(k[o + i]));
+                const __m512 prev = _mm512_maskz_loadu_ps(m, si);
+                acc = _mm512_fmadd_ps(_mm512_fmadd_ps(kv, _mm512_set1_ps(u[o + i]), prev), _mm512_set1_ps(r[o + i]), acc);
+                _mm512_mask_storeu_ps(si, m, _mm512_fmadd_ps(prev, _mm512_set1_ps(w[o + i]), kv));
+            }
+            _mm512_mask_storeu_ps(y + o + j, m, acc);
+        }
+    }
+}
+
+// The gated linear attention (ssm::gla_step), as rwkv_wkv6.
+KILN_TARGET_AVX512 void rwkv_gla(float* state, const float* k, const float* v, const float* q, const float* g, float* y, int d,
+                                 float scale, int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        for (int j = 0; j < d; j += 16) {
+            const __mmask16 m = d - j >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (d - j)) - 1);
+            const __m512 vj = _mm512_maskz_loadu_ps(m, v + o + j);
+            __m512 acc = _mm512_setzero_ps();
+            for (int i = 0; i < d; ++i) {
+                float* si = s + static_cast<int64_t>(i) * d + j;
+                const __m512 st = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, si), _mm512_set1_ps(g[o + i]),
+                                                  _mm512_mul_ps(vj, _mm512_set1_ps(k[o + i])));
+                _mm512_mask_storeu_ps(si, m, st);
+                acc = _mm512_fmadd_ps(st, _mm512_set1_ps(q[o + i] * scale), acc);
+            }
+            _mm512_mask_storeu_ps(y + o + j, m, acc);
         }
     }
 }

@@ -22,6 +22,8 @@ const KernelTable& scalar_kernels() {
         k.silu_mul = ops::silu_mul;
         k.ssm_scan2 = ssm::scan2_step;
         k.ssm_delta = ssm::delta_step;
+        k.rwkv_wkv6 = ssm::wkv6_step;
+        k.rwkv_gla = ssm::gla_step;
         k.rope_apply = ops::rope_apply;
         k.f32_to_f16 = [](const float* src, uint16_t* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
@@ -84,6 +86,8 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.alibi_bias = avx2::alibi_bias;
     k.ssm_scan2 = avx2::ssm_scan2;
     k.ssm_delta = avx2::ssm_delta;
+    k.rwkv_wkv6 = avx2::rwkv_wkv6;
+    k.rwkv_gla = avx2::rwkv_gla;
     return k;
 }
 }  // namespace
@@ -121,6 +125,8 @@ const KernelTable& avx512_kernels() {
         k.alibi_bias = avx512::alibi_bias;
         k.ssm_scan2 = avx512::ssm_scan2;
         k.ssm_delta = avx512::ssm_delta;
+        k.rwkv_wkv6 = avx512::rwkv_wkv6;
+        k.rwkv_gla = avx512::rwkv_gla;
         return k;
     }();
     return t;

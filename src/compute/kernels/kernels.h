@@ -93,6 +93,13 @@ struct KernelTable {
     // The gated delta rule of one position over value heads [h0, h1), bit-identical to ssm::delta_step.
     void (*ssm_delta)(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y,
                       int d, int n_k_heads, int h0, int h1) = nullptr;
+    // RWKV-6's WKV and RWKV6Qwen2's gated linear attention of one position over
+    // heads [h0, h1), bit-identical to ssm::wkv6_step / ssm::gla_step (lane-wise
+    // over the state's columns, the rows in the reference's order).
+    void (*rwkv_wkv6)(float* state, const float* k, const float* v, const float* r, const float* u, const float* w, float* y,
+                      int d, int h0, int h1) = nullptr;
+    void (*rwkv_gla)(float* state, const float* k, const float* v, const float* q, const float* g, float* y, int d, float scale,
+                     int h0, int h1) = nullptr;
 
     PackedGemmFn find_quant(GgmlType type) const {
         for (const QuantKernel& k : quant)
