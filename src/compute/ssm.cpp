@@ -140,14 +140,15 @@ void wkv7_step(float* state, const float* r, const float* w, const float* k, con
         const int64_t o = static_cast<int64_t>(h) * d;
         float* s = state + o * d;
         for (int i = 0; i < d; ++i) {
-            float* si = s + static_cast<int64_t>(i) * d;
+            // S[i][j] at j·d + i: row i is a column of the stored matrix.
             float sa = 0.0f;
-            for (int j = 0; j < d; ++j) sa = std::fma(a[o + j], si[j], sa);
+            for (int j = 0; j < d; ++j) sa = std::fma(a[o + j], s[static_cast<int64_t>(j) * d + i], sa);
             const float vi = v[o + i];
             float out = 0.0f;
             for (int j = 0; j < d; ++j) {
-                const float st = std::fma(sa, b[o + j], std::fma(si[j], w[o + j], vi * k[o + j]));
-                si[j] = st;
+                float& sij = s[static_cast<int64_t>(j) * d + i];
+                const float st = std::fma(sa, b[o + j], std::fma(sij, w[o + j], vi * k[o + j]));
+                sij = st;
                 out = std::fma(st, r[o + j], out);
             }
             y[o + i] = out;

@@ -72,9 +72,11 @@ void wkv6_step(float* state, const float* k, const float* v, const float* r, con
 void gla_step(float* state, const float* k, const float* v, const float* q, const float* g, float* y, int d, float scale, int h0,
               int h1);
 
-// RWKV-7's WKV of one position, heads [h0, h1) of size d (scalar only: its
-// sums over j run in order, which SIMD lanes would reorder). Head h's state S [d, d] (S[i][j] at i·d + j: i the value index, j
-// the key index); for each i: sa = Σ_j a[j] S[i][j] (in order), then for each j
+// RWKV-7's WKV of one position, heads [h0, h1) of size d (the reference of
+// KernelTable::rwkv_wkv7). Head h's state S [d, d] (i the value index, j the key
+// index) is stored transposed, S[i][j] at j·d + i, so that the SIMD levels take
+// 16 rows i at once, each lane summing its row over j in order as ggml's CPU
+// kernel does; for each i: sa = Σ_j a[j] S[i][j] (fma, in order), then for each j
 //   S[i][j] = fma(sa, b[j], fma(S[i][j], w[j], v[i] · k[j])),   y[i] = Σ_j S[i][j] r[j] (fma, in order)
 // r, w, k, v, a, b, y: f32 [d, n_head].
 void wkv7_step(float* state, const float* r, const float* w, const float* k, const float* v, const float* a, const float* b,

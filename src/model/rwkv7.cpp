@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compute/kernels/kernels.h"
 #include "compute/ops.h"
 #include "compute/ssm.h"
 #include "kiln/error.h"
@@ -195,12 +196,12 @@ void SsmMixer::eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n
         }
     });
     const int64_t shift_floats = (arwkv ? 1 : 2) * e;  // the token-shift rows before the WKV state
+    const auto wkv7 = kernels().rwkv_wkv7;
     pool.parallel_for(nh, 1, [&](int64_t h0, int64_t h1, int) {
         for (int t = 0; t < n; ++t) {
             float* st = reinterpret_cast<float*>(states.state(il, seq[t])) + shift_floats;
             const int64_t o = static_cast<int64_t>(t) * e;
-            ssm::wkv7_step(st, r + o, wd + o, k + o, v + o, kk + o, kb + o, y + o, static_cast<int>(hs), static_cast<int>(h0),
-                           static_cast<int>(h1));
+            wkv7(st, r + o, wd + o, k + o, v + o, kk + o, kb + o, y + o, static_cast<int>(hs), static_cast<int>(h0), static_cast<int>(h1));
         }
     });
     dump("wkv7", y, e);

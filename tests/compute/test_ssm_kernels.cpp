@@ -183,7 +183,7 @@ TEST(SsmKernels, DeltaRuleSimdLevelsAreBitIdenticalToTheReference) {
     }
 }
 
-// RWKV-6's WKV and the gated linear attention: every SIMD level gives the
+// RWKV-6's and RWKV-7's WKV and the gated linear attention: every SIMD level gives the
 // reference's bits, state and output, for head sizes on and off the vector
 // widths, a head range split in two calls, over several steps.
 TEST(SsmKernels, RwkvSimdLevelsAreBitIdenticalToTheReference) {
@@ -192,8 +192,9 @@ TEST(SsmKernels, RwkvSimdLevelsAreBitIdenticalToTheReference) {
         if (const KernelTable* t = kernel_table(isa)) tables.push_back(t);
     if (tables.empty()) GTEST_SKIP() << "no SIMD level on this CPU";
     std::mt19937 rng(9);
-    for (bool gla : {false, true}) {
-        for (int d : {1, 5, 8, 13, 16, 23, 32, 64}) {
+    for (int kind : {6, 0, 7}) {  // wkv6, the gated linear attention, wkv7
+        const bool gla = kind == 0;
+        for (int d : {1, 5, 8, 13, 16, 23, 32, 40, 47, 64}) {
             const int nh = 3;
             const float scale = 1.0f / std::sqrt(static_cast<float>(d));
             std::vector<float> s_ref(d * d * nh, 0.0f);
@@ -202,20 +203,27 @@ TEST(SsmKernels, RwkvSimdLevelsAreBitIdenticalToTheReference) {
             for (int t = 0; t < 4; ++t) {
                 auto k = random_floats(rng, d * nh, -1, 1), v = random_floats(rng, d * nh, -1, 1);
                 auto r = random_floats(rng, d * nh, -1, 1), w = random_floats(rng, d * nh, 0.3f, 0.95f);
+                auto a = random_floats(rng, d * nh, -0.5f, 0.5f), b = random_floats(rng, d * nh, -0.5f, 0.5f);
                 std::vector<float> y_ref(d * nh);
-                if (gla)
+                if (kind == 7)
+                    ssm::wkv7_step(s_ref.data(), r.data(), w.data(), k.data(), v.data(), a.data(), b.data(), y_ref.data(), d, 0, nh);
+                else if (gla)
                     ssm::gla_step(s_ref.data(), k.data(), v.data(), r.data(), w.data(), y_ref.data(), d, scale, 0, nh);
                 else
                     ssm::wkv6_step(s_ref.data(), k.data(), v.data(), r.data(), u.data(), w.data(), y_ref.data(), d, 0, nh);
                 for (size_t i = 0; i < tables.size(); ++i) {
                     std::vector<float> y(d * nh, -1.0f);
                     for (auto [h0, h1] : {std::pair{0, 1}, std::pair{1, nh}}) {
-                        if (gla)
+                        if (kind == 7)
+                            tables[i]->rwkv_wkv7(s_simd[i].data(), r.data(), w.data(), k.data(), v.data(), a.data(), b.data(), y.data(), d,
+                                                 h0, h1);
+                        else if (gla)
                             tables[i]->rwkv_gla(s_simd[i].data(), k.data(), v.data(), r.data(), w.data(), y.data(), d, scale, h0, h1);
                         else
                             tables[i]->rwkv_wkv6(s_simd[i].data(), k.data(), v.data(), r.data(), u.data(), w.data(), y.data(), d, h0, h1);
                     }
-                    const std::string what = std::string(isa_name(tables[i]->isa)) + (gla ? " gla" : " wkv6") + " d " + std::to_string(d);
+                    const std::string what = std::string(isa_name(tables[i]->isa)) + (kind == 7 ? " wkv7" : gla ? " gla" : " wkv6") +
+                                             " d " + std::to_string(d);
                     EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << what;
                     EXPECT_EQ(std::memcmp(s_simd[i].data(), s_ref.data(), s_ref.size() * sizeof(float)), 0) << what;
                 }

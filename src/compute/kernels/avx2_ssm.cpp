@@ -175,6 +175,33 @@ KILN_TARGET_AVX2 void rwkv_gla(float* state, const float* k, const float* v, con
     }
 }
 
+// RWKV-7's WKV (ssm::wkv7_step): 8 rows of the state at a time (its stored
+// columns), each lane summing its row over j in the reference's order.
+KILN_TARGET_AVX2 void rwkv_wkv7(float* state, const float* r, const float* w, const float* k, const float* v, const float* a,
+                                const float* b, float* y, int d, int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        for (int i = 0; i < d; i += 8) {
+            const __m256i m = lanes_below(d - i);
+            __m256 sa = _mm256_setzero_ps();
+            for (int j = 0; j < d; ++j)
+                sa = _mm256_fmadd_ps(_mm256_set1_ps(a[o + j]), _mm256_maskload_ps(s + static_cast<int64_t>(j) * d + i, m), sa);
+            const __m256 vi = _mm256_maskload_ps(v + o + i, m);
+            __m256 out = _mm256_setzero_ps();
+            for (int j = 0; j < d; ++j) {
+                float* sj = s + static_cast<int64_t>(j) * d + i;
+                const __m256 inner =
+                    _mm256_fmadd_ps(_mm256_maskload_ps(sj, m), _mm256_set1_ps(w[o + j]), _mm256_mul_ps(vi, _mm256_set1_ps(k[o + j])));
+                const __m256 st = _mm256_fmadd_ps(sa, _mm256_set1_ps(b[o + j]), inner);
+                _mm256_maskstore_ps(sj, m, st);
+                out = _mm256_fmadd_ps(st, _mm256_set1_ps(r[o + j]), out);
+            }
+            _mm256_maskstore_ps(y + o + i, m, out);
+        }
+    }
+}
+
 }  // namespace kiln::avx2
 
 #endif

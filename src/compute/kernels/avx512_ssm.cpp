@@ -152,6 +152,33 @@ KILN_TARGET_AVX512 void rwkv_gla(float* state, const float* k, const float* v, c
     }
 }
 
+// RWKV-7's WKV (ssm::wkv7_step): 16 rows of the state at a time (its stored
+// columns), each lane summing its row over j in the reference's order.
+KILN_TARGET_AVX512 void rwkv_wkv7(float* state, const float* r, const float* w, const float* k, const float* v, const float* a,
+                                  const float* b, float* y, int d, int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        const int64_t o = static_cast<int64_t>(h) * d;
+        float* s = state + o * d;
+        for (int i = 0; i < d; i += 16) {
+            const __mmask16 m = d - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (d - i)) - 1);
+            __m512 sa = _mm512_setzero_ps();
+            for (int j = 0; j < d; ++j)
+                sa = _mm512_fmadd_ps(_mm512_set1_ps(a[o + j]), _mm512_maskz_loadu_ps(m, s + static_cast<int64_t>(j) * d + i), sa);
+            const __m512 vi = _mm512_maskz_loadu_ps(m, v + o + i);
+            __m512 out = _mm512_setzero_ps();
+            for (int j = 0; j < d; ++j) {
+                float* sj = s + static_cast<int64_t>(j) * d + i;
+                const __m512 inner =
+                    _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, sj), _mm512_set1_ps(w[o + j]), _mm512_mul_ps(vi, _mm512_set1_ps(k[o + j])));
+                const __m512 st = _mm512_fmadd_ps(sa, _mm512_set1_ps(b[o + j]), inner);
+                _mm512_mask_storeu_ps(sj, m, st);
+                out = _mm512_fmadd_ps(st, _mm512_set1_ps(r[o + j]), out);
+            }
+            _mm512_mask_storeu_ps(y + o + i, m, out);
+        }
+    }
+}
+
 }  // namespace kiln::avx512
 
 #endif

@@ -24,6 +24,7 @@ const KernelTable& scalar_kernels() {
         k.ssm_delta = ssm::delta_step;
         k.rwkv_wkv6 = ssm::wkv6_step;
         k.rwkv_gla = ssm::gla_step;
+        k.rwkv_wkv7 = ssm::wkv7_step;
         k.rope_apply = ops::rope_apply;
         k.f32_to_f16 = [](const float* src, uint16_t* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
@@ -88,6 +89,7 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.ssm_delta = avx2::ssm_delta;
     k.rwkv_wkv6 = avx2::rwkv_wkv6;
     k.rwkv_gla = avx2::rwkv_gla;
+    k.rwkv_wkv7 = avx2::rwkv_wkv7;
     return k;
 }
 }  // namespace
@@ -127,6 +129,7 @@ const KernelTable& avx512_kernels() {
         k.ssm_delta = avx512::ssm_delta;
         k.rwkv_wkv6 = avx512::rwkv_wkv6;
         k.rwkv_gla = avx512::rwkv_gla;
+        k.rwkv_wkv7 = avx512::rwkv_wkv7;
         return k;
     }();
     return t;

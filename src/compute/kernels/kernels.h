@@ -100,6 +100,9 @@ struct KernelTable {
                       int d, int h0, int h1) = nullptr;
     void (*rwkv_gla)(float* state, const float* k, const float* v, const float* q, const float* g, float* y, int d, float scale,
                      int h0, int h1) = nullptr;
+    // RWKV-7's WKV of one position over heads [h0, h1), bit-identical to ssm::wkv7_step.
+    void (*rwkv_wkv7)(float* state, const float* r, const float* w, const float* k, const float* v, const float* a, const float* b,
+                      float* y, int d, int h0, int h1) = nullptr;
 
     PackedGemmFn find_quant(GgmlType type) const {
         for (const QuantKernel& k : quant)

@@ -54,7 +54,9 @@ namespace kiln {
     void rwkv_wkv6(float* state, const float* k, const float* v, const float* r, const float* u, const float* w,       \
                    float* y, int d, int h0, int h1);                                                                 \
     void rwkv_gla(float* state, const float* k, const float* v, const float* q, const float* g, float* y, int d,       \
-                  float scale, int h0, int h1);
+                  float scale, int h0, int h1);                                                                      \
+    void rwkv_wkv7(float* state, const float* r, const float* w, const float* k, const float* v, const float* a,       \
+                   const float* b, float* y, int d, int h0, int h1);
 
 namespace avx2 {
 KILN_DECLARE_X86_KERNELS
