@@ -25,6 +25,9 @@
 // (1408, 10944 for Q4_K) are written in Q5_0, and attn_k_b / attn_v_b in Q8_0,
 // as llama-quantize falls back for them.
 //
+// --arch gpt-oss writes gpt-oss-20b's shape (write_gpt_oss) with --layers of its
+// 24 layers, the experts in --type (MXFP4 as released) and the rest as the release.
+//
 // The defaults give Llama 3.2 1B's shape with SmolLM2's 49152-token vocabulary
 // (copied from --tokenizer, like the tiny test models): ~1.07 B parameters, the
 // output head tied to the embedding. Every matrix has the one given type. Speed
@@ -186,6 +189,81 @@ void write_deepseek2(const Options& o, GgmlType type, gguf::Writer& w, int64_t n
     }
 }
 
+// gpt-oss-20b's shape (o.layers of its 24 layers): width 2880, 64 query / 8 KV
+// heads of 64 with Q/K/V/O biases and learned attention sinks, even layers
+// sliding (window 128) and odd ones full, YaRN x32 over 4096; every FFN 32
+// experts of width 2880, 4 selected by a softmax over the selected, with router
+// and expert biases. Types as the MXFP4 release ships them (289 f32, 98 Q8_0 and
+// 72 MXFP4 tensors at 24 layers): the experts in `type` (MXFP4), every other
+// matrix Q8_0, the router, biases, sinks and norms f32.
+void write_gpt_oss(const Options& o, GgmlType type, gguf::Writer& w, int64_t n_vocab, Rng& rng) {
+    using gguf::Value;
+    gguf::Metadata& md = w.metadata();
+    const std::string a = "gpt-oss.";
+    const int64_t e = 2880, n_head = 64, n_kv = 8, hd = 64, ff = 2880, n_exp = 32;
+    auto u32 = [](int64_t v) { return Value::u32(static_cast<uint32_t>(v)); };
+    md.add(a + "block_count", u32(o.layers));
+    md.add(a + "context_length", u32(131072));
+    md.add(a + "embedding_length", u32(e));
+    md.add(a + "feed_forward_length", u32(ff));
+    md.add(a + "attention.head_count", u32(n_head));
+    md.add(a + "attention.head_count_kv", u32(n_kv));
+    md.add(a + "rope.freq_base", Value::f32(150000.0f));
+    md.add(a + "attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+    md.add(a + "expert_count", u32(n_exp));
+    md.add(a + "expert_used_count", u32(4));
+    md.add(a + "attention.key_length", u32(hd));
+    md.add(a + "attention.value_length", u32(hd));
+    md.add(a + "attention.sliding_window", u32(128));
+    md.add(a + "expert_feed_forward_length", u32(ff));
+    md.add(a + "rope.scaling.type", Value::string("yarn"));
+    md.add(a + "rope.scaling.factor", Value::f32(32.0f));
+    md.add(a + "rope.scaling.original_context_length", u32(4096));
+    using u64 = uint64_t;
+    const GgmlType dense = GgmlType::Q8_0;
+    auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+        w.add_tensor(name, dense, {u64(n_in), u64(n_out)}, make_matrix(dense, n_in, n_out, rng));
+    };
+    auto stack = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+        w.add_tensor(name, type, {u64(n_in), u64(n_out), u64(n_exp)}, make_matrix(type, n_in, n_out * n_exp, rng));
+    };
+    auto fill = [&](const std::string& name, std::vector<u64> shape, float center, float spread) {
+        u64 n = 1;
+        for (u64 d : shape) n *= d;
+        std::vector<uint8_t> b(n * 4);
+        for (u64 i = 0; i < n; ++i) {
+            const float v = center + spread * rng.uniform();
+            std::memcpy(b.data() + 4 * i, &v, 4);
+        }
+        w.add_tensor(name, GgmlType::F32, std::move(shape), std::move(b));
+    };
+    matrix("token_embd.weight", e, n_vocab);
+    fill("output_norm.weight", {u64(e)}, 1.0f, 0.0f);
+    matrix("output.weight", e, n_vocab);
+    for (int il = 0; il < o.layers; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        fill(p + "attn_norm.weight", {u64(e)}, 1.0f, 0.0f);
+        matrix(p + "attn_q.weight", e, n_head * hd);
+        fill(p + "attn_q.bias", {u64(n_head * hd)}, 0.0f, 0.1f);
+        matrix(p + "attn_k.weight", e, n_kv * hd);
+        fill(p + "attn_k.bias", {u64(n_kv * hd)}, 0.0f, 0.1f);
+        matrix(p + "attn_v.weight", e, n_kv * hd);
+        fill(p + "attn_v.bias", {u64(n_kv * hd)}, 0.0f, 0.1f);
+        matrix(p + "attn_output.weight", n_head * hd, e);
+        fill(p + "attn_output.bias", {u64(e)}, 0.0f, 0.1f);
+        fill(p + "attn_sinks.weight", {u64(n_head)}, 0.0f, 1.0f);
+        fill(p + "post_attention_norm.weight", {u64(e)}, 1.0f, 0.0f);  // the pre-FFN norm, under this name
+        fill(p + "ffn_gate_inp.weight", {u64(e), u64(n_exp)}, 0.0f, std::sqrt(3.0f / static_cast<float>(e)));
+        fill(p + "ffn_gate_inp.bias", {u64(n_exp)}, 0.0f, 0.1f);
+        stack(p + "ffn_gate_exps.weight", e, ff);
+        fill(p + "ffn_gate_exps.bias", {u64(ff), u64(n_exp)}, 0.0f, 0.1f);
+        stack(p + "ffn_up_exps.weight", e, ff);
+        fill(p + "ffn_up_exps.bias", {u64(ff), u64(n_exp)}, 0.0f, 0.1f);
+        stack(p + "ffn_down_exps.weight", ff, e);
+        fill(p + "ffn_down_exps.bias", {u64(e), u64(n_exp)}, 0.0f, 0.1f);
+    }
+}
+
 // Qwen 3.5 0.8B's shape (o.layers layers, every fourth full attention).
 void write_qwen35(const Options& o, GgmlType type, gguf::Writer& w, int64_t n_vocab, Rng& rng) {
     using gguf::Value;
@@ -261,8 +339,8 @@ int run(const Options& o) {
     if (!info || (!info->quantized && !float16) || !quant::can_dequantize(info->type)) throw Error("cannot write type '" + o.type + "'");
     const GgmlType type = info->type;
     const bool moe = o.arch == "qwen3moe";
-    if (!moe && o.arch != "llama" && o.arch != "qwen35" && o.arch != "deepseek2")
-        throw Error("--arch: llama, qwen3moe, qwen35 or deepseek2");
+    const bool own_writer = o.arch == "qwen35" || o.arch == "deepseek2" || o.arch == "gpt-oss";  // write_<arch> below
+    if (!moe && o.arch != "llama" && !own_writer) throw Error("--arch: llama, qwen3moe, qwen35, deepseek2 or gpt-oss");
     if ((o.head_dim == 0 && o.embd % o.heads != 0) || o.heads % o.kv_heads != 0)
         throw Error("heads must divide the width and kv-heads the heads");
     gguf::Writer w;
@@ -272,7 +350,7 @@ int run(const Options& o) {
     const int hd = o.head_dim > 0 ? o.head_dim : o.embd / o.heads;
     md.add("general.architecture", Value::string(o.arch));
     md.add("general.name", Value::string("kiln bench " + o.arch + " " + o.type));
-    if (o.arch != "qwen35" && o.arch != "deepseek2") {  // theirs are written by write_qwen35 / write_deepseek2
+    if (!own_writer) {
         md.add(a + "context_length", Value::u32(static_cast<uint32_t>(o.ctx)));
         md.add(a + "embedding_length", Value::u32(static_cast<uint32_t>(o.embd)));
         md.add(a + "block_count", Value::u32(static_cast<uint32_t>(o.layers)));
@@ -302,8 +380,8 @@ int run(const Options& o) {
     if (n_vocab == 0) throw Error(o.tokenizer + ": no tokenizer.ggml.tokens");
 
     Rng rng{20240601};
-    if (o.arch == "qwen35" || o.arch == "deepseek2") {
-        (o.arch == "qwen35" ? write_qwen35 : write_deepseek2)(o, type, w, n_vocab, rng);
+    if (own_writer) {
+        (o.arch == "qwen35" ? write_qwen35 : o.arch == "deepseek2" ? write_deepseek2 : write_gpt_oss)(o, type, w, n_vocab, rng);
         w.write(o.out);
         return 0;
     }
@@ -392,7 +470,7 @@ int main(int argc, char** argv) {
     if (o.tokenizer.empty() || o.out.empty()) {
         std::fprintf(stderr, "usage: make_bench_model --type TYPE --tokenizer GGUF --out FILE [--layers N --embd N --ff N --heads N --kv-heads N --ctx N]\n"
                              "       [--arch qwen3moe --experts N --experts-used N --head-dim N]\n"
-                             "       [--arch qwen35 | deepseek2 --layers N]\n");
+                             "       [--arch qwen35 | deepseek2 | gpt-oss --layers N]\n");
         return 2;
     }
     try {

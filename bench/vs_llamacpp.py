@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kiln vs llama.cpp, side by side on the same GGUF files, threads and workload.
 
-    bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,q5_k,q6_k,f16,bf16,q2_k,...,tq2_0 (LOWBIT),qwen35_q8_0,qwen35_q4_0,qwen3moe_q4_k,deepseek2_q4_k] [-t 2]
+    bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,q5_k,q6_k,f16,bf16,q2_k,...,tq2_0 (LOWBIT),qwen35_q8_0,qwen35_q4_0,qwen3moe_q4_k,deepseek2_q4_k,gpt_oss_mxfp4] [-t 2]
                          [-p 512] [-n 128] [-d 0[,2048,8192]] [--rounds 3] [--kiln build/kiln]
                          [--isa avx512|avx2|avx2-novnni|scalar] [--flash-attn on|off] [--llama-python PY]
 
@@ -69,6 +69,11 @@ SYNTHETIC_SHAPES = {
     # with 8 of its 27 layers (2.3 GB in Q4_K, the 1408-wide expert rows in Q5_0).
     "deepseek2_q4_k": ("DeepSeek-V2-Lite shape, 8 of 27 layers, Q4_K (synthetic)", "deepseek2-v2-lite-8layers-Q4_K.gguf",
                        ["--arch", "deepseek2", "--type", "Q4_K", "--layers", "8"]),
+    # gpt-oss-20b's shape (64 / 8 heads of 64 with sinks, sliding 128 / full, 32 experts
+    # of width 2880 top 4 with biases) with 8 of its 24 layers (3.9 GB): MXFP4 experts,
+    # Q8_0 attention / embedding / head, f32 router, as the MXFP4 release.
+    "gpt_oss_mxfp4": ("gpt-oss-20b shape, 8 of 24 layers, MXFP4 experts (synthetic)", "gpt-oss-20b-8layers-MXFP4.gguf",
+                      ["--arch", "gpt-oss", "--type", "MXFP4", "--layers", "8"]),
 }
 
 

@@ -48,6 +48,14 @@ enum class Pooling { None = 0, Mean = 1, Cls = 2, Last = 3, Rank = 4 };
 
 struct LoadOptions {
     bool prefault = false;  // touch every weight page at load (flat first-token latency)
+    // Bytes of mixture-of-experts expert weights repacked into memory at load.
+    // Expert layers past it (in layer order) keep their experts in the file's
+    // read-only mapping and are read in place, a selected expert's rows as it runs:
+    // a model larger than memory still runs, the page cache holding the experts
+    // decode touches. Unset: what the memory available at load leaves after the
+    // other weights and a reserve (all of them when the model fits). The load
+    // notes say which layers and how many bytes stay in place.
+    std::optional<uint64_t> expert_memory_budget;
 };
 
 // One architecture kiln knows (its registry), as `kiln archs` lists them.

@@ -120,6 +120,60 @@ void matmul_quant(const KernelTable& k, PackedGemmFn gemm, std::span<const Matri
     });
 }
 
+// Quantized weights not repacked at load (read in place from the file): as
+// matmul_quant, but each task first repacks its few panels into its thread's
+// buffer (in cache while the tiles read it), then runs the packed kernel over
+// them for every token group. Same kernels on the same panels: the results are
+// matmul_quant's, element for element.
+void matmul_quant_in_place(const KernelTable& k, PackedGemmFn gemm, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens,
+                           std::span<float* const> ys, const ThreadPool& pool, MatmulScratch& scratch) {
+    const Matrix& w0 = *ws[0];
+    ActPack a;
+    a.format = act_format(w0.type);
+    a.n_tokens = n_tokens;
+    a.n_blocks = w0.n_in / a.format.block;
+    a.group_bytes = a.format.block_stride * static_cast<uint64_t>(a.n_blocks);
+    const int64_t n_groups = a.n_groups();
+    a.data = aligned_scratch(scratch.activations, a.group_bytes * static_cast<uint64_t>(n_groups));
+    pool.parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1, int) { k.prep_act(x, w0.n_in, g0, g1, a); });
+
+    // 4 panels a task: 64 rows, a few tens of KiB repacked into L2 at a time.
+    constexpr int64_t k_panels_per_task = 4;
+    std::vector<PackedMatrix> layouts(ws.size());
+    auto& tasks = scratch.tasks;
+    tasks.clear();
+    for (size_t m = 0; m < ws.size(); ++m) {
+        packed_layout(ws[m]->type, ws[m]->n_in, ws[m]->n_out, layouts[m]);
+        for (int64_t p0 = 0; p0 < layouts[m].n_panels; p0 += k_panels_per_task)
+            tasks.push_back({static_cast<int>(m), p0, std::min(layouts[m].n_panels, p0 + k_panels_per_task), 0, n_groups});
+    }
+    // Every thread's buffer sized here: nothing allocates (or throws) inside the region.
+    uint64_t most = 0;
+    for (const PackedMatrix& l : layouts) most = std::max(most, static_cast<uint64_t>(k_panels_per_task) * l.panel_bytes);
+    if (scratch.in_place.size() < static_cast<size_t>(pool.size())) scratch.in_place.resize(static_cast<size_t>(pool.size()));
+    for (MatmulScratch::PanelBuffer& b : scratch.in_place)
+        if (b.capacity < most) {
+            b.panels.data = aligned_bytes(most);
+            b.capacity = most;
+        }
+    pool.run(static_cast<int64_t>(tasks.size()), [&](int64_t i, int thread) {
+        const MatmulScratch::Task& t = tasks[static_cast<size_t>(i)];
+        const Matrix& w = *ws[static_cast<size_t>(t.m)];
+        const PackedMatrix& layout = layouts[static_cast<size_t>(t.m)];
+        // The task's panels as a matrix of their rows (the last panel's mask from its real row count).
+        PackedMatrix& part = scratch.in_place[static_cast<size_t>(thread)].panels;
+        part.type = layout.type;
+        part.n_in = layout.n_in;
+        part.n_out = std::min(layout.n_out - t.p0 * k_panel_rows, (t.p1 - t.p0) * k_panel_rows);
+        part.n_panels = t.p1 - t.p0;
+        part.n_blocks = layout.n_blocks;
+        part.block_bytes = layout.block_bytes;
+        part.panel_bytes = layout.panel_bytes;
+        pack_panels(layout, w.data, w.row_bytes, t.p0, t.p1, part.data.get());
+        gemm(part, a, 0, part.n_panels, ys[static_cast<size_t>(t.m)] + t.p0 * k_panel_rows, w.n_out);
+    });
+}
+
 // A BF16 activation value: elements i and i + 1 of a row already rounded to
 // bfloat16 (zero past n), as one float's bits (layout.h).
 float bf16_pair(const float* r, int64_t i, int64_t n) {
@@ -193,8 +247,16 @@ bool matmul_packed(const KernelTable& k, std::span<const Matrix* const> ws, cons
                    const ThreadPool& pool, MatmulScratch& scratch) {
     const GgmlType type = ws[0]->type;
     if (!packed_kernel(k, type)) return false;
-    for (const Matrix* w : ws)
-        if (!w->packed || w->type != type || w->n_in != ws[0]->n_in) return false;
+    bool in_place = true, packed = true;
+    for (const Matrix* w : ws) {
+        if (w->type != type || w->n_in != ws[0]->n_in) return false;
+        (w->packed ? in_place : packed) = false;
+    }
+    if (in_place && !is_float_weight(type) && has_packed_layout(type)) {
+        matmul_quant_in_place(k, k.find_quant(type), ws, x, n_tokens, ys, pool, scratch);
+        return true;
+    }
+    if (!packed) return false;
     if (is_float_weight(type))
         matmul_float(k, ws, x, n_tokens, ys, pool, scratch);
     else

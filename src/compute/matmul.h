@@ -11,7 +11,10 @@
 //
 // Fast paths (compute/kernels): weights repacked at load into panels of 16 rows
 // (quantized) or 32 rows (float) by prepare_matrices, multiplied by SIMD kernels
-// that tile rows x tokens.
+// that tile rows x tokens. A quantized matrix left unpacked (read in place from
+// the file: experts beyond the memory budget, model/weights.h) runs the same
+// kernels on panels each task repacks as it goes, so its results are the packed
+// path's and only the rows it multiplies are read.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +59,13 @@ struct MatmulScratch {
     // If set, called with each product's matrix and input rows before matmul,
     // matmul_many and matmul_batch compute it (the imatrix's activation sums).
     std::function<void(const Matrix& w, const float* x, int64_t n_tokens)> observe;
+    // Per thread: the panels a task repacks from a matrix read in place (one not
+    // repacked at load) as a matrix of their rows, and its buffer's capacity.
+    struct PanelBuffer {
+        PackedMatrix panels;
+        uint64_t capacity = 0;
+    };
+    std::vector<PanelBuffer> in_place;
 };
 
 // Whether matmul supports `type` directly (others are converted at load).

@@ -54,7 +54,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
             throw Error("the tokenizer has " + std::to_string(im.tokenizer->n_vocab()) + " tokens but the model " +
                         std::to_string(im.spec.n_vocab));
         im.file.map_all();
-        im.weights = bind_weights(im.file, im.spec);
+        im.weights = bind_weights(im.file, im.spec, /*plan_only=*/false, options.expert_memory_budget);
         im.nextn = make_nextn_head(im.spec, im.weights);
     } catch (const Error& e) {
         throw Error(path + ": " + e.what(), e.kind());

@@ -1,10 +1,13 @@
 #include "model/moe.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "compute/kernels/kernels.h"
+#include "compute/kernels/packing.h"
 #include "compute/matmul_batch.h"
 #include "kiln/error.h"
 
@@ -120,6 +123,17 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
             }
         for (int64_t id = 0; id < ne; ++id) next[static_cast<size_t>(id)] -= first_[static_cast<size_t>(id)];
     }
+
+    // Experts read in place: every selected expert's pages asked for at once, so
+    // their reads from the file overlap instead of one fault after another.
+    if (x.in_place)
+        for (int64_t id = 0; id < ne; ++id)
+            if (count_[static_cast<size_t>(id)] > 0)
+                for (const auto* v : {&x.gate, &x.up, &x.down})
+                    if (static_cast<size_t>(id) < v->size() && !(*v)[static_cast<size_t>(id)].packed) {
+                        const Matrix& mx = (*v)[static_cast<size_t>(id)];
+                        advise_pages(mx.data, mx.row_bytes * static_cast<uint64_t>(mx.n_out), MADV_WILLNEED);
+                    }
 
     // gate / up of every used expert over its rows, in one region. An expert with
     // one token reads that token's row in place: in decode every expert reads

@@ -1,9 +1,13 @@
 #include "model/weights.h"
 
+#include <sys/mman.h>
+
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
+#include "compute/kernels/packing.h"
 #include "kiln/error.h"
 #include "kiln/quant.h"
 #include "model/tensor_source.h"
@@ -107,7 +111,7 @@ public:
             m.type = t->type;
             m.data = data;
             m.row_bytes = ggml_row_bytes(t->type, static_cast<uint64_t>(n_in));
-            sources_[m.data] = {t->type, t->bytes};
+            sources_[m.data] = {t->type, m.row_bytes * static_cast<uint64_t>(n_out)};  // this view's rows (one expert of a 3-D tensor)
             return m;
         }
         // No dot product for this type: convert once at load, to Q8_0 (8.5 bits per
@@ -134,7 +138,7 @@ public:
             quant::quantize_row(target, row.data(), bytes->data() + static_cast<uint64_t>(r) * m.row_bytes, n_in);
         }
         m.data = bytes->data();
-        sources_[m.data] = {t->type, t->bytes};
+        sources_[m.data] = {t->type, ggml_row_bytes(t->type, static_cast<uint64_t>(n_in)) * static_cast<uint64_t>(n_out)};
         w_.converted_matrices.push_back(std::move(bytes));
         return m;
     }
@@ -446,9 +450,27 @@ void bind_encoder_layer(Binder& b, ModelSpec& s, int il, const std::string& p, L
     lw.layer_out_norm_b = b.vector(p + "layer_output_norm.bias", e, true);
 }
 
+// The memory the system could give now without swapping (MemAvailable counts the
+// page cache it can reclaim; engine/memory_plan.cpp reads the same for the plan);
+// unset where unknown.
+std::optional<uint64_t> memory_available_now() {
+    std::FILE* f = std::fopen("/proc/meminfo", "r");
+    if (!f) return std::nullopt;
+    char line[256];
+    std::optional<uint64_t> out;
+    unsigned long long kib = 0;
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+            out = static_cast<uint64_t>(kib) * 1024;
+            break;
+        }
+    std::fclose(f);
+    return out;
+}
+
 }  // namespace
 
-ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) {
+ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only, std::optional<uint64_t> expert_budget) {
     ModelWeights w;
     Binder b(file, w, plan_only);
     const TensorRules& tr = s.tensors;
@@ -725,8 +747,53 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         for (Matrix* m : {&nw.eh_proj, &nw.head})
             if (!m->empty()) products.push_back(m);
     }
-    for (LayerWeights* layer : all_layers) {
-        LayerWeights& lw = *layer;
+    // Expert layers in layer order while their experts fit the budget; from the
+    // first that does not, the rest stay in the mapping, read in place. Only
+    // quantized experts with a panel layout (the in-place kernels repack their
+    // panels as they go); float or converted experts are always repacked.
+    auto in_place_capable = [](const Matrix& m) { return !is_float_weight(m.type) && has_packed_layout(m.type); };
+    auto expert_bytes = [&](const ExpertWeights& x) {
+        uint64_t n = 0;
+        for (auto* v : {&x.gate, &x.up, &x.down})
+            for (const Matrix& m : *v)
+                if (in_place_capable(m)) n += m.row_bytes * static_cast<uint64_t>(m.n_out);
+        return n;
+    };
+    uint64_t all_experts = 0;
+    for (const LayerWeights* layer : all_layers) all_experts += expert_bytes(layer->moe);
+    if (!expert_budget && all_experts > 0) {
+        // The other weights (about their file size once repacked) and a reserve
+        // for the sequences' memory and scratch come first.
+        uint64_t other = 0;
+        for (const gguf::TensorInfo& t : file.tensors()) other += t.bytes;
+        other -= std::min(other, all_experts);
+        const std::optional<uint64_t> avail = memory_available_now();
+        if (avail) {
+            const uint64_t reserve = std::max<uint64_t>(uint64_t{1} << 30, *avail / 10);
+            expert_budget = *avail > other + reserve ? *avail - other - reserve : 0;
+        }
+    }
+    std::vector<bool> experts_in_place(all_layers.size(), false);
+    std::vector<const Matrix*> in_place_experts;
+    if (expert_budget && all_experts > *expert_budget) {
+        uint64_t kept = 0;
+        bool over = false;
+        for (size_t i = 0; i < all_layers.size(); ++i) {
+            const uint64_t n = expert_bytes(all_layers[i]->moe);
+            if (n == 0) continue;
+            over = over || kept + n > *expert_budget;
+            if (!over) {
+                kept += n;
+                continue;
+            }
+            experts_in_place[i] = true;
+            all_layers[i]->moe.in_place = true;
+            w.in_place_expert_layers.push_back(i < w.layers.size() ? static_cast<int>(i) : s.n_layer + static_cast<int>(i - w.layers.size()));
+            w.in_place_expert_bytes += n;
+        }
+    }
+    for (size_t li = 0; li < all_layers.size(); ++li) {
+        LayerWeights& lw = *all_layers[li];
         for (Matrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down, &lw.ple_gate, &lw.ple_proj})
             if (!m->empty()) products.push_back(m);
         for (Matrix* m : ssm_matrices(lw.ssm)) products.push_back(m);
@@ -738,7 +805,27 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
         for (Matrix* m : {&x.router, &x.shexp_gate, &x.shexp_up, &x.shexp_down, &x.shexp_router})
             if (!m->empty()) products.push_back(m);
         for (auto* v : {&x.gate, &x.up, &x.down})
-            for (Matrix& m : *v) products.push_back(&m);
+            for (Matrix& m : *v) {
+                if (!experts_in_place[li] || !in_place_capable(m)) {
+                    products.push_back(&m);
+                } else {
+                    in_place_experts.push_back(&m);
+                    // No read-around: a fault in one expert must not read its neighbours.
+                    if (!plan_only) advise_pages(m.data, m.row_bytes * static_cast<uint64_t>(m.n_out), MADV_RANDOM);
+                }
+            }
+    }
+    if (!w.in_place_expert_layers.empty()) {
+        const std::vector<int>& ls = w.in_place_expert_layers;
+        char buf[256];
+        std::snprintf(buf, sizeof buf,
+                      "experts read in place from the file (over the expert memory budget of %.2f MiB): %zu layer%s (blk.%d", 
+                      static_cast<double>(*expert_budget) / (1024.0 * 1024.0), ls.size(), ls.size() == 1 ? "" : "s", ls.front());
+        std::string note = buf;
+        if (ls.size() > 1) note += " .. blk." + std::to_string(ls.back());
+        std::snprintf(buf, sizeof buf, "), %.2f MiB of ffn_{gate,up,down}_exps not repacked", 
+                      static_cast<double>(w.in_place_expert_bytes) / (1024.0 * 1024.0));
+        w.conversion_notes.push_back(note + buf);
     }
     // Every matrix here is bound in place from the file's read-only mapping.
     w.mapped_bytes = b.mapped_bytes();
@@ -750,8 +837,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only) 
     w.packed_bytes = prepare_matrices(products, /*release_file_pages=*/true);
     std::vector<const Matrix*> all = {&w.tok_embd};
     all.insert(all.end(), products.begin(), products.end());
+    all.insert(all.end(), in_place_experts.begin(), in_place_experts.end());
     w.conversion_notes.push_back(b.residency_note(all));
     return w;
 }
+
 
 }  // namespace kiln

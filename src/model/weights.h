@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "compute/matmul.h"
@@ -37,6 +38,10 @@ struct ExpertWeights {
     const float* pre_norm_2 = nullptr;   // pre_ffw_norm_2: the experts' input norm
     const float* post_norm_1 = nullptr;  // post_ffw_norm_1: after the dense branch
     const float* post_norm_2 = nullptr;  // post_ffw_norm_2: after the experts
+    // The experts stay in the file's mapping, unrepacked (beyond the expert memory
+    // budget): the mapping is advised MADV_RANDOM (a fault reads its page only)
+    // and the layer asks for its selected experts' pages before reading them.
+    bool in_place = false;
 };
 
 // A multi-head latent attention layer's tensors (MlaSpec); Q without q_lora is
@@ -162,6 +167,11 @@ struct ModelWeights {
     uint64_t mapped_bytes = 0;     // tensors bound in place from the mapping
     bool tok_embd_mapped = true;   // the embedding is read from the mapping (not converted)
     PackPlan pack_plan;            // plan_only: what prepare_matrices would repack
+    // Expert layers beyond the expert memory budget: their experts stay in the
+    // file's mapping, unrepacked, read in place (compute/matmul.h). Layer indices
+    // (a NextN block's: n_layer and on) and the bytes of their expert matrices.
+    std::vector<int> in_place_expert_layers;
+    uint64_t in_place_expert_bytes = 0;
 };
 
 // Binds every tensor the spec needs; sets spec's presence flags. Errors name
@@ -170,6 +180,11 @@ struct ModelWeights {
 // file too: its loader counts the tensors it created against the file's).
 // plan_only checks the same and converts and repacks nothing: converted_bytes
 // and pack_plan say what a load would allocate (src/engine/memory_plan.cpp).
-ModelWeights bind_weights(const gguf::File& file, ModelSpec& spec, bool plan_only = false);
+//
+// expert_budget: bytes of expert matrices repacked (LoadOptions::expert_memory_budget);
+// unset, what the memory available now leaves (/proc/meminfo MemAvailable).
+ModelWeights bind_weights(const gguf::File& file, ModelSpec& spec, bool plan_only = false,
+                          std::optional<uint64_t> expert_budget = std::nullopt);
+
 
 }  // namespace kiln

@@ -372,3 +372,60 @@ TEST(MatmulMany, FusedEqualsSeparate) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A quantized matrix left unpacked (read in place: experts beyond the memory
+// budget) runs the packed kernels on panels repacked per task: bit-identical to
+// the matrix packed at load, alone and sharing an input, for decode and prefill
+// token counts, partial panels and tasks, at every level and thread count.
+TEST(MatmulKernels, InPlaceEqualsPacked) {
+    std::mt19937 rng(29);
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::Q5_0}) {
+        const int64_t n_in = 512;
+        const int64_t outs[] = {100, 16};  // 7 panels (two tasks, the last panel partial); one panel
+        std::vector<std::vector<uint8_t>> bytes;
+        std::vector<Matrix> in_place(2), packed(2);
+        for (int i = 0; i < 2; ++i) {
+            bytes.push_back(make_weights({type, n_in, outs[i], 1, i == 1}, rng));
+            Matrix& m = in_place[static_cast<size_t>(i)];
+            m.type = type;
+            m.data = bytes.back().data();
+            m.n_in = n_in;
+            m.n_out = outs[i];
+            m.row_bytes = ggml_row_bytes(type, static_cast<uint64_t>(n_in));
+            packed[static_cast<size_t>(i)] = m;
+            packed[static_cast<size_t>(i)].packed = pack_matrix(type, m.data, m.row_bytes, n_in, outs[i]);
+        }
+        for (const auto& [name, table] : simd_tables(type))
+            for (int threads : {1, 3})
+                for (int64_t n_tokens : {1, 3, 17}) {
+                    const std::vector<float> x = make_activations({type, n_in, 1, n_tokens, false}, rng);
+                    ThreadPool pool(threads);
+                    MatmulScratch scratch;
+                    for (int i = 0; i < 2; ++i) {
+                        std::vector<float> want(static_cast<size_t>(outs[i] * n_tokens)), got(want.size(), -1.0f);
+                        matmul_with(*table, packed[static_cast<size_t>(i)], x.data(), n_tokens, want.data(), pool, scratch);
+                        matmul_with(*table, in_place[static_cast<size_t>(i)], x.data(), n_tokens, got.data(), pool, scratch);
+                        EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+                            << ggml_type_name(type) << " " << name << ", " << threads << " threads, " << n_tokens << " tokens, matrix " << i;
+                    }
+                }
+        // Two in-place matrices sharing an input (gate / up) through matmul_many, at the best level.
+        ThreadPool pool(2);
+        MatmulScratch scratch;
+        const std::vector<float> x = make_activations({type, n_in, 1, 5, false}, rng);
+        std::vector<float> a(static_cast<size_t>(outs[0] * 5)), b(static_cast<size_t>(outs[1] * 5)), pa(a.size()), pb(b.size());
+        const Matrix* ws[] = {&in_place[0], &in_place[1]};
+        float* ys[] = {a.data(), b.data()};
+        matmul_many(ws, x.data(), 5, ys, pool, scratch);
+        matmul(packed[0], x.data(), 5, pa.data(), pool, scratch);
+        matmul(packed[1], x.data(), 5, pb.data(), pool, scratch);
+        EXPECT_EQ(std::memcmp(a.data(), pa.data(), a.size() * 4), 0) << ggml_type_name(type);
+        EXPECT_EQ(std::memcmp(b.data(), pb.data(), b.size() * 4), 0) << ggml_type_name(type);
+    }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -404,3 +404,53 @@ TEST_F(Sequences, PlainFfnFromAFileWithoutGateRunsAndIsBatchInvariant) {
     for (float x : chunked) ASSERT_TRUE(std::isfinite(x));
     EXPECT_FALSE(same(chunked, prompt_logits(gated, t)));  // the gate is really gone
 }
+
+namespace {
+
+// Experts beyond the expert memory budget stay in the file's mapping and are read
+// in place (panels repacked per task): the logits are the repacked model's, bit
+// for bit, in prefill and decode; the load notes name the layers and bytes.
+TEST(ExpertsInPlace, LogitsEqualRepackedExperts) {
+    for (const char* family : {"qwen3moe", "gpt-oss", "qwen2moe"}) {
+        SCOPED_TRACE(family);
+        const std::string path = kiln::test::temp_dir() + "/in-place-tiny-" + family + ".gguf";
+        kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), path);
+        auto packed = kiln::Model::load(path);
+        // Budgets: none (every expert layer in place), and layer 0's experts (layer 1 in place).
+        uint64_t layer0 = 0;
+        const kiln::gguf::File file = kiln::gguf::File::open(path);
+        for (const auto& ti : file.tensors())
+            if (ti.name.starts_with("blk.0.") && ti.name.ends_with("_exps.weight")) layer0 += ti.bytes;
+        for (uint64_t budget : {uint64_t{0}, layer0}) {
+            kiln::LoadOptions lo;
+            lo.expert_memory_budget = budget;
+            auto in_place = kiln::Model::load(path, lo);
+            bool noted = false;
+            const std::string first = budget == 0 ? "(blk.0" : "(blk.1)";
+            for (const std::string& n : in_place->load_notes())
+                if (n.starts_with("experts read in place from the file") && n.find(first) != std::string::npos) noted = true;
+            EXPECT_TRUE(noted) << "no load note names the in-place experts";
+            const auto t = tokens_for(3, 12, packed->n_vocab());
+            std::vector<float> want, got;
+            kiln::Context a(packed, {.n_ctx = 32}), b(in_place, {.n_ctx = 32});
+            a.decode(std::span<const int32_t>(t.data(), 8), &want);  // prefill of 8
+            b.decode(std::span<const int32_t>(t.data(), 8), &got);
+            for (size_t i = 8; i < t.size(); ++i) {  // then decode steps
+                std::vector<float> wa, ga;
+                a.decode(std::span<const int32_t>(&t[i], 1), &wa);
+                b.decode(std::span<const int32_t>(&t[i], 1), &ga);
+                want.insert(want.end(), wa.begin(), wa.end());
+                got.insert(got.end(), ga.begin(), ga.end());
+            }
+            ASSERT_EQ(want.size(), got.size());
+            EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+        }
+        // A budget that holds every expert leaves none in place.
+        kiln::LoadOptions all;
+        all.expert_memory_budget = uint64_t{1} << 40;
+        const auto whole = kiln::Model::load(path, all);
+        for (const std::string& n : whole->load_notes()) EXPECT_FALSE(n.starts_with("experts read in place")) << n;
+    }
+}
+
+}  // namespace

@@ -477,11 +477,45 @@ bool packed_layout(GgmlType type, int64_t n_in, int64_t n_out, PackedMatrix& m) 
 
 uint64_t packed_allocation_bytes(uint64_t n) { return std::max<uint64_t>(64, (n + 63) / 64 * 64); }
 
+void advise_pages(const uint8_t* p, uint64_t n, int advice) {
+    if (n == 0) return;
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t begin = reinterpret_cast<uint64_t>(p) / page * page;
+    const uint64_t end = (reinterpret_cast<uint64_t>(p) + n + page - 1) / page * page;
+    madvise(reinterpret_cast<void*>(begin), end - begin, advice);
+}
+
 void release_pages(const uint8_t* p, uint64_t n) {
     const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     const uint64_t begin = (reinterpret_cast<uint64_t>(p) + page - 1) / page * page;
     const uint64_t end = (reinterpret_cast<uint64_t>(p) + n) / page * page;
     if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+namespace {
+
+// One panel (16 rows) of a quantized matrix into dst (m.panel_bytes): padding rows
+// and the fields packers OR into start at zero.
+void pack_quant_panel(const PackRow& row, const GgmlTypeInfo& info, const PackedMatrix& m, const uint8_t* data, uint64_t row_bytes,
+                      int64_t p, uint8_t* dst, const uint8_t** rows) {
+    std::memset(dst, 0, m.panel_bytes);
+    for (int64_t b = 0; b < m.n_blocks; ++b) {
+        for (int i = 0; i < k_panel_rows; ++i) {
+            const int64_t r = p * k_panel_rows + i;
+            rows[i] = r < m.n_out ? data + static_cast<uint64_t>(r) * row_bytes + static_cast<uint64_t>(b) * info.block_bytes : nullptr;
+        }
+        row.pack(rows, dst + static_cast<uint64_t>(b) * m.block_bytes);
+    }
+}
+
+}  // namespace
+
+void pack_panels(const PackedMatrix& layout, const uint8_t* data, uint64_t row_bytes, int64_t p0, int64_t p1, uint8_t* dst) {
+    const PackRow* row = find_pack_row(layout.type);
+    if (!row || is_float_weight(layout.type)) throw Error("pack_panels: no quantized panel layout for " + std::string(ggml_type_name(layout.type)));
+    const GgmlTypeInfo& info = ggml_type_info(layout.type);
+    const uint8_t* rows[k_panel_rows];
+    for (int64_t p = p0; p < p1; ++p) pack_quant_panel(*row, info, layout, data, row_bytes, p, dst + static_cast<uint64_t>(p - p0) * layout.panel_bytes, rows);
 }
 
 std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out,
@@ -520,18 +554,9 @@ std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, ui
                 }
                 continue;
             }
-            // Padding rows and the fields packers OR into start at zero. Per panel,
-            // so that each thread zeroes its own pages and the panel is in cache
-            // when it is filled.
-            std::memset(dst, 0, m->panel_bytes);
-            for (int64_t b = 0; b < m->n_blocks; ++b) {
-                for (int i = 0; i < k_panel_rows; ++i) {
-                    const int64_t r = p * k_panel_rows + i;
-                    rows[i] = r < n_out ? data + static_cast<uint64_t>(r) * row_bytes + static_cast<uint64_t>(b) * info.block_bytes
-                                        : nullptr;
-                }
-                row->pack(rows, dst + static_cast<uint64_t>(b) * m->block_bytes);
-            }
+            // Per panel, so that each thread zeroes its own pages and the panel is
+            // in cache when it is filled.
+            pack_quant_panel(*row, info, *m, data, row_bytes, p, dst, rows);
         }
     };
     // Large matrices are packed by several threads (load time); small ones inline.

@@ -31,8 +31,15 @@ uint64_t packed_allocation_bytes(uint64_t n);
 std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in,
                                           int64_t n_out, bool release_source = false);
 
+// Packs panels [p0, p1) of a quantized matrix of `layout` (packed_layout's) into
+// dst, (p1 - p0) * layout.panel_bytes: the panels pack_matrix would make, for
+// kernels that read a matrix in place from the file and repack it as they go.
+void pack_panels(const PackedMatrix& layout, const uint8_t* data, uint64_t row_bytes, int64_t p0, int64_t p1, uint8_t* dst);
 // Drops the resident pages of [p, p + n) that lie wholly inside the range (a
 // read-only file mapping: they are only unmapped, never lost).
 void release_pages(const uint8_t* p, uint64_t n);
+// madvise(advice) over the pages that [p, p + n) touches (a read-only file
+// mapping: MADV_RANDOM, MADV_WILLNEED); failures are ignored (advice only).
+void advise_pages(const uint8_t* p, uint64_t n, int advice);
 
 }  // namespace kiln
