@@ -13,7 +13,7 @@ other, --rounds times, alternating which goes first (the machine may be shared:
 compare the token counts, and times only as ratios).
 
   .venv/bin/python bench/prefix_reuse_vs_llamacpp.py --model M.gguf --template T.jinja \
-      --llama-server path/to/llama-server [--ctx 8192] [--turns 12] [--edit 3]
+      --llama-server path/to/llama-server [--ctx 8192] [--turns 12] [--edit 3] [--engines kiln,llama.cpp]
 """
 import argparse
 import json
@@ -95,7 +95,8 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--template", required=True)
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
-    ap.add_argument("--llama-server", required=True)
+    ap.add_argument("--llama-server", default="")
+    ap.add_argument("--engines", default="kiln,llama.cpp", help="which to run (comma-separated)")
     ap.add_argument("--ctx", type=int, default=8192)
     ap.add_argument("--turns", type=int, default=12)
     ap.add_argument("--edit", type=int, default=3)
@@ -103,9 +104,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
-    runs = {"kiln": [], "llama.cpp": []}
+    runs = {k: [] for k in args.engines.split(",")}
+    if "llama.cpp" in runs and not args.llama_server:
+        ap.error("--llama-server is needed to run llama.cpp")
     for r in range(args.rounds):
-        order = ["kiln", "llama.cpp"] if r % 2 == 0 else ["llama.cpp", "kiln"]
+        order = list(runs) if r % 2 == 0 else list(reversed(list(runs)))
         for kind in order:
             port = free_port()
             proc = start("kiln" if kind == "kiln" else "llama", args, port)

@@ -136,7 +136,7 @@ public:
     // Plans where seq's next prompt, positions seq_length(seq) .. end - 1, leaves
     // checkpoints for a later request that diverges inside it (an edited or
     // regenerated turn): at `positions` (the starts of its chat messages), just
-    // before `end`, and every 512 positions where nothing else lies near (close
+    // before `end` and at it (unless a message starts just before), and every 512 positions where nothing else lies near (close
     // ones are merged). They matter where a memory cannot return to every
     // position by itself: recurrent states, sliding-window rings. Without a plan,
     // a multi-token decode checkpoints a recurrent state just before its last

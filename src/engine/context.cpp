@@ -468,13 +468,19 @@ void Context::seq_plan_checkpoints(SeqId seq, std::span<const int64_t> positions
     im.check_seq(seq);
     const int64_t from = seq_length(seq);
     std::vector<int64_t> want(positions.begin(), positions.end());
-    want.push_back(end - 1);  // a new request for the same prompt evaluates its last token again
     std::sort(want.begin(), want.end());
     std::vector<int64_t>& plan = im.plans[static_cast<size_t>(seq)];
     plan.clear();
     for (int64_t p : want)
         if (p > from && p < end && (plan.empty() || p - plan.back() >= k_checkpoint_gap)) plan.push_back(p);
+    // Just before the last token (a new request for the same prompt evaluates it
+    // again) and at the end, unless a message (the generation prompt) starts
+    // just before them: restoring that costs only its few tokens.
+    const int64_t near = plan.empty() ? -k_checkpoint_gap : plan.back();
+    for (int64_t p : {end - 1, end})
+        if (p > from && p - near >= k_checkpoint_gap) plan.push_back(p);
     // Every k_checkpoint_interval positions, where nothing planned lies within half of it.
+    std::sort(plan.begin(), plan.end());
     const int64_t half = k_checkpoint_interval / 2;
     std::vector<int64_t> fill;
     for (int64_t m = (from / k_checkpoint_interval + 1) * k_checkpoint_interval; m < end; m += k_checkpoint_interval) {

@@ -73,7 +73,7 @@ TEST_F(WindowCheckpoints, RollbackPastTheRingRestoresACheckpointBitIdentical) {
     kiln::Context ctx(model, {.n_ctx = 128, .n_seq_max = 2, .n_batch = 4});
     const std::vector<int64_t> starts = {20, 40};
     ctx.seq_plan_checkpoints(0, starts, 80);
-    EXPECT_EQ(ctx.seq_planned_checkpoints(0), (std::vector<int64_t>{20, 40, 79}));
+    EXPECT_EQ(ctx.seq_planned_checkpoints(0), (std::vector<int64_t>{20, 40, 79, 80}));
     eval(ctx, t, 0, 80);
     // Within the ring: exact, no checkpoint needed.
     EXPECT_EQ(ctx.seq_rollback(0, 78), 78);
