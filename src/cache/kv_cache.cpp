@@ -81,12 +81,13 @@ uint64_t KvCache::checkpoint_bytes(std::span<const KvLayerShape> layers, const K
     return b;
 }
 
+// The cells only: ring checkpoints are allocated on first use (a sequence that
+// never diverges past its window never needs them), up to checkpoint_bytes x
+// n_checkpoints per sequence.
 uint64_t KvCache::bytes_needed(std::span<const KvLayerShape> layers, const KvCacheOptions& options) {
     uint64_t bytes = 0;
-    uint64_t ckpt = 0;
-    for (const Layer& l : plan(layers, options, bytes))
-        if (l.ring) ckpt += ring_checkpoint_bytes(l.shape, l.k_row_bytes, l.v_row_bytes);
-    return bytes + ckpt * static_cast<uint64_t>(options.n_seq) * static_cast<uint64_t>(std::max(options.n_checkpoints, 0));
+    plan(layers, options, bytes);
+    return bytes;
 }
 
 KvCache::KvCache(std::span<const KvLayerShape> shapes, const KvCacheOptions& o)
@@ -302,7 +303,8 @@ uint64_t KvCache::bytes_read(int64_t n_past) const {
 uint64_t KvCache::bytes() const {
     uint64_t b = 0;
     for (const Layer& l : layers_) b += static_cast<uint64_t>(n_seq_) * static_cast<uint64_t>(l.cells) * (l.k_row_bytes + l.v_row_bytes);
-    return b + ckpt_bytes_ * static_cast<uint64_t>(n_seq_) * static_cast<uint64_t>(index_.n_slots());
+    for (const std::vector<uint8_t>& c : ckpts_) b += c.size();
+    return b;
 }
 
 }  // namespace kiln

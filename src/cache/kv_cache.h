@@ -13,7 +13,8 @@
 // full-attention layers keep positions < p anyway). Rolling back to n restores
 // the latest checkpoint at or before n (CheckpointIndex: a number of slots per
 // sequence, least recently used replaced, as for recurrent states). Checkpoint
-// memory is reserved in the plan but allocated on first use.
+// memory is allocated on first use (up to 256 MiB a sequence, see Context), not
+// planned with the cells: a sequence that never diverges past its window needs none.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +56,7 @@ public:
     // (layers without attention).
     KvCache(std::span<const KvLayerShape> layers, const KvCacheOptions& options);
 
-    // The bytes a cache of these shapes and options would allocate.
+    // The bytes a cache of these shapes and options allocates up front (its cells).
     static uint64_t bytes_needed(std::span<const KvLayerShape> layers, const KvCacheOptions& options);
     // The bytes of one checkpoint of these rings (0: no layer forgets; every
     // rollback is exact without checkpoints).
@@ -71,7 +72,7 @@ public:
     Shortfall last_shortfall() const override { return shortfall_; }
     // Cells are overwritten before they are read again; only the checkpoints go.
     void clear(int seq) override { index_.clear(seq); }
-    // Cells and the checkpoints' reserve.
+    // Cells and the checkpoints allocated so far.
     uint64_t bytes() const override;
     uint64_t bytes_per_position() const override;
     // The cached bytes one query at position n_past reads: every layer's rows of
