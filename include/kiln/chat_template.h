@@ -20,8 +20,10 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kiln/gguf/file.h"
 #include "kiln/jinja.h"
@@ -45,6 +47,20 @@ struct ChatRequest {
 // raise_exception) and kiln::Error for malformed messages or tools.
 std::string apply_chat_template(const jinja::Template& tmpl, const ChatRequest& request);
 std::string apply_chat_template(std::string_view template_source, const ChatRequest& request);
+
+// Where each message after the first, and then the generation prompt, starts in
+// `rendered` (apply_chat_template's text for `request`): the length of the
+// rendering of messages [0, k) without a generation prompt, for k = 1 .. n,
+// kept where that rendering is a prefix of `rendered` (ascending; templates
+// that render a shorter conversation differently, or refuse it, give fewer).
+// Prefix reuse checkpoints there (GenerateOptions::message_starts).
+std::vector<size_t> message_offsets(const jinja::Template& tmpl, const ChatRequest& request, std::string_view rendered);
+// The token positions of those offsets in `ids`, the tokens of `text`, through
+// the tokens' pieces (which spell the text, but for a BOS the tokenizer adds
+// itself). Offsets that fall inside a token are left out, and all of them where
+// the pieces do not spell the text: the positions only place checkpoints.
+std::vector<int64_t> message_token_positions(const Tokenizer& tok, std::span<const TokenId> ids, std::string_view text,
+                                             std::span<const size_t> offsets);
 
 // What a GGUF file supplies for chat: its template (tokenizer.chat_template, or a
 // named one: tokenizer.chat_template.<name>) and the texts of its BOS / EOS tokens

@@ -130,9 +130,22 @@ public:
     // positions dst holds (<= n, as seq_rollback).
     int64_t seq_copy(SeqId src, SeqId dst, int64_t n);
     void seq_clear(SeqId seq);
-    // Records seq's recurrent state at its current length (rollback target);
-    // decode does so by itself after a sequence's multi-token entries.
+    // Records seq's recurrent state (and its sliding layers' windows) at its
+    // current length (rollback target); decode does so by itself as below.
     void seq_checkpoint(SeqId seq);
+    // Plans where seq's next prompt, positions seq_length(seq) .. end - 1, leaves
+    // checkpoints for a later request that diverges inside it (an edited or
+    // regenerated turn): at `positions` (the starts of its chat messages), just
+    // before `end` and at it (unless a message starts just before), and every 512 positions where nothing else lies near (close
+    // ones are merged). They matter where a memory cannot return to every
+    // position by itself: recurrent states, sliding-window rings. Without a plan,
+    // a multi-token decode checkpoints a recurrent state just before its last
+    // entry, at its end, and every 512 positions. seq_clear forgets the plan.
+    void seq_plan_checkpoints(SeqId seq, std::span<const int64_t> positions, int64_t end);
+    const std::vector<int64_t>& seq_planned_checkpoints(SeqId seq) const;
+    // Why the last seq_rollback / seq_copy kept fewer positions than asked:
+    // "no checkpoint", "checkpoint too early" or "evicted" ("" when it kept all).
+    std::string_view last_shortfall() const;
 
     // Sequence 0, for single-sequence callers. decode appends tokens and keeps
     // the last one's logits; all_logits, if given, receives every row's,

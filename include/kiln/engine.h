@@ -91,6 +91,11 @@ struct GenerateOptions {
     bool ignore_eos = false;            // keep going past end-of-generation tokens
     const std::atomic<bool>* cancel = nullptr;  // set from another thread to stop
     SpecOptions spec;
+    // Prompt positions where its chat messages start (the template rendering
+    // knows them): the prompt leaves checkpoints there, so a later request that
+    // diverges inside a message (an edited turn) re-evaluates from its start
+    // where the memory cannot return anywhere (recurrent, sliding-window layers).
+    std::vector<int64_t> message_starts;
 };
 
 struct TokenEvent {
@@ -106,6 +111,8 @@ struct GenerationResult {
     std::vector<TokenId> tokens;    // generated ids (without the stop token)
     int prompt_tokens = 0;
     int reused_tokens = 0;          // prompt tokens served from the cache
+    int reusable_tokens = 0;        // the prompt's prefix a slot held (reuse can fall short of it)
+    std::string reuse_shortfall;    // why reused < reusable: "no checkpoint", "checkpoint too early", "evicted"
     int completion_tokens = 0;
     double prefill_seconds = 0;     // submit to the first sampled token
     double decode_seconds = 0;      // the first sampled token to the end

@@ -15,9 +15,12 @@ HybridMemory::HybridMemory(std::unique_ptr<KvCache> kv, std::unique_ptr<Recurren
 int64_t HybridMemory::rollback(int seq, int64_t n_keep, int64_t n_past) {
     // The recurrent state decides how far back it can go; the KV cells follow it.
     const int64_t r = recurrent_->rollback(seq, n_keep, n_past);
+    shortfall_ = recurrent_->last_shortfall();
     const int64_t k = kv_->rollback(seq, r, n_past);
     if (k < r) {
+        shortfall_ = kv_->last_shortfall();
         recurrent_->clear(seq);
+        kv_->clear(seq);
         return 0;
     }
     return r;
@@ -25,10 +28,13 @@ int64_t HybridMemory::rollback(int seq, int64_t n_keep, int64_t n_past) {
 
 int64_t HybridMemory::copy_prefix(int src, int dst, int64_t n, int64_t src_past) {
     const int64_t r = recurrent_->copy_prefix(src, dst, n, src_past);
+    shortfall_ = recurrent_->last_shortfall();
     if (r <= 0) return 0;
     const int64_t k = kv_->copy_prefix(src, dst, r, src_past);
     if (k < r) {
+        shortfall_ = kv_->last_shortfall();
         recurrent_->clear(dst);
+        kv_->clear(dst);
         return 0;
     }
     return r;

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "cache/checkpoint_index.h"
+
 namespace kiln {
 
 class KvCache;
@@ -34,8 +36,18 @@ public:
     virtual int64_t copy_prefix(int src, int dst, int64_t n, int64_t src_past) = 0;
 
     // Records the state of `seq` at n_past, for later rollbacks (recurrent
-    // states; KV cells need none).
+    // states, the rings of sliding-window layers; full-attention cells need none).
     virtual void checkpoint(int seq, int64_t n_past) { (void)seq, (void)n_past; }
+    // The same at an earlier position `pos` of a sequence that holds n_past: a
+    // ring still has the window before pos when pos lies in the forward pass that
+    // just ended; a recurrent state has only its n_past (pos < n_past records nothing).
+    virtual void checkpoint_at(int seq, int64_t pos, int64_t n_past) {
+        if (pos == n_past) checkpoint(seq, n_past);
+    }
+    // Whether rollbacks can need checkpoints (else checkpoint is a no-op).
+    virtual bool keeps_checkpoints() const { return false; }
+    // Why the last rollback or copy_prefix kept fewer positions than asked.
+    virtual Shortfall last_shortfall() const { return Shortfall::None; }
 
     virtual void clear(int seq) = 0;
 

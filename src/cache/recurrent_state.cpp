@@ -23,7 +23,7 @@ uint64_t RecurrentState::bytes_needed(std::span<const uint64_t> state_bytes, con
 }
 
 RecurrentState::RecurrentState(std::span<const uint64_t> state_bytes, const RecurrentStateOptions& o)
-    : n_seq_(o.n_seq), n_ctx_(o.n_ctx), n_checkpoints_(o.n_checkpoints) {
+    : n_seq_(o.n_seq), n_ctx_(o.n_ctx), n_checkpoints_(o.n_checkpoints), index_(std::max(o.n_seq, 1), o.n_checkpoints) {
     if (o.n_seq < 1 || o.n_ctx < 1 || o.n_checkpoints < 0)
         throw Error("recurrent state: " + std::to_string(o.n_seq) + " sequences of " + std::to_string(o.n_ctx) +
                     " positions with " + std::to_string(o.n_checkpoints) + " checkpoints each");
@@ -40,7 +40,6 @@ RecurrentState::RecurrentState(std::span<const uint64_t> state_bytes, const Recu
                     ErrorKind::ResourceExhausted);
     }
     std::memset(buffer_.get(), 0, total_bytes_);
-    checkpoints_.resize(static_cast<size_t>(n_seq_) * static_cast<size_t>(n_checkpoints_));
 }
 
 uint8_t* RecurrentState::state(int il, int seq) { return slot(seq, 0) + layer_offset_[static_cast<size_t>(il)]; }
@@ -51,74 +50,49 @@ void RecurrentState::copy_slot(int from_seq, int from_slot, int to_seq, int to_s
 
 void RecurrentState::checkpoint(int seq, int64_t n_past) {
     if (n_checkpoints_ == 0) return;
-    Checkpoint* cps = checkpoints_.data() + static_cast<size_t>(seq) * static_cast<size_t>(n_checkpoints_);
-    // The same position again replaces its own checkpoint; otherwise an empty
-    // slot, else the oldest.
-    int target = -1;
-    for (int i = 0; i < n_checkpoints_ && target < 0; ++i)
-        if (cps[i].pos == n_past) target = i;
-    for (int i = 0; i < n_checkpoints_ && target < 0; ++i)
-        if (cps[i].pos < 0) target = i;
-    if (target < 0) {
-        target = 0;
-        for (int i = 1; i < n_checkpoints_; ++i)
-            if (cps[i].stamp < cps[target].stamp) target = i;
-    }
-    copy_slot(seq, 0, seq, 1 + target);
-    cps[target] = {n_past, ++stamp_};
+    copy_slot(seq, 0, seq, 1 + index_.record(seq, n_past));
 }
 
 int64_t RecurrentState::rollback(int seq, int64_t n_keep, int64_t n_past) {
+    shortfall_ = Shortfall::None;
     if (n_keep >= n_past) return n_past;
-    Checkpoint* cps = checkpoints_.data() + static_cast<size_t>(seq) * static_cast<size_t>(n_checkpoints_);
-    int best = -1;
-    for (int i = 0; i < n_checkpoints_; ++i)
-        if (cps[i].pos >= 0 && cps[i].pos <= n_keep && (best < 0 || cps[i].pos > cps[best].pos)) best = i;
+    const int best = index_.find(seq, n_keep);
     // Checkpoints after the kept position describe a future that is being dropped.
-    for (int i = 0; i < n_checkpoints_; ++i)
-        if (cps[i].pos > n_keep) cps[i] = {};
-    if (best < 0 || cps[best].pos == 0) {
+    index_.drop_after(seq, n_keep);
+    const int64_t got = best < 0 ? 0 : index_.pos(seq, best);
+    shortfall_ = index_.why(seq, n_keep, got);
+    if (best < 0) {
         std::memset(slot(seq, 0), 0, seq_bytes_);
         return 0;
     }
     copy_slot(seq, 1 + best, seq, 0);
-    return cps[best].pos;
+    return got;
 }
 
 int64_t RecurrentState::copy_prefix(int src, int dst, int64_t n, int64_t src_past) {
     n = std::min(n, src_past);
     if (src == dst) return rollback(src, n, src_past);
     clear(dst);
+    shortfall_ = Shortfall::None;
     if (n <= 0) return 0;
     if (n == src_past) {
         copy_slot(src, 0, dst, 0);
         return n;
     }
-    const Checkpoint* cps = checkpoints_.data() + static_cast<size_t>(src) * static_cast<size_t>(n_checkpoints_);
-    int best = -1;
-    for (int i = 0; i < n_checkpoints_; ++i)
-        if (cps[i].pos > 0 && cps[i].pos <= n && (best < 0 || cps[i].pos > cps[best].pos)) best = i;
+    const int best = index_.find(src, n);
+    const int64_t got = best < 0 ? 0 : index_.pos(src, best);
+    shortfall_ = index_.why(src, n, got);
     if (best < 0) return 0;
     copy_slot(src, 1 + best, dst, 0);
-    checkpoint(dst, cps[best].pos);
-    return cps[best].pos;
+    checkpoint(dst, got);
+    return got;
 }
 
 void RecurrentState::clear(int seq) {
     std::memset(slot(seq, 0), 0, seq_bytes_);
-    Checkpoint* cps = checkpoints_.data() + static_cast<size_t>(seq) * static_cast<size_t>(n_checkpoints_);
-    for (int i = 0; i < n_checkpoints_; ++i) cps[i] = {};
+    index_.clear(seq);
 }
 
-std::vector<int64_t> RecurrentState::checkpoints(int seq) const {
-    const Checkpoint* cps = checkpoints_.data() + static_cast<size_t>(seq) * static_cast<size_t>(n_checkpoints_);
-    std::vector<std::pair<uint64_t, int64_t>> v;
-    for (int i = 0; i < n_checkpoints_; ++i)
-        if (cps[i].pos >= 0) v.push_back({cps[i].stamp, cps[i].pos});
-    std::sort(v.begin(), v.end());
-    std::vector<int64_t> out;
-    for (auto& [stamp, pos] : v) out.push_back(pos);
-    return out;
-}
+std::vector<int64_t> RecurrentState::checkpoints(int seq) const { return index_.positions(seq); }
 
 }  // namespace kiln

@@ -3,8 +3,9 @@
 // recurrent mixer reads and overwrites at every position. Unlike KV cells, a
 // state cannot be cut back to an earlier position, so the store keeps
 // checkpoints: copies of a sequence's states at given positions, a few per
-// sequence (the oldest is replaced). Rolling back restores the latest checkpoint
-// at or before the wanted position; the caller re-evaluates from there.
+// sequence (the least recently used is replaced: CheckpointIndex, the policy the
+// sliding-window rings share). Rolling back restores the latest checkpoint at or
+// before the wanted position; the caller re-evaluates from there.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,8 @@ public:
     int64_t rollback(int seq, int64_t n_keep, int64_t n_past) override;
     int64_t copy_prefix(int src, int dst, int64_t n, int64_t src_past) override;
     void checkpoint(int seq, int64_t n_past) override;
+    bool keeps_checkpoints() const override { return n_checkpoints_ > 0; }
+    Shortfall last_shortfall() const override { return shortfall_; }
     void clear(int seq) override;
     uint64_t bytes() const override { return total_bytes_; }
     uint64_t bytes_per_position() const override { return 0; }
@@ -42,14 +45,10 @@ public:
     // The live state of `seq` in layer il (zeroed for a new sequence).
     uint8_t* state(int il, int seq);
     uint64_t state_bytes(int il) const { return layer_bytes_[static_cast<size_t>(il)]; }
-    // Positions of the checkpoints `seq` holds, oldest first.
+    // Positions of the checkpoints `seq` holds, least recently used first.
     std::vector<int64_t> checkpoints(int seq) const;
 
 private:
-    struct Checkpoint {
-        int64_t pos = -1;  // -1: empty
-        uint64_t stamp = 0;  // order of recording (the oldest is replaced)
-    };
     // Slot 0 of a sequence is its live state, slots 1..n_checkpoints its checkpoints.
     uint8_t* slot(int seq, int s) { return buffer_.get() + (static_cast<uint64_t>(seq) * (n_checkpoints_ + 1) + s) * seq_bytes_; }
     void copy_slot(int from_seq, int from_slot, int to_seq, int to_slot);
@@ -60,8 +59,8 @@ private:
     std::vector<uint64_t> layer_bytes_, layer_offset_;  // within a slot
     uint64_t seq_bytes_ = 0;                            // one slot: every layer's state
     uint64_t total_bytes_ = 0;
-    uint64_t stamp_ = 0;
-    std::vector<Checkpoint> checkpoints_;  // [n_seq * n_checkpoints]
+    CheckpointIndex index_;  // which slot holds which position
+    Shortfall shortfall_ = Shortfall::None;
     HugeBytes buffer_;
 };
 

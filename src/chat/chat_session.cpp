@@ -20,6 +20,7 @@ struct ChatSession::Impl {
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
 
     std::string render(const nlohmann::ordered_json& msgs, const ChatTurnOptions& o) const;
+    chat::ChatRequest request(const nlohmann::ordered_json& msgs, const ChatTurnOptions& o) const;
     std::vector<TokenId> prompt_tokens(const ChatTurnOptions& o);
 
     Impl(std::shared_ptr<const Model> m, const ContextOptions& c) : model(m), session(m, c) {}
@@ -84,6 +85,10 @@ std::string ChatSession::render(const ChatTurnOptions& o) const { return impl_->
 int ChatSession::dropped_turns() const { return impl_->dropped_turns; }
 
 std::string ChatSession::Impl::render(const nlohmann::ordered_json& msgs, const ChatTurnOptions& o) const {
+    return chat::apply_chat_template(*tmpl, request(msgs, o));
+}
+
+chat::ChatRequest ChatSession::Impl::request(const nlohmann::ordered_json& msgs, const ChatTurnOptions& o) const {
     const Impl& im = *this;
     chat::ChatRequest req;
     req.messages = msgs;
@@ -92,7 +97,7 @@ std::string ChatSession::Impl::render(const nlohmann::ordered_json& msgs, const 
     req.enable_thinking = o.thinking;
     req.bos_token = im.bos_text;
     req.eos_token = im.eos_text;
-    return chat::apply_chat_template(*im.tmpl, req);
+    return req;
 }
 
 // The prompt's tokens. With DropOldest, whole turns (a user message and what
@@ -142,6 +147,10 @@ ChatReply ChatSession::reply(const ChatTurnOptions& o, const ReplyCallback& on_e
     if (!o.assistant_prefix.empty()) deliver(parser.push(o.assistant_prefix));
     GenerateOptions go = o.generate;
     go.stop.clear();  // the parser holds stop strings back itself
+    // Checkpoints at the messages' starts (the whole conversation's prompt only).
+    if (im.dropped_turns == 0)
+        go.message_starts = chat::message_token_positions(im.model->tokenizer(), ids, prompt,
+                                                          chat::message_offsets(*im.tmpl, im.request(im.messages, o), prompt));
     GenerationResult r = im.session.generate(ids, go, [&](const TokenEvent& e) {
         deliver(parser.push(e.text));
         return !parser.done() && !stopped_by_callback;

@@ -185,6 +185,51 @@ std::string apply_chat_template(std::string_view template_source, const ChatRequ
     return apply_chat_template(tmpl, req);
 }
 
+std::vector<size_t> message_offsets(const jinja::Template& tmpl, const ChatRequest& request, std::string_view rendered) {
+    std::vector<size_t> out;
+    if (!request.messages.is_array()) return out;
+    ChatRequest part = request;
+    part.add_generation_prompt = false;
+    const size_t n = request.messages.size();
+    for (size_t k = 1; k <= n; ++k) {
+        part.messages = nlohmann::ordered_json(request.messages.begin(), request.messages.begin() + static_cast<std::ptrdiff_t>(k));
+        std::string text;
+        try {
+            text = apply_chat_template(tmpl, part);
+        } catch (const std::exception&) {
+            continue;  // e.g. a template that wants the conversation to end with a user turn
+        }
+        if (text.size() < rendered.size() && rendered.compare(0, text.size(), text) == 0 &&
+            (out.empty() || text.size() > out.back()))
+            out.push_back(text.size());
+    }
+    return out;
+}
+
+std::vector<int64_t> message_token_positions(const Tokenizer& tok, std::span<const TokenId> ids, std::string_view text,
+                                             std::span<const size_t> offsets) {
+    std::vector<int64_t> out;
+    if (offsets.empty() || ids.empty()) return out;
+    std::vector<size_t> start(ids.size());
+    size_t at = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        start[i] = at;
+        at += tok.token_piece(ids[i], true).size();
+    }
+    size_t skew = 0;  // a BOS the tokenizer added before the text
+    if (at != text.size()) {
+        const size_t bos = tok.token_piece(ids[0], true).size();
+        if (ids[0] != tok.special().bos || at - bos != text.size()) return out;
+        skew = bos;
+    }
+    size_t i = 0;
+    for (size_t off : offsets) {
+        while (i < ids.size() && start[i] < off + skew) ++i;
+        if (i < ids.size() && start[i] == off + skew) out.push_back(static_cast<int64_t>(i));
+    }
+    return out;
+}
+
 ModelTemplate model_template(const gguf::File& file, std::string_view name) {
     ModelTemplate out;
     const auto& md = file.metadata();

@@ -37,23 +37,35 @@ std::vector<KvLayerShape> kv_shapes(const ModelSpec& spec) {
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
 
-// Checkpoints of a recurrent state kept per sequence (the oldest is replaced):
-// up to 8, as many as 256 MiB per sequence holds, at least the 2 a prompt leaves
-// (a large Mamba's state is over 100 MiB). And how often a long prompt leaves one.
-constexpr int k_max_checkpoints = 8;
+// Checkpoints kept per sequence, of a recurrent state or of the sliding layers'
+// rings (one policy: the least recently used is replaced): as many as 256 MiB per
+// sequence holds, up to 32, at least the 2 a prompt leaves (a large Mamba's state
+// is over 100 MiB). And how often a long prompt leaves one where nothing else does.
+constexpr int k_max_checkpoints = 32;
 constexpr int k_min_checkpoints = 2;
 constexpr uint64_t k_checkpoint_bytes = 256ull << 20;
 constexpr int64_t k_checkpoint_interval = 512;
+// Planned checkpoints closer than this to an earlier one are left out (the end
+// of a prompt just after the start of its generation prompt).
+constexpr int64_t k_checkpoint_gap = 16;
+
+int checkpoint_count(uint64_t one) {
+    if (one == 0) return 0;
+    return static_cast<int>(std::clamp<uint64_t>(k_checkpoint_bytes / one, k_min_checkpoints, k_max_checkpoints));
+}
 
 // The KV cells for n_seq sequences of n_ctx positions each, or as many
 // positions as the budget holds (0: no budget).
+// A hybrid's rings keep as many checkpoints as its recurrent state (n_checkpoints
+// >= 0): the two are recorded and restored together.
 KvCacheOptions size_kv(const std::vector<KvLayerShape>& shapes, const ContextOptions& o, int64_t n_ctx, int n_batch,
-                       uint64_t budget) {
+                       uint64_t budget, int n_checkpoints = -1) {
     KvCacheOptions ko;
     ko.type = parse_kv_type(o.kv_type);
     ko.n_seq = o.n_seq_max;
     ko.n_ctx = n_ctx;
     ko.n_batch_max = n_batch;
+    ko.n_checkpoints = n_checkpoints >= 0 ? n_checkpoints : checkpoint_count(KvCache::checkpoint_bytes(shapes, ko));
     const uint64_t full = KvCache::bytes_needed(shapes, ko);
     if (budget > 0 && full > budget) {
         // The most positions per sequence that fit (memory grows with them).
@@ -113,8 +125,7 @@ ContextSizing size_context(const ModelSpec& spec, const ContextOptions& o) {
     ro.n_ctx = n_ctx;
     uint64_t per_state = 0;
     for (uint64_t b : z.state_bytes) per_state += b;
-    ro.n_checkpoints = static_cast<int>(std::clamp<uint64_t>(k_checkpoint_bytes / std::max<uint64_t>(per_state, 1),
-                                                             k_min_checkpoints, k_max_checkpoints));
+    ro.n_checkpoints = checkpoint_count(std::max<uint64_t>(per_state, 1));
     const uint64_t recurrent = RecurrentState::bytes_needed(z.state_bytes, ro);
     if (o.memory_budget > 0 && recurrent >= o.memory_budget)
         throw Error("memory budget of " + mib(o.memory_budget) + " is too small: the recurrent state of " +
@@ -123,7 +134,7 @@ ContextSizing size_context(const ModelSpec& spec, const ContextOptions& o) {
                     ErrorKind::ResourceExhausted);
     z.memory_bytes = recurrent;
     if (spec.memory == MemoryKind::Hybrid) {
-        z.kv = size_kv(z.shapes, o, n_ctx, kv_batch, o.memory_budget > 0 ? o.memory_budget - recurrent : 0);
+        z.kv = size_kv(z.shapes, o, n_ctx, kv_batch, o.memory_budget > 0 ? o.memory_budget - recurrent : 0, ro.n_checkpoints);
         ro.n_ctx = z.kv.n_ctx;
         z.memory_bytes += KvCache::bytes_needed(z.shapes, z.kv);
     } else {
@@ -202,6 +213,14 @@ struct Context::Impl {
     void validate(const Batch& b);
     std::vector<int64_t> next, added;  // [n_seq_max]: scratch of validate, its result
     std::vector<int64_t> target;       // [n_seq_max]: each sequence's length after the decode
+    // seq_plan_checkpoints: per sequence, the positions its prompt leaves
+    // checkpoints at (ascending), and the prompt's end.
+    std::vector<std::vector<int64_t>> plans;
+    std::vector<int64_t> plan_end;
+    Shortfall shortfall = Shortfall::None;  // of the last rollback / copy
+    // Whether seq's entries of this decode lie in its planned prompt.
+    bool planned(size_t s) const { return !plans[s].empty() && target[s] <= plan_end[s]; }
+    bool plan_has(size_t s, int64_t pos) const { return std::binary_search(plans[s].begin(), plans[s].end(), pos); }
 };
 
 Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : impl_(std::make_unique<Impl>()) {
@@ -230,6 +249,8 @@ Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : 
     im.forward = std::make_unique<Forward>(spec, weights, *im.memory, *im.pool, im.n_batch);
     im.forward->set_streaming_attention(o.flash_attn);
     im.tokens.resize(static_cast<size_t>(o.n_seq_max));
+    im.plans.resize(static_cast<size_t>(o.n_seq_max));
+    im.plan_end.assign(static_cast<size_t>(o.n_seq_max), 0);
 }
 
 Context::~Context() = default;
@@ -296,24 +317,30 @@ void Context::decode(const Batch& batch) {
     if (im.hidden_states) im.hidden.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_embd));
     if (im.row_states) im.states.resize(static_cast<size_t>(batch.size()) * static_cast<size_t>(n_embd));
     int done_out = 0;
-    // A recurrent state cannot be cut back, so a prompt (several entries of one
-    // sequence) leaves checkpoints as it is evaluated: one just before its last
-    // token (a new request for the same prompt evaluates that token again for
-    // fresh logits), one at its end, and one every k_checkpoint_interval
-    // positions on the way. Forward passes end where a checkpoint is due; the
-    // recurrence is batch-invariant, so the split changes no result.
+    // A recurrent state cannot be cut back, nor can a sliding layer's ring once
+    // it has moved on, so a prompt (several entries of one sequence) leaves
+    // checkpoints as it is evaluated. Where seq_plan_checkpoints planned them,
+    // there; else (a recurrent state only) just before the last entry of the
+    // decode (a new request for the same prompt evaluates that token again for
+    // fresh logits), at its end, and every k_checkpoint_interval positions.
+    // A recurrent state is recorded where a forward pass ends, so passes end
+    // where one is due (the recurrence is batch-invariant: the split changes no
+    // result); a ring still holds the window before any position of the pass
+    // that just ended.
+    const bool checkpoints = im.memory->keeps_checkpoints();
     const bool recurrent = im.memory->recurrent() != nullptr;
-    if (recurrent) {
+    if (checkpoints) {
         im.target.resize(im.tokens.size());
         for (size_t s = 0; s < im.tokens.size(); ++s) im.target[s] = static_cast<int64_t>(im.tokens[s].size()) + im.added[s];
     }
     for (int done = 0; done < batch.size();) {
         int n = std::min(im.n_batch, batch.size() - done);
-        if (recurrent) {
-            // End the pass before the last entry of any prompt in it.
-            for (int i = done; i < done + n; ++i) {
+        if (checkpoints && recurrent) {
+            // End the pass before an entry whose position is due a checkpoint.
+            for (int i = done + 1; i < done + n; ++i) {
                 const size_t s = static_cast<size_t>(batch.seqs()[static_cast<size_t>(i)]);
-                if (im.added[s] > 1 && batch.positions()[static_cast<size_t>(i)] == im.target[s] - 1 && i > done) {
+                const int64_t p = batch.positions()[static_cast<size_t>(i)];
+                if (im.planned(s) ? im.plan_has(s, p) : im.added[s] > 1 && p == im.target[s] - 1) {
                     n = i - done;
                     break;
                 }
@@ -337,14 +364,20 @@ void Context::decode(const Batch& batch) {
         for (int i = 0; i < n; ++i) im.tokens[static_cast<size_t>(rows.seq[i])].push_back(rows.tokens[i]);
         done_out += chunk_out;
         done += n;
-        if (!recurrent) continue;
+        if (!checkpoints) continue;
         for (int i = 0; i < n; ++i) {
             const size_t s = static_cast<size_t>(rows.seq[i]);
-            if (im.added[s] <= 1) continue;
-            const int64_t len = static_cast<int64_t>(im.tokens[s].size());
             const bool last_in_pass = i + 1 == n || std::find(rows.seq + i + 1, rows.seq + n, rows.seq[i]) == rows.seq + n;
             if (!last_in_pass) continue;
+            const int64_t len = static_cast<int64_t>(im.tokens[s].size());
             const int64_t before = len - std::count(rows.seq, rows.seq + n, rows.seq[i]);
+            if (im.planned(s)) {
+                const std::vector<int64_t>& plan = im.plans[s];
+                for (auto it = std::upper_bound(plan.begin(), plan.end(), before); it != plan.end() && *it <= len; ++it)
+                    im.memory->checkpoint_at(static_cast<int>(s), *it, len);
+                continue;
+            }
+            if (!recurrent || im.added[s] <= 1) continue;
             if (len == im.target[s] - 1 || len == im.target[s] || len / k_checkpoint_interval != before / k_checkpoint_interval)
                 im.memory->checkpoint(static_cast<int>(s), len);
         }
@@ -401,6 +434,7 @@ int64_t Context::seq_rollback(SeqId seq, int64_t n_keep) {
     const int64_t n_past = static_cast<int64_t>(t.size());
     n_keep = std::clamp<int64_t>(n_keep, 0, n_past);
     const int64_t kept = im.memory->rollback(seq, n_keep, n_past);
+    im.shortfall = kept < n_keep ? im.memory->last_shortfall() : Shortfall::None;
     t.resize(static_cast<size_t>(kept));
     if (seq == 0) im.last_logits.clear();
     return kept;
@@ -414,6 +448,7 @@ int64_t Context::seq_copy(SeqId src, SeqId dst, int64_t n) {
     n = std::clamp<int64_t>(n, 0, static_cast<int64_t>(from.size()));
     if (src == dst) return seq_rollback(src, n);
     const int64_t held = im.memory->copy_prefix(src, dst, n, static_cast<int64_t>(from.size()));
+    im.shortfall = held < n ? im.memory->last_shortfall() : Shortfall::None;
     im.tokens[static_cast<size_t>(dst)].assign(from.begin(), from.begin() + held);
     if (dst == 0) im.last_logits.clear();
     return held;
@@ -424,8 +459,45 @@ void Context::seq_clear(SeqId seq) {
     im.check_seq(seq);
     im.memory->clear(seq);
     im.tokens[static_cast<size_t>(seq)].clear();
+    im.plans[static_cast<size_t>(seq)].clear();
     if (seq == 0) im.last_logits.clear();
 }
+
+void Context::seq_plan_checkpoints(SeqId seq, std::span<const int64_t> positions, int64_t end) {
+    Impl& im = *impl_;
+    im.check_seq(seq);
+    const int64_t from = seq_length(seq);
+    std::vector<int64_t> want(positions.begin(), positions.end());
+    std::sort(want.begin(), want.end());
+    std::vector<int64_t>& plan = im.plans[static_cast<size_t>(seq)];
+    plan.clear();
+    for (int64_t p : want)
+        if (p > from && p < end && (plan.empty() || p - plan.back() >= k_checkpoint_gap)) plan.push_back(p);
+    // Just before the last token (a new request for the same prompt evaluates it
+    // again) and at the end, unless a message (the generation prompt) starts
+    // just before them: restoring that costs only its few tokens.
+    const int64_t near = plan.empty() ? -k_checkpoint_gap : plan.back();
+    for (int64_t p : {end - 1, end})
+        if (p > from && p - near >= k_checkpoint_gap) plan.push_back(p);
+    // Every k_checkpoint_interval positions, where nothing planned lies within half of it.
+    std::sort(plan.begin(), plan.end());
+    const int64_t half = k_checkpoint_interval / 2;
+    std::vector<int64_t> fill;
+    for (int64_t m = (from / k_checkpoint_interval + 1) * k_checkpoint_interval; m < end; m += k_checkpoint_interval) {
+        auto it = std::lower_bound(plan.begin(), plan.end(), m - half);
+        if (it == plan.end() || *it > m + half) fill.push_back(m);
+    }
+    plan.insert(plan.end(), fill.begin(), fill.end());
+    std::sort(plan.begin(), plan.end());
+    im.plan_end[static_cast<size_t>(seq)] = end;
+}
+
+const std::vector<int64_t>& Context::seq_planned_checkpoints(SeqId seq) const {
+    impl_->check_seq(seq);
+    return impl_->plans[static_cast<size_t>(seq)];
+}
+
+std::string_view Context::last_shortfall() const { return shortfall_name(impl_->shortfall); }
 
 void Context::seq_checkpoint(SeqId seq) {
     impl_->check_seq(seq);

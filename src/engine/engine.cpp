@@ -92,7 +92,14 @@ struct Engine::Impl {
             throw Error("sequence id " + std::to_string(seq) + " is outside 0.." + std::to_string(slots.size() - 1));
         return slots[static_cast<size_t>(seq)];
     }
-    SeqId place(std::span<const TokenId> prompt, int& reused);
+    // What place() found: the prefix a slot held, how much of it the memory
+    // kept, and why not all.
+    struct Placed {
+        SeqId seq = -1;
+        int reusable = 0, reused = 0;
+        std::string shortfall;
+    };
+    Placed place(std::span<const TokenId> prompt, std::span<const int64_t> message_starts);
     void finish(SeqId seq, FinishReason reason);
     TokenId emit_token(SeqId seq, std::span<const float> logits);
     int plan_draft(Slot& s, int64_t length, int batch_room);
@@ -150,10 +157,10 @@ uint64_t Engine::draft_memory_bytes() const {
 bool Engine::has_mtp_head() const { return impl_->mtp != nullptr; }
 
 // Picks a free slot for the prompt and brings it to the longest prefix of the
-// prompt that any slot holds. Returns the slot; `reused` gets the positions it
-// then holds (at most prompt.size() - 1: the last prompt token is always
-// evaluated, so its logits are fresh).
-SeqId Engine::Impl::place(std::span<const TokenId> prompt, int& reused) {
+// prompt that any slot holds. Returns the slot and the positions it then holds
+// (at most prompt.size() - 1: the last prompt token is always evaluated, so its
+// logits are fresh), and plans the checkpoints the rest of the prompt leaves.
+Engine::Impl::Placed Engine::Impl::place(std::span<const TokenId> prompt, std::span<const int64_t> message_starts) {
     Context& c = *ctx;
     if (prompt.empty()) throw Error("empty prompt");
     if (static_cast<int64_t>(prompt.size()) > c.n_ctx())
@@ -187,8 +194,13 @@ SeqId Engine::Impl::place(std::span<const TokenId> prompt, int& reused) {
     // rest of the prompt is evaluated again.
     const int64_t held = src >= 0 ? c.seq_copy(src, dst, want) : c.seq_rollback(dst, want);
     if (src >= 0 && mtp) mtp->copy_states(src, dst, held);
-    reused = static_cast<int>(held);
-    return dst;
+    Placed p;
+    p.seq = dst;
+    p.reused = static_cast<int>(held);
+    p.reusable = static_cast<int>(want);
+    if (held < want) p.shortfall = std::string(c.last_shortfall());
+    c.seq_plan_checkpoints(dst, message_starts, static_cast<int64_t>(prompt.size()));
+    return p;
 }
 
 SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, TokenCallback on_token,
@@ -205,8 +217,9 @@ SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, 
                              ? " kiln drafts with (its architecture '" + im.model->architecture() + "' is not supported for MTP)"
                              : " (nextn_predict_layers)"),
                     ErrorKind::Unsupported);
-    int reused = 0;
-    const SeqId seq = im.place(prompt, reused);
+    const Impl::Placed placed = im.place(prompt, o.message_starts);
+    const SeqId seq = placed.seq;
+    const int reused = placed.reused;
     Slot& s = im.slots[static_cast<size_t>(seq)];
     s = Slot{};
     s.last_used = ++im.clock;
@@ -234,6 +247,8 @@ SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, 
     s.stops.emplace(o.stop);
     s.result.prompt_tokens = static_cast<int>(prompt.size());
     s.result.reused_tokens = reused;
+    s.result.reusable_tokens = placed.reusable;
+    s.result.reuse_shortfall = placed.shortfall;
     s.t_submit = Clock::now();
     s.active = true;  // last: a step of the set-up that throws leaves the slot free
     if (o.max_tokens == 0) im.finish(seq, FinishReason::Length);
@@ -506,8 +521,9 @@ void Engine::cancel(SeqId seq) {
 
 int Engine::prefill(std::span<const TokenId> prompt) {
     Impl& im = *impl_;
-    int reused = 0;
-    const SeqId seq = im.place(prompt, reused);
+    const Impl::Placed placed = im.place(prompt, {});
+    const SeqId seq = placed.seq;
+    const int reused = placed.reused;
     im.slots[static_cast<size_t>(seq)].last_used = ++im.clock;
     im.slots[static_cast<size_t>(seq)].finished = false;
     Batch& b = im.batch;

@@ -199,6 +199,7 @@ ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body) {
     }
     try {
         out.text = chat::apply_chat_template(*model.chat_template, req);
+        out.message_offsets = chat::message_offsets(*model.chat_template, req, out.text);
     } catch (const Error& e) {
         throw ApiError(400, std::string("the chat template failed on these messages: ") + e.what(), "messages",
                        "template_error");
@@ -404,6 +405,7 @@ Job make_chat_job(const LoadedModel& model, const ChatPrompt& prompt, const std:
     Job j;
     j.prompt = ids;
     j.options = options;
+    j.options.message_starts = chat::message_token_positions(model.model->tokenizer(), ids, prompt.text, prompt.message_offsets);
     j.spec = fields.spec;
     j.options.sampling.seed = options.sampling.seed + static_cast<uint64_t>(index);
     j.options.stop.clear();  // the parser holds stop strings back itself

@@ -54,6 +54,16 @@ void record_usage(ServerState& state, const GenerationResult& r);
 Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, double predicted_s, int draft_n = 0,
                   int draft_n_accepted = 0);
 
+// prompt_tokens_details: the prompt tokens served from the cache and, when the
+// memory could not keep all of the prefix a slot held (a sliding window or a
+// recurrent state without a checkpoint there), how many it re-evaluated and why.
+inline Json prompt_tokens_details(const GenerationResult& r) {
+    Json d = {{"cached_tokens", r.reused_tokens}};
+    if (!r.reuse_shortfall.empty())
+        d["cache_shortfall"] = {{"tokens", r.reusable_tokens - r.reused_tokens}, {"reason", r.reuse_shortfall}};
+    return d;
+}
+
 // The usage and timings of a request's choices: several sequences of one prompt,
 // each with its GenerationResult in `.result` (the first one's prompt figures).
 template <typename Choices>
@@ -64,7 +74,7 @@ Json choices_usage(const Choices& choices) {
     return {{"prompt_tokens", first.prompt_tokens},
             {"completion_tokens", completion},
             {"total_tokens", first.prompt_tokens + completion},
-            {"prompt_tokens_details", {{"cached_tokens", first.reused_tokens}}}};
+            {"prompt_tokens_details", prompt_tokens_details(first)}};
 }
 
 template <typename Choices>

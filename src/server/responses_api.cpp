@@ -196,7 +196,7 @@ private:
         if (std::string(status) != "in_progress") {
             const int input = result_.prompt_tokens, output = result_.completion_tokens;
             r["usage"] = {{"input_tokens", input},
-                          {"input_tokens_details", {{"cached_tokens", result_.reused_tokens}}},
+                          {"input_tokens_details", prompt_tokens_details(result_)},
                           {"output_tokens", output},
                           {"output_tokens_details", {{"reasoning_tokens", reasoning_tokens_}}},
                           {"total_tokens", input + output}};

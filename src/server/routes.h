@@ -67,6 +67,7 @@ struct ChatPrompt {
     Json tools;                   // offered tools (null when none or tool_choice none)
     std::shared_ptr<const Grammar> grammar;  // response_format, or the tool calls: the reply's constraint
     std::vector<std::string> grammar_triggers;  // non-empty: the grammar starts at the first of these (tool_choice auto)
+    std::vector<size_t> message_offsets;        // where messages (and the generation prompt) start in text
 };
 ChatPrompt render_chat_prompt(const LoadedModel& model, const Json& body);
 // A response format object ({"type": "text" | "json_object" | "json_schema", ...})
