@@ -2,6 +2,7 @@
 #include <chrono>
 #include <optional>
 
+#include "engine/assistant_draft.h"
 #include "engine/draft_model.h"
 #include "engine/mtp_draft.h"
 #include "engine/ngram_draft.h"
@@ -78,7 +79,7 @@ struct Engine::Impl {
     std::shared_ptr<const Model> model;
     ContextOptions options;
     std::unique_ptr<Context> ctx;
-    std::unique_ptr<DraftModel> draft;  // set_draft_model
+    std::unique_ptr<Drafter> draft;     // set_draft_model: a DraftModel or an AssistantDrafter
     std::unique_ptr<MtpDrafter> mtp;    // the model's multi-token-prediction head, if it has one
     std::vector<Slot> slots;
     Batch batch;
@@ -102,6 +103,7 @@ struct Engine::Impl {
     void decode(const Batch& b) {
         ctx->decode(b);
         if (mtp) mtp->record(b, *ctx);
+        if (draft) draft->record(b, *ctx);
     }
     int verify(SeqId seq, int first_output, int n_rows);
 };
@@ -136,8 +138,15 @@ void Engine::set_draft_model(std::shared_ptr<const Model> draft) {
     Impl& im = *impl_;
     if (n_active() > 0) throw Error("the draft model can only change while no sequence is generating");
     im.draft.reset();
+    im.ctx->set_hidden_states(im.options.hidden_states);
     if (!draft) return;
-    im.draft = std::make_unique<DraftModel>(std::move(draft), *im.model, *im.ctx, im.options);
+    if (ModelInternals::spec(*draft).n_embd_target > 0) {
+        // A Gemma 4 assistant reads the target's cells and its final normed states.
+        im.draft = std::make_unique<AssistantDrafter>(std::move(draft), *im.model, *im.ctx, im.options);
+        im.ctx->set_hidden_states(true);
+    } else {
+        im.draft = std::make_unique<DraftModel>(std::move(draft), *im.model, *im.ctx, im.options);
+    }
     const uint64_t target_bytes = im.model->footprint().decode_bytes;
     if (target_bytes > 0)
         im.spec_cost.set_draft_prior(static_cast<double>(im.draft->model().footprint().decode_bytes) / target_bytes);
@@ -405,7 +414,7 @@ std::vector<SeqId> Engine::step() {
         draft_room -= im.plan_draft(s, c.seq_length(seq), draft_room);
     }
     if (!im.draft_requests.empty()) {
-        const DraftModel::Timing t = im.draft->draft(im.draft_requests);
+        const DraftTiming t = im.draft->draft(im.draft_requests);
         if (im.draft_requests.size() == 1 && n_generating == 1) im.spec_cost.record_draft(t.passes, t.seconds);
     }
     if (!im.mtp_requests.empty()) {
