@@ -117,6 +117,11 @@ struct GenerationResult {
 // tokens (vocabulary and output rows), the same token texts (the message names
 // the first that differs), the same BOS / EOS / EOT ids and BOS rule.
 void check_draft_vocabulary(const Model& target, const Model& draft);
+// check_draft_vocabulary, and for a draft model that reads its target's cache
+// (a gemma4-assistant) that it can read this target's: architecture, width,
+// each layer's kind, head size, KV heads and the sliding window (the message
+// names what differs). Engine::set_draft_model throws the same errors.
+void check_draft_model(const Model& target, const Model& draft);
 
 // Return false to stop generating (finish reason: cancelled).
 using TokenCallback = std::function<bool(const TokenEvent&)>;

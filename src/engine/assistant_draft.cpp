@@ -26,14 +26,11 @@ std::string kind_name(bool sliding) { return sliding ? "sliding" : "full"; }
 
 }  // namespace
 
-AssistantDrafter::AssistantDrafter(std::shared_ptr<const Model> assistant, const Model& target, Context& target_ctx,
-                                   const ContextOptions& target_options)
-    : model_(std::move(assistant)), pool_(ContextInternals::pool(target_ctx)) {
-    const ModelSpec& as = ModelInternals::spec(*model_);
-    const ModelWeights& aw = ModelInternals::weights(*model_);
+ModelSpec assistant_spec_for(const Model& assistant, const Model& target) {
+    const ModelSpec& as = ModelInternals::spec(assistant);
     const ModelSpec& ts = ModelInternals::spec(target);
     const ModelWeights& tw = ModelInternals::weights(target);
-    const std::string what = "draft model '" + model_->path() + "' (" + model_->architecture() + ") cannot draft for '" +
+    const std::string what = "draft model '" + assistant.path() + "' (" + assistant.architecture() + ") cannot draft for '" +
                              target.path() + "': ";
     if (as.n_embd_target <= 0) throw Error(what + "it does not read a target's cache", ErrorKind::Internal);
     if (target.architecture() != as.target_arch)
@@ -41,7 +38,7 @@ AssistantDrafter::AssistantDrafter(std::shared_ptr<const Model> assistant, const
     if (ts.n_embd != as.n_embd_target)
         throw Error(what + "its embedding_length_out is " + std::to_string(as.n_embd_target) + ", the target's width " +
                     std::to_string(ts.n_embd));
-    check_draft_vocabulary(target, *model_);
+    check_draft_vocabulary(target, assistant);
     if (tw.tok_embd.n_in != as.n_embd_target || tw.tok_embd.n_out != as.n_vocab)
         throw Error(what + "the target's token_embd.weight is not [" + std::to_string(as.n_embd_target) + ", " +
                     std::to_string(as.n_vocab) + "]");
@@ -52,9 +49,9 @@ AssistantDrafter::AssistantDrafter(std::shared_ptr<const Model> assistant, const
     // Each layer reads the cache of the target's last layer of its kind (llama.cpp:
     // n_layer - 2 for sliding, n_layer - 1 for full), where that layer's own
     // cache is (a shared-KV layer's source).
-    spec_ = as;
-    for (int il = 0; il < spec_.n_layer; ++il) {
-        LayerSpec& l = spec_.layers[static_cast<size_t>(il)];
+    ModelSpec spec = as;
+    for (int il = 0; il < spec.n_layer; ++il) {
+        LayerSpec& l = spec.layers[static_cast<size_t>(il)];
         const int src = ts.n_layer - (l.sliding ? 2 : 1);
         const LayerSpec& tl = ts.layers[static_cast<size_t>(src)];
         const std::string layer = "its layer " + std::to_string(il) + " (" + kind_name(l.sliding) + ") reads the target's layer " +
@@ -73,6 +70,16 @@ AssistantDrafter::AssistantDrafter(std::shared_ptr<const Model> assistant, const
                         std::to_string(l.n_head_kv) + " KV heads");
         l.kv_source = tl.kv_source >= 0 ? tl.kv_source : src;
     }
+    return spec;
+}
+
+AssistantDrafter::AssistantDrafter(std::shared_ptr<const Model> assistant, const Model& target, Context& target_ctx,
+                                   const ContextOptions& target_options)
+    : model_(std::move(assistant)), pool_(ContextInternals::pool(target_ctx)) {
+    spec_ = assistant_spec_for(*model_, target);
+    const ModelSpec& as = ModelInternals::spec(*model_);
+    const ModelWeights& aw = ModelInternals::weights(*model_);
+    const ModelWeights& tw = ModelInternals::weights(target);
     weights_.tok_embd = aw.tok_embd;
     weights_.output_norm = aw.output_norm;
     weights_.output = aw.output;

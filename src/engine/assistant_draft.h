@@ -28,6 +28,11 @@
 
 namespace kiln {
 
+// The assistant's spec with each layer's kv_source the target layer whose cells
+// it reads; throws InvalidInput naming what differs when it cannot read them
+// (check_draft_model in kiln/engine.h).
+ModelSpec assistant_spec_for(const Model& assistant, const Model& target);
+
 class AssistantDrafter : public Drafter {
 public:
     // Throws InvalidInput when `assistant` cannot read `target`'s cache: another

@@ -134,6 +134,13 @@ Engine::~Engine() = default;
 const Model& Engine::model() const { return *impl_->model; }
 Context& Engine::context() { return *impl_->ctx; }
 
+void check_draft_model(const Model& target, const Model& draft) {
+    if (ModelInternals::spec(draft).n_embd_target > 0)
+        (void)assistant_spec_for(draft, target);  // the vocabulary too
+    else
+        check_draft_vocabulary(target, draft);
+}
+
 void Engine::set_draft_model(std::shared_ptr<const Model> draft) {
     Impl& im = *impl_;
     if (n_active() > 0) throw Error("the draft model can only change while no sequence is generating");

@@ -207,6 +207,9 @@ TEST(AssistantDraft, PairingErrorsNameWhatDiffers) {
     expect_error([&] { pair("gemma4@q8_0", "gemma4"); }, {"embedding_length_out is 64", "width 256"});
     // gemma4@e2b's assistant has 1 KV head on its sliding layer; gemma4's sliding layers have 2.
     expect_error([&] { pair("gemma4", "gemma4@e2b"); }, {"layer 0 (sliding)", "target's layer 2", "2 KV heads"});
+    // The same checks without an Engine (the server's, for its further models).
+    EXPECT_NO_THROW(kiln::check_draft_model(*tiny("gemma4@e2b"), *assistant("gemma4@e2b")));
+    expect_error([&] { kiln::check_draft_model(*tiny("gemma4"), *assistant("gemma4@e2b")); }, {"2 KV heads"});
     // Alone, it has no cache to read.
     expect_error([&] { kiln::Context ctx(assistant("gemma4"), {.n_ctx = 64}); }, {"gemma4-assistant", "--draft-model"});
 }
