@@ -146,6 +146,9 @@ public:
     uint64_t draft_memory_bytes() const;  // its Context's memory (0: none); with an MTP head, the head's too
     // The model has a multi-token-prediction head the engine drafts with (SpecMode::Mtp).
     bool has_mtp_head() const;
+    // Makes now what drafting in `mode` needs (the MTP head's cells: otherwise made
+    // at the first request that may draft with it, so --spec off never pays for them).
+    void prepare_speculation(SpecMode mode);
 
     // Starts generating a reply to `prompt` in a free slot and returns the slot.
     // The prompt's tokens are evaluated by the following steps. `constraint`, if
