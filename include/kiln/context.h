@@ -175,7 +175,12 @@ public:
     const std::vector<std::vector<uint64_t>>& expert_usage() const;
     void reset_expert_usage();
 
+    // Keep each output's final hidden state from the next decode on
+    // (ContextOptions::hidden_states; a drafter given later reads them).
+    void set_hidden_states(bool on);
+
 private:
+    friend struct ContextInternals;  // src/engine/context_internals.h: the memory a drafter reads
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

@@ -124,6 +124,11 @@ struct GenerationResult {
 // tokens (vocabulary and output rows), the same token texts (the message names
 // the first that differs), the same BOS / EOS / EOT ids and BOS rule.
 void check_draft_vocabulary(const Model& target, const Model& draft);
+// check_draft_vocabulary, and for a draft model that reads its target's cache
+// (a gemma4-assistant) that it can read this target's: architecture, width,
+// each layer's kind, head size, KV heads and the sliding window (the message
+// names what differs). Engine::set_draft_model throws the same errors.
+void check_draft_model(const Model& target, const Model& draft);
 
 // Return false to stop generating (finish reason: cancelled).
 using TokenCallback = std::function<bool(const TokenEvent&)>;
@@ -148,6 +153,9 @@ public:
     uint64_t draft_memory_bytes() const;  // its Context's memory (0: none); with an MTP head, the head's too
     // The model has a multi-token-prediction head the engine drafts with (SpecMode::Mtp).
     bool has_mtp_head() const;
+    // Makes now what drafting in `mode` needs (the MTP head's cells: otherwise made
+    // at the first request that may draft with it, so --spec off never pays for them).
+    void prepare_speculation(SpecMode mode);
 
     // Starts generating a reply to `prompt` in a free slot and returns the slot.
     // The prompt's tokens are evaluated by the following steps. `constraint`, if

@@ -42,7 +42,8 @@ void GenerationFlags::add_to(CLI::App& app) {
                    "model, always), mtp (the model's multi-token-prediction head, always)")
         ->check(CLI::IsMember({"auto", "off", "ngram", "draft", "mtp"}));
     app.add_option("--draft-model", draft_model,
-                   "draft model for --spec draft / auto: a smaller GGUF with the same vocabulary (a path or catalog name)");
+                   "draft model for --spec draft / auto: a smaller GGUF with the same vocabulary, or a gemma4-assistant for a gemma4 "
+                   "target (a path or catalog name)");
     app.add_option("--draft-max", draft_max, "most tokens drafted per step")->check(CLI::Range(1, 64));
     app.add_option("--draft-min", draft_min, "shortest draft worth verifying")->check(CLI::Range(1, 64));
 }

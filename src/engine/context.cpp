@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "cache/hybrid_memory.h"
+#include "engine/context_internals.h"
 #include "cache/kv_cache.h"
 #include "cache/recurrent_state.h"
 #include "cache/memory.h"
@@ -235,6 +236,10 @@ Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : 
                     ErrorKind::Unsupported);
     const ModelSpec& spec = head ? head->spec : ModelInternals::spec(*model);
     const ModelWeights& weights = head ? head->weights : ModelInternals::weights(*model);
+    if (spec.n_embd_target > 0)
+        throw Error("model '" + model->path() + "' (" + model->architecture() + ") drafts for a " + spec.target_arch +
+                        " model, reading its cache: give it as the draft model (--draft-model) of one; it does not run alone",
+                    ErrorKind::Unsupported);
     im.model = std::move(model);
     im.spec = &spec;
     const ContextSizing z = size_context(spec, o);
@@ -254,6 +259,11 @@ Context::Context(std::shared_ptr<const Model> model, const ContextOptions& o) : 
 }
 
 Context::~Context() = default;
+
+void Context::set_hidden_states(bool on) { impl_->hidden_states = on; }
+
+SequenceMemory& ContextInternals::memory(Context& c) { return *c.impl_->memory; }
+const ThreadPool& ContextInternals::pool(const Context& c) { return *c.impl_->pool; }
 
 const Model& Context::model() const { return *impl_->model; }
 int Context::n_ctx() const { return impl_->n_ctx; }

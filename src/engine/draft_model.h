@@ -36,7 +36,26 @@ struct DraftTiming {
     int passes = 0;
 };
 
-class DraftModel {
+// A second model that drafts for the target (set_draft_model): DraftModel, with
+// cells of its own, or AssistantDrafter (assistant_draft.h), which reads the
+// target's.
+class Drafter {
+public:
+    virtual ~Drafter() = default;
+    // Drafts for every request together (each request's seq at most once).
+    virtual DraftTiming draft(std::span<const DraftRequest> requests) = 0;
+    // After every target decode of `batch` (the assistant keeps the target's states).
+    virtual void record(const Batch& batch, const Context& target) {
+        (void)batch;
+        (void)target;
+    }
+    virtual void clear(SeqId seq) = 0;
+    virtual const Model& model() const = 0;
+    virtual int n_ctx() const = 0;  // a sequence drafts only while it fits
+    virtual uint64_t memory_bytes() const = 0;
+};
+
+class DraftModel : public Drafter {
 public:
     // A Context for the draft model sized like `target` (n_seq_max, n_ctx —
     // at most the draft model's trained context —, n_batch, threads, executor,
@@ -46,14 +65,13 @@ public:
 
     using Request = DraftRequest;
     using Timing = DraftTiming;
-    // Drafts for every request together (each request's seq at most once).
-    Timing draft(std::span<const Request> requests);
+    Timing draft(std::span<const Request> requests) override;
 
-    void clear(SeqId seq);
-    const Model& model() const { return *model_; }
-    int n_ctx() const { return ctx_->n_ctx(); }  // a sequence drafts only while it fits
+    void clear(SeqId seq) override;
+    const Model& model() const override { return *model_; }
+    int n_ctx() const override { return ctx_->n_ctx(); }
     std::shared_ptr<const Model> shared_model() const { return model_; }
-    uint64_t memory_bytes() const { return ctx_->memory_bytes(); }
+    uint64_t memory_bytes() const override { return ctx_->memory_bytes(); }
 
 private:
     int64_t sync(SeqId seq, std::span<const TokenId> tokens);

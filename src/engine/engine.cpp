@@ -2,6 +2,7 @@
 #include <chrono>
 #include <optional>
 
+#include "engine/assistant_draft.h"
 #include "engine/draft_model.h"
 #include "engine/mtp_draft.h"
 #include "engine/ngram_draft.h"
@@ -78,8 +79,20 @@ struct Engine::Impl {
     std::shared_ptr<const Model> model;
     ContextOptions options;
     std::unique_ptr<Context> ctx;
-    std::unique_ptr<DraftModel> draft;  // set_draft_model
-    std::unique_ptr<MtpDrafter> mtp;    // the model's multi-token-prediction head, if it has one
+    std::unique_ptr<Drafter> draft;     // set_draft_model: a DraftModel or an AssistantDrafter
+    // The model's multi-token-prediction head (has_head), made at the first request
+    // that may draft with it (or prepare_speculation): --spec off pays for none of its cells.
+    std::unique_ptr<MtpDrafter> mtp;
+    bool has_head = false;
+    void ensure_mtp() {
+        if (mtp || !has_head) return;
+        mtp = std::make_unique<MtpDrafter>(model, *ctx, options);
+        spec_cost.set_draft_prior(mtp->cost_prior(), DraftSource::Mtp);
+    }
+    // Whether a request in `mode` may draft with the head.
+    bool wants_mtp(SpecMode mode) const {
+        return has_head && (mode == SpecMode::Mtp || (mode == SpecMode::Auto && spec_note.empty() && !draft));
+    }
     std::vector<Slot> slots;
     Batch batch;
     std::vector<SeqId> batch_outputs;  // slot of each output of the batch
@@ -109,6 +122,7 @@ struct Engine::Impl {
     void decode(const Batch& b) {
         ctx->decode(b);
         if (mtp) mtp->record(b, *ctx);
+        if (draft) draft->record(b, *ctx);
     }
     int verify(SeqId seq, int first_output, int n_rows);
 };
@@ -121,10 +135,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const ContextOptions& options
     impl_->options = options;
     impl_->model = std::move(model);
     impl_->slots.resize(static_cast<size_t>(impl_->ctx->n_seq_max()));
-    if (mtp) {
-        impl_->mtp = std::make_unique<MtpDrafter>(impl_->model, *impl_->ctx, options);
-        impl_->spec_cost.set_draft_prior(impl_->mtp->cost_prior(), DraftSource::Mtp);
-    }
+    impl_->has_head = mtp;
     // A recurrent state returns only to its checkpoints, so each rejected draft
     // would cost evaluating the kept tokens again: auto leaves such models alone
     // (an explicit ngram still works, losslessly, through that re-evaluation).
@@ -139,12 +150,26 @@ Engine::~Engine() = default;
 const Model& Engine::model() const { return *impl_->model; }
 Context& Engine::context() { return *impl_->ctx; }
 
+void check_draft_model(const Model& target, const Model& draft) {
+    if (ModelInternals::spec(draft).n_embd_target > 0)
+        (void)assistant_spec_for(draft, target);  // the vocabulary too
+    else
+        check_draft_vocabulary(target, draft);
+}
+
 void Engine::set_draft_model(std::shared_ptr<const Model> draft) {
     Impl& im = *impl_;
     if (n_active() > 0) throw Error("the draft model can only change while no sequence is generating");
     im.draft.reset();
+    im.ctx->set_hidden_states(im.options.hidden_states);
     if (!draft) return;
-    im.draft = std::make_unique<DraftModel>(std::move(draft), *im.model, *im.ctx, im.options);
+    if (ModelInternals::spec(*draft).n_embd_target > 0) {
+        // A Gemma 4 assistant reads the target's cells and its final normed states.
+        im.draft = std::make_unique<AssistantDrafter>(std::move(draft), *im.model, *im.ctx, im.options);
+        im.ctx->set_hidden_states(true);
+    } else {
+        im.draft = std::make_unique<DraftModel>(std::move(draft), *im.model, *im.ctx, im.options);
+    }
     const uint64_t target_bytes = im.model->footprint().decode_bytes;
     if (target_bytes > 0)
         im.spec_cost.set_draft_prior(static_cast<double>(im.draft->model().footprint().decode_bytes) / target_bytes);
@@ -154,7 +179,11 @@ const Model* Engine::draft_model() const { return impl_->draft ? &impl_->draft->
 uint64_t Engine::draft_memory_bytes() const {
     return (impl_->draft ? impl_->draft->memory_bytes() : 0) + (impl_->mtp ? impl_->mtp->memory_bytes() : 0);
 }
-bool Engine::has_mtp_head() const { return impl_->mtp != nullptr; }
+bool Engine::has_mtp_head() const { return impl_->has_head; }
+
+void Engine::prepare_speculation(SpecMode mode) {
+    if (impl_->wants_mtp(mode)) impl_->ensure_mtp();
+}
 
 // Picks a free slot for the prompt and brings it to the longest prefix of the
 // prompt that any slot holds. Returns the slot and the positions it then holds
@@ -211,12 +240,13 @@ SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, 
         throw Error("speculation options: draft_max and draft_min must be >= 0, 1 <= ngram_min <= ngram_max");
     if (o.spec.mode == SpecMode::Draft && !im.draft)
         throw Error("speculation 'draft' needs a draft model (--draft-model)");
-    if (o.spec.mode == SpecMode::Mtp && !im.mtp)
+    if (o.spec.mode == SpecMode::Mtp && !im.has_head)
         throw Error("speculation 'mtp': model '" + im.model->path() + "' has no multi-token-prediction layers" +
                         (ModelInternals::spec(*im.model).n_layer_nextn > 0
                              ? " kiln drafts with (its architecture '" + im.model->architecture() + "' is not supported for MTP)"
                              : " (nextn_predict_layers)"),
                     ErrorKind::Unsupported);
+    if (im.wants_mtp(o.spec.mode)) im.ensure_mtp();  // before place: it copies the head's states too
     const Impl::Placed placed = im.place(prompt, o.message_starts);
     const SeqId seq = placed.seq;
     const int reused = placed.reused;
@@ -238,7 +268,7 @@ SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, 
     s.options.spec = so;
     s.source = so.mode == SpecMode::Mtp                                       ? DraftSource::Mtp
                : im.draft && (so.mode == SpecMode::Draft || so.mode == SpecMode::Auto) ? DraftSource::Model
-               : im.mtp && so.mode == SpecMode::Auto                              ? DraftSource::Mtp
+               : im.has_head && so.mode == SpecMode::Auto                         ? DraftSource::Mtp
                                                                                   : DraftSource::Lookup;
     s.spec = SpecControl(so, s.source);
     if (so.mode == SpecMode::Auto && s.source == DraftSource::Mtp) s.lookup.emplace(so, DraftSource::Lookup);
@@ -420,7 +450,7 @@ std::vector<SeqId> Engine::step() {
         draft_room -= im.plan_draft(s, c.seq_length(seq), draft_room);
     }
     if (!im.draft_requests.empty()) {
-        const DraftModel::Timing t = im.draft->draft(im.draft_requests);
+        const DraftTiming t = im.draft->draft(im.draft_requests);
         if (im.draft_requests.size() == 1 && n_generating == 1) im.spec_cost.record_draft(t.passes, t.seconds);
     }
     if (!im.mtp_requests.empty()) {

@@ -75,6 +75,8 @@ Forward::Forward(const ModelSpec& spec, const ModelWeights& weights, SequenceMem
     }
     if (recurrent_) ssm_ = std::make_unique<SsmMixer>(spec, n_batch_max);
     if (weights.nextn_input) nextn_cat_.resize(2 * z.x);
+    if (weights.assistant_input)  // [target embedding | state] rows of the target's width
+        nextn_cat_.resize(2 * static_cast<size_t>(n_batch_max) * static_cast<size_t>(spec.n_embd_target));
 }
 
 Forward::BufferSizes Forward::buffer_sizes(const ModelSpec& spec, int n_batch_max) {
@@ -446,8 +448,11 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         if (symmetric) return std::max<int64_t>(0, b.pos[r] - window / 2);
         return spec_.causal ? first_key(b.pos[r]) : 0;
     };
+    // A Gemma 4 assistant's rows are not in the target's cells it reads: each
+    // sees the positions before its own (llama.cpp: no cell at the row's position).
+    const int64_t self_key = spec_.n_embd_target > 0 ? 1 : 0;
     auto last_key = [&](int64_t r) -> int64_t {
-        if (spec_.causal) return b.pos[r];
+        if (spec_.causal) return b.pos[r] - self_key;
         const int64_t end = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].pos_max;
         return symmetric ? std::min<int64_t>(end, b.pos[r] + window / 2) : end;
     };
@@ -501,7 +506,7 @@ void Forward::attention_layer(int il, const BatchRows& b) {
         const int64_t r_end = std::min<int64_t>(n, r0 + rows_per_task);
         for (int64_t r = r0, e; r < r_end; r = e) {
             // All of a chunk's rows without a sliding window attend as one block.
-            e = attention_run(r, r_end, [&](int64_t x) { return first_key_row(x) == first_key_row(r); });
+            e = self_key ? r + 1 : attention_run(r, r_end, [&](int64_t x) { return first_key_row(x) == first_key_row(r); });
             KvRows head = spans_[static_cast<size_t>(row_span_[static_cast<size_t>(r)])].rows;
             head.k += kv_row_offset(head.type, static_cast<uint64_t>(g) * static_cast<uint64_t>(dk));
             head.v += kv_row_offset(head.type, static_cast<uint64_t>(g) * static_cast<uint64_t>(dv));
@@ -730,7 +735,8 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden, float* row_
                     ErrorKind::Internal);
     const int64_t e = spec_.n_embd;
     if (w_.nextn_input) nextn_inputs(b);  // nextn.cpp
-    for (int r = 0; r < n && !w_.nextn_input; ++r) {
+    if (w_.assistant_input) assistant_inputs(b);  // assistant.cpp
+    for (int r = 0; r < n && !w_.nextn_input && !w_.assistant_input; ++r) {
         float* row = x_.data() + r * e;
         if (b.tokens[r] < 0) {
             if (!b.embd) throw Error("forward: row " + std::to_string(r) + " has no token and no embedding", ErrorKind::Internal);

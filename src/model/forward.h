@@ -112,6 +112,7 @@ private:
     void encoder_inputs(const BatchRows& b);
     void add_position_rows(const BatchRows& b);
     void nextn_inputs(const BatchRows& b);  // a NextN head's input rows (nextn.cpp)
+    void assistant_inputs(const BatchRows& b);  // a Gemma 4 assistant's input rows (assistant.cpp)
     ops::RopeParams rope_params(bool swa_base) const;
     void dump(const char* name, int layer, const float* data, int64_t per_row, int64_t rows) const {
         if (hook_) hook_(name, layer, data, per_row, rows);
@@ -170,7 +171,9 @@ private:
     // Per-layer embeddings: each row's inputs of every layer [n_embd_per_layer, n_layer, n],
     // and one layer's gate [n_embd_per_layer, n].
     std::vector<float> ple_, ple_gate_;
-    std::vector<float> nextn_cat_;  // a NextN head's [enorm(embedding) | hnorm(state)] rows [2 n_embd, n] (sized only if used)
+    // A NextN head's [enorm(embedding) | hnorm(state)] rows [2 n_embd, n], a Gemma 4
+    // assistant's [embedding | state] rows [2 n_embd_target, n] (sized only if used).
+    std::vector<float> nextn_cat_;
     const float* rope_factors_ = nullptr;  // rope_freqs, or the LongRoPE factors for this memory's context
 };
 

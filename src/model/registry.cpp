@@ -56,6 +56,7 @@ constexpr ArchRow k_rows[] = {
     {"gemma-embedding", RopeKind::Neox, MemoryKind::Kv, configure_gemma_embedding, "gated"},
     {"gemma3n", RopeKind::Neox, MemoryKind::Kv, nullptr, "gated"},
     {"gemma4", RopeKind::Neox, MemoryKind::Kv, configure_gemma4, "gated (+ per-layer embeddings), or gated + experts"},
+    {"gemma4-assistant", RopeKind::Neox, MemoryKind::Kv, configure_gemma4_assistant, "gated (drafts for gemma4, reading its KV cache)"},
     {"falcon", RopeKind::Neox, MemoryKind::Kv, configure_falcon, "plain (parallel block)"},
     {"stablelm", RopeKind::Neox, MemoryKind::Kv, configure_stablelm, "gated (parallel block without ffn_norm)"},
     {"starcoder2", RopeKind::Neox, MemoryKind::Kv, configure_starcoder2, "plain"},

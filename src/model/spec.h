@@ -283,6 +283,15 @@ struct ModelSpec {
     // drafts with one block too).
     int n_layer_nextn = 0;
     std::vector<LayerSpec> nextn_layers;
+    // A drafter that reads a target model's K/V cells (gemma4-assistant; 0: a
+    // model of its own): the target's width (embedding_length_out), the
+    // architecture it drafts for. Its rows are the target's token embedding and
+    // the target's final normed state (nextn.pre_projection to n_embd), its
+    // attention layers compute only Q and attend over the target's cells of the
+    // positions before the row's (src/engine/assistant_draft.h maps its layers to
+    // the target's); it runs only beside such a target, never in a Context.
+    int n_embd_target = 0;
+    std::string target_arch;
     int n_embd = 0;
     int n_vocab = 0;
     int n_ctx_train = 0;

@@ -730,6 +730,10 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only, 
             throw Error("tensor '" + p + "nextn.shared_head_head.weight' not found and the model has no output head");
         w.nextn.push_back(std::move(nw));
     }
+    if (s.n_embd_target > 0) {  // a Gemma 4 assistant: between the target's width and its own
+        w.assistant_pre = b.matrix("nextn.pre_projection.weight", 2 * static_cast<int64_t>(s.n_embd_target), e, true);
+        w.assistant_post = b.matrix("nextn.post_projection.weight", e, s.n_embd_target, true);
+    }
     std::vector<std::string> mtp_notes;
     b.check_all_used(s, !w.nextn.empty(), mtp_notes);
     w.conversion_notes = b.conversion_notes();
@@ -738,7 +742,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only, 
     // (compute/matmul.h); the embedding stays as it is for row lookups (the tied
     // output head gets its own packed copy).
     std::vector<Matrix*> products;
-    for (Matrix* m : {&w.output, &w.cls, &w.cls_out, &w.ple_model_proj})
+    for (Matrix* m : {&w.output, &w.cls, &w.cls_out, &w.ple_model_proj, &w.assistant_pre, &w.assistant_post})
         if (!m->empty()) products.push_back(m);
     std::vector<LayerWeights*> all_layers;
     for (LayerWeights& lw : w.layers) all_layers.push_back(&lw);

@@ -119,6 +119,14 @@ struct NextnWeights {
     const float* head_norm = nullptr;    // nextn.shared_head_norm [n_embd] (optional: output_norm)
 };
 
+// A Gemma 4 assistant's input step (src/model/assistant.cpp): the target's
+// token embedding (row lookups) times scale, beside the row's state, through pre.
+struct AssistantInput {
+    Matrix target_embd;  // the target's token_embd [n_embd_target, n_vocab]
+    float scale = 1.0f;  // sqrt(n_embd_target), as llama.cpp's graph
+    Matrix pre;          // nextn.pre_projection [2 n_embd_target, n_embd]
+};
+
 struct ModelWeights {
     Matrix tok_embd;                // [n_embd, n_vocab]
     const float* output_norm = nullptr;
@@ -153,6 +161,13 @@ struct ModelWeights {
     // Set only in a NextN head's own weights (src/model/nextn.h): the forward pass
     // builds each row's input from its token and the trunk's hidden state by this block.
     const NextnWeights* nextn_input = nullptr;
+    // A drafter reading a target's cache (ModelSpec::n_embd_target): nextn.pre_projection
+    // [2 n_embd_target, n_embd] and nextn.post_projection [n_embd, n_embd_target].
+    Matrix assistant_pre, assistant_post;
+    // Set only in an assistant drafter's own view of these weights
+    // (src/engine/assistant_draft.h): the forward pass builds each row's input
+    // from the target's embedding of its token and the state beside it.
+    const AssistantInput* assistant_input = nullptr;
 
     // Vectors stored in another type than f32 and matrices in a type the matmul
     // does not take are converted once at load and kept here.

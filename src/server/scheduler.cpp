@@ -46,6 +46,7 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const ContextOptions& o
     : engine_(std::make_unique<Engine>(std::move(model), options)), spec_(spec), max_queue_(max_queue) {
     if (draft) engine_->set_draft_model(std::move(draft));
     has_draft_ = engine_->draft_model() != nullptr;
+    engine_->prepare_speculation(spec_.mode);  // counted in memory_bytes_ below
     // --spec draft for a model its draft does not fit: prompt lookup instead (the server logs it).
     if (spec_.mode == SpecMode::Draft && !has_draft_) spec_.mode = SpecMode::Ngram;
     has_mtp_ = engine_->has_mtp_head();

@@ -337,10 +337,11 @@ std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, c
         if (!this->draft) this->draft = Model::load(o.draft_model);
         draft = this->draft;
         // The default model must take it (a load error otherwise); another model
-        // whose vocabulary differs generates without it, and the log says why.
+        // whose vocabulary differs (or whose cache a Gemma 4 assistant cannot
+        // read) generates without it, and the log says why.
         if (path != o.model_paths.front()) {
             try {
-                check_draft_vocabulary(*model, *draft);
+                check_draft_model(*model, *draft);
             } catch (const Error& e) {
                 draft_note = std::string("; no draft model: ") + e.what();
                 draft.reset();

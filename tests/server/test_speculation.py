@@ -231,3 +231,38 @@ def test_a_model_with_an_mtp_head_drafts_with_it():
             assert on["timings"]["draft_n"] > 0 and metrics(s.url)["kiln_draft_tokens_total"] == on["timings"]["draft_n"]
         finally:
             s.stop()
+
+
+def test_a_gemma4_assistant_drafts_reading_the_targets_cache():
+    """A tiny gemma4 target with a tiny gemma4-assistant as --draft-model (no cells
+    of its own: it reads the target's; random weights, so nearly every draft is
+    rejected): speculative.mode "draft" per request gives the reply of "off", with
+    the drafts counted; an assistant that cannot read the target's cache is a
+    start-up error naming what differs."""
+    require(SMOLLM2.exists(), f"model not installed: {SMOLLM2}")
+    tool = kiln_binary().parent / "tests" / "make_tiny_model"
+    require(tool.exists(), f"no make_tiny_model at {tool}")
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for name in ("gemma4", "gemma4@q8_0", "assistant:gemma4"):
+            paths[name] = Path(tmp) / (name.replace(":", "_") + ".gguf")
+            subprocess.run([str(tool), name, str(SMOLLM2), str(paths[name])], check=True, capture_output=True, timeout=120)
+        body = {"prompt": "The quick brown fox jumps over the lazy dog", "temperature": 0, "max_tokens": 24}
+        s = KilnServer("--spec", "auto", "--draft-model", str(paths["assistant:gemma4"]), "--parallel", "2",
+                       model=paths["gemma4"], ctx=256)
+        try:
+            status, off = post_status(s.url, "/v1/completions", {**body, "speculative": {"mode": "off"}})
+            assert status == 200 and off["timings"]["draft_n"] == 0, off
+            status, on = post_status(s.url, "/v1/completions", {**body, "speculative": {"mode": "draft", "n_max": 3}})
+            assert status == 200, on
+            assert on["choices"][0]["text"] == off["choices"][0]["text"]
+            assert on["timings"]["draft_n"] > 0, on["timings"]
+        finally:
+            s.stop()
+        proc = subprocess.run([str(kiln_binary()), "serve", "-m", str(paths["gemma4@q8_0"]), "--draft-model",
+                               str(paths["assistant:gemma4"]), "--port", "0", "-t", "1", "-c", "256"],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0
+        assert "embedding_length_out is 64, the target's width 256" in proc.stderr, proc.stderr

@@ -261,3 +261,29 @@ TEST(MtpDraft, ModelWithoutNextnLayersIsAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+// The head's cells are made at the first request that may draft with it: an
+// engine whose requests run with --spec off never pays for them.
+TEST(MtpDraft, HeadMadeOnlyWhenARequestMayUseIt) {
+    const ModelPtr model = tiny("glm4moe");
+    kiln::Engine engine(model, {.n_ctx = 128});
+    EXPECT_TRUE(engine.has_mtp_head());
+    EXPECT_EQ(engine.draft_memory_bytes(), 0u);
+    const std::vector<TokenId> prompt = prompt_of(16, 4);
+    const kiln::SeqId off = engine.submit(prompt, options(SpecMode::Off, 8, false));
+    while (engine.busy()) engine.step();
+    EXPECT_EQ(engine.draft_memory_bytes(), 0u) << "--spec off made the MTP head's cells";
+    const std::vector<TokenId> off_tokens = engine.result(off).tokens;
+    const kiln::SeqId on = engine.submit(prompt, options(SpecMode::Mtp, 8, false));
+    while (engine.busy()) engine.step();
+    EXPECT_GT(engine.draft_memory_bytes(), 0u);
+    EXPECT_EQ(engine.result(on).tokens, off_tokens);
+    EXPECT_GT(engine.result(on).spec.drafted, 0);
+    kiln::Engine prepared(model, {.n_ctx = 128});
+    prepared.prepare_speculation(SpecMode::Auto);
+    EXPECT_GT(prepared.draft_memory_bytes(), 0u);
+}
+
+}  // namespace

@@ -1731,6 +1731,74 @@ void write_gemma4_model(const Gemma4Recipe& r, uint64_t seed, const std::string&
     t.writer().write(path);
 }
 
+// A gemma4-assistant for a tiny gemma4 target (the recipe's shapes): width 32,
+// one sliding and one full layer with the target's head sizes, KV heads, rotated
+// dimensions and window (it attends over the target's cache), 4 query heads,
+// GELU FFN of 64, the projections between the target's width and its own;
+// final_logit_softcapping written (llama.cpp's assistant graph ignores it).
+void write_gemma4_assistant(const Gemma4Recipe& r, uint64_t seed, const std::string& tokenizer_source, const std::string& path) {
+    const std::string arch = "gemma4-assistant";
+    TinyWriter t(arch, seed);
+    gguf::Metadata& md = t.writer().metadata();
+    md.add("general.architecture", Value::string(arch));
+    md.add("general.name", Value::string("kiln tiny assistant for " + r.family));
+    auto u32 = [](int v) { return Value::u32(static_cast<uint32_t>(v)); };
+    const std::string pattern = "SF";
+    const int n_layer = 2, e = 32, n_head = 4, n_ff = 64;
+    std::vector<Value> swa, kv;
+    for (char c : pattern) {
+        swa.push_back(Value::boolean(c == 'S'));
+        kv.push_back(u32(c == 'S' ? r.kv_swa : r.kv_full));
+    }
+    t.key("context_length", u32(512));
+    t.key("embedding_length", u32(e));
+    t.key("embedding_length_out", u32(r.e));
+    t.key("block_count", u32(n_layer));
+    t.key("nextn_predict_layers", u32(n_layer));
+    t.key("feed_forward_length", u32(n_ff));
+    t.key("attention.head_count", u32(n_head));
+    t.key("attention.head_count_kv", Value::array(gguf::ValueType::U32, kv));
+    t.key("attention.key_length", u32(r.hd_full));
+    t.key("attention.value_length", u32(r.hd_full));
+    t.key("attention.key_length_swa", u32(r.hd_swa));
+    t.key("attention.value_length_swa", u32(r.hd_swa));
+    t.key("attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+    t.key("attention.sliding_window", u32(r.window));
+    t.key("attention.sliding_window_pattern", Value::array(gguf::ValueType::Bool, swa));
+    t.key("attention.shared_kv_layers", u32(n_layer));  // as the converter writes it (every layer reads the target's)
+    t.key("rope.freq_base", Value::f32(1000000.0f));
+    t.key("rope.freq_base_swa", Value::f32(10000.0f));
+    t.key("rope.dimension_count", u32(r.rot_full));
+    t.key("rope.dimension_count_swa", u32(r.rot_swa));
+    t.key("embedding_length_per_layer_input", u32(0));
+    t.key("final_logit_softcapping", Value::f32(30.0f));
+    int64_t n_vocab = 0;
+    copy_tokenizer(md, tokenizer_source, n_vocab);
+    t.matrix("token_embd.weight", e, n_vocab, GgmlType::Q8_0, 4.0f);
+    t.vector("output_norm.weight", e, 1.0f, 0.2f);
+    std::vector<float> freqs(static_cast<size_t>(r.hd_full / 2), 1e30f);
+    for (int i = 0; i < r.hd_full / 8; ++i) freqs[static_cast<size_t>(i)] = 1.0f;
+    t.raw("rope_freqs.weight", {static_cast<uint64_t>(r.hd_full / 2)}, freqs);
+    t.matrix("nextn.pre_projection.weight", 2 * static_cast<int64_t>(r.e), e, GgmlType::F32, 2.0f);
+    t.matrix("nextn.post_projection.weight", e, r.e, GgmlType::F32, 2.0f);
+    for (int il = 0; il < n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        const int64_t hd = pattern[static_cast<size_t>(il)] == 'S' ? r.hd_swa : r.hd_full;
+        t.vector(p + "attn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "attn_q.weight", e, n_head * hd, GgmlType::F32, 2.0f);
+        t.vector(p + "attn_q_norm.weight", hd, 0.3f, 0.1f);  // as the target's: a softmax not too sharp
+        t.matrix(p + "attn_output.weight", n_head * hd, e, GgmlType::F32, 1.0f);
+        t.vector(p + "post_attention_norm.weight", e, 1.0f, 0.2f);
+        t.vector(p + "ffn_norm.weight", e, 1.0f, 0.2f);
+        t.matrix(p + "ffn_gate.weight", e, n_ff, GgmlType::F32, 1.0f);
+        t.matrix(p + "ffn_up.weight", e, n_ff, GgmlType::F32, 1.0f);
+        t.matrix(p + "ffn_down.weight", n_ff, e, GgmlType::F32, 1.0f);
+        t.vector(p + "post_ffw_norm.weight", e, 1.0f, 0.2f);
+        t.vector(p + "layer_output_scale.weight", 1, 0.8f, 0.3f);
+    }
+    t.writer().write(path);
+}
+
 }  // namespace
 
 std::vector<TinyModelInfo> tiny_model_families() {
@@ -1781,6 +1849,7 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
     if (const Deepseek2Recipe* dr = deepseek2_recipe(family)) return write_deepseek2_model(*dr, seed_of(family), tokenizer_source, path);
     if (const DeltaNetRecipe* qr = delta_net_recipe(family)) return write_delta_net_model(*qr, seed_of(family), tokenizer_source, path);
     if (const Gemma4Recipe* gr = gemma4_recipe(family)) return write_gemma4_model(*gr, seed_of(family), tokenizer_source, path);
+    if (family.rfind("assistant:", 0) == 0) return write_tiny_gemma4_assistant(family.substr(10), tokenizer_source, path);
     if (write_tiny_moe_model(family, seed_of(family), tokenizer_source, path)) return;
     if (const NemotronRecipe* nr = nemotron_recipe(family)) return write_nemotron_h_model(*nr, seed_of(family), tokenizer_source, path);
     if (family == "rwkv6qwen2" || family == "rwkv6qwen2@float")
@@ -1951,6 +2020,12 @@ void write_tiny_model(const std::string& family, const std::string& tokenizer_so
         if (r.post_norms) t.vector(p + "post_ffw_norm.weight", e, 1.0f, 0.2f);
     }
     t.writer().write(path);
+}
+
+void write_tiny_gemma4_assistant(const std::string& target_family, const std::string& tokenizer_source, const std::string& path) {
+    const Gemma4Recipe* r = gemma4_recipe(target_family);
+    if (!r) throw kiln::Error("no tiny gemma4 target '" + target_family + "' for an assistant");
+    write_gemma4_assistant(*r, 7000 + static_cast<uint64_t>(target_family.size()), tokenizer_source, path);
 }
 
 }  // namespace kiln::test

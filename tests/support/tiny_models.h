@@ -22,6 +22,12 @@ std::vector<TinyModelInfo> tiny_model_families();
 // the GGUF at `tokenizer_source`.
 void write_tiny_model(const std::string& family, const std::string& tokenizer_source, const std::string& path);
 
+// A tiny gemma4-assistant drafting for the tiny gemma4 target `target_family`
+// ("gemma4", "gemma4@e2b", ...: its widths, head sizes and window). Not a family
+// of its own (it runs only beside its target); make_tiny_model writes it as
+// "assistant:TARGET".
+void write_tiny_gemma4_assistant(const std::string& target_family, const std::string& tokenizer_source, const std::string& path);
+
 // The prompt every tiny model is evaluated on (token ids valid in SmolLM2's vocabulary).
 std::vector<int32_t> tiny_model_prompt();
 

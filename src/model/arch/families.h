@@ -36,6 +36,8 @@ void configure_gptneox(ArchConfig& c);
 void configure_command_r(ArchConfig& c);
 void configure_cohere2(ArchConfig& c);
 void configure_gemma4(ArchConfig& c);
+void configure_gemma4_layers(ArchConfig& c);  // what gemma4-assistant shares with it
+void configure_gemma4_assistant(ArchConfig& c);
 void configure_bloom(ArchConfig& c);
 void configure_mpt(ArchConfig& c);
 void configure_baichuan(ArchConfig& c);

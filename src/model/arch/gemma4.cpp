@@ -36,7 +36,9 @@ constexpr float k_default_swa_base = 10000.0f;  // llama.cpp's rope_freq_base_tr
 constexpr float k_default_final_softcap = 30.0f;
 }  // namespace
 
-void configure_gemma4(ArchConfig& c) {
+// What gemma4 and gemma4-assistant share: norms, activation, the sliding
+// pattern, each layer kind's head size and RoPE.
+void configure_gemma4_layers(ArchConfig& c) {
     ModelSpec& s = c.spec;
     const gguf::Metadata& md = c.metadata;
     s.embedding_scale = std::sqrt(static_cast<float>(s.n_embd));
@@ -89,6 +91,13 @@ void configure_gemma4(ArchConfig& c) {
     r.factors_full_only = true;
     r.n_factors = s.head_dim_k / 2;
     t.rope_freqs = any_full ? TensorUse::Required : TensorUse::No;
+}
+
+void configure_gemma4(ArchConfig& c) {
+    configure_gemma4_layers(c);
+    ModelSpec& s = c.spec;
+    const gguf::Metadata& md = c.metadata;
+    TensorRules& t = s.tensors;
 
     // Shared KV: layers from n_kv on read the last earlier layer of their kind.
     const int n_shared = c.count("attention.shared_kv_layers", false);
