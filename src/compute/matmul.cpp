@@ -93,21 +93,28 @@ uint8_t* aligned_scratch(std::vector<uint8_t>& buf, uint64_t n) {
     return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
 }
 
+// The activations of n_tokens rows quantized as w's type wants them, in groups
+// of 8 tokens (into scratch), in one parallel region.
+ActPack quantize_activations(const KernelTable& k, const Matrix& w, const float* x, int64_t n_tokens, const ThreadPool& pool,
+                             MatmulScratch& scratch) {
+    ActPack a;
+    a.format = act_format(w.type);
+    a.n_tokens = n_tokens;
+    a.n_blocks = w.n_in / a.format.block;
+    a.group_bytes = a.format.block_stride * static_cast<uint64_t>(a.n_blocks);
+    a.data = aligned_scratch(scratch.activations, a.group_bytes * static_cast<uint64_t>(a.n_groups()));
+    pool.parallel_for(a.n_groups(), 1, [&](int64_t g0, int64_t g1, int) { k.prep_act(x, w.n_in, g0, g1, a); });
+    return a;
+}
+
 // Quantized weights: activations quantized into groups of 8 tokens, then tiles
 // of 16 rows x up to 8 tokens. Several matrices of one type that read the same
 // input (q / k / v, gate / up) share the activation conversion and one parallel
 // region.
 void matmul_quant(const KernelTable& k, PackedGemmFn gemm, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens,
                   std::span<float* const> ys, const ThreadPool& pool, MatmulScratch& scratch) {
-    const Matrix& w0 = *ws[0];
-    ActPack a;
-    a.format = act_format(w0.type);
-    a.n_tokens = n_tokens;
-    a.n_blocks = w0.n_in / a.format.block;
-    a.group_bytes = a.format.block_stride * static_cast<uint64_t>(a.n_blocks);
+    const ActPack a = quantize_activations(k, *ws[0], x, n_tokens, pool, scratch);
     const int64_t n_groups = a.n_groups();
-    a.data = aligned_scratch(scratch.activations, a.group_bytes * static_cast<uint64_t>(n_groups));
-    pool.parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1, int) { k.prep_act(x, w0.n_in, g0, g1, a); });
 
     plan_tasks(ws, n_groups, pool, scratch.tasks);
     pool.run(static_cast<int64_t>(scratch.tasks.size()), [&](int64_t i, int) {
@@ -127,15 +134,8 @@ void matmul_quant(const KernelTable& k, PackedGemmFn gemm, std::span<const Matri
 // matmul_quant's, element for element.
 void matmul_quant_in_place(const KernelTable& k, PackedGemmFn gemm, std::span<const Matrix* const> ws, const float* x, int64_t n_tokens,
                            std::span<float* const> ys, const ThreadPool& pool, MatmulScratch& scratch) {
-    const Matrix& w0 = *ws[0];
-    ActPack a;
-    a.format = act_format(w0.type);
-    a.n_tokens = n_tokens;
-    a.n_blocks = w0.n_in / a.format.block;
-    a.group_bytes = a.format.block_stride * static_cast<uint64_t>(a.n_blocks);
+    const ActPack a = quantize_activations(k, *ws[0], x, n_tokens, pool, scratch);
     const int64_t n_groups = a.n_groups();
-    a.data = aligned_scratch(scratch.activations, a.group_bytes * static_cast<uint64_t>(n_groups));
-    pool.parallel_for(n_groups, 1, [&](int64_t g0, int64_t g1, int) { k.prep_act(x, w0.n_in, g0, g1, a); });
 
     // 4 panels a task: 64 rows, a few tens of KiB repacked into L2 at a time.
     constexpr int64_t k_panels_per_task = 4;
