@@ -52,6 +52,11 @@ struct MemoryPlan {
     uint64_t run_bytes = 0;         // sum of parts
     uint64_t total_bytes = 0;       // max(load_peak_bytes, run_bytes): the planned peak RSS
     uint64_t kv_bytes_per_position = 0;  // one position of one sequence, all layers
+    // The sliding-window layers' checkpoints (a rollback past a window restores
+    // one): taken as chat messages and long prompts are evaluated, allocated as
+    // they are, so a run that never takes them (kiln bench) never pays; this is
+    // the most the sequences can hold, not part of total_bytes.
+    uint64_t window_checkpoints_max_bytes = 0;
 };
 
 // Throws kiln::Error naming the file on an unreadable or unsupported model, a

@@ -52,6 +52,7 @@ int cmd_plan(int argc, char** argv) {
                             {"run_bytes", plan.run_bytes},
                             {"load_peak_bytes", plan.load_peak_bytes},
                             {"total_bytes", plan.total_bytes},
+                            {"window_checkpoints_max_bytes", plan.window_checkpoints_max_bytes},
                             {"limit_bytes", limit},
                             {"limit", what},
                             {"fits", fits}};
@@ -67,6 +68,9 @@ int cmd_plan(int argc, char** argv) {
     std::printf("\nrun %s, load peak %s: planned peak %s; %s %s: %s\n", human_bytes(plan.run_bytes).c_str(),
                 human_bytes(plan.load_peak_bytes).c_str(), human_bytes(plan.total_bytes).c_str(), what.c_str(),
                 human_bytes(limit).c_str(), fits ? "fits" : "does not fit");
+    if (plan.window_checkpoints_max_bytes)
+        std::printf("sliding-window checkpoints, taken as chat messages and long prompts are evaluated: up to %s more\n",
+                    human_bytes(plan.window_checkpoints_max_bytes).c_str());
     if (!fits) std::printf("%s\n", refusal.c_str());
     return 0;
 }

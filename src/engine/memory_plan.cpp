@@ -200,6 +200,8 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
             "the multi-token-prediction head: its layer's cells, the trunk's final state at every position, its pass's buffers");
     }
     for (const MemoryPart& part : p.parts) p.run_bytes += part.bytes;
+    p.window_checkpoints_max_bytes = KvCache::checkpoint_bytes(z.shapes, z.kv) * static_cast<uint64_t>(z.kv.n_checkpoints) *
+                                     static_cast<uint64_t>(o.n_seq_max);
     // The load's peak: everything the load keeps, plus the source pages of the
     // matrices being repacked (released as they go: at most a window per thread).
     const uint64_t in_flight = std::min<uint64_t>(pk.source_bytes, static_cast<uint64_t>(n_threads) * (uint64_t{4} << 20));

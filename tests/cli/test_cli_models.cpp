@@ -67,6 +67,11 @@ TEST(CliPlan, TotalWithinFivePercentOfBenchPeakRss) {
             EXPECT_EQ(totals, 1);
             EXPECT_TRUE(j["fits"].get<bool>());
             EXPECT_EQ(j["n_ctx"], c);
+            // Sliding-window checkpoints (Gemma 3's rings, once a ring is shorter than
+            // the context) are shown apart: bench takes none.
+            const auto checkpoints = j["window_checkpoints_max_bytes"].get<uint64_t>();
+            if (j["architecture"] != "gemma3") EXPECT_EQ(checkpoints, 0u) << plan.out;
+            if (j["architecture"] == "gemma3" && c >= 2048) EXPECT_GT(checkpoints, 0u) << plan.out;
             const double planned = j["total_bytes"].get<double>();
             // The probes (about 4 s) run once, at the first size, to show they do not count.
             const bool probe = size == sizes.front() && model == models.front();
