@@ -10,7 +10,7 @@ namespace {
 
 // Budgets of the automaton and the mask cache; past them both are dropped (the
 // next walk rebuilds what it needs).
-constexpr size_t k_max_states = 4096;
+constexpr size_t k_max_states = 16384;
 constexpr size_t k_max_arena = 1u << 21;
 constexpr size_t k_max_masks = 64;
 
