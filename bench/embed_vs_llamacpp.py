@@ -20,37 +20,17 @@ import argparse
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import tempfile
 import time
 import urllib.request
 
+from server_process import free_port, wait_ready  # bench/, the script's folder
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(os.path.dirname(ROOT), "shared", "testdata", "tokenizer", "ggml-vocab-bert-bge.gguf")
 SHAPES = {"bert-base": "bench_bert_base", "nomic-embed": "bench_nomic_embed"}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(port, proc, what, timeout=300):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        if proc.poll() is not None:
-            raise SystemExit(f"{what} exited with status {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except Exception:
-            pass
-        time.sleep(0.5)
-    raise SystemExit(f"{what} did not start")
 
 
 def post(port, body):
@@ -99,7 +79,7 @@ def main():
             ports = {"kiln": kp, "llama.cpp": lp}
             try:
                 for name, proc in servers.items():
-                    wait_ready(ports[name], proc, name)
+                    wait_ready(f"http://127.0.0.1:{ports[name]}", proc, timeout=300, what=name)
                 # Warm-up, and the two servers' vectors agree (same file, same tokens).
                 _, ek = post(kp, body)
                 _, el = post(lp, body)

@@ -18,37 +18,16 @@ compare the token counts, and times only as ratios).
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
-import time
 import urllib.request
+
+from server_process import free_port, wait_ready  # bench/, the script's folder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PARAGRAPH = ("The river runs past the old mill, where the miller keeps a ledger of every sack of grain that "
              "passes through his doors. In spring the water rises, and the wheel turns faster than the stones can "
              "grind; in autumn it slows, and the village children race paper boats along the sluice. ")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(url, proc, timeout=300):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except Exception:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError("server did not become ready")
 
 
 def start(kind, args, port):
@@ -61,7 +40,7 @@ def start(kind, args, port):
                "-np", "1", "-c", str(args.ctx), "--no-webui", "--jinja", "--chat-template-file", args.template]
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(args.llama_server))
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    wait_ready(f"http://127.0.0.1:{port}", proc)
+    wait_ready(f"http://127.0.0.1:{port}", proc, timeout=300)
     return proc
 
 

@@ -22,7 +22,6 @@ import os
 import pathlib
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,16 +31,12 @@ import time
 import urllib.error
 import urllib.request
 
+from server_process import free_port  # bench/, the script's folder
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODELS = pathlib.Path(os.environ.get("KILN_MODELS", pathlib.Path.home() / ".cache" / "kiln" / "models"))
 TOPICS = ["rivers", "volcanoes", "bread", "bicycles", "owls", "glaciers", "violins", "comets", "tea", "bridges",
           "lighthouses", "bees"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url, timeout=10):

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,32 +25,13 @@ import threading
 import time
 import urllib.request
 
+from server_process import free_port, wait_ready  # bench/, the script's folder
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.environ.get("KILN_MODELS", os.path.expanduser("~/.cache/kiln/models"))
 SMOLLM2 = os.path.join(MODELS, "SmolLM2-135M-Instruct.Q4_1.gguf")
 TOPICS = ["the sea", "mountains", "a library", "winter", "trains", "bees", "a city at night", "bread", "the moon",
           "rivers", "old maps", "chess", "rain", "a lighthouse", "forests", "clocks"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(url, proc, timeout=120):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except Exception:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError("server did not become ready")
 
 
 def start(kind, args, model, port):
