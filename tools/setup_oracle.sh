@@ -16,22 +16,24 @@ if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null || [ "${REBUILD_LLAMA:-0
 fi
 .venv/bin/python -c "import gguf, jinja2, tokenizers, llama_cpp; print('oracle tools ready: llama-cpp-python', llama_cpp.__version__)"
 
-# --batched-bench: llama.cpp's llama-batched-bench, llama-bench, llama-server, llama-perplexity, llama-quantize and
-# llama-imatrix built natively from the
+# --batched-bench: llama.cpp's llama-batched-bench, llama-bench, llama-server, llama-perplexity, llama-quantize,
+# llama-imatrix, llama-lookup and llama-speculative built natively from the
 # llama.cpp sources in the same llama-cpp-python source distribution, into
 # .oracle/llama.cpp/build/bin (bench/batched_vs_llamacpp.py, bench/serve_vs_llamacpp.py,
-# tools/perplexity_fixtures.py, tools/imatrix_fixtures.py, tools/lowbit_fixtures.py).
+# tools/perplexity_fixtures.py, tools/imatrix_fixtures.py, tools/lowbit_fixtures.py, bench/spec_vs_llamacpp.py).
 if [ "${1:-}" = --batched-bench ]; then
   src=.oracle/llama.cpp
   if [ ! -x $src/build/bin/llama-batched-bench ] || [ ! -x $src/build/bin/llama-server ] || [ ! -x $src/build/bin/llama-perplexity ] \
-     || [ ! -x $src/build/bin/llama-quantize ] || [ ! -x $src/build/bin/llama-imatrix ]; then
+     || [ ! -x $src/build/bin/llama-quantize ] || [ ! -x $src/build/bin/llama-imatrix ] \
+     || [ ! -x $src/build/bin/llama-lookup ] || [ ! -x $src/build/bin/llama-speculative ]; then
     mkdir -p .oracle
     .venv/bin/pip download -q --disable-pip-version-check --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d .oracle
     rm -rf $src && mkdir -p $src
     tar xzf .oracle/llama_cpp_python-0.3.36.tar.gz -C .oracle
     cp -r .oracle/llama_cpp_python-0.3.36/vendor/llama.cpp/. $src/
     cmake -S $src -B $src/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF
-    cmake --build $src/build --target llama-batched-bench llama-bench llama-server llama-perplexity llama-quantize llama-imatrix
+    cmake --build $src/build --target llama-batched-bench llama-bench llama-server llama-perplexity llama-quantize llama-imatrix \
+      llama-lookup llama-speculative
   fi
   echo "llama.cpp tools: $src/build/bin"
   exit 0

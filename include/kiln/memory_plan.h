@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct MemoryPlanOptions {
     // runs it (the target's sequences, context capped at the draft's trained one,
     // the same cache type and batch) and added as the part "draft_model".
     std::string draft_model;
+    // Bytes of expert matrices repacked, as LoadOptions::expert_memory_budget
+    // (unset: what the memory available now leaves, as the load decides).
+    std::optional<uint64_t> expert_memory_budget;
 };
 
 struct MemoryPart {
@@ -57,6 +61,11 @@ struct MemoryPlan {
     // they are, so a run that never takes them (kiln bench) never pays; this is
     // the most the sequences can hold, not part of total_bytes.
     uint64_t window_checkpoints_max_bytes = 0;
+    // Mixture-of-experts matrices past the expert memory budget, left in the
+    // file's mapping and read in place: the page cache holds the ones decode
+    // selects and gives them back under pressure, so they are not part of
+    // total_bytes (a model larger than memory still runs).
+    uint64_t experts_in_place_bytes = 0;
 };
 
 // Throws kiln::Error naming the file on an unreadable or unsupported model, a

@@ -40,6 +40,9 @@ struct ServerOptions {
     int n_ctx = 0;                   // one sequence's context; 0: the model's, at most 4096
     int n_threads = 0;               // 0: every thread of the executor
     uint64_t memory_budget = 0;      // bytes for the sequences' memory; 0: parallel x n_ctx positions
+    // Bytes of each model's expert matrices repacked into memory (LoadOptions::
+    // expert_memory_budget); unset: what the memory available at its load leaves.
+    std::optional<uint64_t> experts_memory;
     bool flash_attn = false;         // ContextOptions::flash_attn for every model
     int n_batch = 0;                 // ContextOptions::n_batch for every model; 0: its default
     std::string kv_type;             // ContextOptions::kv_type for every model; empty: its default

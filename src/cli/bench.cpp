@@ -163,6 +163,8 @@ int cmd_bench(int argc, char** argv) {
     app.add_option("--parallel", parallel, "sequences decoded together in one batch")->check(CLI::Range(1, 1024));
     app.add_option("-c,--ctx-size", n_ctx_opt, "positions per sequence (default: what the test needs)")->check(CLI::Range(0, 1 << 24));
     app.add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
+    uint64_t experts_memory = k_bytes_unset;
+    add_experts_memory_flag(app, experts_memory);
     std::string flash_attn = "off";
     app.add_option("--flash-attn", flash_attn, "attention: off (the default: llama.cpp's -fa off order) or on (streaming: keys and values read once with an online softmax)")->check(CLI::IsMember({"on", "off"}));
     app.add_flag("--json", json, "print one JSON object");
@@ -190,13 +192,13 @@ int cmd_bench(int argc, char** argv) {
     if (json_schema.empty() && spec.mode.empty()) {
         try {
             check_load_fits(path, n_ctx_opt > 0 ? n_ctx_opt : (parallel > 1 ? depth + n_prompt + n_gen + 1 : depth + std::max(n_prompt, n_gen + 1) + 1),
-                            parallel, kv_type, n_batch, 0);
+                            parallel, kv_type, n_batch, 0, "", bytes_if_set(experts_memory));
         } catch (const Error& e) {
             if (e.kind() == ErrorKind::ResourceExhausted) throw;  // other faults: bench's own checks below name them
         }
     }
 
-    auto model = Model::load(path);
+    auto model = Model::load(path, load_options(experts_memory));
     if (!json_schema.empty()) return bench_constraint(model, json_schema, n_gen, std::max(reps, 5), n_threads, json);
     if (!spec.mode.empty()) {
         spec.n_gen = n_gen;

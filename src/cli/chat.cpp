@@ -59,7 +59,7 @@ int cmd_chat(int argc, char** argv) {
     const bool tty_in = ::isatty(STDIN_FILENO), tty_out = ::isatty(STDOUT_FILENO);
     Style style{tty_out};
     if (tty_out) std::fprintf(stderr, "loading %s ...\n", path.c_str());
-    auto model = Model::load(path);
+    auto model = Model::load(path, load_options(flags.experts_memory));
     for (const auto& note : model->load_notes())
         if (note.find("converted") != std::string::npos) std::fprintf(stderr, "note: %s\n", note.c_str());
     ChatOptions co;

@@ -105,8 +105,25 @@ ResolvedModel resolve_model_full(const std::string& flag_value) {
 
 std::string resolve_model(const std::string& flag_value) { return resolve_model_full(flag_value).path; }
 
+void add_experts_memory_flag(CLI::App& app, uint64_t& bytes) {
+    app.add_option("--experts-memory", bytes,
+                   "bytes of mixture-of-experts expert weights held in memory, e.g. 8GiB; expert layers past it are read in "
+                   "place from the file through the page cache (default: what the available memory leaves)")
+        ->transform(CLI::AsSizeValue(false));
+}
+
+std::optional<uint64_t> bytes_if_set(uint64_t bytes) {
+    return bytes == k_bytes_unset ? std::nullopt : std::optional<uint64_t>(bytes);
+}
+
+LoadOptions load_options(uint64_t experts_memory) {
+    LoadOptions lo;
+    lo.expert_memory_budget = bytes_if_set(experts_memory);
+    return lo;
+}
+
 void check_load_fits(const std::string& path, int n_ctx, int n_seq_max, const std::string& kv_type, int n_batch,
-                     uint64_t memory_budget, const std::string& draft_path) {
+                     uint64_t memory_budget, const std::string& draft_path, std::optional<uint64_t> expert_memory_budget) {
     MemoryPlanOptions o;
     o.n_ctx = n_ctx;
     o.n_seq_max = n_seq_max;
@@ -114,6 +131,7 @@ void check_load_fits(const std::string& path, int n_ctx, int n_seq_max, const st
     o.n_batch = n_batch;
     o.memory_budget = memory_budget;
     o.draft_model = draft_path;
+    o.expert_memory_budget = expert_memory_budget;
     const MemoryPlan plan = plan_memory(path, o);
     const uint64_t available = available_memory_bytes();
     if (available == 0 || plan.total_bytes <= available) return;

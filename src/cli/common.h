@@ -3,11 +3,13 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kiln/catalog.h"
 #include "kiln/config.h"
+#include "kiln/model.h"
 
 namespace kiln {
 struct McpServerConfig;  // kiln/mcp.h
@@ -43,7 +45,17 @@ std::string resolve_model(const std::string& flag_value);
 // machine's available memory, with the numbers and a context that would fit.
 // With a draft model (--draft-model) its plan is added (MemoryPlanOptions::draft_model).
 void check_load_fits(const std::string& path, int n_ctx, int n_seq_max, const std::string& kv_type, int n_batch,
-                     uint64_t memory_budget, const std::string& draft_path = "");
+                     uint64_t memory_budget, const std::string& draft_path = "",
+                     std::optional<uint64_t> expert_memory_budget = std::nullopt);
+
+// --experts-memory BYTES (run, chat, bench, serve, plan): the bytes of
+// mixture-of-experts expert matrices repacked into memory at load; the expert
+// layers past it are read in place from the file (LoadOptions::expert_memory_budget).
+// `bytes` stays k_bytes_unset unless the flag is given.
+constexpr uint64_t k_bytes_unset = ~uint64_t{0};
+void add_experts_memory_flag(CLI::App& app, uint64_t& bytes);
+std::optional<uint64_t> bytes_if_set(uint64_t bytes);
+LoadOptions load_options(uint64_t experts_memory);
 
 // The whole file (an error naming it when it cannot be read).
 std::string read_text_file(const std::string& path);

@@ -31,6 +31,7 @@ void GenerationFlags::add_to(CLI::App& app) {
     app.add_option("--memory-budget", memory_budget,
                    "bytes for the sequences' memory (KV cache), e.g. 512MiB; a smaller budget shortens the context")
         ->transform(CLI::AsSizeValue(false));
+    add_experts_memory_flag(app, experts_memory);
     app.add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
     app.add_option("--flash-attn", flash_attn, "attention: off (the default: llama.cpp's -fa off order) or on (streaming: keys and values read once with an online softmax)")->check(CLI::IsMember({"on", "off"}));
     app.add_option("--stop", stop, "stop string (repeatable)");

@@ -30,6 +30,7 @@ struct GenerationFlags {
     int n_batch = 256;
     int n_threads = 0;
     uint64_t memory_budget = 0;  // bytes; 0: no cap
+    uint64_t experts_memory = ~uint64_t{0};  // --experts-memory (k_bytes_unset: not given)
     std::string kv_type = "f16";
     std::string flash_attn = "off";  // on: ContextOptions::flash_attn
     std::vector<std::string> stop;

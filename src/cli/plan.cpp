@@ -1,4 +1,4 @@
-// kiln plan -m MODEL [-c CTX] [--parallel N] [--kv-type T] [--memory-budget B] [--json]:
+// kiln plan -m MODEL [-c CTX] [--parallel N] [--kv-type T] [--memory-budget B] [--experts-memory B] [--json]:
 // the memory a load and a run at that context will take (kiln/memory_plan.h),
 // computed before anything is allocated, and whether it fits.
 #include <cstdio>
@@ -24,12 +24,15 @@ int cmd_plan(int argc, char** argv) {
     app.add_option("--memory-budget", budget, "the most the whole load may take, e.g. 1GiB (default: this machine's available memory)")
         ->transform(CLI::AsSizeValue(false));
     app.add_option("--draft-model", o.draft_model, "a draft model run beside it (speculative decoding): added to the plan");
+    uint64_t experts_memory = k_bytes_unset;
+    add_experts_memory_flag(app, experts_memory);
     app.add_flag("--json", json, "print one JSON object");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
     const ResolvedModel r = resolve_model_full(model);
     if (r.preset && r.preset->n_ctx > 0 && o.n_ctx == 0) o.n_ctx = r.preset->n_ctx;
     if (!o.draft_model.empty()) o.draft_model = resolve_model(o.draft_model);
+    o.expert_memory_budget = bytes_if_set(experts_memory);
     const MemoryPlan plan = plan_memory(r.path, o);
     const uint64_t available = available_memory_bytes();
     const uint64_t limit = budget ? budget : available;
@@ -53,6 +56,7 @@ int cmd_plan(int argc, char** argv) {
                             {"load_peak_bytes", plan.load_peak_bytes},
                             {"total_bytes", plan.total_bytes},
                             {"window_checkpoints_max_bytes", plan.window_checkpoints_max_bytes},
+                            {"experts_in_place_bytes", plan.experts_in_place_bytes},
                             {"limit_bytes", limit},
                             {"limit", what},
                             {"fits", fits}};
@@ -71,6 +75,9 @@ int cmd_plan(int argc, char** argv) {
     if (plan.window_checkpoints_max_bytes)
         std::printf("sliding-window checkpoints, taken as chat messages and long prompts are evaluated: up to %s more\n",
                     human_bytes(plan.window_checkpoints_max_bytes).c_str());
+    if (plan.experts_in_place_bytes)
+        std::printf("experts read in place from the file (over the expert memory budget), through the page cache: %s\n",
+                    human_bytes(plan.experts_in_place_bytes).c_str());
     if (!fits) std::printf("%s\n", refusal.c_str());
     return 0;
 }

@@ -45,8 +45,8 @@ int cmd_run(int argc, char** argv) {
     if (resolved.preset) flags.apply_preset(*resolved.preset, app);
     const std::string path = resolved.path;
     check_load_fits(path, flags.n_ctx, parallel, flags.kv_type, flags.n_batch, flags.memory_budget,
-                    flags.draft_model.empty() ? "" : resolve_model(flags.draft_model));
-    auto model = Model::load(path);
+                    flags.draft_model.empty() ? "" : resolve_model(flags.draft_model), bytes_if_set(flags.experts_memory));
+    auto model = Model::load(path, load_options(flags.experts_memory));
     for (const auto& note : model->load_notes())
         if (note.find("converted") != std::string::npos) std::fprintf(stderr, "note: %s\n", note.c_str());
     EncodeOptions eo;

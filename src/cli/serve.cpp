@@ -79,6 +79,8 @@ int cmd_serve(int argc, char** argv) {
     app.add_option("--memory-budget", o.memory_budget,
                    "bytes for the sequences' memory, e.g. 512MiB (0: parallel x context); a smaller budget shortens the context")
         ->transform(CLI::AsSizeValue(false));
+    uint64_t experts_memory = k_bytes_unset;
+    add_experts_memory_flag(app, experts_memory);
     auto* key_opt = app.add_option("--api-key", o.api_key, "require this key (Authorization: Bearer KEY or x-api-key)");
     app.add_option("--api-key-file", key_file, "read the key from the file's first line")->excludes(key_opt);
     app.add_option("--replica-id", o.replica_id, "this replica's name for a router: /props and the X-Kiln-Replica header (default: the host name)");
@@ -103,6 +105,7 @@ int cmd_serve(int argc, char** argv) {
     app.add_flag("--print-config", print_config, "print the settings in effect and where each came from, then exit");
     int rc = 0;
     if (!parse_args(app, argc, argv, rc)) return rc;
+    o.experts_memory = bytes_if_set(experts_memory);
     if (print_config) {
         Config shown = cfg;
         const std::pair<const char*, const char*> flag_keys[] = {
@@ -124,6 +127,10 @@ int cmd_serve(int argc, char** argv) {
         std::printf("batch_size = %d (%s)\n", o.n_batch > 0 ? o.n_batch : defaults.n_batch, origin("--batch-size", o.n_batch > 0));
         std::printf("kv_type = %s (%s)\n", (o.kv_type.empty() ? defaults.kv_type : o.kv_type).c_str(),
                     origin("--kv-type", !o.kv_type.empty()));
+        if (o.experts_memory)
+            std::printf("experts_memory = %llu (flag)\n", static_cast<unsigned long long>(*o.experts_memory));
+        else
+            std::printf("experts_memory = what the available memory leaves at each load (built-in)\n");
         return 0;
     }
     // Names of the catalog (paths, aliases, presets, hf:, Ollama names) become

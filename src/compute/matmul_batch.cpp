@@ -3,6 +3,7 @@
 #include "compute/kernels/packing.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 namespace kiln {
@@ -134,6 +135,58 @@ void matmul_batch(std::span<const MatmulJob> jobs, const ThreadPool& pool, Matmu
         for (const MatmulJob& j : jobs)
             if (j.n_tokens > 0) scratch.observe(*j.w, j.x, j.n_tokens);
     matmul_batch_with(kernels(), jobs, pool, scratch);
+}
+
+bool matmul_expert_chains(std::span<const ExpertChain> chains, const float* x, const std::function<void(size_t chain)>& activate,
+                          const ThreadPool& pool, MatmulScratch& scratch) {
+    const KernelTable& k = kernels();
+    const size_t n = chains.size(), threads = static_cast<size_t>(pool.size());
+    // A task per chain: with fewer chains than about 4 per thread, only an even
+    // share keeps every thread busy to the end.
+    if (n == 0 || scratch.observe || !k.prep_act || n < threads || (n % threads != 0 && n < 4 * threads)) return false;
+    auto quant_packed = [&](const Matrix* w) { return w && w->packed && !is_float_weight(w->type) && k.find_quant(w->type); };
+    const Matrix* first_in = chains[0].gate ? chains[0].gate : chains[0].up;
+    for (const ExpertChain& c : chains) {
+        if ((c.gate && !quant_packed(c.gate)) || !quant_packed(c.up) || !quant_packed(c.down)) return false;
+        if ((c.gate && c.gate->type != first_in->type) || c.up->type != first_in->type || c.up->n_in != first_in->n_in) return false;
+    }
+
+    // The input's activations (one token), then one buffer per chain for its
+    // down product's input, all in scratch.activations.
+    auto pack_for = [](const Matrix& w) {
+        ActPack a;
+        a.format = act_format(w.type);
+        a.n_tokens = 1;
+        a.n_blocks = w.n_in / a.format.block;
+        a.group_bytes = a.format.block_stride * static_cast<uint64_t>(a.n_blocks);
+        return a;
+    };
+    auto& packs = scratch.packs;
+    packs.clear();
+    packs.push_back(pack_for(*first_in));
+    uint64_t bytes = (packs[0].group_bytes + 63) / 64 * 64;
+    std::vector<uint64_t> offsets{0};
+    for (const ExpertChain& c : chains) {
+        packs.push_back(pack_for(*c.down));
+        offsets.push_back(bytes);
+        bytes += (packs.back().group_bytes + 63) / 64 * 64;
+    }
+    scratch.activations.resize(static_cast<size_t>(bytes + 64));
+    uint8_t* base = scratch.activations.data() + (64 - reinterpret_cast<uintptr_t>(scratch.activations.data()) % 64) % 64;
+    for (size_t i = 0; i < packs.size(); ++i) packs[i].data = base + offsets[i];
+    k.prep_act(x, first_in->n_in, 0, 1, packs[0]);
+
+    const PackedGemmFn gemm_in = k.find_quant(first_in->type);
+    pool.run(static_cast<int64_t>(n), [&](int64_t ci, int) {
+        const ExpertChain& c = chains[static_cast<size_t>(ci)];
+        if (c.gate) gemm_in(*c.gate->packed, packs[0], 0, c.gate->packed->n_panels, c.gate_out, c.gate->n_out);
+        gemm_in(*c.up->packed, packs[0], 0, c.up->packed->n_panels, c.gate ? c.up_out : c.gate_out, c.up->n_out);
+        activate(static_cast<size_t>(ci));
+        ActPack& a = packs[static_cast<size_t>(ci) + 1];
+        k.prep_act(c.gate_out, c.down->n_in, 0, 1, a);
+        k.find_quant(c.down->type)(*c.down->packed, a, 0, c.down->packed->n_panels, c.down_out, c.down->n_out);
+    });
+    return true;
 }
 
 }  // namespace kiln

@@ -121,7 +121,7 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     co.memory_budget = o.memory_budget;
     try {
         spec = read_model_spec(file, *row, resolved.prefix);
-        w = bind_weights(file, spec, /*plan_only=*/true);
+        w = bind_weights(file, spec, /*plan_only=*/true, o.expert_memory_budget);
         z = size_context(spec, co);
     } catch (const Error& e) {
         throw Error(path + ": " + e.what(), e.kind());
@@ -146,6 +146,9 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     const uint64_t mapped_sources = pk.source_bytes - converted_sources;
     uint64_t mapped_read = w.mapped_bytes;
     mapped_read -= std::min(mapped_read, mapped_sources);
+    // Experts read in place: page cache, not a resident requirement.
+    p.experts_in_place_bytes = w.in_place_expert_bytes;
+    mapped_read -= std::min(mapped_read, w.in_place_expert_bytes);
     // A tied output head reads the whole embedding each step unless it is repacked
     // (then the embedding is one of the released sources); otherwise only the rows
     // looked up are resident.

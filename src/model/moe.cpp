@@ -3,6 +3,9 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
 #include <cmath>
 #include <cstring>
 
@@ -34,7 +37,21 @@ void relu2(float* x, int64_t n) {
     }
 }
 
+std::atomic<int>& expert_chains_flag() {
+    static std::atomic<int> on{[] {
+        const char* v = std::getenv("KILN_EXPERT_CHAINS");
+        return v && std::string(v) == "0" ? 0 : 1;
+    }()};
+    return on;
+}
+
+std::atomic<uint64_t> chain_layers{0};
+
 }  // namespace
+
+uint64_t expert_chain_layers() { return chain_layers.load(); }
+void set_expert_chains(bool on) { expert_chains_flag().store(on ? 1 : 0); }
+bool expert_chains() { return expert_chains_flag().load() != 0; }
 
 MoeBlock::MoeBlock(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
     const MoeSpec& m = spec.moe;
@@ -135,51 +152,16 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
                         advise_pages(mx.data, mx.row_bytes * static_cast<uint64_t>(mx.n_out), MADV_WILLNEED);
                     }
 
-    // gate / up of every used expert over its rows, in one region. An expert with
-    // one token reads that token's row in place: in decode every expert reads
-    // the same row, converted once.
-    std::vector<MatmulJob> jobs;
-    jobs.reserve(static_cast<size_t>(2 * ne));
-    // With weight_before_ffn (llama4) every grouped row is its token's row times
-    // that slot's weight.
-    if (m.weight_before_ffn)
-        for (int t = 0; t < n; ++t)
-            for (int j = 0; j < k; ++j) {
-                const int32_t r = slot_row_[static_cast<size_t>(t * k + j)];
-                const float w = weights_[static_cast<size_t>(t * k + j)];
-                for (int64_t i = 0; i < e; ++i) xg_[static_cast<size_t>(r * e + i)] = h[t * e + i] * w;
-            }
-    for (int64_t id = 0; id < ne; ++id) {
-        const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
-        if (c == 0) continue;
-        const float* in = h + static_cast<int64_t>(row_token_[static_cast<size_t>(r0)]) * e;
-        if (m.weight_before_ffn) {
-            in = xg_.data() + r0 * e;
-        } else if (c > 1) {
-            for (int32_t r = r0; r < r0 + c; ++r)
-                std::memcpy(xg_.data() + r * e, h + static_cast<int64_t>(row_token_[static_cast<size_t>(r)]) * e,
-                            static_cast<size_t>(e) * sizeof(float));
-            in = xg_.data() + r0 * e;
-        }
-        if (!m.ungated) jobs.push_back({&x.gate[static_cast<size_t>(id)], in, c, gate_.data() + r0 * ff});
-        // Ungated: up's product goes where the activation's output is read from.
-        jobs.push_back({&x.up[static_cast<size_t>(id)], in, c, (m.ungated ? gate_ : up_).data() + r0 * ff});
-    }
-    matmul_batch(jobs, pool, mm);
-
-    // Per-expert scales (gemma4), biases (gpt-oss) and the activation, row by row.
+    // Per-expert scales (gemma4), biases (gpt-oss) and the activation, on rows
+    // [r0, r1) of expert id.
     const auto act = m.oai_swiglu ? swiglu_oai : spec_.activation == FfnActivation::Silu ? kernels().silu_mul : kernels().gelu_mul;
-    for (int64_t id = 0; id < ne; ++id) {
-        const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
-        for (int32_t r = r0; r < r0 + c; ++r) {
-            if (x.gate_s) ops::scale(gate_.data() + r * ff, ff, x.gate_s[id]);
-            if (x.up_s) ops::scale(up_.data() + r * ff, ff, x.up_s[id]);
-            if (x.gate_b) ops::add(gate_.data() + r * ff, x.gate_b + id * ff, ff);
-            if (x.up_b) ops::add(up_.data() + r * ff, x.up_b + id * ff, ff);
-        }
-    }
-    // Rows by the 16 K elements (a decode step's k rows at once, without the pool).
-    pool.parallel_for(static_cast<int64_t>(n) * k, std::max<int64_t>(1, 16384 / ff), [&](int64_t r0, int64_t r1, int) {
+    auto scale_and_bias = [&](int64_t id, int64_t r) {
+        if (x.gate_s) ops::scale(gate_.data() + r * ff, ff, x.gate_s[id]);
+        if (x.up_s) ops::scale(up_.data() + r * ff, ff, x.up_s[id]);
+        if (x.gate_b) ops::add(gate_.data() + r * ff, x.gate_b + id * ff, ff);
+        if (x.up_b) ops::add(up_.data() + r * ff, x.up_b + id * ff, ff);
+    };
+    auto activate_rows = [&](int64_t r0, int64_t r1) {
         if (m.ungated && !ones_.empty()) {
             // GELU(up x): the gated kernel with a gate of ones (x * 1.0f is exact), as the dense plain FFN.
             for (int64_t r = r0; r < r1; ++r) act(gate_.data() + r * ff, ones_.data(), ff);
@@ -187,15 +169,83 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
             relu2(gate_.data() + r0 * ff, (r1 - r0) * ff);
         } else
             act(gate_.data() + r0 * ff, up_.data() + r0 * ff, (r1 - r0) * ff);
-    });
+    };
+
+    // Decode: each selected expert's gate / up -> activation -> down as one task
+    // of one parallel region (one wait on the pool instead of two).
+    bool chained = false;
+    if (n == 1 && !m.weight_before_ffn && !x.in_place && expert_chains()) {
+        std::vector<ExpertChain> chains;
+        std::vector<int64_t> chain_id;
+        for (int64_t id = 0; id < ne; ++id) {
+            const int32_t r0 = first_[static_cast<size_t>(id)];
+            if (count_[static_cast<size_t>(id)] == 0) continue;
+            chains.push_back({m.ungated ? nullptr : &x.gate[static_cast<size_t>(id)], &x.up[static_cast<size_t>(id)],
+                              &x.down[static_cast<size_t>(id)], gate_.data() + r0 * ff, up_.data() + r0 * ff, down_.data() + r0 * e});
+            chain_id.push_back(id);
+        }
+        chained = matmul_expert_chains(
+            chains, h,
+            [&](size_t c) {
+                const int64_t id = chain_id[c], r = first_[static_cast<size_t>(id)];
+                scale_and_bias(id, r);
+                activate_rows(r, r + 1);
+            },
+            pool, mm);
+        if (chained) chain_layers.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    if (!chained) {
+        // gate / up of every used expert over its rows, in one region. An expert with
+        // one token reads that token's row in place: in decode every expert reads
+        // the same row, converted once.
+        std::vector<MatmulJob> jobs;
+        jobs.reserve(static_cast<size_t>(2 * ne));
+        // With weight_before_ffn (llama4) every grouped row is its token's row times
+        // that slot's weight.
+        if (m.weight_before_ffn)
+            for (int t = 0; t < n; ++t)
+                for (int j = 0; j < k; ++j) {
+                    const int32_t r = slot_row_[static_cast<size_t>(t * k + j)];
+                    const float w = weights_[static_cast<size_t>(t * k + j)];
+                    for (int64_t i = 0; i < e; ++i) xg_[static_cast<size_t>(r * e + i)] = h[t * e + i] * w;
+                }
+        for (int64_t id = 0; id < ne; ++id) {
+            const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
+            if (c == 0) continue;
+            const float* in = h + static_cast<int64_t>(row_token_[static_cast<size_t>(r0)]) * e;
+            if (m.weight_before_ffn) {
+                in = xg_.data() + r0 * e;
+            } else if (c > 1) {
+                for (int32_t r = r0; r < r0 + c; ++r)
+                    std::memcpy(xg_.data() + r * e, h + static_cast<int64_t>(row_token_[static_cast<size_t>(r)]) * e,
+                                static_cast<size_t>(e) * sizeof(float));
+                in = xg_.data() + r0 * e;
+            }
+            if (!m.ungated) jobs.push_back({&x.gate[static_cast<size_t>(id)], in, c, gate_.data() + r0 * ff});
+            // Ungated: up's product goes where the activation's output is read from.
+            jobs.push_back({&x.up[static_cast<size_t>(id)], in, c, (m.ungated ? gate_ : up_).data() + r0 * ff});
+        }
+        matmul_batch(jobs, pool, mm);
+
+        for (int64_t id = 0; id < ne; ++id) {
+            const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
+            for (int32_t r = r0; r < r0 + c; ++r) scale_and_bias(id, r);
+        }
+        // Rows by the 16 K elements (a decode step's k rows at once, without the pool).
+        pool.parallel_for(static_cast<int64_t>(n) * k, std::max<int64_t>(1, 16384 / ff),
+                          [&](int64_t r0, int64_t r1, int) { activate_rows(r0, r1); });
+    }
     show("ffn_moe_act", gate_.data(), ff, static_cast<int64_t>(n) * k);
 
-    jobs.clear();
-    for (int64_t id = 0; id < ne; ++id) {
-        const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
-        if (c > 0) jobs.push_back({&x.down[static_cast<size_t>(id)], gate_.data() + r0 * ff, c, down_.data() + r0 * e});
+    if (!chained) {
+        std::vector<MatmulJob> jobs;
+        for (int64_t id = 0; id < ne; ++id) {
+            const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];
+            if (c > 0) jobs.push_back({&x.down[static_cast<size_t>(id)], gate_.data() + r0 * ff, c, down_.data() + r0 * e});
+        }
+        matmul_batch(jobs, pool, mm);
     }
-    matmul_batch(jobs, pool, mm);
     if (x.down_s)
         for (int64_t id = 0; id < ne; ++id) {
             const int32_t c = count_[static_cast<size_t>(id)], r0 = first_[static_cast<size_t>(id)];

@@ -64,6 +64,16 @@ struct RouterScratch {
 void route_token(const MoeSpec& m, const float* logits, const float* selection_bias, int32_t* selected, float* weights,
                  RouterScratch& scratch);
 
+// Whether a decode step runs each selected expert's gate / up -> activation ->
+// down as one task of one parallel region (compute/matmul_batch.h,
+// matmul_expert_chains) or as two regions; the bits are the same either way. On
+// by default; KILN_EXPERT_CHAINS=0 in the environment turns it off (A/B runs),
+// tests switch it here.
+void set_expert_chains(bool on);
+bool expert_chains();
+// How many expert layers have run as chains in this process (tests).
+uint64_t expert_chain_layers();
+
 using MoeDump = std::function<void(const char* name, int layer, const float* data, int64_t n_per_row, int64_t n_rows)>;
 
 class MoeBlock {

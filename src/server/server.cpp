@@ -290,7 +290,9 @@ void Server::Impl::add_routes() {
 
 std::shared_ptr<LoadedModel> Server::Impl::load_model(const std::string& name, const std::string& path) const {
     const ServerOptions& o = state.options;
-    auto model = Model::load(path);
+    LoadOptions lo;
+    lo.expert_memory_budget = o.experts_memory;
+    auto model = Model::load(path, lo);
     auto lm = std::make_shared<LoadedModel>();
     lm->model = model;
     lm->name = name;

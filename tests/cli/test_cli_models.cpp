@@ -10,6 +10,7 @@
 
 #include "cli/cli_runner.h"
 #include "support/test_support.h"
+#include "support/tiny_models.h"
 
 using kiln::test::run_kiln;
 namespace fs = std::filesystem;
@@ -140,6 +141,36 @@ TEST(CliPlan, CountsTheDraftModel) {
     const std::string budget = std::to_string(static_cast<uint64_t>((alone["total_bytes"].get<double>() + draft / 2) / 1024)) + "KiB";
     EXPECT_TRUE(plan("-m " + m + " -c 512 --memory-budget " + budget)["fits"].get<bool>());
     EXPECT_FALSE(plan("-m " + m + " -c 512 --memory-budget " + budget + " --draft-model " + m)["fits"].get<bool>());
+}
+
+// --experts-memory: expert layers past it stay in the file's mapping (read in
+// place, through the page cache), so the plan leaves them out of total_bytes and
+// names them; run loads them so (its load note says which layers) and writes the
+// same text as a load that repacks every expert.
+TEST(CliPlan, ExpertsPastTheBudgetAreReadInPlaceNotCounted) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string m = kiln::test::temp_dir() + "/cli-experts-qwen3moe.gguf";
+    kiln::test::write_tiny_model("qwen3moe", kiln::test::smollm2_path(), m);
+    auto plan = [&](const std::string& args) {
+        auto r = run_kiln("plan -m " + m + " -c 64 " + args + " --json");
+        EXPECT_EQ(r.status, 0) << r.err;
+        return nlohmann::json::parse(r.out);
+    };
+    const auto whole = plan(""), none = plan("--experts-memory 0");
+    EXPECT_EQ(whole["experts_in_place_bytes"].get<uint64_t>(), 0u);
+    const uint64_t in_place = none["experts_in_place_bytes"].get<uint64_t>();
+    EXPECT_GT(in_place, 0u);
+    EXPECT_LT(none["total_bytes"].get<uint64_t>(), whole["total_bytes"].get<uint64_t>());
+    auto text = run_kiln("plan -m " + m + " -c 64 --experts-memory 0");
+    EXPECT_NE(text.out.find("experts read in place from the file"), std::string::npos) << text.out;
+
+    const std::string gen = "run -m " + m + " -p 'Once upon a time' -n 12 --temp 0 -c 64 -v";
+    auto all = run_kiln(gen), mapped = run_kiln(gen + " --experts-memory 0");
+    ASSERT_EQ(all.status, 0) << all.err;
+    ASSERT_EQ(mapped.status, 0) << mapped.err;
+    EXPECT_EQ(all.out, mapped.out);
+    EXPECT_EQ(all.err.find("experts read in place"), std::string::npos) << all.err;
+    EXPECT_NE(mapped.err.find("experts read in place from the file"), std::string::npos) << mapped.err;
 }
 
 // kiln list --json over a home with an Ollama store and a kiln folder; kiln
@@ -308,9 +339,10 @@ TEST(CliModels, AutotuneWritesTheTunedSectionThatRunAndChatRead) {
     for (const char* line : {"server.threads = 1 (kiln autotune, this CPU)\n", "batch_size = 64 (kiln autotune, this CPU)\n",
                              "kv_type = f32 (kiln autotune, this CPU)\n"})
         EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
-    r = run_kiln("--config " + cfg + " serve --print-config --kv-type q8_0 -b 32 -t 2");
+    r = run_kiln("--config " + cfg + " serve --print-config --kv-type q8_0 -b 32 -t 2 --experts-memory 1GiB");
     ASSERT_EQ(r.status, 0) << r.err;
-    for (const char* line : {"server.threads = 2 (flag)\n", "batch_size = 32 (flag)\n", "kv_type = q8_0 (flag)\n"})
+    for (const char* line : {"server.threads = 2 (flag)\n", "batch_size = 32 (flag)\n", "kv_type = q8_0 (flag)\n",
+                             "experts_memory = 1073741824 (flag)\n"})
         EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
     r = run_kiln("--config " + kiln::test::temp_dir() + "/autotune-empty.json serve --print-config");
     ASSERT_EQ(r.status, 0) << r.err;

@@ -13,6 +13,7 @@
 #include "kiln/context.h"
 #include "kiln/error.h"
 #include "kiln/gguf/writer.h"
+#include "model/moe.h"
 #include "support/test_support.h"
 #include "support/tiny_models.h"
 
@@ -450,6 +451,41 @@ TEST(ExpertsInPlace, LogitsEqualRepackedExperts) {
         all.expert_memory_budget = uint64_t{1} << 40;
         const auto whole = kiln::Model::load(path, all);
         for (const std::string& n : whole->load_notes()) EXPECT_FALSE(n.starts_with("experts read in place")) << n;
+    }
+}
+
+// A decode step runs each selected expert's gate / up -> activation -> down as one
+// task (matmul_expert_chains): the logits are those of the two-region path, bit
+// for bit, for every expert family with quantized experts (routing with shared
+// experts, biases, scales, ungated ReLU² / GELU experts, sigmoid routers).
+TEST(ExpertChains, DecodeBitsEqualTheTwoRegionPath) {
+    for (const char* family : {"qwen3moe", "gpt-oss", "gpt-oss@mxfp4", "qwen2moe", "olmoe", "phimoe@long", "granitemoe@shared", "llama@mixtral",
+                               "deepseek2@q4_k", "dots1@q4_k", "ernie4_5-moe@q4_k", "bailingmoe2@q4_k", "glm4moe@q8_0",
+                               "hunyuan-moe@q8_0", "minimax-m2@q8_0", "gemma4@moe_q8_0", "nemotron_h_moe", "qwen35moe"}) {
+        SCOPED_TRACE(family);
+        const std::string path = kiln::test::temp_dir() + "/chains-tiny-" + family + ".gguf";
+        kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), path);
+        auto model = kiln::Model::load(path);
+        const auto t = tokens_for(5, 12, model->n_vocab());
+        auto run = [&](bool chains) {
+            kiln::set_expert_chains(chains);
+            kiln::Context c(model, {.n_ctx = 32, .n_threads = 2});
+            std::vector<float> all;
+            c.decode(std::span<const int32_t>(t.data(), 8), &all);  // prefill: never chained
+            for (size_t i = 8; i < t.size(); ++i) {
+                std::vector<float> step;
+                c.decode(std::span<const int32_t>(&t[i], 1), &step);
+                all.insert(all.end(), step.begin(), step.end());
+            }
+            return all;
+        };
+        const auto two_regions = run(false);
+        const uint64_t before = kiln::expert_chain_layers();
+        const auto chained = run(true);
+        kiln::set_expert_chains(true);
+        EXPECT_GT(kiln::expert_chain_layers(), before) << "no decode step ran its experts as chains";
+        ASSERT_EQ(two_regions.size(), chained.size());
+        EXPECT_EQ(std::memcmp(two_regions.data(), chained.data(), chained.size() * sizeof(float)), 0);
     }
 }
 

@@ -413,6 +413,10 @@ std::vector<FamilyRecipe> expert_and_lowbit_recipes() {
          .shape = {2, 64, 4, 2, 64, 16, 8}, .attn_type = T::Q8_0, .ffn_type = T::Q8_0, .embd_type = T::Q8_0,
          .tied_output = false, .output_type = T::Q8_0, .scales = false, .attn_out_bias = true, .quant_variants = false,
          .name_with_family = true, .first_name = "gpt_oss", .moe = X{.n_expert = 8, .n_used = 2, .tie = 6}, .gpt_oss = true},
+        {.family = "gpt-oss@mxfp4", .description = "gpt-oss as above with MXFP4 experts, as the release ships them; Q8_0 attention",
+         .shape = {2, 64, 4, 2, 64, 16, 8}, .attn_type = T::Q8_0, .ffn_type = T::MXFP4, .embd_type = T::Q8_0,
+         .tied_output = false, .output_type = T::Q8_0, .scales = false, .attn_out_bias = true, .quant_variants = false,
+         .name_with_family = true, .first_name = "gpt_oss", .moe = X{.n_expert = 8, .n_used = 2, .tie = 6}, .gpt_oss = true},
         {.family = "qwen2moe", .description = "qwen2moe: 8 experts top-2 not renormalized + sigmoid-gated shared expert, Q/K/V "
                                               "biases; Q4_K experts, Q8_0 shared expert",
          .shape = {2, 256, 4, 2, 256, 64, 0}, .attn_type = T::Q8_0, .ffn_type = T::Q4_K, .embd_type = T::Q8_0,
