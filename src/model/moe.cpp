@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <string>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "compute/kernels/kernels.h"
 #include "compute/kernels/packing.h"
@@ -175,8 +175,10 @@ void MoeBlock::eval(int il, const LayerWeights& lw, const float* h, int n, float
     // of one parallel region (one wait on the pool instead of two).
     bool chained = false;
     if (n == 1 && !m.weight_before_ffn && !x.in_place && expert_chains()) {
-        std::vector<ExpertChain> chains;
-        std::vector<int64_t> chain_id;
+        std::vector<ExpertChain>& chains = chains_;
+        std::vector<int64_t>& chain_id = chain_id_;
+        chains.clear();
+        chain_id.clear();
         for (int64_t id = 0; id < ne; ++id) {
             const int32_t r0 = first_[static_cast<size_t>(id)];
             if (count_[static_cast<size_t>(id)] == 0) continue;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "compute/matmul.h"
+#include "compute/matmul_batch.h"
 #include "compute/thread_pool.h"
 #include "model/registry.h"
 #include "model/spec.h"
@@ -107,6 +108,8 @@ private:
     std::vector<float> sh_gate_, sh_up_;          // shared expert [n_ff_shexp, n]
     std::vector<float> sh_down_;                  // [n_embd, n]
     std::vector<float> sh_router_;                // [1, n]
+    std::vector<ExpertChain> chains_;             // a decode step's selected experts (matmul_expert_chains)
+    std::vector<int64_t> chain_id_;               // their expert ids
 };
 
 }  // namespace kiln
