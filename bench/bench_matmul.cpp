@@ -78,12 +78,7 @@ void bm_matmul(benchmark::State& state, GgmlType type, const KernelTable* k, int
 // q / k / v, o, gate / up, down; a 49,152-row output head), grouped as the engine
 // groups them, each layer with its own weights so that nothing stays in cache.
 // Shows what a token costs in products alone, against the memory bound.
-void bm_decode_model(benchmark::State& state, GgmlType type, Isa isa, int threads) {
-    const KernelTable* k = kernel_table(isa);
-    if (!k) {
-        state.SkipWithError("level not available");
-        return;
-    }
+void bm_decode_model(benchmark::State& state, GgmlType type, const KernelTable* k, int threads) {
     constexpr int64_t d = 2048, kv = 512, ff = 8192, vocab = 49152, layers = 16;
     struct Layer {
         Fixture q, k, v, o, gate, up, down;
@@ -131,12 +126,14 @@ void register_all() {
                               GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::IQ4_NL, GgmlType::MXFP4,
                               GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
                               GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::TQ1_0, GgmlType::TQ2_0};
-    // Every level this CPU runs; on CPUs with AVX-VNNI also the AVX2 table without it.
+    // Every level this CPU runs; on CPUs with AVX-VNNI also the AVX2 table without it,
+    // with AVX512_VBMI the AVX-512 one without it.
     std::vector<const KernelTable*> tables;
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
         if (const KernelTable* k = kernel_table(isa)) tables.push_back(k);
 #if defined(__x86_64__)
     if (kernel_table(Isa::Avx2) && kernel_table(Isa::Avx2)->avx_vnni) tables.insert(tables.begin() + 1, &avx2_kernels_without_vnni());
+    if (kernel_table(Isa::Avx512) && kernel_table(Isa::Avx512)->avx512_vbmi) tables.insert(tables.end() - 1, &avx512_kernels_without_vbmi());
 #endif
     for (const KernelTable* k : tables) {
         for (GgmlType t : types)
@@ -150,12 +147,13 @@ void register_all() {
                 }
             }
     }
-    // Decode of a whole 1B llama's products (the active level; matmul_many runs it).
+    // Decode of a whole 1B llama's products (the active table, KILN_ISA's; matmul_many runs it).
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS,
-                       GgmlType::MXFP4, GgmlType::IQ2_XXS, GgmlType::IQ3_XXS, GgmlType::TQ1_0, GgmlType::TQ2_0})
+                       GgmlType::MXFP4, GgmlType::IQ2_XXS, GgmlType::IQ3_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_S,
+                       GgmlType::TQ1_0, GgmlType::TQ2_0})
         for (int threads : {1, 2})
             benchmark::RegisterBenchmark(("decode/1B-llama/" + std::string(ggml_type_name(t)) + "/threads:" + std::to_string(threads)).c_str(),
-                                         bm_decode_model, t, kernels().isa, threads)
+                                         bm_decode_model, t, &kernels(), threads)
                 ->UseRealTime();
     // Low-bit prefill on the shapes of a 1B llama layer (ffn gate / up, ffn down; attention is the 2048 x 2048 above).
     for (const KernelTable* k : tables) {

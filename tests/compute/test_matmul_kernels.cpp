@@ -29,7 +29,8 @@ std::vector<Isa> simd_levels() {
 // The tables to compare for a weight type: each compiled and supported level's;
 // on CPUs with AVX-VNNI also the AVX2 table as CPUs without it get it (vpmaddubsw
 // products); and for BF16 on CPUs with AVX512_BF16 also the AVX-512 table as CPUs
-// without that extension get it (BF16 by the emulation).
+// without that extension get it (BF16 by the emulation); on CPUs with AVX512_VBMI
+// also the AVX-512 table without it (the grid i-quants by gathers).
 std::vector<std::pair<std::string, const KernelTable*>> simd_tables(GgmlType type) {
     std::vector<std::pair<std::string, const KernelTable*>> out;
     for (Isa isa : simd_levels())
@@ -37,6 +38,7 @@ std::vector<std::pair<std::string, const KernelTable*>> simd_tables(GgmlType typ
 #if defined(__x86_64__)
     if (kernel_table(Isa::Avx2) && kernel_table(Isa::Avx2)->avx_vnni) out.push_back({"avx2 without AVX-VNNI", &avx2_kernels_without_vnni()});
     const KernelTable* t512 = kernel_table(Isa::Avx512);
+    if (t512 && t512->avx512_vbmi) out.push_back({"avx512 without AVX512_VBMI", &avx512_kernels_without_vbmi()});
     if (type == GgmlType::BF16 && t512 && t512->bf16_pair_acts) {
         static const KernelTable emulated = [t512] {
             KernelTable k = *t512;

@@ -1,7 +1,9 @@
 // The per-level kernel tables and the choice of the active one.
 #include <atomic>
 #include <cstdlib>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "compute/alibi.h"
 #include "compute/attention.h"
@@ -104,34 +106,61 @@ const KernelTable& avx2_kernels_without_vnni() {
     return t;
 }
 
-const KernelTable& avx512_kernels() {
-    static const KernelTable t = [] {
-        KernelTable k = scalar_kernels();
-        k.isa = Isa::Avx512;
-        k.quant = k_avx512_quant;
-        k.prep_act = avx512::prep_act;
-        k.bf16_pair_acts = cpu_features().avx512bf16;
-        k.gemm_float = k.bf16_pair_acts ? avx512::gemm_float : avx512::gemm_float_bf16_emulated;
-        k.silu_mul = avx512::silu_mul;
-        k.f32_to_f16 = avx512::f32_to_f16;
-        k.round_to_f16 = avx512::round_to_f16;
-        k.round_to_bf16 = avx512::round_to_bf16;
-        k.q8_0_to_f32 = avx512::q8_0_to_f32;
-        k.rope_apply = avx512::rope_apply;
-        k.gelu_mul = avx512::gelu_mul;
-        k.rms_norm = avx512::rms_norm;
-        k.softmax = avx512::softmax;
-        k.attend_row = avx512::attend_row;
-        k.attend_block = avx512::attend_block;
-        k.attend_stream = avx512::attend_stream;
-        k.alibi_bias = avx512::alibi_bias;
-        k.ssm_scan2 = avx512::ssm_scan2;
-        k.ssm_delta = avx512::ssm_delta;
-        k.rwkv_wkv6 = avx512::rwkv_wkv6;
-        k.rwkv_gla = avx512::rwkv_gla;
-        k.rwkv_wkv7 = avx512::rwkv_wkv7;
-        return k;
+namespace {
+// The AVX-512 products with the grid i-quants by VBMI permutes (IQ1_S / IQ1_M keep their gathers).
+const std::vector<QuantKernel>& avx512_vbmi_quant() {
+    static const std::vector<QuantKernel> v = [] {
+        std::vector<QuantKernel> out(std::begin(k_avx512_quant), std::end(k_avx512_quant));
+        for (QuantKernel& k : out) switch (k.type) {
+                case GgmlType::IQ2_XXS: k.gemm = avx512::vbmi::gemm_iq2_xxs; break;
+                case GgmlType::IQ2_XS: k.gemm = avx512::vbmi::gemm_iq2_xs; break;
+                case GgmlType::IQ2_S: k.gemm = avx512::vbmi::gemm_iq2_s; break;
+                case GgmlType::IQ3_XXS: k.gemm = avx512::vbmi::gemm_iq3_xxs; break;
+                case GgmlType::IQ3_S: k.gemm = avx512::vbmi::gemm_iq3_s; break;
+                default: break;
+            }
+        return out;
     }();
+    return v;
+}
+
+KernelTable make_avx512_table(bool vbmi) {
+    KernelTable k = scalar_kernels();
+    k.isa = Isa::Avx512;
+    k.avx512_vbmi = vbmi;
+    k.quant = vbmi ? std::span<const QuantKernel>(avx512_vbmi_quant()) : std::span<const QuantKernel>(k_avx512_quant);
+    k.prep_act = avx512::prep_act;
+    k.bf16_pair_acts = cpu_features().avx512bf16;
+    k.gemm_float = k.bf16_pair_acts ? avx512::gemm_float : avx512::gemm_float_bf16_emulated;
+    k.silu_mul = avx512::silu_mul;
+    k.f32_to_f16 = avx512::f32_to_f16;
+    k.round_to_f16 = avx512::round_to_f16;
+    k.round_to_bf16 = avx512::round_to_bf16;
+    k.q8_0_to_f32 = avx512::q8_0_to_f32;
+    k.rope_apply = avx512::rope_apply;
+    k.gelu_mul = avx512::gelu_mul;
+    k.rms_norm = avx512::rms_norm;
+    k.softmax = avx512::softmax;
+    k.attend_row = avx512::attend_row;
+    k.attend_block = avx512::attend_block;
+    k.attend_stream = avx512::attend_stream;
+    k.alibi_bias = avx512::alibi_bias;
+    k.ssm_scan2 = avx512::ssm_scan2;
+    k.ssm_delta = avx512::ssm_delta;
+    k.rwkv_wkv6 = avx512::rwkv_wkv6;
+    k.rwkv_gla = avx512::rwkv_gla;
+    k.rwkv_wkv7 = avx512::rwkv_wkv7;
+    return k;
+}
+}  // namespace
+
+const KernelTable& avx512_kernels() {
+    static const KernelTable t = make_avx512_table(cpu_features().avx512vbmi);
+    return t;
+}
+
+const KernelTable& avx512_kernels_without_vbmi() {
+    static const KernelTable t = make_avx512_table(false);
     return t;
 }
 
@@ -155,22 +184,25 @@ const KernelTable* compiled_table(Isa isa) {
 }
 
 // KILN_ISA=scalar|avx2|avx512 lowers the level (never raises it past the CPU's);
-// avx2-novnni is the AVX2 level without AVX-VNNI (as on CPUs that lack it).
+// avx2-novnni is the AVX2 level without AVX-VNNI (as on CPUs that lack it),
+// avx512-novbmi the AVX-512 level without AVX512_VBMI (Skylake-X, Cascade Lake).
 const KernelTable* initial_table() {
     Isa isa = best_isa();
-    bool without_vnni = false;
+    bool without_vnni = false, without_vbmi = false;
     if (const char* env = std::getenv("KILN_ISA")) {
         const std::string v = env;
         Isa want = isa;
         if (v == "scalar") want = Isa::Scalar;
         if (v == "avx2" || v == "avx2-novnni") want = Isa::Avx2;
-        if (v == "avx512") want = Isa::Avx512;
+        if (v == "avx512" || v == "avx512-novbmi") want = Isa::Avx512;
         if (static_cast<int>(want) < static_cast<int>(isa)) isa = want;
         without_vnni = v == "avx2-novnni";
+        without_vbmi = v == "avx512-novbmi";
     }
     while (!compiled_table(isa) || !isa_supported(isa)) isa = static_cast<Isa>(static_cast<int>(isa) - 1);
 #if KILN_HAVE_X86_KERNELS
     if (isa == Isa::Avx2 && without_vnni) return &avx2_kernels_without_vnni();
+    if (isa == Isa::Avx512 && without_vbmi) return &avx512_kernels_without_vbmi();
 #endif
     return compiled_table(isa);
 }
@@ -184,7 +216,9 @@ std::atomic<const KernelTable*>& active() {
 
 const KernelTable& kernels() { return *active().load(std::memory_order_relaxed); }
 
-std::string kernels_name(const KernelTable& k) { return std::string(isa_name(k.isa)) + (k.avx_vnni ? "+avx-vnni" : ""); }
+std::string kernels_name(const KernelTable& k) {
+    return std::string(isa_name(k.isa)) + (k.avx_vnni ? "+avx-vnni" : "") + (k.avx512_vbmi ? "+vbmi" : "");
+}
 
 const KernelTable* kernel_table(Isa isa) { return isa_supported(isa) ? compiled_table(isa) : nullptr; }
 

@@ -51,6 +51,8 @@ struct KernelTable {
     bool bf16_pair_acts = false;
     // The AVX2 quantized products use AVX-VNNI's vpdpbusd (CPUs that have it).
     bool avx_vnni = false;
+    // The AVX-512 grid i-quant products use AVX512_VBMI's byte permutes (CPUs that have it).
+    bool avx512_vbmi = false;
 
     // Element-wise kernels over n floats; each element's result depends on its
     // value only (tails are handled as full vectors), so any split of a row is
@@ -113,7 +115,8 @@ struct KernelTable {
 
 // The active table.
 const KernelTable& kernels();
-// A table's name as tools print it: its level, "avx2+avx-vnni" for the AVX2 table with AVX-VNNI.
+// A table's name as tools print it: its level, "avx2+avx-vnni" for the AVX2 table
+// with AVX-VNNI, "avx512+vbmi" for the AVX-512 one with AVX512_VBMI.
 std::string kernels_name(const KernelTable& k);
 // The table of a level if it is compiled in and this CPU runs it, else nullptr.
 const KernelTable* kernel_table(Isa isa);
@@ -126,7 +129,8 @@ const KernelTable& scalar_kernels();
 #if defined(__x86_64__)
 const KernelTable& avx2_kernels();  // with AVX-VNNI where the CPU has it
 const KernelTable& avx2_kernels_without_vnni();
-const KernelTable& avx512_kernels();
+const KernelTable& avx512_kernels();  // with AVX512_VBMI where the CPU has it
+const KernelTable& avx512_kernels_without_vbmi();
 #endif
 
 }  // namespace kiln

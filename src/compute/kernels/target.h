@@ -10,6 +10,9 @@
 #define KILN_TARGET_AVX2 __attribute__((target("avx2,fma,f16c,bmi,bmi2,popcnt")))
 #define KILN_TARGET_AVX512 \
     __attribute__((target("avx2,fma,f16c,bmi,bmi2,popcnt,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+// AVX-512 with AVX512_VBMI's byte permutes (vpermb, vpermi2b, vpmultishiftqb).
+#define KILN_TARGET_AVX512VBMI \
+    __attribute__((target("avx2,fma,f16c,bmi,bmi2,popcnt,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
 #else
 #define KILN_HAVE_X86_KERNELS 0
 #endif

@@ -72,6 +72,15 @@ KILN_DECLARE_X86_KERNELS
 // gemm_float for CPUs without AVX512_BF16: BF16 by the AVX2 emulation (its
 // activations as two f32 per pair: KernelTable::bf16_pair_acts false).
 void gemm_float_bf16_emulated(const PackedMatrix& w, const FloatActs& a, int64_t p0, int64_t p1, float* y, int64_t ldy);
+// The grid i-quants by AVX512_VBMI's byte permutes instead of gathers (CPUs that
+// have it; avx512vbmi_iq_grid.cpp).
+namespace vbmi {
+void gemm_iq2_xxs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);
+void gemm_iq2_xs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);
+void gemm_iq2_s(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);
+void gemm_iq3_xxs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);
+void gemm_iq3_s(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);
+}  // namespace vbmi
 }
 
 #undef KILN_DECLARE_X86_KERNELS
