@@ -802,7 +802,7 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden, float* row_
 }
 
 void Forward::log_rows(int seq, int64_t pos0, int n_rows) {
-    if (ssm_) ssm_->log_start(seq, pos0, n_rows, *recurrent_);
+    if (ssm_) ssm_->log_start(seq, pos0, n_rows, *recurrent_, pool_);
 }
 
 void Forward::log_stop(int seq) {
@@ -813,7 +813,6 @@ bool Forward::can_replay(int seq, int64_t n_keep) const { return ssm_ && ssm_->c
 
 int Forward::replay(int seq, int64_t n_keep) {
     const int n_rows = static_cast<int>(n_keep - ssm_->log_start_pos(seq));
-    ssm_->restore_logged(seq, *recurrent_);
     for (int il = 0; il < spec_.n_layer; ++il)
         if (spec_.layers[static_cast<size_t>(il)].has_recurrent_state())
             ssm_->replay_layer(il, w_.layers[static_cast<size_t>(il)].ssm, seq, n_rows, *recurrent_, pool_);

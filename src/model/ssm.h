@@ -136,7 +136,7 @@ public:
     // runs only those recurrences (no projections) for the rows before n_keep, the
     // same kernels on the same inputs in the same order, so the state is the bits
     // a decode of just those rows leaves.
-    void log_start(int seq, int64_t pos0, int n_rows, RecurrentState& states);
+    void log_start(int seq, int64_t pos0, int n_rows, RecurrentState& states, const ThreadPool& pool);
     void log_stop(int seq);
     // Keeps the log's first n rows only (the state now holds pos0 + n positions).
     void log_truncate(int seq, int n);
@@ -145,8 +145,8 @@ public:
     // Whether replay can bring seq to n_keep positions: n_keep - pos0 rows, all logged.
     bool can_replay(int seq, int64_t n_keep) const;
     int64_t log_start_pos(int seq) const { return logs_[static_cast<size_t>(seq)].pos0; }
-    // Restores seq's saved state (every layer), then replay_layer each recurrent layer.
-    void restore_logged(int seq, RecurrentState& states) const;
+    // Restores layer il's saved state of seq, then replays its first n_rows rows
+    // (the copy just before the replay leaves the state in cache for it).
     void replay_layer(int il, const SsmWeights& w, int seq, int n_rows, RecurrentState& states, const ThreadPool& pool);
     uint64_t log_bytes() const;  // allocated for logs (on first use)
 

@@ -43,14 +43,25 @@ int64_t log_floats_for(const ModelSpec& s) {
     return 0;
 }
 
+// A copy of n bytes split across the pool: one thread does not reach the memory's bandwidth.
+void parallel_copy(uint8_t* dst, const uint8_t* src, size_t n, const ThreadPool& pool) {
+    constexpr int64_t k_chunk = 64 << 10;
+    const int64_t n_chunks = static_cast<int64_t>((n + k_chunk - 1) / k_chunk);
+    pool.parallel_for(n_chunks, 1, [&](int64_t c0, int64_t c1, int) {
+        const size_t b = static_cast<size_t>(c0 * k_chunk), e = std::min(n, static_cast<size_t>(c1 * k_chunk));
+        std::memcpy(dst + b, src + b, e - b);
+    });
+}
+
 }  // namespace
 
-void SsmMixer::log_start(int seq, int64_t pos0, int n_rows, RecurrentState& states) {
+void SsmMixer::log_start(int seq, int64_t pos0, int n_rows, RecurrentState& states, const ThreadPool& pool) {
     if (log_floats_ == 0) log_floats_ = log_floats_for(spec_);
     if (logs_.size() < static_cast<size_t>(states.n_seq())) logs_.resize(static_cast<size_t>(states.n_seq()));
     RowLog& lg = logs_[static_cast<size_t>(seq)];
     const std::span<const uint8_t> live = states.live(seq);
-    lg.base.assign(live.begin(), live.end());
+    if (lg.base.size() != live.size()) lg.base.resize(live.size());
+    parallel_copy(lg.base.data(), live.data(), live.size(), pool);
     lg.pos0 = pos0;
     lg.n_rows = n_rows;
     lg.n_valid = n_rows;
@@ -107,16 +118,12 @@ void SsmMixer::log_part(int il, int n, int64_t at, const float* src, int64_t str
         if (float* row = log_row(il, r)) std::memcpy(row + at, src + r * stride, static_cast<size_t>(count) * sizeof(float));
 }
 
-void SsmMixer::restore_logged(int seq, RecurrentState& states) const {
-    const RowLog& lg = logs_[static_cast<size_t>(seq)];
-    const std::span<uint8_t> live = states.live(seq);
-    std::memcpy(live.data(), lg.base.data(), live.size());
-}
-
 void SsmMixer::replay_layer(int il, const SsmWeights& w, int seq, int n_rows, RecurrentState& states, const ThreadPool& pool) {
-    if (n_rows <= 0) return;
     const SsmSpec& m = spec_.ssm;
     const RowLog& lg = logs_[static_cast<size_t>(seq)];
+    uint8_t* layer = states.state(il, seq);
+    parallel_copy(layer, lg.base.data() + (layer - states.live(seq).data()), states.state_bytes(il), pool);
+    if (n_rows <= 0) return;
     auto row = [&](int r) {
         return lg.rows.data() + (static_cast<size_t>(il) * static_cast<size_t>(lg.n_rows) + static_cast<size_t>(r)) *
                                     static_cast<size_t>(log_floats_);
