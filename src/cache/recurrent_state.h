@@ -44,6 +44,8 @@ public:
 
     // The live state of `seq` in layer il (zeroed for a new sequence).
     uint8_t* state(int il, int seq);
+    // Every layer's live state of `seq`, as one block (a replay log saves and restores it).
+    std::span<uint8_t> live(int seq) { return {slot(seq, 0), static_cast<size_t>(seq_bytes_)}; }
     uint64_t state_bytes(int il) const { return layer_bytes_[static_cast<size_t>(il)]; }
     // Positions of the checkpoints `seq` holds, least recently used first.
     std::vector<int64_t> checkpoints(int seq) const;

@@ -34,6 +34,16 @@ void conv_step(float* state, const float* x, const float* w, const float* bias, 
     }
 }
 
+void conv_shift(float* state, const float* x, int d_conv, int64_t n) {
+    const int n_keep = d_conv - 1;
+    if (n_keep <= 0) return;
+    for (int64_t c = 0; c < n; ++c) {
+        float* s = state + c * n_keep;
+        for (int j = 0; j + 1 < n_keep; ++j) s[j] = s[j + 1];
+        s[n_keep - 1] = x[c];
+    }
+}
+
 void scan2_step(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C, float* y,
                 int d_state, int head_dim, int n_head, int n_group, int h0, int h1) {
     const int heads_per_group = n_head / n_group;

@@ -28,6 +28,10 @@ float softplus(float x);
 // bias may be null (no bias: the sum as it is).
 void conv_step(float* state, const float* x, const float* w, const float* bias, float* y, int d_conv, int64_t c0, int64_t c1);
 
+// conv_step's state update alone (the state shifts x[c] in), channels [0, n):
+// what a replay of logged rows needs (src/model/ssm_replay.cpp).
+void conv_shift(float* state, const float* x, int d_conv, int64_t n);
+
 // Mamba-2 scan of one position, heads [h0, h1). Head h (group g = h / (n_head /
 // n_group)) with dt' = softplus(dt[h]) and dA = exp(dt' · A[h]):
 //   s[i][d] = s[i][d] · dA + B[g][i] · (x[h][d] · dt'),   y[h][d] = Σ_i s[i][d] · C[g][i]

@@ -117,6 +117,14 @@ void AssistantDrafter::record(const Batch& b, const Context& target) {
     }
 }
 
+uint64_t AssistantDrafter::decode_bytes() const {
+    auto bytes = [](const Matrix& m) { return m.empty() ? uint64_t{0} : m.row_bytes * static_cast<uint64_t>(m.n_out); };
+    uint64_t n = bytes(weights_.output) + bytes(input_.pre) + bytes(weights_.assistant_post);
+    for (const LayerWeights& l : weights_.layers)
+        for (const Matrix* m : {&l.wq, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) n += bytes(*m);
+    return n;
+}
+
 void AssistantDrafter::clear(SeqId seq) { kept_[static_cast<size_t>(seq)].pos.clear(); }
 
 uint64_t AssistantDrafter::memory_bytes() const {

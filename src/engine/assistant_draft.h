@@ -47,6 +47,9 @@ public:
     const Model& model() const override { return *model_; }
     int n_ctx() const override { return n_ctx_; }
     uint64_t memory_bytes() const override;  // the kept states and the pass's buffers
+    // Its layers' Q, O and FFN, the pre / post projections and the tied output
+    // head (no K / V products: it reads the target's cells).
+    uint64_t decode_bytes() const override;
     // Sees the assistant's named intermediates (result_output: each pass's logits).
     void set_debug_hook(DebugHook hook) { forward_->set_debug_hook(std::move(hook)); }
 

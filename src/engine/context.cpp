@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 
 #include "cache/hybrid_memory.h"
 #include "engine/context_internals.h"
@@ -49,6 +50,10 @@ constexpr int64_t k_checkpoint_interval = 512;
 // Planned checkpoints closer than this to an earlier one are left out (the end
 // of a prompt just after the start of its generation prompt).
 constexpr int64_t k_checkpoint_gap = 16;
+// A decode whose rows of a sequence all want outputs (a speculative verification
+// batch) and number at most this logs them, so that a rollback into them replays
+// the recurrences instead of evaluating the kept rows again (SsmMixer's replay log).
+constexpr int64_t k_max_logged_rows = 64;
 
 int checkpoint_count(uint64_t one) {
     if (one == 0) return 0;
@@ -214,6 +219,8 @@ struct Context::Impl {
     void validate(const Batch& b);
     std::vector<int64_t> next, added;  // [n_seq_max]: scratch of validate, its result
     std::vector<int64_t> target;       // [n_seq_max]: each sequence's length after the decode
+    std::vector<uint8_t> logged;       // [n_seq_max]: this decode logs the sequence's rows (replay)
+    ReplayStats replay;
     // seq_plan_checkpoints: per sequence, the positions its prompt leaves
     // checkpoints at (ascending), and the prompt's end.
     std::vector<std::vector<int64_t>> plans;
@@ -339,6 +346,25 @@ void Context::decode(const Batch& batch) {
     // that just ended.
     const bool checkpoints = im.memory->keeps_checkpoints();
     const bool recurrent = im.memory->recurrent() != nullptr;
+    // A verification batch's rows are logged instead of checkpointed: a rollback
+    // into them replays the recurrences of the kept rows (Context::seq_rollback).
+    im.logged.assign(im.tokens.size(), 0);
+    if (recurrent && im.forward->has_recurrent()) {
+        std::vector<uint8_t> all_out(im.tokens.size(), 1);
+        for (int i = 0; i < batch.size(); ++i)
+            if (!batch.outputs()[static_cast<size_t>(i)]) all_out[static_cast<size_t>(batch.seqs()[static_cast<size_t>(i)])] = 0;
+        for (size_t s = 0; s < im.tokens.size(); ++s) {
+            if (im.added[s] == 0) continue;
+            im.logged[s] = all_out[s] && im.added[s] > 1 && im.added[s] <= k_max_logged_rows;
+            if (im.logged[s]) {
+                const auto t0 = std::chrono::steady_clock::now();
+                im.forward->log_rows(static_cast<int>(s), static_cast<int64_t>(im.tokens[s].size()), static_cast<int>(im.added[s]));
+                im.replay.log_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                ++im.replay.logs;
+            } else
+                im.forward->log_stop(static_cast<int>(s));
+        }
+    }
     if (checkpoints) {
         im.target.resize(im.tokens.size());
         for (size_t s = 0; s < im.tokens.size(); ++s) im.target[s] = static_cast<int64_t>(im.tokens[s].size()) + im.added[s];
@@ -350,7 +376,7 @@ void Context::decode(const Batch& batch) {
             for (int i = done + 1; i < done + n; ++i) {
                 const size_t s = static_cast<size_t>(batch.seqs()[static_cast<size_t>(i)]);
                 const int64_t p = batch.positions()[static_cast<size_t>(i)];
-                if (im.planned(s) ? im.plan_has(s, p) : im.added[s] > 1 && p == im.target[s] - 1) {
+                if (im.planned(s) ? im.plan_has(s, p) : !im.logged[s] && im.added[s] > 1 && p == im.target[s] - 1) {
                     n = i - done;
                     break;
                 }
@@ -387,7 +413,7 @@ void Context::decode(const Batch& batch) {
                     im.memory->checkpoint_at(static_cast<int>(s), *it, len);
                 continue;
             }
-            if (!recurrent || im.added[s] <= 1) continue;
+            if (!recurrent || im.added[s] <= 1 || im.logged[s]) continue;
             if (len == im.target[s] - 1 || len == im.target[s] || len / k_checkpoint_interval != before / k_checkpoint_interval)
                 im.memory->checkpoint(static_cast<int>(s), len);
         }
@@ -443,8 +469,28 @@ int64_t Context::seq_rollback(SeqId seq, int64_t n_keep) {
     std::vector<TokenId>& t = im.tokens[static_cast<size_t>(seq)];
     const int64_t n_past = static_cast<int64_t>(t.size());
     n_keep = std::clamp<int64_t>(n_keep, 0, n_past);
-    const int64_t kept = im.memory->rollback(seq, n_keep, n_past);
-    im.shortfall = kept < n_keep ? im.memory->last_shortfall() : Shortfall::None;
+    int64_t kept = 0;
+    if (n_keep < n_past && im.forward->can_replay(seq, n_keep)) {
+        // Into the rows of the last verification batch: the KV cells are cut, the
+        // recurrent state replayed from before the batch.
+        KvCache* kv = im.memory->kv();
+        kept = kv ? kv->rollback(seq, n_keep, n_past) : n_keep;
+        im.shortfall = kv && kept < n_keep ? kv->last_shortfall() : Shortfall::None;
+        if (kept == n_keep) {
+            const auto t0 = std::chrono::steady_clock::now();
+            im.replay.replayed_rows += static_cast<uint64_t>(im.forward->replay(seq, n_keep));
+            im.replay.replay_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            ++im.replay.replays;
+        } else {  // a sliding ring that moved on: nothing is left to return to
+            im.memory->clear(seq);
+            im.forward->log_stop(seq);
+            kept = 0;
+        }
+    } else {
+        kept = im.memory->rollback(seq, n_keep, n_past);
+        im.shortfall = kept < n_keep ? im.memory->last_shortfall() : Shortfall::None;
+        if (kept < n_past) im.forward->log_stop(seq);
+    }
     t.resize(static_cast<size_t>(kept));
     if (seq == 0) im.last_logits.clear();
     return kept;
@@ -457,6 +503,7 @@ int64_t Context::seq_copy(SeqId src, SeqId dst, int64_t n) {
     const std::vector<TokenId>& from = im.tokens[static_cast<size_t>(src)];
     n = std::clamp<int64_t>(n, 0, static_cast<int64_t>(from.size()));
     if (src == dst) return seq_rollback(src, n);
+    im.forward->log_stop(dst);
     const int64_t held = im.memory->copy_prefix(src, dst, n, static_cast<int64_t>(from.size()));
     im.shortfall = held < n ? im.memory->last_shortfall() : Shortfall::None;
     im.tokens[static_cast<size_t>(dst)].assign(from.begin(), from.begin() + held);
@@ -468,6 +515,7 @@ void Context::seq_clear(SeqId seq) {
     Impl& im = *impl_;
     im.check_seq(seq);
     im.memory->clear(seq);
+    im.forward->log_stop(seq);
     im.tokens[static_cast<size_t>(seq)].clear();
     im.plans[static_cast<size_t>(seq)].clear();
     if (seq == 0) im.last_logits.clear();
@@ -508,6 +556,7 @@ const std::vector<int64_t>& Context::seq_planned_checkpoints(SeqId seq) const {
 }
 
 std::string_view Context::last_shortfall() const { return shortfall_name(impl_->shortfall); }
+const ReplayStats& ContextInternals::replay_stats(const Context& c) { return c.impl_->replay; }
 
 void Context::seq_checkpoint(SeqId seq) {
     impl_->check_seq(seq);

@@ -53,6 +53,9 @@ public:
     virtual const Model& model() const = 0;
     virtual int n_ctx() const = 0;  // a sequence drafts only while it fits
     virtual uint64_t memory_bytes() const = 0;
+    // The weight bytes one drafted token reads (SpecCost's prior for gamma, over
+    // the target's): a draft model's decode bytes.
+    virtual uint64_t decode_bytes() const { return model().footprint().decode_bytes; }
 };
 
 class DraftModel : public Drafter {

@@ -60,8 +60,8 @@ struct Slot {
     std::vector<TokenId> history;      // prompt + generated tokens: what the drafter searches
     SpecControl spec;                  // the drafter's (source)
     DraftSource source = DraftSource::Lookup;
-    // auto with an MTP head: prompt lookup is tried first, with its own control
-    // (free drafts that pay where the text repeats), the head where it finds none.
+    // auto with a draft model or an MTP head: prompt lookup is tried first, with its
+    // own control (free drafts that pay where the text repeats), the drafter where it finds none.
     std::optional<SpecControl> lookup;
     DraftSource step_source = DraftSource::Lookup;  // who drafted this step's draft
     bool sample_now = false;           // this step's batch gives it logits to sample from
@@ -91,14 +91,13 @@ struct Engine::Impl {
     }
     // Whether a request in `mode` may draft with the head.
     bool wants_mtp(SpecMode mode) const {
-        return has_head && (mode == SpecMode::Mtp || (mode == SpecMode::Auto && spec_note.empty() && !draft));
+        return has_head && (mode == SpecMode::Mtp || (mode == SpecMode::Auto && !draft));
     }
     std::vector<Slot> slots;
     Batch batch;
     std::vector<SeqId> batch_outputs;  // slot of each output of the batch
     uint64_t clock = 0;
     SpecCost spec_cost;
-    std::string spec_note;  // why this model does not draft in auto mode (empty: it does)
 
     Slot& slot(SeqId seq) {
         if (seq < 0 || seq >= static_cast<SeqId>(slots.size()))
@@ -136,13 +135,6 @@ Engine::Engine(std::shared_ptr<const Model> model, const ContextOptions& options
     impl_->model = std::move(model);
     impl_->slots.resize(static_cast<size_t>(impl_->ctx->n_seq_max()));
     impl_->has_head = mtp;
-    // A recurrent state returns only to its checkpoints, so each rejected draft
-    // would cost evaluating the kept tokens again: auto leaves such models alone
-    // (an explicit ngram still works, losslessly, through that re-evaluation).
-    if (ModelInternals::spec(*impl_->model).memory != MemoryKind::Kv)
-        impl_->spec_note = std::string("speculation off: the model's recurrent state rolls back only to checkpoints, "
-                                       "so every rejected draft would cost a re-evaluation (--spec ngram") +
-                           (mtp ? " or mtp" : "") + " forces it)";
 }
 
 Engine::~Engine() = default;
@@ -172,7 +164,7 @@ void Engine::set_draft_model(std::shared_ptr<const Model> draft) {
     }
     const uint64_t target_bytes = im.model->footprint().decode_bytes;
     if (target_bytes > 0)
-        im.spec_cost.set_draft_prior(static_cast<double>(im.draft->model().footprint().decode_bytes) / target_bytes);
+        im.spec_cost.set_draft_prior(static_cast<double>(im.draft->decode_bytes()) / static_cast<double>(target_bytes));
 }
 
 const Model* Engine::draft_model() const { return impl_->draft ? &impl_->draft->model() : nullptr; }
@@ -260,18 +252,16 @@ SeqId Engine::submit(std::span<const TokenId> prompt, const GenerateOptions& o, 
     s.sampler.emplace(o.sampling, im.model->n_vocab());
     if (constraint) s.sampler->add_constraint(std::move(constraint));
     s.sampler->accept_prompt(prompt);  // the penalties' history starts with the prompt
-    SpecOptions so = o.spec;
-    if (so.mode == SpecMode::Auto && !im.spec_note.empty()) {
-        so.mode = SpecMode::Off;
-        s.result.spec.note = im.spec_note;
-    }
+    const SpecOptions so = o.spec;
     s.options.spec = so;
     s.source = so.mode == SpecMode::Mtp                                       ? DraftSource::Mtp
                : im.draft && (so.mode == SpecMode::Draft || so.mode == SpecMode::Auto) ? DraftSource::Model
                : im.has_head && so.mode == SpecMode::Auto                         ? DraftSource::Mtp
                                                                                   : DraftSource::Lookup;
     s.spec = SpecControl(so, s.source);
-    if (so.mode == SpecMode::Auto && s.source == DraftSource::Mtp) s.lookup.emplace(so, DraftSource::Lookup);
+    // auto with a drafter that costs passes (a draft model, the MTP head): prompt
+    // lookup first, free where the sequence's own text repeats.
+    if (so.mode == SpecMode::Auto && s.source != DraftSource::Lookup) s.lookup.emplace(so, DraftSource::Lookup);
     if (so.mode != SpecMode::Off) s.history.assign(prompt.begin(), prompt.end());
     s.stream.emplace(im.model->tokenizer());
     s.stops.emplace(o.stop);
@@ -375,7 +365,7 @@ int Engine::Impl::plan_draft(Slot& s, int64_t length, int batch_room) {
         s.step_source = DraftSource::Lookup;
         return static_cast<int>(s.draft.size());
     };
-    if (s.lookup) {  // auto with an MTP head: prompt lookup first
+    if (s.lookup) {  // auto with a draft model or an MTP head: prompt lookup first
         const int k = s.lookup->plan(room_k, spec_cost);
         if (k > 0 && lookup(k) > 0) return static_cast<int>(s.draft.size());
     }

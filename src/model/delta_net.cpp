@@ -90,6 +90,7 @@ void SsmMixer::eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, i
         });
     }
     dump("linear_attn_qkv_mixed", proj_.data(), nc);
+    log_part(il, n, 0, proj_.data(), nc, nc);
     conv(il, w, seq, n, proj_.data(), nc, 0, states, pool, true);
     dump("conv_output_silu", xc_.data(), nc);
     // Per row: q and k L2-normed per key head (as llama.cpp: RMSNorm with eps / d,
@@ -111,6 +112,9 @@ void SsmMixer::eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, i
             }
         }
     });
+    log_part(il, n, nc, xc_.data(), nc, nc);
+    log_part(il, n, 2 * nc, alpha_.data(), nv, nv);
+    log_part(il, n, 2 * nc + nv, beta_.data(), nv, nv);
     // The recurrence: threads take value heads, each walks the rows in order.
     // Grouped heads: one value head at a time with its own key head as the only one.
     const auto delta_step = kernels().ssm_delta;

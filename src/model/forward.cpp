@@ -756,6 +756,7 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden, float* row_
         norm_rows(spec_, x_.data(), w_.tok_embd_norm, w_.tok_embd_norm_b, x_.data(), n, e, pool_);
     prepare_rope(b);
     plan_spans(b);
+    if (ssm_) ssm_->set_pass_rows(b.seq, b.pos, n);
     dump("inp_embd", -1, x_.data(), e, n);
     if (spec_.n_embd_per_layer > 0) per_layer_inputs(b);  // per_layer_embd.cpp
 
@@ -798,6 +799,25 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden, float* row_
     if (spec_.logit_multiplier != 1.0f) ops::scale(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.logit_multiplier);
     if (spec_.final_softcap > 0.0f) ops::softcap(logits, static_cast<int64_t>(n_out) * spec_.n_vocab, spec_.final_softcap);
     dump("result_output", -1, logits, spec_.n_vocab, n_out);
+}
+
+void Forward::log_rows(int seq, int64_t pos0, int n_rows) {
+    if (ssm_) ssm_->log_start(seq, pos0, n_rows, *recurrent_, pool_);
+}
+
+void Forward::log_stop(int seq) {
+    if (ssm_) ssm_->log_stop(seq);
+}
+
+bool Forward::can_replay(int seq, int64_t n_keep) const { return ssm_ && ssm_->can_replay(seq, n_keep); }
+
+int Forward::replay(int seq, int64_t n_keep) {
+    const int n_rows = static_cast<int>(n_keep - ssm_->log_start_pos(seq));
+    for (int il = 0; il < spec_.n_layer; ++il)
+        if (spec_.layers[static_cast<size_t>(il)].has_recurrent_state())
+            ssm_->replay_layer(il, w_.layers[static_cast<size_t>(il)].ssm, seq, n_rows, *recurrent_, pool_);
+    ssm_->log_truncate(seq, n_rows);
+    return n_rows;
 }
 
 }  // namespace kiln

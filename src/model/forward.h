@@ -78,6 +78,17 @@ public:
     // (what a multi-token-prediction head reads: src/model/nextn.h).
     void eval(const BatchRows& batch, float* logits, float* hidden = nullptr, float* row_hidden = nullptr);
 
+    // Rolling back into a verification batch (SsmMixer's replay log, ssm.h): with
+    // recurrent layers, log_rows saves seq's state and logs its next n_rows rows
+    // (from pos0); replay then brings its recurrent state to n_keep positions
+    // (can_replay: pos0 <= n_keep <= what was logged) without the projections.
+    bool has_recurrent() const { return ssm_ != nullptr; }
+    void log_rows(int seq, int64_t pos0, int n_rows);
+    void log_stop(int seq);
+    bool can_replay(int seq, int64_t n_keep) const;
+    int replay(int seq, int64_t n_keep);  // returns the rows replayed
+    uint64_t log_bytes() const { return ssm_ ? ssm_->log_bytes() : 0; }
+
 private:
     // Elements of the activation buffers for a batch of n_batch_max rows.
     struct BufferSizes {

@@ -127,6 +127,7 @@ void SsmMixer::eval_rwkv6(int il, const SsmWeights& w, const int32_t* seq, int n
     else
         rows_for([&](int64_t t) { ops::layer_norm(x + t * e, rw.norm, rw.norm_b, a + t * e, e, eps); });
     dump("attn_norm", a, e);
+    log_part(il, n, 0, a, e, e);
     shift(a, sx, 0);
     rows_for([&](int64_t t) {
         for (int64_t i = 0; i < e; ++i) xxx[t * e + i] = sx[t * e + i] * rw.lerp_x[i] + a[t * e + i];
@@ -182,6 +183,13 @@ void SsmMixer::eval_rwkv6(int il, const SsmWeights& w, const int32_t* seq, int n
             if (qrwkv) k[t * e + i] = k[t * e + i] - k[t * e + i] * wd[t * e + i];
         }
     });
+    {
+        int64_t at = 2 * e;
+        for (const float* p : {k, v, r, wd}) {
+            log_part(il, n, at, p, e, e);
+            at += e;
+        }
+    }
     // WKV (QRWKV: gated linear attention): threads take heads, each walks the rows in order.
     const int64_t shift_floats = (qrwkv ? 1 : 2) * e;
     const float gla_scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -220,6 +228,7 @@ void SsmMixer::eval_rwkv6(int il, const SsmWeights& w, const int32_t* seq, int n
     // ---- channel mix (out holds the stream from here)
     rows_for([&](int64_t t) { ops::layer_norm(out + t * e, rw.norm2, rw.norm2_b, bn + t * e, e, eps); });
     dump("ffn_norm", bn, e);
+    log_part(il, n, e, bn, e, e);
     shift(bn, sx, 1);
     rows_for([&](int64_t t) {
         for (int64_t i = 0; i < e; ++i) {

@@ -141,6 +141,7 @@ void SsmMixer::eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n
     else
         rows_for([&](int64_t t) { ops::layer_norm(x + t * e, rw.norm, rw.norm_b, a_in + t * e, e, eps); });
     dump("attn_norm", a_in, e);
+    log_part(il, n, 0, a_in, e, e);
     shift(a_in, sx, 0);
     rows_for([&](int64_t t) {
         for (int p = 0; p < n_mix; ++p) {
@@ -195,6 +196,13 @@ void SsmMixer::eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n
             kk[o + i] = -kk[o + i];
         }
     });
+    {
+        int64_t at = 2 * e;  // the WKV's inputs, for a replay (ssm_replay.cpp)
+        for (const float* p : {r, wd, k, v, kk, kb}) {
+            log_part(il, n, at, p, e, e);
+            at += e;
+        }
+    }
     const int64_t shift_floats = (arwkv ? 1 : 2) * e;  // the token-shift rows before the WKV state
     const auto wkv7 = kernels().rwkv_wkv7;
     pool.parallel_for(nh, 1, [&](int64_t h0, int64_t h1, int) {
@@ -234,6 +242,7 @@ void SsmMixer::eval_rwkv7(int il, const SsmWeights& w, const int32_t* seq, int n
     // ---- channel mix
     rows_for([&](int64_t t) { ops::layer_norm(out + t * e, rw.norm2, rw.norm2_b, bn + t * e, e, eps); });
     dump("ffn_norm", bn, e);
+    log_part(il, n, e, bn, e, e);
     shift(bn, sx, 1);
     rows_for([&](int64_t t) {
         for (int64_t i = 0; i < e; ++i) ck[t * e + i] = sx[t * e + i] * rw.c_lerp_k[i] + bn[t * e + i];

@@ -163,6 +163,7 @@ void SsmMixer::eval_shortconv(int il, const SsmWeights& w, const int32_t* seq, i
             for (int64_t i = 0; i < e; ++i) bx[i] = p[i] * p[2 * e + i];
         }
     });
+    log_part(il, n, 0, g_.data(), e, e);
     conv(il, w, seq, n, g_.data(), e, 0, states, pool, false);
     if (hook) hook("shortconv_conv", il, xc_.data(), e, n);
     pool.parallel_for(n, 1, [&](int64_t r0, int64_t r1, int) {
@@ -187,10 +188,13 @@ void SsmMixer::eval2(int il, const SsmWeights& w, const int32_t* seq, int n, con
     // f32 [d_in_proj, n]: z [d_inner] | x B C [n_conv] | dt [n_head]
     matmul(w.in, h, n, proj_.data(), pool, mm);
     dump("ssm_in", proj_.data(), np);
+    log_part(il, n, 0, proj_.data() + di, np, nc);
     conv(il, w, seq, n, proj_.data(), np, di, states, pool, true);
     dump("ssm_conv", xc_.data(), nc);
     for (int r = 0; r < n; ++r)
         for (int64_t k = 0; k < nh; ++k) dt_[static_cast<size_t>(r * nh + k)] = proj_[static_cast<size_t>(r * np + di + nc + k)] + w.dt_b[k];
+    log_part(il, n, nc, xc_.data(), nc, nc);
+    log_part(il, n, 2 * nc, dt_.data(), nh, nh);
     // The scan: threads take heads, each walks the rows in order.
     const auto scan2 = kernels().ssm_scan2;
     pool.parallel_for(nh, 1, [&](int64_t h0, int64_t h1, int) {
@@ -233,6 +237,7 @@ void SsmMixer::eval1(int il, const SsmWeights& w, const int32_t* seq, int n, con
     // f32 [2 d_inner, n]: x | z
     matmul(w.in, h, n, proj_.data(), pool, mm);
     dump("ssm_in", proj_.data(), np);
+    log_part(il, n, 0, proj_.data(), np, di);
     conv(il, w, seq, n, proj_.data(), np, 0, states, pool, true);
     dump("ssm_conv", xc_.data(), di);
     matmul(w.x_proj, xc_.data(), n, xdb_.data(), pool, mm);
@@ -256,6 +261,9 @@ void SsmMixer::eval1(int il, const SsmWeights& w, const int32_t* seq, int n, con
     }
     matmul(w.dt_proj, dtl_.data(), n, dt_.data(), pool, mm);
     for (int r = 0; r < n; ++r) ops::add(dt_.data() + r * di, w.dt_b, di);
+    log_part(il, n, di, xc_.data(), di, di);
+    log_part(il, n, 2 * di, dt_.data(), di, di);
+    log_part(il, n, 3 * di, xdb_.data() + dr, nxdb, 2 * ds);
     pool.parallel_for(di, 16, [&](int64_t c0, int64_t c1, int) {
         for (int r = 0; r < n; ++r) {
             float* st = reinterpret_cast<float*>(states.state(il, seq[r]) + conv_bytes_);

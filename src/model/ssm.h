@@ -128,7 +128,46 @@ public:
     void eval(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,
               const ThreadPool& pool, MatmulScratch& mm, const Hook& hook);
 
+    // The replay log (ssm_replay.cpp), for rolling a sequence back into the rows
+    // of a verification batch exactly: log_start saves the sequence's state as it
+    // is and has the evaluations of its next n_rows rows (positions pos0 ..) keep
+    // each recurrent layer's recurrence inputs (the convolution's input row and
+    // what the scan / delta rule / WKV reads); replay restores the saved state and
+    // runs only those recurrences (no projections) for the rows before n_keep, the
+    // same kernels on the same inputs in the same order, so the state is the bits
+    // a decode of just those rows leaves.
+    void log_start(int seq, int64_t pos0, int n_rows, RecurrentState& states, const ThreadPool& pool);
+    void log_stop(int seq);
+    // Keeps the log's first n rows only (the state now holds pos0 + n positions).
+    void log_truncate(int seq, int n);
+    // Before a pass: each row's place in its sequence's log.
+    void set_pass_rows(const int32_t* seq, const int64_t* pos, int n);
+    // Whether replay can bring seq to n_keep positions: n_keep - pos0 rows, all logged.
+    bool can_replay(int seq, int64_t n_keep) const;
+    int64_t log_start_pos(int seq) const { return logs_[static_cast<size_t>(seq)].pos0; }
+    // Restores layer il's saved state of seq, then replays its first n_rows rows
+    // (the copy just before the replay leaves the state in cache for it).
+    void replay_layer(int il, const SsmWeights& w, int seq, int n_rows, RecurrentState& states, const ThreadPool& pool);
+    uint64_t log_bytes() const;  // allocated for logs (on first use)
+
 private:
+    // The log's part of one row of layer il: null where the row is not logged.
+    float* log_row(int il, int r);
+    // Copies count floats of each logged row r (src + r * stride) to offset `at` of its log row.
+    void log_part(int il, int n, int64_t at, const float* src, int64_t stride, int64_t count);
+    struct RowLog {
+        int64_t pos0 = -1;          // position of the first logged row (-1: no log)
+        int n_rows = 0;             // rows logged (a row's place in `rows` depends on it)
+        int n_valid = 0;            // of them, the rows the state may still be replayed to
+        std::vector<uint8_t> base;  // the sequence's whole recurrent state before them
+        std::vector<float> rows;    // [log_floats_, n_rows, n_layer]
+    };
+    std::vector<RowLog> logs_;      // per sequence
+    std::vector<int32_t> log_index_;  // this pass: each row's index in its log (-1: none)
+    std::vector<int32_t> log_seq_;    // ... and its sequence
+    int64_t log_floats_ = 0;        // logged per row and layer
+    std::vector<float> replay_y_;   // replay's discarded outputs
+
     void conv(int il, const SsmWeights& w, const int32_t* seq, int n, const float* src, int64_t src_stride, int64_t src_offset,
               RecurrentState& states, const ThreadPool& pool, bool silu);
     void eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, int n, const float* h, float* out, RecurrentState& states,

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/assistant_draft.h"
+#include "model/internals.h"
 #include "kiln/catalog.h"
 #include "kiln/context.h"
 #include "kiln/engine.h"
@@ -198,6 +199,28 @@ void expect_error(const std::function<void()>& f, const std::vector<std::string>
 }
 
 // A target it cannot read: each error names what differs.
+// The cost prior (SpecCost's gamma before it is measured) is the weight bytes one
+// drafted token reads: Q, O and the FFN of each layer, the pre / post
+// projections and the tied head; no K / V (the target's cells are read).
+TEST(AssistantDraft, CostPriorIsItsPerTokenWeightBytes) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const ModelPtr target = tiny("gemma4"), asst = assistant("gemma4");
+    const kiln::ContextOptions co{.n_ctx = 64, .hidden_states = true};
+    kiln::Context ctx(target, co);
+    const kiln::AssistantDrafter drafter(asst, *target, ctx, co);
+    const kiln::ModelWeights& w = kiln::ModelInternals::weights(*asst);
+    auto bytes = [](const kiln::Matrix& m) { return m.empty() ? uint64_t{0} : m.row_bytes * static_cast<uint64_t>(m.n_out); };
+    uint64_t want = bytes(w.output) + bytes(w.assistant_pre) + bytes(w.assistant_post);
+    for (const kiln::LayerWeights& l : w.layers) {
+        EXPECT_TRUE(l.wk.empty() && l.wv.empty() && l.wqkv.empty()) << "an assistant has no K / V products";
+        want += bytes(l.wq) + bytes(l.wo) + bytes(l.ffn_gate) + bytes(l.ffn_up) + bytes(l.ffn_down);
+    }
+    EXPECT_EQ(drafter.decode_bytes(), want);
+    EXPECT_GT(bytes(w.assistant_pre) + bytes(w.assistant_post), 0u);
+    // The footprint a draft model's prior would use leaves the projections out.
+    EXPECT_EQ(drafter.decode_bytes(), asst->footprint().decode_bytes + bytes(w.assistant_pre) + bytes(w.assistant_post));
+}
+
 TEST(AssistantDraft, PairingErrorsNameWhatDiffers) {
     auto pair = [](const std::string& target, const std::string& for_target) {
         kiln::Engine engine(tiny(target), {.n_ctx = 64});

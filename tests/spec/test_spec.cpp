@@ -6,8 +6,7 @@
 // text, a summary); seeded sampling (with penalties) is the same on and off; a
 // JSON-schema-constrained reply is the same on and off; stop strings and token
 // limits end the reply at the same place; several sequences drafting in one
-// batch; a tiny hybrid model is lossless through re-evaluation (ngram) and
-// left alone, with the reason, by auto.
+// batch (recurrent and hybrid models: test_spec_recurrent.cpp).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -280,36 +279,6 @@ TEST(SpecBatch, SequencesDraftingInOneBatchEqualEachAlone) {
     for (int i = 0; i < 3; ++i) seqs.push_back(engine.submit(toks[static_cast<size_t>(i)], options(SpecMode::Ngram, 48, kiln::SamplingParams::greedy())));
     while (engine.busy()) engine.step();
     for (int i = 0; i < 3; ++i) expect_same(alone[static_cast<size_t>(i)], engine.result(seqs[static_cast<size_t>(i)]), "seq " + std::to_string(i));
-}
-
-// A hybrid model's recurrent state returns only to checkpoints: ngram drafting
-// stays lossless by evaluating the kept tokens again; auto does not draft and
-// says why.
-TEST(SpecHybrid, TinyHybridIsLosslessWithNgramAndOffInAuto) {
-    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
-    const std::string path = kiln::test::temp_dir() + "/spec-tiny-qwen35.gguf";
-    kiln::test::write_tiny_model("qwen35", kiln::test::smollm2_path(), path);
-    auto model = kiln::Model::load(path);
-    // A prompt that repeats itself, so that lookups find drafts.
-    std::vector<TokenId> toks;
-    for (int r = 0; r < 4; ++r)
-        for (TokenId t : {101, 202, 303, 404, 505, 606, 707}) toks.push_back(t);
-    kiln::GenerateOptions o = options(SpecMode::Off, 40, kiln::SamplingParams::greedy());
-    o.ignore_eos = true;
-    kiln::Session session(model, ctx(256));
-    const auto plain = session.generate(toks, o);
-    session.reset();
-    o.spec.mode = SpecMode::Ngram;
-    const auto spec = session.generate(toks, o);
-    expect_same(plain, spec, "hybrid ngram");
-    EXPECT_GT(spec.spec.drafted, 0);
-    EXPECT_TRUE(spec.spec.note.empty());
-    session.reset();
-    o.spec.mode = SpecMode::Auto;
-    const auto autom = session.generate(toks, o);
-    expect_same(plain, autom, "hybrid auto");
-    EXPECT_EQ(autom.spec.drafted, 0);
-    EXPECT_NE(autom.spec.note.find("recurrent state"), std::string::npos) << autom.spec.note;
 }
 
 TEST(SpecOptions, BadValuesAreErrors) {

@@ -1,0 +1,213 @@
+// Speculative decoding on recurrent and hybrid models (every recurrent family the
+// tiny-model generator writes): a rollback into a verification batch replays the
+// logged recurrences (SsmMixer's replay log, src/model/ssm_replay.cpp), so
+//  - the recurrent state after rolling a k + 1-row batch back to any row is the
+//    bits a plain decode of the kept tokens leaves, and what follows decodes to
+//    the same logits (KV cells of the hybrids too);
+//  - greedy output with --spec ngram and auto is byte-identical to --spec off,
+//    auto drafts (it no longer leaves these models alone), and seeded sampling is
+//    the same on and off;
+//  - several sequences drafting in one batch equal each alone, and a second turn
+//    reusing a speculative turn's prefix equals a cold run.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+#include "cache/recurrent_state.h"
+#include "engine/context_internals.h"
+#include "kiln/context.h"
+#include "kiln/engine.h"
+#include "support/test_support.h"
+#include "support/tiny_models.h"
+
+namespace {
+
+using kiln::SpecMode;
+using kiln::TokenId;
+using ModelPtr = std::shared_ptr<const kiln::Model>;
+
+const std::vector<std::string> k_families = {"qwen35",     "qwen35moe", "qwen3next", "qwen3next@ssm_in", "mamba",  "mamba@falcon",
+                                             "mamba2",     "nemotron_h", "granitehybrid", "falcon-h1",   "jamba",  "lfm2",
+                                             "rwkv6",      "rwkv6qwen2", "rwkv7",     "arwkv7"};
+
+ModelPtr tiny(const std::string& family) {
+    static std::map<std::string, ModelPtr> models;
+    ModelPtr& m = models[family];
+    if (!m) {
+        const std::string p = kiln::test::temp_dir() + "/spec-recurrent-" + family + ".gguf";
+        kiln::test::write_tiny_model(family, kiln::test::smollm2_path(), p);
+        m = kiln::Model::load(p);
+    }
+    return m;
+}
+
+// A prompt that repeats itself, so that prompt lookup finds drafts.
+std::vector<TokenId> repeating_prompt() {
+    std::vector<TokenId> toks;
+    for (int r = 0; r < 4; ++r)
+        for (TokenId t : {101, 202, 303, 404, 505, 606, 707}) toks.push_back(t);
+    return toks;
+}
+
+std::vector<uint8_t> live_state(kiln::Context& c, kiln::SeqId seq) {
+    const std::span<uint8_t> s = kiln::ContextInternals::memory(c).recurrent()->live(seq);
+    return {s.begin(), s.end()};
+}
+
+std::vector<float> logits_of(const kiln::Context& c, int output) {
+    const auto l = c.logits(output);
+    return {l.begin(), l.end()};
+}
+
+void decode_prompt(kiln::Context& c, const std::vector<TokenId>& toks) {
+    kiln::Batch b;
+    for (size_t i = 0; i < toks.size(); ++i) b.add(toks[i], static_cast<int64_t>(i), 0, i + 1 == toks.size());
+    c.decode(b);
+}
+
+kiln::GenerateOptions options(SpecMode mode, int max_tokens, const kiln::SamplingParams& sampling) {
+    kiln::GenerateOptions o;
+    o.max_tokens = max_tokens;
+    o.sampling = sampling;
+    o.spec.mode = mode;
+    o.ignore_eos = true;
+    return o;
+}
+
+void expect_same(const kiln::GenerationResult& a, const kiln::GenerationResult& b, const std::string& what) {
+    EXPECT_EQ(a.tokens, b.tokens) << what;
+    EXPECT_EQ(a.text, b.text) << what;
+    EXPECT_EQ(a.finish, b.finish) << what;
+    EXPECT_EQ(a.completion_tokens, b.completion_tokens) << what;
+}
+
+// Long enough for the tiny models' greedy replies to repeat themselves (lookup drafts).
+constexpr int k_reply_tokens = 160;
+
+class SpecRecurrent : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SpecRecurrent, RollbackIntoAVerifyBatchLeavesAPlainDecodesState) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const ModelPtr model = tiny(GetParam());
+    const std::vector<TokenId> prompt = repeating_prompt();
+    const std::vector<TokenId> rows = {808, 101, 202, 909, 303, 404};  // the pending token and a draft of 5
+    const int64_t p0 = static_cast<int64_t>(prompt.size());
+    const kiln::ContextOptions co{.n_ctx = 128, .n_batch = 16};
+    for (int kept = 1; kept < static_cast<int>(rows.size()); ++kept) {
+        const std::string what = GetParam() + " keeping " + std::to_string(kept) + " rows";
+        kiln::Context spec(model, co);
+        decode_prompt(spec, prompt);
+        kiln::Batch v;
+        for (size_t j = 0; j < rows.size(); ++j) v.add(rows[j], p0 + static_cast<int64_t>(j), 0, true);
+        spec.decode(v);
+        const std::vector<float> row_logits = logits_of(spec, kept - 1);
+        ASSERT_EQ(spec.seq_rollback(0, p0 + kept), p0 + kept) << what;
+
+        kiln::Context plain(model, co);
+        decode_prompt(plain, prompt);
+        std::vector<float> last;
+        for (int j = 0; j < kept; ++j) {
+            kiln::Batch one;
+            one.add(rows[static_cast<size_t>(j)], p0 + j, 0, true);
+            plain.decode(one);
+            last = logits_of(plain, 0);
+        }
+        EXPECT_EQ(row_logits, last) << what << ": a verification row's logits are a single step's";
+        EXPECT_TRUE(live_state(spec, 0) == live_state(plain, 0)) << what << ": the recurrent state differs";
+        // What follows the rollback: the same logits (the hybrids' KV cells too).
+        for (kiln::Context* c : {&spec, &plain}) {
+            kiln::Batch next;
+            next.add(555, p0 + kept, 0, true);
+            c->decode(next);
+        }
+        EXPECT_EQ(logits_of(spec, 0), logits_of(plain, 0)) << what << ": the next step";
+    }
+}
+
+TEST_P(SpecRecurrent, GreedyAndSeededOutputIsTheSameWithAndWithoutDrafting) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const ModelPtr model = tiny(GetParam());
+    const std::vector<TokenId> toks = repeating_prompt();
+    kiln::Session session(model, {.n_ctx = 256});
+    const auto plain = session.generate(toks, options(SpecMode::Off, k_reply_tokens, kiln::SamplingParams::greedy()));
+    int drafted = 0;
+    for (SpecMode mode : {SpecMode::Ngram, SpecMode::Auto}) {
+        session.reset();
+        const auto spec = session.generate(toks, options(mode, k_reply_tokens, kiln::SamplingParams::greedy()));
+        expect_same(plain, spec, GetParam() + " " + std::string(kiln::spec_mode_name(mode)));
+        drafted += spec.spec.drafted;
+    }
+    // Their random replies do not repeat within the reply (the rollback test above covers them).
+    if (GetParam() != "rwkv6qwen2" && GetParam() != "arwkv7") EXPECT_GT(drafted, 0) << GetParam() << ": auto and ngram drafted nothing";
+    kiln::SamplingParams sp;
+    sp.seed = 77;
+    sp.repeat_penalty = 1.05f;
+    session.reset();
+    const auto seeded_off = session.generate(toks, options(SpecMode::Off, k_reply_tokens, sp));
+    session.reset();
+    const auto seeded_on = session.generate(toks, options(SpecMode::Ngram, k_reply_tokens, sp));
+    expect_same(seeded_off, seeded_on, GetParam() + " seeded");
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, SpecRecurrent, ::testing::ValuesIn(k_families), [](const auto& info) {
+    std::string n = info.param;
+    for (char& c : n)
+        if (c == '@' || c == '-') c = '_';
+    return n;
+});
+
+TEST(SpecRecurrentBatch, SequencesDraftingInOneBatchEqualEachAlone) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    for (const std::string family : {"qwen35", "nemotron_h", "rwkv7"}) {
+        const ModelPtr model = tiny(family);
+        std::vector<std::vector<TokenId>> toks;
+        std::vector<kiln::GenerationResult> alone;
+        for (int i = 0; i < 3; ++i) {
+            std::vector<TokenId> t = repeating_prompt();
+            t.push_back(100 + 7 * i);  // each its own
+            toks.push_back(t);
+            kiln::Session s(model, {.n_ctx = 256});
+            alone.push_back(s.generate(t, options(SpecMode::Off, 96, kiln::SamplingParams::greedy())));
+        }
+        kiln::Engine engine(model, {.n_ctx = 256, .n_seq_max = 3});
+        std::vector<kiln::SeqId> seqs;
+        for (int i = 0; i < 3; ++i)
+            seqs.push_back(engine.submit(toks[static_cast<size_t>(i)], options(SpecMode::Ngram, 96, kiln::SamplingParams::greedy())));
+        while (engine.busy()) engine.step();
+        int drafted = 0;
+        for (int i = 0; i < 3; ++i) {
+            const auto& r = engine.result(seqs[static_cast<size_t>(i)]);
+            expect_same(alone[static_cast<size_t>(i)], r, family + " seq " + std::to_string(i));
+            drafted += r.spec.drafted;
+        }
+        EXPECT_GT(drafted, 0) << family;
+    }
+}
+
+// A second turn that extends a speculative turn's sequence reuses its prefix and
+// gives what a cold run of the whole prompt gives.
+TEST(SpecRecurrentBatch, PrefixReuseAfterASpeculativeTurn) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    for (const std::string family : {"qwen35", "mamba2"}) {
+        const ModelPtr model = tiny(family);
+        kiln::Engine engine(model, {.n_ctx = 256});
+        const std::vector<TokenId> first = repeating_prompt();
+        const kiln::SeqId s1 = engine.submit(first, options(SpecMode::Ngram, 24, kiln::SamplingParams::greedy()));
+        while (engine.busy()) engine.step();
+        const auto turn1 = engine.result(s1);
+        EXPECT_GT(turn1.spec.drafted, 0) << family;
+        std::vector<TokenId> second = first;
+        second.insert(second.end(), turn1.tokens.begin(), turn1.tokens.end());
+        for (TokenId t : {111, 222, 333}) second.push_back(t);
+        const kiln::SeqId s2 = engine.submit(second, options(SpecMode::Ngram, 24, kiln::SamplingParams::greedy()));
+        while (engine.busy()) engine.step();
+        const auto turn2 = engine.result(s2);
+        EXPECT_GT(turn2.reused_tokens, static_cast<int>(first.size())) << family << ": the first turn's reply is reused";
+
+        kiln::Session cold(model, {.n_ctx = 256});
+        expect_same(cold.generate(second, options(SpecMode::Off, 24, kiln::SamplingParams::greedy())), turn2, family + " second turn");
+    }
+}
+
+}  // namespace
