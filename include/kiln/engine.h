@@ -49,8 +49,9 @@ std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "canc
 // glm4moe, deepseek2, qwen35 / qwen35moe), chained greedily for k tokens from the
 // trunk's hidden state.
 enum class SpecMode {
-    Auto,   // the draft model if the Engine has one, else prompt lookup and, where the model has
-            // one, its MTP head; drafting only while the measured acceptance and cost say it pays
+    Auto,   // prompt lookup where the sequence's context has a match, else the draft model if the
+            // Engine has one, else (where the model has one) its MTP head; each drafting only
+            // while the measured acceptance and cost say it pays (recurrent models too)
     Off,
     Ngram,  // prompt lookup on every step that finds a match, draft_max tokens
     Draft,  // the draft model on every step, as many tokens (draft_min..draft_max) as pay best
@@ -72,14 +73,12 @@ struct SpecStats {
     int accepted = 0;     // of those, kept
     int steps = 0;        // forward passes that gave the sequence tokens
     int draft_steps = 0;  // of those, passes that verified a draft
-    std::string note;     // why speculation was off, if it was
     double acceptance() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0; }
     SpecStats& operator+=(const SpecStats& o) {
         drafted += o.drafted;
         accepted += o.accepted;
         steps += o.steps;
         draft_steps += o.draft_steps;
-        if (note.empty()) note = o.note;
         return *this;
     }
 };

@@ -17,6 +17,7 @@ struct ChatSession::Impl {
     ChatFormat format;
     ContextPolicy policy = ContextPolicy::Stop;
     int dropped_turns = 0;
+    nlohmann::ordered_json prompt_messages;  // the messages the last prompt_tokens rendered
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
 
     std::string render(const nlohmann::ordered_json& msgs, const ChatTurnOptions& o) const;
@@ -106,6 +107,7 @@ chat::ChatRequest ChatSession::Impl::request(const nlohmann::ordered_json& msgs,
 // context when unbounded (at most half of it).
 std::vector<TokenId> ChatSession::Impl::prompt_tokens(const ChatTurnOptions& o) {
     dropped_turns = 0;
+    prompt_messages = messages;
     const Tokenizer& tok = model->tokenizer();
     std::vector<TokenId> ids = tok.encode(render(messages, o) + o.assistant_prefix);
     if (policy != ContextPolicy::DropOldest) return ids;
@@ -123,6 +125,7 @@ std::vector<TokenId> ChatSession::Impl::prompt_tokens(const ChatTurnOptions& o) 
         ++dropped_turns;
         ids = tok.encode(render(kept, o) + o.assistant_prefix);
     }
+    prompt_messages = kept;
     if (static_cast<int>(ids.size()) >= n_ctx)
         throw Error("the latest turn alone is " + std::to_string(ids.size()) + " tokens, more than the context of " +
                         std::to_string(n_ctx),
@@ -132,8 +135,9 @@ std::vector<TokenId> ChatSession::Impl::prompt_tokens(const ChatTurnOptions& o) 
 
 ChatReply ChatSession::reply(const ChatTurnOptions& o, const ReplyCallback& on_event) {
     Impl& im = *impl_;
-    const std::string prompt = render(o) + o.assistant_prefix;
     std::vector<TokenId> ids = im.prompt_tokens(o);
+    // The text of what is sent: the kept turns when DropOldest left some out.
+    const std::string prompt = im.render(im.prompt_messages, o) + o.assistant_prefix;
     ReplyOptions ro;
     ro.starts_in_thinking = prompt_opens_thinking(im.format, prompt);
     ro.stop = o.generate.stop;
@@ -147,10 +151,9 @@ ChatReply ChatSession::reply(const ChatTurnOptions& o, const ReplyCallback& on_e
     if (!o.assistant_prefix.empty()) deliver(parser.push(o.assistant_prefix));
     GenerateOptions go = o.generate;
     go.stop.clear();  // the parser holds stop strings back itself
-    // Checkpoints at the messages' starts (the whole conversation's prompt only).
-    if (im.dropped_turns == 0)
-        go.message_starts = chat::message_token_positions(im.model->tokenizer(), ids, prompt,
-                                                          chat::message_offsets(*im.tmpl, im.request(im.messages, o), prompt));
+    // Checkpoints at the starts of the messages sent (after DropOldest: the kept ones).
+    go.message_starts = chat::message_token_positions(im.model->tokenizer(), ids, prompt,
+                                                      chat::message_offsets(*im.tmpl, im.request(im.prompt_messages, o), prompt));
     GenerationResult r = im.session.generate(ids, go, [&](const TokenEvent& e) {
         deliver(parser.push(e.text));
         return !parser.done() && !stopped_by_callback;

@@ -113,8 +113,7 @@ int bench_spec(std::shared_ptr<const Model> model, const SpecBenchOptions& o) {
                             {"accepted", last.accepted},
                             {"acceptance", median(acceptance)},
                             {"steps", last.steps},
-                            {"draft_steps", last.draft_steps},
-                            {"note", last.note}};
+                            {"draft_steps", last.draft_steps}};
         std::printf("%s\n", j.dump(2).c_str());
         return 0;
     }
@@ -125,7 +124,6 @@ int bench_spec(std::shared_ptr<const Model> model, const SpecBenchOptions& o) {
     std::printf("| off | %.1f | 1.000 | - | - | - | - |\n", f);
     std::printf("| %s | %.1f | %.3f | %d | %d | %.1f%% | %d of %d |\n", o.mode.c_str(), s, f > 0 ? s / f : 0.0, last.drafted,
                 last.accepted, 100.0 * median(acceptance), last.draft_steps, last.steps);
-    if (!last.note.empty()) std::printf("%s\n", last.note.c_str());
     return 0;
 }
 

@@ -81,7 +81,6 @@ void GenerationFlags::attach_draft_model(Engine& engine) const {
 }
 
 std::string spec_report(const SpecStats& s, const std::string& mode) {
-    if (!s.note.empty()) return s.note;
     char line[256];
     std::snprintf(line, sizeof line,
                   "speculation %s: drafted %d tokens, accepted %d (%.1f%%); %d of %d steps verified a draft",

@@ -75,9 +75,11 @@ public:
             }
             close(chunks);
             if (chunks) {
+                Json usage = {{"output_tokens", result_.completion_tokens}};
+                if (Json s = cache_shortfall(result_); !s.is_null()) usage["cache_shortfall"] = s;
                 chunks->push_back({{"type", "message_delta"},
                                    {"delta", {{"stop_reason", stop_reason_}, {"stop_sequence", stop_sequence()}}},
-                                   {"usage", {{"output_tokens", result_.completion_tokens}}}});
+                                   {"usage", usage}});
                 chunks->push_back({{"type", "message_stop"}});
             }
         }
@@ -92,6 +94,7 @@ public:
                       {"cache_read_input_tokens", result_.reused_tokens},
                       {"cache_creation_input_tokens", 0},
                       {"output_tokens", result_.completion_tokens}};
+        if (Json s = cache_shortfall(result_); !s.is_null()) r["usage"]["cache_shortfall"] = s;
         return r;
     }
     std::vector<Json> stream_end() override { return {}; }

@@ -57,10 +57,16 @@ Json timings_json(int prompt_n, int cache_n, double prompt_s, int predicted_n, d
 // prompt_tokens_details: the prompt tokens served from the cache and, when the
 // memory could not keep all of the prefix a slot held (a sliding window or a
 // recurrent state without a checkpoint there), how many it re-evaluated and why.
+// {"tokens", "reason"}, or null when reuse took all the slot held (every API's
+// usage carries it under its own key: cache_shortfall).
+inline Json cache_shortfall(const GenerationResult& r) {
+    if (r.reuse_shortfall.empty()) return nullptr;
+    return {{"tokens", r.reusable_tokens - r.reused_tokens}, {"reason", r.reuse_shortfall}};
+}
+
 inline Json prompt_tokens_details(const GenerationResult& r) {
     Json d = {{"cached_tokens", r.reused_tokens}};
-    if (!r.reuse_shortfall.empty())
-        d["cache_shortfall"] = {{"tokens", r.reusable_tokens - r.reused_tokens}, {"reason", r.reuse_shortfall}};
+    if (Json s = cache_shortfall(r); !s.is_null()) d["cache_shortfall"] = s;
     return d;
 }
 

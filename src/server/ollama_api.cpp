@@ -214,6 +214,7 @@ private:
         r["total_duration"] = ns(result_.prefill_seconds + result_.decode_seconds);
         r["load_duration"] = 0;
         r["prompt_eval_count"] = result_.prompt_tokens - result_.reused_tokens;
+        if (Json s = cache_shortfall(result_); !s.is_null()) r["cache_shortfall"] = s;
         r["prompt_eval_duration"] = ns(result_.prefill_seconds);
         r["eval_count"] = result_.completion_tokens;
         r["eval_duration"] = ns(result_.decode_seconds);

@@ -5,7 +5,10 @@
 
 #include "kiln/chat.h"
 #include "kiln/error.h"
+#include "kiln/context.h"
+#include "kiln/engine.h"
 #include "support/test_support.h"
+#include "support/tiny_models.h"
 
 namespace {
 
@@ -74,4 +77,27 @@ TEST(ContextPolicy, ALatestTurnLongerThanTheContextIsAnError) {
         EXPECT_EQ(e.kind(), kiln::ErrorKind::ResourceExhausted);
         EXPECT_NE(std::string(e.what()).find("latest turn"), std::string::npos) << e.what();
     }
+}
+
+// After DropOldest leaves turns out, the prompt sent still gets checkpoints at
+// its messages' starts (a sliding-window model returns to an earlier message only
+// through one): the kept messages' starts, not the whole history's.
+TEST(ContextPolicy, DroppedTurnsStillCheckpointTheKeptMessages) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const std::string path = kiln::test::temp_dir() + "/drop-oldest-gemma3.gguf";
+    kiln::test::write_tiny_model("gemma3", kiln::test::smollm2_path(), path);
+    auto model = kiln::Model::load(path);
+    kiln::ChatOptions o;
+    o.context.n_ctx = 256;
+    o.context_policy = kiln::ContextPolicy::DropOldest;
+    kiln::ChatSession chat(model, o);
+    fill(chat, 6);
+    chat.reply(greedy(100));
+    ASSERT_GT(chat.dropped_turns(), 0);
+    const std::vector<int64_t> plan = chat.session().context().seq_planned_checkpoints(0);
+    // The prompt's end adds two; the kept system prompt, turns and last question add theirs.
+    ASSERT_GT(plan.size(), 4u) << "no message-start checkpoints after dropping turns";
+    const int64_t n_prompt = plan.back();
+    for (int64_t p : plan) EXPECT_LE(p, n_prompt);
+    EXPECT_LT(plan.front(), 32);  // the first kept message starts near the front
 }
