@@ -164,16 +164,16 @@ bool matmul_expert_chains(std::span<const ExpertChain> chains, const float* x, c
     auto& packs = scratch.packs;
     packs.clear();
     packs.push_back(pack_for(*first_in));
+    // Each pack's offset into the buffer, held in its data pointer until the buffer exists.
     uint64_t bytes = (packs[0].group_bytes + 63) / 64 * 64;
-    std::vector<uint64_t> offsets{0};
     for (const ExpertChain& c : chains) {
         packs.push_back(pack_for(*c.down));
-        offsets.push_back(bytes);
+        packs.back().data = reinterpret_cast<uint8_t*>(bytes);
         bytes += (packs.back().group_bytes + 63) / 64 * 64;
     }
     scratch.activations.resize(static_cast<size_t>(bytes + 64));
     uint8_t* base = scratch.activations.data() + (64 - reinterpret_cast<uintptr_t>(scratch.activations.data()) % 64) % 64;
-    for (size_t i = 0; i < packs.size(); ++i) packs[i].data = base + offsets[i];
+    for (ActPack& a : packs) a.data = base + reinterpret_cast<uint64_t>(a.data);
     k.prep_act(x, first_in->n_in, 0, 1, packs[0]);
 
     const PackedGemmFn gemm_in = k.find_quant(first_in->type);

@@ -220,6 +220,7 @@ struct Context::Impl {
     std::vector<int64_t> next, added;  // [n_seq_max]: scratch of validate, its result
     std::vector<int64_t> target;       // [n_seq_max]: each sequence's length after the decode
     std::vector<uint8_t> logged;       // [n_seq_max]: this decode logs the sequence's rows (replay)
+    std::vector<uint8_t> all_out;      // [n_seq_max]: scratch: every row of the sequence wants an output
     ReplayStats replay;
     // seq_plan_checkpoints: per sequence, the positions its prompt leaves
     // checkpoints at (ascending), and the prompt's end.
@@ -350,7 +351,8 @@ void Context::decode(const Batch& batch) {
     // into them replays the recurrences of the kept rows (Context::seq_rollback).
     im.logged.assign(im.tokens.size(), 0);
     if (recurrent && im.forward->has_recurrent()) {
-        std::vector<uint8_t> all_out(im.tokens.size(), 1);
+        std::vector<uint8_t>& all_out = im.all_out;
+        all_out.assign(im.tokens.size(), 1);
         for (int i = 0; i < batch.size(); ++i)
             if (!batch.outputs()[static_cast<size_t>(i)]) all_out[static_cast<size_t>(batch.seqs()[static_cast<size_t>(i)])] = 0;
         for (size_t s = 0; s < im.tokens.size(); ++s) {
