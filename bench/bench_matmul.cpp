@@ -144,6 +144,13 @@ void register_all() {
                     std::string name = "matmul/" + kernels_name(*k) + "/" + std::string(ggml_type_name(t)) + "/" + std::to_string(n_in) + "x" +
                                        std::to_string(n_out) + "/tokens:" + std::to_string(n_tokens) + "/threads:" + std::to_string(threads);
                     benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, k, n_in, n_out, n_tokens, threads)->UseRealTime();
+                    // Decode of a matrix that stays in the last-level cache: the kernel's
+                    // arithmetic rate, to set beside the one above that streams from memory.
+                    if (n_tokens == 1) {
+                        name = "matmul/" + kernels_name(*k) + "/" + std::string(ggml_type_name(t)) + "/2048x2048/tokens:1/in-cache/threads:" +
+                               std::to_string(threads);
+                        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, k, 2048, 2048, 1, threads)->UseRealTime();
+                    }
                 }
             }
     }
