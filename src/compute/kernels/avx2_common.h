@@ -142,7 +142,9 @@ KILN_TARGET_AVX2 inline void decode_panels(const PackedMatrix& w, const ActPack&
     }
     const uint8_t* ab = a.group(0);
     for (int64_t b = 0; b < w.n_blocks; ++b, ab += a.format.block_stride)
-        #pragma GCC unroll 4
+// Unrolled: rolled, GCC kept acc[] and wb[] in memory (docs/perf.md, "The AVX2
+// decode loops GCC left rolled").
+#pragma GCC unroll 4
         for (int s = 0; s < NS; ++s) {
             if constexpr (requires { Block::k_prefetch_next; }) prefetch_block(wb[s] + w.block_bytes, w.block_bytes);
             Block::add(wb[s], 0, ab, acc[2 * s]);

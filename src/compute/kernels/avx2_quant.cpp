@@ -242,7 +242,8 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
         // 4-bit levels: the 8 chunks of a block fit one int16 sum; 5-bit: 4.
         constexpr int per_sum = L.fifth_bit ? 2 : 4;
         __m256i s16[T];
-        #pragma GCC unroll 4
+        // Unrolled: GCC left this loop rolled in decode, its sums in memory (docs/perf.md).
+#pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
             __m256i lo, hi;
             nibble_levels<F>(w, h, c, lo, hi);
