@@ -26,9 +26,6 @@ struct MemoryPlanOptions {
     std::string kv_type = "f16";  // f16 | f32 | q8_0
     int n_batch = 512;           // most entries evaluated in one forward pass
     uint64_t memory_budget = 0;  // bytes for the sequences' memory (shortens n_ctx as the Context does); 0: none
-    // Token-embedding rows looked up while running (each faults in one page of the
-    // mapped table); 0: n_seq_max x n_ctx x 2, a prefill and a decode of every position.
-    uint64_t n_lookups = 0;
     // A draft model run beside it (speculative decoding): planned as the engine
     // runs it (the target's sequences, context capped at the draft's trained one,
     // the same cache type and batch) and added as the part "draft_model".

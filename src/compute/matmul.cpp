@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <set>
@@ -20,7 +21,24 @@ namespace kiln {
 
 bool matmul_supports(GgmlType type) { return quant::can_vec_dot(type); }
 
-void matrix_row_f32(const Matrix& w, int64_t r, float* out) { quant::dequantize_row(w.type, w.row(r), out, w.n_in); }
+void matrix_row_f32(const Matrix& w, int64_t r, float* out) {
+    if (w.rows_fd < 0) {
+        quant::dequantize_row(w.type, w.row(r), out, w.n_in);
+        return;
+    }
+    thread_local std::vector<uint8_t> bytes;
+    bytes.resize(static_cast<size_t>(w.row_bytes));
+    uint64_t offset = w.rows_fd_offset + static_cast<uint64_t>(r) * w.row_bytes;
+    for (size_t done = 0; done < bytes.size();) {
+        const ssize_t got = ::pread(w.rows_fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0)
+            throw Error("embedding row " + std::to_string(r) + ": read failed: " + (got < 0 ? std::strerror(errno) : "end of file"));
+        done += static_cast<size_t>(got);
+        offset += static_cast<uint64_t>(got);
+    }
+    quant::dequantize_row(w.type, bytes.data(), out, w.n_in);
+}
 
 namespace {
 
@@ -350,6 +368,11 @@ uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_p
     worker();
     for (auto& t : threads) t.join();
     if (failure) std::rethrow_exception(failure);
+    // Once more, now that every thread is done: a fault in one matrix while another
+    // thread packed maps the fault-around window (or a large folio) of the page
+    // cache around it, which re-maps pages of a neighbour released before.
+    if (release_file_pages)
+        for (const Matrix* m : unique) release_pages(m->data, m->row_bytes * static_cast<uint64_t>(m->n_out));
     uint64_t bytes = 0;
     for (size_t i = 0; i < unique.size(); ++i) {
         done[unique[i]->data] = packed[i];

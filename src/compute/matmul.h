@@ -37,6 +37,12 @@ struct Matrix {
     int64_t n_out = 0;  // ne1: rows
     uint64_t row_bytes = 0;
     std::shared_ptr<const PackedMatrix> packed;  // the same rows repacked for the SIMD kernels, if any
+    // A lookup table's rows (the token embedding) are read with pread from this
+    // descriptor at this offset, not through the mapping: a page fault would map
+    // the kernel's fault-around window (or a whole large folio) of the table, and
+    // those pages would stay resident. -1: rows are read from data.
+    int rows_fd = -1;
+    uint64_t rows_fd_offset = 0;
 
     bool empty() const { return data == nullptr; }
     const uint8_t* row(int64_t r) const { return data + static_cast<uint64_t>(r) * row_bytes; }
@@ -102,7 +108,8 @@ void matmul_with(const KernelTable& k, const Matrix& w, const float* x, int64_t 
 void matmul_many(std::span<const Matrix* const> ws, const float* x, int64_t n_tokens, std::span<float* const> ys, const ThreadPool& pool,
                  MatmulScratch& scratch);
 
-// Row r of w as f32 (embedding lookup).
+// Row r of w as f32 (embedding lookup); from w.rows_fd where set. A failed read
+// is an error naming the row.
 void matrix_row_f32(const Matrix& w, int64_t r, float* out);
 
 }  // namespace kiln

@@ -71,7 +71,6 @@ void add_draft_model(MemoryPlan& p, const MemoryPlanOptions& o) {
     MemoryPlanOptions d = o;
     d.draft_model.clear();
     d.memory_budget = 0;  // the budget shortens the target's sequences; the draft follows their context
-    d.n_lookups = 0;
     d.n_ctx = p.n_ctx;
     {
         const gguf::File f = gguf::File::open(o.draft_model);
@@ -150,26 +149,14 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     p.experts_in_place_bytes = w.in_place_expert_bytes;
     mapped_read -= std::min(mapped_read, w.in_place_expert_bytes);
     // A tied output head reads the whole embedding each step unless it is repacked
-    // (then the embedding is one of the released sources); otherwise only the rows
-    // looked up are resident.
+    // (then the embedding is one of the released sources). Row lookups read with
+    // pread (Matrix::rows_fd): page cache, none of the table's pages mapped.
     const bool tied = w.output.data == w.tok_embd.data;
     const bool embd_source = std::find(pk.sources.begin(), pk.sources.end(), w.tok_embd.data) != pk.sources.end();
     const bool embd_read_whole = tied && !embd_source;
-    if (w.tok_embd_mapped && !embd_source && !embd_read_whole) mapped_read -= std::min(mapped_read, embd_bytes);
-    // Embedding rows looked up: a lookup that faults maps the kernel's
-    // fault-around window (64 KiB, aligned; the file is in the page cache) of the
-    // mapped table. For L lookups of random ids spread over W windows, about
-    // W (1 - exp(-L k / W)) windows are mapped, k the windows one row spans on
-    // average. Random ids are the worst case: text repeats its tokens.
-    uint64_t embd_rows = 0;
-    if (w.tok_embd_mapped && !embd_read_whole && embd_bytes > 0) {
-        constexpr double k_window = 64 * 1024;
-        const double windows = std::ceil(static_cast<double>(embd_bytes) / k_window);
-        const double per_row = 1.0 + static_cast<double>(w.tok_embd.row_bytes) / k_window;
-        const uint64_t lookups = o.n_lookups ? o.n_lookups : 2 * static_cast<uint64_t>(z.kv.n_ctx) * static_cast<uint64_t>(o.n_seq_max);
-        const double mapped = windows * (1.0 - std::exp(-static_cast<double>(lookups) * per_row / windows)) * k_window;
-        embd_rows = std::min(embd_bytes, static_cast<uint64_t>(mapped));
-    }
+    uint64_t pread_tables = w.lookup_table_bytes;
+    if (w.tok_embd_mapped && (embd_source || embd_read_whole)) pread_tables -= std::min(pread_tables, embd_bytes);
+    mapped_read -= std::min(mapped_read, pread_tables);
     const int n_threads = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
     const uint64_t n_keys = static_cast<uint64_t>(z.kv.n_ctx);
     const uint64_t forward = Forward::scratch_bytes(spec, z.n_batch, n_threads, static_cast<int64_t>(n_keys), z.kv.type == KvType::Q8_0);
@@ -182,8 +169,8 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     add(p, "tokenizer", tokenizer, "token and merge tables");
     add(p, "weights_repacked", pk.packed_bytes, "matrices repacked into the kernels' panel layout (their mapped pages released)");
     if (w.converted_bytes) add(p, "weights_converted", w.converted_bytes, "tensors converted at load to a type the kernels take");
-    add(p, "weights_mapped", mapped_read, "mapped tensors read in place (norms, matrices without a repacked layout)");
-    add(p, "embedding_rows", embd_rows, "pages of the mapped token embedding that row lookups of random ids map");
+    add(p, "weights_vectors", w.vector_bytes, "f32 vectors (norms, biases) copied out of the mapping");
+    add(p, "weights_mapped", mapped_read, "mapped tensors read in place (matrices without a repacked layout)");
     add(p, "kv_cache", z.memory_bytes,
         std::to_string(o.n_seq_max) + " x " + std::to_string(z.kv.n_ctx) + " positions of " + o.kv_type + " keys and values");
     add(p, "scratch", forward + context, "the forward pass's activations for a batch of " + std::to_string(z.n_batch) + ", logits");
@@ -208,7 +195,7 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     // The load's peak: everything the load keeps, plus the source pages of the
     // matrices being repacked (released as they go: at most a window per thread).
     const uint64_t in_flight = std::min<uint64_t>(pk.source_bytes, static_cast<uint64_t>(n_threads) * (uint64_t{4} << 20));
-    p.load_peak_bytes = process + tokenizer + pk.packed_bytes + w.converted_bytes + mapped_read + in_flight;
+    p.load_peak_bytes = process + tokenizer + pk.packed_bytes + w.converted_bytes + w.vector_bytes + mapped_read + in_flight;
     p.total_bytes = std::max(p.load_peak_bytes, p.run_bytes);
     if (!o.draft_model.empty()) add_draft_model(p, o);
     return p;

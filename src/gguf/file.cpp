@@ -472,6 +472,11 @@ const uint8_t* File::tensor_data(const TensorInfo& t) const {
     return s.mapping.data() + s.data_offset + t.offset;
 }
 
+File::FileLocation File::tensor_location(const TensorInfo& t) const {
+    const Shard& s = *shards_.at(t.shard);
+    return {s.handle.fd(), s.data_offset + t.offset};
+}
+
 void File::map_all() const {
     for (const auto& s : shards_) std::call_once(s->map_once, [&] { s->mapping = Mapping(s->handle); });
 }

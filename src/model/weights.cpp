@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -63,14 +64,25 @@ public:
         check_shape(*t, want);
         int64_t n = 1;
         for (uint64_t d : shape) n *= static_cast<int64_t>(d);
-        if (t->type == GgmlType::F32) return reinterpret_cast<const float*>(file_.tensor_data(*t));
-        if (!quant::can_dequantize(t->type))
-            throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read",
-                        ErrorKind::Unsupported);
-        w_.converted_bytes += static_cast<uint64_t>(n) * sizeof(float);
+        // Copied out of the mapping even when stored as f32: a vector read in place
+        // lies between matrices whose pages are released after repacking, and a
+        // fault on its page maps the fault-around window or the whole large folio
+        // of the page cache around it, re-mapping those neighbours for good.
+        owned_names_.insert(name);
+        if (t->type == GgmlType::F32) {
+            w_.vector_bytes += static_cast<uint64_t>(n) * sizeof(float);
+        } else {
+            if (!quant::can_dequantize(t->type))
+                throw Error("tensor '" + name + "': type " + std::string(ggml_type_name(t->type)) + " cannot be read",
+                            ErrorKind::Unsupported);
+            w_.converted_bytes += static_cast<uint64_t>(n) * sizeof(float);
+        }
         if (plan_only_) return reinterpret_cast<const float*>(t);  // present; never read
         auto v = std::make_unique<std::vector<float>>(static_cast<size_t>(n));
-        quant::dequantize_row(t->type, file_.tensor_data(*t), v->data(), n);
+        if (t->type == GgmlType::F32)
+            std::memcpy(v->data(), file_.tensor_data(*t), static_cast<size_t>(n) * sizeof(float));
+        else
+            quant::dequantize_row(t->type, file_.tensor_data(*t), v->data(), n);
         const float* p = v->data();
         w_.converted_vectors.push_back(std::move(v));
         return p;
@@ -84,6 +96,19 @@ public:
         }
         check_shape(*t, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)});
         return view(*t, file_.tensor_data(*t), n_in, n_out);
+    }
+
+    // A table read by row lookups (an embedding): a matrix whose rows, where they
+    // are the file's own, are read with pread (Matrix::rows_fd), never mapped.
+    Matrix lookup_table(const std::string& name, int64_t n_in, int64_t n_out, bool required) {
+        Matrix m = matrix(name, n_in, n_out, required);
+        if (m.empty() || converted(name)) return m;
+        w_.lookup_table_bytes += m.row_bytes * static_cast<uint64_t>(m.n_out);
+        if (plan_only_) return m;
+        const gguf::File::FileLocation at = file_.tensor_location(*find(name));
+        m.rows_fd = at.fd;
+        m.rows_fd_offset = at.offset;
+        return m;
     }
 
     // A merged expert tensor [n_in, n_out, n_expert] as one matrix per expert
@@ -208,11 +233,12 @@ public:
     }
 
     bool converted(const std::string& name) const { return converted_names_.count(name) > 0; }
-    // Bytes of the tensors bound in place from the mapping (read where used).
+    // Bytes of the tensors bound in place from the mapping (read where used;
+    // vectors are copied out).
     uint64_t mapped_bytes() const {
         uint64_t n = 0;
         for (const std::string& name : used_)
-            if (!converted(name)) n += file_.find_tensor(name)->bytes;
+            if (!converted(name) && !owned_names_.count(name)) n += file_.find_tensor(name)->bytes;
         return n;
     }
 
@@ -266,6 +292,7 @@ private:
     std::set<std::string> used_;
     std::map<std::string, int> converted_;
     std::set<std::string> converted_names_;
+    std::set<std::string> owned_names_;  // vectors copied (or converted) out of the mapping
     bool plan_only_ = false;
 };
 
@@ -477,7 +504,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only, 
     const gguf::TensorInfo* embd = b.find("token_embd.weight");
     if (!embd) throw Error("tensor 'token_embd.weight' not found");
     if (s.n_vocab == 0) s.n_vocab = static_cast<int>(embd->ne(1));
-    w.tok_embd = b.matrix("token_embd.weight", s.n_embd, s.n_vocab, true);
+    w.tok_embd = b.lookup_table("token_embd.weight", s.n_embd, s.n_vocab, true);
     if (s.post_norm) {
         bind_encoder_inputs(b, s, w);  // no final norm
     } else {
@@ -506,7 +533,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only, 
                                 required(tr.rope_freqs));
     if (s.n_embd_per_layer > 0 && allowed(tr.per_layer_embd)) {
         const int64_t n_ple = static_cast<int64_t>(s.n_embd_per_layer) * s.n_layer;
-        w.ple_tok_embd = b.matrix("per_layer_token_embd.weight", n_ple, s.n_vocab, true);
+        w.ple_tok_embd = b.lookup_table("per_layer_token_embd.weight", n_ple, s.n_vocab, true);
         w.ple_model_proj = b.matrix("per_layer_model_proj.weight", s.n_embd, n_ple, true);
         w.ple_proj_norm = b.vector("per_layer_proj_norm.weight", s.n_embd_per_layer, true);
     }
@@ -723,7 +750,7 @@ ModelWeights bind_weights(const gguf::File& file, ModelSpec& s, bool plan_only, 
         nw.eh_proj = b.matrix(p + "nextn.eh_proj.weight", 2 * e, e, true);
         nw.enorm = b.vector(p + "nextn.enorm.weight", e, true);
         nw.hnorm = b.vector(p + "nextn.hnorm.weight", e, true);
-        nw.embed_tokens = b.matrix(p + "nextn.embed_tokens.weight", e, s.n_vocab, false);
+        nw.embed_tokens = b.lookup_table(p + "nextn.embed_tokens.weight", e, s.n_vocab, false);
         nw.head = b.matrix(p + "nextn.shared_head_head.weight", e, s.n_vocab, false);
         nw.head_norm = b.vector(p + "nextn.shared_head_norm.weight", e, false);
         if (nw.head.empty() && !s.output_head)

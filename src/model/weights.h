@@ -169,8 +169,9 @@ struct ModelWeights {
     // from the target's embedding of its token and the state beside it.
     const AssistantInput* assistant_input = nullptr;
 
-    // Vectors stored in another type than f32 and matrices in a type the matmul
-    // does not take are converted once at load and kept here.
+    // Vectors (norms, biases) are copied out of the mapping at load, converted to
+    // f32 where stored otherwise; matrices in a type the matmul does not take are
+    // converted once at load. Both are kept here.
     std::vector<std::unique_ptr<std::vector<float>>> converted_vectors;
     std::vector<std::unique_ptr<std::vector<uint8_t>>> converted_matrices;
     std::vector<std::string> conversion_notes;  // "blk.0.ffn_down.weight: IQ1_S -> F32"
@@ -178,9 +179,11 @@ struct ModelWeights {
     // The matrices' bytes in the file and in memory after load (repacked, in
     // place or converted), each distinct tensor once.
     uint64_t matrix_file_bytes = 0, matrix_resident_bytes = 0;
-    uint64_t converted_bytes = 0;  // of converted_vectors and converted_matrices
+    uint64_t converted_bytes = 0;  // of converted_vectors and converted_matrices stored in another type
+    uint64_t vector_bytes = 0;     // f32 vectors copied out of the mapping
     uint64_t mapped_bytes = 0;     // tensors bound in place from the mapping
     bool tok_embd_mapped = true;   // the embedding is read from the mapping (not converted)
+    uint64_t lookup_table_bytes = 0;  // tables whose rows are read with pread (Matrix::rows_fd)
     PackPlan pack_plan;            // plan_only: what prepare_matrices would repack
     // Expert layers beyond the expert memory budget: their experts stay in the
     // file's mapping, unrepacked, read in place (compute/matmul.h). Layer indices

@@ -79,6 +79,14 @@ public:
 
     // Pointer to a tensor's bytes inside the read-only mapping (mapped on first use).
     const uint8_t* tensor_data(const TensorInfo& t) const;
+    // Where a tensor's bytes lie for pread: its shard's descriptor (open while the
+    // File lives) and the byte offset in that shard (lookup tables read rows this
+    // way, so that no page of theirs is mapped; compute/matmul.h matrix_row_f32).
+    struct FileLocation {
+        int fd = -1;
+        uint64_t offset = 0;
+    };
+    FileLocation tensor_location(const TensorInfo& t) const;
     // Maps every shard now (the engine does this at load so first-token latency is flat).
     void map_all() const;
     // Bytes of mappings created so far.
