@@ -70,8 +70,13 @@ struct Tables {
     // IQ3: the 12-bit code of the 4 elements (element e at bit 3e), bits 0-7 (a) and 8-11 (b).
     alignas(64) uint8_t iq3xxs_a[256], iq3xxs_b[256];
     alignas(64) uint8_t iq3s_a[512], iq3s_b[512];
+    // IQ1 (g in {-1, 0, 1}: code g + 1): as IQ2, elements 0-3 (lo) and 4-7 (hi).
+    alignas(64) uint8_t iq1_lo[2048], iq1_hi[2048];
     // vpermb tables: 64 + the value of code x & 3 (x & 7), the offset levels the gathers make.
     alignas(64) uint8_t iq2xxs_levels[64], iq2xs_levels[64], iq2s_levels[64], iq3xxs_levels[64], iq3s_levels[64];
+    // IQ1: 8 (g + 2) + 1 of code x & 3, the gathers' level where the shift is +1
+    // (2 less where it is -1).
+    alignas(64) uint8_t iq1_levels[64];
     // The 7-bit sign index's 8 signs (ggml's ksigns_iq2xs).
     alignas(64) uint8_t ksigns[128];
 };
@@ -108,6 +113,14 @@ Tables make_tables() {
     fill_iq2(quant::k_iq2s_grid, t.iq2s_lo, t.iq2s_hi, t.iq2s_levels);
     fill_iq3(quant::k_iq3xxs_grid, t.iq3xxs_a, t.iq3xxs_b, t.iq3xxs_levels);
     fill_iq3(quant::k_iq3s_grid, t.iq3s_a, t.iq3s_b, t.iq3s_levels);
+    for (int i = 0; i < 2048; ++i) {
+        t.iq1_lo[i] = t.iq1_hi[i] = 0;
+        for (int e = 0; e < 4; ++e) {
+            t.iq1_lo[i] = static_cast<uint8_t>(t.iq1_lo[i] | (quant::k_iq1s_grid[i][e] + 1) << (2 * e));
+            t.iq1_hi[i] = static_cast<uint8_t>(t.iq1_hi[i] | (quant::k_iq1s_grid[i][e + 4] + 1) << (2 * e));
+        }
+    }
+    for (int x = 0; x < 64; ++x) t.iq1_levels[x] = static_cast<uint8_t>(8 * ((x & 3) + 1) + 1);
     for (int s = 0; s < 128; ++s) t.ksigns[s] = static_cast<uint8_t>(s | (__builtin_popcount(s) & 1) << 7);
     return t;
 }
@@ -227,6 +240,41 @@ constexpr Bytes64 iq3s_qh_bit(int chunk) {  // index bit 8 of grid row k = 4 chu
 constexpr Bytes64 k_iq3s_qh_rows = iq3s_qh_rows();
 constexpr Bytes64 k_iq3s_bit8[2] = {iq3s_qh_bit(0), iq3s_qh_bit(1)};
 
+// IQ1: the qh bits of rows 2q, 2q + 1 gathered into qword q (bytes 0-3), so that
+// vpmultishiftqb can take any row's field from it. IQ1_S: the rows' u16 words
+// (file bytes 4q .. 4q + 3); IQ1_M: their bytes of both halves (16 j + 2q + d at
+// byte 2j + d).
+constexpr Bytes64 iq1_qh_gather(bool m) {
+    Bytes64 b{};
+    for (int q = 0; q < 8; ++q)
+        for (int i = 0; i < 8; ++i) b[8 * q + i] = static_cast<uint8_t>(m ? 16 * ((i / 2) % 2) + 2 * q + i % 2 : 4 * q + i % 4);
+    return b;
+}
+// The bit (of qword q after iq1_qh_gather) where row 2q + d's index bits 8-10 of
+// group l start (IQ1_M: its nibble, whose bit 3 is that group's shift sign).
+constexpr int iq1_field_bit(bool m, int l, int d) { return m ? 8 * (2 * (l / 2) + d) + 4 * (l % 2) : 16 * d + 3 * l; }
+// Index bits 8-10 of permuted index byte 8q + 2l + d (k_iq2_perm's order).
+constexpr Bytes64 iq1_high_ctrl(bool m) {
+    Bytes64 b{};
+    for (int q = 0; q < 8; ++q)
+        for (int l = 0; l < 4; ++l)
+            for (int d = 0; d < 2; ++d) b[8 * q + 2 * l + d] = static_cast<uint8_t>(iq1_field_bit(m, l, d));
+    return b;
+}
+// The shift's sign of row 2q + d, group l, at bit 0 of output byte 8q + 4d + j.
+constexpr Bytes64 iq1_minus_ctrl(bool m, int l) {
+    Bytes64 b{};
+    for (int q = 0; q < 8; ++q)
+        for (int d = 0; d < 2; ++d)
+            for (int j = 0; j < 4; ++j) b[8 * q + 4 * d + j] = static_cast<uint8_t>(m ? iq1_field_bit(m, l, d) + 3 : 16 * d + 15);
+    return b;
+}
+constexpr Bytes64 k_iq1s_qh_gather = iq1_qh_gather(false), k_iq1m_qh_gather = iq1_qh_gather(true);
+constexpr Bytes64 k_iq1s_high_ctrl = iq1_high_ctrl(false), k_iq1m_high_ctrl = iq1_high_ctrl(true);
+constexpr Bytes64 k_iq1s_minus_ctrl = iq1_minus_ctrl(false, 0);
+constexpr Bytes64 k_iq1m_minus_ctrl[4] = {iq1_minus_ctrl(true, 0), iq1_minus_ctrl(true, 1), iq1_minus_ctrl(true, 2),
+                                          iq1_minus_ctrl(true, 3)};
+
 // ---- vector helpers ----
 
 KILN_TARGET_AVX512VBMI inline __m512i load64(const uint8_t* p) { return _mm512_loadu_si512(p); }
@@ -252,6 +300,11 @@ KILN_TARGET_AVX512VBMI inline __m512i lookup512(const uint8_t* t, __m512i idx, _
 }
 KILN_TARGET_AVX512VBMI inline __m512i lookup1024(const uint8_t* t, __m512i idx, __mmask64 hi7, __mmask64 hi8, __mmask64 hi9) {
     return _mm512_mask_blend_epi8(hi9, lookup512(t, idx, hi7, hi8), lookup512(t + 512, idx, hi7, hi8));
+}
+
+KILN_TARGET_AVX512VBMI inline __m512i lookup2048(const uint8_t* t, __m512i idx, __mmask64 hi7, __mmask64 hi8, __mmask64 hi9,
+                                                __mmask64 hi10) {
+    return _mm512_mask_blend_epi8(hi10, lookup1024(t, idx, hi7, hi8, hi9), lookup1024(t + 1024, idx, hi7, hi8, hi9));
 }
 
 // The sign byte of each output byte's row and group (spread) as byte masks of the
@@ -393,6 +446,56 @@ struct Iq3s {
     }
 };
 
+// IQ1_S / IQ1_M: the eight operands of sub-block ib from its index low bytes (the
+// file's [l][16 rows] at qs) and its qh bits gathered per qword (iq1_qh_gather).
+// The levels 8 (g + 2) +- 1 (the gathers', iq1_levels in avx512_iq_grid.cpp).
+template <bool M>
+KILN_TARGET_AVX512VBMI inline void iq1_operands(const uint8_t* qs, __m512i qh, __m512i (&ops)[8]) {
+    const __m512i idx = _mm512_permutexvar_epi8(vec(k_iq2_perm), load64(qs));
+    const __m512i high = _mm512_multishift_epi64_epi8(vec(M ? k_iq1m_high_ctrl : k_iq1s_high_ctrl), qh);
+    const __mmask64 hi7 = _mm512_movepi8_mask(idx), hi8 = _mm512_test_epi8_mask(high, _mm512_set1_epi8(1)),
+                    hi9 = _mm512_test_epi8_mask(high, _mm512_set1_epi8(2)), hi10 = _mm512_test_epi8_mask(high, _mm512_set1_epi8(4));
+    const __m512i lo = lookup2048(k_tables.iq1_lo, idx, hi7, hi8, hi9, hi10);
+    const __m512i hi = lookup2048(k_tables.iq1_hi, idx, hi7, hi8, hi9, hi10);
+    const __m512i lv = load64(k_tables.iq1_levels), one = _mm512_set1_epi8(1), two = _mm512_set1_epi8(2);
+    __mmask64 minus = _mm512_test_epi8_mask(_mm512_multishift_epi64_epi8(vec(k_iq1s_minus_ctrl), qh), one);
+    for (int l = 0; l < 4; ++l) {
+        if constexpr (M) minus = _mm512_test_epi8_mask(_mm512_multishift_epi64_epi8(vec(k_iq1m_minus_ctrl[l]), qh), one);
+        const __m512i ctrl = vec(k_iq2_ctrl[l]);
+        const __m512i vlo = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(ctrl, lo), lv);
+        const __m512i vhi = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(ctrl, hi), lv);
+        ops[2 * l] = _mm512_mask_sub_epi8(vlo, minus, vlo, two);
+        ops[2 * l + 1] = _mm512_mask_sub_epi8(vhi, minus, vhi, two);
+    }
+}
+
+// The qh field of 32 bytes at p, gathered per qword (iq1_qh_gather).
+KILN_TARGET_AVX512VBMI inline __m512i iq1_qh(const uint8_t* p, const Bytes64& gather) {
+    return _mm512_permutexvar_epi8(vec(gather), _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+}
+
+struct Iq1s {
+    static constexpr GgmlType k_type = GgmlType::IQ1_S;
+    static constexpr int k_offset = 16;
+    static constexpr bool k_per16 = false;
+    static KILN_TARGET_AVX512VBMI __m512i scale(const uint8_t* w, int ib, int) { return odd_scale(u16x16(w + L::iq1s_qh(ib)), 12, 3); }
+    static KILN_TARGET_AVX512VBMI void operands(const uint8_t* w, int ib, __m512i (&ops)[8]) {
+        iq1_operands<false>(w + L::iq1s_qs(ib, 0), iq1_qh(w + L::iq1s_qh(ib), k_iq1s_qh_gather), ops);
+    }
+};
+
+struct Iq1m {
+    static constexpr GgmlType k_type = GgmlType::IQ1_M;
+    static constexpr int k_offset = 16;
+    static constexpr bool k_per16 = true;
+    static KILN_TARGET_AVX512VBMI __m512i scale(const uint8_t* w, int ib, int h) {
+        return odd_scale(u16x16(w + L::iq1m_scales(ib / 2)), 6 * (ib % 2) + 3 * h, 3);
+    }
+    static KILN_TARGET_AVX512VBMI void operands(const uint8_t* w, int ib, __m512i (&ops)[8]) {
+        iq1_operands<true>(w + L::iq1m_qs(ib, 0), iq1_qh(w + L::iq1m_qh(ib, 0), k_iq1m_qh_gather), ops);
+    }
+};
+
 #define KILN_IQ_TARGET KILN_TARGET_AVX512VBMI
 #include "compute/kernels/avx512_iq_tiles.h"
 #undef KILN_IQ_TARGET
@@ -413,6 +516,12 @@ void gemm_iq3_xxs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p
 }
 void gemm_iq3_s(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     iq_gemm<Iq3s>(w, a, p0, p1, y, ldy);
+}
+void gemm_iq1_s(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    iq_gemm<Iq1s>(w, a, p0, p1, y, ldy);
+}
+void gemm_iq1_m(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    iq_gemm<Iq1m>(w, a, p0, p1, y, ldy);
 }
 
 }  // namespace kiln::avx512::vbmi

@@ -107,7 +107,7 @@ const KernelTable& avx2_kernels_without_vnni() {
 }
 
 namespace {
-// The AVX-512 products with the grid i-quants by VBMI permutes (IQ1_S / IQ1_M keep their gathers).
+// The AVX-512 products with the grid i-quants by VBMI permutes.
 const std::vector<QuantKernel>& avx512_vbmi_quant() {
     static const std::vector<QuantKernel> v = [] {
         std::vector<QuantKernel> out(std::begin(k_avx512_quant), std::end(k_avx512_quant));
@@ -117,6 +117,8 @@ const std::vector<QuantKernel>& avx512_vbmi_quant() {
                 case GgmlType::IQ2_S: k.gemm = avx512::vbmi::gemm_iq2_s; break;
                 case GgmlType::IQ3_XXS: k.gemm = avx512::vbmi::gemm_iq3_xxs; break;
                 case GgmlType::IQ3_S: k.gemm = avx512::vbmi::gemm_iq3_s; break;
+                case GgmlType::IQ1_S: k.gemm = avx512::vbmi::gemm_iq1_s; break;
+                case GgmlType::IQ1_M: k.gemm = avx512::vbmi::gemm_iq1_m; break;
                 default: break;
             }
         return out;
