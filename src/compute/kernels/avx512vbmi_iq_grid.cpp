@@ -70,8 +70,14 @@ struct Tables {
     // IQ3: the 12-bit code of the 4 elements (element e at bit 3e), bits 0-7 (a) and 8-11 (b).
     alignas(64) uint8_t iq3xxs_a[256], iq3xxs_b[256];
     alignas(64) uint8_t iq3s_a[512], iq3s_b[512];
-    // IQ1 (g in {-1, 0, 1}: code g + 1): as IQ2, elements 0-3 (lo) and 4-7 (hi).
-    alignas(64) uint8_t iq1_lo[2048], iq1_hi[2048];
+    // IQ1 (g in {-1, 0, 1}: code g + 1): elements 0-3 as IQ2's lo plane. Elements
+    // 4-7 need no plane: the grid is sorted by them (element 7 first, base 3) and
+    // each of their 81 values holds 11-61 points, so an aligned run of 16 indices
+    // holds at most two. Their rank r (base 3, 0-80) is iq1_rank[i >> 4] plus 1
+    // from index i & 15 = iq1_step[i >> 4] on (16: never), and iq1_hi_codes[r]
+    // their codes.
+    alignas(64) uint8_t iq1_lo[2048];
+    alignas(64) uint8_t iq1_rank[128], iq1_step[128], iq1_hi_codes[128];
     // vpermb tables: 64 + the value of code x & 3 (x & 7), the offset levels the gathers make.
     alignas(64) uint8_t iq2xxs_levels[64], iq2xs_levels[64], iq2s_levels[64], iq3xxs_levels[64], iq3s_levels[64];
     // IQ1: 8 (g + 2) + 1 of code x & 3, the gathers' level where the shift is +1
@@ -106,6 +112,36 @@ void fill_iq3(const uint8_t (&grid)[N][4], uint8_t* a, uint8_t* b, uint8_t* leve
     for (int x = 0; x < 64; ++x) levels[x] = static_cast<uint8_t>(64 + c.values[x & 7]);
 }
 
+void fill_iq1(Tables& t) {
+    const auto& grid = quant::k_iq1s_grid;
+    auto rank = [&](int i) {  // elements 4-7 in base 3, element 7 first
+        int r = 0;
+        for (int e = 7; e >= 4; --e) r = 3 * r + grid[i][e] + 1;
+        return r;
+    };
+    for (int i = 0; i < 2048; ++i) {
+        t.iq1_lo[i] = 0;
+        for (int e = 0; e < 4; ++e) t.iq1_lo[i] = static_cast<uint8_t>(t.iq1_lo[i] | (grid[i][e] + 1) << (2 * e));
+    }
+    for (int r = 0; r < 128; ++r) {
+        t.iq1_hi_codes[r] = 0;
+        for (int e = 0, v = r; e < 4; ++e, v /= 3) t.iq1_hi_codes[r] = static_cast<uint8_t>(t.iq1_hi_codes[r] | (v % 3) << (2 * e));
+    }
+    for (int b = 0; b < 128; ++b) {
+        t.iq1_rank[b] = static_cast<uint8_t>(rank(16 * b));
+        t.iq1_step[b] = 16;
+        for (int j = 1; j < 16; ++j) {
+            const int r = rank(16 * b + j);
+            if (r == t.iq1_rank[b] || (t.iq1_step[b] < 16 && r == t.iq1_rank[b] + 1)) continue;
+            if (t.iq1_step[b] == 16 && r == t.iq1_rank[b] + 1) {
+                t.iq1_step[b] = static_cast<uint8_t>(j);
+                continue;
+            }
+            std::abort();  // not the structure the kernels rely on: the grid is wrong
+        }
+    }
+}
+
 Tables make_tables() {
     Tables t{};
     fill_iq2(quant::k_iq2xxs_grid, t.iq2xxs_lo, t.iq2xxs_hi, t.iq2xxs_levels);
@@ -113,13 +149,7 @@ Tables make_tables() {
     fill_iq2(quant::k_iq2s_grid, t.iq2s_lo, t.iq2s_hi, t.iq2s_levels);
     fill_iq3(quant::k_iq3xxs_grid, t.iq3xxs_a, t.iq3xxs_b, t.iq3xxs_levels);
     fill_iq3(quant::k_iq3s_grid, t.iq3s_a, t.iq3s_b, t.iq3s_levels);
-    for (int i = 0; i < 2048; ++i) {
-        t.iq1_lo[i] = t.iq1_hi[i] = 0;
-        for (int e = 0; e < 4; ++e) {
-            t.iq1_lo[i] = static_cast<uint8_t>(t.iq1_lo[i] | (quant::k_iq1s_grid[i][e] + 1) << (2 * e));
-            t.iq1_hi[i] = static_cast<uint8_t>(t.iq1_hi[i] | (quant::k_iq1s_grid[i][e + 4] + 1) << (2 * e));
-        }
-    }
+    fill_iq1(t);
     for (int x = 0; x < 64; ++x) t.iq1_levels[x] = static_cast<uint8_t>(8 * ((x & 3) + 1) + 1);
     for (int s = 0; s < 128; ++s) t.ksigns[s] = static_cast<uint8_t>(s | (__builtin_popcount(s) & 1) << 7);
     return t;
@@ -456,7 +486,13 @@ KILN_TARGET_AVX512VBMI inline void iq1_operands(const uint8_t* qs, __m512i qh, _
     const __mmask64 hi7 = _mm512_movepi8_mask(idx), hi8 = _mm512_test_epi8_mask(high, _mm512_set1_epi8(1)),
                     hi9 = _mm512_test_epi8_mask(high, _mm512_set1_epi8(2)), hi10 = _mm512_test_epi8_mask(high, _mm512_set1_epi8(4));
     const __m512i lo = lookup2048(k_tables.iq1_lo, idx, hi7, hi8, hi9, hi10);
-    const __m512i hi = lookup2048(k_tables.iq1_hi, idx, hi7, hi8, hi9, hi10);
+    // Elements 4-7 by their rank (Tables::iq1_rank): index bits 4-10 pick the run of 16.
+    const __m512i nibble = _mm512_set1_epi8(15);
+    const __m512i run = _mm512_ternarylogic_epi32(_mm512_srli_epi16(idx, 4), nibble,
+                                                  _mm512_slli_epi16(_mm512_and_si512(high, _mm512_set1_epi8(7)), 4), 0xEA);  // (a & b) | c
+    const __m512i rank = lookup128(k_tables.iq1_rank, run);
+    const __mmask64 past = _mm512_cmpge_epu8_mask(_mm512_and_si512(idx, nibble), lookup128(k_tables.iq1_step, run));
+    const __m512i hi = lookup128(k_tables.iq1_hi_codes, _mm512_mask_add_epi8(rank, past, rank, _mm512_set1_epi8(1)));
     const __m512i lv = load64(k_tables.iq1_levels), one = _mm512_set1_epi8(1), two = _mm512_set1_epi8(2);
     __mmask64 minus = _mm512_test_epi8_mask(_mm512_multishift_epi64_epi8(vec(k_iq1s_minus_ctrl), qh), one);
     for (int l = 0; l < 4; ++l) {
