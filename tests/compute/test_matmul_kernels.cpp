@@ -217,7 +217,7 @@ TEST(MatmulKernels, FloatWideRowsAndTokenBlocks) {
                 }
 }
 
-// The grid i-quants' prefill decodes a panel's blocks 8 at a time (IqDecoded) and
+// The grid i-quants' (and TQ1_0's, AVX-512) prefill decodes a panel's blocks 8 at a time (IqDecoded) and
 // carries each row's sums in y from one chunk to the next: rows of 17 blocks (two
 // whole chunks and one of a single block), a partial last panel, and token counts
 // of several groups with a partial last one (or one group: the direct tiles).
@@ -225,7 +225,7 @@ TEST(MatmulKernels, GridIQuantPrefillChunks) {
     if (simd_levels().empty()) GTEST_SKIP() << "no SIMD level on this CPU";
     std::mt19937 rng(2121);
     for (GgmlType type : {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ1_S,
-                          GgmlType::IQ1_M})
+                          GgmlType::IQ1_M, GgmlType::TQ1_0})
         for (int64_t n_tokens : {int64_t{5}, int64_t{27}}) check_case({type, 17 * 256, 37, n_tokens, true}, rng);
 }
 

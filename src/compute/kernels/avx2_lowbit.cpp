@@ -1,4 +1,4 @@
-// AVX2 products of the low-bit 256-element formats (Q2_K, Q3_K, TQ2_0 / TQ1_0,
+// AVX2 products of the low-bit 256-element formats (Q2_K, Q3_K, TQ2_0, TQ1_0,
 // IQ4_XS) with Q8_K activations over packed panels, as avx512_lowbit.cpp but on
 // 8-row tiles (a ymm is one half of a 64-byte chunk). Without AVX-VNNI a
 // sub-block's products are summed by vpmaddubsw into int16 pairs (at most 4 chunks
@@ -145,6 +145,52 @@ KILN_TARGET_AVX2 inline void k2_block(const uint8_t* w, int h, const uint8_t* a,
     }
 }
 
+// TQ1_0 (layout.h: d[16] | 13 chunks of base-3 bytes), rows 8h ..: each digit
+// (3t) >> 8 of its byte t by vpmaddubsw on the even and odd bytes (t becomes 3t
+// mod 256 for the next), summed against the activations by vpdpbusd (VNNI) or
+// vpmaddubsw, whose int16 pairs (<= 2 x 2 x 128 each) are widened once per
+// chunk. The levels' offset (digit - 1) through the activations' sums, then
+// TQ2_0's float steps: the same bits as the AVX-512 kernel.
+KILN_TARGET_AVX2 inline __m256i tq1_digit(__m256i t) {
+    const __m256i even = _mm256_maddubs_epi16(t, _mm256_set1_epi16(0x0003)), odd = _mm256_maddubs_epi16(t, _mm256_set1_epi16(0x0300));
+    return _mm256_or_si256(_mm256_srli_epi16(even, 8), _mm256_and_si256(odd, _mm256_set1_epi16(static_cast<int16_t>(0xFF00))));
+}
+
+template <int T, bool Vnni>
+KILN_TARGET_AVX2 inline void tq1_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
+    const uint8_t* aq = a + 256 * t0;
+    const uint8_t* ad = a + act_d_offset(256) + 4 * t0;
+    const uint8_t* ax = a + act_aux_offset(256) + 32 * t0;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) {
+        isum[t] = _mm256_setzero_si256();
+        for (int s = 0; s < 8; ++s) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_set1_epi16(-1), bcast_i32(ax + 32 * t + 4 * s)));
+    }
+    for (int c = 0; c < k_tq1_chunks; ++c) {
+        __m256i raw = load256(w + 32 + 64 * c + 32 * h);
+        __m256i s16[T];
+        for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
+        for (int n = 0; n < tq1_digits(c); ++n) {
+            const __m256i d = tq1_digit(raw);
+            raw = _mm256_add_epi8(raw, _mm256_add_epi8(raw, raw));
+            for (int t = 0; t < T; ++t) {
+                const __m256i av = bcast_i32(aq + 256 * t + tq1_element(c, n));
+                if constexpr (Vnni) {
+                    isum[t] = dpbusd(isum[t], d, av);
+                } else {
+                    const __m256i p = _mm256_maddubs_epi16(d, av);
+                    s16[t] = _mm256_add_epi16(s16[t], p);
+                }
+            }
+        }
+        if constexpr (!Vnni)
+            for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], ones));
+    }
+    const __m256 dw = load_f16x8(w + 16 * h);
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dw, bcast_f32(ad + 4 * t)), _mm256_cvtepi32_ps(isum[t])));
+}
+
 // IQ4_XS (layout.h: d[16] | scale pairs s8 [4][16][2] at 32 | sub-block sb's 4
 // nibble chunks at 160 + 256 sb). Without VNNI: signed levels by the sign trick,
 // each chunk's int16 pairs scaled by vpmaddwd; with VNNI: levels + 128, isum =
@@ -240,6 +286,33 @@ struct K2Block {
     static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { k2_block<F, 1, false>(w, h, a, 0, &acc); }
 };
 
+struct Tq1Block {
+    static constexpr bool k_prefetch_next = true;
+    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { tq1_block<1, false>(w, h, a, 0, &acc); }
+};
+
+template <int T, bool Vnni>
+KILN_TARGET_AVX2 void tq1_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride, uint64_t a_stride,
+                               float* y, int64_t ldy, int n_rows, bool stream) {
+    const uint64_t ahead = stream_ahead(w_stride);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (stream) prefetch_block(w + ahead, w_stride);
+        tq1_block<T, Vnni>(w, h, a, t0, acc);
+    }
+    for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
+}
+
+template <bool Vnni>
+constexpr TileFn k_tq1_tiles[5] = {nullptr, tq1_tile<1, Vnni>, tq1_tile<2, Vnni>, tq1_tile<3, Vnni>, tq1_tile<4, Vnni>};
+
+template <bool Vnni>
+void tq1_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_tokens == 1) return run_decode<Tq1Block>(w, a, p0, p1, y);
+    run_tiles(k_tq1_tiles<Vnni>, w, a, p0, p1, y, ldy);
+}
+
 struct Iq4xsBlock {
     static constexpr bool k_prefetch_next = true;
     static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { iq4xs_block<1, false>(w, h, a, 0, &acc); }
@@ -273,6 +346,9 @@ void gemm_q3_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, 
 void gemm_tq2_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     k2_gemm<K2::TQ2, false>(w, a, p0, p1, y, ldy);
 }
+void gemm_tq1_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    tq1_gemm<false>(w, a, p0, p1, y, ldy);
+}
 void gemm_iq4_xs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     iq4xs_gemm<false>(w, a, p0, p1, y, ldy);
 }
@@ -281,6 +357,7 @@ namespace vnni {
 const PackedGemmFn gemm_q2_K = k2_gemm<K2::Q2_K, true>;
 const PackedGemmFn gemm_q3_K = k2_gemm<K2::Q3_K, true>;
 const PackedGemmFn gemm_tq2_0 = k2_gemm<K2::TQ2, true>;
+const PackedGemmFn gemm_tq1_0 = tq1_gemm<true>;
 const PackedGemmFn gemm_iq4_xs = iq4xs_gemm<true>;
 }  // namespace vnni
 

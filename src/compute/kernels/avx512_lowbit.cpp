@@ -1,6 +1,6 @@
 // AVX-512 (F/BW/VL/DQ/VNNI) products of the low-bit 256-element formats with Q8_K
-// activations over packed panels (layout.h): Q2_K, Q3_K, TQ2_0 / TQ1_0 (2-bit
-// chunks of 16-element sub-blocks) and IQ4_XS (nibble chunks of 32-element
+// activations over packed panels (layout.h): Q2_K, Q3_K, TQ2_0 (2-bit chunks of
+// 16-element sub-blocks), TQ1_0 (base-3 bytes) and IQ4_XS (nibble chunks of 32-element
 // sub-blocks through the level table). Per super-block and token: exact integer
 // sums per sub-block (vpdpbusd over unsigned levels), the sub-block scales applied
 // as integers, the levels' offset removed through the activations' sub-block sums
@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "compute/kernels/avx512_common.h"
+#include "compute/kernels/iq_grid_layout.h"
 #include "compute/kernels/x86.h"
 #include "quant/quant_tables.h"
 
@@ -22,7 +23,7 @@ namespace {
 
 // The 2-bit formats. Q2_K: levels q with scale and min per sub-block (d sc q -
 // dmin m); Q3_K: unsigned levels q + 4 with a signed scale; TQ2: unsigned levels
-// q + 1, no scale (TQ2_0 and TQ1_0, which packs into TQ2_0's layout).
+// q + 1, no scale (TQ2_0).
 enum class K2 { Q2_K, Q3_K, TQ2 };
 
 struct K2Layout {
@@ -179,6 +180,120 @@ KILN_TARGET_AVX512 void k2_tile(const uint8_t* w, uint64_t panel_bytes, const ui
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * y_step, rows[p], acc[p * T + t]);
 }
 
+#define KILN_IQ_TARGET KILN_TARGET_AVX512
+#include "compute/kernels/avx512_iq_tiles.h"
+#undef KILN_IQ_TARGET
+
+// TQ1_0 (layout.h: d[16] | 13 chunks of base-3 bytes). A byte t's digit is
+// (3t) >> 8 and the next digit's byte 3t mod 256, so 3t = 256 digit + next. One
+// token sums t x a and next x a with vpdpbusd (P, Q): 3P - Q = 256 sum digit x a,
+// exactly (|P| < 2^24 per block). Several tokens share each digit's extraction
+// ((3t) >> 8 by vpmaddubsw on the even and odd bytes) and take one vpdpbusd each.
+// The levels' offset (digit - 1) through the activations' sums, then TQ2_0's
+// float steps: the same bits.
+KILN_TARGET_AVX512 inline __m512i times3(__m512i t) { return _mm512_add_epi8(t, _mm512_add_epi8(t, t)); }
+
+KILN_TARGET_AVX512 inline __m512i tq1_digit(__m512i t) {
+    const __m512i even = _mm512_maddubs_epi16(t, _mm512_set1_epi16(0x0003)), odd = _mm512_maddubs_epi16(t, _mm512_set1_epi16(0x0300));
+    return _mm512_ternarylogic_epi32(_mm512_srli_epi16(even, 8), odd, _mm512_set1_epi16(static_cast<int16_t>(0xFF00)), 0xF8);  // a | (b & c)
+}
+
+template <int P, int T>
+KILN_TARGET_AVX512 void tq1_tile(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
+                                 uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows, int64_t y_step, bool stream) {
+    __m512 acc[P * T];
+    for (int k = 0; k < P * T; ++k) acc[k] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
+        if (T > 1 && stream) prefetch_block(w + w_stride, w_stride);
+        // -sum(a) per token: the levels' offset.
+        __m512i bias[T];
+        for (int t = 0; t < T; ++t) {
+            bias[t] = _mm512_setzero_si512();
+            for (int s = 0; s < 8; ++s)
+                bias[t] = _mm512_dpwssd_epi32(bias[t], _mm512_set1_epi16(-1), bcast_i32(a + act_aux_offset(256) + 32 * t + 4 * s));
+        }
+        __m512i sp[P * T], sq[P * T];  // T == 1: P and Q; else two chains of digit x a
+        for (int k = 0; k < P * T; ++k) sp[k] = sq[k] = _mm512_setzero_si512();
+        for (int c = 0; c < k_tq1_chunks; ++c) {
+            __m512i raw[P];
+            for (int p = 0; p < P; ++p) {
+                const uint8_t* wp = w + p * panel_bytes;
+                if constexpr (T == 1) prefetch_l1(wp + w_stride + 32 + 64 * c);
+                raw[p] = _mm512_loadu_si512(wp + 32 + 64 * c);
+            }
+            for (int n = 0; n < tq1_digits(c); ++n)
+                for (int p = 0; p < P; ++p) {
+                    const __m512i next = times3(raw[p]);
+                    if constexpr (T == 1) {
+                        const __m512i av = bcast_i32(a + tq1_element(c, n));
+                        sp[p] = _mm512_dpbusd_epi32(sp[p], raw[p], av);
+                        sq[p] = _mm512_dpbusd_epi32(sq[p], next, av);
+                    } else {
+                        const __m512i d = tq1_digit(raw[p]);
+                        for (int t = 0; t < T; ++t) {
+                            __m512i& s = (c + n) % 2 ? sq[p * T + t] : sp[p * T + t];
+                            s = _mm512_dpbusd_epi32(s, d, bcast_i32(a + 256 * t + tq1_element(c, n)));
+                        }
+                    }
+                    raw[p] = next;
+                }
+        }
+        if constexpr (T == 1) prefetch_l1(w + w_stride);  // the next block's d line
+        for (int p = 0; p < P; ++p) {
+            const __m512 dw = load_f16x16(w + p * panel_bytes);
+            for (int t = 0; t < T; ++t) {
+                const int k = p * T + t;
+                const __m512i dot = T == 1 ? _mm512_srai_epi32(_mm512_sub_epi32(_mm512_add_epi32(sp[k], _mm512_add_epi32(sp[k], sp[k])), sq[k]), 8)
+                                           : _mm512_add_epi32(sp[k], sq[k]);
+                const __m512i isum = _mm512_add_epi32(bias[t], dot);
+                const __m512 d = _mm512_mul_ps(dw, bcast_f32(a + act_d_offset(256) + 4 * t));
+                acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum)));
+            }
+        }
+    }
+    for (int p = 0; p < P; ++p)
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * y_step, rows[p], acc[p * T + t]);
+}
+
+constexpr TileFn tq1_tiles[9] = {tq1_tile<2, 1>, tq1_tile<1, 1>, tq1_tile<1, 2>, tq1_tile<1, 3>, tq1_tile<1, 4>,
+                                 tq1_tile<1, 5>, tq1_tile<1, 6>, tq1_tile<1, 7>, tq1_tile<1, 8>};
+
+// Prefill of several token groups: a panel's blocks decoded once, 8 at a time,
+// into the grid i-quants' IqDecoded form (the digits as operand chunks, every
+// scale 1), then every group's decoded_tile over them (avx512_iq_tiles.h): the
+// integer sums and float steps of tq1_tile, so the same bits.
+KILN_TARGET_AVX512 void tq1_decode_block(const uint8_t* w, uint8_t* out) {
+    for (int c = 0; c < k_tq1_chunks; ++c) {
+        __m512i raw = _mm512_loadu_si512(w + 32 + 64 * c);
+        for (int n = 0; n < tq1_digits(c); ++n) {
+            const int e = tq1_element(c, n);  // elements e .. e + 3: sub-block e / 32, group (e % 32) / 8, half (e % 8) / 4
+            _mm512_store_si512(out + IqDecoded::levels(e / 32, (e % 32) / 8) + 64 * ((e % 8) / 4), tq1_digit(raw));
+            raw = times3(raw);
+        }
+    }
+    for (int ib = 0; ib < 8; ++ib)
+        for (int h = 0; h < 2; ++h) _mm512_store_si512(out + IqDecoded::scales(ib, h, 2), _mm512_set1_epi32(1));
+    std::memcpy(out + IqDecoded::d(2), w, 32);
+}
+
+KILN_TARGET_AVX512 void tq1_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    constexpr uint64_t bytes = IqDecoded::bytes(2);
+    alignas(64) uint8_t decoded[IqDecoded::k_blocks * bytes];
+    const uint64_t a_stride = a.format.block_stride;
+    for (int64_t p = p0; p < p1; ++p) {
+        const __mmask16 rows = panel_rows(w, p);
+        for (int64_t b0 = 0; b0 < w.n_blocks; b0 += IqDecoded::k_blocks) {
+            const int64_t nb = std::min<int64_t>(IqDecoded::k_blocks, w.n_blocks - b0);
+            for (int64_t b = 0; b < nb; ++b) tq1_decode_block(w.panel(p) + static_cast<uint64_t>(b0 + b) * w.block_bytes, decoded + b * bytes);
+            for (int64_t g = 0; g < a.n_groups(); ++g) {
+                const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+                k_decoded_tiles<1, true>[n](decoded, a.group(g) + static_cast<uint64_t>(b0) * a_stride, nb, a_stride,
+                                            y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows, b0 == 0, b0 + nb == w.n_blocks, 1.0f);
+            }
+        }
+    }
+}
+
 // IQ4_XS's level table plus 128 (unsigned for vpdpbusd; the activation sums remove
 // 128 x sum(a) per sub-block, weighted by its scale).
 KILN_TARGET_AVX512 inline __m512i iq4_lut() {
@@ -265,6 +380,10 @@ void gemm_q3_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, 
 }
 void gemm_tq2_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     run_tiles(k2_tiles<K2::TQ2>, w, a, p0, p1, y, ldy);
+}
+void gemm_tq1_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_groups() > 1) return tq1_prefill(w, a, p0, p1, y, ldy);
+    run_tiles(tq1_tiles, w, a, p0, p1, y, ldy);
 }
 void gemm_iq4_xs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     run_tiles(iq4xs_tiles, w, a, p0, p1, y, ldy);

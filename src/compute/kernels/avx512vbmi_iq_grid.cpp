@@ -1,9 +1,9 @@
-// AVX512_VBMI products of the grid i-quants with 256- to 1024-point grids
-// (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S), chosen at dispatch where the CPU has
-// VBMI (avx512_iq_grid.cpp's gathers otherwise, and for IQ1_S / IQ1_M, whose
-// 2048-point grid does not fit in registers). Their grids hold 3 (IQ2) or 8 (IQ3)
-// distinct values, so a grid point is a code of 2 or 3 bits per element: 8 bits
-// per half row of IQ2 (one byte plane per half), 12 of IQ3 (two byte planes).
+// AVX512_VBMI products of the grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+// IQ3_S, IQ1_S, IQ1_M), chosen at dispatch where the CPU has VBMI
+// (avx512_iq_grid.cpp's gathers otherwise). Their grids hold 3 (IQ1, IQ2) or 8
+// (IQ3) distinct values, so a grid point is a code of 2 or 3 bits per element: 8 bits
+// per half row of IQ2 (one byte plane per half), 12 of IQ3 (two byte planes);
+// IQ1's 2048 points take a plane for elements 0-3 and a rank for 4-7 (Tables).
 // A sub-block's 64 indices (16 rows x 4) are looked up in the planes by vpermi2b
 // (128 bytes a step, the steps merged by the index's high bits), each operand's
 // codes spread to its bytes by vpmultishiftqb, and the codes turned into levels

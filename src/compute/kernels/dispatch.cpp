@@ -56,7 +56,7 @@ const KernelTable& scalar_kernels() {
         {GgmlType::Q5_1, ns::gemm_q5_1}, {GgmlType::Q8_0, ns::gemm_q8_0}, {GgmlType::IQ4_NL, ns::gemm_iq4_nl},          \
         {GgmlType::Q4_K, ns::gemm_q4_K}, {GgmlType::Q5_K, ns::gemm_q5_K}, {GgmlType::Q6_K, ns::gemm_q6_K},             \
         {GgmlType::Q2_K, ns::gemm_q2_K}, {GgmlType::Q3_K, ns::gemm_q3_K}, {GgmlType::IQ4_XS, ns::gemm_iq4_xs},          \
-        {GgmlType::TQ2_0, ns::gemm_tq2_0}, {GgmlType::TQ1_0, ns::gemm_tq2_0}, {GgmlType::MXFP4, ns::gemm_mxfp4},       \
+        {GgmlType::TQ2_0, ns::gemm_tq2_0}, {GgmlType::TQ1_0, ns::gemm_tq1_0}, {GgmlType::MXFP4, ns::gemm_mxfp4},       \
         {GgmlType::IQ2_XXS, ns::gemm_iq2_xxs}, {GgmlType::IQ2_XS, ns::gemm_iq2_xs}, {GgmlType::IQ2_S, ns::gemm_iq2_s},   \
         {GgmlType::IQ3_XXS, ns::gemm_iq3_xxs}, {GgmlType::IQ3_S, ns::gemm_iq3_s}, {GgmlType::IQ1_S, ns::gemm_iq1_s},     \
         {GgmlType::IQ1_M, ns::gemm_iq1_m}

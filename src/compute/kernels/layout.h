@@ -70,6 +70,14 @@ constexpr int k_act_group = 8;
 constexpr int k_float_panel_rows = 32;
 constexpr int k_float_block_tokens = 12;
 
+// TQ1_0 panel blocks (packing.cpp): d[16] f16, then 13 chunks of the file's bytes
+// (lane i = bytes 4c .. 4c + 3 of row i). Base-3 digit n of a byte is
+// ((3^n byte mod 256) x 3) >> 8 (ggml's); chunk c's digit n holds elements
+// tq1_element(c, n) .. + 3 of each lane's row.
+constexpr int k_tq1_chunks = 13;
+constexpr int tq1_digits(int c) { return c < 12 ? 5 : 4; }
+constexpr int tq1_element(int c, int n) { return c < 8 ? 32 * n + 4 * c : c < 12 ? 160 + 16 * n + 4 * (c - 8) : 240 + 4 * n; }
+
 using AlignedBytes = std::unique_ptr<uint8_t[], FreeDeleter>;
 // 64-byte aligned, uninitialised; throws kiln::Error when out of memory.
 AlignedBytes aligned_bytes(uint64_t n);

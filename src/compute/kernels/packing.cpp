@@ -220,28 +220,13 @@ void pack_tq2_0(const uint8_t* const* rows, uint8_t* dst) {
     put_k2_chunks(rows, dst + 32, [](const uint8_t* b, int e) { return k2_level(b, e); });
 }
 
-// TQ1_0's base-3 digit (0, 1, 2) of element e (file: qs 0..47, qh 48..51), in the
-// element order of dequantize_row_tq1_0.
-int tq1_level(const uint8_t* b, int e) {
-    static constexpr uint8_t k_pow3[5] = {1, 3, 9, 27, 81};
-    int byte, digit;
-    if (e < 160) {
-        byte = e % 32, digit = e / 32;
-    } else if (e < 240) {
-        byte = 32 + (e - 160) % 16, digit = (e - 160) / 16;
-    } else {
-        byte = 48 + (e - 240) % 4, digit = (e - 240) / 4;
-    }
-    const uint8_t q = static_cast<uint8_t>(b[byte] * k_pow3[digit]);
-    return (q * 3) >> 8;
-}
-
-// TQ1_0 in TQ2_0's panel layout (file: qs 0, qh 48, d 52): the kernels read 2-bit
-// levels; decoding five base-3 digits per byte in the inner loop would cost more
-// than the 22 % more bytes (66 per row instead of 54).
+// TQ1_0 (file: qs 0..47, qh 48..51, d 52): d[16] | 13 chunks (lane i = bytes
+// 4c .. 4c + 3 of row i's qs + qh), the file's size. Each byte holds 5 (qh: 4)
+// base-3 digits, the elements 32n + j (qs 0..31), 160 + 16n + j (qs 32..47),
+// 240 + 4n + j (qh) of dequantize_row_tq1_0; the kernels take them apart.
 void pack_tq1_0(const uint8_t* const* rows, uint8_t* dst) {
     put_f16_lanes(rows, 52, dst);
-    put_k2_chunks(rows, dst + 32, tq1_level);
+    put_chunks(rows, 0, 13, dst + 32);
 }
 
 // IQ4_XS (file: d 0, scales_h 2, scales_l 4, qs 8): d[16] | signed scale pairs
@@ -357,7 +342,7 @@ const PackRow k_pack_rows[] = {
     {GgmlType::Q5_0, 352, pack_q5_0},  {GgmlType::Q5_1, 384, pack_q5_1},   {GgmlType::Q8_0, 544, pack_q8_0},
     {GgmlType::Q4_K, 2368, pack_q4_K}, {GgmlType::Q5_K, 2880, pack_q5_K},  {GgmlType::Q6_K, 3360, pack_q6_K},
     {GgmlType::Q2_K, 1344, pack_q2_K}, {GgmlType::Q3_K, 1824, pack_q3_K},  {GgmlType::TQ2_0, 1056, pack_tq2_0},
-    {GgmlType::TQ1_0, 1056, pack_tq1_0}, {GgmlType::IQ4_XS, 2208, pack_iq4_xs}, {GgmlType::MXFP4, 272, pack_mxfp4},
+    {GgmlType::TQ1_0, 864, pack_tq1_0}, {GgmlType::IQ4_XS, 2208, pack_iq4_xs}, {GgmlType::MXFP4, 272, pack_mxfp4},
     {GgmlType::IQ2_XXS, iq_grid_block_bytes(GgmlType::IQ2_XXS), pack_iq2_xxs},
     {GgmlType::IQ2_XS, iq_grid_block_bytes(GgmlType::IQ2_XS), pack_iq2_xs},
     {GgmlType::IQ2_S, iq_grid_block_bytes(GgmlType::IQ2_S), pack_iq2_s},

@@ -20,6 +20,7 @@ namespace kiln {
     void gemm_q2_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
     void gemm_q3_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);           \
     void gemm_tq2_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);          \
+    void gemm_tq1_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);          \
     void gemm_iq4_xs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);         \
     void gemm_mxfp4(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);          \
     void gemm_iq2_xxs(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy);        \
@@ -63,7 +64,7 @@ KILN_DECLARE_X86_KERNELS
 // The quantized products with AVX-VNNI's vpdpbusd (CPUs that have it).
 namespace vnni {
 extern const PackedGemmFn gemm_q4_0, gemm_q4_1, gemm_q5_0, gemm_q5_1, gemm_q8_0, gemm_iq4_nl, gemm_q4_K, gemm_q5_K, gemm_q6_K,
-    gemm_q2_K, gemm_q3_K, gemm_tq2_0, gemm_iq4_xs, gemm_mxfp4, gemm_iq2_xxs, gemm_iq2_xs, gemm_iq2_s, gemm_iq3_xxs, gemm_iq3_s,
+    gemm_q2_K, gemm_q3_K, gemm_tq2_0, gemm_tq1_0, gemm_iq4_xs, gemm_mxfp4, gemm_iq2_xxs, gemm_iq2_xs, gemm_iq2_s, gemm_iq3_xxs, gemm_iq3_s,
     gemm_iq1_s, gemm_iq1_m;
 }  // namespace vnni
 }
