@@ -9,6 +9,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "compute/kernels/x86.h"
@@ -62,7 +63,7 @@ KILN_TARGET_AVX2 inline float dot16(const float* a, const float* b, int n) {
 }  // namespace
 
 KILN_TARGET_AVX2 void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,
-                                float* y, int d, int n_k_heads, int h0, int h1) {
+                                float* y, int d, int n_k_heads, int h0, int h1, float* deltas) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     const int full = d / 8 * 8;
     const __m256i tail = lanes_below(d - full);
@@ -84,6 +85,37 @@ KILN_TARGET_AVX2 void ssm_delta(float* state, const float* q, const float* k, co
                 _mm256_maskstore_ps(row + i, tail,
                                     _mm256_add_ps(_mm256_maskload_ps(row + i, tail), _mm256_mul_ps(_mm256_maskload_ps(kh + i, tail), dv)));
             y[static_cast<int64_t>(h) * d + j] = dot16(row, qh, d) * scale;
+            if (deltas) deltas[static_cast<int64_t>(h) * d + j] = delta;
+        }
+    }
+}
+
+KILN_TARGET_AVX2 void ssm_delta_apply(float* state, const float* k, const float* g, const float* deltas, int64_t stride,
+                                      int n_rows, int d, int n_k_heads, int h0, int h1) {
+    const int full = d / 8 * 8;
+    const __m256i all = _mm256_set1_epi32(-1), tail = lanes_below(d - full);
+    for (int h = h0; h < h1; ++h) {
+        float* m = state + static_cast<int64_t>(h) * d * d;
+        const int64_t ko = static_cast<int64_t>(h % n_k_heads) * d;
+        // Positions in blocks of 16, their decays computed once per head.
+        for (int p0 = 0; p0 < n_rows; p0 += 16) {
+            const int nb = std::min(16, n_rows - p0);
+            __m256 decay[16];
+            for (int q = 0; q < nb; ++q) decay[q] = _mm256_set1_ps(std::exp(g[(p0 + q) * stride + h]));
+            const float* kb = k + p0 * stride + ko;
+            const float* db = deltas + p0 * stride + static_cast<int64_t>(h) * d;
+            for (int j = 0; j < d; ++j) {
+                float* row = m + static_cast<int64_t>(j) * d;
+                // 8 floats of the row in a register through the block: (x · decay) + k · δ, rounded as ssm_delta.
+                for (int i = 0; i < d; i += 8) {
+                    const __m256i lanes = i < full ? all : tail;
+                    __m256 x = _mm256_maskload_ps(row + i, lanes);
+                    for (int q = 0; q < nb; ++q)
+                        x = _mm256_add_ps(_mm256_mul_ps(x, decay[q]),
+                                          _mm256_mul_ps(_mm256_maskload_ps(kb + q * stride + i, lanes), _mm256_set1_ps(db[q * stride + j])));
+                    _mm256_maskstore_ps(row + i, lanes, x);
+                }
+            }
         }
     }
 }
