@@ -57,8 +57,11 @@ void scan1_step(float* state, const float* x, const float* dt, const float* A, c
 // q, k: f32 [d, n_k_heads] (already L2-normed); v, y: [d, n_v_heads]; g, beta: [n_v_heads].
 // Dot products are summed in the 16 lanes of scan2_step. deltas (may be null):
 // where each δ goes, f32 [d, n_v_heads] (what delta_apply needs to redo the update).
+// from (may be null: state itself): the state before the position, read once
+// (the first pass, row · decay), the new state written to state — a step from
+// one buffer into another (the deferred rows' copy of a head) at no extra pass.
 void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
-                int n_k_heads, int h0, int h1, float* deltas);
+                int n_k_heads, int h0, int h1, float* deltas, const float* from);
 
 // delta_step's state update of n_rows positions from their recorded δ, without
 // reading the state for them: position p's k, g and δ at k + p·stride, g + p·stride,

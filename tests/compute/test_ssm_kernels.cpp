@@ -134,7 +134,7 @@ TEST(SsmKernels, DeltaRuleFollowsItsRecurrence) {
     for (int t = 0; t < 5; ++t) {
         auto q = random_floats(rng, d * nk, -0.3f, 0.3f), k = random_floats(rng, d * nk, -0.3f, 0.3f);
         auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
-        ssm::delta_step(state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv, nullptr);
+        ssm::delta_step(state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv, nullptr, nullptr);
         for (int h = 0; h < nv; ++h) {
             const float* kh = k.data() + (h % nk) * d;
             const float* qh = q.data() + (h % nk) * d;
@@ -161,6 +161,7 @@ TEST(SsmKernels, DeltaRuleSimdLevelsAreBitIdenticalToTheReference) {
     for (Isa isa : {Isa::Avx2, Isa::Avx512})
         if (const KernelTable* t = kernel_table(isa)) tables.push_back(t);
     if (tables.empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+    tables.insert(tables.begin(), &scalar_kernels());  // the reference's own `from` path too
     std::mt19937 rng(6);
     for (int d : {1, 5, 8, 13, 16, 23, 32, 64, 128}) {
         const int nk = 2, nv = 4;
@@ -171,13 +172,20 @@ TEST(SsmKernels, DeltaRuleSimdLevelsAreBitIdenticalToTheReference) {
             auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
             std::vector<float> y_ref(d * nv), deltas_ref(d * nv);
             ssm::delta_step(s_ref.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y_ref.data(), d, nk, 0, nv,
-                            deltas_ref.data());
+                            deltas_ref.data(), nullptr);
             for (size_t i = 0; i < tables.size(); ++i) {
                 std::vector<float> y(d * nv, -1.0f), deltas(d * nv, -1.0f);
+                // Odd steps from another buffer (`from`), the state's old contents overwritten unread.
+                std::vector<float> before;
+                if (t % 2) {
+                    before = s_simd[i];
+                    std::fill(s_simd[i].begin(), s_simd[i].end(), -7.0f);
+                }
+                const float* from = t % 2 ? before.data() : nullptr;
                 tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, 1,
-                                     deltas.data());
+                                     deltas.data(), from);
                 tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 1, nv,
-                                     deltas.data());
+                                     deltas.data(), from);
                 EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << isa_name(tables[i]->isa) << " d " << d;
                 EXPECT_EQ(std::memcmp(deltas.data(), deltas_ref.data(), deltas.size() * sizeof(float)), 0)
                     << isa_name(tables[i]->isa) << " d " << d;
@@ -215,7 +223,7 @@ TEST(SsmKernels, DeltaApplyRedoesTheStepsFromTheirRecordedDeltas) {
                 std::copy(g.begin(), g.end(), r + d * nk);
                 std::vector<float> y(d * nv);
                 ssm::delta_step(s_step.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv,
-                                r + d * nk + nv);
+                                r + d * nk + nv, nullptr);
             }
             for (const KernelTable* t : tables) {
                 std::vector<float> s = s0;
