@@ -1,9 +1,9 @@
 // SsmMixer's deferred rows (src/model/ssm.h): how the delta net rolls back into a
 // verification batch without saving or restoring its state. A logged row never
-// writes the state in memory: per value head, a thread copies the head (d x d
-// floats, in cache) and runs the sequence's rows of the pass on the copy,
-// recording each row's δ beside its k and g; per convolution channel range the
-// same with the last inputs. When the log ends, its kept rows become the
+// writes the state in memory: per value head, a thread runs the sequence's rows
+// of the pass on a copy of the head (d x d floats, in cache; the first row reads
+// the head in memory and writes the copy), recording each row's δ beside its k
+// and g; per convolution channel range the same with the last inputs. When the log ends, its kept rows become the
 // sequence's pending rows, and the next pass over each layer applies them to the
 // head it is about to use (delta_apply: the delta rule's update from the recorded
 // δ, the same float operations in the same order, so the state gets the bits a

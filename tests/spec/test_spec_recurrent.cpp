@@ -183,6 +183,38 @@ TEST_P(SpecRecurrent, CheckpointAndCopyRightAfterARollbackHoldTheKeptRows) {
     EXPECT_EQ(logits_of(spec, 0), want_logits) << GetParam() << ": the step on the copy";
 }
 
+// A verification batch split over passes (n_batch 4 of 6 rows): the delta net's
+// second pass continues its rows from the first pass's records (applied to each
+// head's copy); a rollback into either pass leaves a plain decode's state.
+TEST(SpecRecurrentBatch, AVerificationSplitOverPassesRollsBackExactly) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    for (const std::string family : {"qwen35", "qwen3next"}) {
+        const ModelPtr model = tiny(family);
+        const std::vector<TokenId> prompt = repeating_prompt();
+        const std::vector<TokenId> rows = {808, 101, 202, 909, 303, 404};
+        const int64_t p0 = static_cast<int64_t>(prompt.size());
+        const kiln::ContextOptions co{.n_ctx = 128, .n_batch = 4};
+        for (int kept : {2, 5}) {
+            kiln::Context spec(model, co);
+            decode_prompt(spec, prompt);
+            kiln::Batch v;
+            for (size_t j = 0; j < rows.size(); ++j) v.add(rows[j], p0 + static_cast<int64_t>(j), 0, true);
+            spec.decode(v);
+            const std::vector<float> row_logits = logits_of(spec, kept - 1);
+            ASSERT_EQ(spec.seq_rollback(0, p0 + kept), p0 + kept) << family << " keeping " << kept;
+            kiln::Context plain(model, co);
+            decode_prompt(plain, prompt);
+            for (int j = 0; j < kept; ++j) {
+                kiln::Batch one;
+                one.add(rows[static_cast<size_t>(j)], p0 + j, 0, true);
+                plain.decode(one);
+            }
+            EXPECT_EQ(row_logits, logits_of(plain, 0)) << family << " keeping " << kept << ": the kept row's logits";
+            EXPECT_TRUE(live_state(spec, 0) == live_state(plain, 0)) << family << " keeping " << kept << ": the state";
+        }
+    }
+}
+
 TEST_P(SpecRecurrent, GreedyAndSeededOutputIsTheSameWithAndWithoutDrafting) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     const ModelPtr model = tiny(GetParam());
