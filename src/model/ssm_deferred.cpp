@@ -3,9 +3,9 @@
 // writes the state in memory: per value head, a thread runs the sequence's rows
 // of the pass on a copy of the head (d x d floats, in cache; the first row reads
 // the head in memory and writes the copy), recording each row's δ beside its k
-// and g; per convolution channel range the same with the last inputs. When the log ends, its kept rows become the
-// sequence's pending rows, and the next pass over each layer applies them to the
-// head it is about to use (delta_apply: the delta rule's update from the recorded
+// and g; per convolution channel range the same with the last inputs. When the
+// log ends, its kept rows become the sequence's pending rows, and the next pass
+// over each layer applies them to the head it is about to use (delta_apply: the delta rule's update from the recorded
 // δ, the same float operations in the same order, so the state gets the bits a
 // plain decode gives it) — the write a decode step does anyway. A rollback only
 // shortens the log.
