@@ -1,9 +1,15 @@
 // What a speculative verification costs a recurrent / hybrid model beyond its
-// forward pass: saving the sequence's recurrent state before a k + 1-row batch
-// (the replay log) and rolling back into it (restoring that state and replaying
-// the kept rows' recurrences: src/model/ssm_replay.cpp), against a one-row
-// decode step. Rounds interleave: a one-row step, then a k + 1-row verification
-// rolled back to `keep` rows (1: every draft rejected); medians in ms.
+// forward pass. Rounds interleave, all in one process:
+//   A  a one-row decode step (nothing pending);
+//   P  a k + 1-row verification evaluated in place, not logged (the reference;
+//      ContextInternals::set_verification_logging), every row kept;
+//   V  the same verification logged (src/model/ssm.h: the delta net defers its
+//      rows, the other kinds save the state), then R, the rollback to `keep` rows;
+//   C  the one-row step right after it (the delta net applies the kept rows there);
+//   F  (diagnostic) another V + R, then flushing the kept rows alone (the apply
+//      outside a pass: every byte of the state read and written once more).
+// The overhead of a block is (V - P) + R + (C - A), per round; medians in ms (the
+// differences' medians are of the per-round differences).
 //
 //   replay_cost MODEL [-k 4] [--keep 1] [-r 20] [-t THREADS] [-p 64]
 #include <algorithm>
@@ -50,14 +56,14 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (k < 1 || keep < 1 || keep > k || rounds < 1 || n_prompt < 1) {
-        std::fprintf(stderr, "replay_cost: need 1 <= --keep <= -k, -r >= 1, -p >= 1\n");
+    if (k < 1 || keep < 1 || keep > k + 1 || rounds < 1 || n_prompt < 1) {
+        std::fprintf(stderr, "replay_cost: need 1 <= --keep <= -k + 1, -r >= 1, -p >= 1\n");
         return 2;
     }
     try {
         auto model = kiln::Model::load(argv[1]);
         kiln::ContextOptions co;
-        co.n_ctx = n_prompt + 4 * rounds * (k + 2) + 16;
+        co.n_ctx = n_prompt + (rounds + 1) * (3 * (k + 1) + keep + 4) + 16;
         co.n_threads = threads;
         kiln::Context ctx(model, co);
         const int n_vocab = model->n_vocab();
@@ -69,41 +75,68 @@ int main(int argc, char** argv) {
         kiln::Batch b;
         for (int i = 0; i < n_prompt; ++i) b.add(token(), i, 0, i + 1 == n_prompt);
         ctx.decode(b);
-        std::vector<double> one_ms, verify_ms, save_ms, rollback_ms;
-        for (int r = 0; r <= rounds; ++r) {  // r == 0: warm-up
+        auto step = [&] {
             b.clear();
             b.add(token(), ctx.seq_length(0), 0, true);
-            auto t0 = Clock::now();
+            const auto t0 = Clock::now();
             ctx.decode(b);
-            const double one = ms_since(t0);
-            const kiln::ReplayStats before = kiln::ContextInternals::replay_stats(ctx);
+            return ms_since(t0);
+        };
+        auto verify = [&] {
             const int64_t pos = ctx.seq_length(0);
             b.clear();
             for (int j = 0; j <= k; ++j) b.add(token(), pos + j, 0, true);
-            t0 = Clock::now();
+            const auto t0 = Clock::now();
             ctx.decode(b);
-            const double verify = ms_since(t0);
-            t0 = Clock::now();
-            const int64_t held = ctx.seq_rollback(0, pos + keep);
-            const double rollback = ms_since(t0);
-            const kiln::ReplayStats& after = kiln::ContextInternals::replay_stats(ctx);
-            if (held != pos + keep || after.replays != before.replays + 1)
-                throw kiln::Error("the rollback did not replay (held " + std::to_string(held) + " of " + std::to_string(pos + keep) +
+            return ms_since(t0);
+        };
+        auto rollback = [&](int64_t to) {
+            if (to == ctx.seq_length(0)) return 0.0;  // every row kept: nothing to roll back
+            const uint64_t replays = kiln::ContextInternals::replay_stats(ctx).replays;
+            const auto t0 = Clock::now();
+            const int64_t held = ctx.seq_rollback(0, to);
+            const double ms = ms_since(t0);
+            if (held != to || kiln::ContextInternals::replay_stats(ctx).replays != replays + 1)
+                throw kiln::Error("the rollback did not replay (held " + std::to_string(held) + " of " + std::to_string(to) +
                                   "): is the model recurrent?");
+            return ms;
+        };
+        std::vector<double> a_ms, p_ms, v_ms, r_ms, c_ms, f_ms, vp_ms, ca_ms, over_ms;
+        for (int r = 0; r <= rounds; ++r) {  // r == 0: warm-up
+            const double a = step();
+            kiln::ContextInternals::set_verification_logging(ctx, false);
+            const double p = verify();
+            kiln::ContextInternals::set_verification_logging(ctx, true);
+            int64_t pos = ctx.seq_length(0);
+            const double v = verify();
+            const double rb = rollback(pos + keep);
+            const double c = step();
+            pos = ctx.seq_length(0);
+            verify();
+            rollback(pos + keep);
+            const auto t0 = Clock::now();
+            kiln::ContextInternals::flush_recurrent(ctx, 0);
+            const double f = ms_since(t0);
             if (r == 0) continue;
-            one_ms.push_back(one);
-            verify_ms.push_back(verify);
-            save_ms.push_back(1e3 * (after.log_seconds - before.log_seconds));
-            rollback_ms.push_back(rollback);
+            a_ms.push_back(a);
+            p_ms.push_back(p);
+            v_ms.push_back(v);
+            r_ms.push_back(rb);
+            c_ms.push_back(c);
+            f_ms.push_back(f);
+            vp_ms.push_back(v - p);
+            ca_ms.push_back(c - a);
+            over_ms.push_back((v - p) + rb + (c - a));
         }
         std::printf("%s: %d rounds, %d threads, a %d-row verification rolled back to %d row(s); medians in ms\n", argv[1], rounds,
                     ctx.n_threads(), k + 1, keep);
-        std::printf("| one-row step | %d-row verification | of which saving the state | rollback (restore + replay %d) | overhead / one-row step |\n",
-                    k + 1, keep);
-        std::printf("|---|---|---|---|---|\n");
-        const double over = median(save_ms) + median(rollback_ms);
-        std::printf("| %.3f | %.3f | %.3f | %.3f | %.3f (%.1f%%) |\n", median(one_ms), median(verify_ms), median(save_ms),
-                    median(rollback_ms), over, 100.0 * over / std::max(median(one_ms), 1e-9));
+        std::printf("| one-row step A | %d-row verification: in place P | logged V | rollback R | next step C | V-P | C-A | "
+                    "overhead (V-P)+R+(C-A) | flush alone F |\n",
+                    k + 1);
+        std::printf("|---|---|---|---|---|---|---|---|---|\n");
+        std::printf("| %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f (%.1f%% of A) | %.3f |\n", median(a_ms), median(p_ms),
+                    median(v_ms), median(r_ms), median(c_ms), median(vp_ms), median(ca_ms), median(over_ms),
+                    100.0 * median(over_ms) / std::max(median(a_ms), 1e-9), median(f_ms));
         return 0;
     } catch (const kiln::Error& e) {
         std::fprintf(stderr, "replay_cost: %s\n", e.what());

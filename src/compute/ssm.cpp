@@ -88,19 +88,39 @@ void scan1_step(float* state, const float* x, const float* dt, const float* A, c
 }
 
 void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
-                int n_k_heads, int h0, int h1) {
+                int n_k_heads, int h0, int h1, float* deltas, const float* from) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (int h = h0; h < h1; ++h) {
         const float decay = std::exp(g[h]);
         const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
         const float* qh = q + static_cast<int64_t>(h % n_k_heads) * d;
         float* m = state + static_cast<int64_t>(h) * d * d;
+        const float* src = (from ? from : state) + static_cast<int64_t>(h) * d * d;
         for (int j = 0; j < d; ++j) {
             float* row = m + static_cast<int64_t>(j) * d;
-            for (int i = 0; i < d; ++i) row[i] *= decay;
+            const float* old = src + static_cast<int64_t>(j) * d;
+            for (int i = 0; i < d; ++i) row[i] = old[i] * decay;
             const float delta = (v[static_cast<int64_t>(h) * d + j] - lane_dot(row, kh, d)) * beta[h];
             for (int i = 0; i < d; ++i) row[i] += kh[i] * delta;
             y[static_cast<int64_t>(h) * d + j] = lane_dot(row, qh, d) * scale;
+            if (deltas) deltas[static_cast<int64_t>(h) * d + j] = delta;
+        }
+    }
+}
+
+void delta_apply(float* state, const float* k, const float* g, const float* deltas, int64_t stride, int n_rows, int d,
+                 int n_k_heads, int h0, int h1) {
+    for (int h = h0; h < h1; ++h) {
+        float* m = state + static_cast<int64_t>(h) * d * d;
+        for (int j = 0; j < d; ++j) {
+            float* row = m + static_cast<int64_t>(j) * d;
+            for (int p = 0; p < n_rows; ++p) {
+                const float decay = std::exp(g[p * stride + h]);
+                const float* kh = k + p * stride + static_cast<int64_t>(h % n_k_heads) * d;
+                const float delta = deltas[p * stride + static_cast<int64_t>(h) * d + j];
+                for (int i = 0; i < d; ++i) row[i] *= decay;
+                for (int i = 0; i < d; ++i) row[i] += kh[i] * delta;
+            }
         }
     }
 }

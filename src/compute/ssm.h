@@ -55,9 +55,22 @@ void scan1_step(float* state, const float* x, const float* dt, const float* A, c
 // S[i][j]; row j of it, with decay exp(g[h]):
 //   row *= decay;  δ = (v[h][j] - row · k) · beta[h];  row += k · δ;  y[h][j] = (row · q) / sqrt(d)
 // q, k: f32 [d, n_k_heads] (already L2-normed); v, y: [d, n_v_heads]; g, beta: [n_v_heads].
-// Dot products are summed in the 16 lanes of scan2_step.
+// Dot products are summed in the 16 lanes of scan2_step. deltas (may be null):
+// where each δ goes, f32 [d, n_v_heads] (what delta_apply needs to redo the update).
+// from (may be null: state itself): the state before the position, read once
+// (the first pass, row · decay), the new state written to state — a step from
+// one buffer into another (the deferred rows' copy of a head) at no extra pass.
 void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
-                int n_k_heads, int h0, int h1);
+                int n_k_heads, int h0, int h1, float* deltas, const float* from);
+
+// delta_step's state update of n_rows positions from their recorded δ, without
+// reading the state for them: position p's k, g and δ at k + p·stride, g + p·stride,
+// deltas + p·stride; for each element of row j of head h, for p in order,
+// x = x · exp(g_p[h]) then x = x + k_p[i] · δ_p[h][j] — the same float operations
+// in the same order as n_rows delta_step calls, so the state gets their bits.
+// k: f32 [d, n_k_heads]; g: [n_v_heads]; deltas: [d, n_v_heads].
+void delta_apply(float* state, const float* k, const float* g, const float* deltas, int64_t stride, int n_rows, int d,
+                 int n_k_heads, int h0, int h1);
 
 // RWKV-6's WKV of one position, heads [h0, h1) of head_size d (the reference
 // of KernelTable::rwkv_wkv6, whose SIMD levels run it lane-wise over j). Head h's state S [d, d] (S[i][j] at

@@ -220,8 +220,10 @@ struct Context::Impl {
     std::vector<int64_t> next, added;  // [n_seq_max]: scratch of validate, its result
     std::vector<int64_t> target;       // [n_seq_max]: each sequence's length after the decode
     std::vector<uint8_t> logged;       // [n_seq_max]: this decode logs the sequence's rows (replay)
+    std::vector<uint8_t> verifying;    // [n_seq_max]: ... is a verification batch (logged unless log_verifications is off)
     std::vector<uint8_t> all_out;      // [n_seq_max]: scratch: every row of the sequence wants an output
     ReplayStats replay;
+    bool log_verifications = true;  // ContextInternals::set_verification_logging (bench/replay_cost.cpp)
     // seq_plan_checkpoints: per sequence, the positions its prompt leaves
     // checkpoints at (ascending), and the prompt's end.
     std::vector<std::vector<int64_t>> plans;
@@ -272,6 +274,11 @@ void Context::set_hidden_states(bool on) { impl_->hidden_states = on; }
 
 SequenceMemory& ContextInternals::memory(Context& c) { return *c.impl_->memory; }
 const ThreadPool& ContextInternals::pool(const Context& c) { return *c.impl_->pool; }
+void ContextInternals::set_verification_logging(Context& c, bool on) { c.impl_->log_verifications = on; }
+void ContextInternals::flush_recurrent(Context& c, SeqId seq) {
+    c.impl_->check_seq(seq);
+    c.impl_->forward->flush_recurrent(seq);
+}
 
 const Model& Context::model() const { return *impl_->model; }
 int Context::n_ctx() const { return impl_->n_ctx; }
@@ -350,6 +357,7 @@ void Context::decode(const Batch& batch) {
     // A verification batch's rows are logged instead of checkpointed: a rollback
     // into them replays the recurrences of the kept rows (Context::seq_rollback).
     im.logged.assign(im.tokens.size(), 0);
+    im.verifying.assign(im.tokens.size(), 0);
     if (recurrent && im.forward->has_recurrent()) {
         std::vector<uint8_t>& all_out = im.all_out;
         all_out.assign(im.tokens.size(), 1);
@@ -357,7 +365,8 @@ void Context::decode(const Batch& batch) {
             if (!batch.outputs()[static_cast<size_t>(i)]) all_out[static_cast<size_t>(batch.seqs()[static_cast<size_t>(i)])] = 0;
         for (size_t s = 0; s < im.tokens.size(); ++s) {
             if (im.added[s] == 0) continue;
-            im.logged[s] = all_out[s] && im.added[s] > 1 && im.added[s] <= k_max_logged_rows;
+            im.verifying[s] = all_out[s] && im.added[s] > 1 && im.added[s] <= k_max_logged_rows;
+            im.logged[s] = im.verifying[s] && im.log_verifications;
             if (im.logged[s]) {
                 const auto t0 = std::chrono::steady_clock::now();
                 im.forward->log_rows(static_cast<int>(s), static_cast<int64_t>(im.tokens[s].size()), static_cast<int>(im.added[s]));
@@ -378,7 +387,7 @@ void Context::decode(const Batch& batch) {
             for (int i = done + 1; i < done + n; ++i) {
                 const size_t s = static_cast<size_t>(batch.seqs()[static_cast<size_t>(i)]);
                 const int64_t p = batch.positions()[static_cast<size_t>(i)];
-                if (im.planned(s) ? im.plan_has(s, p) : !im.logged[s] && im.added[s] > 1 && p == im.target[s] - 1) {
+                if (im.planned(s) ? im.plan_has(s, p) : !im.verifying[s] && im.added[s] > 1 && p == im.target[s] - 1) {
                     n = i - done;
                     break;
                 }
@@ -411,13 +420,17 @@ void Context::decode(const Batch& batch) {
             const int64_t before = len - std::count(rows.seq, rows.seq + n, rows.seq[i]);
             if (im.planned(s)) {
                 const std::vector<int64_t>& plan = im.plans[s];
-                for (auto it = std::upper_bound(plan.begin(), plan.end(), before); it != plan.end() && *it <= len; ++it)
+                for (auto it = std::upper_bound(plan.begin(), plan.end(), before); it != plan.end() && *it <= len; ++it) {
+                    im.forward->flush_recurrent(static_cast<int>(s));  // deferred rows into the state it copies
                     im.memory->checkpoint_at(static_cast<int>(s), *it, len);
+                }
                 continue;
             }
-            if (!recurrent || im.added[s] <= 1 || im.logged[s]) continue;
-            if (len == im.target[s] - 1 || len == im.target[s] || len / k_checkpoint_interval != before / k_checkpoint_interval)
+            if (!recurrent || im.added[s] <= 1 || im.verifying[s]) continue;
+            if (len == im.target[s] - 1 || len == im.target[s] || len / k_checkpoint_interval != before / k_checkpoint_interval) {
+                im.forward->flush_recurrent(static_cast<int>(s));
                 im.memory->checkpoint(static_cast<int>(s), len);
+            }
         }
     }
     im.n_outputs = n_out;
@@ -485,13 +498,13 @@ int64_t Context::seq_rollback(SeqId seq, int64_t n_keep) {
             ++im.replay.replays;
         } else {  // a sliding ring that moved on: nothing is left to return to
             im.memory->clear(seq);
-            im.forward->log_stop(seq);
+            im.forward->drop_recurrent(seq);
             kept = 0;
         }
     } else {
         kept = im.memory->rollback(seq, n_keep, n_past);
         im.shortfall = kept < n_keep ? im.memory->last_shortfall() : Shortfall::None;
-        if (kept < n_past) im.forward->log_stop(seq);
+        if (kept < n_past) im.forward->drop_recurrent(seq);  // a checkpoint restored (or the state cleared)
     }
     t.resize(static_cast<size_t>(kept));
     if (seq == 0) im.last_logits.clear();
@@ -505,7 +518,8 @@ int64_t Context::seq_copy(SeqId src, SeqId dst, int64_t n) {
     const std::vector<TokenId>& from = im.tokens[static_cast<size_t>(src)];
     n = std::clamp<int64_t>(n, 0, static_cast<int64_t>(from.size()));
     if (src == dst) return seq_rollback(src, n);
-    im.forward->log_stop(dst);
+    if (n == static_cast<int64_t>(from.size())) im.forward->flush_recurrent(src);  // deferred rows into the live state it copies
+    im.forward->drop_recurrent(dst);
     const int64_t held = im.memory->copy_prefix(src, dst, n, static_cast<int64_t>(from.size()));
     im.shortfall = held < n ? im.memory->last_shortfall() : Shortfall::None;
     im.tokens[static_cast<size_t>(dst)].assign(from.begin(), from.begin() + held);
@@ -517,7 +531,7 @@ void Context::seq_clear(SeqId seq) {
     Impl& im = *impl_;
     im.check_seq(seq);
     im.memory->clear(seq);
-    im.forward->log_stop(seq);
+    im.forward->drop_recurrent(seq);
     im.tokens[static_cast<size_t>(seq)].clear();
     im.plans[static_cast<size_t>(seq)].clear();
     if (seq == 0) im.last_logits.clear();
@@ -562,6 +576,7 @@ const ReplayStats& ContextInternals::replay_stats(const Context& c) { return c.i
 
 void Context::seq_checkpoint(SeqId seq) {
     impl_->check_seq(seq);
+    impl_->forward->flush_recurrent(seq);
     impl_->memory->checkpoint(seq, seq_length(seq));
 }
 

@@ -13,10 +13,10 @@ namespace kiln {
 // replay log, docs/ARCHITECTURE.md "Checkpoints"), summed since the Context was
 // made (bench/replay_cost.cpp reports it).
 struct ReplayStats {
-    uint64_t logs = 0;          // decodes of a sequence that saved its state for a replay
-    uint64_t replays = 0;       // rollbacks done by replaying
+    uint64_t logs = 0;          // decodes of a sequence that logged its rows for a replay
+    uint64_t replays = 0;       // rollbacks done by replaying (the delta net: by shortening its log)
     uint64_t replayed_rows = 0;
-    double log_seconds = 0;     // saving the states
+    double log_seconds = 0;     // starting the logs (saving the states; the delta net saves none)
     double replay_seconds = 0;  // restoring and replaying
 };
 
@@ -24,6 +24,12 @@ struct ContextInternals {
     static SequenceMemory& memory(Context& c);
     static const ReplayStats& replay_stats(const Context& c);
     static const ThreadPool& pool(const Context& c);
+    // Applies seq's deferred recurrent rows to its state in memory (what reading
+    // that state directly needs: model/ssm.h, SsmMixer::flush).
+    static void flush_recurrent(Context& c, SeqId seq);
+    // Off: verification batches are evaluated in place, not logged (nor
+    // checkpointed): the bench's reference for what logging costs.
+    static void set_verification_logging(Context& c, bool on);
 };
 
 }  // namespace kiln

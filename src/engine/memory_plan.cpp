@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "engine/context_sizing.h"
+#include "kiln/engine.h"
 #include "kiln/error.h"
 #include "kiln/gguf/file.h"
 #include "kiln/memory_plan.h"
@@ -174,6 +175,11 @@ MemoryPlan plan_memory(const std::string& path, const MemoryPlanOptions& o) {
     add(p, "kv_cache", z.memory_bytes,
         std::to_string(o.n_seq_max) + " x " + std::to_string(z.kv.n_ctx) + " positions of " + o.kv_type + " keys and values");
     add(p, "scratch", forward + context, "the forward pass's activations for a batch of " + std::to_string(z.n_batch) + ", logits");
+    // Recurrent layers: what rolling back into a verification batch keeps (model/ssm.h),
+    // for the default draft plus the pending token, per sequence; allocated on the first draft.
+    const int log_rows = SpecOptions{}.draft_max + 1;
+    if (const uint64_t log = Forward::replay_log_bytes(spec, o.n_seq_max, log_rows))
+        add(p, "replay_log", log, "rolling recurrent layers back into a verification of " + std::to_string(log_rows) + " rows, per sequence");
     // The multi-token-prediction head the Engine drafts with (src/engine/mtp_draft.h):
     // its one layer's cells, the trunk's state at every position, its pass's buffers.
     if (const auto head = make_nextn_head(spec, w)) {

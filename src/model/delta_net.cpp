@@ -91,7 +91,7 @@ void SsmMixer::eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, i
     }
     dump("linear_attn_qkv_mixed", proj_.data(), nc);
     log_part(il, n, 0, proj_.data(), nc, nc);
-    conv(il, w, seq, n, proj_.data(), nc, 0, states, pool, true);
+    conv_deferred(il, w, seq, n, proj_.data(), states, pool);
     dump("conv_output_silu", xc_.data(), nc);
     // Per row: q and k L2-normed per key head (as llama.cpp: RMSNorm with eps / d,
     // times 1 / sqrt(d)); the decay's log g and the write strength beta per value head.
@@ -112,31 +112,12 @@ void SsmMixer::eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, i
             }
         }
     });
-    log_part(il, n, nc, xc_.data(), nc, nc);
-    log_part(il, n, 2 * nc, alpha_.data(), nv, nv);
-    log_part(il, n, 2 * nc + nv, beta_.data(), nv, nv);
-    // The recurrence: threads take value heads, each walks the rows in order.
-    // Grouped heads: one value head at a time with its own key head as the only one.
-    const auto delta_step = kernels().ssm_delta;
-    pool.parallel_for(nv, 1, [&](int64_t h0, int64_t h1, int) {
-        for (int r = 0; r < n; ++r) {
-            float* st = reinterpret_cast<float*>(states.state(il, seq[r]) + conv_bytes_);
-            const float* x = xc_.data() + r * nc;
-            const float* a = alpha_.data() + r * nv;
-            const float* b = beta_.data() + r * nv;
-            float* y = y_.data() + r * dv;
-            if (!m.grouped_heads) {
-                delta_step(st, x, x + nk * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), static_cast<int>(nk),
-                           static_cast<int>(h0), static_cast<int>(h1));
-                continue;
-            }
-            for (int64_t hv = h0; hv < h1; ++hv) {
-                const int64_t g = hv / rf;
-                delta_step(st, x + g * d, x + nk * d + g * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), 1,
-                           static_cast<int>(hv), static_cast<int>(hv + 1));
-            }
-        }
-    });
+    // A logged row's record (ssm_deferred.cpp): k and g here, δ from the delta rule.
+    log_part(il, n, rec_k_, xc_.data() + nk * d, nc, nk * d);
+    log_part(il, n, rec_g_, alpha_.data(), nv, nv);
+    // The recurrence: threads take value heads, each walks the rows in order
+    // (a logged sequence's on a copy of each head, its pending rows applied first).
+    delta_rule_deferred(il, seq, n, states, pool);
     dump("delta_out", y_.data(), dv);
     // RMSNorm per value head with ssm_norm, times SiLU(z).
     const auto silu_mul = kernels().silu_mul;

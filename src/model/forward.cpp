@@ -756,7 +756,7 @@ void Forward::eval(const BatchRows& b, float* logits, float* hidden, float* row_
         norm_rows(spec_, x_.data(), w_.tok_embd_norm, w_.tok_embd_norm_b, x_.data(), n, e, pool_);
     prepare_rope(b);
     plan_spans(b);
-    if (ssm_) ssm_->set_pass_rows(b.seq, b.pos, n);
+    if (ssm_) ssm_->set_pass_rows(b.seq, b.pos, n, *recurrent_, pool_);
     dump("inp_embd", -1, x_.data(), e, n);
     if (spec_.n_embd_per_layer > 0) per_layer_inputs(b);  // per_layer_embd.cpp
 
@@ -806,7 +806,21 @@ void Forward::log_rows(int seq, int64_t pos0, int n_rows) {
 }
 
 void Forward::log_stop(int seq) {
-    if (ssm_) ssm_->log_stop(seq);
+    if (ssm_) ssm_->log_stop(seq, *recurrent_, pool_);
+}
+
+void Forward::flush_recurrent(int seq) {
+    if (ssm_) ssm_->flush(seq, *recurrent_, pool_);
+}
+
+void Forward::drop_recurrent(int seq) {
+    if (ssm_) ssm_->drop(seq);
+}
+
+uint64_t Forward::replay_log_bytes(const ModelSpec& spec, int n_seq, int n_rows) {
+    bool recurrent = false;
+    for (const LayerSpec& l : spec.layers) recurrent = recurrent || l.has_recurrent_state();
+    return recurrent ? SsmMixer::log_bytes_needed(spec, n_seq, n_rows) : 0;
 }
 
 bool Forward::can_replay(int seq, int64_t n_keep) const { return ssm_ && ssm_->can_replay(seq, n_keep); }

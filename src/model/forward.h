@@ -79,15 +79,22 @@ public:
     void eval(const BatchRows& batch, float* logits, float* hidden = nullptr, float* row_hidden = nullptr);
 
     // Rolling back into a verification batch (SsmMixer's replay log, ssm.h): with
-    // recurrent layers, log_rows saves seq's state and logs its next n_rows rows
-    // (from pos0); replay then brings its recurrent state to n_keep positions
-    // (can_replay: pos0 <= n_keep <= what was logged) without the projections.
+    // recurrent layers, log_rows logs seq's next n_rows rows (from pos0), saving
+    // its state (or deferring the rows: the delta net); replay then brings its
+    // recurrent state to n_keep positions (can_replay: pos0 <= n_keep <= what was
+    // logged) without the projections. log_stop keeps the logged rows.
     bool has_recurrent() const { return ssm_ != nullptr; }
     void log_rows(int seq, int64_t pos0, int n_rows);
     void log_stop(int seq);
     bool can_replay(int seq, int64_t n_keep) const;
     int replay(int seq, int64_t n_keep);  // returns the rows replayed
+    // Deferred rows (SsmMixer::flush / drop): before anything reads or copies
+    // seq's recurrent state outside a pass, flush; where it is replaced, drop.
+    void flush_recurrent(int seq);
+    void drop_recurrent(int seq);
     uint64_t log_bytes() const { return ssm_ ? ssm_->log_bytes() : 0; }
+    // What logging n_rows rows of n_seq sequences allocates (0 without recurrent layers; the memory plan).
+    static uint64_t replay_log_bytes(const ModelSpec& spec, int n_seq, int n_rows);
 
 private:
     // Elements of the activation buffers for a batch of n_batch_max rows.

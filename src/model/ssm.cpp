@@ -91,6 +91,11 @@ SsmMixer::SsmMixer(const ModelSpec& spec, int n_batch_max) : spec_(spec) {
     if (m.kind == SsmKind::Mamba2) {
         dt_.resize(b * static_cast<size_t>(m.dt_rank));
     } else if (m.kind == SsmKind::GatedDeltaNet) {
+        defers_ = true;
+        rec_k_ = n_conv_;
+        rec_g_ = rec_k_ + static_cast<int64_t>(m.n_group) * m.d_state;
+        rec_delta_ = rec_g_ + m.dt_rank;
+        rec_floats_ = rec_delta_ + m.d_inner;
         z_.resize(b * static_cast<size_t>(m.d_inner));
         beta_.resize(b * static_cast<size_t>(m.dt_rank));
         alpha_.resize(b * static_cast<size_t>(m.dt_rank));

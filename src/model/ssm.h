@@ -136,19 +136,37 @@ public:
     // runs only those recurrences (no projections) for the rows before n_keep, the
     // same kernels on the same inputs in the same order, so the state is the bits
     // a decode of just those rows leaves.
+    //
+    // The delta net defers instead (ssm_deferred.cpp): a logged row does not
+    // write the state at all. Each thread runs the batch's rows on a copy of a
+    // head it takes from the state and records, per row, what redoes the row's
+    // update without reading the state (the convolution's input row; k, g and
+    // the delta rule's δ). When logging ends (log_stop, or a pass with rows of
+    // the sequence past the log) the kept rows become the sequence's pending
+    // rows, which the next pass over each layer applies to the state while it
+    // has each head in cache, bit-identical to having evaluated them there; a
+    // rollback (replay_layer) only shortens the log. Whatever reads or copies a
+    // sequence's state from outside a pass must flush() it first, and drop() it
+    // where the state is replaced (clear, copied over, a checkpoint restored).
     void log_start(int seq, int64_t pos0, int n_rows, RecurrentState& states, const ThreadPool& pool);
-    void log_stop(int seq);
+    void log_stop(int seq, RecurrentState& states, const ThreadPool& pool);
     // Keeps the log's first n rows only (the state now holds pos0 + n positions).
     void log_truncate(int seq, int n);
     // Before a pass: each row's place in its sequence's log.
-    void set_pass_rows(const int32_t* seq, const int64_t* pos, int n);
+    void set_pass_rows(const int32_t* seq, const int64_t* pos, int n, RecurrentState& states, const ThreadPool& pool);
     // Whether replay can bring seq to n_keep positions: n_keep - pos0 rows, all logged.
     bool can_replay(int seq, int64_t n_keep) const;
-    int64_t log_start_pos(int seq) const { return logs_[static_cast<size_t>(seq)].pos0; }
+    int64_t log_start_pos(int seq) const;
     // Restores layer il's saved state of seq, then replays its first n_rows rows
-    // (the copy just before the replay leaves the state in cache for it).
+    // (the copy just before the replay leaves the state in cache for it). Deferred: nothing to do.
     void replay_layer(int il, const SsmWeights& w, int seq, int n_rows, RecurrentState& states, const ThreadPool& pool);
+    // Deferred rows: applies seq's pending and logged rows to its state (the log ends) / forgets them.
+    void flush(int seq, RecurrentState& states, const ThreadPool& pool);
+    void drop(int seq);
+    bool defers() const { return defers_; }
     uint64_t log_bytes() const;  // allocated for logs (on first use)
+    // What logging n_rows rows of each of n_seq sequences allocates (the memory plan).
+    static uint64_t log_bytes_needed(const ModelSpec& spec, int n_seq, int n_rows);
 
 private:
     // The log's part of one row of layer il: null where the row is not logged.
@@ -163,6 +181,41 @@ private:
         std::vector<float> rows;    // [log_floats_, n_rows, n_layer]
     };
     std::vector<RowLog> logs_;      // per sequence
+
+    // Deferred rows (the delta net; ssm_deferred.cpp). A record per row and
+    // layer: the convolution's input [n_conv] | k [n_k d] | g [n_v] | δ [d, n_v].
+    struct Deferred {
+        std::vector<float> pend;          // pending rows' records [rec, pend_cap, n_layer]
+        int n_pend = 0, pend_cap = 0;
+        std::vector<uint8_t> pend_layer;  // per layer: its pending rows are still to apply
+        std::vector<float> log;           // the logged rows' records [rec, n_rows, n_layer]
+        int64_t pos0 = -1;                // position of the first logged row (-1: no log)
+        int n_rows = 0;                   // rows the log takes (a record's place depends on it)
+        int n_done = 0;                   // of them, evaluated by earlier passes
+        int n_valid = 0;                  // of those, kept
+    };
+    std::vector<Deferred> deferred_;  // per sequence
+    bool defers_ = false;
+    int64_t rec_floats_ = 0;
+    int64_t rec_k_ = 0, rec_g_ = 0, rec_delta_ = 0;  // offsets in a record
+    // This pass: its sequences in order of first row; per sequence the log index
+    // of its first row in this pass (-1: not logged).
+    std::vector<int32_t> pass_seqs_, pass_first_;
+    float* rec(std::vector<float>& buf, int cap, int il, int r) const {
+        return buf.data() + (static_cast<size_t>(il) * static_cast<size_t>(cap) + static_cast<size_t>(r)) * static_cast<size_t>(rec_floats_);
+    }
+    Deferred& deferred(int seq);
+    void defer_commit(int seq, RecurrentState& states, const ThreadPool& pool);
+    void defer_pass_rows(const int32_t* seq, const int64_t* pos, int n, RecurrentState& states, const ThreadPool& pool);
+    // Applies rows [0, n) of records buf (capacity cap) of layer il to a state of
+    // one sequence: the convolution part's channels [c0, c1) / the value heads [h0, h1).
+    void apply_conv(int il, std::vector<float>& buf, int cap, int n, float* conv_state, int64_t c0, int64_t c1);
+    void apply_heads(int il, std::vector<float>& buf, int cap, int n, float* scan_state, int64_t h0, int64_t h1);
+    void apply_head(int il, std::vector<float>& buf, int cap, int n, float* head_state, int64_t h);  // head h's d x d
+    void apply_pending(int seq, RecurrentState& states, const ThreadPool& pool);
+    void conv_deferred(int il, const SsmWeights& w, const int32_t* seq, int n, const float* src, RecurrentState& states,
+                       const ThreadPool& pool);
+    void delta_rule_deferred(int il, const int32_t* seq, int n, RecurrentState& states, const ThreadPool& pool);
     std::vector<int32_t> log_index_;  // this pass: each row's index in its log (-1: none)
     std::vector<int32_t> log_seq_;    // ... and its sequence
     int64_t log_floats_ = 0;        // logged per row and layer

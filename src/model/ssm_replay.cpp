@@ -7,8 +7,9 @@
 // evaluated only the kept rows (every recurrence here is position by position,
 // and each head / channel is independent of how threads split them).
 //
+// The delta net does not keep this log: it defers its rows instead (ssm_deferred.cpp).
+//
 // A log row's layout, f32, per kind:
-//   delta net   conv input [n_conv] | q k v after the conv and the norms [n_conv] | g [n_v] | beta [n_v]
 //   Mamba-2     conv input [n_conv] | x B C after the conv [n_conv] | dt + bias [n_head]
 //   Mamba-1     conv input [d_inner] | x after the conv [d_inner] | dt [d_inner] | B C [2 d_state]
 //   ShortConv   conv input (B · x) [d_inner]
@@ -30,7 +31,6 @@ int64_t log_floats_for(const ModelSpec& s) {
     const SsmSpec& m = s.ssm;
     const int64_t nc = ssm_conv_channels(m), e = s.n_embd;
     switch (m.kind) {
-        case SsmKind::GatedDeltaNet: return 2 * nc + 2 * static_cast<int64_t>(m.dt_rank);
         case SsmKind::Mamba2: return 2 * nc + m.dt_rank;
         case SsmKind::Mamba1: return 3 * static_cast<int64_t>(m.d_inner) + 2 * static_cast<int64_t>(m.d_state);
         case SsmKind::ShortConv: return m.d_inner;
@@ -38,6 +38,7 @@ int64_t log_floats_for(const ModelSpec& s) {
         case SsmKind::Arwkv7: return 8 * e;
         case SsmKind::Rwkv6:
         case SsmKind::Rwkv6Qwen2: return 6 * e;
+        case SsmKind::GatedDeltaNet:  // deferred rows (ssm_deferred.cpp)
         case SsmKind::None: break;
     }
     return 0;
@@ -55,7 +56,35 @@ void parallel_copy(uint8_t* dst, const uint8_t* src, size_t n, const ThreadPool&
 
 }  // namespace
 
+uint64_t SsmMixer::log_bytes_needed(const ModelSpec& spec, int n_seq, int n_rows) {
+    const SsmSpec& m = spec.ssm;
+    if (m.kind == SsmKind::None) return 0;
+    int n_recurrent = 0;
+    for (const LayerSpec& l : spec.layers) n_recurrent += l.has_recurrent_state() ? 1 : 0;
+    uint64_t per_row = 0, base = 0;
+    if (m.kind == SsmKind::GatedDeltaNet) {
+        // Two record buffers (the pending rows and the log), nothing of the state saved.
+        per_row = 2 * sizeof(float) *
+                  static_cast<uint64_t>(ssm_conv_channels(m) + static_cast<int64_t>(m.n_group) * m.d_state + m.dt_rank + m.d_inner);
+    } else {
+        per_row = sizeof(float) * static_cast<uint64_t>(log_floats_for(spec));
+        base = ssm_state_bytes(spec) * static_cast<uint64_t>(n_recurrent);
+    }
+    return static_cast<uint64_t>(n_seq) *
+           (base + per_row * static_cast<uint64_t>(spec.n_layer) * static_cast<uint64_t>(std::max(n_rows, 0)));
+}
+
 void SsmMixer::log_start(int seq, int64_t pos0, int n_rows, RecurrentState& states, const ThreadPool& pool) {
+    if (defers_) {
+        defer_commit(seq, states, pool);  // an earlier log's kept rows: pending
+        Deferred& df = deferred(seq);
+        df.pos0 = pos0;
+        df.n_rows = df.n_valid = n_rows;
+        df.n_done = 0;
+        const size_t need = static_cast<size_t>(spec_.n_layer) * static_cast<size_t>(n_rows) * static_cast<size_t>(rec_floats_);
+        if (df.log.size() < need) df.log.resize(need);
+        return;
+    }
     if (log_floats_ == 0) log_floats_ = log_floats_for(spec_);
     if (logs_.size() < static_cast<size_t>(states.n_seq())) logs_.resize(static_cast<size_t>(states.n_seq()));
     RowLog& lg = logs_[static_cast<size_t>(seq)];
@@ -69,17 +98,25 @@ void SsmMixer::log_start(int seq, int64_t pos0, int n_rows, RecurrentState& stat
     if (lg.rows.size() < need) lg.rows.resize(need);
 }
 
-void SsmMixer::log_stop(int seq) {
+void SsmMixer::log_stop(int seq, RecurrentState& states, const ThreadPool& pool) {
+    if (defers_) return defer_commit(seq, states, pool);
     if (static_cast<size_t>(seq) < logs_.size()) logs_[static_cast<size_t>(seq)].pos0 = -1;
 }
 
 void SsmMixer::log_truncate(int seq, int n) {
+    if (defers_) {
+        if (static_cast<size_t>(seq) >= deferred_.size()) return;
+        Deferred& df = deferred_[static_cast<size_t>(seq)];
+        df.n_valid = std::clamp(n, 0, std::min(df.n_valid, df.n_done));
+        return;
+    }
     if (static_cast<size_t>(seq) >= logs_.size()) return;
     RowLog& lg = logs_[static_cast<size_t>(seq)];
     lg.n_valid = std::clamp(n, 0, lg.n_valid);
 }
 
-void SsmMixer::set_pass_rows(const int32_t* seq, const int64_t* pos, int n) {
+void SsmMixer::set_pass_rows(const int32_t* seq, const int64_t* pos, int n, RecurrentState& states, const ThreadPool& pool) {
+    if (defers_) return defer_pass_rows(seq, pos, n, states, pool);
     if (logs_.empty()) return;  // nothing was ever logged: log_index_ stays empty
     log_index_.assign(static_cast<size_t>(n), -1);
     log_seq_.assign(seq, seq + n);
@@ -92,14 +129,24 @@ void SsmMixer::set_pass_rows(const int32_t* seq, const int64_t* pos, int n) {
 }
 
 bool SsmMixer::can_replay(int seq, int64_t n_keep) const {
+    if (defers_) {
+        if (static_cast<size_t>(seq) >= deferred_.size()) return false;
+        const Deferred& df = deferred_[static_cast<size_t>(seq)];
+        return df.pos0 >= 0 && n_keep >= df.pos0 && n_keep <= df.pos0 + std::min(df.n_valid, df.n_done);
+    }
     if (static_cast<size_t>(seq) >= logs_.size()) return false;
     const RowLog& lg = logs_[static_cast<size_t>(seq)];
     return lg.pos0 >= 0 && n_keep >= lg.pos0 && n_keep <= lg.pos0 + lg.n_valid;
 }
 
+int64_t SsmMixer::log_start_pos(int seq) const {
+    return defers_ ? deferred_[static_cast<size_t>(seq)].pos0 : logs_[static_cast<size_t>(seq)].pos0;
+}
+
 uint64_t SsmMixer::log_bytes() const {
     uint64_t b = 0;
     for (const RowLog& lg : logs_) b += lg.base.capacity() + lg.rows.capacity() * sizeof(float);
+    for (const Deferred& df : deferred_) b += (df.pend.capacity() + df.log.capacity()) * sizeof(float);
     return b;
 }
 
@@ -107,6 +154,10 @@ float* SsmMixer::log_row(int il, int r) {
     if (log_index_.empty()) return nullptr;
     const int32_t idx = log_index_[static_cast<size_t>(r)];
     if (idx < 0) return nullptr;
+    if (defers_) {
+        Deferred& df = deferred_[static_cast<size_t>(log_seq_[static_cast<size_t>(r)])];
+        return rec(df.log, df.n_rows, il, idx);
+    }
     RowLog& lg = logs_[static_cast<size_t>(log_seq_[static_cast<size_t>(r)])];
     return lg.rows.data() + (static_cast<size_t>(il) * static_cast<size_t>(lg.n_rows) + static_cast<size_t>(idx)) *
                                 static_cast<size_t>(log_floats_);
@@ -119,6 +170,7 @@ void SsmMixer::log_part(int il, int n, int64_t at, const float* src, int64_t str
 }
 
 void SsmMixer::replay_layer(int il, const SsmWeights& w, int seq, int n_rows, RecurrentState& states, const ThreadPool& pool) {
+    if (defers_) return;  // the kept rows are pending: nothing to restore
     const SsmSpec& m = spec_.ssm;
     const RowLog& lg = logs_[static_cast<size_t>(seq)];
     uint8_t* layer = states.state(il, seq);
@@ -138,30 +190,6 @@ void SsmMixer::replay_layer(int il, const SsmWeights& w, int seq, int n_rows, Re
         for (int r = 0; r < n_rows; ++r) ssm::conv_shift(st, row(r), m.d_conv, nc);
     };
     switch (m.kind) {
-        case SsmKind::GatedDeltaNet: {
-            conv_rows();
-            const int64_t d = m.d_state, nk = m.n_group, nv = m.dt_rank, rf = nv / nk;
-            const auto delta_step = kernels().ssm_delta;
-            pool.parallel_for(nv, 1, [&](int64_t h0, int64_t h1, int) {
-                for (int r = 0; r < n_rows; ++r) {
-                    const float* x = row(r) + nc;
-                    const float* g = row(r) + 2 * nc;
-                    const float* beta = g + nv;
-                    float* yr = y + static_cast<size_t>(r) * y_width;
-                    if (!m.grouped_heads) {
-                        delta_step(scan, x, x + nk * d, x + 2 * nk * d, g, beta, yr, static_cast<int>(d), static_cast<int>(nk),
-                                   static_cast<int>(h0), static_cast<int>(h1));
-                        continue;
-                    }
-                    for (int64_t hv = h0; hv < h1; ++hv) {
-                        const int64_t kh = hv / rf;
-                        delta_step(scan, x + kh * d, x + nk * d + kh * d, x + 2 * nk * d, g, beta, yr, static_cast<int>(d), 1,
-                                   static_cast<int>(hv), static_cast<int>(hv + 1));
-                    }
-                }
-            });
-            return;
-        }
         case SsmKind::Mamba2: {
             conv_rows();
             const int64_t di = m.d_inner, ds = m.d_state, nh = m.dt_rank, hd = di / nh, ng = m.n_group;
@@ -189,6 +217,7 @@ void SsmMixer::replay_layer(int il, const SsmWeights& w, int seq, int n_rows, Re
             return;
         }
         case SsmKind::ShortConv: conv_rows(); return;
+        case SsmKind::GatedDeltaNet: return;  // deferred (above)
         case SsmKind::Rwkv7:
         case SsmKind::Arwkv7: {
             const bool arwkv = m.kind == SsmKind::Arwkv7;

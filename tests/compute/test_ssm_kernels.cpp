@@ -134,7 +134,7 @@ TEST(SsmKernels, DeltaRuleFollowsItsRecurrence) {
     for (int t = 0; t < 5; ++t) {
         auto q = random_floats(rng, d * nk, -0.3f, 0.3f), k = random_floats(rng, d * nk, -0.3f, 0.3f);
         auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
-        ssm::delta_step(state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv);
+        ssm::delta_step(state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv, nullptr, nullptr);
         for (int h = 0; h < nv; ++h) {
             const float* kh = k.data() + (h % nk) * d;
             const float* qh = q.data() + (h % nk) * d;
@@ -161,6 +161,7 @@ TEST(SsmKernels, DeltaRuleSimdLevelsAreBitIdenticalToTheReference) {
     for (Isa isa : {Isa::Avx2, Isa::Avx512})
         if (const KernelTable* t = kernel_table(isa)) tables.push_back(t);
     if (tables.empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+    tables.insert(tables.begin(), &scalar_kernels());  // the reference's own `from` path too
     std::mt19937 rng(6);
     for (int d : {1, 5, 8, 13, 16, 23, 32, 64, 128}) {
         const int nk = 2, nv = 4;
@@ -169,15 +170,68 @@ TEST(SsmKernels, DeltaRuleSimdLevelsAreBitIdenticalToTheReference) {
         for (int t = 0; t < 4; ++t) {
             auto q = random_floats(rng, d * nk, -0.5f, 0.5f), k = random_floats(rng, d * nk, -0.5f, 0.5f);
             auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
-            std::vector<float> y_ref(d * nv);
-            ssm::delta_step(s_ref.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y_ref.data(), d, nk, 0, nv);
+            std::vector<float> y_ref(d * nv), deltas_ref(d * nv);
+            ssm::delta_step(s_ref.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y_ref.data(), d, nk, 0, nv,
+                            deltas_ref.data(), nullptr);
             for (size_t i = 0; i < tables.size(); ++i) {
-                std::vector<float> y(d * nv, -1.0f);
-                tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, 1);
-                tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 1, nv);
+                std::vector<float> y(d * nv, -1.0f), deltas(d * nv, -1.0f);
+                // Odd steps from another buffer (`from`), the state's old contents overwritten unread.
+                std::vector<float> before;
+                if (t % 2) {
+                    before = s_simd[i];
+                    std::fill(s_simd[i].begin(), s_simd[i].end(), -7.0f);
+                }
+                const float* from = t % 2 ? before.data() : nullptr;
+                tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, 1,
+                                     deltas.data(), from);
+                tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 1, nv,
+                                     deltas.data(), from);
                 EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << isa_name(tables[i]->isa) << " d " << d;
+                EXPECT_EQ(std::memcmp(deltas.data(), deltas_ref.data(), deltas.size() * sizeof(float)), 0)
+                    << isa_name(tables[i]->isa) << " d " << d;
                 EXPECT_EQ(std::memcmp(s_simd[i].data(), s_ref.data(), s_ref.size() * sizeof(float)), 0)
                     << isa_name(tables[i]->isa) << " d " << d;
+            }
+        }
+    }
+}
+
+// The deferred rollback (src/model/ssm_deferred.cpp) redoes positions' state
+// updates from the δ delta_step recorded: delta_apply of n positions on the state
+// before them must give the state n delta_step calls leave, bit for bit, at
+// every level (head sizes on and off the vector widths, a head range split in
+// two calls, 1 to 20 positions: more than one block of 16), the positions'
+// records laid out one after another as the mixer keeps them.
+TEST(SsmKernels, DeltaApplyRedoesTheStepsFromTheirRecordedDeltas) {
+    std::vector<const KernelTable*> tables = {&scalar_kernels()};
+    for (Isa isa : {Isa::Avx2, Isa::Avx512})
+        if (const KernelTable* t = kernel_table(isa)) tables.push_back(t);
+    std::mt19937 rng(12);
+    for (int d : {1, 5, 8, 13, 16, 23, 32, 64, 128}) {
+        for (int n_rows : {1, 3, 20}) {
+            const int nk = 2, nv = 4;
+            // A record per position: k [d, nk] | g [nv] | δ [d, nv].
+            const int64_t stride = d * nk + nv + d * nv;
+            std::vector<float> recs(static_cast<size_t>(stride * n_rows));
+            const auto s0 = random_floats(rng, static_cast<size_t>(d * d * nv), -1, 1);
+            std::vector<float> s_step = s0;
+            for (int t = 0; t < n_rows; ++t) {
+                auto q = random_floats(rng, d * nk, -0.5f, 0.5f), k = random_floats(rng, d * nk, -0.5f, 0.5f);
+                auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
+                float* r = recs.data() + t * stride;
+                std::copy(k.begin(), k.end(), r);
+                std::copy(g.begin(), g.end(), r + d * nk);
+                std::vector<float> y(d * nv);
+                ssm::delta_step(s_step.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv,
+                                r + d * nk + nv, nullptr);
+            }
+            for (const KernelTable* t : tables) {
+                std::vector<float> s = s0;
+                const float* r = recs.data();
+                t->ssm_delta_apply(s.data(), r, r + d * nk, r + d * nk + nv, stride, n_rows, d, nk, 0, 1);
+                t->ssm_delta_apply(s.data(), r, r + d * nk, r + d * nk + nv, stride, n_rows, d, nk, 1, nv);
+                EXPECT_EQ(std::memcmp(s.data(), s_step.data(), s.size() * sizeof(float)), 0)
+                    << isa_name(t->isa) << " d " << d << " rows " << n_rows;
             }
         }
     }

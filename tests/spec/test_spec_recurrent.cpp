@@ -8,7 +8,9 @@
 //    auto drafts (it no longer leaves these models alone), and seeded sampling is
 //    the same on and off;
 //  - several sequences drafting in one batch equal each alone, and a second turn
-//    reusing a speculative turn's prefix equals a cold run.
+//    reusing a speculative turn's prefix equals a cold run;
+//  - a checkpoint or sequence copy taken right after a rollback holds the kept
+//    rows (the delta net's deferred rows are applied before anything copies the state).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -50,7 +52,9 @@ std::vector<TokenId> repeating_prompt() {
     return toks;
 }
 
+// The state in memory once the delta net's deferred rows are applied (what any reader of it does first).
 std::vector<uint8_t> live_state(kiln::Context& c, kiln::SeqId seq) {
+    kiln::ContextInternals::flush_recurrent(c, seq);
     const std::span<uint8_t> s = kiln::ContextInternals::memory(c).recurrent()->live(seq);
     return {s.begin(), s.end()};
 }
@@ -87,6 +91,9 @@ constexpr int k_reply_tokens = 160;
 
 class SpecRecurrent : public ::testing::TestWithParam<std::string> {};
 
+// The delta net's kept rows stay pending after a rollback (SsmMixer's deferred
+// rows): flush_first reads the state first (flushing them), else the next step
+// applies them in its pass, and the state is read after it.
 TEST_P(SpecRecurrent, RollbackIntoAVerifyBatchLeavesAPlainDecodesState) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     const ModelPtr model = tiny(GetParam());
@@ -94,34 +101,117 @@ TEST_P(SpecRecurrent, RollbackIntoAVerifyBatchLeavesAPlainDecodesState) {
     const std::vector<TokenId> rows = {808, 101, 202, 909, 303, 404};  // the pending token and a draft of 5
     const int64_t p0 = static_cast<int64_t>(prompt.size());
     const kiln::ContextOptions co{.n_ctx = 128, .n_batch = 16};
-    for (int kept = 1; kept < static_cast<int>(rows.size()); ++kept) {
-        const std::string what = GetParam() + " keeping " + std::to_string(kept) + " rows";
-        kiln::Context spec(model, co);
-        decode_prompt(spec, prompt);
-        kiln::Batch v;
-        for (size_t j = 0; j < rows.size(); ++j) v.add(rows[j], p0 + static_cast<int64_t>(j), 0, true);
-        spec.decode(v);
-        const std::vector<float> row_logits = logits_of(spec, kept - 1);
-        ASSERT_EQ(spec.seq_rollback(0, p0 + kept), p0 + kept) << what;
+    for (bool flush_first : {true, false})
+        for (int kept = 1; kept < static_cast<int>(rows.size()); ++kept) {
+            const std::string what = GetParam() + " keeping " + std::to_string(kept) + " rows" + (flush_first ? "" : ", the next step first");
+            kiln::Context spec(model, co);
+            decode_prompt(spec, prompt);
+            kiln::Batch v;
+            for (size_t j = 0; j < rows.size(); ++j) v.add(rows[j], p0 + static_cast<int64_t>(j), 0, true);
+            spec.decode(v);
+            const std::vector<float> row_logits = logits_of(spec, kept - 1);
+            ASSERT_EQ(spec.seq_rollback(0, p0 + kept), p0 + kept) << what;
 
-        kiln::Context plain(model, co);
-        decode_prompt(plain, prompt);
-        std::vector<float> last;
-        for (int j = 0; j < kept; ++j) {
-            kiln::Batch one;
-            one.add(rows[static_cast<size_t>(j)], p0 + j, 0, true);
-            plain.decode(one);
-            last = logits_of(plain, 0);
+            kiln::Context plain(model, co);
+            decode_prompt(plain, prompt);
+            std::vector<float> last;
+            for (int j = 0; j < kept; ++j) {
+                kiln::Batch one;
+                one.add(rows[static_cast<size_t>(j)], p0 + j, 0, true);
+                plain.decode(one);
+                last = logits_of(plain, 0);
+            }
+            EXPECT_EQ(row_logits, last) << what << ": a verification row's logits are a single step's";
+            if (flush_first) EXPECT_TRUE(live_state(spec, 0) == live_state(plain, 0)) << what << ": the recurrent state differs";
+            // What follows the rollback: the same logits (the hybrids' KV cells too).
+            for (kiln::Context* c : {&spec, &plain}) {
+                kiln::Batch next;
+                next.add(555, p0 + kept, 0, true);
+                c->decode(next);
+            }
+            EXPECT_EQ(logits_of(spec, 0), logits_of(plain, 0)) << what << ": the next step";
+            if (!flush_first) EXPECT_TRUE(live_state(spec, 0) == live_state(plain, 0)) << what << ": the state after the next step";
         }
-        EXPECT_EQ(row_logits, last) << what << ": a verification row's logits are a single step's";
-        EXPECT_TRUE(live_state(spec, 0) == live_state(plain, 0)) << what << ": the recurrent state differs";
-        // What follows the rollback: the same logits (the hybrids' KV cells too).
-        for (kiln::Context* c : {&spec, &plain}) {
-            kiln::Batch next;
-            next.add(555, p0 + kept, 0, true);
-            c->decode(next);
+}
+
+// What copies a sequence's state right after a rollback (a checkpoint, a
+// sequence copy) holds the kept rows: restoring the checkpoint later, or
+// decoding on the copy, is what a plain decode of the kept tokens gives.
+TEST_P(SpecRecurrent, CheckpointAndCopyRightAfterARollbackHoldTheKeptRows) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const ModelPtr model = tiny(GetParam());
+    const std::vector<TokenId> prompt = repeating_prompt();
+    const std::vector<TokenId> rows = {808, 101, 202, 909, 303};
+    const int64_t p0 = static_cast<int64_t>(prompt.size());
+    const int kept = 2;
+    const kiln::ContextOptions co{.n_ctx = 128, .n_seq_max = 2, .n_batch = 16};
+    kiln::Context plain(model, co);
+    decode_prompt(plain, prompt);
+    for (int j = 0; j < kept; ++j) {
+        kiln::Batch one;
+        one.add(rows[static_cast<size_t>(j)], p0 + j, 0, true);
+        plain.decode(one);
+    }
+    const std::vector<uint8_t> want = live_state(plain, 0);
+
+    kiln::Context spec(model, co);
+    decode_prompt(spec, prompt);
+    kiln::Batch v;
+    for (size_t j = 0; j < rows.size(); ++j) v.add(rows[j], p0 + static_cast<int64_t>(j), 0, true);
+    spec.decode(v);
+    ASSERT_EQ(spec.seq_rollback(0, p0 + kept), p0 + kept);
+    spec.seq_checkpoint(0);
+    ASSERT_EQ(spec.seq_copy(0, 1, p0 + kept), p0 + kept);
+    EXPECT_TRUE(live_state(spec, 1) == want) << GetParam() << ": the copy's state";
+    // Move seq 0 on by single steps (no checkpoints of their own), then back to the checkpoint.
+    for (int j = 0; j < 3; ++j) {
+        kiln::Batch one;
+        one.add(static_cast<TokenId>(600 + j), p0 + kept + j, 0, true);
+        spec.decode(one);
+    }
+    ASSERT_EQ(spec.seq_rollback(0, p0 + kept), p0 + kept) << GetParam() << ": the checkpoint was not restored";
+    EXPECT_TRUE(live_state(spec, 0) == want) << GetParam() << ": the checkpoint's state";
+    kiln::Batch next;
+    next.add(555, p0 + kept, 0, true);
+    plain.decode(next);
+    const std::vector<float> want_logits = logits_of(plain, 0);
+    spec.decode(next);
+    EXPECT_EQ(logits_of(spec, 0), want_logits) << GetParam() << ": the step after the restored checkpoint";
+    kiln::Batch on_copy;
+    on_copy.add(555, p0 + kept, 1, true);
+    spec.decode(on_copy);
+    EXPECT_EQ(logits_of(spec, 0), want_logits) << GetParam() << ": the step on the copy";
+}
+
+// A verification batch split over passes (n_batch 4 of 6 rows): the delta net's
+// second pass continues its rows from the first pass's records (applied to each
+// head's copy); a rollback into either pass leaves a plain decode's state.
+TEST(SpecRecurrentBatch, AVerificationSplitOverPassesRollsBackExactly) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    for (const std::string family : {"qwen35", "qwen3next"}) {
+        const ModelPtr model = tiny(family);
+        const std::vector<TokenId> prompt = repeating_prompt();
+        const std::vector<TokenId> rows = {808, 101, 202, 909, 303, 404};
+        const int64_t p0 = static_cast<int64_t>(prompt.size());
+        const kiln::ContextOptions co{.n_ctx = 128, .n_batch = 4};
+        for (int kept : {2, 5}) {
+            kiln::Context spec(model, co);
+            decode_prompt(spec, prompt);
+            kiln::Batch v;
+            for (size_t j = 0; j < rows.size(); ++j) v.add(rows[j], p0 + static_cast<int64_t>(j), 0, true);
+            spec.decode(v);
+            const std::vector<float> row_logits = logits_of(spec, kept - 1);
+            ASSERT_EQ(spec.seq_rollback(0, p0 + kept), p0 + kept) << family << " keeping " << kept;
+            kiln::Context plain(model, co);
+            decode_prompt(plain, prompt);
+            for (int j = 0; j < kept; ++j) {
+                kiln::Batch one;
+                one.add(rows[static_cast<size_t>(j)], p0 + j, 0, true);
+                plain.decode(one);
+            }
+            EXPECT_EQ(row_logits, logits_of(plain, 0)) << family << " keeping " << kept << ": the kept row's logits";
+            EXPECT_TRUE(live_state(spec, 0) == live_state(plain, 0)) << family << " keeping " << kept << ": the state";
         }
-        EXPECT_EQ(logits_of(spec, 0), logits_of(plain, 0)) << what << ": the next step";
     }
 }
 

@@ -24,6 +24,7 @@ const KernelTable& scalar_kernels() {
         k.silu_mul = ops::silu_mul;
         k.ssm_scan2 = ssm::scan2_step;
         k.ssm_delta = ssm::delta_step;
+        k.ssm_delta_apply = ssm::delta_apply;
         k.rwkv_wkv6 = ssm::wkv6_step;
         k.rwkv_gla = ssm::gla_step;
         k.rwkv_wkv7 = ssm::wkv7_step;
@@ -89,6 +90,7 @@ KernelTable make_avx2_table(bool avx_vnni) {
     k.alibi_bias = avx2::alibi_bias;
     k.ssm_scan2 = avx2::ssm_scan2;
     k.ssm_delta = avx2::ssm_delta;
+    k.ssm_delta_apply = avx2::ssm_delta_apply;
     k.rwkv_wkv6 = avx2::rwkv_wkv6;
     k.rwkv_gla = avx2::rwkv_gla;
     k.rwkv_wkv7 = avx2::rwkv_wkv7;
@@ -149,6 +151,7 @@ KernelTable make_avx512_table(bool vbmi) {
     k.alibi_bias = avx512::alibi_bias;
     k.ssm_scan2 = avx512::ssm_scan2;
     k.ssm_delta = avx512::ssm_delta;
+    k.ssm_delta_apply = avx512::ssm_delta_apply;
     k.rwkv_wkv6 = avx512::rwkv_wkv6;
     k.rwkv_gla = avx512::rwkv_gla;
     k.rwkv_wkv7 = avx512::rwkv_wkv7;

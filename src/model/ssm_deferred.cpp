@@ -1,0 +1,241 @@
+// SsmMixer's deferred rows (src/model/ssm.h): how the delta net rolls back into a
+// verification batch without saving or restoring its state. A logged row never
+// writes the state in memory: per value head, a thread runs the sequence's rows
+// of the pass on a copy of the head (d x d floats, in cache; the first row reads
+// the head in memory and writes the copy), recording each row's δ beside its k
+// and g; per convolution channel range the same with the last inputs. When the
+// log ends, its kept rows become the sequence's pending rows, and the next pass
+// over each layer applies them to the head it is about to use (delta_apply: the delta rule's update from the recorded
+// δ, the same float operations in the same order, so the state gets the bits a
+// plain decode gives it) — the write a decode step does anyway. A rollback only
+// shortens the log.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "compute/kernels/kernels.h"
+#include "compute/ops.h"
+#include "compute/ssm.h"
+#include "model/ssm.h"
+
+namespace kiln {
+
+namespace {
+
+// n floats of buf from a 64-byte boundary, as the state in memory: the kernels'
+// vectors then never straddle two cache lines (half the speed in cache).
+float* aligned64(std::vector<float>& buf, size_t n) {
+    if (buf.size() < n + 16) buf.resize(n + 16);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+    return buf.data() + ((64 - p % 64) % 64) / sizeof(float);
+}
+
+}  // namespace
+
+SsmMixer::Deferred& SsmMixer::deferred(int seq) {
+    while (deferred_.size() <= static_cast<size_t>(seq)) {
+        deferred_.emplace_back();
+        deferred_.back().pend_layer.assign(static_cast<size_t>(spec_.n_layer), 0);
+    }
+    return deferred_[static_cast<size_t>(seq)];
+}
+
+// Before a pass: its sequences, and for each whether its rows continue its log
+// (rows n_done.. of it, all of them); a sequence with rows past its log ends it
+// first (its kept rows become pending, applied in this pass).
+void SsmMixer::defer_pass_rows(const int32_t* seq, const int64_t* pos, int n, RecurrentState& states, const ThreadPool& pool) {
+    pass_seqs_.clear();
+    pass_first_.clear();
+    log_index_.assign(static_cast<size_t>(n), -1);
+    log_seq_.assign(seq, seq + n);
+    for (int r = 0; r < n; ++r)
+        if (std::find(pass_seqs_.begin(), pass_seqs_.end(), seq[r]) == pass_seqs_.end()) pass_seqs_.push_back(seq[r]);
+    for (int s : pass_seqs_) {
+        int32_t first = -1;
+        if (static_cast<size_t>(s) < deferred_.size() && deferred_[static_cast<size_t>(s)].pos0 >= 0) {
+            Deferred& df = deferred_[static_cast<size_t>(s)];
+            bool in_log = df.n_valid == df.n_rows;  // not cut back by a rollback
+            int k = 0;  // its rows so far
+            for (int r = 0; r < n; ++r) {
+                if (seq[r] != s) continue;
+                in_log = in_log && pos[r] == df.pos0 + df.n_done + k && df.n_done + k < df.n_rows;
+                ++k;
+            }
+            if (in_log) {
+                first = df.n_done;
+                for (int r = 0, j = 0; r < n; ++r)
+                    if (seq[r] == s) log_index_[static_cast<size_t>(r)] = first + j++;
+                df.n_done += k;
+            } else {
+                defer_commit(s, states, pool);
+            }
+        }
+        pass_first_.push_back(first);
+    }
+}
+
+void SsmMixer::apply_conv(int il, std::vector<float>& buf, int cap, int n, float* conv_state, int64_t c0, int64_t c1) {
+    const int d_conv = spec_.ssm.d_conv;
+    const int64_t n_keep = d_conv - 1;
+    for (int p = 0; p < n; ++p) ssm::conv_shift(conv_state + c0 * n_keep, rec(buf, cap, il, p) + c0, d_conv, c1 - c0);
+}
+
+void SsmMixer::apply_head(int il, std::vector<float>& buf, int cap, int n, float* head_state, int64_t h) {
+    const SsmSpec& m = spec_.ssm;
+    const int64_t d = m.d_state, nk = m.n_group, rf = m.dt_rank / nk;
+    const int64_t kh = m.grouped_heads ? h / rf : h % nk;
+    if (n <= 0) return;
+    // All n rows in one pass over the head (their records follow each other, rec_floats_ apart).
+    const float* r = rec(buf, cap, il, 0);
+    kernels().ssm_delta_apply(head_state, r + rec_k_ + kh * d, r + rec_g_ + h, r + rec_delta_ + h * d, rec_floats_, n,
+                              static_cast<int>(d), 1, 0, 1);
+}
+
+void SsmMixer::apply_heads(int il, std::vector<float>& buf, int cap, int n, float* scan_state, int64_t h0, int64_t h1) {
+    const int64_t d = spec_.ssm.d_state;
+    // Head by head, its rows in order: one head's state stays in cache for all of them.
+    for (int64_t h = h0; h < h1; ++h) apply_head(il, buf, cap, n, scan_state + h * d * d, h);
+}
+
+// The convolution of the pass's rows (SsmMixer::conv with SiLU), the state
+// brought up to date first; a logged sequence's rows run on a thread's copy.
+void SsmMixer::conv_deferred(int il, const SsmWeights& w, const int32_t* seq, int n, const float* src, RecurrentState& states,
+                             const ThreadPool& pool) {
+    const int d_conv = spec_.ssm.d_conv;
+    const int64_t nc = n_conv_, n_keep = d_conv - 1;
+    pool.parallel_for(nc, 64, [&](int64_t c0, int64_t c1, int) {
+        thread_local std::vector<float> local;
+        for (size_t k = 0; k < pass_seqs_.size(); ++k) {
+            const int s = pass_seqs_[k];
+            float* st = reinterpret_cast<float*>(states.state(il, s));
+            Deferred* df = static_cast<size_t>(s) < deferred_.size() ? &deferred_[static_cast<size_t>(s)] : nullptr;
+            if (df && df->n_pend > 0 && df->pend_layer[static_cast<size_t>(il)]) apply_conv(il, df->pend, df->pend_cap, df->n_pend, st, c0, c1);
+            float* cs = st;
+            if (pass_first_[k] >= 0) {
+                cs = aligned64(local, static_cast<size_t>(nc * n_keep));
+                std::memcpy(cs + c0 * n_keep, st + c0 * n_keep, static_cast<size_t>((c1 - c0) * n_keep) * sizeof(float));
+                apply_conv(il, df->log, df->n_rows, pass_first_[k], cs, c0, c1);  // its rows of earlier passes
+            }
+            for (int r = 0; r < n; ++r)
+                if (seq[r] == s) ssm::conv_step(cs, src + r * nc, w.conv, w.conv_b, xc_.data() + r * nc, d_conv, c0, c1);
+        }
+    });
+    pool.parallel_for(static_cast<int64_t>(n) * nc, 4096, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) xc_[static_cast<size_t>(i)] = ops::silu(xc_[static_cast<size_t>(i)]);
+    });
+}
+
+// The delta rule of the pass's rows over value heads: pending rows applied to
+// the state first; a logged sequence's rows on a copy of each head, recording δ.
+void SsmMixer::delta_rule_deferred(int il, const int32_t* seq, int n, RecurrentState& states, const ThreadPool& pool) {
+    const SsmSpec& m = spec_.ssm;
+    const int64_t d = m.d_state, nk = m.n_group, nv = m.dt_rank, dv = m.d_inner, nc = n_conv_, rf = nv / nk;
+    const auto delta_step = kernels().ssm_delta;
+    pool.parallel_for(nv, 1, [&](int64_t h0, int64_t h1, int) {
+        thread_local std::vector<float> head;
+        for (size_t k = 0; k < pass_seqs_.size(); ++k) {
+            const int s = pass_seqs_[k];
+            float* st = reinterpret_cast<float*>(states.state(il, s) + conv_bytes_);
+            Deferred* df = static_cast<size_t>(s) < deferred_.size() ? &deferred_[static_cast<size_t>(s)] : nullptr;
+            if (df && df->n_pend > 0 && df->pend_layer[static_cast<size_t>(il)]) apply_heads(il, df->pend, df->pend_cap, df->n_pend, st, h0, h1);
+            if (pass_first_[k] < 0) {  // in place, as a plain decode
+                for (int r = 0; r < n; ++r) {
+                    if (seq[r] != s) continue;
+                    const float* x = xc_.data() + r * nc;
+                    const float* a = alpha_.data() + r * nv;
+                    const float* b = beta_.data() + r * nv;
+                    float* y = y_.data() + r * dv;
+                    if (!m.grouped_heads) {
+                        delta_step(st, x, x + nk * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), static_cast<int>(nk),
+                                   static_cast<int>(h0), static_cast<int>(h1), nullptr, nullptr);
+                        continue;
+                    }
+                    for (int64_t hv = h0; hv < h1; ++hv) {
+                        const int64_t g = hv / rf;
+                        delta_step(st, x + g * d, x + nk * d + g * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), 1,
+                                   static_cast<int>(hv), static_cast<int>(hv + 1), nullptr, nullptr);
+                    }
+                }
+                continue;
+            }
+            float* hs = aligned64(head, static_cast<size_t>(d * d));
+            for (int64_t h = h0; h < h1; ++h) {
+                // The first row reads the head in memory and writes the copy (no separate
+                // copying pass), unless rows of earlier passes are to be applied first.
+                const float* from = st + h * d * d;
+                if (pass_first_[k] > 0) {
+                    std::memcpy(hs, from, static_cast<size_t>(d * d) * sizeof(float));
+                    apply_head(il, df->log, df->n_rows, pass_first_[k], hs, h);
+                    from = nullptr;
+                }
+                const int64_t kh = m.grouped_heads ? h / rf : h % nk;
+                for (int r = 0; r < n; ++r) {
+                    if (seq[r] != s) continue;
+                    const float* x = xc_.data() + r * nc;
+                    delta_step(hs, x + kh * d, x + nk * d + kh * d, x + 2 * nk * d + h * d, alpha_.data() + r * nv + h,
+                               beta_.data() + r * nv + h, y_.data() + r * dv + h * d, static_cast<int>(d), 1, 0, 1,
+                               log_row(il, r) + rec_delta_ + h * d, from);
+                    from = nullptr;
+                }
+            }
+        }
+    });
+    // This layer's pending rows are in the state now.
+    for (int s : pass_seqs_)
+        if (static_cast<size_t>(s) < deferred_.size()) deferred_[static_cast<size_t>(s)].pend_layer[static_cast<size_t>(il)] = 0;
+}
+
+void SsmMixer::apply_pending(int seq, RecurrentState& states, const ThreadPool& pool) {
+    Deferred& df = deferred_[static_cast<size_t>(seq)];
+    const int64_t nc = n_conv_, nv = spec_.ssm.dt_rank;
+    for (int il = 0; il < spec_.n_layer && df.n_pend > 0; ++il) {
+        if (!df.pend_layer[static_cast<size_t>(il)]) continue;
+        float* st = reinterpret_cast<float*>(states.state(il, seq));
+        float* scan = reinterpret_cast<float*>(states.state(il, seq) + conv_bytes_);
+        // Threads take value heads; the first also the convolution (small beside them).
+        pool.parallel_for(nv, 1, [&](int64_t h0, int64_t h1, int) {
+            if (h0 == 0) apply_conv(il, df.pend, df.pend_cap, df.n_pend, st, 0, nc);
+            apply_heads(il, df.pend, df.pend_cap, df.n_pend, scan, h0, h1);
+        });
+        df.pend_layer[static_cast<size_t>(il)] = 0;
+    }
+    df.n_pend = 0;
+}
+
+// The log's kept rows become the pending rows (any still pending applied first).
+void SsmMixer::defer_commit(int seq, RecurrentState& states, const ThreadPool& pool) {
+    if (static_cast<size_t>(seq) >= deferred_.size()) return;
+    Deferred& df = deferred_[static_cast<size_t>(seq)];
+    if (df.pos0 < 0) return;
+    const int kept = std::min(df.n_valid, df.n_done);
+    if (kept > 0) {
+        if (std::find(df.pend_layer.begin(), df.pend_layer.end(), 1) != df.pend_layer.end()) apply_pending(seq, states, pool);
+        std::swap(df.pend, df.log);
+        df.pend_cap = df.n_rows;
+        df.n_pend = kept;
+        for (int il = 0; il < spec_.n_layer; ++il)
+            df.pend_layer[static_cast<size_t>(il)] = spec_.layers[static_cast<size_t>(il)].has_recurrent_state() ? 1 : 0;
+    }
+    df.pos0 = -1;
+    df.n_rows = df.n_done = df.n_valid = 0;
+}
+
+void SsmMixer::flush(int seq, RecurrentState& states, const ThreadPool& pool) {
+    if (!defers_ || static_cast<size_t>(seq) >= deferred_.size()) return;
+    defer_commit(seq, states, pool);
+    apply_pending(seq, states, pool);
+}
+
+void SsmMixer::drop(int seq) {
+    if (!defers_) {
+        if (static_cast<size_t>(seq) < logs_.size()) logs_[static_cast<size_t>(seq)].pos0 = -1;
+        return;
+    }
+    if (static_cast<size_t>(seq) >= deferred_.size()) return;
+    Deferred& df = deferred_[static_cast<size_t>(seq)];
+    df.pos0 = -1;
+    df.n_rows = df.n_done = df.n_valid = df.n_pend = 0;
+    std::fill(df.pend_layer.begin(), df.pend_layer.end(), 0);
+}
+
+}  // namespace kiln
