@@ -275,6 +275,7 @@ void Context::set_hidden_states(bool on) { impl_->hidden_states = on; }
 SequenceMemory& ContextInternals::memory(Context& c) { return *c.impl_->memory; }
 const ThreadPool& ContextInternals::pool(const Context& c) { return *c.impl_->pool; }
 void ContextInternals::set_verification_logging(Context& c, bool on) { c.impl_->log_verifications = on; }
+uint64_t ContextInternals::replay_log_bytes(const Context& c) { return c.impl_->forward->log_bytes(); }
 void ContextInternals::flush_recurrent(Context& c, SeqId seq) {
     c.impl_->check_seq(seq);
     c.impl_->forward->flush_recurrent(seq);

@@ -30,6 +30,9 @@ struct ContextInternals {
     // Off: verification batches are evaluated in place, not logged (nor
     // checkpointed): the bench's reference for what logging costs.
     static void set_verification_logging(Context& c, bool on);
+    // Bytes the recurrent layers' replay logs hold now (what kiln plan's
+    // "replay_log" part plans for; allocated on the first draft).
+    static uint64_t replay_log_bytes(const Context& c);
 };
 
 }  // namespace kiln

@@ -20,6 +20,7 @@
 #include "engine/context_internals.h"
 #include "kiln/context.h"
 #include "kiln/engine.h"
+#include "kiln/memory_plan.h"
 #include "support/test_support.h"
 #include "support/tiny_models.h"
 
@@ -213,6 +214,40 @@ TEST(SpecRecurrentBatch, AVerificationSplitOverPassesRollsBackExactly) {
             EXPECT_TRUE(live_state(spec, 0) == live_state(plain, 0)) << family << " keeping " << kept << ": the state";
         }
     }
+}
+
+// kiln plan's "replay_log" part is what a verification of the default draft
+// (draft_max + 1 rows) and its rollback allocate, not a guess.
+TEST_P(SpecRecurrent, PlannedReplayLogIsWhatADraftAllocates) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const ModelPtr model = tiny(GetParam());
+    const std::string path = kiln::test::temp_dir() + "/spec-recurrent-" + GetParam() + ".gguf";
+    const kiln::MemoryPlan plan = kiln::plan_memory(path, {.n_ctx = 128});
+    uint64_t planned = 0;
+    for (const kiln::MemoryPart& part : plan.parts)
+        if (part.name == "replay_log") planned = part.bytes;
+    ASSERT_GT(planned, 0u) << GetParam() << ": no replay_log part in the plan";
+
+    const std::vector<TokenId> prompt = repeating_prompt();
+    const int64_t p0 = static_cast<int64_t>(prompt.size());
+    const int n_rows = kiln::SpecOptions{}.draft_max + 1;
+    kiln::Context spec(model, {.n_ctx = 128, .n_batch = 16});
+    decode_prompt(spec, prompt);
+    // Two drafts, every row kept: the second verification's log is allocated
+    // while the first one's rows are still pending (the delta net's two buffers).
+    int64_t pos = p0;
+    for (int round = 0; round < 2; ++round) {
+        kiln::Batch v;
+        for (int j = 0; j < n_rows; ++j) v.add(100 + j, pos + j, 0, true);
+        spec.decode(v);
+        pos += n_rows;
+    }
+    kiln::Batch next;
+    next.add(777, pos, 0, true);
+    spec.decode(next);
+    const uint64_t allocated = kiln::ContextInternals::replay_log_bytes(spec);
+    EXPECT_GE(planned, allocated) << GetParam();
+    EXPECT_LE(static_cast<double>(planned), 1.05 * static_cast<double>(allocated)) << GetParam();
 }
 
 TEST_P(SpecRecurrent, GreedyAndSeededOutputIsTheSameWithAndWithoutDrafting) {
