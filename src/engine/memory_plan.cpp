@@ -218,7 +218,10 @@ std::string plan_refusal(const MemoryPlan& plan, uint64_t limit, const std::stri
     std::string msg = plan.path + ": the load needs " + mib(plan.total_bytes) + " (KV cache " + mib(kv) + ", scratch " + mib(scratch) +
                       ", weights, tokenizer and the process " + mib(plan.total_bytes - std::min(plan.total_bytes, kv + scratch)) +
                       "), more than " + what + " of " + mib(limit);
-    // The largest context that fits at this cache type, then at q8_0.
+    // The largest context that fits at this cache type, then at q8_0, within 1%
+    // less than the limit: the plan's "process" part is measured, and a later
+    // process (the one the user starts with the advice) measures a little more.
+    const uint64_t target = limit - limit / 100;
     for (const std::string& kv : {plan.kv_type, std::string("q8_0")}) {
         if (kv != plan.kv_type && plan.kv_type == "q8_0") break;
         int lo = 0, hi = plan.n_ctx;
@@ -228,7 +231,7 @@ std::string plan_refusal(const MemoryPlan& plan, uint64_t limit, const std::stri
             o.n_ctx = mid;
             o.kv_type = kv;
             o.memory_budget = 0;
-            if (plan_memory(plan.path, o).total_bytes <= limit)
+            if (plan_memory(plan.path, o).total_bytes <= target)
                 lo = mid;
             else
                 hi = mid - 1;
