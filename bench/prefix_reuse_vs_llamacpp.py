@@ -104,6 +104,16 @@ def main():
         e_ms = statistics.median(x["edited"][1] for x in rs)
         s, e = rs[0]["second"], rs[0]["edited"]
         print(f"| {kind} | {s[2]} / {s[0]} | {s_ms:.0f} | {e[2]} / {e[0]} | {e_ms:.0f} |")
+    for kind, rs in runs.items():  # token counts must not move between rounds; times do
+        counts = sorted({(x["second"][0], x["edited"][0]) for x in rs})
+        times = ", ".join(f"{x['second'][1]:.0f}/{x['edited'][1]:.0f}" for x in rs)
+        print(f"{kind}: evaluated (2nd, edited) per round {counts}; prefill ms (2nd/edited) per round: {times}")
+    if "kiln" in runs and "llama.cpp" in runs and args.rounds > 0:
+        for part in ("second", "edited"):
+            ratios = [l[part][1] / k[part][1] for k, l in zip(runs["kiln"], runs["llama.cpp"]) if k[part][1] > 0]
+            if ratios:
+                print(f"{part} turn prefill time, llama.cpp / kiln: median of per-round ratios {statistics.median(ratios):.2f}x "
+                      f"(min {min(ratios):.2f}, max {max(ratios):.2f}, {len(ratios)} rounds)")
 
 
 if __name__ == "__main__":
