@@ -132,6 +132,9 @@ KILN_TARGET_AVX2 inline void run_tiles(const TileFn (&tiles)[5], const PackedMat
 // keeps too few in flight. Those walk the range as one sequential stream; the
 // others (no prefetch) as two, its halves side by side, which keeps more requests
 // in flight without the prefetch (docs/perf.md has the measurements).
+// A Block with add_panel(w, next, a, acc0, acc1) sums both halves of a block at
+// once (sharing the activation work) and requests the block `next` bytes on
+// itself.
 template <typename Block, int NS>
 KILN_TARGET_AVX2 inline void decode_panels(const PackedMatrix& w, const ActPack& a, const int64_t* panels, float* y) {
     const uint8_t* wb[NS];
@@ -146,9 +149,13 @@ KILN_TARGET_AVX2 inline void decode_panels(const PackedMatrix& w, const ActPack&
 // decode loops GCC left rolled").
 #pragma GCC unroll 4
         for (int s = 0; s < NS; ++s) {
-            if constexpr (requires { Block::k_prefetch_next; }) prefetch_block(wb[s] + w.block_bytes, w.block_bytes);
-            Block::add(wb[s], 0, ab, acc[2 * s]);
-            Block::add(wb[s], 1, ab, acc[2 * s + 1]);
+            if constexpr (requires { Block::add_panel; }) {
+                Block::add_panel(wb[s], w.block_bytes, ab, acc[2 * s], acc[2 * s + 1]);
+            } else {
+                if constexpr (requires { Block::k_prefetch_next; }) prefetch_block(wb[s] + w.block_bytes, w.block_bytes);
+                Block::add(wb[s], 0, ab, acc[2 * s]);
+                Block::add(wb[s], 1, ab, acc[2 * s + 1]);
+            }
             wb[s] += w.block_bytes;
         }
     for (int s = 0; s < NS; ++s) {
@@ -160,7 +167,7 @@ KILN_TARGET_AVX2 inline void decode_panels(const PackedMatrix& w, const ActPack&
 
 template <typename Block>
 KILN_TARGET_AVX2 inline void run_decode(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y) {
-    constexpr int streams = requires { Block::k_prefetch_next; } ? 1 : 2;
+    constexpr int streams = requires { Block::k_prefetch_next; } || requires { Block::add_panel; } ? 1 : 2;
     const int64_t part = (p1 - p0) / streams;
     for (int64_t i = 0; i < part; ++i) {
         int64_t panels[streams];

@@ -153,6 +153,65 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
+// (s, s) int16 pairs of the 8 unsigned 8-bit scales of rows 0-7 (lo) and 8-15
+// (hi) of one sub-block (16 bytes, row order): two unpacks and two extensions.
+KILN_TARGET_AVX2 inline void scale_pairs_u8x16(const uint8_t* p, __m256i& lo, __m256i& hi) {
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    lo = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s, s));
+    hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
+}
+
+// Keeps GCC from regrouping a chain of int16 adds into a tree: with the tree it
+// computes every product first and spills them (docs/perf.md, 2026-12-05).
+KILN_TARGET_AVX2 inline __m256i pinned(__m256i v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
+
+// Both 8-row halves of one Q4_K block against one token (decode): k4_isum1's
+// integer sums for h = 0 and 1 at once, each activation broadcast serving both
+// halves; the block `next` bytes on is requested a line per chunk as it goes
+// (no separate prefetch loop). Then k4_term per half, as K4Block.
+KILN_TARGET_AVX2 inline void q4k_panel1(const uint8_t* w, uint64_t next, const uint8_t* aq, __m256& acc0, __m256& acc1) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int l = 0; l < 320; l += 64) prefetch_l1(w + next + l);
+    __m256i isum0 = _mm256_setzero_si256(), isum1 = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int pr = 0; pr < 4; ++pr) {
+        const uint8_t* qs = w + 320 + 512 * pr;
+        const uint8_t* ae = aq + 64 * pr;
+        __m256i se0 = _mm256_setzero_si256(), so0 = se0, se1 = se0, so1 = se0;
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) {
+            prefetch_l1(qs + next + 64 * c);
+            const __m256i r0 = load256(qs + 64 * c), r1 = load256(qs + 64 * c + 32);
+            const __m256i be = bcast_i32(ae + 4 * c), bo = bcast_i32(ae + 32 + 4 * c);
+            se0 = pinned(_mm256_add_epi16(se0, _mm256_maddubs_epi16(_mm256_and_si256(r0, low4), be)));
+            se1 = pinned(_mm256_add_epi16(se1, _mm256_maddubs_epi16(_mm256_and_si256(r1, low4), be)));
+            so0 = pinned(_mm256_add_epi16(so0, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r0, 4), low4), bo)));
+            so1 = pinned(_mm256_add_epi16(so1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r1, 4), low4), bo)));
+        }
+        __m256i sc0, sc1;
+        scale_pairs_u8x16(w + 64 + 16 * (2 * pr), sc0, sc1);
+        isum0 = _mm256_add_epi32(isum0, _mm256_madd_epi16(se0, sc0));
+        isum1 = _mm256_add_epi32(isum1, _mm256_madd_epi16(se1, sc1));
+        scale_pairs_u8x16(w + 64 + 16 * (2 * pr + 1), sc0, sc1);
+        isum0 = _mm256_add_epi32(isum0, _mm256_madd_epi16(so0, sc0));
+        isum1 = _mm256_add_epi32(isum1, _mm256_madd_epi16(so1, sc1));
+    }
+    const uint8_t* ad = aq + act_d_offset(256);
+    const uint8_t* ax = aq + act_aux_offset(256);
+    acc0 = _mm256_add_ps(acc0, k4_term(w, 0, ad, ax, isum0));
+    acc1 = _mm256_add_ps(acc1, k4_term(w, 1, ad, ax, isum1));
+}
+
+// Q4_K decode (run_decode): whole panels, q4k_panel1.
+struct Q4kPanel {
+    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+        q4k_panel1(w, next, a, acc0, acc1);
+    }
+};
+
 // One block's terms for decode (run_decode): k4_tile's with one token.
 template <bool fifth_bit>
 struct K4Block {
@@ -252,7 +311,10 @@ constexpr TileFn k_q6k_tiles[5] = {nullptr, q6k_tile<1, Vnni>, q6k_tile<2, Vnni>
 
 template <bool fifth_bit, bool Vnni>
 void k4_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<K4Block<fifth_bit>>(w, a, p0, p1, y);
+    if (a.n_tokens == 1) {
+        if constexpr (fifth_bit) return run_decode<K4Block<true>>(w, a, p0, p1, y);
+        else return run_decode<Q4kPanel>(w, a, p0, p1, y);
+    }
     run_tiles(k_k4_tiles<fifth_bit, Vnni>, w, a, p0, p1, y, ldy);
 }
 
