@@ -93,6 +93,36 @@ void RecurrentState::clear(int seq) {
     index_.clear(seq);
 }
 
+uint8_t* RecurrentState::spare(int il, int seq) {
+    const size_t s = static_cast<size_t>(seq);
+    if (spares_.empty()) {
+        spares_.resize(static_cast<size_t>(n_seq_));
+        in_spare_.assign(static_cast<size_t>(n_seq_), 0);
+    }
+    if (!spares_[s]) {
+        try {
+            spares_[s].reset(static_cast<uint8_t*>(allocate_huge(std::max<uint64_t>(seq_bytes_, 64))));
+        } catch (const std::bad_alloc&) {
+            throw Error("out of memory allocating a second recurrent state (" + std::to_string(seq_bytes_ >> 20) + " MiB)",
+                        ErrorKind::ResourceExhausted);
+        }
+        std::memset(spares_[s].get(), 0, seq_bytes_);
+    }
+    uint8_t* other = in_spare_[s] ? buffer_.get() + static_cast<uint64_t>(seq) * (n_checkpoints_ + 1) * seq_bytes_ : spares_[s].get();
+    return other + layer_offset_[static_cast<size_t>(il)];
+}
+
+void RecurrentState::swap_spare(int seq) {
+    const size_t s = static_cast<size_t>(seq);
+    if (s < spares_.size() && spares_[s]) in_spare_[s] ^= 1;
+}
+
+uint64_t RecurrentState::spare_bytes() const {
+    uint64_t n = 0;
+    for (const HugeBytes& b : spares_) n += b ? seq_bytes_ : 0;
+    return n;
+}
+
 std::vector<int64_t> RecurrentState::checkpoints(int seq) const { return index_.positions(seq); }
 
 }  // namespace kiln

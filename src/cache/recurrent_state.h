@@ -50,9 +50,22 @@ public:
     // Positions of the checkpoints `seq` holds, least recently used first.
     std::vector<int64_t> checkpoints(int seq) const;
 
+    // A second block of `seq`'s states (allocated on first use, outside bytes():
+    // kiln plan counts it in the replay log): a pass may write the sequence's next
+    // state there while the live one stays as it was, and swap_spare makes it the
+    // live one (the delta net's verification whose every row is kept) — a swap of
+    // pointers where a copy back would read and write the whole state again.
+    uint8_t* spare(int il, int seq);
+    void swap_spare(int seq);
+    uint64_t spare_bytes() const;
+
 private:
-    // Slot 0 of a sequence is its live state, slots 1..n_checkpoints its checkpoints.
-    uint8_t* slot(int seq, int s) { return buffer_.get() + (static_cast<uint64_t>(seq) * (n_checkpoints_ + 1) + s) * seq_bytes_; }
+    // Slot 0 of a sequence is its live state, slots 1..n_checkpoints its checkpoints;
+    // the live state is in the spare block instead where swap_spare put it there.
+    uint8_t* slot(int seq, int s) {
+        if (s == 0 && !in_spare_.empty() && in_spare_[static_cast<size_t>(seq)]) return spares_[static_cast<size_t>(seq)].get();
+        return buffer_.get() + (static_cast<uint64_t>(seq) * (n_checkpoints_ + 1) + s) * seq_bytes_;
+    }
     void copy_slot(int from_seq, int from_slot, int to_seq, int to_slot);
 
     int n_seq_;
@@ -64,6 +77,8 @@ private:
     CheckpointIndex index_;  // which slot holds which position
     Shortfall shortfall_ = Shortfall::None;
     HugeBytes buffer_;
+    std::vector<HugeBytes> spares_;  // per sequence, allocated on first use
+    std::vector<uint8_t> in_spare_;  // per sequence: its live state is its spare block
 };
 
 }  // namespace kiln

@@ -88,17 +88,26 @@ void scan1_step(float* state, const float* x, const float* dt, const float* A, c
 }
 
 void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
-                int n_k_heads, int h0, int h1, float* deltas, const float* from) {
+                int n_k_heads, int h0, int h1, float* deltas, float* from, const DeltaRows* pending) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (int h = h0; h < h1; ++h) {
         const float decay = std::exp(g[h]);
         const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
         const float* qh = q + static_cast<int64_t>(h % n_k_heads) * d;
         float* m = state + static_cast<int64_t>(h) * d * d;
-        const float* src = (from ? from : state) + static_cast<int64_t>(h) * d * d;
+        float* src = (from ? from : state) + static_cast<int64_t>(h) * d * d;
         for (int j = 0; j < d; ++j) {
             float* row = m + static_cast<int64_t>(j) * d;
-            const float* old = src + static_cast<int64_t>(j) * d;
+            float* old = src + static_cast<int64_t>(j) * d;
+            // The pending positions first, as delta_apply does them.
+            for (int p = 0; pending && p < pending->n_rows; ++p) {
+                const int64_t o = p * pending->stride;
+                const float pd = std::exp(pending->g[o + h]);
+                const float* pk = pending->k + o + static_cast<int64_t>(h % n_k_heads) * d;
+                const float delta = pending->deltas[o + static_cast<int64_t>(h) * d + j];
+                for (int i = 0; i < d; ++i) old[i] *= pd;
+                for (int i = 0; i < d; ++i) old[i] += pk[i] * delta;
+            }
             for (int i = 0; i < d; ++i) row[i] = old[i] * decay;
             const float delta = (v[static_cast<int64_t>(h) * d + j] - lane_dot(row, kh, d)) * beta[h];
             for (int i = 0; i < d; ++i) row[i] += kh[i] * delta;

@@ -59,9 +59,24 @@ void scan1_step(float* state, const float* x, const float* dt, const float* A, c
 // where each δ goes, f32 [d, n_v_heads] (what delta_apply needs to redo the update).
 // from (may be null: state itself): the state before the position, read once
 // (the first pass, row · decay), the new state written to state — a step from
-// one buffer into another (the deferred rows' copy of a head) at no extra pass.
+// one buffer into another (the deferred rows' spare head) at no extra pass.
+// pending (may be null): earlier positions' recorded updates (delta_apply's
+// rows) to bring each state row up to date first, the result written back where
+// the row was read (from, else state; fused: one pass over the head for both).
+struct DeltaRows;
 void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
-                int n_k_heads, int h0, int h1, float* deltas, const float* from);
+                int n_k_heads, int h0, int h1, float* deltas, float* from, const DeltaRows* pending);
+
+// Positions recorded by delta_step, to redo without reading the state: position
+// p's k [d, n_k_heads], g [n_v_heads] and δ [d, n_v_heads] at k + p·stride,
+// g + p·stride, deltas + p·stride (the deferred rows' records).
+struct DeltaRows {
+    const float* k = nullptr;
+    const float* g = nullptr;
+    const float* deltas = nullptr;
+    int64_t stride = 0;
+    int n_rows = 0;
+};
 
 // delta_step's state update of n_rows positions from their recorded δ, without
 // reading the state for them: position p's k, g and δ at k + p·stride, g + p·stride,

@@ -116,7 +116,7 @@ void SsmMixer::eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, i
     log_part(il, n, rec_k_, xc_.data() + nk * d, nc, nk * d);
     log_part(il, n, rec_g_, alpha_.data(), nv, nv);
     // The recurrence: threads take value heads, each walks the rows in order
-    // (a logged sequence's on a copy of each head, its pending rows applied first).
+    // (a logged sequence's in the state's spare block; pending rows applied within the first row's step).
     delta_rule_deferred(il, seq, n, states, pool);
     dump("delta_out", y_.data(), dv);
     // RMSNorm per value head with ssm_norm, times SiLU(z).

@@ -92,7 +92,7 @@ public:
     // seq's recurrent state outside a pass, flush; where it is replaced, drop.
     void flush_recurrent(int seq);
     void drop_recurrent(int seq);
-    uint64_t log_bytes() const { return ssm_ ? ssm_->log_bytes() : 0; }
+    uint64_t log_bytes() const { return (ssm_ ? ssm_->log_bytes() : 0) + (recurrent_ ? recurrent_->spare_bytes() : 0); }
     // What logging n_rows rows of n_seq sequences allocates (0 without recurrent layers; the memory plan).
     static uint64_t replay_log_bytes(const ModelSpec& spec, int n_seq, int n_rows);
 

@@ -138,13 +138,15 @@ public:
     // a decode of just those rows leaves.
     //
     // The delta net defers instead (ssm_deferred.cpp): a logged row does not
-    // write the state at all. Each thread runs the batch's rows on a copy of a
-    // head it takes from the state and records, per row, what redoes the row's
-    // update without reading the state (the convolution's input row; k, g and
-    // the delta rule's δ). When logging ends (log_stop, or a pass with rows of
-    // the sequence past the log) the kept rows become the sequence's pending
-    // rows, which the next pass over each layer applies to the state while it
-    // has each head in cache, bit-identical to having evaluated them there; a
+    // write the live state. Each thread runs the batch's rows on the head in the
+    // state's spare block (RecurrentState::spare), the first row reading the live
+    // head, and records, per row, what redoes the row's update without reading
+    // the state (the convolution's input row; k, g and the delta rule's δ). When
+    // logging ends (log_stop, or a pass with rows of the sequence past the log)
+    // and every evaluated row is kept, the spare becomes the live state (a swap);
+    // otherwise the kept rows become the sequence's pending rows, which the next
+    // pass over each layer applies inside its first step over each head
+    // (ssm_delta's `pending`), bit-identical to having evaluated them there; a
     // rollback (replay_layer) only shortens the log. Whatever reads or copies a
     // sequence's state from outside a pass must flush() it first, and drop() it
     // where the state is replaced (clear, copied over, a checkpoint restored).
@@ -193,6 +195,11 @@ private:
         int n_rows = 0;                   // rows the log takes (a record's place depends on it)
         int n_done = 0;                   // of them, evaluated by earlier passes
         int n_valid = 0;                  // of those, kept
+        // Per layer: how many of the log's rows the state's spare block holds
+        // (RecurrentState::spare; -1: nothing of this log). A logged pass writes
+        // each layer's state after its rows there; a log whose every row is kept
+        // ends by making the spare the live state (no pending rows at all).
+        std::vector<int> spare_rows;
     };
     std::vector<Deferred> deferred_;  // per sequence
     bool defers_ = false;
@@ -201,6 +208,9 @@ private:
     // This pass: its sequences in order of first row; per sequence the log index
     // of its first row in this pass (-1: not logged).
     std::vector<int32_t> pass_seqs_, pass_first_;
+    std::vector<uint8_t*> pass_spare_;  // this layer: per pass sequence, its spare block's layer state (logged ones)
+    // Fills pass_spare_ for layer il; per pass sequence whether its spare holds the log's earlier rows.
+    void spare_of_pass(int il, RecurrentState& states);
     float* rec(std::vector<float>& buf, int cap, int il, int r) const {
         return buf.data() + (static_cast<size_t>(il) * static_cast<size_t>(cap) + static_cast<size_t>(r)) * static_cast<size_t>(rec_floats_);
     }

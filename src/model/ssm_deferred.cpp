@@ -1,14 +1,16 @@
 // SsmMixer's deferred rows (src/model/ssm.h): how the delta net rolls back into a
 // verification batch without saving or restoring its state. A logged row never
-// writes the state in memory: per value head, a thread runs the sequence's rows
-// of the pass on a copy of the head (d x d floats, in cache; the first row reads
-// the head in memory and writes the copy), recording each row's δ beside its k
-// and g; per convolution channel range the same with the last inputs. When the
-// log ends, its kept rows become the sequence's pending rows, and the next pass
-// over each layer applies them to the head it is about to use (delta_apply: the delta rule's update from the recorded
-// δ, the same float operations in the same order, so the state gets the bits a
-// plain decode gives it) — the write a decode step does anyway. A rollback only
-// shortens the log.
+// writes the live state: per value head, a thread runs the sequence's rows of
+// the pass on the head in the state's spare block (RecurrentState::spare; the
+// first row reads the live head and writes the spare's), recording each row's δ
+// beside its k and g; per convolution channel range the same with the last
+// inputs. When the log ends, if every row it evaluated is kept the spare becomes
+// the live state (a swap of pointers: nothing left to do); otherwise its kept
+// rows become the sequence's pending rows, and the next pass over each layer
+// applies them to the head it is about to use (delta_apply: the delta rule's
+// update from the recorded δ, the same float operations in the same order, so
+// the state gets the bits a plain decode gives it) — the write a decode step
+// does anyway. A rollback only shortens the log.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -20,22 +22,11 @@
 
 namespace kiln {
 
-namespace {
-
-// n floats of buf from a 64-byte boundary, as the state in memory: the kernels'
-// vectors then never straddle two cache lines (half the speed in cache).
-float* aligned64(std::vector<float>& buf, size_t n) {
-    if (buf.size() < n + 16) buf.resize(n + 16);
-    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
-    return buf.data() + ((64 - p % 64) % 64) / sizeof(float);
-}
-
-}  // namespace
-
 SsmMixer::Deferred& SsmMixer::deferred(int seq) {
     while (deferred_.size() <= static_cast<size_t>(seq)) {
         deferred_.emplace_back();
         deferred_.back().pend_layer.assign(static_cast<size_t>(spec_.n_layer), 0);
+        deferred_.back().spare_rows.assign(static_cast<size_t>(spec_.n_layer), -1);
     }
     return deferred_[static_cast<size_t>(seq)];
 }
@@ -97,14 +88,20 @@ void SsmMixer::apply_heads(int il, std::vector<float>& buf, int cap, int n, floa
     for (int64_t h = h0; h < h1; ++h) apply_head(il, buf, cap, n, scan_state + h * d * d, h);
 }
 
+void SsmMixer::spare_of_pass(int il, RecurrentState& states) {
+    pass_spare_.assign(pass_seqs_.size(), nullptr);
+    for (size_t k = 0; k < pass_seqs_.size(); ++k)
+        if (pass_first_[k] >= 0) pass_spare_[k] = states.spare(il, pass_seqs_[k]);
+}
+
 // The convolution of the pass's rows (SsmMixer::conv with SiLU), the state
-// brought up to date first; a logged sequence's rows run on a thread's copy.
+// brought up to date first; a logged sequence's rows run in its spare block.
 void SsmMixer::conv_deferred(int il, const SsmWeights& w, const int32_t* seq, int n, const float* src, RecurrentState& states,
                              const ThreadPool& pool) {
     const int d_conv = spec_.ssm.d_conv;
     const int64_t nc = n_conv_, n_keep = d_conv - 1;
+    spare_of_pass(il, states);
     pool.parallel_for(nc, 64, [&](int64_t c0, int64_t c1, int) {
-        thread_local std::vector<float> local;
         for (size_t k = 0; k < pass_seqs_.size(); ++k) {
             const int s = pass_seqs_[k];
             float* st = reinterpret_cast<float*>(states.state(il, s));
@@ -112,9 +109,12 @@ void SsmMixer::conv_deferred(int il, const SsmWeights& w, const int32_t* seq, in
             if (df && df->n_pend > 0 && df->pend_layer[static_cast<size_t>(il)]) apply_conv(il, df->pend, df->pend_cap, df->n_pend, st, c0, c1);
             float* cs = st;
             if (pass_first_[k] >= 0) {
-                cs = aligned64(local, static_cast<size_t>(nc * n_keep));
-                std::memcpy(cs + c0 * n_keep, st + c0 * n_keep, static_cast<size_t>((c1 - c0) * n_keep) * sizeof(float));
-                apply_conv(il, df->log, df->n_rows, pass_first_[k], cs, c0, c1);  // its rows of earlier passes
+                cs = reinterpret_cast<float*>(pass_spare_[k]);
+                // The spare continues from the log's earlier rows, or starts from the live state.
+                if (pass_first_[k] == 0 || df->spare_rows[static_cast<size_t>(il)] != pass_first_[k]) {
+                    std::memcpy(cs + c0 * n_keep, st + c0 * n_keep, static_cast<size_t>((c1 - c0) * n_keep) * sizeof(float));
+                    apply_conv(il, df->log, df->n_rows, pass_first_[k], cs, c0, c1);  // its rows of earlier passes
+                }
             }
             for (int r = 0; r < n; ++r)
                 if (seq[r] == s) ssm::conv_step(cs, src + r * nc, w.conv, w.conv_b, xc_.data() + r * nc, d_conv, c0, c1);
@@ -126,18 +126,28 @@ void SsmMixer::conv_deferred(int il, const SsmWeights& w, const int32_t* seq, in
 }
 
 // The delta rule of the pass's rows over value heads: pending rows applied to
-// the state first; a logged sequence's rows on a copy of each head, recording δ.
+// the state by the sequence's first row (fused in its step: one pass over each
+// head); a logged sequence's rows in its spare block, recording δ.
 void SsmMixer::delta_rule_deferred(int il, const int32_t* seq, int n, RecurrentState& states, const ThreadPool& pool) {
     const SsmSpec& m = spec_.ssm;
     const int64_t d = m.d_state, nk = m.n_group, nv = m.dt_rank, dv = m.d_inner, nc = n_conv_, rf = nv / nk;
     const auto delta_step = kernels().ssm_delta;
     pool.parallel_for(nv, 1, [&](int64_t h0, int64_t h1, int) {
-        thread_local std::vector<float> head;
         for (size_t k = 0; k < pass_seqs_.size(); ++k) {
             const int s = pass_seqs_[k];
             float* st = reinterpret_cast<float*>(states.state(il, s) + conv_bytes_);
             Deferred* df = static_cast<size_t>(s) < deferred_.size() ? &deferred_[static_cast<size_t>(s)] : nullptr;
-            if (df && df->n_pend > 0 && df->pend_layer[static_cast<size_t>(il)]) apply_heads(il, df->pend, df->pend_cap, df->n_pend, st, h0, h1);
+            bool pend = df && df->n_pend > 0 && df->pend_layer[static_cast<size_t>(il)];
+            if (pend && pass_first_[k] > 0) {  // not expected (the log's first pass applied them): a pass of their own
+                apply_heads(il, df->pend, df->pend_cap, df->n_pend, st, h0, h1);
+                pend = false;
+            }
+            // The pending rows' records, key head kh_at's k and value head h_at's g and δ at index 0
+            // (or the heads' own indices where both offsets are 0).
+            const float* pr = pend ? rec(df->pend, df->pend_cap, il, 0) : nullptr;
+            auto pending = [&](int64_t kh_at, int64_t h_at) {
+                return ssm::DeltaRows{pr + rec_k_ + kh_at * d, pr + rec_g_ + h_at, pr + rec_delta_ + h_at * d, rec_floats_, df->n_pend};
+            };
             if (pass_first_[k] < 0) {  // in place, as a plain decode
                 for (int r = 0; r < n; ++r) {
                     if (seq[r] != s) continue;
@@ -146,43 +156,56 @@ void SsmMixer::delta_rule_deferred(int il, const int32_t* seq, int n, RecurrentS
                     const float* b = beta_.data() + r * nv;
                     float* y = y_.data() + r * dv;
                     if (!m.grouped_heads) {
+                        const ssm::DeltaRows pd = pend ? pending(0, 0) : ssm::DeltaRows{};
                         delta_step(st, x, x + nk * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), static_cast<int>(nk),
-                                   static_cast<int>(h0), static_cast<int>(h1), nullptr, nullptr);
-                        continue;
+                                   static_cast<int>(h0), static_cast<int>(h1), nullptr, nullptr, pend ? &pd : nullptr);
+                    } else {
+                        for (int64_t hv = h0; hv < h1; ++hv) {
+                            const int64_t g = hv / rf;
+                            const ssm::DeltaRows pd = pend ? pending(g, 0) : ssm::DeltaRows{};
+                            delta_step(st, x + g * d, x + nk * d + g * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), 1,
+                                       static_cast<int>(hv), static_cast<int>(hv + 1), nullptr, nullptr, pend ? &pd : nullptr);
+                        }
                     }
-                    for (int64_t hv = h0; hv < h1; ++hv) {
-                        const int64_t g = hv / rf;
-                        delta_step(st, x + g * d, x + nk * d + g * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), 1,
-                                   static_cast<int>(hv), static_cast<int>(hv + 1), nullptr, nullptr);
-                    }
+                    pend = false;  // applied with the sequence's first row
                 }
                 continue;
             }
-            float* hs = aligned64(head, static_cast<size_t>(d * d));
+            float* spare = reinterpret_cast<float*>(pass_spare_[k] + conv_bytes_);
+            const bool continues = pass_first_[k] > 0 && df->spare_rows[static_cast<size_t>(il)] == pass_first_[k];
             for (int64_t h = h0; h < h1; ++h) {
-                // The first row reads the head in memory and writes the copy (no separate
-                // copying pass), unless rows of earlier passes are to be applied first.
-                const float* from = st + h * d * d;
-                if (pass_first_[k] > 0) {
+                // The first row reads the live head (bringing it up to date with the
+                // pending rows there) and writes the spare's: no separate pass; a
+                // later pass of the log continues on the spare.
+                float* hs = spare + h * d * d;
+                float* from = st + h * d * d;
+                if (continues) {
+                    from = nullptr;
+                } else if (pass_first_[k] > 0) {  // the spare does not hold the earlier rows: redo them
                     std::memcpy(hs, from, static_cast<size_t>(d * d) * sizeof(float));
                     apply_head(il, df->log, df->n_rows, pass_first_[k], hs, h);
                     from = nullptr;
                 }
                 const int64_t kh = m.grouped_heads ? h / rf : h % nk;
+                const ssm::DeltaRows pd = pend && from ? pending(kh, h) : ssm::DeltaRows{};
                 for (int r = 0; r < n; ++r) {
                     if (seq[r] != s) continue;
                     const float* x = xc_.data() + r * nc;
                     delta_step(hs, x + kh * d, x + nk * d + kh * d, x + 2 * nk * d + h * d, alpha_.data() + r * nv + h,
                                beta_.data() + r * nv + h, y_.data() + r * dv + h * d, static_cast<int>(d), 1, 0, 1,
-                               log_row(il, r) + rec_delta_ + h * d, from);
+                               log_row(il, r) + rec_delta_ + h * d, from, from && pd.n_rows > 0 ? &pd : nullptr);
                     from = nullptr;
                 }
             }
         }
     });
-    // This layer's pending rows are in the state now.
-    for (int s : pass_seqs_)
-        if (static_cast<size_t>(s) < deferred_.size()) deferred_[static_cast<size_t>(s)].pend_layer[static_cast<size_t>(il)] = 0;
+    // This layer's pending rows are in the state now; a logged sequence's spare holds its rows so far.
+    for (size_t k = 0; k < pass_seqs_.size(); ++k) {
+        const size_t s = static_cast<size_t>(pass_seqs_[k]);
+        if (s >= deferred_.size()) continue;
+        deferred_[s].pend_layer[static_cast<size_t>(il)] = 0;
+        if (pass_first_[k] >= 0) deferred_[s].spare_rows[static_cast<size_t>(il)] = deferred_[s].n_done;
+    }
 }
 
 void SsmMixer::apply_pending(int seq, RecurrentState& states, const ThreadPool& pool) {
@@ -208,7 +231,16 @@ void SsmMixer::defer_commit(int seq, RecurrentState& states, const ThreadPool& p
     Deferred& df = deferred_[static_cast<size_t>(seq)];
     if (df.pos0 < 0) return;
     const int kept = std::min(df.n_valid, df.n_done);
-    if (kept > 0) {
+    bool spare_holds_all = kept > 0 && kept == df.n_done;
+    for (int il = 0; il < spec_.n_layer && spare_holds_all; ++il)
+        spare_holds_all = !spec_.layers[static_cast<size_t>(il)].has_recurrent_state() ||
+                          (df.spare_rows[static_cast<size_t>(il)] == kept && !df.pend_layer[static_cast<size_t>(il)]);
+    if (spare_holds_all) {
+        // Every evaluated row kept: the spare is the state after them (the pending
+        // rows were applied to the live state before its first row read it).
+        states.swap_spare(seq);
+        df.n_pend = 0;
+    } else if (kept > 0) {
         if (std::find(df.pend_layer.begin(), df.pend_layer.end(), 1) != df.pend_layer.end()) apply_pending(seq, states, pool);
         std::swap(df.pend, df.log);
         df.pend_cap = df.n_rows;
@@ -218,6 +250,7 @@ void SsmMixer::defer_commit(int seq, RecurrentState& states, const ThreadPool& p
     }
     df.pos0 = -1;
     df.n_rows = df.n_done = df.n_valid = 0;
+    std::fill(df.spare_rows.begin(), df.spare_rows.end(), -1);
 }
 
 void SsmMixer::flush(int seq, RecurrentState& states, const ThreadPool& pool) {
@@ -236,6 +269,7 @@ void SsmMixer::drop(int seq) {
     df.pos0 = -1;
     df.n_rows = df.n_done = df.n_valid = df.n_pend = 0;
     std::fill(df.pend_layer.begin(), df.pend_layer.end(), 0);
+    std::fill(df.spare_rows.begin(), df.spare_rows.end(), -1);
 }
 
 }  // namespace kiln

@@ -63,9 +63,11 @@ uint64_t SsmMixer::log_bytes_needed(const ModelSpec& spec, int n_seq, int n_rows
     for (const LayerSpec& l : spec.layers) n_recurrent += l.has_recurrent_state() ? 1 : 0;
     uint64_t per_row = 0, base = 0;
     if (m.kind == SsmKind::GatedDeltaNet) {
-        // Two record buffers (the pending rows and the log), nothing of the state saved.
+        // Two record buffers (the pending rows and the log), and the state's spare
+        // block (RecurrentState::spare: a logged pass writes its rows' state there).
         per_row = 2 * sizeof(float) *
                   static_cast<uint64_t>(ssm_conv_channels(m) + static_cast<int64_t>(m.n_group) * m.d_state + m.dt_rank + m.d_inner);
+        base = (ssm_state_bytes(spec) + 63) / 64 * 64 * static_cast<uint64_t>(n_recurrent);
     } else {
         per_row = sizeof(float) * static_cast<uint64_t>(log_floats_for(spec));
         base = ssm_state_bytes(spec) * static_cast<uint64_t>(n_recurrent);
@@ -83,6 +85,8 @@ void SsmMixer::log_start(int seq, int64_t pos0, int n_rows, RecurrentState& stat
         df.n_done = 0;
         const size_t need = static_cast<size_t>(spec_.n_layer) * static_cast<size_t>(n_rows) * static_cast<size_t>(rec_floats_);
         if (df.log.size() < need) df.log.resize(need);
+        std::fill(df.spare_rows.begin(), df.spare_rows.end(), -1);
+        states.spare(0, seq);  // allocated here, not by the pass's threads
         return;
     }
     if (log_floats_ == 0) log_floats_ = log_floats_for(spec_);

@@ -134,7 +134,7 @@ TEST(SsmKernels, DeltaRuleFollowsItsRecurrence) {
     for (int t = 0; t < 5; ++t) {
         auto q = random_floats(rng, d * nk, -0.3f, 0.3f), k = random_floats(rng, d * nk, -0.3f, 0.3f);
         auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
-        ssm::delta_step(state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv, nullptr, nullptr);
+        ssm::delta_step(state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv, nullptr, nullptr, nullptr);
         for (int h = 0; h < nv; ++h) {
             const float* kh = k.data() + (h % nk) * d;
             const float* qh = q.data() + (h % nk) * d;
@@ -172,7 +172,7 @@ TEST(SsmKernels, DeltaRuleSimdLevelsAreBitIdenticalToTheReference) {
             auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
             std::vector<float> y_ref(d * nv), deltas_ref(d * nv);
             ssm::delta_step(s_ref.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y_ref.data(), d, nk, 0, nv,
-                            deltas_ref.data(), nullptr);
+                            deltas_ref.data(), nullptr, nullptr);
             for (size_t i = 0; i < tables.size(); ++i) {
                 std::vector<float> y(d * nv, -1.0f), deltas(d * nv, -1.0f);
                 // Odd steps from another buffer (`from`), the state's old contents overwritten unread.
@@ -181,11 +181,11 @@ TEST(SsmKernels, DeltaRuleSimdLevelsAreBitIdenticalToTheReference) {
                     before = s_simd[i];
                     std::fill(s_simd[i].begin(), s_simd[i].end(), -7.0f);
                 }
-                const float* from = t % 2 ? before.data() : nullptr;
+                float* from = t % 2 ? before.data() : nullptr;
                 tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, 1,
-                                     deltas.data(), from);
+                                     deltas.data(), from, nullptr);
                 tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 1, nv,
-                                     deltas.data(), from);
+                                     deltas.data(), from, nullptr);
                 EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << isa_name(tables[i]->isa) << " d " << d;
                 EXPECT_EQ(std::memcmp(deltas.data(), deltas_ref.data(), deltas.size() * sizeof(float)), 0)
                     << isa_name(tables[i]->isa) << " d " << d;
@@ -223,7 +223,7 @@ TEST(SsmKernels, DeltaApplyRedoesTheStepsFromTheirRecordedDeltas) {
                 std::copy(g.begin(), g.end(), r + d * nk);
                 std::vector<float> y(d * nv);
                 ssm::delta_step(s_step.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv,
-                                r + d * nk + nv, nullptr);
+                                r + d * nk + nv, nullptr, nullptr);
             }
             for (const KernelTable* t : tables) {
                 std::vector<float> s = s0;
@@ -232,6 +232,56 @@ TEST(SsmKernels, DeltaApplyRedoesTheStepsFromTheirRecordedDeltas) {
                 t->ssm_delta_apply(s.data(), r, r + d * nk, r + d * nk + nv, stride, n_rows, d, nk, 1, nv);
                 EXPECT_EQ(std::memcmp(s.data(), s_step.data(), s.size() * sizeof(float)), 0)
                     << isa_name(t->isa) << " d " << d << " rows " << n_rows;
+            }
+        }
+    }
+}
+
+// The next step's fused apply (src/model/ssm_deferred.cpp): ssm_delta with
+// pending positions must leave what delta_apply of them then a plain step leaves,
+// bit for bit, at every level — in place, and from another buffer (`from`, which
+// then holds the state brought up to date, the step's result going to `state`) —
+// for head sizes on and off the vector widths, a head range split in two calls,
+// 1 to 20 pending positions (past 16: applied in a pass of their own).
+TEST(SsmKernels, DeltaStepAppliesPendingRowsFirst) {
+    std::vector<const KernelTable*> tables = {&scalar_kernels()};
+    for (Isa isa : {Isa::Avx2, Isa::Avx512})
+        if (const KernelTable* t = kernel_table(isa)) tables.push_back(t);
+    std::mt19937 rng(21);
+    for (int d : {1, 5, 8, 13, 16, 23, 32, 64, 128, 136}) {
+        for (int n_pend : {1, 3, 16, 20}) {
+            const int nk = 2, nv = 4;
+            const int64_t stride = d * nk + nv + d * nv;  // k | g | δ, as the mixer's records
+            std::vector<float> recs(static_cast<size_t>(stride * n_pend));
+            for (float& x : recs) x = std::uniform_real_distribution<float>(-0.5f, 0.5f)(rng);
+            for (int p = 0; p < n_pend; ++p)
+                for (int h = 0; h < nv; ++h) recs[static_cast<size_t>(p * stride + d * nk + h)] = -0.1f * static_cast<float>(h + 1);
+            const ssm::DeltaRows pending{recs.data(), recs.data() + d * nk, recs.data() + d * nk + nv, stride, n_pend};
+            const auto s0 = random_floats(rng, static_cast<size_t>(d * d * nv), -1, 1);
+            auto q = random_floats(rng, d * nk, -0.5f, 0.5f), k = random_floats(rng, d * nk, -0.5f, 0.5f);
+            auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
+            // The reference: the positions applied, then the step.
+            std::vector<float> applied = s0, want = s0, y_ref(d * nv), deltas_ref(d * nv);
+            ssm::delta_apply(applied.data(), pending.k, pending.g, pending.deltas, stride, n_pend, d, nk, 0, nv);
+            want = applied;
+            ssm::delta_step(want.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y_ref.data(), d, nk, 0, nv,
+                            deltas_ref.data(), nullptr, nullptr);
+            for (const KernelTable* t : tables) {
+                for (bool from_other : {false, true}) {
+                    const std::string what = std::string(isa_name(t->isa)) + " d " + std::to_string(d) + " pending " +
+                                             std::to_string(n_pend) + (from_other ? " from another buffer" : " in place");
+                    std::vector<float> s = from_other ? std::vector<float>(s0.size(), -7.0f) : s0, src = s0;
+                    std::vector<float> y(d * nv, -1.0f), deltas(d * nv, -1.0f);
+                    float* from = from_other ? src.data() : nullptr;
+                    t->ssm_delta(s.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, 1, deltas.data(), from,
+                                 &pending);
+                    t->ssm_delta(s.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 1, nv, deltas.data(), from,
+                                 &pending);
+                    EXPECT_EQ(std::memcmp(s.data(), want.data(), s.size() * sizeof(float)), 0) << what << ": the state";
+                    if (from_other) EXPECT_EQ(std::memcmp(src.data(), applied.data(), src.size() * sizeof(float)), 0) << what << ": from";
+                    EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << what << ": y";
+                    EXPECT_EQ(std::memcmp(deltas.data(), deltas_ref.data(), deltas.size() * sizeof(float)), 0) << what << ": δ";
+                }
             }
         }
     }

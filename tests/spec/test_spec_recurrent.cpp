@@ -135,6 +135,53 @@ TEST_P(SpecRecurrent, RollbackIntoAVerifyBatchLeavesAPlainDecodesState) {
         }
 }
 
+// Verifications whose every row is kept (the delta net makes the state's spare
+// block, which the rows wrote, the live state), then one rolled back: the state
+// and the next step's logits are a plain decode's, read right after each
+// verification (flushing), after a next step following each, or only after the
+// last of back-to-back verifications.
+TEST_P(SpecRecurrent, VerificationsKeptWholeLeaveAPlainDecodesState) {
+    KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
+    const ModelPtr model = tiny(GetParam());
+    const std::vector<TokenId> prompt = repeating_prompt();
+    const std::vector<std::vector<TokenId>> drafts = {{808, 101, 202, 909, 303, 404}, {111, 222, 333, 444}, {515, 616, 717, 818, 919}};
+    const std::vector<int> keep = {6, 4, 2};  // the last verification rolled back
+    const kiln::ContextOptions co{.n_ctx = 128, .n_batch = 16};
+    for (const std::string between : {"flush", "step", "nothing"}) {
+        kiln::Context spec(model, co), plain(model, co);
+        decode_prompt(spec, prompt);
+        decode_prompt(plain, prompt);
+        int64_t pos = static_cast<int64_t>(prompt.size());
+        for (size_t d = 0; d < drafts.size(); ++d) {
+            const std::string what = GetParam() + " verification " + std::to_string(d) + ", then " + between;
+            kiln::Batch v;
+            for (size_t j = 0; j < drafts[d].size(); ++j) v.add(drafts[d][j], pos + static_cast<int64_t>(j), 0, true);
+            spec.decode(v);
+            const int kept = keep[d];
+            const std::vector<float> row_logits = logits_of(spec, kept - 1);
+            ASSERT_EQ(spec.seq_rollback(0, pos + kept), pos + kept) << what;
+            for (int j = 0; j < kept; ++j) {
+                kiln::Batch one;
+                one.add(drafts[d][static_cast<size_t>(j)], pos + j, 0, true);
+                plain.decode(one);
+            }
+            EXPECT_EQ(row_logits, logits_of(plain, 0)) << what << ": the last kept row's logits";
+            pos += kept;
+            const bool last = d + 1 == drafts.size();
+            if (between == "flush") EXPECT_TRUE(live_state(spec, 0) == live_state(plain, 0)) << what << ": the recurrent state";
+            if (between != "step" && !last) continue;
+            for (kiln::Context* c : {&spec, &plain}) {
+                kiln::Batch next;
+                next.add(555, pos, 0, true);
+                c->decode(next);
+            }
+            ++pos;
+            EXPECT_EQ(logits_of(spec, 0), logits_of(plain, 0)) << what << ": the next step";
+            EXPECT_TRUE(live_state(spec, 0) == live_state(plain, 0)) << what << ": the state after the next step";
+        }
+    }
+}
+
 // What copies a sequence's state right after a rollback (a checkpoint, a
 // sequence copy) holds the kept rows: restoring the checkpoint later, or
 // decoding on the copy, is what a plain decode of the kept tokens gives.
@@ -185,8 +232,9 @@ TEST_P(SpecRecurrent, CheckpointAndCopyRightAfterARollbackHoldTheKeptRows) {
 }
 
 // A verification batch split over passes (n_batch 4 of 6 rows): the delta net's
-// second pass continues its rows from the first pass's records (applied to each
-// head's copy); a rollback into either pass leaves a plain decode's state.
+// second pass continues its rows on the state's spare block, where the first
+// pass left them; a rollback into either pass, or keeping every row, leaves a
+// plain decode's state.
 TEST(SpecRecurrentBatch, AVerificationSplitOverPassesRollsBackExactly) {
     KILN_REQUIRE_MODEL(kiln::test::smollm2_path());
     for (const std::string family : {"qwen35", "qwen3next"}) {
@@ -195,7 +243,7 @@ TEST(SpecRecurrentBatch, AVerificationSplitOverPassesRollsBackExactly) {
         const std::vector<TokenId> rows = {808, 101, 202, 909, 303, 404};
         const int64_t p0 = static_cast<int64_t>(prompt.size());
         const kiln::ContextOptions co{.n_ctx = 128, .n_batch = 4};
-        for (int kept : {2, 5}) {
+        for (int kept : {2, 5, 6}) {  // 6: every row kept
             kiln::Context spec(model, co);
             decode_prompt(spec, prompt);
             kiln::Batch v;
@@ -233,14 +281,17 @@ TEST_P(SpecRecurrent, PlannedReplayLogIsWhatADraftAllocates) {
     const int n_rows = kiln::SpecOptions{}.draft_max + 1;
     kiln::Context spec(model, {.n_ctx = 128, .n_batch = 16});
     decode_prompt(spec, prompt);
-    // Two drafts, every row kept: the second verification's log is allocated
-    // while the first one's rows are still pending (the delta net's two buffers).
+    // Two drafts, the first rolled back to 2 rows, the second kept whole: the
+    // second verification's log is allocated while the first one's kept rows are
+    // still pending (the delta net's two record buffers), and it writes the
+    // state's spare block (the delta net's verification whose every row is kept).
     int64_t pos = p0;
     for (int round = 0; round < 2; ++round) {
         kiln::Batch v;
         for (int j = 0; j < n_rows; ++j) v.add(100 + j, pos + j, 0, true);
         spec.decode(v);
-        pos += n_rows;
+        if (round == 0) ASSERT_EQ(spec.seq_rollback(0, pos + 2), pos + 2) << GetParam();
+        pos += round == 0 ? 2 : n_rows;
     }
     kiln::Batch next;
     next.add(777, pos, 0, true);

@@ -60,22 +60,86 @@ KILN_TARGET_AVX2 inline float dot16(const float* a, const float* b, int n) {
     return fold16(lo, hi);
 }
 
+
+// Positions [0, nb) of a block applied to one state row (ssm::delta_apply): 64
+// floats of the row in 8 registers through the block (8 independent chains),
+// (x · decay) + k · δ per position, rounded as ssm_delta. kb: the block's first
+// k of this head; db: its first δ of this row; records stride apart.
+KILN_TARGET_AVX2 inline void apply_row(float* row, const float* kb, const float* db, const __m256* decay, int nb, int64_t stride, int d,
+                                       int full, __m256i tail) {
+    const __m256i all = _mm256_set1_epi32(-1);
+    int i = 0;
+    for (; i + 64 <= d; i += 64) {
+        __m256 x[8];
+        for (int v = 0; v < 8; ++v) x[v] = _mm256_loadu_ps(row + i + 8 * v);
+        for (int q = 0; q < nb; ++q) {
+            const float* kq = kb + q * stride + i;
+            const __m256 dv = _mm256_set1_ps(db[q * stride]);
+            for (int v = 0; v < 8; ++v) x[v] = _mm256_add_ps(_mm256_mul_ps(x[v], decay[q]), _mm256_mul_ps(_mm256_loadu_ps(kq + 8 * v), dv));
+        }
+        for (int v = 0; v < 8; ++v) _mm256_storeu_ps(row + i + 8 * v, x[v]);
+    }
+    for (; i < d; i += 8) {  // the rest, 8 floats at a time
+        const __m256i lanes = i < full ? all : tail;
+        __m256 x = _mm256_maskload_ps(row + i, lanes);
+        for (int q = 0; q < nb; ++q)
+            x = _mm256_add_ps(_mm256_mul_ps(x, decay[q]),
+                              _mm256_mul_ps(_mm256_maskload_ps(kb + q * stride + i, lanes), _mm256_set1_ps(db[q * stride])));
+        _mm256_maskstore_ps(row + i, lanes, x);
+    }
+}
+
 }  // namespace
 
+KILN_TARGET_AVX2 void ssm_delta_apply(float* state, const float* k, const float* g, const float* deltas, int64_t stride,
+                                      int n_rows, int d, int n_k_heads, int h0, int h1) {
+    const int full = d / 8 * 8;
+    const __m256i tail = lanes_below(d - full);
+    for (int h = h0; h < h1; ++h) {
+        float* m = state + static_cast<int64_t>(h) * d * d;
+        const int64_t ko = static_cast<int64_t>(h % n_k_heads) * d;
+        // Positions in blocks of 16, their decays computed once per head.
+        for (int p0 = 0; p0 < n_rows; p0 += 16) {
+            const int nb = std::min(16, n_rows - p0);
+            __m256 decay[16];
+            for (int q = 0; q < nb; ++q) decay[q] = _mm256_set1_ps(std::exp(g[(p0 + q) * stride + h]));
+            const float* kb = k + p0 * stride + ko;
+            const float* db = deltas + p0 * stride + static_cast<int64_t>(h) * d;
+            for (int j = 0; j < d; ++j) apply_row(m + static_cast<int64_t>(j) * d, kb, db + j, decay, nb, stride, d, full, tail);
+        }
+    }
+}
+
 KILN_TARGET_AVX2 void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,
-                                float* y, int d, int n_k_heads, int h0, int h1, float* deltas, const float* from) {
+                                float* y, int d, int n_k_heads, int h0, int h1, float* deltas, float* from,
+                                const ssm::DeltaRows* pending) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     const int full = d / 8 * 8;
     const __m256i tail = lanes_below(d - full);
+    const int n_pend = pending ? pending->n_rows : 0;
     for (int h = h0; h < h1; ++h) {
         const __m256 decay = _mm256_set1_ps(std::exp(g[h]));
         const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
         const float* qh = q + static_cast<int64_t>(h % n_k_heads) * d;
         float* m = state + static_cast<int64_t>(h) * d * d;
-        const float* src = (from ? from : state) + static_cast<int64_t>(h) * d * d;
+        float* src = (from ? from : state) + static_cast<int64_t>(h) * d * d;
+        // Pending positions: up to 16 fused into the row loop (each row brought up to
+        // date in L1 just before the step reads it), more in a pass of their own.
+        __m256 pdecay[16];
+        const float* pk = nullptr;
+        const float* pdl = nullptr;
+        if (n_pend > 16) {
+            ssm_delta_apply(src - static_cast<int64_t>(h) * d * d, pending->k, pending->g, pending->deltas, pending->stride, n_pend, d,
+                            n_k_heads, h, h + 1);
+        } else if (n_pend > 0) {
+            for (int p = 0; p < n_pend; ++p) pdecay[p] = _mm256_set1_ps(std::exp(pending->g[p * pending->stride + h]));
+            pk = pending->k + static_cast<int64_t>(h % n_k_heads) * d;
+            pdl = pending->deltas + static_cast<int64_t>(h) * d;
+        }
         for (int j = 0; j < d; ++j) {
             float* row = m + static_cast<int64_t>(j) * d;
-            const float* old = src + static_cast<int64_t>(j) * d;
+            float* old = src + static_cast<int64_t>(j) * d;
+            if (pk) apply_row(old, pk, pdl + j, pdecay, n_pend, pending->stride, d, full, tail);
             int i = 0;
             for (; i < full; i += 8) _mm256_storeu_ps(row + i, _mm256_mul_ps(_mm256_loadu_ps(old + i), decay));
             if (full < d) _mm256_maskstore_ps(row + i, tail, _mm256_mul_ps(_mm256_maskload_ps(old + i, tail), decay));
@@ -88,49 +152,6 @@ KILN_TARGET_AVX2 void ssm_delta(float* state, const float* q, const float* k, co
                                     _mm256_add_ps(_mm256_maskload_ps(row + i, tail), _mm256_mul_ps(_mm256_maskload_ps(kh + i, tail), dv)));
             y[static_cast<int64_t>(h) * d + j] = dot16(row, qh, d) * scale;
             if (deltas) deltas[static_cast<int64_t>(h) * d + j] = delta;
-        }
-    }
-}
-
-KILN_TARGET_AVX2 void ssm_delta_apply(float* state, const float* k, const float* g, const float* deltas, int64_t stride,
-                                      int n_rows, int d, int n_k_heads, int h0, int h1) {
-    const int full = d / 8 * 8;
-    const __m256i all = _mm256_set1_epi32(-1), tail = lanes_below(d - full);
-    for (int h = h0; h < h1; ++h) {
-        float* m = state + static_cast<int64_t>(h) * d * d;
-        const int64_t ko = static_cast<int64_t>(h % n_k_heads) * d;
-        // Positions in blocks of 16, their decays computed once per head.
-        for (int p0 = 0; p0 < n_rows; p0 += 16) {
-            const int nb = std::min(16, n_rows - p0);
-            __m256 decay[16];
-            for (int q = 0; q < nb; ++q) decay[q] = _mm256_set1_ps(std::exp(g[(p0 + q) * stride + h]));
-            const float* kb = k + p0 * stride + ko;
-            const float* db = deltas + p0 * stride + static_cast<int64_t>(h) * d;
-            for (int j = 0; j < d; ++j) {
-                float* row = m + static_cast<int64_t>(j) * d;
-                // 64 floats of the row in 8 registers through the block (8 independent
-                // chains): (x · decay) + k · δ per position, rounded as ssm_delta.
-                int i = 0;
-                for (; i + 64 <= d; i += 64) {
-                    __m256 x[8];
-                    for (int v = 0; v < 8; ++v) x[v] = _mm256_loadu_ps(row + i + 8 * v);
-                    for (int q = 0; q < nb; ++q) {
-                        const float* kq = kb + q * stride + i;
-                        const __m256 dv = _mm256_set1_ps(db[q * stride + j]);
-                        for (int v = 0; v < 8; ++v)
-                            x[v] = _mm256_add_ps(_mm256_mul_ps(x[v], decay[q]), _mm256_mul_ps(_mm256_loadu_ps(kq + 8 * v), dv));
-                    }
-                    for (int v = 0; v < 8; ++v) _mm256_storeu_ps(row + i + 8 * v, x[v]);
-                }
-                for (; i < d; i += 8) {  // the rest, 8 floats at a time
-                    const __m256i lanes = i < full ? all : tail;
-                    __m256 x = _mm256_maskload_ps(row + i, lanes);
-                    for (int q = 0; q < nb; ++q)
-                        x = _mm256_add_ps(_mm256_mul_ps(x, decay[q]),
-                                          _mm256_mul_ps(_mm256_maskload_ps(kb + q * stride + i, lanes), _mm256_set1_ps(db[q * stride + j])));
-                    _mm256_maskstore_ps(row + i, lanes, x);
-                }
-            }
         }
     }
 }

@@ -39,37 +39,35 @@ KILN_TARGET_AVX512 inline float dot16(const float* a, const float* b, int n) {
     return fold16(acc);
 }
 
-}  // namespace
 
-KILN_TARGET_AVX512 void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,
-                                  float* y, int d, int n_k_heads, int h0, int h1, float* deltas, const float* from) {
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    const int full = d / 16 * 16;
-    const __mmask16 tail = static_cast<__mmask16>((1u << (d - full)) - 1);
-    for (int h = h0; h < h1; ++h) {
-        const __m512 decay = _mm512_set1_ps(std::exp(g[h]));
-        const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
-        const float* qh = q + static_cast<int64_t>(h % n_k_heads) * d;
-        float* m = state + static_cast<int64_t>(h) * d * d;
-        const float* src = (from ? from : state) + static_cast<int64_t>(h) * d * d;
-        for (int j = 0; j < d; ++j) {
-            float* row = m + static_cast<int64_t>(j) * d;
-            const float* old = src + static_cast<int64_t>(j) * d;
-            int i = 0;
-            for (; i < full; i += 16) _mm512_storeu_ps(row + i, _mm512_mul_ps(_mm512_loadu_ps(old + i), decay));
-            if (tail) _mm512_mask_storeu_ps(row + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, old + i), decay));
-            const float delta = (v[static_cast<int64_t>(h) * d + j] - dot16(row, kh, d)) * beta[h];
-            const __m512 dv = _mm512_set1_ps(delta);
-            for (i = 0; i < full; i += 16)
-                _mm512_storeu_ps(row + i, _mm512_add_ps(_mm512_loadu_ps(row + i), _mm512_mul_ps(_mm512_loadu_ps(kh + i), dv)));
-            if (tail)
-                _mm512_mask_storeu_ps(row + i, tail,
-                                      _mm512_add_ps(_mm512_maskz_loadu_ps(tail, row + i), _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, kh + i), dv)));
-            y[static_cast<int64_t>(h) * d + j] = dot16(row, qh, d) * scale;
-            if (deltas) deltas[static_cast<int64_t>(h) * d + j] = delta;
+// Positions [0, nb) of a block applied to one state row (ssm::delta_apply): 128
+// floats of the row in 8 registers through the block (8 independent chains),
+// (x · decay) + k · δ per position, rounded as ssm_delta. kb: the block's first
+// k of this head; db: its first δ of this row; records stride apart.
+KILN_TARGET_AVX512 inline void apply_row(float* row, const float* kb, const float* db, const __m512* decay, int nb, int64_t stride,
+                                         int d, int full, __mmask16 tail) {
+    int i = 0;
+    for (; i + 128 <= d; i += 128) {
+        __m512 x[8];
+        for (int v = 0; v < 8; ++v) x[v] = _mm512_loadu_ps(row + i + 16 * v);
+        for (int q = 0; q < nb; ++q) {
+            const float* kq = kb + q * stride + i;
+            const __m512 dv = _mm512_set1_ps(db[q * stride]);
+            for (int v = 0; v < 8; ++v) x[v] = _mm512_add_ps(_mm512_mul_ps(x[v], decay[q]), _mm512_mul_ps(_mm512_loadu_ps(kq + 16 * v), dv));
         }
+        for (int v = 0; v < 8; ++v) _mm512_storeu_ps(row + i + 16 * v, x[v]);
+    }
+    for (; i < d; i += 16) {  // the rest, 16 floats at a time
+        const __mmask16 lanes = i < full ? static_cast<__mmask16>(0xffff) : tail;
+        __m512 x = _mm512_maskz_loadu_ps(lanes, row + i);
+        for (int q = 0; q < nb; ++q)
+            x = _mm512_add_ps(_mm512_mul_ps(x, decay[q]),
+                              _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, kb + q * stride + i), _mm512_set1_ps(db[q * stride])));
+        _mm512_mask_storeu_ps(row + i, lanes, x);
     }
 }
+
+}  // namespace
 
 KILN_TARGET_AVX512 void ssm_delta_apply(float* state, const float* k, const float* g, const float* deltas, int64_t stride,
                                         int n_rows, int d, int n_k_heads, int h0, int h1) {
@@ -85,31 +83,53 @@ KILN_TARGET_AVX512 void ssm_delta_apply(float* state, const float* k, const floa
             for (int q = 0; q < nb; ++q) decay[q] = _mm512_set1_ps(std::exp(g[(p0 + q) * stride + h]));
             const float* kb = k + p0 * stride + ko;
             const float* db = deltas + p0 * stride + static_cast<int64_t>(h) * d;
-            for (int j = 0; j < d; ++j) {
-                float* row = m + static_cast<int64_t>(j) * d;
-                // 128 floats of the row in 8 registers through the block (8 independent
-                // chains): (x · decay) + k · δ per position, rounded as ssm_delta.
-                int i = 0;
-                for (; i + 128 <= d; i += 128) {
-                    __m512 x[8];
-                    for (int v = 0; v < 8; ++v) x[v] = _mm512_loadu_ps(row + i + 16 * v);
-                    for (int q = 0; q < nb; ++q) {
-                        const float* kq = kb + q * stride + i;
-                        const __m512 dv = _mm512_set1_ps(db[q * stride + j]);
-                        for (int v = 0; v < 8; ++v)
-                            x[v] = _mm512_add_ps(_mm512_mul_ps(x[v], decay[q]), _mm512_mul_ps(_mm512_loadu_ps(kq + 16 * v), dv));
-                    }
-                    for (int v = 0; v < 8; ++v) _mm512_storeu_ps(row + i + 16 * v, x[v]);
-                }
-                for (; i < d; i += 16) {  // the rest, 16 floats at a time
-                    const __mmask16 lanes = i < full ? static_cast<__mmask16>(0xffff) : tail;
-                    __m512 x = _mm512_maskz_loadu_ps(lanes, row + i);
-                    for (int q = 0; q < nb; ++q)
-                        x = _mm512_add_ps(_mm512_mul_ps(x, decay[q]),
-                                          _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, kb + q * stride + i), _mm512_set1_ps(db[q * stride + j])));
-                    _mm512_mask_storeu_ps(row + i, lanes, x);
-                }
-            }
+            for (int j = 0; j < d; ++j) apply_row(m + static_cast<int64_t>(j) * d, kb, db + j, decay, nb, stride, d, full, tail);
+        }
+    }
+}
+
+KILN_TARGET_AVX512 void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,
+                                  float* y, int d, int n_k_heads, int h0, int h1, float* deltas, float* from,
+                                  const ssm::DeltaRows* pending) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    const int full = d / 16 * 16;
+    const __mmask16 tail = static_cast<__mmask16>((1u << (d - full)) - 1);
+    const int n_pend = pending ? pending->n_rows : 0;
+    for (int h = h0; h < h1; ++h) {
+        const __m512 decay = _mm512_set1_ps(std::exp(g[h]));
+        const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
+        const float* qh = q + static_cast<int64_t>(h % n_k_heads) * d;
+        float* m = state + static_cast<int64_t>(h) * d * d;
+        float* src = (from ? from : state) + static_cast<int64_t>(h) * d * d;
+        // Pending positions: up to 16 fused into the row loop (each row brought up to
+        // date in L1 just before the step reads it), more in a pass of their own.
+        __m512 pdecay[16];
+        const float* pk = nullptr;
+        const float* pdl = nullptr;
+        if (n_pend > 16) {
+            ssm_delta_apply(src - static_cast<int64_t>(h) * d * d, pending->k, pending->g, pending->deltas, pending->stride, n_pend, d,
+                            n_k_heads, h, h + 1);
+        } else if (n_pend > 0) {
+            for (int p = 0; p < n_pend; ++p) pdecay[p] = _mm512_set1_ps(std::exp(pending->g[p * pending->stride + h]));
+            pk = pending->k + static_cast<int64_t>(h % n_k_heads) * d;
+            pdl = pending->deltas + static_cast<int64_t>(h) * d;
+        }
+        for (int j = 0; j < d; ++j) {
+            float* row = m + static_cast<int64_t>(j) * d;
+            float* old = src + static_cast<int64_t>(j) * d;
+            if (pk) apply_row(old, pk, pdl + j, pdecay, n_pend, pending->stride, d, full, tail);
+            int i = 0;
+            for (; i < full; i += 16) _mm512_storeu_ps(row + i, _mm512_mul_ps(_mm512_loadu_ps(old + i), decay));
+            if (tail) _mm512_mask_storeu_ps(row + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, old + i), decay));
+            const float delta = (v[static_cast<int64_t>(h) * d + j] - dot16(row, kh, d)) * beta[h];
+            const __m512 dv = _mm512_set1_ps(delta);
+            for (i = 0; i < full; i += 16)
+                _mm512_storeu_ps(row + i, _mm512_add_ps(_mm512_loadu_ps(row + i), _mm512_mul_ps(_mm512_loadu_ps(kh + i), dv)));
+            if (tail)
+                _mm512_mask_storeu_ps(row + i, tail,
+                                      _mm512_add_ps(_mm512_maskz_loadu_ps(tail, row + i), _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, kh + i), dv)));
+            y[static_cast<int64_t>(h) * d + j] = dot16(row, qh, d) * scale;
+            if (deltas) deltas[static_cast<int64_t>(h) * d + j] = delta;
         }
     }
 }

@@ -51,7 +51,8 @@ namespace kiln {
     void ssm_scan2(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C,      \
                    float* y, int d_state, int head_dim, int n_head, int n_group, int h0, int h1);               \
     void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,   \
-                   float* y, int d, int n_k_heads, int h0, int h1, float* deltas, const float* from);                \
+                   float* y, int d, int n_k_heads, int h0, int h1, float* deltas, float* from,                      \
+                   const ssm::DeltaRows* pending);                                                                   \
     void ssm_delta_apply(float* state, const float* k, const float* g, const float* deltas, int64_t stride,          \
                          int n_rows, int d, int n_k_heads, int h0, int h1);                                          \
     void rwkv_wkv6(float* state, const float* k, const float* v, const float* r, const float* u, const float* w,       \
