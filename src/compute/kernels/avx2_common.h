@@ -93,6 +93,14 @@ KILN_TARGET_AVX2 inline void store_rows(float* y, __m256 v, int n) {
     for (int i = 0; i < n; ++i) y[i] = tmp[i];
 }
 
+// The first n (1..8) lanes of y, the others zero.
+KILN_TARGET_AVX2 inline __m256 load_rows(const float* y, int n) {
+    if (n >= 8) return _mm256_loadu_ps(y);
+    alignas(32) float tmp[8] = {};
+    for (int i = 0; i < n; ++i) tmp[i] = y[i];
+    return _mm256_load_ps(tmp);
+}
+
 // An 8-row x T-token tile: panel p's rows 8h.., tokens t0.. of group a. With
 // stream (the first pass over a panel in a batch of one group, batched decode:
 // the panel comes from memory, once), each block asks for the lines of the block

@@ -282,14 +282,6 @@ KILN_TARGET_AVX2 void decode_block(const uint8_t* w, uint8_t* out) {
     std::memcpy(out + IqDecoded::d(parts), w, 32);
 }
 
-// The first n (1..8) lanes of y, the others zero.
-KILN_TARGET_AVX2 inline __m256 load_rows(const float* y, int n) {
-    if (n >= 8) return _mm256_loadu_ps(y);
-    alignas(32) float tmp[8] = {};
-    for (int i = 0; i < n; ++i) tmp[i] = y[i];
-    return _mm256_load_ps(tmp);
-}
-
 // nb decoded blocks at dw, rows 8h.., x T tokens of one group (t0 ..; a: the
 // group's activations of the first block): iq_block's operations in its order,
 // with the levels and scales loaded. The row sums continue those left in y by the

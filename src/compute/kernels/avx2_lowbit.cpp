@@ -5,12 +5,15 @@
 // of 3-bit levels: 4 x 2 x 7 x 127 fits) and scaled by vpmaddwd against (scale,
 // scale) pairs, exactly; IQ4_XS takes signed levels by the sign trick. The `vnni`
 // variants sum each sub-block with vpdpbusd in int32, as the AVX-512 kernels do.
-// Decode (one token) takes the vpmaddubsw path on every CPU, as the k-quants do.
+// Decode (one token) takes the vpmaddubsw path on every CPU, as the k-quants do,
+// except TQ1_0's, which with AVX-VNNI sums whole base-3 bytes (Tq1PanelVnni).
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
 
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "compute/kernels/avx2_common.h"
 #include "compute/kernels/x86.h"
@@ -145,35 +148,47 @@ KILN_TARGET_AVX2 inline void k2_block(const uint8_t* w, int h, const uint8_t* a,
     }
 }
 
-// TQ1_0 (layout.h: d[16] | 13 chunks of base-3 bytes), rows 8h ..: each digit
-// (3t) >> 8 of its byte t by vpmaddubsw on the even and odd bytes (t becomes 3t
-// mod 256 for the next), summed against the activations by vpdpbusd (VNNI) or
-// vpmaddubsw, whose int16 pairs (<= 2 x 2 x 128 each) are widened once per
-// chunk. The levels' offset (digit - 1) through the activations' sums, then
-// TQ2_0's float steps: the same bits as the AVX-512 kernel.
+// TQ1_0 (layout.h: d[16] | 13 chunks of base-3 bytes), rows 8h ... A byte t's
+// digit is (3t) >> 8 and the next digit's byte is 3t mod 256 (3t = 256 digit +
+// next). The levels' offset (digit - 1) goes through the activations' sums, then
+// TQ2_0's float steps: the same bits as the scalar reference and the AVX-512 kernels.
+KILN_TARGET_AVX2 inline __m256i times3(__m256i t) { return _mm256_add_epi8(t, _mm256_add_epi8(t, t)); }
+
+// The digits of 32 bytes: (3t) >> 8 by vpmaddubsw on the even and odd bytes.
 KILN_TARGET_AVX2 inline __m256i tq1_digit(__m256i t) {
     const __m256i even = _mm256_maddubs_epi16(t, _mm256_set1_epi16(0x0003)), odd = _mm256_maddubs_epi16(t, _mm256_set1_epi16(0x0300));
     return _mm256_or_si256(_mm256_srli_epi16(even, 8), _mm256_and_si256(odd, _mm256_set1_epi16(static_cast<int16_t>(0xFF00))));
 }
 
+// -sum(a) over token t's block (a: its group's activation block): the offset.
+KILN_TARGET_AVX2 inline __m256i tq1_bias(const uint8_t* a, int t) {
+    __m256i bias = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s)
+        bias = _mm256_add_epi32(bias, _mm256_madd_epi16(_mm256_set1_epi16(-1), bcast_i32(a + act_aux_offset(256) + 32 * t + 4 * s)));
+    return bias;
+}
+
+// One block's float term of token t: (d_w d_a) isum, as the reference rounds it.
+KILN_TARGET_AVX2 inline __m256 tq1_term(const uint8_t* dw, const uint8_t* a, int t, __m256i isum) {
+    return _mm256_mul_ps(_mm256_mul_ps(load_f16x8(dw), bcast_f32(a + act_d_offset(256) + 4 * t)), _mm256_cvtepi32_ps(isum));
+}
+
+// Rows 8h .. x T tokens of one group (t0 ..): each digit taken apart once for the
+// T tokens and summed against them by vpdpbusd (VNNI) or vpmaddubsw, whose int16
+// pairs (<= 2 x 2 x 128 each) are widened once per chunk.
 template <int T, bool Vnni>
 KILN_TARGET_AVX2 inline void tq1_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
     const uint8_t* aq = a + 256 * t0;
-    const uint8_t* ad = a + act_d_offset(256) + 4 * t0;
-    const uint8_t* ax = a + act_aux_offset(256) + 32 * t0;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i isum[T];
-    for (int t = 0; t < T; ++t) {
-        isum[t] = _mm256_setzero_si256();
-        for (int s = 0; s < 8; ++s) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_set1_epi16(-1), bcast_i32(ax + 32 * t + 4 * s)));
-    }
+    for (int t = 0; t < T; ++t) isum[t] = tq1_bias(a, t0 + t);
     for (int c = 0; c < k_tq1_chunks; ++c) {
         __m256i raw = load256(w + 32 + 64 * c + 32 * h);
         __m256i s16[T];
         for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
         for (int n = 0; n < tq1_digits(c); ++n) {
             const __m256i d = tq1_digit(raw);
-            raw = _mm256_add_epi8(raw, _mm256_add_epi8(raw, raw));
+            raw = times3(raw);
             for (int t = 0; t < T; ++t) {
                 const __m256i av = bcast_i32(aq + 256 * t + tq1_element(c, n));
                 if constexpr (Vnni) {
@@ -187,9 +202,60 @@ KILN_TARGET_AVX2 inline void tq1_block(const uint8_t* w, int h, const uint8_t* a
         if constexpr (!Vnni)
             for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], ones));
     }
-    const __m256 dw = load_f16x8(w + 16 * h);
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dw, bcast_f32(ad + 4 * t)), _mm256_cvtepi32_ps(isum[t])));
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_add_ps(acc[t], tq1_term(w + 16 * h, a, t0 + t, isum[t]));
 }
+
+// One chunk of a block against one token with AVX-VNNI, both 8-row halves: the
+// sums P of t x a and Q of next x a (p0, q0: rows 0-7; p1, q1: rows 8-15), each
+// activation broadcast serving both halves.
+KILN_TARGET_AVX2 inline void tq1_chunk_vnni(const uint8_t* w, int c, const uint8_t* a, __m256i& p0, __m256i& q0, __m256i& p1,
+                                            __m256i& q1) {
+    __m256i r0 = load256(w + 32 + 64 * c), r1 = load256(w + 64 + 64 * c);
+#pragma GCC unroll 5
+    for (int n = 0; n < tq1_digits(c); ++n) {
+        const __m256i av = bcast_i32(a + tq1_element(c, n));
+        const __m256i n0 = times3(r0), n1 = times3(r1);
+        p0 = dpbusd(p0, r0, av);
+        q0 = dpbusd(q0, n0, av);
+        p1 = dpbusd(p1, r1, av);
+        q1 = dpbusd(q1, n1, av);
+        r0 = n0;
+        r1 = n1;
+    }
+}
+
+// bias + (3P - Q) / 256 of one half's even and odd chunks (Tq1PanelVnni).
+KILN_TARGET_AVX2 inline __m256i tq1_isum_vnni(__m256i bias, __m256i pe, __m256i po, __m256i qe, __m256i qo) {
+    const __m256i p = _mm256_add_epi32(pe, po), q = _mm256_add_epi32(qe, qo);
+    return _mm256_add_epi32(bias, _mm256_srai_epi32(_mm256_sub_epi32(_mm256_add_epi32(p, _mm256_add_epi32(p, p)), q), 8));
+}
+
+// Decode with AVX-VNNI (run_decode's add_panel): no digit is taken apart, as in
+// the AVX-512 decode: 3P - Q = 256 sum(digit x a). Exact: each of a row's 256
+// terms of P or Q is at most 255 x 128 in size, so |P|, |Q| < 2^23 and 3P - Q
+// fits int32 (vpdpbusd never wraps here); it is a multiple of 256, so the
+// arithmetic shift divides exactly. Even and odd chunks sum into separate
+// registers (8 chains), which covers vpdpbusd's latency. The block `next` bytes
+// on is requested a line per chunk.
+struct Tq1PanelVnni {
+    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+        for (int l = 64 * (k_tq1_chunks - 1); l < 32 + 64 * k_tq1_chunks; l += 64) prefetch_l1(w + next + l);
+        prefetch_l1(w + next + 32 + 64 * k_tq1_chunks - 1);  // the block's last byte
+        __m256i pe0 = _mm256_setzero_si256(), qe0 = pe0, pe1 = pe0, qe1 = pe0;  // even chunks
+        __m256i po0 = pe0, qo0 = pe0, po1 = pe0, qo1 = pe0;                     // odd chunks
+#pragma GCC unroll 6
+        for (int c = 0; c + 1 < k_tq1_chunks; c += 2) {
+            prefetch_l1(w + next + 64 * c);
+            prefetch_l1(w + next + 64 * c + 64);
+            tq1_chunk_vnni(w, c, a, pe0, qe0, pe1, qe1);
+            tq1_chunk_vnni(w, c + 1, a, po0, qo0, po1, qo1);
+        }
+        tq1_chunk_vnni(w, k_tq1_chunks - 1, a, pe0, qe0, pe1, qe1);
+        const __m256i bias = tq1_bias(a, 0);
+        acc0 = _mm256_add_ps(acc0, tq1_term(w, a, 0, tq1_isum_vnni(bias, pe0, po0, qe0, qo0)));
+        acc1 = _mm256_add_ps(acc1, tq1_term(w + 16, a, 0, tq1_isum_vnni(bias, pe1, po1, qe1, qo1)));
+    }
+};
 
 // IQ4_XS (layout.h: d[16] | scale pairs s8 [4][16][2] at 32 | sub-block sb's 4
 // nibble chunks at 160 + 256 sb). Without VNNI: signed levels by the sign trick,
@@ -307,9 +373,115 @@ KILN_TARGET_AVX2 void tq1_tile(const uint8_t* w, int h, const uint8_t* a, int t0
 template <bool Vnni>
 constexpr TileFn k_tq1_tiles[5] = {nullptr, tq1_tile<1, Vnni>, tq1_tile<2, Vnni>, tq1_tile<3, Vnni>, tq1_tile<4, Vnni>};
 
+// ---- TQ1_0 prefill: each panel block's digits taken apart once for every token group ----
+
+// A panel block's digits in element order: chunk k (elements 4k .. 4k + 3 of
+// each row; rows 8h .. at byte 32h) at 64k, then d[16] f16. Made in a per-thread
+// scratch, never stored in a panel (the weights keep their 54 bytes a row).
+constexpr uint64_t k_tq1_digit_bytes = 64 * 64;
+constexpr uint64_t k_tq1_decoded_bytes = k_tq1_digit_bytes + 32;
+// Blocks decoded at a time (33 KB): as IqDecoded::k_blocks, they stay in L1 / L2
+// while every token group reads them.
+constexpr int k_tq1_decoded_blocks = 8;
+
+KILN_TARGET_AVX2 void tq1_decode_block(const uint8_t* w, uint8_t* out) {
+    for (int c = 0; c < k_tq1_chunks; ++c)
+        for (int h = 0; h < 2; ++h) {
+            __m256i raw = load256(w + 32 + 64 * c + 32 * h);
+            for (int n = 0; n < tq1_digits(c); ++n) {
+                _mm256_store_si256(reinterpret_cast<__m256i*>(out + 16 * tq1_element(c, n) + 32 * h), tq1_digit(raw));
+                raw = times3(raw);
+            }
+        }
+    std::memcpy(out + k_tq1_digit_bytes, w, 32);
+}
+
+// nb decoded blocks at dw, rows 8h .., x T tokens of one group (t0 ..; a: the
+// group's activations of the first block): tq1_block's integer sums (exact, in
+// any order) and its float steps in its order. The row sums continue those left
+// in y by the blocks before (first: none): the bits of tq1_tile's single pass.
+// VNNI: even and odd chunks in separate chains (vpdpbusd's latency); without:
+// vpmaddubsw's int16 pairs (<= 2 x 2 x 128 each) summed over 32 chunks (<= 16384)
+// before one vpmaddwd widens them.
+template <int T, bool Vnni>
+KILN_TARGET_AVX2 void tq1_decoded_tile(const uint8_t* dw, int h, const uint8_t* a, int t0, int64_t nb, uint64_t a_stride, float* y,
+                                       int64_t ldy, int n_rows, bool first) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : load_rows(y + t * ldy, n_rows);
+    for (int64_t b = 0; b < nb; ++b, dw += k_tq1_decoded_bytes, a += a_stride) {
+        const uint8_t* aq = a + 256 * t0;
+        __m256i isum[T], odd[T];
+        for (int t = 0; t < T; ++t) {
+            isum[t] = tq1_bias(a, t0 + t);
+            odd[t] = _mm256_setzero_si256();
+        }
+        if constexpr (Vnni) {
+            for (int k = 0; k < 64; k += 2) {
+                const __m256i d0 = load256(dw + 64 * k + 32 * h), d1 = load256(dw + 64 * k + 64 + 32 * h);
+                for (int t = 0; t < T; ++t) {
+                    isum[t] = dpbusd(isum[t], d0, bcast_i32(aq + 256 * t + 4 * k));
+                    odd[t] = dpbusd(odd[t], d1, bcast_i32(aq + 256 * t + 4 * k + 4));
+                }
+            }
+        } else {
+            for (int k0 = 0; k0 < 64; k0 += 32) {
+                __m256i s16[T];
+                for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
+                for (int k = k0; k < k0 + 32; ++k) {
+                    const __m256i d = load256(dw + 64 * k + 32 * h);
+                    for (int t = 0; t < T; ++t) s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(d, bcast_i32(aq + 256 * t + 4 * k)));
+                }
+                for (int t = 0; t < T; ++t) odd[t] = _mm256_add_epi32(odd[t], _mm256_madd_epi16(s16[t], ones));
+            }
+        }
+        for (int t = 0; t < T; ++t)
+            acc[t] = _mm256_add_ps(acc[t], tq1_term(dw + k_tq1_digit_bytes + 16 * h, a, t0 + t, _mm256_add_epi32(isum[t], odd[t])));
+    }
+    for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
+}
+
+using Tq1DecodedTileFn = void (*)(const uint8_t*, int, const uint8_t*, int, int64_t, uint64_t, float*, int64_t, int, bool);
+
+template <bool Vnni>
+constexpr Tq1DecodedTileFn k_tq1_decoded_tiles[5] = {nullptr, tq1_decoded_tile<1, Vnni>, tq1_decoded_tile<2, Vnni>,
+                                                     tq1_decoded_tile<3, Vnni>, tq1_decoded_tile<4, Vnni>};
+
+// Several token groups: per panel, k_tq1_decoded_blocks blocks decoded at a time,
+// then every half, group and 4-token tile over them (as avx2_iq_grid.cpp's
+// iq_prefill; a batch of one group takes run_tiles' direct path).
+template <bool Vnni>
+KILN_TARGET_AVX2 void tq1_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    alignas(64) uint8_t decoded[k_tq1_decoded_blocks * k_tq1_decoded_bytes];  // [k_tq1_decoded_blocks] tq1_decode_block forms
+    const uint64_t a_stride = a.format.block_stride;
+    for (int64_t p = p0; p < p1; ++p)
+        for (int64_t b0 = 0; b0 < w.n_blocks; b0 += k_tq1_decoded_blocks) {
+            const int64_t nb = std::min<int64_t>(k_tq1_decoded_blocks, w.n_blocks - b0);
+            for (int64_t b = 0; b < nb; ++b)
+                tq1_decode_block(w.panel(p) + static_cast<uint64_t>(b0 + b) * w.block_bytes, decoded + b * k_tq1_decoded_bytes);
+            for (int h = 0; h < 2; ++h) {
+                const int64_t rows = std::min<int64_t>(8, w.n_out - p * k_panel_rows - 8 * h);
+                if (rows <= 0) continue;
+                for (int64_t g = 0; g < a.n_groups(); ++g) {
+                    const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+                    for (int t0 = 0; t0 < n; t0 += 4)
+                        k_tq1_decoded_tiles<Vnni>[std::min(4, n - t0)](decoded, h, a.group(g) + static_cast<uint64_t>(b0) * a_stride, t0, nb,
+                                                                       a_stride, y + (g * k_act_group + t0) * ldy + p * k_panel_rows + 8 * h,
+                                                                       ldy, static_cast<int>(rows), b0 == 0);
+                }
+            }
+        }
+}
+
 template <bool Vnni>
 void tq1_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<Tq1Block>(w, a, p0, p1, y);
+    if (a.n_tokens == 1) {
+        if constexpr (Vnni)
+            return run_decode<Tq1PanelVnni>(w, a, p0, p1, y);
+        else
+            return run_decode<Tq1Block>(w, a, p0, p1, y);
+    }
+    if (a.n_groups() > 1) return tq1_prefill<Vnni>(w, a, p0, p1, y, ldy);
     run_tiles(k_tq1_tiles<Vnni>, w, a, p0, p1, y, ldy);
 }
 
