@@ -154,11 +154,24 @@ KILN_TARGET_AVX2 inline void k2_block(const uint8_t* w, int h, const uint8_t* a,
 // TQ2_0's float steps: the same bits as the scalar reference and the AVX-512 kernels.
 KILN_TARGET_AVX2 inline __m256i times3(__m256i t) { return _mm256_add_epi8(t, _mm256_add_epi8(t, t)); }
 
-// The digits of 32 bytes: (3t) >> 8 by vpmaddubsw on the even and odd bytes.
-KILN_TARGET_AVX2 inline __m256i tq1_digit(__m256i t) {
-    const __m256i even = _mm256_maddubs_epi16(t, _mm256_set1_epi16(0x0003)), odd = _mm256_maddubs_epi16(t, _mm256_set1_epi16(0x0300));
-    return _mm256_or_si256(_mm256_srli_epi16(even, 8), _mm256_and_si256(odd, _mm256_set1_epi16(static_cast<int16_t>(0xFF00))));
-}
+// The digits of 32 bytes, taken apart in 16-bit lanes: e holds 3 x the even
+// bytes and o 3 x the odd ones (vpmaddubsw), each 256 digit + the next digit's
+// byte, so the next step is 3 x their low bytes: one vpmaddubsw each, and no
+// byte arithmetic for the next bytes.
+struct Tq1Digits {
+    __m256i e, o;
+
+    static KILN_TARGET_AVX2 Tq1Digits of(__m256i raw) {
+        return {_mm256_maddubs_epi16(raw, _mm256_set1_epi16(0x0003)), _mm256_maddubs_epi16(raw, _mm256_set1_epi16(0x0300))};
+    }
+    KILN_TARGET_AVX2 __m256i digits() const {
+        return _mm256_or_si256(_mm256_srli_epi16(e, 8), _mm256_and_si256(o, _mm256_set1_epi16(static_cast<int16_t>(0xFF00))));
+    }
+    KILN_TARGET_AVX2 void advance() {
+        e = _mm256_maddubs_epi16(e, _mm256_set1_epi16(0x0003));
+        o = _mm256_maddubs_epi16(o, _mm256_set1_epi16(0x0003));
+    }
+};
 
 // -sum(a) over token t's block (a: its group's activation block): the offset.
 KILN_TARGET_AVX2 inline __m256i tq1_bias(const uint8_t* a, int t) {
@@ -175,34 +188,37 @@ KILN_TARGET_AVX2 inline __m256 tq1_term(const uint8_t* dw, const uint8_t* a, int
 
 // Rows 8h .. x T tokens of one group (t0 ..): each digit taken apart once for the
 // T tokens and summed against them by vpdpbusd (VNNI) or vpmaddubsw, whose int16
-// pairs (<= 2 x 2 x 128 each) are widened once per chunk.
+// pairs (<= 2 x 2 x 128 each) are widened after chunks 0-5 (30 digits) and 6-12
+// (34): < 2^15.
 template <int T, bool Vnni>
 KILN_TARGET_AVX2 inline void tq1_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
     const uint8_t* aq = a + 256 * t0;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i isum[T];
-    for (int t = 0; t < T; ++t) isum[t] = tq1_bias(a, t0 + t);
+    __m256i isum[T], part[T];  // part: the int16 sums (no VNNI)
+    for (int t = 0; t < T; ++t) {
+        isum[t] = tq1_bias(a, t0 + t);
+        part[t] = _mm256_setzero_si256();
+    }
     for (int c = 0; c < k_tq1_chunks; ++c) {
-        __m256i raw = load256(w + 32 + 64 * c + 32 * h);
-        __m256i s16[T];
-        for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
+        Tq1Digits q = Tq1Digits::of(load256(w + 32 + 64 * c + 32 * h));
         for (int n = 0; n < tq1_digits(c); ++n) {
-            const __m256i d = tq1_digit(raw);
-            raw = times3(raw);
+            const __m256i d = q.digits();
+            if (n + 1 < tq1_digits(c)) q.advance();
             for (int t = 0; t < T; ++t) {
                 const __m256i av = bcast_i32(aq + 256 * t + tq1_element(c, n));
                 if constexpr (Vnni) {
                     isum[t] = dpbusd(isum[t], d, av);
                 } else {
-                    const __m256i p = _mm256_maddubs_epi16(d, av);
-                    s16[t] = _mm256_add_epi16(s16[t], p);
+                    part[t] = _mm256_add_epi16(part[t], _mm256_maddubs_epi16(d, av));
                 }
             }
         }
-        if constexpr (!Vnni)
-            for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], ones));
+        if (!Vnni && (c == 5 || c == k_tq1_chunks - 1))
+            for (int t = 0; t < T; ++t) {
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(part[t], _mm256_set1_epi16(1)));
+                part[t] = _mm256_setzero_si256();
+            }
     }
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_add_ps(acc[t], tq1_term(w + 16 * h, a, t0 + t, isum[t]));
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_add_ps(acc[t], tq1_term(w + 16 * h, a, t0 + t, _mm256_add_epi32(isum[t], part[t])));
 }
 
 // One chunk of a block against one token with AVX-VNNI, both 8-row halves: the
@@ -387,10 +403,10 @@ constexpr int k_tq1_decoded_blocks = 8;
 KILN_TARGET_AVX2 void tq1_decode_block(const uint8_t* w, uint8_t* out) {
     for (int c = 0; c < k_tq1_chunks; ++c)
         for (int h = 0; h < 2; ++h) {
-            __m256i raw = load256(w + 32 + 64 * c + 32 * h);
+            Tq1Digits q = Tq1Digits::of(load256(w + 32 + 64 * c + 32 * h));
             for (int n = 0; n < tq1_digits(c); ++n) {
-                _mm256_store_si256(reinterpret_cast<__m256i*>(out + 16 * tq1_element(c, n) + 32 * h), tq1_digit(raw));
-                raw = times3(raw);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(out + 16 * tq1_element(c, n) + 32 * h), q.digits());
+                q.advance();
             }
         }
     std::memcpy(out + k_tq1_digit_bytes, w, 32);
