@@ -416,29 +416,38 @@ KILN_TARGET_AVX2 void tq1_decode_block(const uint8_t* w, uint8_t* out) {
 // group's activations of the first block): tq1_block's integer sums (exact, in
 // any order) and its float steps in its order. The row sums continue those left
 // in y by the blocks before (first: none): the bits of tq1_tile's single pass.
-// VNNI: even and odd chunks in separate chains (vpdpbusd's latency); without:
+// VNNI: three chains a token (chunks 3j, 3j + 1, 3j + 2; the last chunk in the
+// first), for vpdpbusd's latency (two were 13% slower, four spill); without:
 // vpmaddubsw's int16 pairs (<= 2 x 2 x 128 each) summed over 32 chunks (<= 16384)
 // before one vpmaddwd widens them.
 template <int T, bool Vnni>
 KILN_TARGET_AVX2 void tq1_decoded_tile(const uint8_t* dw, int h, const uint8_t* a, int t0, int64_t nb, uint64_t a_stride, float* y,
                                        int64_t ldy, int n_rows, bool first) {
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : load_rows(y + t * ldy, n_rows);
     for (int64_t b = 0; b < nb; ++b, dw += k_tq1_decoded_bytes, a += a_stride) {
         const uint8_t* aq = a + 256 * t0;
-        __m256i isum[T], odd[T];
+        __m256i isum[T], rest[T];  // rest: VNNI the second chain, else the widened int16 sums
         for (int t = 0; t < T; ++t) {
             isum[t] = tq1_bias(a, t0 + t);
-            odd[t] = _mm256_setzero_si256();
+            rest[t] = _mm256_setzero_si256();
         }
         if constexpr (Vnni) {
-            for (int k = 0; k < 64; k += 2) {
-                const __m256i d0 = load256(dw + 64 * k + 32 * h), d1 = load256(dw + 64 * k + 64 + 32 * h);
+            __m256i third[T];
+            for (int t = 0; t < T; ++t) third[t] = _mm256_setzero_si256();
+            for (int k = 0; k + 3 <= 64; k += 3) {
+                const __m256i d0 = load256(dw + 64 * k + 32 * h), d1 = load256(dw + 64 * k + 64 + 32 * h),
+                              d2 = load256(dw + 64 * k + 128 + 32 * h);
                 for (int t = 0; t < T; ++t) {
                     isum[t] = dpbusd(isum[t], d0, bcast_i32(aq + 256 * t + 4 * k));
-                    odd[t] = dpbusd(odd[t], d1, bcast_i32(aq + 256 * t + 4 * k + 4));
+                    rest[t] = dpbusd(rest[t], d1, bcast_i32(aq + 256 * t + 4 * k + 4));
+                    third[t] = dpbusd(third[t], d2, bcast_i32(aq + 256 * t + 4 * k + 8));
                 }
+            }
+            const __m256i last = load256(dw + 64 * 63 + 32 * h);
+            for (int t = 0; t < T; ++t) {
+                isum[t] = dpbusd(isum[t], last, bcast_i32(aq + 256 * t + 4 * 63));
+                rest[t] = _mm256_add_epi32(rest[t], third[t]);
             }
         } else {
             for (int k0 = 0; k0 < 64; k0 += 32) {
@@ -448,11 +457,11 @@ KILN_TARGET_AVX2 void tq1_decoded_tile(const uint8_t* dw, int h, const uint8_t* 
                     const __m256i d = load256(dw + 64 * k + 32 * h);
                     for (int t = 0; t < T; ++t) s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(d, bcast_i32(aq + 256 * t + 4 * k)));
                 }
-                for (int t = 0; t < T; ++t) odd[t] = _mm256_add_epi32(odd[t], _mm256_madd_epi16(s16[t], ones));
+                for (int t = 0; t < T; ++t) rest[t] = _mm256_add_epi32(rest[t], _mm256_madd_epi16(s16[t], _mm256_set1_epi16(1)));
             }
         }
         for (int t = 0; t < T; ++t)
-            acc[t] = _mm256_add_ps(acc[t], tq1_term(dw + k_tq1_digit_bytes + 16 * h, a, t0 + t, _mm256_add_epi32(isum[t], odd[t])));
+            acc[t] = _mm256_add_ps(acc[t], tq1_term(dw + k_tq1_digit_bytes + 16 * h, a, t0 + t, _mm256_add_epi32(isum[t], rest[t])));
     }
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
