@@ -61,6 +61,13 @@ KILN_TARGET_AVX2 inline int32_t hsum_epi32(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
+// Keeps GCC from regrouping a chain of int16 adds into a tree: with the tree it
+// computes every product first and spills them (docs/perf.md, 2026-12-05).
+KILN_TARGET_AVX2 inline __m256i pinned(__m256i v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
+
 // 32 int32 (in element order a, b, c, d) -> 32 int8 in order, saturating.
 KILN_TARGET_AVX2 inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
     const __m256i ab = _mm256_packs_epi32(a, b);  // a0-3 b0-3 | a4-7 b4-7

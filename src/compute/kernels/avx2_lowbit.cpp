@@ -368,9 +368,37 @@ struct K2Block {
     static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { k2_block<F, 1, false>(w, h, a, 0, &acc); }
 };
 
-struct Tq1Block {
-    static constexpr bool k_prefetch_next = true;
-    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { tq1_block<1, false>(w, h, a, 0, &acc); }
+// Decode without AVX-VNNI (run_decode's add_panel): tq1_block's sums for both
+// 8-row halves in one pass, each activation broadcast and the offset serving 16
+// rows; the next block requested a line per chunk, as Tq1PanelVnni.
+struct Tq1Panel {
+    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+        for (int l = 64 * (k_tq1_chunks - 1); l < 32 + 64 * k_tq1_chunks; l += 64) prefetch_l1(w + next + l);
+        prefetch_l1(w + next + 32 + 64 * k_tq1_chunks - 1);
+        const __m256i bias = tq1_bias(a, 0);
+        __m256i isum0 = bias, isum1 = bias, s0 = _mm256_setzero_si256(), s1 = s0;
+        for (int c = 0; c < k_tq1_chunks; ++c) {
+            prefetch_l1(w + next + 64 * c);
+            Tq1Digits q0 = Tq1Digits::of(load256(w + 32 + 64 * c)), q1 = Tq1Digits::of(load256(w + 64 + 64 * c));
+            for (int n = 0; n < tq1_digits(c); ++n) {
+                const __m256i av = bcast_i32(a + tq1_element(c, n));
+                const __m256i d0 = q0.digits(), d1 = q1.digits();
+                if (n + 1 < tq1_digits(c)) {
+                    q0.advance();
+                    q1.advance();
+                }
+                s0 = pinned(_mm256_add_epi16(s0, _mm256_maddubs_epi16(d0, av)));
+                s1 = pinned(_mm256_add_epi16(s1, _mm256_maddubs_epi16(d1, av)));
+            }
+            if (c == 5 || c == k_tq1_chunks - 1) {  // as tq1_block
+                isum0 = _mm256_add_epi32(isum0, _mm256_madd_epi16(s0, _mm256_set1_epi16(1)));
+                isum1 = _mm256_add_epi32(isum1, _mm256_madd_epi16(s1, _mm256_set1_epi16(1)));
+                s0 = s1 = _mm256_setzero_si256();
+            }
+        }
+        acc0 = _mm256_add_ps(acc0, tq1_term(w, a, 0, isum0));
+        acc1 = _mm256_add_ps(acc1, tq1_term(w + 16, a, 0, isum1));
+    }
 };
 
 template <int T, bool Vnni>
@@ -504,7 +532,7 @@ void tq1_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, f
         if constexpr (Vnni)
             return run_decode<Tq1PanelVnni>(w, a, p0, p1, y);
         else
-            return run_decode<Tq1Block>(w, a, p0, p1, y);
+            return run_decode<Tq1Panel>(w, a, p0, p1, y);
     }
     if (a.n_groups() > 1) return tq1_prefill<Vnni>(w, a, p0, p1, y, ldy);
     run_tiles(k_tq1_tiles<Vnni>, w, a, p0, p1, y, ldy);
