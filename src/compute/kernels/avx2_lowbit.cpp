@@ -445,7 +445,7 @@ KILN_TARGET_AVX2 void tq1_decode_block(const uint8_t* w, uint8_t* out) {
 // any order) and its float steps in its order. The row sums continue those left
 // in y by the blocks before (first: none): the bits of tq1_tile's single pass.
 // VNNI: three chains a token (chunks 3j, 3j + 1, 3j + 2; the last chunk in the
-// first), for vpdpbusd's latency (two were 13% slower, four spill); without:
+// first), for vpdpbusd's latency (two leave it exposed, four spill); without:
 // vpmaddubsw's int16 pairs (<= 2 x 2 x 128 each) summed over 32 chunks (<= 16384)
 // before one vpmaddwd widens them.
 template <int T, bool Vnni>
