@@ -186,14 +186,14 @@ KILN_TARGET_AVX2 inline __m256 tq1_term(const uint8_t* dw, const uint8_t* a, int
     return _mm256_mul_ps(_mm256_mul_ps(load_f16x8(dw), bcast_f32(a + act_d_offset(256) + 4 * t)), _mm256_cvtepi32_ps(isum));
 }
 
-// Rows 8h .. x T tokens of one group (t0 ..): each digit taken apart once for the
-// T tokens and summed against them by vpdpbusd (VNNI) or vpmaddubsw, whose int16
+// Rows 8h .. x T tokens of one group (t0 ..) without AVX-VNNI: each digit taken
+// apart once for the T tokens and summed against them by vpmaddubsw, whose int16
 // pairs (<= 2 x 2 x 128 each) are widened after chunks 0-5 (30 digits) and 6-12
 // (34): < 2^15.
-template <int T, bool Vnni>
+template <int T>
 KILN_TARGET_AVX2 inline void tq1_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
     const uint8_t* aq = a + 256 * t0;
-    __m256i isum[T], part[T];  // part: the int16 sums (no VNNI)
+    __m256i isum[T], part[T];  // part: the int16 sums
     for (int t = 0; t < T; ++t) {
         isum[t] = tq1_bias(a, t0 + t);
         part[t] = _mm256_setzero_si256();
@@ -203,22 +203,16 @@ KILN_TARGET_AVX2 inline void tq1_block(const uint8_t* w, int h, const uint8_t* a
         for (int n = 0; n < tq1_digits(c); ++n) {
             const __m256i d = q.digits();
             if (n + 1 < tq1_digits(c)) q.advance();
-            for (int t = 0; t < T; ++t) {
-                const __m256i av = bcast_i32(aq + 256 * t + tq1_element(c, n));
-                if constexpr (Vnni) {
-                    isum[t] = dpbusd(isum[t], d, av);
-                } else {
-                    part[t] = _mm256_add_epi16(part[t], _mm256_maddubs_epi16(d, av));
-                }
-            }
+            for (int t = 0; t < T; ++t)
+                part[t] = _mm256_add_epi16(part[t], _mm256_maddubs_epi16(d, bcast_i32(aq + 256 * t + tq1_element(c, n))));
         }
-        if (!Vnni && (c == 5 || c == k_tq1_chunks - 1))
+        if (c == 5 || c == k_tq1_chunks - 1)
             for (int t = 0; t < T; ++t) {
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(part[t], _mm256_set1_epi16(1)));
                 part[t] = _mm256_setzero_si256();
             }
     }
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_add_ps(acc[t], tq1_term(w + 16 * h, a, t0 + t, _mm256_add_epi32(isum[t], part[t])));
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_add_ps(acc[t], tq1_term(w + 16 * h, a, t0 + t, isum[t]));
 }
 
 // One chunk of a block against one token with AVX-VNNI, both 8-row halves: the
@@ -401,7 +395,7 @@ struct Tq1Panel {
     }
 };
 
-template <int T, bool Vnni>
+template <int T>
 KILN_TARGET_AVX2 void tq1_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride, uint64_t a_stride,
                                float* y, int64_t ldy, int n_rows, bool stream) {
     const uint64_t ahead = stream_ahead(w_stride);
@@ -409,13 +403,12 @@ KILN_TARGET_AVX2 void tq1_tile(const uint8_t* w, int h, const uint8_t* a, int t0
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
         if (stream) prefetch_block(w + ahead, w_stride);
-        tq1_block<T, Vnni>(w, h, a, t0, acc);
+        tq1_block<T>(w, h, a, t0, acc);
     }
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
-template <bool Vnni>
-constexpr TileFn k_tq1_tiles[5] = {nullptr, tq1_tile<1, Vnni>, tq1_tile<2, Vnni>, tq1_tile<3, Vnni>, tq1_tile<4, Vnni>};
+constexpr TileFn k_tq1_tiles[5] = {nullptr, tq1_tile<1>, tq1_tile<2>, tq1_tile<3>, tq1_tile<4>};
 
 // ---- TQ1_0 prefill: each panel block's digits taken apart once for every token group ----
 
@@ -500,9 +493,8 @@ template <bool Vnni>
 constexpr Tq1DecodedTileFn k_tq1_decoded_tiles[5] = {nullptr, tq1_decoded_tile<1, Vnni>, tq1_decoded_tile<2, Vnni>,
                                                      tq1_decoded_tile<3, Vnni>, tq1_decoded_tile<4, Vnni>};
 
-// Several token groups: per panel, k_tq1_decoded_blocks blocks decoded at a time,
-// then every half, group and 4-token tile over them (as avx2_iq_grid.cpp's
-// iq_prefill; a batch of one group takes run_tiles' direct path).
+// Several tokens: per panel, k_tq1_decoded_blocks blocks decoded at a time, then
+// every half, group and 4-token tile over them (as avx2_iq_grid.cpp's iq_prefill).
 template <bool Vnni>
 KILN_TARGET_AVX2 void tq1_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     alignas(64) uint8_t decoded[k_tq1_decoded_blocks * k_tq1_decoded_bytes];  // [k_tq1_decoded_blocks] tq1_decode_block forms
@@ -534,8 +526,10 @@ void tq1_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, f
         else
             return run_decode<Tq1Panel>(w, a, p0, p1, y);
     }
-    if (a.n_groups() > 1) return tq1_prefill<Vnni>(w, a, p0, p1, y, ldy);
-    run_tiles(k_tq1_tiles<Vnni>, w, a, p0, p1, y, ldy);
+    // 2-4 tokens without AVX-VNNI: one tile a half takes each digit apart once
+    // anyway, and skips the scratch; with AVX-VNNI the decoded tiles' chains pay.
+    if (!Vnni && a.n_tokens <= 4) return run_tiles(k_tq1_tiles, w, a, p0, p1, y, ldy);
+    tq1_prefill<Vnni>(w, a, p0, p1, y, ldy);
 }
 
 struct Iq4xsBlock {
