@@ -39,6 +39,13 @@ KILN_TARGET_AVX2 inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
     return acc;
 }
 
+// Keeps GCC from regrouping a chain of int16 adds into a tree: with the tree it
+// computes every product first and spills them (docs/perf.md, 2026-12-05).
+KILN_TARGET_AVX2 inline __m256i pinned(__m256i v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
+
 KILN_TARGET_AVX2 inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
 KILN_TARGET_AVX2 inline __m256 load_f16x8(const uint8_t* p) {

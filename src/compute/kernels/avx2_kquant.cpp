@@ -161,13 +161,6 @@ KILN_TARGET_AVX2 inline void scale_pairs_u8x16(const uint8_t* p, __m256i& lo, __
     hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
 }
 
-// Keeps GCC from regrouping a chain of int16 adds into a tree: with the tree it
-// computes every product first and spills them (docs/perf.md, 2026-12-05).
-KILN_TARGET_AVX2 inline __m256i pinned(__m256i v) {
-    __asm__("" : "+x"(v));
-    return v;
-}
-
 // Both 8-row halves of one Q4_K block against one token (decode): k4_isum1's
 // integer sums for h = 0 and 1 at once, each activation broadcast serving both
 // halves; the block `next` bytes on is requested a line per chunk as it goes
