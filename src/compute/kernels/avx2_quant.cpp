@@ -320,14 +320,16 @@ KILN_TARGET_AVX2 inline void q4_0_panel1(const uint8_t* w, uint64_t next, const 
         prefetch_l1(ahead + 64 * c);
         const __m256i r0 = load256(qs + 64 * c), r1 = load256(qs + 64 * c + 32);
         const __m256i bl = bcast_i32(a + 4 * c), bh = bcast_i32(a + 16 + 4 * c);
-        const __m256i l0 = _mm256_and_si256(r0, low4), h0 = _mm256_and_si256(_mm256_srli_epi16(r0, 4), low4);
-        const __m256i l1 = _mm256_and_si256(r1, low4), h1 = _mm256_and_si256(_mm256_srli_epi16(r1, 4), low4);
+        const __m256i l0 = _mm256_and_si256(r0, low4), l1 = _mm256_and_si256(r1, low4);
         if constexpr (Vnni) {
+            // The high nibbles in place (16 x the level, no shift): int32 holds
+            // 16 x their sum exactly.
             lo0 = dpbusd(lo0, l0, bl);
-            hi0 = dpbusd(hi0, h0, bh);
+            hi0 = dpbusd(hi0, _mm256_andnot_si256(low4, r0), bh);
             lo1 = dpbusd(lo1, l1, bl);
-            hi1 = dpbusd(hi1, h1, bh);
+            hi1 = dpbusd(hi1, _mm256_andnot_si256(low4, r1), bh);
         } else {
+            const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(r0, 4), low4), h1 = _mm256_and_si256(_mm256_srli_epi16(r1, 4), low4);
             const __m256i pl0 = _mm256_maddubs_epi16(l0, bl), ph0 = _mm256_maddubs_epi16(h0, bh);
             const __m256i pl1 = _mm256_maddubs_epi16(l1, bl), ph1 = _mm256_maddubs_epi16(h1, bh);
             lo0 = pinned(c == 0 ? pl0 : _mm256_add_epi16(lo0, pl0));
@@ -339,8 +341,8 @@ KILN_TARGET_AVX2 inline void q4_0_panel1(const uint8_t* w, uint64_t next, const 
     prefetch_l1(ahead + 256);
     __m256i isum0, isum1;
     if constexpr (Vnni) {
-        isum0 = _mm256_add_epi32(lo0, hi0);
-        isum1 = _mm256_add_epi32(lo1, hi1);
+        isum0 = _mm256_add_epi32(lo0, _mm256_srai_epi32(hi0, 4));
+        isum1 = _mm256_add_epi32(lo1, _mm256_srai_epi32(hi1, 4));
     } else {
         // 8 products of 4-bit levels per lane fit int16, as in legacy_block.
         const __m256i ones = _mm256_set1_epi16(1);
