@@ -140,8 +140,9 @@ KILN_TARGET_AVX2 inline void run_tiles(const TileFn (&tiles)[5], const PackedMat
 // others (no prefetch) as two, its halves side by side, which keeps more requests
 // in flight without the prefetch (docs/perf.md has the measurements).
 // A Block with add_panel(w, next, a, acc0, acc1) sums both halves of a block at
-// once (sharing the activation work) and requests the block `next` bytes on
-// itself.
+// once (sharing the activation work) and requests lines ahead itself (`next`:
+// the block's bytes). A Block's k_streams, where it has one, sets the number of
+// streams.
 template <typename Block, int NS>
 KILN_TARGET_AVX2 inline void decode_panels(const PackedMatrix& w, const ActPack& a, const int64_t* panels, float* y) {
     const uint8_t* wb[NS];
@@ -174,7 +175,10 @@ KILN_TARGET_AVX2 inline void decode_panels(const PackedMatrix& w, const ActPack&
 
 template <typename Block>
 KILN_TARGET_AVX2 inline void run_decode(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y) {
-    constexpr int streams = requires { Block::k_prefetch_next; } || requires { Block::add_panel; } ? 1 : 2;
+    constexpr int streams = [] {
+        if constexpr (requires { Block::k_streams; }) return Block::k_streams;
+        else return requires { Block::k_prefetch_next; } || requires { Block::add_panel; } ? 1 : 2;
+    }();
     const int64_t part = (p1 - p0) / streams;
     for (int64_t i = 0; i < part; ++i) {
         int64_t panels[streams];

@@ -304,8 +304,8 @@ constexpr int k_q4_0_ahead_blocks = 16;
 // integer sums for h = 0 and 1 at once (the same terms, exact in any order), each
 // activation broadcast serving 16 rows; a line of the block k_q4_0_ahead_blocks on
 // is requested per chunk. Four chains (low / high nibbles x half); the int16 ones
-// pinned, as q4k_panel1's, so that GCC keeps them chains. Then legacy_block's float
-// steps per half.
+// pinned, as q4k_panel1's, so that GCC keeps them chains; the vpdpbusd ones take
+// the high nibbles unshifted. Then legacy_block's float steps per half.
 template <bool Vnni>
 KILN_TARGET_AVX2 inline void q4_0_panel1(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -354,9 +354,12 @@ KILN_TARGET_AVX2 inline void q4_0_panel1(const uint8_t* w, uint64_t next, const 
     acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(load_f16x8(w + 16), da), _mm256_cvtepi32_ps(isum1)));
 }
 
-// Q4_0 decode (run_decode): whole panels, q4_0_panel1.
+// Q4_0 decode (run_decode): whole panels, q4_0_panel1, two streams of panels as
+// the old per-half path had: from memory 1 thread 26.8 -> 28.3 GB/s against one
+// stream (Q8_0, with twice the bytes per block, is faster with one; docs/perf.md).
 template <bool Vnni>
 struct Q4_0Panel {
+    static constexpr int k_streams = 2;
     static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
         q4_0_panel1<Vnni>(w, next, a, acc0, acc1);
     }
