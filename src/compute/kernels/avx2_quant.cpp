@@ -356,7 +356,7 @@ KILN_TARGET_AVX2 inline void q4_0_panel1(const uint8_t* w, uint64_t next, const 
 
 // Q4_0 decode (run_decode): whole panels, q4_0_panel1, two streams of panels as
 // the old per-half path had: from memory 1 thread 26.8 -> 28.3 GB/s against one
-// stream (Q8_0, with twice the bytes per block, is faster with one; docs/perf.md).
+// stream (docs/perf.md).
 template <bool Vnni>
 struct Q4_0Panel {
     static constexpr int k_streams = 2;
@@ -401,9 +401,11 @@ KILN_TARGET_AVX2 inline void q8_0_panel1(const uint8_t* w, uint64_t next, const 
     acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(load_f16x8(w + 16), da), _mm256_cvtepi32_ps(isum1)));
 }
 
-// Q8_0 decode (run_decode): whole panels, q8_0_panel1.
+// Q8_0 decode (run_decode): whole panels, q8_0_panel1, two streams (the whole 1B
+// model decoded faster so than with one: docs/perf.md).
 template <bool Vnni>
 struct Q8_0Panel {
+    static constexpr int k_streams = 2;
     static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
         q8_0_panel1<Vnni>(w, next, a, acc0, acc1);
     }
