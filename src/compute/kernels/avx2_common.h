@@ -39,6 +39,13 @@ KILN_TARGET_AVX2 inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
     return acc;
 }
 
+// Keeps GCC from regrouping a chain of int16 adds into a tree: with the tree it
+// computes every product first and spills them (docs/perf.md, 2026-12-05).
+KILN_TARGET_AVX2 inline __m256i pinned(__m256i v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
+
 KILN_TARGET_AVX2 inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
 KILN_TARGET_AVX2 inline __m256 load_f16x8(const uint8_t* p) {
@@ -59,13 +66,6 @@ KILN_TARGET_AVX2 inline int32_t hsum_epi32(__m256i v) {
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
     return _mm_cvtsi128_si32(s);
-}
-
-// Keeps GCC from regrouping a chain of int16 adds into a tree: with the tree it
-// computes every product first and spills them (docs/perf.md, 2026-12-05).
-KILN_TARGET_AVX2 inline __m256i pinned(__m256i v) {
-    __asm__("" : "+x"(v));
-    return v;
 }
 
 // 32 int32 (in element order a, b, c, d) -> 32 int8 in order, saturating.
@@ -148,8 +148,9 @@ KILN_TARGET_AVX2 inline void run_tiles(const TileFn (&tiles)[5], const PackedMat
 // others (no prefetch) as two, its halves side by side, which keeps more requests
 // in flight without the prefetch (docs/perf.md has the measurements).
 // A Block with add_panel(w, next, a, acc0, acc1) sums both halves of a block at
-// once (sharing the activation work) and requests the block `next` bytes on
-// itself.
+// once (sharing the activation work) and requests lines ahead itself (`next`:
+// the block's bytes). A Block's k_streams, where it has one, sets the number of
+// streams.
 template <typename Block, int NS>
 KILN_TARGET_AVX2 inline void decode_panels(const PackedMatrix& w, const ActPack& a, const int64_t* panels, float* y) {
     const uint8_t* wb[NS];
@@ -182,7 +183,10 @@ KILN_TARGET_AVX2 inline void decode_panels(const PackedMatrix& w, const ActPack&
 
 template <typename Block>
 KILN_TARGET_AVX2 inline void run_decode(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y) {
-    constexpr int streams = requires { Block::k_prefetch_next; } || requires { Block::add_panel; } ? 1 : 2;
+    constexpr int streams = [] {
+        if constexpr (requires { Block::k_streams; }) return Block::k_streams;
+        else return requires { Block::k_prefetch_next; } || requires { Block::add_panel; } ? 1 : 2;
+    }();
     const int64_t part = (p1 - p0) / streams;
     for (int64_t i = 0; i < part; ++i) {
         int64_t panels[streams];

@@ -295,13 +295,133 @@ struct LegacyBlock {
     }
 };
 
+// How many blocks ahead the one-token Q4_0 kernel asks for weight lines (a
+// block is 288 bytes, 4.5 lines: the next one is already on its way by the time
+// it is asked for).
+constexpr int k_q4_0_ahead_blocks = 16;
+
+// Both 8-row halves of one Q4_0 block against one token (decode): legacy_block's
+// integer sums for h = 0 and 1 at once (the same terms, exact in any order), each
+// activation broadcast serving 16 rows; a line of the block k_q4_0_ahead_blocks on
+// is requested per chunk. Four chains (low / high nibbles x half); the int16 ones
+// pinned, as q4k_panel1's, so that GCC keeps them chains; the vpdpbusd ones take
+// the high nibbles unshifted. Then legacy_block's float steps per half.
+template <bool Vnni>
+KILN_TARGET_AVX2 inline void q4_0_panel1(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const uint8_t* ahead = w + k_q4_0_ahead_blocks * next;
+    const uint8_t* qs = w + 32;
+    const __m256i bias = bcast_i32(a + act_aux_offset(32));
+    // With vpdpbusd the int32 chains start at the bias; the int16 ones at chunk 0.
+    __m256i lo0 = Vnni ? bias : _mm256_setzero_si256(), lo1 = lo0;
+    __m256i hi0 = _mm256_setzero_si256(), hi1 = hi0;
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+        prefetch_l1(ahead + 64 * c);
+        const __m256i r0 = load256(qs + 64 * c), r1 = load256(qs + 64 * c + 32);
+        const __m256i bl = bcast_i32(a + 4 * c), bh = bcast_i32(a + 16 + 4 * c);
+        const __m256i l0 = _mm256_and_si256(r0, low4), l1 = _mm256_and_si256(r1, low4);
+        if constexpr (Vnni) {
+            // The high nibbles in place (16 x the level, no shift): int32 holds
+            // 16 x their sum exactly.
+            lo0 = dpbusd(lo0, l0, bl);
+            hi0 = dpbusd(hi0, _mm256_andnot_si256(low4, r0), bh);
+            lo1 = dpbusd(lo1, l1, bl);
+            hi1 = dpbusd(hi1, _mm256_andnot_si256(low4, r1), bh);
+        } else {
+            const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(r0, 4), low4), h1 = _mm256_and_si256(_mm256_srli_epi16(r1, 4), low4);
+            const __m256i pl0 = _mm256_maddubs_epi16(l0, bl), ph0 = _mm256_maddubs_epi16(h0, bh);
+            const __m256i pl1 = _mm256_maddubs_epi16(l1, bl), ph1 = _mm256_maddubs_epi16(h1, bh);
+            lo0 = pinned(c == 0 ? pl0 : _mm256_add_epi16(lo0, pl0));
+            hi0 = pinned(c == 0 ? ph0 : _mm256_add_epi16(hi0, ph0));
+            lo1 = pinned(c == 0 ? pl1 : _mm256_add_epi16(lo1, pl1));
+            hi1 = pinned(c == 0 ? ph1 : _mm256_add_epi16(hi1, ph1));
+        }
+    }
+    prefetch_l1(ahead + 256);
+    __m256i isum0, isum1;
+    if constexpr (Vnni) {
+        isum0 = _mm256_add_epi32(lo0, _mm256_srai_epi32(hi0, 4));
+        isum1 = _mm256_add_epi32(lo1, _mm256_srai_epi32(hi1, 4));
+    } else {
+        // 8 products of 4-bit levels per lane fit int16, as in legacy_block.
+        const __m256i ones = _mm256_set1_epi16(1);
+        isum0 = _mm256_add_epi32(bias, _mm256_madd_epi16(_mm256_add_epi16(lo0, hi0), ones));
+        isum1 = _mm256_add_epi32(bias, _mm256_madd_epi16(_mm256_add_epi16(lo1, hi1), ones));
+    }
+    const __m256 da = bcast_f32(a + act_d_offset(32));
+    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(load_f16x8(w), da), _mm256_cvtepi32_ps(isum0)));
+    acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(load_f16x8(w + 16), da), _mm256_cvtepi32_ps(isum1)));
+}
+
+// Q4_0 decode (run_decode): whole panels, q4_0_panel1, two streams of panels as
+// the old per-half path had: from memory 1 thread 26.8 -> 28.3 GB/s against one
+// stream (docs/perf.md).
+template <bool Vnni>
+struct Q4_0Panel {
+    static constexpr int k_streams = 2;
+    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+        q4_0_panel1<Vnni>(w, next, a, acc0, acc1);
+    }
+};
+
+// Both 8-row halves of one Q8_0 block against one token (decode), as q4_0_panel1:
+// legacy_block's integer sums for h = 0 and 1 at once, each broadcast serving 16
+// rows, two int32 chains per half (even / odd chunks), a line of the block
+// k_q4_0_ahead_blocks on requested per chunk (a block is 544 bytes, 8.5 lines).
+template <bool Vnni>
+KILN_TARGET_AVX2 inline void q8_0_panel1(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+    const uint8_t* ahead = w + k_q4_0_ahead_blocks * next;
+    const uint8_t* qs = w + 32;
+    // With vpdpbusd the levels are flipped to unsigned and the sums start at the
+    // bias; the sign trick needs neither.
+    const __m256i start = Vnni ? bcast_i32(a + act_aux_offset(32)) : _mm256_setzero_si256();
+    __m256i s0[2] = {start, _mm256_setzero_si256()}, s1[2] = {start, _mm256_setzero_si256()};
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+        prefetch_l1(ahead + 64 * c);
+        const __m256i r0 = load256(qs + 64 * c), r1 = load256(qs + 64 * c + 32);
+        const __m256i b = bcast_i32(a + 4 * c);
+        if constexpr (Vnni) {
+            const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+            s0[c % 2] = dpbusd(s0[c % 2], _mm256_xor_si256(r0, flip), b);
+            s1[c % 2] = dpbusd(s1[c % 2], _mm256_xor_si256(r1, flip), b);
+        } else {
+            const __m256i ones = _mm256_set1_epi16(1);
+            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(r0), _mm256_sign_epi8(b, r0)), ones);
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(r1), _mm256_sign_epi8(b, r1)), ones);
+            s0[c % 2] = pinned(_mm256_add_epi32(s0[c % 2], p0));
+            s1[c % 2] = pinned(_mm256_add_epi32(s1[c % 2], p1));
+        }
+    }
+    prefetch_l1(ahead + 512);
+    const __m256i isum0 = _mm256_add_epi32(s0[0], s0[1]), isum1 = _mm256_add_epi32(s1[0], s1[1]);
+    const __m256 da = bcast_f32(a + act_d_offset(32));
+    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(load_f16x8(w), da), _mm256_cvtepi32_ps(isum0)));
+    acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(load_f16x8(w + 16), da), _mm256_cvtepi32_ps(isum1)));
+}
+
+// Q8_0 decode (run_decode): whole panels, q8_0_panel1, two streams (the whole 1B
+// model decoded faster so than with one: docs/perf.md).
+template <bool Vnni>
+struct Q8_0Panel {
+    static constexpr int k_streams = 2;
+    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+        q8_0_panel1<Vnni>(w, next, a, acc0, acc1);
+    }
+};
+
 template <Legacy F, bool Vnni>
 constexpr TileFn k_legacy_tiles[5] = {nullptr, legacy_tile<F, 1, Vnni>, legacy_tile<F, 2, Vnni>, legacy_tile<F, 3, Vnni>,
                                       legacy_tile<F, 4, Vnni>};
 
 template <Legacy F, bool Vnni>
 void legacy_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<LegacyBlock<F, Vnni>>(w, a, p0, p1, y);
+    if (a.n_tokens == 1) {
+        if constexpr (F == Legacy::Q4_0) return run_decode<Q4_0Panel<Vnni>>(w, a, p0, p1, y);
+        else if constexpr (F == Legacy::Q8_0) return run_decode<Q8_0Panel<Vnni>>(w, a, p0, p1, y);
+        else return run_decode<LegacyBlock<F, Vnni>>(w, a, p0, p1, y);
+    }
     run_tiles(k_legacy_tiles<F, Vnni>, w, a, p0, p1, y, ldy);
 }
 
