@@ -108,6 +108,35 @@ KILN_TARGET_AVX2 inline __m256 load_rows(const float* y, int n) {
     return _mm256_load_ps(tmp);
 }
 
+// Prefill from decoded blocks (TQ1_0, the grid i-quants): per panel, Blocks
+// blocks at a time are decoded into a stack scratch of Bytes each by
+// decode(block, out), then tile(n, decoded, h, a, t0, nb, y, rows, first, last)
+// runs every half, group and tile of n <= 4 tokens over them (a: the group's
+// activations of the first decoded block; y: the tile's first output; first /
+// last: whether these are the row's first / last blocks).
+template <int Blocks, uint64_t Bytes, typename Decode, typename Tile>
+KILN_TARGET_AVX2 inline void run_decoded_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy,
+                                                 Decode decode, Tile tile) {
+    alignas(64) uint8_t decoded[Blocks * Bytes];
+    const uint64_t a_stride = a.format.block_stride;
+    for (int64_t p = p0; p < p1; ++p)
+        for (int64_t b0 = 0; b0 < w.n_blocks; b0 += Blocks) {
+            const int64_t nb = std::min<int64_t>(Blocks, w.n_blocks - b0);
+            for (int64_t b = 0; b < nb; ++b) decode(w.panel(p) + static_cast<uint64_t>(b0 + b) * w.block_bytes, decoded + b * Bytes);
+            for (int h = 0; h < 2; ++h) {
+                const int64_t rows = std::min<int64_t>(8, w.n_out - p * k_panel_rows - 8 * h);
+                if (rows <= 0) continue;
+                for (int64_t g = 0; g < a.n_groups(); ++g) {
+                    const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+                    for (int t0 = 0; t0 < n; t0 += 4)
+                        tile(std::min(4, n - t0), decoded, h, a.group(g) + static_cast<uint64_t>(b0) * a_stride, t0, nb,
+                             y + (g * k_act_group + t0) * ldy + p * k_panel_rows + 8 * h, static_cast<int>(rows), b0 == 0,
+                             b0 + nb == w.n_blocks);
+                }
+            }
+        }
+}
+
 // An 8-row x T-token tile: panel p's rows 8h.., tokens t0.. of group a. With
 // stream (the first pass over a panel in a batch of one group, batched decode:
 // the panel comes from memory, once), each block asks for the lines of the block

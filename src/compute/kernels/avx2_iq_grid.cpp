@@ -335,27 +335,13 @@ constexpr DecodedTileFn k_decoded_tiles[5] = {nullptr, decoded_tile<Offset, Per1
 // run_tiles' direct path).
 template <typename F, bool Vnni>
 KILN_TARGET_AVX2 void iq_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    constexpr int parts = F::k_per16 ? 2 : 1;
-    constexpr uint64_t bytes = IqDecoded::bytes(parts);
-    alignas(64) uint8_t decoded[IqDecoded::k_blocks * bytes];  // [k_blocks] IqDecoded blocks
-    const uint64_t a_stride = a.format.block_stride;
-    for (int64_t p = p0; p < p1; ++p)
-        for (int64_t b0 = 0; b0 < w.n_blocks; b0 += IqDecoded::k_blocks) {
-            const int64_t nb = std::min<int64_t>(IqDecoded::k_blocks, w.n_blocks - b0);
-            for (int64_t b = 0; b < nb; ++b) decode_block<F>(w.panel(p) + static_cast<uint64_t>(b0 + b) * w.block_bytes, decoded + b * bytes);
-            for (int h = 0; h < 2; ++h) {
-                const int64_t rows = std::min<int64_t>(8, w.n_out - p * k_panel_rows - 8 * h);
-                if (rows <= 0) continue;
-                for (int64_t g = 0; g < a.n_groups(); ++g) {
-                    const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
-                    for (int t0 = 0; t0 < n; t0 += 4)
-                        k_decoded_tiles<F::k_offset, F::k_per16, Vnni>[std::min(4, n - t0)](
-                            decoded, h, a.group(g) + static_cast<uint64_t>(b0) * a_stride, t0, nb, a_stride,
-                            y + (g * k_act_group + t0) * ldy + p * k_panel_rows + 8 * h, ldy, static_cast<int>(rows), b0 == 0,
-                            b0 + nb == w.n_blocks, iq_grid_factor(F::k_type));
-                }
-            }
-        }
+    constexpr uint64_t bytes = IqDecoded::bytes(F::k_per16 ? 2 : 1);
+    run_decoded_prefill<IqDecoded::k_blocks, bytes>(
+        w, a, p0, p1, y, ldy, decode_block<F>,
+        [&](int n, const uint8_t* dw, int h, const uint8_t* ag, int t0, int64_t nb, float* yt, int rows, bool first, bool last) {
+            k_decoded_tiles<F::k_offset, F::k_per16, Vnni>[n](dw, h, ag, t0, nb, a.format.block_stride, yt, ldy, rows, first, last,
+                                                             iq_grid_factor(F::k_type));
+        });
 }
 
 template <typename F, bool Vnni>

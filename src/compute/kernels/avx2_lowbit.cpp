@@ -497,25 +497,11 @@ constexpr Tq1DecodedTileFn k_tq1_decoded_tiles[5] = {nullptr, tq1_decoded_tile<1
 // every half, group and 4-token tile over them (as avx2_iq_grid.cpp's iq_prefill).
 template <bool Vnni>
 KILN_TARGET_AVX2 void tq1_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    alignas(64) uint8_t decoded[k_tq1_decoded_blocks * k_tq1_decoded_bytes];  // [k_tq1_decoded_blocks] tq1_decode_block forms
-    const uint64_t a_stride = a.format.block_stride;
-    for (int64_t p = p0; p < p1; ++p)
-        for (int64_t b0 = 0; b0 < w.n_blocks; b0 += k_tq1_decoded_blocks) {
-            const int64_t nb = std::min<int64_t>(k_tq1_decoded_blocks, w.n_blocks - b0);
-            for (int64_t b = 0; b < nb; ++b)
-                tq1_decode_block(w.panel(p) + static_cast<uint64_t>(b0 + b) * w.block_bytes, decoded + b * k_tq1_decoded_bytes);
-            for (int h = 0; h < 2; ++h) {
-                const int64_t rows = std::min<int64_t>(8, w.n_out - p * k_panel_rows - 8 * h);
-                if (rows <= 0) continue;
-                for (int64_t g = 0; g < a.n_groups(); ++g) {
-                    const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
-                    for (int t0 = 0; t0 < n; t0 += 4)
-                        k_tq1_decoded_tiles<Vnni>[std::min(4, n - t0)](decoded, h, a.group(g) + static_cast<uint64_t>(b0) * a_stride, t0, nb,
-                                                                       a_stride, y + (g * k_act_group + t0) * ldy + p * k_panel_rows + 8 * h,
-                                                                       ldy, static_cast<int>(rows), b0 == 0);
-                }
-            }
-        }
+    run_decoded_prefill<k_tq1_decoded_blocks, k_tq1_decoded_bytes>(
+        w, a, p0, p1, y, ldy, tq1_decode_block,
+        [&](int n, const uint8_t* dw, int h, const uint8_t* ag, int t0, int64_t nb, float* yt, int rows, bool first, bool) {
+            k_tq1_decoded_tiles<Vnni>[n](dw, h, ag, t0, nb, a.format.block_stride, yt, ldy, rows, first);
+        });
 }
 
 template <bool Vnni>
