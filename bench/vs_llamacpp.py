@@ -223,10 +223,26 @@ def main():
     print(f"llama.cpp (llama-cpp-python {version}, {os.path.relpath(python, ROOT)}): {info.strip()}")
     print(f"kiln: KILN_ISA={a.isa or '(best)'}, --flash-attn {a.flash_attn}")
     print(f"threads {a.threads}, pp{a.n_prompt}, tg{a.n_gen}, depths {','.join(map(str, depths))}, {a.rounds} interleaved rounds\n")
+    # Every file is written (or found missing) before the first timed run: a model
+    # that cannot be made stops the run before it has spent time on the others.
+    cases = [(k, d, *model_path(k, kiln_build, d + max(a.n_prompt, a.n_gen) + 16)) for k in keys for d in depths]
     results = []
     probes = []  # every kiln run's JSON (each carries its own probes)
-    for key, depth in [(k, d) for k in keys for d in depths]:
-        name, path = model_path(key, kiln_build, depth + max(a.n_prompt, a.n_gen) + 16)
+
+    def save_json():
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"probe": probe_maxima(), "results": results, "llama_cpp": info, "isa": a.isa}, f, indent=1)
+
+    def probe_maxima():
+        if not probes:
+            return None
+        p = {k: max(x.get(k, 0) for x in probes)
+             for k in ("read_bandwidth_bytes_per_s", "int8_ops_per_s", "f32_flops_per_s", "bf16_flops_per_s")}
+        p["kernels"] = probes[0].get("kernels", "?")
+        return p
+
+    for key, depth, name, path in cases:
         if not os.path.exists(path):
             print(f"{name}: {path} missing, skipped")
             continue
@@ -256,18 +272,18 @@ def main():
         row["llama_load"] = median([x["load_seconds"] for x in llama_runs])
         row["kiln_rss"] = median([x["peak_rss_bytes"] for x in kiln_runs])
         results.append(row)
+        bw = [x.get("read_bandwidth_bytes_per_s", 0) / 1e9 for x in kiln_runs] or [0]
         print(f"{name} @ d{depth}: pp {row['kiln_pp']:.1f} vs {row['llama_pp']:.1f} (x{row['ratio_pp']:.2f}), "
-              f"tg {row['kiln_tg']:.1f} vs {row['llama_tg']:.1f} (x{row['ratio_tg']:.2f})", flush=True)
+              f"tg {row['kiln_tg']:.1f} vs {row['llama_tg']:.1f} (x{row['ratio_tg']:.2f}); "
+              f"memory read {min(bw):.1f}-{max(bw):.1f} GB/s", flush=True)
+        save_json()  # what was measured survives a later model's failure
 
-    probe = None
+    probe = probe_maxima()
     if probes:
         def span(field, scale, fmt):
             v = [x.get(field, 0) / scale for x in probes if x.get(field, 0) > 0]
             return f"{min(v):{fmt}}-{max(v):{fmt}}" if v else "-"
 
-        probe = {k: max(x.get(k, 0) for x in probes)
-                 for k in ("read_bandwidth_bytes_per_s", "int8_ops_per_s", "f32_flops_per_s", "bf16_flops_per_s")}
-        probe["kernels"] = probes[0].get("kernels", "?")
         print(f"\nkiln kernels: {probe['kernels']}")
         print(f"probes (kiln bench, {a.threads} threads, lowest-highest of {len(probes)} runs): "
               f"memory read {span('read_bandwidth_bytes_per_s', 1e9, '.1f')} GB/s, "
@@ -310,9 +326,7 @@ def main():
     for row in results:
         print(f"| {row['name']} | {row['weight_bytes'] / 2**20:.0f} MiB | {row['kiln_load']:.2f} | {row['llama_load']:.2f} | "
               f"{row['kiln_rss'] / 2**20:.0f} MiB |")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"probe": probe, "results": results, "llama_cpp": info, "isa": a.isa}, f, indent=1)
+    save_json()
 
 
 if __name__ == "__main__":
