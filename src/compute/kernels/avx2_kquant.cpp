@@ -161,17 +161,39 @@ KILN_TARGET_AVX2 inline void scale_pairs_u8x16(const uint8_t* p, __m256i& lo, __
     hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
 }
 
-// Both 8-row halves of one Q4_K block against one token (decode): k4_isum1's
-// integer sums for h = 0 and 1 at once, each activation broadcast serving both
-// halves; the block `next` bytes on is requested a line per chunk as it goes
-// (no separate prefetch loop). Then k4_term per half, as K4Block.
-KILN_TARGET_AVX2 inline void q4k_panel1(const uint8_t* w, uint64_t next, const uint8_t* aq, __m256& acc0, __m256& acc1) {
+// 0x10 in the byte of each level of one Q5_K chunk (its u64 mask at p, layout.h)
+// whose fifth bit is set: rows 0-7 in lo, rows 8-15 in hi. One broadcast of the
+// mask serves both halves.
+KILN_TARGET_AVX2 inline void fifth_bits_x16(const uint8_t* p, __m256i& lo, __m256i& hi) {
+    uint64_t bits;
+    std::memcpy(&bits, p, 8);
+    const __m256i mask = _mm256_set1_epi64x(static_cast<int64_t>(bits));
+    const __m256i spread_lo = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3,
+                                               3, 3);
+    const __m256i spread_hi = _mm256_setr_epi8(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7,
+                                               7, 7);
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    const __m256i fifth = _mm256_set1_epi8(0x10);
+    lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(mask, spread_lo), bit), bit), fifth);
+    hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(mask, spread_hi), bit), bit), fifth);
+}
+
+// Both 8-row halves of one Q4_K / Q5_K block against one token (decode): the
+// integer sums of rows 0-7 and 8-15 at once, each activation broadcast serving
+// both halves; the block `next` bytes on is requested a line per chunk as it goes
+// (its header and fifth-bit masks first, no separate prefetch loop). Then k4_term
+// per half. The int16 chains are pinned: unpinned, GCC regroups them into a tree
+// and spills the products.
+template <bool fifth_bit>
+KILN_TARGET_AVX2 inline void k4_panel1(const uint8_t* w, uint64_t next, const uint8_t* aq, __m256& acc0, __m256& acc1) {
+    constexpr int qs_off = fifth_bit ? 832 : 320;
+    constexpr int per_sum = fifth_bit ? 4 : 8;  // chunks one int16 sum holds (see the top)
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-    for (int l = 0; l < 320; l += 64) prefetch_l1(w + next + l);
+    for (int l = 0; l < qs_off; l += 64) prefetch_l1(w + next + l);
     __m256i isum0 = _mm256_setzero_si256(), isum1 = _mm256_setzero_si256();
 #pragma GCC unroll 1
     for (int pr = 0; pr < 4; ++pr) {
-        const uint8_t* qs = w + 320 + 512 * pr;
+        const uint8_t* qs = w + qs_off + 512 * pr;
         const uint8_t* ae = aq + 64 * pr;
         __m256i se0 = _mm256_setzero_si256(), so0 = se0, se1 = se0, so1 = se0;
 #pragma GCC unroll 8
@@ -179,18 +201,32 @@ KILN_TARGET_AVX2 inline void q4k_panel1(const uint8_t* w, uint64_t next, const u
             prefetch_l1(qs + next + 64 * c);
             const __m256i r0 = load256(qs + 64 * c), r1 = load256(qs + 64 * c + 32);
             const __m256i be = bcast_i32(ae + 4 * c), bo = bcast_i32(ae + 32 + 4 * c);
-            se0 = pinned(_mm256_add_epi16(se0, _mm256_maddubs_epi16(_mm256_and_si256(r0, low4), be)));
-            se1 = pinned(_mm256_add_epi16(se1, _mm256_maddubs_epi16(_mm256_and_si256(r1, low4), be)));
-            so0 = pinned(_mm256_add_epi16(so0, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r0, 4), low4), bo)));
-            so1 = pinned(_mm256_add_epi16(so1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r1, 4), low4), bo)));
+            __m256i qe0 = _mm256_and_si256(r0, low4), qe1 = _mm256_and_si256(r1, low4);
+            __m256i qo0 = _mm256_and_si256(_mm256_srli_epi16(r0, 4), low4), qo1 = _mm256_and_si256(_mm256_srli_epi16(r1, 4), low4);
+            if constexpr (fifth_bit) {
+                __m256i f0, f1;
+                fifth_bits_x16(w + 320 + 8 * (8 * (2 * pr) + c), f0, f1);
+                qe0 = _mm256_or_si256(qe0, f0);
+                qe1 = _mm256_or_si256(qe1, f1);
+                fifth_bits_x16(w + 320 + 8 * (8 * (2 * pr + 1) + c), f0, f1);
+                qo0 = _mm256_or_si256(qo0, f0);
+                qo1 = _mm256_or_si256(qo1, f1);
+            }
+            se0 = pinned(_mm256_add_epi16(se0, _mm256_maddubs_epi16(qe0, be)));
+            se1 = pinned(_mm256_add_epi16(se1, _mm256_maddubs_epi16(qe1, be)));
+            so0 = pinned(_mm256_add_epi16(so0, _mm256_maddubs_epi16(qo0, bo)));
+            so1 = pinned(_mm256_add_epi16(so1, _mm256_maddubs_epi16(qo1, bo)));
+            if (c % per_sum == per_sum - 1) {
+                __m256i sc0, sc1;
+                scale_pairs_u8x16(w + 64 + 16 * (2 * pr), sc0, sc1);
+                isum0 = pinned(_mm256_add_epi32(isum0, _mm256_madd_epi16(se0, pinned(sc0))));
+                isum1 = pinned(_mm256_add_epi32(isum1, _mm256_madd_epi16(se1, pinned(sc1))));
+                scale_pairs_u8x16(w + 64 + 16 * (2 * pr + 1), sc0, sc1);
+                isum0 = pinned(_mm256_add_epi32(isum0, _mm256_madd_epi16(so0, pinned(sc0))));
+                isum1 = pinned(_mm256_add_epi32(isum1, _mm256_madd_epi16(so1, pinned(sc1))));
+                se0 = so0 = se1 = so1 = _mm256_setzero_si256();
+            }
         }
-        __m256i sc0, sc1;
-        scale_pairs_u8x16(w + 64 + 16 * (2 * pr), sc0, sc1);
-        isum0 = _mm256_add_epi32(isum0, _mm256_madd_epi16(se0, sc0));
-        isum1 = _mm256_add_epi32(isum1, _mm256_madd_epi16(se1, sc1));
-        scale_pairs_u8x16(w + 64 + 16 * (2 * pr + 1), sc0, sc1);
-        isum0 = _mm256_add_epi32(isum0, _mm256_madd_epi16(so0, sc0));
-        isum1 = _mm256_add_epi32(isum1, _mm256_madd_epi16(so1, sc1));
     }
     const uint8_t* ad = aq + act_d_offset(256);
     const uint8_t* ax = aq + act_aux_offset(256);
@@ -198,19 +234,11 @@ KILN_TARGET_AVX2 inline void q4k_panel1(const uint8_t* w, uint64_t next, const u
     acc1 = _mm256_add_ps(acc1, k4_term(w, 1, ad, ax, isum1));
 }
 
-// Q4_K decode (run_decode): whole panels, q4k_panel1.
-struct Q4kPanel {
-    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
-        q4k_panel1(w, next, a, acc0, acc1);
-    }
-};
-
-// One block's terms for decode (run_decode): k4_tile's with one token.
+// Q4_K / Q5_K decode (run_decode): whole panels, k4_panel1.
 template <bool fifth_bit>
-struct K4Block {
-    static constexpr bool k_prefetch_next = true;
-    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) {
-        acc = _mm256_add_ps(acc, k4_term(w, h, a + act_d_offset(256), a + act_aux_offset(256), k4_isum1<fifth_bit>(w, h, a)));
+struct K4Panel {
+    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+        k4_panel1<fifth_bit>(w, next, a, acc0, acc1);
     }
 };
 
@@ -290,10 +318,55 @@ KILN_TARGET_AVX2 void q6k_tile(const uint8_t* w, int h, const uint8_t* a, int t0
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
-// One block's terms for decode (run_decode).
-struct Q6kBlock {
-    static constexpr bool k_prefetch_next = true;
-    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { q6k_block<1, false>(w, h, a, 0, &acc); }
+// Both 8-row halves of one Q6_K block against one token (decode): q6k_block's
+// integer sums for rows 0-7 and 8-15 at once, each activation broadcast serving
+// both halves, the block `next` bytes on requested a line at a time as it goes,
+// the int16 chains pinned (as k4_panel1).
+KILN_TARGET_AVX2 inline void q6k_panel1(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+    const __m256i dup_even = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8,
+                                              9, 12, 13, 12, 13);
+    const __m256i dup_odd = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7, 6, 7, 10,
+                                             11, 10, 11, 14, 15, 14, 15);
+    const uint8_t* ax = a + act_aux_offset(256);
+    for (int l = 0; l < 288; l += 64) prefetch_l1(w + next + l);
+    __m256i isum0 = _mm256_setzero_si256(), isum1 = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int s = 0; s < 8; ++s) {
+        const uint8_t* pair = w + 288 + 384 * s;
+        const __m256i sc_pair0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 32 * s)));
+        const __m256i sc_pair1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 32 * s + 16)));
+        const __m256i bias = bcast_i32(ax + 4 * s);
+        isum0 = _mm256_add_epi32(isum0, _mm256_madd_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc_pair0, 5)), bias));
+        isum1 = _mm256_add_epi32(isum1, _mm256_madd_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc_pair1, 5)), bias));
+#pragma GCC unroll 2
+        for (int half = 0; half < 2; ++half) {
+            const __m256i hb0 = load256(pair + 256 + 64 * half), hb1 = load256(pair + 256 + 64 * half + 32);
+            const uint8_t* ah = a + 32 * s + 16 * half;
+            __m256i s0 = _mm256_setzero_si256(), s1 = s0;
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) {
+                if (4 * half + k < 6) prefetch_l1(pair + next + 64 * (4 * half + k));  // the pair's 6 lines
+                const __m256i b = bcast_i32(ah + 4 * k);
+                s0 = pinned(_mm256_add_epi16(s0, _mm256_maddubs_epi16(q6k_levels(pair, hb0, 0, half, k), b)));
+                s1 = pinned(_mm256_add_epi16(s1, _mm256_maddubs_epi16(q6k_levels(pair, hb1, 1, half, k), b)));
+                if (k % 2 == 1) {  // two chunks of 6-bit levels per int16 sum
+                    isum0 = _mm256_add_epi32(isum0, _mm256_madd_epi16(s0, _mm256_shuffle_epi8(sc_pair0, half ? dup_odd : dup_even)));
+                    isum1 = _mm256_add_epi32(isum1, _mm256_madd_epi16(s1, _mm256_shuffle_epi8(sc_pair1, half ? dup_odd : dup_even)));
+                    s0 = s1 = _mm256_setzero_si256();
+                }
+            }
+        }
+    }
+    const __m256 da = bcast_f32(a + act_d_offset(256));
+    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(da, load_f16x8(w)), _mm256_cvtepi32_ps(isum0)));
+    acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(da, load_f16x8(w + 16)), _mm256_cvtepi32_ps(isum1)));
+}
+
+// Q6_K decode (run_decode): whole panels, q6k_panel1.
+struct Q6kPanel {
+    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+        q6k_panel1(w, next, a, acc0, acc1);
+    }
 };
 
 template <bool fifth_bit, bool Vnni>
@@ -305,15 +378,14 @@ constexpr TileFn k_q6k_tiles[5] = {nullptr, q6k_tile<1, Vnni>, q6k_tile<2, Vnni>
 template <bool fifth_bit, bool Vnni>
 void k4_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     if (a.n_tokens == 1) {
-        if constexpr (fifth_bit) return run_decode<K4Block<true>>(w, a, p0, p1, y);
-        else return run_decode<Q4kPanel>(w, a, p0, p1, y);
+        return run_decode<K4Panel<fifth_bit>>(w, a, p0, p1, y);
     }
     run_tiles(k_k4_tiles<fifth_bit, Vnni>, w, a, p0, p1, y, ldy);
 }
 
 template <bool Vnni>
 void q6k_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<Q6kBlock>(w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<Q6kPanel>(w, a, p0, p1, y);
     run_tiles(k_q6k_tiles<Vnni>, w, a, p0, p1, y, ldy);
 }
 
