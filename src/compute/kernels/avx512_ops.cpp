@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "compute/alibi.h"
@@ -70,6 +71,27 @@ KILN_TARGET_AVX512 inline __m512 reduce16(const __m512* v) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, 0x88), _mm512_shuffle_f32x4(y01, y23, 0xDD));
 }
 
+// EXPERIMENT knobs (removed before commit).
+struct Knobs {
+    int k_dist = 64, v_dist = 64, hint = 0, vt_dist = 16;
+};
+inline const Knobs& knobs() {
+    static const Knobs k = [] {
+        Knobs r;
+        if (const char* e = std::getenv("KILN_PF_K")) r.k_dist = std::atoi(e);
+        if (const char* e = std::getenv("KILN_PF_V")) r.v_dist = std::atoi(e);
+        if (const char* e = std::getenv("KILN_PF_HINT")) r.hint = std::atoi(e);
+        if (const char* e = std::getenv("KILN_PF_VT")) r.vt_dist = std::atoi(e);
+        return r;
+    }();
+    return k;
+}
+KILN_TARGET_AVX512 inline void prefetch(const char* p, int hint) {
+    if (hint == 0) _mm_prefetch(p, _MM_HINT_T0);
+    else if (hint == 1) _mm_prefetch(p, _MM_HINT_T1);
+    else _mm_prefetch(p, _MM_HINT_T2);
+}
+
 // The formats attention reads cached rows in.
 enum class Fmt { F32, F16, Q8 };
 
@@ -77,6 +99,17 @@ enum class Fmt { F32, F16, Q8 };
 template <Fmt F>
 constexpr uint64_t row_bytes_of(uint64_t n) {
     return F == Fmt::Q8 ? n / 32 * 34 : F == Fmt::F16 ? 2 * n : 4 * n;
+}
+
+// A q8_0 block's f16 scale as f32, the bits of quant::fp16_to_fp32: F16C is exact
+// for every finite value; inf and NaN (whose signalling payloads F16C would
+// quiet) take the scalar call, which costs more than the rest of a block's work.
+KILN_TARGET_AVX512 inline float q8_scale(const uint8_t* block) {
+    uint16_t d16;
+    std::memcpy(&d16, block, 2);
+    if ((d16 & 0x7C00u) == 0x7C00u) [[unlikely]]
+        return quant::fp16_to_fp32(d16);
+    return _cvtsh_ss(d16);
 }
 
 // 16 elements of a cached row as f32 (masked), starting at element i (for Q8 a
@@ -91,10 +124,8 @@ KILN_TARGET_AVX512 inline __m512 load_row16(const uint8_t* row, int i, __mmask16
     } else {
         if (m == 0) return _mm512_setzero_ps();  // the block may lie past the row
         const uint8_t* b = row + static_cast<uint64_t>(i / 32) * 34;
-        uint16_t d16;
-        std::memcpy(&d16, b, 2);
         const __m512i q = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b + 2 + i % 32));
-        return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(q), _mm512_set1_ps(quant::fp16_to_fp32(d16)));
+        return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(q), _mm512_set1_ps(q8_scale(b)));
     }
 }
 
@@ -146,11 +177,12 @@ struct ValueWalk {
     uint64_t width_bytes, col_bytes;
     int64_t slot, ahead;  // ring indices, advanced without a division per key
     int64_t p0;           // key j's weight is p[h * p_stride + j - p0]
+    bool pf = true;
 };
 
 // Key j's value row into the NH queries' accumulators (`every`: all of them take
 // key j, else those with nk[h] > j).
-template <int NH, Fmt F, bool every>
+template <int NH, Fmt F, bool every, bool fused>
 KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (&acc)[NH * 4], ValueWalk& w,
                                                                        const __mmask16* masks, const float* p,
                                                                        int64_t p_stride, const int64_t* nk, int64_t j) {
@@ -159,7 +191,8 @@ KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (
     if (++w.slot == kv.capacity) w.slot = 0;
     const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(w.ahead) * kv.v_row_bytes + w.col_bytes);
     if (++w.ahead == kv.capacity) w.ahead = 0;
-    for (uint64_t b = 0; b < w.width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+    if (w.pf)
+        for (uint64_t b = 0; b < w.width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
     __m512 vv[4];
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) vv[c] = load_row16<F>(vr, 16 * c, masks[c]);
@@ -169,8 +202,7 @@ KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (
         const __m512 wt = _mm512_set1_ps(p[h * p_stride + j - w.p0]);
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c)
-            acc[4 * h + c] = F == Fmt::F16 ? _mm512_fmadd_ps(wt, vv[c], acc[4 * h + c])
-                                           : _mm512_add_ps(acc[4 * h + c], _mm512_mul_ps(wt, vv[c]));
+            acc[4 * h + c] = fused ? _mm512_fmadd_ps(wt, vv[c], acc[4 * h + c]) : _mm512_add_ps(acc[4 * h + c], _mm512_mul_ps(wt, vv[c]));
     }
 }
 
@@ -181,8 +213,9 @@ KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (
 // gives the same bits (a float stored and loaded is unchanged), so a block of
 // queries walks the values in chunks that stay in L1. With an f16 cache both
 // factors are f16 values, so a fused multiply-add rounds exactly as attend()'s
-// separate multiply and add.
-template <int NH, Fmt F>
+// separate multiply and add; `fused` (F16, and the streaming form, which keeps
+// no reference order for the sums) multiplies and adds in one rounding.
+template <int NH, Fmt F, bool fused>
 KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, int64_t p0, const int64_t* nk, const KvRows& kv,
                                    int64_t first, int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
     __mmask16 masks[4];
@@ -199,10 +232,11 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, int64_t p0,
         for (int c = 0; c < 4; ++c) acc[4 * h + c] = j0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(masks[c], out[h] + 16 * c);
     const uint64_t width_bytes = row_bytes_of<F>(static_cast<uint64_t>(width)), col_bytes = row_bytes_of<F>(static_cast<uint64_t>(col));
     ValueWalk walk{kv, width_bytes, col_bytes, kv.slot(first + j0), 0, p0};
-    walk.ahead = (walk.slot + ValueWalk::k_prefetch) % kv.capacity;
+    walk.ahead = (walk.slot + std::max(1, knobs().vt_dist)) % kv.capacity;
+    walk.pf = knobs().vt_dist > 0;
     int64_t j = j0;
-    for (; j < all; ++j) value_key<NH, F, true>(acc, walk, masks, p, p_stride, nk, j);
-    for (; j < any; ++j) value_key<NH, F, false>(acc, walk, masks, p, p_stride, nk, j);  // the last keys of the later rows
+    for (; j < all; ++j) value_key<NH, F, true, fused>(acc, walk, masks, p, p_stride, nk, j);
+    for (; j < any; ++j) value_key<NH, F, false, fused>(acc, walk, masks, p, p_stride, nk, j);  // the last keys of the later rows
 #pragma GCC unroll 6
     for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
@@ -211,9 +245,15 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, int64_t p0,
 
 using ValueTileFn = void (*)(const float*, int64_t, int64_t, const int64_t*, const KvRows&, int64_t, int64_t, int64_t, int64_t,
                              int, float* const*);
-template <Fmt F>
-constexpr ValueTileFn k_value_tiles[7] = {nullptr, value_tile<1, F>, value_tile<2, F>, value_tile<3, F>,
-                                          value_tile<4, F>, value_tile<5, F>, value_tile<6, F>};
+// The exact order's tiles (fused only for F16) and the streaming form's (always fused).
+template <Fmt F, bool stream = false>
+constexpr ValueTileFn k_value_tiles[7] = {nullptr,
+                                          value_tile<1, F, stream || F == Fmt::F16>,
+                                          value_tile<2, F, stream || F == Fmt::F16>,
+                                          value_tile<3, F, stream || F == Fmt::F16>,
+                                          value_tile<4, F, stream || F == Fmt::F16>,
+                                          value_tile<5, F, stream || F == Fmt::F16>,
+                                          value_tile<6, F, stream || F == Fmt::F16>};
 
 // Scores of 16 keys for every head of a group, head size 16 NC: each key row is
 // loaded and converted once, then multiplied with every head's q. Keys go four
@@ -419,7 +459,6 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
     const float score_scale = s.prescale_q ? 1.0f : s.scale;
     const __m512 vscale = _mm512_set1_ps(score_scale);
     const ScoreFn fixed = score_block_for<F>(dk);
-    const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk)), v_bytes = row_bytes_of<F>(static_cast<uint64_t>(dv));
     for (int g = 0; g < n_kv; ++g) {
         load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data() + static_cast<size_t>(g) * nq * dk);
         for (int i = 0; i < nq; ++i) {  // a sink is a first key whose value is zero
@@ -428,31 +467,39 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
             sc.run_sum[x] = s.sinks ? 1.0f : 0.0f;
         }
     }
+    const Knobs& kn = knobs();
+    const uint64_t k_span = row_bytes_of<F>(static_cast<uint64_t>(n_kv) * dk), v_span = row_bytes_of<F>(static_cast<uint64_t>(n_kv) * dv);
     for (int64_t j0 = 0; j0 < n_max; j0 += B) {
         const int64_t j1 = std::min<int64_t>(n_max, j0 + B);
-        const int64_t slot0 = kv.slot(first + j0);
-        for (int g = 0; g < n_kv; ++g) {
-            const float* qb = sc.qbuf.data() + static_cast<size_t>(g) * nq * dk;
-            float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * B;
-            float* acc = sc.acc.data() + static_cast<size_t>(g) * nq * dv;
-            float* run_max = sc.run_max.data() + static_cast<size_t>(g) * nq;
-            float* run_sum = sc.run_sum.data() + static_cast<size_t>(g) * nq;
-            const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk), v_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dv);
-            int64_t slot = slot0, ahead = (slot0 + B) % kv.capacity;
-            for (int64_t j = j0; j < j1; j += 16) {
-                const uint8_t* rows[16];
-                const int n_in = static_cast<int>(std::min<int64_t>(16, j1 - j));
-                for (int jj = 0; jj < n_in; ++jj) {
-                    rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
-                    if (++slot == kv.capacity) slot = 0;
-                    const char* pk = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
-                    const char* pv = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + v_col);
-                    if (++ahead == kv.capacity) ahead = 0;
-                    for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pk + b, _MM_HINT_T0);
-                    for (uint64_t b = 0; b < v_bytes; b += 64) _mm_prefetch(pv + b, _MM_HINT_T0);
+        // Scores of every head of the call, 16 keys at a time: the heads are
+        // contiguous in each key row, so each row's span is read in one run.
+        int64_t slot = kv.slot(first + j0);
+        int64_t k_ahead = (slot + kn.k_dist) % kv.capacity, v_ahead = (slot + kn.v_dist) % kv.capacity;
+        for (int64_t j = j0; j < j1; j += 16) {
+            const uint8_t* key_rows[16];
+            const int n_in = static_cast<int>(std::min<int64_t>(16, j1 - j));
+            for (int jj = 0; jj < n_in; ++jj) {
+                key_rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes;
+                if (++slot == kv.capacity) slot = 0;
+                if (kn.k_dist > 0) {
+                    const char* pk = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(k_ahead) * kv.k_row_bytes);
+                    if (++k_ahead == kv.capacity) k_ahead = 0;
+                    for (uint64_t b = 0; b < k_span; b += 64) prefetch(pk + b, kn.hint);
                 }
-                int full = 0;  // queries [full, nq) take all 16 keys (nk ascends)
-                while (full < nq && nk[full] < j + 16) ++full;
+                if (kn.v_dist >= 0) {
+                    const char* pv = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(v_ahead) * kv.v_row_bytes);
+                    if (++v_ahead == kv.capacity) v_ahead = 0;
+                    for (uint64_t b = 0; b < v_span; b += 64) prefetch(pv + b, kn.hint);
+                }
+            }
+            int full = 0;  // queries [full, nq) take all 16 keys (nk ascends)
+            while (full < nq && nk[full] < j + 16) ++full;
+            for (int g = 0; g < n_kv; ++g) {
+                const float* qb = sc.qbuf.data() + static_cast<size_t>(g) * nq * dk;
+                float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * B;
+                const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk);
+                const uint8_t* rows[16];
+                for (int jj = 0; jj < n_in; ++jj) rows[jj] = key_rows[jj] + k_col;
                 float* sb = scores + (j - j0);
                 if (full < nq) {
                     if (fixed) {
@@ -469,6 +516,12 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
                     for (int64_t jj = j; jj < nk[i]; ++jj)
                         scores[i * B + (jj - j0)] = _mm512_reduce_add_ps(dot_lanes<F>(qb + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
             }
+        }
+        for (int g = 0; g < n_kv; ++g) {
+            float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * B;
+            float* acc = sc.acc.data() + static_cast<size_t>(g) * nq * dv;
+            float* run_max = sc.run_max.data() + static_cast<size_t>(g) * nq;
+            float* run_sum = sc.run_sum.data() + static_cast<size_t>(g) * nq;
             for (int i = 0; i < nq; ++i) {
                 if (nk[i] <= j0) continue;
                 const int n = static_cast<int>(std::min(j1, nk[i]) - j0);
@@ -507,7 +560,7 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
                 for (int i = 0; i < nq; ++i) sc.outs[static_cast<size_t>(i)] = acc + static_cast<size_t>(i) * dv + d0;
                 for (int i0 = 0; i0 < nq; i0 += 6) {
                     const int np = std::min(6, nq - i0);
-                    k_value_tiles<F>[np](scores + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
+                    k_value_tiles<F, true>[np](scores + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
                                          std::min(64, dv - d0), sc.outs.data() + i0);
                 }
             }
@@ -545,12 +598,11 @@ KILN_TARGET_AVX512 void f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
     }
 }
 
-// As avx2_ops.cpp: the scale through the scalar conversion, each level times it.
+// The scale as load_row16 converts it (q8_scale), so reading in place and
+// converting give the same bits.
 KILN_TARGET_AVX512 void q8_0_to_f32(const uint8_t* row, float* dst, int64_t n) {
     for (int64_t b = 0; b < n / 32; ++b, row += 34, dst += 32) {
-        uint16_t d16;
-        std::memcpy(&d16, row, 2);
-        const __m512 d = _mm512_set1_ps(quant::fp16_to_fp32(d16));
+        const __m512 d = _mm512_set1_ps(q8_scale(row));
         for (int c = 0; c < 2; ++c) {
             const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 + 16 * c)));
             _mm512_storeu_ps(dst + 16 * c, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
