@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "compute/alibi.h"
@@ -249,28 +248,22 @@ KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, int64_t p0, c
 using ValueTileFn = void (*)(const float*, int64_t, int64_t, const int64_t*, const KvRows&, int64_t, int64_t, int64_t, int64_t,
                              int, float* const*);
 template <Fmt F, bool fused>
-constexpr ValueTileFn k_value_tiles_wide[4] = {nullptr, value_tile<1, F, 4, fused>, value_tile<2, F, 4, fused>, value_tile<3, F, 4, fused>};
-template <Fmt F, bool fused>
-constexpr ValueTileFn k_value_tiles_narrow[7] = {nullptr, value_tile<1, F, 2, fused>, value_tile<2, F, 2, fused>, value_tile<3, F, 2, fused>,
+constexpr ValueTileFn k_value_tiles[7] = {nullptr, value_tile<1, F, 2, fused>, value_tile<2, F, 2, fused>, value_tile<3, F, 2, fused>,
                                                  value_tile<4, F, 2, fused>, value_tile<5, F, 2, fused>, value_tile<6, F, 2, fused>};
-// EXPERIMENT knob (removed before commit).
-inline bool narrow_tiles() {
-    static const bool n = [] { const char* e = std::getenv("KILN_VT_NARROW"); return !e || std::atoi(e) != 0; }();
-    return n;
-}
-// The weighted sums of values of nq queries (tiles of queries x columns).
+// The weighted sums of values of nq queries, in tiles of up to 6 queries x 16
+// elements (12 accumulators): for a decode step's group of 4 one tile takes a
+// head, so each value element is converted once (tiles of 3 x 32 converted it
+// twice for a group of 4). Every element's sum is the same whatever the tile.
 template <Fmt F, bool stream>
 KILN_TARGET_AVX2 void value_tiles(const float* p, int64_t p_stride, int64_t p0, const int64_t* nk, int nq, const KvRows& kv,
                                   int64_t first, int64_t j0, int64_t j1, int64_t col, int dv, float* const* out_rows, float** outs) {
-    const bool narrow = narrow_tiles();
-    const int W = narrow ? 16 : 32, NQ = narrow ? 6 : 3;
-    for (int d0 = 0; d0 < dv; d0 += W) {
+    constexpr bool fused = stream || F == Fmt::F16;
+    for (int d0 = 0; d0 < dv; d0 += 16) {
         for (int i = 0; i < nq; ++i) outs[i] = out_rows[i] + d0;
-        for (int i0 = 0; i0 < nq; i0 += NQ) {
-            const int np = std::min(NQ, nq - i0);
-            constexpr bool fused = stream || F == Fmt::F16;
-            (narrow ? k_value_tiles_narrow<F, fused>[np] : k_value_tiles_wide<F, fused>[np])(p + i0 * p_stride, p_stride, p0, nk + i0, kv, first, j0, j1,
-                                                                              col + d0, std::min(W, dv - d0), outs + i0);
+        for (int i0 = 0; i0 < nq; i0 += 6) {
+            const int np = std::min(6, nq - i0);
+            k_value_tiles<F, fused>[np](p + i0 * p_stride, p_stride, p0, nk + i0, kv, first, j0, j1, col + d0, std::min(16, dv - d0),
+                                        outs + i0);
         }
     }
 }

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "compute/alibi.h"
@@ -69,27 +68,6 @@ KILN_TARGET_AVX512 inline __m512 reduce16(const __m512* v) {
     const __m512 y01 = _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, 0x44), _mm512_shuffle_f32x4(w0, w1, 0xEE));
     const __m512 y23 = _mm512_add_ps(_mm512_shuffle_f32x4(w2, w3, 0x44), _mm512_shuffle_f32x4(w2, w3, 0xEE));
     return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, 0x88), _mm512_shuffle_f32x4(y01, y23, 0xDD));
-}
-
-// EXPERIMENT knobs (removed before commit).
-struct Knobs {
-    int k_dist = 64, v_dist = 64, hint = 0, vt_dist = 16;
-};
-inline const Knobs& knobs() {
-    static const Knobs k = [] {
-        Knobs r;
-        if (const char* e = std::getenv("KILN_PF_K")) r.k_dist = std::atoi(e);
-        if (const char* e = std::getenv("KILN_PF_V")) r.v_dist = std::atoi(e);
-        if (const char* e = std::getenv("KILN_PF_HINT")) r.hint = std::atoi(e);
-        if (const char* e = std::getenv("KILN_PF_VT")) r.vt_dist = std::atoi(e);
-        return r;
-    }();
-    return k;
-}
-KILN_TARGET_AVX512 inline void prefetch(const char* p, int hint) {
-    if (hint == 0) _mm_prefetch(p, _MM_HINT_T0);
-    else if (hint == 1) _mm_prefetch(p, _MM_HINT_T1);
-    else _mm_prefetch(p, _MM_HINT_T2);
 }
 
 // The formats attention reads cached rows in.
@@ -177,7 +155,6 @@ struct ValueWalk {
     uint64_t width_bytes, col_bytes;
     int64_t slot, ahead;  // ring indices, advanced without a division per key
     int64_t p0;           // key j's weight is p[h * p_stride + j - p0]
-    bool pf = true;
 };
 
 // Key j's value row into the NH queries' accumulators (`every`: all of them take
@@ -191,8 +168,7 @@ KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (
     if (++w.slot == kv.capacity) w.slot = 0;
     const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(w.ahead) * kv.v_row_bytes + w.col_bytes);
     if (++w.ahead == kv.capacity) w.ahead = 0;
-    if (w.pf)
-        for (uint64_t b = 0; b < w.width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+    for (uint64_t b = 0; b < w.width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
     __m512 vv[4];
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) vv[c] = load_row16<F>(vr, 16 * c, masks[c]);
@@ -232,8 +208,7 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, int64_t p0,
         for (int c = 0; c < 4; ++c) acc[4 * h + c] = j0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(masks[c], out[h] + 16 * c);
     const uint64_t width_bytes = row_bytes_of<F>(static_cast<uint64_t>(width)), col_bytes = row_bytes_of<F>(static_cast<uint64_t>(col));
     ValueWalk walk{kv, width_bytes, col_bytes, kv.slot(first + j0), 0, p0};
-    walk.ahead = (walk.slot + std::max(1, knobs().vt_dist)) % kv.capacity;
-    walk.pf = knobs().vt_dist > 0;
+    walk.ahead = (walk.slot + ValueWalk::k_prefetch) % kv.capacity;
     int64_t j = j0;
     for (; j < all; ++j) value_key<NH, F, true, fused>(acc, walk, masks, p, p_stride, nk, j);
     for (; j < any; ++j) value_key<NH, F, false, fused>(acc, walk, masks, p, p_stride, nk, j);  // the last keys of the later rows
@@ -467,30 +442,24 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
             sc.run_sum[x] = s.sinks ? 1.0f : 0.0f;
         }
     }
-    const Knobs& kn = knobs();
     const uint64_t k_span = row_bytes_of<F>(static_cast<uint64_t>(n_kv) * dk), v_span = row_bytes_of<F>(static_cast<uint64_t>(n_kv) * dv);
     for (int64_t j0 = 0; j0 < n_max; j0 += B) {
         const int64_t j1 = std::min<int64_t>(n_max, j0 + B);
         // Scores of every head of the call, 16 keys at a time: the heads are
         // contiguous in each key row, so each row's span is read in one run.
-        int64_t slot = kv.slot(first + j0);
-        int64_t k_ahead = (slot + kn.k_dist) % kv.capacity, v_ahead = (slot + kn.v_dist) % kv.capacity;
+        // The key and value spans one block ahead are requested meanwhile.
+        int64_t slot = kv.slot(first + j0), ahead = (slot + B) % kv.capacity;
         for (int64_t j = j0; j < j1; j += 16) {
             const uint8_t* key_rows[16];
             const int n_in = static_cast<int>(std::min<int64_t>(16, j1 - j));
             for (int jj = 0; jj < n_in; ++jj) {
                 key_rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes;
                 if (++slot == kv.capacity) slot = 0;
-                if (kn.k_dist > 0) {
-                    const char* pk = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(k_ahead) * kv.k_row_bytes);
-                    if (++k_ahead == kv.capacity) k_ahead = 0;
-                    for (uint64_t b = 0; b < k_span; b += 64) prefetch(pk + b, kn.hint);
-                }
-                if (kn.v_dist >= 0) {
-                    const char* pv = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(v_ahead) * kv.v_row_bytes);
-                    if (++v_ahead == kv.capacity) v_ahead = 0;
-                    for (uint64_t b = 0; b < v_span; b += 64) prefetch(pv + b, kn.hint);
-                }
+                const char* pk = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes);
+                const char* pv = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes);
+                if (++ahead == kv.capacity) ahead = 0;
+                for (uint64_t b = 0; b < k_span; b += 64) _mm_prefetch(pk + b, _MM_HINT_T0);
+                for (uint64_t b = 0; b < v_span; b += 64) _mm_prefetch(pv + b, _MM_HINT_T0);
             }
             int full = 0;  // queries [full, nq) take all 16 keys (nk ascends)
             while (full < nq && nk[full] < j + 16) ++full;
