@@ -403,14 +403,16 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
 // attend_impl's streaming form (attend_rows_stream), blocks of k_stream_block
 // keys, every KV head of the call within one block before the next block (a
 // task's heads are contiguous in each cached row: the rows are read in runs, and
-// a block's rows stay in cache from one head to the next). Per head and block:
-// the scores of every query, as attend_impl computes them (16 keys at a time,
-// each key row converted once for all the group's queries); each query's online
-// softmax step (the block's maximum, its sum and accumulator rescaled when the
-// running maximum rises, the block's weights); then the block's values into the
-// accumulators (value_tile goes on from what they hold). While the scores walk
-// the keys, the key and value rows one block ahead are requested. A query's
-// operations are the same whatever the other heads and rows of the call.
+// a block's rows stay in cache from one head to the next). Per block: the scores
+// of every query of every head, as attend_impl computes them, 16 keys of every
+// head at a time (each key row's span read in one run, converted once per head
+// for the group's queries); then per head each query's online softmax step (the
+// block's maximum, its sum and accumulator rescaled when the running maximum
+// rises, the block's weights) and the block's values into the accumulators
+// (value_tile, fused multiply-adds for every cache type, goes on from what they
+// hold). While the scores walk the keys, the key and value spans one block ahead
+// are requested. A query's operations are the same whatever the other heads and
+// rows of the call.
 template <Fmt F>
 KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
                                     const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
