@@ -119,6 +119,17 @@ constexpr uint64_t row_bytes_of(uint64_t n) {
     return F == Fmt::Q8 ? n / 32 * 34 : F == Fmt::F16 ? 2 * n : 4 * n;
 }
 
+// A q8_0 block's f16 scale as f32, the bits of quant::fp16_to_fp32: F16C is exact
+// for every finite value; inf and NaN (whose signalling payloads F16C would
+// quiet) take the scalar call, which costs more than the rest of a block's work.
+KILN_TARGET_AVX2 inline float q8_scale(const uint8_t* block) {
+    uint16_t d16;
+    std::memcpy(&d16, block, 2);
+    if ((d16 & 0x7C00u) == 0x7C00u) [[unlikely]]
+        return quant::fp16_to_fp32(d16);
+    return _cvtsh_ss(d16);
+}
+
 // 8 elements of a cached row from element i as f32. Q8 rows are read whole
 // (head sizes that are multiples of 32): a quarter of a 34-byte block, its
 // quants times its f16 scale as q8_0_to_f32 computes them.
@@ -134,10 +145,8 @@ KILN_TARGET_AVX2 inline __m256 load_row8(const uint8_t* row, int i, __m256i m, i
     } else {
         (void)m, (void)left;
         const uint8_t* b = row + static_cast<uint64_t>(i / 32) * 34;
-        uint16_t d16;
-        std::memcpy(&d16, b, 2);
         const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + i % 32)));
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(quant::fp16_to_fp32(d16)));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(q8_scale(b)));
     }
 }
 
@@ -158,6 +167,7 @@ struct ValueWalk {
     uint64_t width_bytes, col_bytes;
     int64_t slot, ahead;
     int64_t p0;  // key j's weight is p[h * p_stride + j - p0]
+    int col_off;  // the tile's first element within the block col_bytes starts (Q8: 0 or 16)
 };
 
 // Key j's value row into the NH queries' accumulators (`every`: all of them take
@@ -166,8 +176,8 @@ struct ValueWalk {
 // accumulators in memory). One value vector at a time against every query's
 // weight, so that the NH x 4 accumulators, NH weights and one vector fit the 16
 // ymm registers.
-template <int NH, Fmt F, bool full, bool every>
-KILN_TARGET_AVX2 __attribute__((always_inline)) inline void value_key(__m256 (&acc)[NH * 4], ValueWalk& w, const __m256i* masks,
+template <int NH, int C, Fmt F, bool full, bool every, bool fused>
+KILN_TARGET_AVX2 __attribute__((always_inline)) inline void value_key(__m256 (&acc)[NH * C], ValueWalk& w, const __m256i* masks,
                                                                      int width, const float* p, int64_t p_stride,
                                                                      const int64_t* nk, int64_t j) {
     const KvRows& kv = w.kv;
@@ -177,22 +187,21 @@ KILN_TARGET_AVX2 __attribute__((always_inline)) inline void value_key(__m256 (&a
     if (++w.ahead == kv.capacity) w.ahead = 0;
     for (uint64_t b = 0; b < w.width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
     __m256 wt[NH];
-#pragma GCC unroll 3
+#pragma GCC unroll 6
     for (int h = 0; h < NH; ++h) wt[h] = _mm256_set1_ps(every || j < nk[h] ? p[h * p_stride + j - w.p0] : 0.0f);
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
+    for (int c = 0; c < C; ++c) {
         __m256 v;
         if constexpr (full && F == Fmt::F16)
             v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + 16 * c)));
         else if constexpr (full && F == Fmt::F32)
             v = _mm256_loadu_ps(reinterpret_cast<const float*>(vr) + 8 * c);
         else
-            v = load_row8<F>(vr, 8 * c, masks[c], width - 8 * c);
-#pragma GCC unroll 3
+            v = load_row8<F>(vr, w.col_off + 8 * c, masks[c], width - 8 * c);
+#pragma GCC unroll 6
         for (int h = 0; h < NH; ++h) {
             if (!every && j >= nk[h]) continue;
-            acc[4 * h + c] = F == Fmt::F16 ? _mm256_fmadd_ps(wt[h], v, acc[4 * h + c])
-                                           : _mm256_add_ps(acc[4 * h + c], _mm256_mul_ps(wt[h], v));
+            acc[C * h + c] = fused ? _mm256_fmadd_ps(wt[h], v, acc[C * h + c]) : _mm256_add_ps(acc[C * h + c], _mm256_mul_ps(wt[h], v));
         }
     }
 }
@@ -200,42 +209,64 @@ KILN_TARGET_AVX2 __attribute__((always_inline)) inline void value_key(__m256 (&a
 // out[h][d] += sum over keys j in [j0, min(j1, nk[h])) of p[h][j] * v[j][d] for NH
 // queries and up to 32 elements, keys in order (see avx512_ops.cpp: j0 > 0 goes on
 // from what out holds, with the same bits as one walk).
-template <int NH, Fmt F, bool full>
+template <int NH, int C, Fmt F, bool full, bool fused>
 KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, int64_t p0, const int64_t* nk, const KvRows& kv,
                                       int64_t first, int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
-    __m256i masks[4];
-    for (int c = 0; c < 4; ++c) masks[c] = tail_mask(width - 8 * c);
+    __m256i masks[C];
+    for (int c = 0; c < C; ++c) masks[c] = tail_mask(width - 8 * c);
     int64_t all = j1, any = j0;  // keys every query takes, keys some query takes
-#pragma GCC unroll 3
+#pragma GCC unroll 6
     for (int h = 0; h < NH; ++h) all = std::min(all, nk[h]), any = std::max(any, std::min(j1, nk[h]));
-    __m256 acc[NH * 4];
-#pragma GCC unroll 3
+    __m256 acc[NH * C];
+#pragma GCC unroll 6
     for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) acc[4 * h + c] = j0 == 0 ? _mm256_setzero_ps() : load_m(out[h] + 8 * c, masks[c]);
-    ValueWalk walk{kv, row_bytes_of<F>(static_cast<uint64_t>(width)), row_bytes_of<F>(static_cast<uint64_t>(col)),
-                   kv.slot(first + j0), 0, p0};
+        for (int c = 0; c < C; ++c) acc[C * h + c] = j0 == 0 ? _mm256_setzero_ps() : load_m(out[h] + 8 * c, masks[c]);
+    // A Q8 tile may start halfway into a 34-byte block: its rows start at the block.
+    const int col_off = F == Fmt::Q8 ? static_cast<int>(col % 32) : 0;
+    const uint64_t width_bytes = F == Fmt::Q8 ? row_bytes_of<F>(static_cast<uint64_t>((col_off + width + 31) / 32 * 32))
+                                              : row_bytes_of<F>(static_cast<uint64_t>(width));
+    ValueWalk walk{kv, width_bytes, row_bytes_of<F>(static_cast<uint64_t>(col - col_off)), kv.slot(first + j0), 0, p0, col_off};
     walk.ahead = (walk.slot + ValueWalk::k_prefetch) % kv.capacity;
     int64_t j = j0;
-    for (; j < all; ++j) value_key<NH, F, full, true>(acc, walk, masks, width, p, p_stride, nk, j);
-    for (; j < any; ++j) value_key<NH, F, full, false>(acc, walk, masks, width, p, p_stride, nk, j);
-#pragma GCC unroll 3
+    for (; j < all; ++j) value_key<NH, C, F, full, true, fused>(acc, walk, masks, width, p, p_stride, nk, j);
+    for (; j < any; ++j) value_key<NH, C, F, full, false, fused>(acc, walk, masks, width, p, p_stride, nk, j);
+#pragma GCC unroll 6
     for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) store_m(out[h] + 8 * c, masks[c], acc[4 * h + c]);
+        for (int c = 0; c < C; ++c) store_m(out[h] + 8 * c, masks[c], acc[C * h + c]);
 }
-template <int NH, Fmt F>
+// `fused`: see avx512_ops.cpp (F16, and the streaming form).
+template <int NH, Fmt F, int C, bool fused>
 KILN_TARGET_AVX2 void value_tile(const float* p, int64_t p_stride, int64_t p0, const int64_t* nk, const KvRows& kv,
                                  int64_t first, int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
-    if (width == 32)
-        value_tile_impl<NH, F, true>(p, p_stride, p0, nk, kv, first, j0, j1, col, width, out);
+    if (width == 8 * C)
+        value_tile_impl<NH, C, F, true, fused>(p, p_stride, p0, nk, kv, first, j0, j1, col, width, out);
     else
-        value_tile_impl<NH, F, false>(p, p_stride, p0, nk, kv, first, j0, j1, col, width, out);
+        value_tile_impl<NH, C, F, false, fused>(p, p_stride, p0, nk, kv, first, j0, j1, col, width, out);
 }
 using ValueTileFn = void (*)(const float*, int64_t, int64_t, const int64_t*, const KvRows&, int64_t, int64_t, int64_t, int64_t,
                              int, float* const*);
-template <Fmt F>
-constexpr ValueTileFn k_value_tiles[4] = {nullptr, value_tile<1, F>, value_tile<2, F>, value_tile<3, F>};
+template <Fmt F, bool fused>
+constexpr ValueTileFn k_value_tiles[7] = {nullptr, value_tile<1, F, 2, fused>, value_tile<2, F, 2, fused>, value_tile<3, F, 2, fused>,
+                                                 value_tile<4, F, 2, fused>, value_tile<5, F, 2, fused>, value_tile<6, F, 2, fused>};
+// The weighted sums of values of nq queries, in tiles of up to 6 queries x 16
+// elements (12 accumulators): for a decode step's group of 4 one tile takes a
+// head, so each value element is converted once (tiles of 3 x 32 converted it
+// twice for a group of 4). Every element's sum is the same whatever the tile.
+template <Fmt F, bool stream>
+KILN_TARGET_AVX2 void value_tiles(const float* p, int64_t p_stride, int64_t p0, const int64_t* nk, int nq, const KvRows& kv,
+                                  int64_t first, int64_t j0, int64_t j1, int64_t col, int dv, float* const* out_rows, float** outs) {
+    constexpr bool fused = stream || F == Fmt::F16;
+    for (int d0 = 0; d0 < dv; d0 += 16) {
+        for (int i = 0; i < nq; ++i) outs[i] = out_rows[i] + d0;
+        for (int i0 = 0; i0 < nq; i0 += 6) {
+            const int np = std::min(6, nq - i0);
+            k_value_tiles<F, fused>[np](p + i0 * p_stride, p_stride, p0, nk + i0, kv, first, j0, j1, col + d0, std::min(16, dv - d0),
+                                        outs + i0);
+        }
+    }
+}
 
 // Scores of 8 keys for NH heads of a group: each key row is loaded and converted
 // once for all NH heads (q from L1). Each (head, key) product runs dot_lanes'
@@ -321,7 +352,7 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
     sc.scores.resize(static_cast<size_t>(stride) * all);
     sc.qbuf.resize(all * static_cast<size_t>(dk));
     sc.nk.resize(static_cast<size_t>(nq));
-    sc.outs.resize(static_cast<size_t>(nq));
+    sc.outs.resize(2 * static_cast<size_t>(nq));
     for (int i = 0; i < nq; ++i) sc.nk[static_cast<size_t>(i)] = pos[i / group] - first + 1;
     const int64_t* nk = sc.nk.data();
     const bool round = kv.f16_rounding;
@@ -375,15 +406,10 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
     for (int64_t j0 = 0; j0 < n_max; j0 += chunk)
         for (int g = 0; g < n_kv; ++g) {
             const float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * stride;
-            for (int d0 = 0; d0 < dv; d0 += 32) {
-                for (int i = 0; i < nq; ++i)
-                    sc.outs[static_cast<size_t>(i)] = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv + d0;
-                for (int i0 = 0; i0 < nq; i0 += 3) {
-                    const int np = std::min(3, nq - i0);
-                    k_value_tiles<F>[np](scores + i0 * stride, stride, 0, nk + i0, kv, first, j0, std::min(n_max, j0 + chunk),
-                                         static_cast<int64_t>(g) * dv + d0, std::min(32, dv - d0), sc.outs.data() + i0);
-                }
-            }
+            float** rows = sc.outs.data();  // each query's output row, then the tiles' pointers
+            for (int i = 0; i < nq; ++i) rows[i] = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv;
+            value_tiles<F, false>(scores, stride, 0, nk, nq, kv, first, j0, std::min(n_max, j0 + chunk), static_cast<int64_t>(g) * dv, dv,
+                           rows, rows + nq);
         }
 }
 
@@ -404,7 +430,7 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
     sc.scores.resize(static_cast<size_t>(B) * all);
     sc.qbuf.resize(all * static_cast<size_t>(dk));
     sc.nk.resize(static_cast<size_t>(nq));
-    sc.outs.resize(static_cast<size_t>(nq));
+    sc.outs.resize(2 * static_cast<size_t>(nq));
     sc.run_max.resize(all);
     sc.run_sum.resize(all);
     sc.acc.assign(all * static_cast<size_t>(dv), 0.0f);
@@ -492,14 +518,9 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
                     }
                 }
             }
-            for (int d0 = 0; d0 < dv; d0 += 32) {
-                for (int i = 0; i < nq; ++i) sc.outs[static_cast<size_t>(i)] = acc + static_cast<size_t>(i) * dv + d0;
-                for (int i0 = 0; i0 < nq; i0 += 3) {
-                    const int np = std::min(3, nq - i0);
-                    k_value_tiles<F>[np](scores + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
-                                         std::min(32, dv - d0), sc.outs.data() + i0);
-                }
-            }
+            float** rows = sc.outs.data();  // each query's accumulator row, then the tiles' pointers
+            for (int i = 0; i < nq; ++i) rows[i] = acc + static_cast<size_t>(i) * dv;
+            value_tiles<F, true>(scores, B, j0, nk, nq, kv, first, j0, j1, static_cast<int64_t>(g) * dv, dv, rows, rows + nq);
         }
     }
     for (int g = 0; g < n_kv; ++g)
@@ -517,14 +538,12 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
 
 }  // namespace
 
-// Per 34-byte block: the scale through the scalar conversion (NaN payloads as the
-// reference gives them), then each level as f32 times it, one rounding each, as
-// the reference.
+// Per 34-byte block: the scale as the reference converts it (q8_scale: NaN
+// payloads as the reference gives them), then each level as f32 times it, one
+// rounding each, as the reference.
 KILN_TARGET_AVX2 void q8_0_to_f32(const uint8_t* row, float* dst, int64_t n) {
     for (int64_t b = 0; b < n / 32; ++b, row += 34, dst += 32) {
-        uint16_t d16;
-        std::memcpy(&d16, row, 2);
-        const __m256 d = _mm256_set1_ps(quant::fp16_to_fp32(d16));
+        const __m256 d = _mm256_set1_ps(q8_scale(row));
         for (int c = 0; c < 4; ++c) {
             const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 2 + 8 * c)));
             _mm256_storeu_ps(dst + 8 * c, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));

@@ -79,6 +79,17 @@ constexpr uint64_t row_bytes_of(uint64_t n) {
     return F == Fmt::Q8 ? n / 32 * 34 : F == Fmt::F16 ? 2 * n : 4 * n;
 }
 
+// A q8_0 block's f16 scale as f32, the bits of quant::fp16_to_fp32: F16C is exact
+// for every finite value; inf and NaN (whose signalling payloads F16C would
+// quiet) take the scalar call, which costs more than the rest of a block's work.
+KILN_TARGET_AVX512 inline float q8_scale(const uint8_t* block) {
+    uint16_t d16;
+    std::memcpy(&d16, block, 2);
+    if ((d16 & 0x7C00u) == 0x7C00u) [[unlikely]]
+        return quant::fp16_to_fp32(d16);
+    return _cvtsh_ss(d16);
+}
+
 // 16 elements of a cached row as f32 (masked), starting at element i (for Q8 a
 // multiple of 16: half of a 34-byte block, its quants times its f16 scale as
 // q8_0_to_f32 computes them, so reading in place gives the converted rows' bits).
@@ -91,10 +102,8 @@ KILN_TARGET_AVX512 inline __m512 load_row16(const uint8_t* row, int i, __mmask16
     } else {
         if (m == 0) return _mm512_setzero_ps();  // the block may lie past the row
         const uint8_t* b = row + static_cast<uint64_t>(i / 32) * 34;
-        uint16_t d16;
-        std::memcpy(&d16, b, 2);
         const __m512i q = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b + 2 + i % 32));
-        return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(q), _mm512_set1_ps(quant::fp16_to_fp32(d16)));
+        return _mm512_maskz_mul_ps(m, _mm512_cvtepi32_ps(q), _mm512_set1_ps(q8_scale(b)));
     }
 }
 
@@ -150,7 +159,7 @@ struct ValueWalk {
 
 // Key j's value row into the NH queries' accumulators (`every`: all of them take
 // key j, else those with nk[h] > j).
-template <int NH, Fmt F, bool every>
+template <int NH, Fmt F, bool every, bool fused>
 KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (&acc)[NH * 4], ValueWalk& w,
                                                                        const __mmask16* masks, const float* p,
                                                                        int64_t p_stride, const int64_t* nk, int64_t j) {
@@ -169,8 +178,7 @@ KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (
         const __m512 wt = _mm512_set1_ps(p[h * p_stride + j - w.p0]);
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c)
-            acc[4 * h + c] = F == Fmt::F16 ? _mm512_fmadd_ps(wt, vv[c], acc[4 * h + c])
-                                           : _mm512_add_ps(acc[4 * h + c], _mm512_mul_ps(wt, vv[c]));
+            acc[4 * h + c] = fused ? _mm512_fmadd_ps(wt, vv[c], acc[4 * h + c]) : _mm512_add_ps(acc[4 * h + c], _mm512_mul_ps(wt, vv[c]));
     }
 }
 
@@ -181,8 +189,9 @@ KILN_TARGET_AVX512 __attribute__((always_inline)) inline void value_key(__m512 (
 // gives the same bits (a float stored and loaded is unchanged), so a block of
 // queries walks the values in chunks that stay in L1. With an f16 cache both
 // factors are f16 values, so a fused multiply-add rounds exactly as attend()'s
-// separate multiply and add.
-template <int NH, Fmt F>
+// separate multiply and add; `fused` (F16, and the streaming form, which keeps
+// no reference order for the sums) multiplies and adds in one rounding.
+template <int NH, Fmt F, bool fused>
 KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, int64_t p0, const int64_t* nk, const KvRows& kv,
                                    int64_t first, int64_t j0, int64_t j1, int64_t col, int width, float* const* out) {
     __mmask16 masks[4];
@@ -201,8 +210,8 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, int64_t p0,
     ValueWalk walk{kv, width_bytes, col_bytes, kv.slot(first + j0), 0, p0};
     walk.ahead = (walk.slot + ValueWalk::k_prefetch) % kv.capacity;
     int64_t j = j0;
-    for (; j < all; ++j) value_key<NH, F, true>(acc, walk, masks, p, p_stride, nk, j);
-    for (; j < any; ++j) value_key<NH, F, false>(acc, walk, masks, p, p_stride, nk, j);  // the last keys of the later rows
+    for (; j < all; ++j) value_key<NH, F, true, fused>(acc, walk, masks, p, p_stride, nk, j);
+    for (; j < any; ++j) value_key<NH, F, false, fused>(acc, walk, masks, p, p_stride, nk, j);  // the last keys of the later rows
 #pragma GCC unroll 6
     for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
@@ -211,9 +220,15 @@ KILN_TARGET_AVX512 void value_tile(const float* p, int64_t p_stride, int64_t p0,
 
 using ValueTileFn = void (*)(const float*, int64_t, int64_t, const int64_t*, const KvRows&, int64_t, int64_t, int64_t, int64_t,
                              int, float* const*);
-template <Fmt F>
-constexpr ValueTileFn k_value_tiles[7] = {nullptr, value_tile<1, F>, value_tile<2, F>, value_tile<3, F>,
-                                          value_tile<4, F>, value_tile<5, F>, value_tile<6, F>};
+// The exact order's tiles (fused only for F16) and the streaming form's (always fused).
+template <Fmt F, bool stream = false>
+constexpr ValueTileFn k_value_tiles[7] = {nullptr,
+                                          value_tile<1, F, stream || F == Fmt::F16>,
+                                          value_tile<2, F, stream || F == Fmt::F16>,
+                                          value_tile<3, F, stream || F == Fmt::F16>,
+                                          value_tile<4, F, stream || F == Fmt::F16>,
+                                          value_tile<5, F, stream || F == Fmt::F16>,
+                                          value_tile<6, F, stream || F == Fmt::F16>};
 
 // Scores of 16 keys for every head of a group, head size 16 NC: each key row is
 // loaded and converted once, then multiplied with every head's q. Keys go four
@@ -388,14 +403,16 @@ KILN_TARGET_AVX512 void attend_impl(const AttentionShape& s, const float* q, int
 // attend_impl's streaming form (attend_rows_stream), blocks of k_stream_block
 // keys, every KV head of the call within one block before the next block (a
 // task's heads are contiguous in each cached row: the rows are read in runs, and
-// a block's rows stay in cache from one head to the next). Per head and block:
-// the scores of every query, as attend_impl computes them (16 keys at a time,
-// each key row converted once for all the group's queries); each query's online
-// softmax step (the block's maximum, its sum and accumulator rescaled when the
-// running maximum rises, the block's weights); then the block's values into the
-// accumulators (value_tile goes on from what they hold). While the scores walk
-// the keys, the key and value rows one block ahead are requested. A query's
-// operations are the same whatever the other heads and rows of the call.
+// a block's rows stay in cache from one head to the next). Per block: the scores
+// of every query of every head, as attend_impl computes them, 16 keys of every
+// head at a time (each key row's span read in one run, converted once per head
+// for the group's queries); then per head each query's online softmax step (the
+// block's maximum, its sum and accumulator rescaled when the running maximum
+// rises, the block's weights) and the block's values into the accumulators
+// (value_tile, fused multiply-adds for every cache type, goes on from what they
+// hold). While the scores walk the keys, the key and value spans one block ahead
+// are requested. A query's operations are the same whatever the other heads and
+// rows of the call.
 template <Fmt F>
 KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int64_t q_stride, int64_t first, const int64_t* pos,
                                     const int64_t* q_pos, int n_rows, const KvRows& kv, float* out, int64_t out_stride,
@@ -419,7 +436,6 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
     const float score_scale = s.prescale_q ? 1.0f : s.scale;
     const __m512 vscale = _mm512_set1_ps(score_scale);
     const ScoreFn fixed = score_block_for<F>(dk);
-    const uint64_t k_bytes = row_bytes_of<F>(static_cast<uint64_t>(dk)), v_bytes = row_bytes_of<F>(static_cast<uint64_t>(dv));
     for (int g = 0; g < n_kv; ++g) {
         load_queries(s, q, q_stride, g, nq, round, sc.qbuf.data() + static_cast<size_t>(g) * nq * dk);
         for (int i = 0; i < nq; ++i) {  // a sink is a first key whose value is zero
@@ -428,31 +444,33 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
             sc.run_sum[x] = s.sinks ? 1.0f : 0.0f;
         }
     }
+    const uint64_t k_span = row_bytes_of<F>(static_cast<uint64_t>(n_kv) * dk), v_span = row_bytes_of<F>(static_cast<uint64_t>(n_kv) * dv);
     for (int64_t j0 = 0; j0 < n_max; j0 += B) {
         const int64_t j1 = std::min<int64_t>(n_max, j0 + B);
-        const int64_t slot0 = kv.slot(first + j0);
-        for (int g = 0; g < n_kv; ++g) {
-            const float* qb = sc.qbuf.data() + static_cast<size_t>(g) * nq * dk;
-            float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * B;
-            float* acc = sc.acc.data() + static_cast<size_t>(g) * nq * dv;
-            float* run_max = sc.run_max.data() + static_cast<size_t>(g) * nq;
-            float* run_sum = sc.run_sum.data() + static_cast<size_t>(g) * nq;
-            const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk), v_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dv);
-            int64_t slot = slot0, ahead = (slot0 + B) % kv.capacity;
-            for (int64_t j = j0; j < j1; j += 16) {
+        // Scores of every head of the call, 16 keys at a time: the heads are
+        // contiguous in each key row, so each row's span is read in one run.
+        // The key and value spans one block ahead are requested meanwhile.
+        int64_t slot = kv.slot(first + j0), ahead = (slot + B) % kv.capacity;
+        for (int64_t j = j0; j < j1; j += 16) {
+            const uint8_t* key_rows[16];
+            const int n_in = static_cast<int>(std::min<int64_t>(16, j1 - j));
+            for (int jj = 0; jj < n_in; ++jj) {
+                key_rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes;
+                if (++slot == kv.capacity) slot = 0;
+                const char* pk = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes);
+                const char* pv = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes);
+                if (++ahead == kv.capacity) ahead = 0;
+                for (uint64_t b = 0; b < k_span; b += 64) _mm_prefetch(pk + b, _MM_HINT_T0);
+                for (uint64_t b = 0; b < v_span; b += 64) _mm_prefetch(pv + b, _MM_HINT_T0);
+            }
+            int full = 0;  // queries [full, nq) take all 16 keys (nk ascends)
+            while (full < nq && nk[full] < j + 16) ++full;
+            for (int g = 0; g < n_kv; ++g) {
+                const float* qb = sc.qbuf.data() + static_cast<size_t>(g) * nq * dk;
+                float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * B;
+                const uint64_t k_col = row_bytes_of<F>(static_cast<uint64_t>(g) * dk);
                 const uint8_t* rows[16];
-                const int n_in = static_cast<int>(std::min<int64_t>(16, j1 - j));
-                for (int jj = 0; jj < n_in; ++jj) {
-                    rows[jj] = kv.k + static_cast<uint64_t>(slot) * kv.k_row_bytes + k_col;
-                    if (++slot == kv.capacity) slot = 0;
-                    const char* pk = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(ahead) * kv.k_row_bytes + k_col);
-                    const char* pv = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(ahead) * kv.v_row_bytes + v_col);
-                    if (++ahead == kv.capacity) ahead = 0;
-                    for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pk + b, _MM_HINT_T0);
-                    for (uint64_t b = 0; b < v_bytes; b += 64) _mm_prefetch(pv + b, _MM_HINT_T0);
-                }
-                int full = 0;  // queries [full, nq) take all 16 keys (nk ascends)
-                while (full < nq && nk[full] < j + 16) ++full;
+                for (int jj = 0; jj < n_in; ++jj) rows[jj] = key_rows[jj] + k_col;
                 float* sb = scores + (j - j0);
                 if (full < nq) {
                     if (fixed) {
@@ -469,6 +487,12 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
                     for (int64_t jj = j; jj < nk[i]; ++jj)
                         scores[i * B + (jj - j0)] = _mm512_reduce_add_ps(dot_lanes<F>(qb + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
             }
+        }
+        for (int g = 0; g < n_kv; ++g) {
+            float* scores = sc.scores.data() + static_cast<size_t>(g) * nq * B;
+            float* acc = sc.acc.data() + static_cast<size_t>(g) * nq * dv;
+            float* run_max = sc.run_max.data() + static_cast<size_t>(g) * nq;
+            float* run_sum = sc.run_sum.data() + static_cast<size_t>(g) * nq;
             for (int i = 0; i < nq; ++i) {
                 if (nk[i] <= j0) continue;
                 const int n = static_cast<int>(std::min(j1, nk[i]) - j0);
@@ -507,7 +531,7 @@ KILN_TARGET_AVX512 void stream_impl(const AttentionShape& s, const float* q, int
                 for (int i = 0; i < nq; ++i) sc.outs[static_cast<size_t>(i)] = acc + static_cast<size_t>(i) * dv + d0;
                 for (int i0 = 0; i0 < nq; i0 += 6) {
                     const int np = std::min(6, nq - i0);
-                    k_value_tiles<F>[np](scores + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
+                    k_value_tiles<F, true>[np](scores + i0 * B, B, j0, nk + i0, kv, first, j0, j1, static_cast<int64_t>(g) * dv + d0,
                                          std::min(64, dv - d0), sc.outs.data() + i0);
                 }
             }
@@ -545,12 +569,11 @@ KILN_TARGET_AVX512 void f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
     }
 }
 
-// As avx2_ops.cpp: the scale through the scalar conversion, each level times it.
+// The scale as load_row16 converts it (q8_scale), so reading in place and
+// converting give the same bits.
 KILN_TARGET_AVX512 void q8_0_to_f32(const uint8_t* row, float* dst, int64_t n) {
     for (int64_t b = 0; b < n / 32; ++b, row += 34, dst += 32) {
-        uint16_t d16;
-        std::memcpy(&d16, row, 2);
-        const __m512 d = _mm512_set1_ps(quant::fp16_to_fp32(d16));
+        const __m512 d = _mm512_set1_ps(q8_scale(row));
         for (int c = 0; c < 2; ++c) {
             const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 + 16 * c)));
             _mm512_storeu_ps(dst + 16 * c, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
