@@ -16,6 +16,7 @@
 
 #include "compute/alibi.h"
 #include "compute/attention.h"
+#include "compute/kernels/kv_rows.h"
 #include "compute/kernels/x86.h"
 #include "compute/ops.h"
 #include "kiln/quant.h"
@@ -70,25 +71,9 @@ KILN_TARGET_AVX512 inline __m512 reduce16(const __m512* v) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(y01, y23, 0x88), _mm512_shuffle_f32x4(y01, y23, 0xDD));
 }
 
-// The formats attention reads cached rows in.
-enum class Fmt { F32, F16, Q8 };
-
-// Bytes of the first n elements of a row (n a multiple of 32 for Q8).
-template <Fmt F>
-constexpr uint64_t row_bytes_of(uint64_t n) {
-    return F == Fmt::Q8 ? n / 32 * 34 : F == Fmt::F16 ? 2 * n : 4 * n;
-}
-
-// A q8_0 block's f16 scale as f32, the bits of quant::fp16_to_fp32: F16C is exact
-// for every finite value; inf and NaN (whose signalling payloads F16C would
-// quiet) take the scalar call, which costs more than the rest of a block's work.
-KILN_TARGET_AVX512 inline float q8_scale(const uint8_t* block) {
-    uint16_t d16;
-    std::memcpy(&d16, block, 2);
-    if ((d16 & 0x7C00u) == 0x7C00u) [[unlikely]]
-        return quant::fp16_to_fp32(d16);
-    return _cvtsh_ss(d16);
-}
+using kv_rows::Fmt;
+using kv_rows::q8_scale;
+using kv_rows::row_bytes_of;
 
 // 16 elements of a cached row as f32 (masked), starting at element i (for Q8 a
 // multiple of 16: half of a 34-byte block, its quants times its f16 scale as
