@@ -121,7 +121,7 @@ void bm_decode_model(benchmark::State& state, GgmlType type, const KernelTable* 
 
 void register_all() {
     const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                              GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16,
+                              GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16, GgmlType::BF16,
                               // the low-bit types (docs/perf.md, "Low-bit types")
                               GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::IQ4_NL, GgmlType::MXFP4,
                               GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
@@ -177,7 +177,7 @@ void register_all() {
         if (!kernel_table(isa)) continue;
         for (GgmlType t : {GgmlType::F16, GgmlType::BF16, GgmlType::F32})
             for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2048, 2048}, {2048, 8192}, {8192, 2048}}) {
-                if (t == GgmlType::F16 && n_in == 2048 && n_out == 2048) continue;  // registered with the other types above
+                if (t != GgmlType::F32 && n_in == 2048 && n_out == 2048) continue;  // registered with the other types above
                 std::string name = "matmul/" + std::string(isa_name(isa)) + "/" + std::string(ggml_type_name(t)) + "/" +
                                    std::to_string(n_in) + "x" + std::to_string(n_out) + "/tokens:512/threads:2";
                 benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, kernel_table(isa), n_in, n_out, 512, 2)->UseRealTime();

@@ -156,10 +156,11 @@ KILN_TARGET_AVX2 void half_tile_n(int nt, const uint8_t* w, const float* a, int6
     }
 }
 
-// How far ahead F16 decode asks for each panel's lines (bytes): the hardware
-// prefetcher alone left F16 from memory at about 13 GB/s a thread (docs/perf.md,
-// 2026-12-05, later).
-constexpr int64_t k_f16_decode_ahead = 4096;
+// How far ahead F16 and BF16 decode ask for each panel's lines (bytes): the
+// hardware prefetcher alone left them from memory at about 13 GB/s a thread
+// (docs/perf.md, 2026-12-05, later, and 2026-12-06; 2, 4 and 8 KB measured equal
+// for BF16).
+constexpr int64_t k_float_decode_ahead = 4096;
 
 // One token (x[k * stride]) against NP panels at once (4 NP sums).
 template <Wt W, int NP>
@@ -177,7 +178,11 @@ KILN_TARGET_AVX2 void decode_panels(const PackedMatrix& m, const int64_t* panels
 #pragma GCC unroll 2
         for (int j = 0; j < NP; ++j) {
             const uint8_t* line = w[j] + k * line_bytes<W>;
-            if constexpr (W == Wt::F16) prefetch_l1(line + k_f16_decode_ahead);
+            if constexpr (W == Wt::F16) prefetch_l1(line + k_float_decode_ahead);
+            if constexpr (W == Wt::BF16) {  // an element pair's block is two lines
+                prefetch_l1(line + k_float_decode_ahead);
+                prefetch_l1(line + 64 + k_float_decode_ahead);
+            }
 #pragma GCC unroll 4
             for (int q = 0; q < 4; ++q) sum[4 * j + q] = mac<W>(sum[4 * j + q], load8<W>(line + 8 * q * value_bytes<W>), xv);
         }
