@@ -21,7 +21,8 @@ struct Fixture {
     Matrix m;
 };
 
-Fixture make(GgmlType type, int64_t n_in, int64_t n_out) {
+// Packed in the panel layout `k` reads (KernelTable::panel_layout).
+Fixture make(GgmlType type, const KernelTable& k, int64_t n_in, int64_t n_out) {
     Fixture f;
     const uint64_t rb = ggml_row_bytes(type, static_cast<uint64_t>(n_in));
     f.bytes.resize(rb * static_cast<uint64_t>(n_out));
@@ -49,14 +50,14 @@ Fixture make(GgmlType type, int64_t n_in, int64_t n_out) {
     f.m.n_in = n_in;
     f.m.n_out = n_out;
     f.m.row_bytes = rb;
-    f.m.packed = pack_matrix(type, f.m.data, rb, n_in, n_out);
+    f.m.packed = pack_matrix(type, k.panel_layout(type), f.m.data, rb, n_in, n_out);
     return f;
 }
 
 void bm_matmul(benchmark::State& state, GgmlType type, const KernelTable* k, int64_t n_in, int64_t n_out, int64_t n_tokens, int threads) {
-    static std::map<std::tuple<int, int64_t, int64_t>, Fixture> cache;
-    auto key = std::make_tuple(static_cast<int>(type), n_in, n_out);
-    if (!cache.count(key)) cache.emplace(key, make(type, n_in, n_out));
+    static std::map<std::tuple<int, int, int64_t, int64_t>, Fixture> cache;
+    auto key = std::make_tuple(static_cast<int>(type), static_cast<int>(k->panel_layout(type)), n_in, n_out);
+    if (!cache.count(key)) cache.emplace(key, make(type, *k, n_in, n_out));
     const Fixture& f = cache.at(key);
     std::vector<float> x(static_cast<size_t>(n_in * n_tokens)), y(static_cast<size_t>(n_out * n_tokens));
     std::mt19937 rng(3);
@@ -89,9 +90,9 @@ void bm_decode_model(benchmark::State& state, GgmlType type, const KernelTable* 
     if (!models.count(key)) {
         std::vector<Layer>& ls = models[key];
         for (int l = 0; l < layers; ++l)
-            ls.push_back({make(type, d, d), make(type, d, kv), make(type, d, kv), make(type, d, d), make(type, d, ff), make(type, d, ff),
-                          make(type, ff, d)});
-        heads.emplace(key, make(type, d, vocab));
+            ls.push_back({make(type, *k, d, d), make(type, *k, d, kv), make(type, *k, d, kv), make(type, *k, d, d), make(type, *k, d, ff),
+                          make(type, *k, d, ff), make(type, *k, ff, d)});
+        heads.emplace(key, make(type, *k, d, vocab));
     }
     const std::vector<Layer>& ls = models.at(key);
     const Fixture& head = heads.at(key);

@@ -161,7 +161,7 @@ void matmul_quant_in_place(const KernelTable& k, PackedGemmFn gemm, std::span<co
     auto& tasks = scratch.tasks;
     tasks.clear();
     for (size_t m = 0; m < ws.size(); ++m) {
-        packed_layout(ws[m]->type, ws[m]->n_in, ws[m]->n_out, layouts[m]);
+        packed_layout(ws[m]->type, k.panel_layout(ws[m]->type), ws[m]->n_in, ws[m]->n_out, layouts[m]);
         for (int64_t p0 = 0; p0 < layouts[m].n_panels; p0 += k_panels_per_task)
             tasks.push_back({static_cast<int>(m), p0, std::min(layouts[m].n_panels, p0 + k_panels_per_task), 0, n_groups});
     }
@@ -181,6 +181,7 @@ void matmul_quant_in_place(const KernelTable& k, PackedGemmFn gemm, std::span<co
         // The task's panels as a matrix of their rows (the last panel's mask from its real row count).
         PackedMatrix& part = scratch.in_place[static_cast<size_t>(thread)].panels;
         part.type = layout.type;
+        part.layout = layout.layout;
         part.n_in = layout.n_in;
         part.n_out = std::min(layout.n_out - t.p0 * k_panel_rows, (t.p1 - t.p0) * k_panel_rows);
         part.n_panels = t.p1 - t.p0;
@@ -275,10 +276,19 @@ bool matmul_packed(const KernelTable& k, std::span<const Matrix* const> ws, cons
         return true;
     }
     if (!packed) return false;
-    if (is_float_weight(type))
+    if (is_float_weight(type)) {
         matmul_float(k, ws, x, n_tokens, ys, pool, scratch);
-    else
-        matmul_quant(k, k.find_quant(type), ws, x, n_tokens, ys, pool, scratch);
+        return true;
+    }
+    // A matrix packed for a table that reads another layout of its type (a test or
+    // benchmark that packed once and switched tables) is a programming error.
+    for (const Matrix* w : ws)
+        if (!k.find_quant(*w->packed))
+            throw Error("matmul: a " + std::string(ggml_type_name(type)) + " matrix packed in the " +
+                            panel_layout_name(w->packed->layout) + " panel layout, which the " + kernels_name(k) +
+                            " kernels do not read (they read " + panel_layout_name(k.panel_layout(type)) + ")",
+                        ErrorKind::Internal);
+    matmul_quant(k, k.find_quant(*ws[0]->packed), ws, x, n_tokens, ys, pool, scratch);
     return true;
 }
 
@@ -329,9 +339,10 @@ PackPlan plan_prepare_matrices(std::span<Matrix* const> matrices) {
     std::vector<Matrix*> todo, unique;
     matrices_to_pack(matrices, todo, unique);
     PackPlan plan;
+    const KernelTable& k = kernels();
     for (const Matrix* m : unique) {
         PackedMatrix layout;
-        packed_layout(m->type, m->n_in, m->n_out, layout);
+        packed_layout(m->type, k.panel_layout(m->type), m->n_in, m->n_out, layout);
         plan.packed_bytes += packed_allocation_bytes(layout.bytes());
         const uint64_t source = m->row_bytes * static_cast<uint64_t>(m->n_out);
         plan.source_bytes += source;
@@ -347,6 +358,7 @@ uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_p
     if (todo.empty()) return 0;
     std::map<const uint8_t*, std::shared_ptr<const PackedMatrix>> done;
     for (Matrix* m : unique) done.emplace(m->data, nullptr);
+    const KernelTable& k = kernels();  // the table whose kernels will read the panels
     std::vector<std::shared_ptr<const PackedMatrix>> packed(unique.size());
     std::atomic<size_t> next{0};
     std::exception_ptr failure;
@@ -355,7 +367,7 @@ uint64_t prepare_matrices(std::span<Matrix* const> matrices, bool release_file_p
         for (size_t i; (i = next.fetch_add(1)) < unique.size() && !failed;) {
             const Matrix& m = *unique[i];
             try {
-                packed[i] = pack_matrix(m.type, m.data, m.row_bytes, m.n_in, m.n_out, release_file_pages);
+                packed[i] = pack_matrix(m.type, k.panel_layout(m.type), m.data, m.row_bytes, m.n_in, m.n_out, release_file_pages);
                 if (release_file_pages) release_pages(m.data, m.row_bytes * static_cast<uint64_t>(m.n_out));
             } catch (...) {
                 if (!failed.exchange(true)) failure = std::current_exception();

@@ -11,13 +11,13 @@ namespace kiln {
 namespace {
 
 // Whether every job can run in the one-region quantized path: packed panels of
-// one quantized type the table has a kernel for.
+// one quantized type, in the layout the table has a kernel for.
 bool one_region(const KernelTable& k, std::span<const MatmulJob> jobs) {
     if (!k.prep_act) return false;
     const GgmlType type = jobs[0].w->type;
     if (is_float_weight(type) || !k.find_quant(type)) return false;
     for (const MatmulJob& j : jobs)
-        if (!j.w->packed || j.w->type != type) return false;
+        if (!j.w->packed || j.w->type != type || !k.find_quant(*j.w->packed)) return false;
     return true;
 }
 
@@ -118,7 +118,7 @@ void matmul_batch_with(const KernelTable& k, std::span<const MatmulJob> all, con
             for (int64_t g0 = 0; g0 < n_groups; g0 += groups_per)
                 tasks.push_back({static_cast<int>(i), p0, std::min(n_panels, p0 + panels_per), g0, std::min(n_groups, g0 + groups_per)});
     }
-    const PackedGemmFn gemm = k.find_quant(jobs[0].w->type);
+    const PackedGemmFn gemm = k.find_quant(*jobs[0].w->packed);
     pool.run(static_cast<int64_t>(tasks.size()), [&](int64_t t_index, int) {
         const MatmulScratch::Task& t = tasks[static_cast<size_t>(t_index)];
         const MatmulJob& j = jobs[static_cast<size_t>(t.m)];
@@ -144,7 +144,7 @@ bool matmul_expert_chains(std::span<const ExpertChain> chains, const float* x, c
     // A task per chain: with fewer chains than about 4 per thread, only an even
     // share keeps every thread busy to the end.
     if (n == 0 || scratch.observe || !k.prep_act || n < threads || (n % threads != 0 && n < 4 * threads)) return false;
-    auto quant_packed = [&](const Matrix* w) { return w && w->packed && !is_float_weight(w->type) && k.find_quant(w->type); };
+    auto quant_packed = [&](const Matrix* w) { return w && w->packed && !is_float_weight(w->type) && k.find_quant(*w->packed); };
     const Matrix* first_in = chains[0].gate ? chains[0].gate : chains[0].up;
     for (const ExpertChain& c : chains) {
         if ((c.gate && !quant_packed(c.gate)) || !quant_packed(c.up) || !quant_packed(c.down)) return false;
@@ -176,7 +176,7 @@ bool matmul_expert_chains(std::span<const ExpertChain> chains, const float* x, c
     for (ActPack& a : packs) a.data = base + reinterpret_cast<uint64_t>(a.data);
     k.prep_act(x, first_in->n_in, 0, 1, packs[0]);
 
-    const PackedGemmFn gemm_in = k.find_quant(first_in->type);
+    const PackedGemmFn gemm_in = k.find_quant(*first_in->packed);
     pool.run(static_cast<int64_t>(n), [&](int64_t ci, int) {
         const ExpertChain& c = chains[static_cast<size_t>(ci)];
         if (c.gate) gemm_in(*c.gate->packed, packs[0], 0, c.gate->packed->n_panels, c.gate_out, c.gate->n_out);
@@ -184,7 +184,7 @@ bool matmul_expert_chains(std::span<const ExpertChain> chains, const float* x, c
         activate(static_cast<size_t>(ci));
         ActPack& a = packs[static_cast<size_t>(ci) + 1];
         k.prep_act(c.gate_out, c.down->n_in, 0, 1, a);
-        k.find_quant(c.down->type)(*c.down->packed, a, 0, c.down->packed->n_panels, c.down_out, c.down->n_out);
+        k.find_quant(*c.down->packed)(*c.down->packed, a, 0, c.down->packed->n_panels, c.down_out, c.down->n_out);
     });
     return true;
 }

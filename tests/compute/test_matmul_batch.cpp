@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compute/kernels/kernels.h"
+#include "compute/kernels/packing.h"
 #include "compute/matmul.h"
 #include "compute/matmul_batch.h"
 #include "kiln/quant.h"
@@ -43,14 +44,11 @@ Expert make_expert(GgmlType type, int64_t n_in, int64_t n_out, std::mt19937& rng
 TEST(MatmulBatch, EveryJobEqualsItsReferenceProduct) {
     std::mt19937 rng(23);
     std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::Q4_0, GgmlType::F32}) {
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::Q4_0, GgmlType::Q5_K, GgmlType::F32}) {
         const int64_t n_in = 256, n_out = 40;  // 40 rows: a partial 16-row panel
         std::vector<Expert> ex;
         for (int i = 0; i < 6; ++i) ex.push_back(make_expert(type, n_in, n_out, rng));
         for (auto& e : ex) e.m.data = e.bytes.data();
-        std::vector<Matrix*> ptrs;
-        for (auto& e : ex) ptrs.push_back(&e.m);
-        prepare_matrices(ptrs);
         // Inputs of 1, 3, 9 and 17 tokens; jobs 0/1 share input 0 (gate / up).
         const int64_t tokens[] = {1, 3, 9, 17, 0};
         std::vector<std::vector<float>> xs;
@@ -65,6 +63,8 @@ TEST(MatmulBatch, EveryJobEqualsItsReferenceProduct) {
         for (int threads : {1, 3}) {
             ThreadPool pool(threads);
             for (const KernelTable* k : tables) {
+                for (auto& e : ex)  // in the panel layout this table reads (KernelTable::panel_layout)
+                    e.m.packed = pack_matrix(type, k->panel_layout(type), e.m.data, e.m.row_bytes, e.m.n_in, e.m.n_out);
                 MatmulScratch scratch;
                 std::vector<std::vector<float>> got(6), want(6);
                 std::vector<MatmulJob> jobs;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "compute/kernels/packing.h"
 #include "compute/kernels/x86.h"
 #include "compute/matmul.h"
+#include "kiln/error.h"
 #include "kiln/quant.h"
 
 namespace kiln {
@@ -150,8 +152,12 @@ std::vector<float> check_data(const Case& c, const std::vector<uint8_t>& bytes, 
     MatmulScratch scratch;
     std::vector<float> expected(static_cast<size_t>(c.n_out * c.n_tokens));
     matmul_with(scalar_kernels(), m, x.data(), c.n_tokens, expected.data(), one, scratch);
-    m.packed = pack_matrix(c.type, m.data, m.row_bytes, m.n_in, m.n_out);
+    // Each table reads its own panel layout of the type: packed once per layout.
+    std::map<PanelLayout, std::shared_ptr<const PackedMatrix>> packed;
     for (const auto& [name, table] : simd_tables(c.type)) {
+        const PanelLayout layout = table->panel_layout(c.type);
+        if (!packed.count(layout)) packed[layout] = pack_matrix(c.type, layout, m.data, m.row_bytes, m.n_in, m.n_out);
+        m.packed = packed[layout];
         for (int threads : {1, 3}) {
             ThreadPool pool(threads);
             std::vector<float> got(expected.size(), -1.0f);
@@ -275,6 +281,39 @@ TEST(MatmulKernels, EveryDotTypeHasAKernelAtEveryLevel) {
     }
 }
 
+// A table's kernel reads only the panel layout it names (Q5_K: masks at AVX-512,
+// bit planes at AVX2): a matrix packed in the other, for another table, is
+// refused with an error, never misread.
+TEST(MatmulKernels, PackedLayoutMustBeTheTables) {
+    std::mt19937 rng(31);
+    const Case c{GgmlType::Q5_K, 512, 40, 3, true};
+    const std::vector<uint8_t> bytes = make_weights(c, rng);
+    const std::vector<float> x = make_activations(c, rng);
+    Matrix m;
+    m.type = c.type;
+    m.data = bytes.data();
+    m.n_in = c.n_in;
+    m.n_out = c.n_out;
+    m.row_bytes = ggml_row_bytes(c.type, static_cast<uint64_t>(c.n_in));
+    ThreadPool pool(1);
+    MatmulScratch scratch;
+    std::vector<float> y(static_cast<size_t>(c.n_out * c.n_tokens));
+    int checked = 0;
+    for (const auto& [name, table] : simd_tables(c.type))
+        for (PanelLayout layout : {PanelLayout::Standard, PanelLayout::BitPlanes}) {
+            m.packed = pack_matrix(c.type, layout, m.data, m.row_bytes, m.n_in, m.n_out);
+            if (layout == table->panel_layout(c.type)) {
+                EXPECT_NO_THROW(matmul_with(*table, m, x.data(), c.n_tokens, y.data(), pool, scratch)) << name;
+            } else {
+                EXPECT_THROW(matmul_with(*table, m, x.data(), c.n_tokens, y.data(), pool, scratch), Error) << name;
+                ++checked;
+            }
+        }
+    EXPECT_EQ(checked, static_cast<int>(simd_tables(c.type).size()));  // each SIMD table refused the other layout
+    // A type without a second layout has none to pack.
+    EXPECT_THROW(pack_matrix(GgmlType::Q4_K, PanelLayout::BitPlanes, m.data, m.row_bytes, m.n_in, m.n_out), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulKernels, ::testing::ValuesIn(dot_types()),
                          [](const auto& info) { return std::string(ggml_type_name(info.param)); });
 
@@ -334,7 +373,7 @@ namespace {
 // matmul_many (q / k / v, gate / up in one parallel region) equals separate products.
 TEST(MatmulMany, FusedEqualsSeparate) {
     std::mt19937 rng(17);
-    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::F16}) {
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::F16}) {
         const int64_t n_in = 512;
         const int64_t outs[] = {96, 32, 40};
         std::vector<std::vector<uint8_t>> bytes;
@@ -384,7 +423,7 @@ namespace {
 // token counts, partial panels and tasks, at every level and thread count.
 TEST(MatmulKernels, InPlaceEqualsPacked) {
     std::mt19937 rng(29);
-    for (GgmlType type : {GgmlType::Q4_K, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::Q5_0}) {
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::Q5_0, GgmlType::Q5_K}) {
         const int64_t n_in = 512;
         const int64_t outs[] = {100, 16};  // 7 panels (two tasks, the last panel partial); one panel
         std::vector<std::vector<uint8_t>> bytes;
@@ -398,9 +437,12 @@ TEST(MatmulKernels, InPlaceEqualsPacked) {
             m.n_out = outs[i];
             m.row_bytes = ggml_row_bytes(type, static_cast<uint64_t>(n_in));
             packed[static_cast<size_t>(i)] = m;
-            packed[static_cast<size_t>(i)].packed = pack_matrix(type, m.data, m.row_bytes, n_in, outs[i]);
         }
-        for (const auto& [name, table] : simd_tables(type))
+        for (const auto& [name, table] : simd_tables(type)) {
+            for (int i = 0; i < 2; ++i)  // in the layout this table reads
+                packed[static_cast<size_t>(i)].packed =
+                    pack_matrix(type, table->panel_layout(type), bytes[static_cast<size_t>(i)].data(),
+                                packed[static_cast<size_t>(i)].row_bytes, n_in, outs[i]);
             for (int threads : {1, 3})
                 for (int64_t n_tokens : {1, 3, 17}) {
                     const std::vector<float> x = make_activations({type, n_in, 1, n_tokens, false}, rng);
@@ -414,7 +456,11 @@ TEST(MatmulKernels, InPlaceEqualsPacked) {
                             << ggml_type_name(type) << " " << name << ", " << threads << " threads, " << n_tokens << " tokens, matrix " << i;
                     }
                 }
+        }
         // Two in-place matrices sharing an input (gate / up) through matmul_many, at the best level.
+        for (int i = 0; i < 2; ++i)
+            packed[static_cast<size_t>(i)].packed = pack_matrix(type, kernels().panel_layout(type), bytes[static_cast<size_t>(i)].data(),
+                                                                packed[static_cast<size_t>(i)].row_bytes, n_in, outs[i]);
         ThreadPool pool(2);
         MatmulScratch scratch;
         const std::vector<float> x = make_activations({type, n_in, 1, 5, false}, rng);

@@ -7,7 +7,10 @@
 // `vnni` variants (CPUs with AVX-VNNI) sum each sub-block in int32 with vpdpbusd
 // and scale it with vpmulld, as the AVX-512 kernels do, in tiles of 2-4 tokens; one
 // token (decode) takes the vpmaddubsw path on every CPU, since there the vpmulld
-// per sub-block costs more than vpdpbusd saves (docs/perf.md).
+// per sub-block costs more than vpdpbusd saves (docs/perf.md). Q5_K panels are in
+// the bit-plane layout (layout.h, PanelLayout::BitPlanes): a chunk's fifth bits
+// are one shift and one AND of a plane, where u64 masks took a broadcast, a
+// shuffle, an AND, a compare and an AND.
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -32,6 +35,18 @@ KILN_TARGET_AVX2 inline __m256i scale_pairs_u8(const uint8_t* p) {
     return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
 }
 
+// The fifth-bit plane of sub-block sb of a Q5_K block (bit planes, layout.h),
+// rows 8h ..: bit c of each byte belongs to chunk c.
+KILN_TARGET_AVX2 inline const uint8_t* q5k_plane(const uint8_t* w, int sb, int h) { return w + 320 + 128 * (sb / 2) + 64 * (sb % 2) + 32 * h; }
+
+// 0x10 in each byte of chunk c's 32 levels whose fifth bit is set, from their
+// plane: bit c of each byte to bit 4 by one 16-bit shift (at most 4 places, so no
+// bit crosses into bit 4 of the other byte of a lane) and an AND.
+KILN_TARGET_AVX2 inline __m256i plane_bits(__m256i plane, int c) {
+    const __m256i at4 = c < 4 ? _mm256_slli_epi16(plane, 4 - c) : c > 4 ? _mm256_srli_epi16(plane, c - 4) : plane;
+    return _mm256_and_si256(at4, _mm256_set1_epi8(0x10));
+}
+
 // One Q4_K / Q5_K block of 8 rows (rows 8h..) against one token (index t0 of the
 // activation group at a): the integer sum of the block. Both sub-blocks of a byte
 // pair (low and high nibbles) come from one load of each chunk; isum gets the same
@@ -48,8 +63,8 @@ KILN_TARGET_AVX2 inline void k4_pair_levels(const uint8_t* w, int h, int pr, int
     qe = _mm256_and_si256(raw, low4);
     qo = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
     if constexpr (fifth_bit) {
-        qe = _mm256_or_si256(qe, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr) + c) + 4 * h)));
-        qo = _mm256_or_si256(qo, fifth_bits(load_u32(w + 320 + 8 * (8 * (2 * pr + 1) + c) + 4 * h)));
+        qe = _mm256_or_si256(qe, plane_bits(load256(q5k_plane(w, 2 * pr, h)), c));
+        qo = _mm256_or_si256(qo, plane_bits(load256(q5k_plane(w, 2 * pr + 1, h)), c));
     }
 }
 
@@ -117,12 +132,13 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
         } else if constexpr (Vnni) {
             for (int sb = 0; sb < 8; ++sb) {
                 const uint8_t* qs = w + qs_off + 512 * (sb / 2) + 32 * h;
+                const __m256i plane = fifth_bit ? load256(q5k_plane(w, sb, h)) : _mm256_setzero_si256();
                 __m256i dot[T];
                 for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
                 for (int c = 0; c < 8; ++c) {
                     const __m256i raw = load256(qs + 64 * c);
                     __m256i q = (sb % 2) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4) : _mm256_and_si256(raw, low4);
-                    if constexpr (fifth_bit) q = _mm256_or_si256(q, fifth_bits(load_u32(w + 320 + 8 * (8 * sb + c) + 4 * h)));
+                    if constexpr (fifth_bit) q = _mm256_or_si256(q, plane_bits(plane, c));
                     for (int t = 0; t < T; ++t) dot[t] = dpbusd(dot[t], q, bcast_i32(aq + 256 * t + 32 * sb + 4 * c));
                 }
                 const __m256i sc = scales_u8(w + 64 + 16 * sb + 8 * h);
@@ -132,6 +148,7 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
             for (int sb = 0; sb < 8; ++sb) {
                 const __m256i sc = scale_pairs_u8(w + 64 + 16 * sb + 8 * h);
                 const uint8_t* qs = w + qs_off + 512 * (sb / 2) + 32 * h;
+                const __m256i plane = fifth_bit ? load256(q5k_plane(w, sb, h)) : _mm256_setzero_si256();
                 __m256i s16[T] = {};  // (set at c = 0; initialized for GCC 12's -Wmaybe-uninitialized)
                 // Unrolled: GCC leaves this loop rolled, with its sums moving between
                 // registers every chunk; the VNNI loop above is no faster unrolled.
@@ -139,7 +156,7 @@ KILN_TARGET_AVX2 void k4_tile(const uint8_t* w, int h, const uint8_t* a, int t0,
                 for (int c = 0; c < 8; ++c) {
                     const __m256i raw = load256(qs + 64 * c);
                     __m256i q = (sb % 2) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4) : _mm256_and_si256(raw, low4);
-                    if constexpr (fifth_bit) q = _mm256_or_si256(q, fifth_bits(load_u32(w + 320 + 8 * (8 * sb + c) + 4 * h)));
+                    if constexpr (fifth_bit) q = _mm256_or_si256(q, plane_bits(plane, c));
                     for (int t = 0; t < T; ++t) {
                         const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(aq + 256 * t + 32 * sb + 4 * c));
                         s16[t] = c % per_sum == 0 ? p : _mm256_add_epi16(s16[t], p);
@@ -161,27 +178,10 @@ KILN_TARGET_AVX2 inline void scale_pairs_u8x16(const uint8_t* p, __m256i& lo, __
     hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(s, s));
 }
 
-// 0x10 in the byte of each level of one Q5_K chunk (its u64 mask at p, layout.h)
-// whose fifth bit is set: rows 0-7 in lo, rows 8-15 in hi. One broadcast of the
-// mask serves both halves.
-KILN_TARGET_AVX2 inline void fifth_bits_x16(const uint8_t* p, __m256i& lo, __m256i& hi) {
-    uint64_t bits;
-    std::memcpy(&bits, p, 8);
-    const __m256i mask = _mm256_set1_epi64x(static_cast<int64_t>(bits));
-    const __m256i spread_lo = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3,
-                                               3, 3);
-    const __m256i spread_hi = _mm256_setr_epi8(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7,
-                                               7, 7);
-    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-    const __m256i fifth = _mm256_set1_epi8(0x10);
-    lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(mask, spread_lo), bit), bit), fifth);
-    hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(mask, spread_hi), bit), bit), fifth);
-}
-
 // Both 8-row halves of one Q4_K / Q5_K block against one token (decode): the
 // integer sums of rows 0-7 and 8-15 at once, each activation broadcast serving
 // both halves; the block `next` bytes on is requested a line per chunk as it goes
-// (its header and fifth-bit masks first, no separate prefetch loop). Then k4_term
+// (its header and fifth-bit planes first, no separate prefetch loop). Then k4_term
 // per half. The int16 chains are pinned: unpinned, GCC regroups them into a tree
 // and spills the products.
 template <bool fifth_bit>
@@ -203,14 +203,11 @@ KILN_TARGET_AVX2 inline void k4_panel1(const uint8_t* w, uint64_t next, const ui
             const __m256i be = bcast_i32(ae + 4 * c), bo = bcast_i32(ae + 32 + 4 * c);
             __m256i qe0 = _mm256_and_si256(r0, low4), qe1 = _mm256_and_si256(r1, low4);
             __m256i qo0 = _mm256_and_si256(_mm256_srli_epi16(r0, 4), low4), qo1 = _mm256_and_si256(_mm256_srli_epi16(r1, 4), low4);
-            if constexpr (fifth_bit) {
-                __m256i f0, f1;
-                fifth_bits_x16(w + 320 + 8 * (8 * (2 * pr) + c), f0, f1);
-                qe0 = _mm256_or_si256(qe0, f0);
-                qe1 = _mm256_or_si256(qe1, f1);
-                fifth_bits_x16(w + 320 + 8 * (8 * (2 * pr + 1) + c), f0, f1);
-                qo0 = _mm256_or_si256(qo0, f0);
-                qo1 = _mm256_or_si256(qo1, f1);
+            if constexpr (fifth_bit) {  // the pair's 4 planes (128 bytes, 2 lines) are in L1 after c = 0
+                qe0 = _mm256_or_si256(qe0, plane_bits(load256(q5k_plane(w, 2 * pr, 0)), c));
+                qe1 = _mm256_or_si256(qe1, plane_bits(load256(q5k_plane(w, 2 * pr, 1)), c));
+                qo0 = _mm256_or_si256(qo0, plane_bits(load256(q5k_plane(w, 2 * pr + 1, 0)), c));
+                qo1 = _mm256_or_si256(qo1, plane_bits(load256(q5k_plane(w, 2 * pr + 1, 1)), c));
             }
             se0 = pinned(_mm256_add_epi16(se0, _mm256_maddubs_epi16(qe0, be)));
             se1 = pinned(_mm256_add_epi16(se1, _mm256_maddubs_epi16(qe1, be)));

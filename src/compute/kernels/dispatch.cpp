@@ -52,10 +52,11 @@ const KernelTable& scalar_kernels() {
 
 #if KILN_HAVE_X86_KERNELS
 
-#define KILN_QUANT_KERNELS(ns)                                                                                           \
+// q5k_layout: the panel layout the level's Q5_K kernels read (layout.h).
+#define KILN_QUANT_KERNELS(ns, q5k_layout)                                                                               \
     {GgmlType::Q4_0, ns::gemm_q4_0}, {GgmlType::Q4_1, ns::gemm_q4_1}, {GgmlType::Q5_0, ns::gemm_q5_0},                  \
         {GgmlType::Q5_1, ns::gemm_q5_1}, {GgmlType::Q8_0, ns::gemm_q8_0}, {GgmlType::IQ4_NL, ns::gemm_iq4_nl},          \
-        {GgmlType::Q4_K, ns::gemm_q4_K}, {GgmlType::Q5_K, ns::gemm_q5_K}, {GgmlType::Q6_K, ns::gemm_q6_K},             \
+        {GgmlType::Q4_K, ns::gemm_q4_K}, {GgmlType::Q5_K, ns::gemm_q5_K, q5k_layout}, {GgmlType::Q6_K, ns::gemm_q6_K}, \
         {GgmlType::Q2_K, ns::gemm_q2_K}, {GgmlType::Q3_K, ns::gemm_q3_K}, {GgmlType::IQ4_XS, ns::gemm_iq4_xs},          \
         {GgmlType::TQ2_0, ns::gemm_tq2_0}, {GgmlType::TQ1_0, ns::gemm_tq1_0}, {GgmlType::MXFP4, ns::gemm_mxfp4},       \
         {GgmlType::IQ2_XXS, ns::gemm_iq2_xxs}, {GgmlType::IQ2_XS, ns::gemm_iq2_xs}, {GgmlType::IQ2_S, ns::gemm_iq2_s},   \
@@ -63,9 +64,9 @@ const KernelTable& scalar_kernels() {
         {GgmlType::IQ1_M, ns::gemm_iq1_m}
 
 namespace {
-const QuantKernel k_avx2_quant[] = {KILN_QUANT_KERNELS(avx2)};
-const QuantKernel k_avx2_vnni_quant[] = {KILN_QUANT_KERNELS(avx2::vnni)};
-const QuantKernel k_avx512_quant[] = {KILN_QUANT_KERNELS(avx512)};
+const QuantKernel k_avx2_quant[] = {KILN_QUANT_KERNELS(avx2, PanelLayout::BitPlanes)};
+const QuantKernel k_avx2_vnni_quant[] = {KILN_QUANT_KERNELS(avx2::vnni, PanelLayout::BitPlanes)};
+const QuantKernel k_avx512_quant[] = {KILN_QUANT_KERNELS(avx512, PanelLayout::Standard)};
 
 // The AVX2 table; its quantized products with AVX-VNNI's vpdpbusd or without.
 KernelTable make_avx2_table(bool avx_vnni) {

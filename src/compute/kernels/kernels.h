@@ -38,6 +38,7 @@ using FloatGemmFn = void (*)(const PackedMatrix& w, const FloatActs& a, int64_t 
 struct QuantKernel {
     GgmlType type;
     PackedGemmFn gemm;
+    PanelLayout layout = PanelLayout::Standard;  // the panel layout gemm reads (layout.h)
 };
 
 // Attention (compute/attention.h).
@@ -117,6 +118,20 @@ struct KernelTable {
         for (const QuantKernel& k : quant)
             if (k.type == type) return k.gemm;
         return nullptr;
+    }
+    // The kernel for a matrix packed in some layout: nullptr if the table has none
+    // for its type, or reads that type in another layout (packed for another table).
+    PackedGemmFn find_quant(const PackedMatrix& w) const {
+        for (const QuantKernel& k : quant)
+            if (k.type == w.type && k.layout == w.layout) return k.gemm;
+        return nullptr;
+    }
+    // The panel layout this table's kernels read `type` in: what pack_matrix must
+    // make for them (Standard where the table has no kernel for it).
+    PanelLayout panel_layout(GgmlType type) const {
+        for (const QuantKernel& k : quant)
+            if (k.type == type) return k.layout;
+        return PanelLayout::Standard;
     }
 };
 

@@ -29,6 +29,14 @@
 //        gives the int16 pairs of a 16-bit dot product)
 //   Q5_K   as Q4_K, with 8x8 fifth-bit masks u64 (sub-block s, chunk c) before the
 //        nibble chunks                                                        2880
+//        (mask 8s + c, bit 4i + j = fifth bit of element 4c + j of sub-block s
+//        of row i). The AVX-512 kernels read the masks as mask registers.
+//   Q5_K, PanelLayout::BitPlanes (the AVX2 kernels): the same but the masks'
+//        512 bytes hold bit planes, 4 pairs x 4 planes of 32 bytes: pair p plane
+//        2e + h byte 4i + j, bit c = fifth bit of element 4c + j of sub-block
+//        2p + e of row 8h + i, so that the byte of a plane is the byte of each
+//        nibble chunk (half h) whose level it completes, and chunk c takes its
+//        fifth bits with one shift and one AND                                2880
 //   Q6_K   d[16] f16 | sc[8][16][2] s8 (pairs of sub-blocks) | 8 pairs of sub-blocks,
 //        each N[4] nibble chunks then H[2] high-bit chunks                   3360
 //        pair s, chunk k lane i byte j: N low nibble = element 32s+4k+j, high
@@ -78,12 +86,20 @@ constexpr int k_tq1_chunks = 13;
 constexpr int tq1_digits(int c) { return c < 12 ? 5 : 4; }
 constexpr int tq1_element(int c, int n) { return c < 8 ? 32 * n + 4 * c : c < 12 ? 160 + 16 * n + 4 * (c - 8) : 240 + 4 * n; }
 
+// Which variant of a type's panel layout a kernel reads (KernelTable::panel_layout)
+// and pack_matrix makes. Every type has the Standard one; Q5_K also BitPlanes
+// (above), which its AVX2 kernels read: expanding u64 masks into bytes costs them
+// about 4 more operations per 32 levels (docs/perf.md).
+enum class PanelLayout : uint8_t { Standard, BitPlanes };
+const char* panel_layout_name(PanelLayout layout);
+
 using AlignedBytes = std::unique_ptr<uint8_t[], FreeDeleter>;
 // 64-byte aligned, uninitialised; throws kiln::Error when out of memory.
 AlignedBytes aligned_bytes(uint64_t n);
 
 struct PackedMatrix {
     GgmlType type = GgmlType::F32;
+    PanelLayout layout = PanelLayout::Standard;
     int64_t n_in = 0, n_out = 0;
     int64_t n_panels = 0;       // ceil(n_out / rows per panel: 16, float types 32); rows past n_out are zero
     int64_t n_blocks = 0;       // blocks per row (float types: n_in)

@@ -117,6 +117,25 @@ void pack_q4_K(const uint8_t* const* rows, uint8_t* dst) {
     put_k4_chunks(rows, 16, dst + 320);
 }
 
+// Q5_K's fifth bits as bit planes (PanelLayout::BitPlanes): pair p, plane 2e + h,
+// byte 4i + j bit c = bit 2p + e of qh[4c + j] of row 8h + i.
+void pack_q5_K_planes(const uint8_t* const* rows, uint8_t* dst) {
+    put_k4_header(rows, dst);
+    for (int i = 0; i < k_panel_rows; ++i) {
+        if (!rows[i]) continue;
+        const uint8_t* qh = rows[i] + 16;
+        for (int sb = 0; sb < 8; ++sb) {
+            uint8_t* plane = dst + 320 + 128 * (sb / 2) + 32 * (2 * (sb % 2) + i / 8) + 4 * (i % 8);
+            for (int j = 0; j < 4; ++j) {
+                uint8_t bits = 0;
+                for (int c = 0; c < 8; ++c) bits = static_cast<uint8_t>(bits | (((qh[4 * c + j] >> sb) & 1) << c));
+                plane[j] = bits;
+            }
+        }
+    }
+    put_k4_chunks(rows, 48, dst + 832);
+}
+
 void pack_q5_K(const uint8_t* const* rows, uint8_t* dst) {
     put_k4_header(rows, dst);
     for (int sb = 0; sb < 8; ++sb)
@@ -335,12 +354,14 @@ struct PackRow {
     GgmlType type;
     uint64_t block_bytes;  // packed, 16 rows
     PackBlockFn pack;
+    PanelLayout variant = PanelLayout::Standard;
 };
 
 const PackRow k_pack_rows[] = {
     {GgmlType::Q4_0, 288, pack_q4_0},  {GgmlType::IQ4_NL, 288, pack_q4_0}, {GgmlType::Q4_1, 320, pack_q4_1},
     {GgmlType::Q5_0, 352, pack_q5_0},  {GgmlType::Q5_1, 384, pack_q5_1},   {GgmlType::Q8_0, 544, pack_q8_0},
     {GgmlType::Q4_K, 2368, pack_q4_K}, {GgmlType::Q5_K, 2880, pack_q5_K},  {GgmlType::Q6_K, 3360, pack_q6_K},
+    {GgmlType::Q5_K, 2880, pack_q5_K_planes, PanelLayout::BitPlanes},
     {GgmlType::Q2_K, 1344, pack_q2_K}, {GgmlType::Q3_K, 1824, pack_q3_K},  {GgmlType::TQ2_0, 1056, pack_tq2_0},
     {GgmlType::TQ1_0, 864, pack_tq1_0}, {GgmlType::IQ4_XS, 2208, pack_iq4_xs}, {GgmlType::MXFP4, 272, pack_mxfp4},
     {GgmlType::IQ2_XXS, iq_grid_block_bytes(GgmlType::IQ2_XXS), pack_iq2_xxs},
@@ -352,9 +373,9 @@ const PackRow k_pack_rows[] = {
     {GgmlType::IQ1_M, iq_grid_block_bytes(GgmlType::IQ1_M), pack_iq1_m},
 };
 
-const PackRow* find_pack_row(GgmlType type) {
+const PackRow* find_pack_row(GgmlType type, PanelLayout variant = PanelLayout::Standard) {
     for (const PackRow& r : k_pack_rows)
-        if (r.type == type) return &r;
+        if (r.type == type && r.variant == variant) return &r;
     return nullptr;
 }
 
@@ -392,6 +413,14 @@ void pack_bf16_odd_tail(const uint8_t* data, uint64_t row_bytes, int64_t n_in, i
 }
 
 }  // namespace
+
+const char* panel_layout_name(PanelLayout layout) {
+    switch (layout) {
+        case PanelLayout::Standard: return "standard";
+        case PanelLayout::BitPlanes: return "bit planes";
+    }
+    return "?";
+}
 
 bool is_float_weight(GgmlType type) { return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16; }
 
@@ -440,15 +469,18 @@ ActFormat act_format(GgmlType weight_type) {
     return f;
 }
 
-bool packed_layout(GgmlType type, int64_t n_in, int64_t n_out, PackedMatrix& m) {
-    const PackRow* row = find_pack_row(type);
+bool packed_layout(GgmlType type, PanelLayout variant, int64_t n_in, int64_t n_out, PackedMatrix& m) {
     const bool is_float = is_float_weight(type);
-    if (!row && !is_float) return false;
+    if (!find_pack_row(type) && !is_float) return false;
+    const PackRow* row = find_pack_row(type, variant);
     const GgmlTypeInfo& info = ggml_type_info(type);
+    if (!row && (!is_float || variant != PanelLayout::Standard))
+        throw Error("no " + std::string(panel_layout_name(variant)) + " panel layout for " + std::string(info.name), ErrorKind::Internal);
     if (n_in <= 0 || n_out <= 0 || n_in % info.block_size != 0)
         throw Error("cannot repack a " + std::string(info.name) + " matrix of " + std::to_string(n_in) + " x " +
                     std::to_string(n_out));
     m.type = type;
+    m.layout = variant;
     m.n_in = n_in;
     m.n_out = n_out;
     const int panel_rows = is_float ? k_float_panel_rows : k_panel_rows;
@@ -496,18 +528,18 @@ void pack_quant_panel(const PackRow& row, const GgmlTypeInfo& info, const Packed
 }  // namespace
 
 void pack_panels(const PackedMatrix& layout, const uint8_t* data, uint64_t row_bytes, int64_t p0, int64_t p1, uint8_t* dst) {
-    const PackRow* row = find_pack_row(layout.type);
+    const PackRow* row = find_pack_row(layout.type, layout.layout);
     if (!row || is_float_weight(layout.type)) throw Error("pack_panels: no quantized panel layout for " + std::string(ggml_type_name(layout.type)));
     const GgmlTypeInfo& info = ggml_type_info(layout.type);
     const uint8_t* rows[k_panel_rows];
     for (int64_t p = p0; p < p1; ++p) pack_quant_panel(*row, info, layout, data, row_bytes, p, dst + static_cast<uint64_t>(p - p0) * layout.panel_bytes, rows);
 }
 
-std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, const uint8_t* data, uint64_t row_bytes, int64_t n_in, int64_t n_out,
-                                          bool release_source) {
+std::unique_ptr<PackedMatrix> pack_matrix(GgmlType type, PanelLayout variant, const uint8_t* data, uint64_t row_bytes, int64_t n_in,
+                                          int64_t n_out, bool release_source) {
     auto m = std::make_unique<PackedMatrix>();
-    if (!packed_layout(type, n_in, n_out, *m)) return nullptr;
-    const PackRow* row = find_pack_row(type);
+    if (!packed_layout(type, variant, n_in, n_out, *m)) return nullptr;
+    const PackRow* row = find_pack_row(type, variant);
     const bool is_float = is_float_weight(type);
     const GgmlTypeInfo& info = ggml_type_info(type);
     const bool bf16_pairs = type == GgmlType::BF16;
