@@ -88,7 +88,7 @@ void scan1_step(float* state, const float* x, const float* dt, const float* A, c
 }
 
 void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
-                int n_k_heads, int h0, int h1, float* deltas, float* from, const DeltaRows* pending) {
+                int n_k_heads, int h0, int h1, float* deltas, float* from, const DeltaRows* pending, bool /*stream: a store hint*/) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (int h = h0; h < h1; ++h) {
         const float decay = std::exp(g[h]);

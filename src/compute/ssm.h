@@ -63,9 +63,14 @@ void scan1_step(float* state, const float* x, const float* dt, const float* A, c
 // pending (may be null): earlier positions' recorded updates (delta_apply's
 // rows) to bring each state row up to date first, the result written back where
 // the row was read (from, else state; fused: one pass over the head for both).
+// stream: the new state is not read again soon (the deferred rows' spare head,
+// written once per pass): the SIMD levels write it with non-temporal stores
+// where d fits (k_delta_stream_max) and state is aligned to their width, so its
+// lines are not read from memory before being overwritten; the same bits.
 struct DeltaRows;
+constexpr int k_delta_stream_max = 256;
 void delta_step(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y, int d,
-                int n_k_heads, int h0, int h1, float* deltas, float* from, const DeltaRows* pending);
+                int n_k_heads, int h0, int h1, float* deltas, float* from, const DeltaRows* pending, bool stream);
 
 // Positions recorded by delta_step, to redo without reading the state: position
 // p's k [d, n_k_heads], g [n_v_heads] and δ [d, n_v_heads] at k + p·stride,

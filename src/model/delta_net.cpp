@@ -90,7 +90,6 @@ void SsmMixer::eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, i
         });
     }
     dump("linear_attn_qkv_mixed", proj_.data(), nc);
-    log_part(il, n, 0, proj_.data(), nc, nc);
     conv_deferred(il, w, seq, n, proj_.data(), states, pool);
     dump("conv_output_silu", xc_.data(), nc);
     // Per row: q and k L2-normed per key head (as llama.cpp: RMSNorm with eps / d,
@@ -112,11 +111,9 @@ void SsmMixer::eval_delta_net(int il, const SsmWeights& w, const int32_t* seq, i
             }
         }
     });
-    // A logged row's record (ssm_deferred.cpp): k and g here, δ from the delta rule.
-    log_part(il, n, rec_k_, xc_.data() + nk * d, nc, nk * d);
-    log_part(il, n, rec_g_, alpha_.data(), nv, nv);
-    // The recurrence: threads take value heads, each walks the rows in order
-    // (a logged sequence's in the state's spare block; pending rows applied within the first row's step).
+    // The recurrence: threads take value heads, each walks the rows in order (a
+    // logged sequence's on a copy of the head, recording k, g and δ; pending rows
+    // applied within the first row's step).
     delta_rule_deferred(il, seq, n, states, pool);
     dump("delta_out", y_.data(), dv);
     // RMSNorm per value head with ssm_norm, times SiLU(z).

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cache/recurrent_state.h"
+#include "compute/huge_pages.h"
 #include "compute/matmul.h"
 #include "compute/thread_pool.h"
 #include "model/spec.h"
@@ -138,10 +139,11 @@ public:
     // a decode of just those rows leaves.
     //
     // The delta net defers instead (ssm_deferred.cpp): a logged row does not
-    // write the live state. Each thread runs the batch's rows on the head in the
-    // state's spare block (RecurrentState::spare), the first row reading the live
-    // head, and records, per row, what redoes the row's update without reading
-    // the state (the convolution's input row; k, g and the delta rule's δ). When
+    // write the live state. Each thread runs the batch's rows on its copy of a
+    // head, the first row reading the live head, the last writing the head in the
+    // state's spare block (RecurrentState::spare, streamed), and records, per row
+    // but the log's last, what redoes the row's update without reading the state
+    // (the convolution's input row; k, g and the delta rule's δ). When
     // logging ends (log_stop, or a pass with rows of the sequence past the log)
     // and every evaluated row is kept, the spare becomes the live state (a swap);
     // otherwise the kept rows become the sequence's pending rows, which the next
@@ -171,7 +173,8 @@ public:
     static uint64_t log_bytes_needed(const ModelSpec& spec, int n_seq, int n_rows);
 
 private:
-    // The log's part of one row of layer il: null where the row is not logged.
+    // The log's part of one row of layer il: null where the row is not logged
+    // (and for the delta net, the log's last row: nothing redoes it).
     float* log_row(int il, int r);
     // Copies count floats of each logged row r (src + r * stride) to offset `at` of its log row.
     void log_part(int il, int n, int64_t at, const float* src, int64_t stride, int64_t count);
@@ -185,12 +188,13 @@ private:
     std::vector<RowLog> logs_;      // per sequence
 
     // Deferred rows (the delta net; ssm_deferred.cpp). A record per row and
-    // layer: the convolution's input [n_conv] | k [n_k d] | g [n_v] | δ [d, n_v].
+    // layer: the convolution's input [n_conv] | k [n_k d] | g [n_v] | δ [d, n_v]
+    // (the log's last row has none: log_row).
     struct Deferred {
-        std::vector<float> pend;          // pending rows' records [rec, pend_cap, n_layer]
+        HugeFloats pend;                  // pending rows' records [rec, pend_cap, n_layer] (64-byte aligned: written streamed)
         int n_pend = 0, pend_cap = 0;
         std::vector<uint8_t> pend_layer;  // per layer: its pending rows are still to apply
-        std::vector<float> log;           // the logged rows' records [rec, n_rows, n_layer]
+        HugeFloats log;                   // the logged rows' records [rec, n_rows, n_layer]
         int64_t pos0 = -1;                // position of the first logged row (-1: no log)
         int n_rows = 0;                   // rows the log takes (a record's place depends on it)
         int n_done = 0;                   // of them, evaluated by earlier passes
@@ -211,7 +215,7 @@ private:
     std::vector<uint8_t*> pass_spare_;  // this layer: per pass sequence, its spare block's layer state (logged ones)
     // Fills pass_spare_ for layer il; per pass sequence whether its spare holds the log's earlier rows.
     void spare_of_pass(int il, RecurrentState& states);
-    float* rec(std::vector<float>& buf, int cap, int il, int r) const {
+    float* rec(HugeFloats& buf, int cap, int il, int r) const {
         return buf.data() + (static_cast<size_t>(il) * static_cast<size_t>(cap) + static_cast<size_t>(r)) * static_cast<size_t>(rec_floats_);
     }
     Deferred& deferred(int seq);
@@ -219,9 +223,9 @@ private:
     void defer_pass_rows(const int32_t* seq, const int64_t* pos, int n, RecurrentState& states, const ThreadPool& pool);
     // Applies rows [0, n) of records buf (capacity cap) of layer il to a state of
     // one sequence: the convolution part's channels [c0, c1) / the value heads [h0, h1).
-    void apply_conv(int il, std::vector<float>& buf, int cap, int n, float* conv_state, int64_t c0, int64_t c1);
-    void apply_heads(int il, std::vector<float>& buf, int cap, int n, float* scan_state, int64_t h0, int64_t h1);
-    void apply_head(int il, std::vector<float>& buf, int cap, int n, float* head_state, int64_t h);  // head h's d x d
+    void apply_conv(int il, HugeFloats& buf, int cap, int n, float* conv_state, int64_t c0, int64_t c1);
+    void apply_heads(int il, HugeFloats& buf, int cap, int n, float* scan_state, int64_t h0, int64_t h1);
+    void apply_head(int il, HugeFloats& buf, int cap, int n, float* head_state, int64_t h);  // head h's d x d
     void apply_pending(int seq, RecurrentState& states, const ThreadPool& pool);
     void conv_deferred(int il, const SsmWeights& w, const int32_t* seq, int n, const float* src, RecurrentState& states,
                        const ThreadPool& pool);

@@ -1,16 +1,20 @@
 // SsmMixer's deferred rows (src/model/ssm.h): how the delta net rolls back into a
 // verification batch without saving or restoring its state. A logged row never
 // writes the live state: per value head, a thread runs the sequence's rows of
-// the pass on the head in the state's spare block (RecurrentState::spare; the
-// first row reads the live head and writes the spare's), recording each row's δ
-// beside its k and g; per convolution channel range the same with the last
-// inputs. When the log ends, if every row it evaluated is kept the spare becomes
-// the live state (a swap of pointers: nothing left to do); otherwise its kept
-// rows become the sequence's pending rows, and the next pass over each layer
-// applies them to the head it is about to use (delta_apply: the delta rule's
-// update from the recorded δ, the same float operations in the same order, so
-// the state gets the bits a plain decode gives it) — the write a decode step
-// does anyway. A rollback only shortens the log.
+// the pass on its copy of the head (in cache; the first row reads the live head),
+// and the pass's last row writes the head in the state's spare block
+// (RecurrentState::spare) with non-temporal stores — written once and not read
+// until the next pass, so its lines are not fetched from memory to be
+// overwritten. Each row but the log's last records its δ beside its k and g
+// (streamed too: read back only after a rejection); per convolution channel
+// range the same with the spare's convolution state and the inputs. When the
+// log ends, if every row it evaluated is kept the spare becomes the live state (a
+// swap of pointers: nothing left to do; the only way the log's last row is kept,
+// hence no record of it); otherwise its kept rows become the sequence's pending
+// rows, and the next pass over each layer applies them to the head it is about
+// to use (delta_apply: the delta rule's update from the recorded δ, the same
+// float operations in the same order, so the state gets the bits a plain decode
+// gives it) — the write a decode step does anyway. A rollback only shortens the log.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -18,9 +22,30 @@
 #include "compute/kernels/kernels.h"
 #include "compute/ops.h"
 #include "compute/ssm.h"
+#include "compute/stream.h"
+#include "kiln/error.h"
 #include "model/ssm.h"
 
 namespace kiln {
+
+namespace {
+
+// A thread's copy of one head (d x d floats, 64-byte aligned: the kernels' full lines).
+float* thread_head(size_t n) {
+    thread_local std::vector<float> buf;
+    if (buf.size() < n + 16) buf.resize(n + 16);
+    const uintptr_t a = reinterpret_cast<uintptr_t>(buf.data());
+    return buf.data() + ((64 - a % 64) % 64) / sizeof(float);
+}
+
+// A thread's copy of a layer's convolution state (n floats; a thread uses its channels' part).
+float* thread_conv(size_t n) {
+    thread_local std::vector<float> buf;
+    if (buf.size() < n) buf.resize(n);
+    return buf.data();
+}
+
+}  // namespace
 
 SsmMixer::Deferred& SsmMixer::deferred(int seq) {
     while (deferred_.size() <= static_cast<size_t>(seq)) {
@@ -65,13 +90,13 @@ void SsmMixer::defer_pass_rows(const int32_t* seq, const int64_t* pos, int n, Re
     }
 }
 
-void SsmMixer::apply_conv(int il, std::vector<float>& buf, int cap, int n, float* conv_state, int64_t c0, int64_t c1) {
+void SsmMixer::apply_conv(int il, HugeFloats& buf, int cap, int n, float* conv_state, int64_t c0, int64_t c1) {
     const int d_conv = spec_.ssm.d_conv;
     const int64_t n_keep = d_conv - 1;
     for (int p = 0; p < n; ++p) ssm::conv_shift(conv_state + c0 * n_keep, rec(buf, cap, il, p) + c0, d_conv, c1 - c0);
 }
 
-void SsmMixer::apply_head(int il, std::vector<float>& buf, int cap, int n, float* head_state, int64_t h) {
+void SsmMixer::apply_head(int il, HugeFloats& buf, int cap, int n, float* head_state, int64_t h) {
     const SsmSpec& m = spec_.ssm;
     const int64_t d = m.d_state, nk = m.n_group, rf = m.dt_rank / nk;
     const int64_t kh = m.grouped_heads ? h / rf : h % nk;
@@ -82,7 +107,7 @@ void SsmMixer::apply_head(int il, std::vector<float>& buf, int cap, int n, float
                               static_cast<int>(d), 1, 0, 1);
 }
 
-void SsmMixer::apply_heads(int il, std::vector<float>& buf, int cap, int n, float* scan_state, int64_t h0, int64_t h1) {
+void SsmMixer::apply_heads(int il, HugeFloats& buf, int cap, int n, float* scan_state, int64_t h0, int64_t h1) {
     const int64_t d = spec_.ssm.d_state;
     // Head by head, its rows in order: one head's state stays in cache for all of them.
     for (int64_t h = h0; h < h1; ++h) apply_head(il, buf, cap, n, scan_state + h * d * d, h);
@@ -95,7 +120,8 @@ void SsmMixer::spare_of_pass(int il, RecurrentState& states) {
 }
 
 // The convolution of the pass's rows (SsmMixer::conv with SiLU), the state
-// brought up to date first; a logged sequence's rows run in its spare block.
+// brought up to date first; a logged sequence's rows run on a thread's copy,
+// recording their inputs, and leave the result in its spare block.
 void SsmMixer::conv_deferred(int il, const SsmWeights& w, const int32_t* seq, int n, const float* src, RecurrentState& states,
                              const ThreadPool& pool) {
     const int d_conv = spec_.ssm.d_conv;
@@ -108,17 +134,26 @@ void SsmMixer::conv_deferred(int il, const SsmWeights& w, const int32_t* seq, in
             Deferred* df = static_cast<size_t>(s) < deferred_.size() ? &deferred_[static_cast<size_t>(s)] : nullptr;
             if (df && df->n_pend > 0 && df->pend_layer[static_cast<size_t>(il)]) apply_conv(il, df->pend, df->pend_cap, df->n_pend, st, c0, c1);
             float* cs = st;
+            float* spare = nullptr;
             if (pass_first_[k] >= 0) {
-                cs = reinterpret_cast<float*>(pass_spare_[k]);
-                // The spare continues from the log's earlier rows, or starts from the live state.
-                if (pass_first_[k] == 0 || df->spare_rows[static_cast<size_t>(il)] != pass_first_[k]) {
-                    std::memcpy(cs + c0 * n_keep, st + c0 * n_keep, static_cast<size_t>((c1 - c0) * n_keep) * sizeof(float));
-                    apply_conv(il, df->log, df->n_rows, pass_first_[k], cs, c0, c1);  // its rows of earlier passes
-                }
+                // The rows run on the thread's copy of its channels, which starts from the
+                // spare where it continues the log's earlier rows, else from the live state
+                // (and those rows); the spare gets the result, streamed.
+                spare = reinterpret_cast<float*>(pass_spare_[k]);
+                cs = thread_conv(static_cast<size_t>(nc * n_keep));
+                const bool continues = pass_first_[k] > 0 && df->spare_rows[static_cast<size_t>(il)] == pass_first_[k];
+                std::memcpy(cs + c0 * n_keep, (continues ? spare : st) + c0 * n_keep, static_cast<size_t>((c1 - c0) * n_keep) * sizeof(float));
+                if (!continues) apply_conv(il, df->log, df->n_rows, pass_first_[k], cs, c0, c1);  // its rows of earlier passes
             }
-            for (int r = 0; r < n; ++r)
-                if (seq[r] == s) ssm::conv_step(cs, src + r * nc, w.conv, w.conv_b, xc_.data() + r * nc, d_conv, c0, c1);
+            for (int r = 0; r < n; ++r) {
+                if (seq[r] != s) continue;
+                if (spare)  // a logged row's record: its input, this thread's channels
+                    if (float* lr = log_row(il, r)) stream_copy(lr + c0, src + r * nc + c0, static_cast<size_t>(c1 - c0));
+                ssm::conv_step(cs, src + r * nc, w.conv, w.conv_b, xc_.data() + r * nc, d_conv, c0, c1);
+            }
+            if (spare) stream_copy(spare + c0 * n_keep, cs + c0 * n_keep, static_cast<size_t>((c1 - c0) * n_keep));
         }
+        stream_fence();
     });
     pool.parallel_for(static_cast<int64_t>(n) * nc, 4096, [&](int64_t b, int64_t e, int) {
         for (int64_t i = b; i < e; ++i) xc_[static_cast<size_t>(i)] = ops::silu(xc_[static_cast<size_t>(i)]);
@@ -127,7 +162,8 @@ void SsmMixer::conv_deferred(int il, const SsmWeights& w, const int32_t* seq, in
 
 // The delta rule of the pass's rows over value heads: pending rows applied to
 // the state by the sequence's first row (fused in its step: one pass over each
-// head); a logged sequence's rows in its spare block, recording δ.
+// head); a logged sequence's rows on a thread's copy of each head, recording k,
+// g and δ, the last row's result in its spare block.
 void SsmMixer::delta_rule_deferred(int il, const int32_t* seq, int n, RecurrentState& states, const ThreadPool& pool) {
     const SsmSpec& m = spec_.ssm;
     const int64_t d = m.d_state, nk = m.n_group, nv = m.dt_rank, dv = m.d_inner, nc = n_conv_, rf = nv / nk;
@@ -158,45 +194,60 @@ void SsmMixer::delta_rule_deferred(int il, const int32_t* seq, int n, RecurrentS
                     if (!m.grouped_heads) {
                         const ssm::DeltaRows pd = pend ? pending(0, 0) : ssm::DeltaRows{};
                         delta_step(st, x, x + nk * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), static_cast<int>(nk),
-                                   static_cast<int>(h0), static_cast<int>(h1), nullptr, nullptr, pend ? &pd : nullptr);
+                                   static_cast<int>(h0), static_cast<int>(h1), nullptr, nullptr, pend ? &pd : nullptr, false);
                     } else {
                         for (int64_t hv = h0; hv < h1; ++hv) {
                             const int64_t g = hv / rf;
                             const ssm::DeltaRows pd = pend ? pending(g, 0) : ssm::DeltaRows{};
                             delta_step(st, x + g * d, x + nk * d + g * d, x + 2 * nk * d, a, b, y, static_cast<int>(d), 1,
-                                       static_cast<int>(hv), static_cast<int>(hv + 1), nullptr, nullptr, pend ? &pd : nullptr);
+                                       static_cast<int>(hv), static_cast<int>(hv + 1), nullptr, nullptr, pend ? &pd : nullptr, false);
                         }
                     }
                     pend = false;  // applied with the sequence's first row
                 }
                 continue;
             }
+            // A logged sequence: per head, its rows of this pass run on the thread's
+            // copy of the head (in cache), the first reading the live head (bringing
+            // it up to date with the pending rows there) or, in a later pass of the
+            // log, the spare's; the last writes the spare's head, streamed (written
+            // once, not read before the log ends: its lines need not be fetched).
             float* spare = reinterpret_cast<float*>(pass_spare_[k] + conv_bytes_);
             const bool continues = pass_first_[k] > 0 && df->spare_rows[static_cast<size_t>(il)] == pass_first_[k];
+            const int n_s = static_cast<int>(std::count(seq, seq + n, s));
+            float* local = n_s > 1 || (pass_first_[k] > 0 && !continues) ? thread_head(static_cast<size_t>(d * d)) : nullptr;
             for (int64_t h = h0; h < h1; ++h) {
-                // The first row reads the live head (bringing it up to date with the
-                // pending rows there) and writes the spare's: no separate pass; a
-                // later pass of the log continues on the spare.
                 float* hs = spare + h * d * d;
-                float* from = st + h * d * d;
-                if (continues) {
-                    from = nullptr;
-                } else if (pass_first_[k] > 0) {  // the spare does not hold the earlier rows: redo them
-                    std::memcpy(hs, from, static_cast<size_t>(d * d) * sizeof(float));
-                    apply_head(il, df->log, df->n_rows, pass_first_[k], hs, h);
-                    from = nullptr;
+                float* cur = continues ? hs : st + h * d * d;  // where the head's state is now
+                bool first = !continues;                        // cur is the live head: the pending rows apply there
+                if (pass_first_[k] > 0 && !continues) {  // the spare does not hold the earlier rows: redo them
+                    std::memcpy(local, cur, static_cast<size_t>(d * d) * sizeof(float));
+                    apply_head(il, df->log, df->n_rows, pass_first_[k], local, h);
+                    cur = local;
+                    first = false;
                 }
                 const int64_t kh = m.grouped_heads ? h / rf : h % nk;
-                const ssm::DeltaRows pd = pend && from ? pending(kh, h) : ssm::DeltaRows{};
-                for (int r = 0; r < n; ++r) {
+                const bool first_of_kh = m.grouped_heads ? h % rf == 0 : h < nk;  // the value head that records kh's k
+                const ssm::DeltaRows pd = pend && first ? pending(kh, h) : ssm::DeltaRows{};
+                for (int r = 0, i_s = 0; r < n; ++r) {
                     if (seq[r] != s) continue;
+                    const bool last = ++i_s == n_s;
+                    float* out = last ? hs : local;
+                    float* lr = log_row(il, r);  // null for the log's last row (kept only by the swap)
                     const float* x = xc_.data() + r * nc;
-                    delta_step(hs, x + kh * d, x + nk * d + kh * d, x + 2 * nk * d + h * d, alpha_.data() + r * nv + h,
+                    if (lr) {  // the row's record: this head's g, its key head's k (δ from the step)
+                        lr[rec_g_ + h] = alpha_[static_cast<size_t>(r * nv + h)];
+                        if (first_of_kh) stream_copy(lr + rec_k_ + kh * d, x + nk * d + kh * d, static_cast<size_t>(d));
+                    }
+                    delta_step(out, x + kh * d, x + nk * d + kh * d, x + 2 * nk * d + h * d, alpha_.data() + r * nv + h,
                                beta_.data() + r * nv + h, y_.data() + r * dv + h * d, static_cast<int>(d), 1, 0, 1,
-                               log_row(il, r) + rec_delta_ + h * d, from, from && pd.n_rows > 0 ? &pd : nullptr);
-                    from = nullptr;
+                               lr ? lr + rec_delta_ + h * d : nullptr, cur == out ? nullptr : cur,
+                               first && pd.n_rows > 0 ? &pd : nullptr, last);
+                    cur = out;
+                    first = false;
                 }
             }
+            stream_fence();
         }
     });
     // This layer's pending rows are in the state now; a logged sequence's spare holds its rows so far.
@@ -241,6 +292,9 @@ void SsmMixer::defer_commit(int seq, RecurrentState& states, const ThreadPool& p
         states.swap_spare(seq);
         df.n_pend = 0;
     } else if (kept > 0) {
+        // The log's last row has no record (log_row): it can be kept only by the swap above.
+        if (kept == df.n_rows)
+            throw Error("internal: the delta net's log kept every row without its spare block holding them", ErrorKind::Internal);
         if (std::find(df.pend_layer.begin(), df.pend_layer.end(), 1) != df.pend_layer.end()) apply_pending(seq, states, pool);
         std::swap(df.pend, df.log);
         df.pend_cap = df.n_rows;

@@ -159,8 +159,10 @@ float* SsmMixer::log_row(int il, int r) {
     const int32_t idx = log_index_[static_cast<size_t>(r)];
     if (idx < 0) return nullptr;
     if (defers_) {
+        // The log's last row is kept only where every row is, which swaps the spare
+        // in (ssm_deferred.cpp): nothing ever redoes it, so it has no record.
         Deferred& df = deferred_[static_cast<size_t>(log_seq_[static_cast<size_t>(r)])];
-        return rec(df.log, df.n_rows, il, idx);
+        return idx + 1 < df.n_rows ? rec(df.log, df.n_rows, il, idx) : nullptr;
     }
     RowLog& lg = logs_[static_cast<size_t>(log_seq_[static_cast<size_t>(r)])];
     return lg.rows.data() + (static_cast<size_t>(il) * static_cast<size_t>(lg.n_rows) + static_cast<size_t>(idx)) *

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -15,6 +16,19 @@
 namespace {
 
 using namespace kiln;
+
+// 64-byte aligned floats: the SIMD levels stream a state so aligned (ssm_delta's `stream`).
+template <class T>
+struct Aligned64 {
+    using value_type = T;
+    Aligned64() = default;
+    template <class U>
+    Aligned64(const Aligned64<U>&) {}
+    T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
+    void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{64}); }
+    bool operator==(const Aligned64&) const { return true; }
+};
+using AlignedFloats = std::vector<float, Aligned64<float>>;
 
 std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo, float hi) {
     std::uniform_real_distribution<float> d(lo, hi);
@@ -134,7 +148,8 @@ TEST(SsmKernels, DeltaRuleFollowsItsRecurrence) {
     for (int t = 0; t < 5; ++t) {
         auto q = random_floats(rng, d * nk, -0.3f, 0.3f), k = random_floats(rng, d * nk, -0.3f, 0.3f);
         auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
-        ssm::delta_step(state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv, nullptr, nullptr, nullptr);
+        ssm::delta_step(state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv, nullptr, nullptr, nullptr,
+                        false);
         for (int h = 0; h < nv; ++h) {
             const float* kh = k.data() + (h % nk) * d;
             const float* qh = q.data() + (h % nk) * d;
@@ -163,34 +178,37 @@ TEST(SsmKernels, DeltaRuleSimdLevelsAreBitIdenticalToTheReference) {
     if (tables.empty()) GTEST_SKIP() << "no SIMD level on this CPU";
     tables.insert(tables.begin(), &scalar_kernels());  // the reference's own `from` path too
     std::mt19937 rng(6);
-    for (int d : {1, 5, 8, 13, 16, 23, 32, 64, 128}) {
+    for (int d : {1, 5, 8, 13, 16, 23, 32, 64, 128, 256, 272}) {
         const int nk = 2, nv = 4;
         std::vector<float> s_ref(d * d * nv, 0.0f);
-        std::vector<std::vector<float>> s_simd(tables.size(), s_ref);
+        // Per table, a state written plainly and one streamed (aligned, so the
+        // levels' non-temporal stores run where d allows them).
+        std::vector<AlignedFloats> s_simd(2 * tables.size(), AlignedFloats(s_ref.begin(), s_ref.end()));
         for (int t = 0; t < 4; ++t) {
             auto q = random_floats(rng, d * nk, -0.5f, 0.5f), k = random_floats(rng, d * nk, -0.5f, 0.5f);
             auto v = random_floats(rng, d * nv, -1, 1), g = random_floats(rng, nv, -2, 0), beta = random_floats(rng, nv, 0, 1);
             std::vector<float> y_ref(d * nv), deltas_ref(d * nv);
             ssm::delta_step(s_ref.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y_ref.data(), d, nk, 0, nv,
-                            deltas_ref.data(), nullptr, nullptr);
-            for (size_t i = 0; i < tables.size(); ++i) {
+                            deltas_ref.data(), nullptr, nullptr, false);
+            for (size_t i = 0; i < s_simd.size(); ++i) {
+                const KernelTable* table = tables[i / 2];
+                const bool stream = i % 2 == 1;
+                const std::string what = std::string(isa_name(table->isa)) + " d " + std::to_string(d) + (stream ? " streamed" : "");
                 std::vector<float> y(d * nv, -1.0f), deltas(d * nv, -1.0f);
                 // Odd steps from another buffer (`from`), the state's old contents overwritten unread.
                 std::vector<float> before;
                 if (t % 2) {
-                    before = s_simd[i];
+                    before.assign(s_simd[i].begin(), s_simd[i].end());
                     std::fill(s_simd[i].begin(), s_simd[i].end(), -7.0f);
                 }
                 float* from = t % 2 ? before.data() : nullptr;
-                tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, 1,
-                                     deltas.data(), from, nullptr);
-                tables[i]->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 1, nv,
-                                     deltas.data(), from, nullptr);
-                EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << isa_name(tables[i]->isa) << " d " << d;
-                EXPECT_EQ(std::memcmp(deltas.data(), deltas_ref.data(), deltas.size() * sizeof(float)), 0)
-                    << isa_name(tables[i]->isa) << " d " << d;
-                EXPECT_EQ(std::memcmp(s_simd[i].data(), s_ref.data(), s_ref.size() * sizeof(float)), 0)
-                    << isa_name(tables[i]->isa) << " d " << d;
+                table->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, 1,
+                                 deltas.data(), from, nullptr, stream);
+                table->ssm_delta(s_simd[i].data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 1, nv,
+                                 deltas.data(), from, nullptr, stream);
+                EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << what;
+                EXPECT_EQ(std::memcmp(deltas.data(), deltas_ref.data(), deltas.size() * sizeof(float)), 0) << what;
+                EXPECT_EQ(std::memcmp(s_simd[i].data(), s_ref.data(), s_ref.size() * sizeof(float)), 0) << what;
             }
         }
     }
@@ -223,7 +241,7 @@ TEST(SsmKernels, DeltaApplyRedoesTheStepsFromTheirRecordedDeltas) {
                 std::copy(g.begin(), g.end(), r + d * nk);
                 std::vector<float> y(d * nv);
                 ssm::delta_step(s_step.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, nv,
-                                r + d * nk + nv, nullptr, nullptr);
+                                r + d * nk + nv, nullptr, nullptr, false);
             }
             for (const KernelTable* t : tables) {
                 std::vector<float> s = s0;
@@ -265,18 +283,22 @@ TEST(SsmKernels, DeltaStepAppliesPendingRowsFirst) {
             ssm::delta_apply(applied.data(), pending.k, pending.g, pending.deltas, stride, n_pend, d, nk, 0, nv);
             want = applied;
             ssm::delta_step(want.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y_ref.data(), d, nk, 0, nv,
-                            deltas_ref.data(), nullptr, nullptr);
+                            deltas_ref.data(), nullptr, nullptr, false);
             for (const KernelTable* t : tables) {
-                for (bool from_other : {false, true}) {
+                for (int variant = 0; variant < 4; ++variant) {
+                    const bool from_other = variant % 2 == 1, stream = variant >= 2;
                     const std::string what = std::string(isa_name(t->isa)) + " d " + std::to_string(d) + " pending " +
-                                             std::to_string(n_pend) + (from_other ? " from another buffer" : " in place");
-                    std::vector<float> s = from_other ? std::vector<float>(s0.size(), -7.0f) : s0, src = s0;
+                                             std::to_string(n_pend) + (from_other ? " from another buffer" : " in place") +
+                                             (stream ? ", streamed" : "");
+                    AlignedFloats s(s0.size(), -7.0f);
+                    if (!from_other) s.assign(s0.begin(), s0.end());
+                    std::vector<float> src = s0;
                     std::vector<float> y(d * nv, -1.0f), deltas(d * nv, -1.0f);
                     float* from = from_other ? src.data() : nullptr;
                     t->ssm_delta(s.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 0, 1, deltas.data(), from,
-                                 &pending);
+                                 &pending, stream);
                     t->ssm_delta(s.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), y.data(), d, nk, 1, nv, deltas.data(), from,
-                                 &pending);
+                                 &pending, stream);
                     EXPECT_EQ(std::memcmp(s.data(), want.data(), s.size() * sizeof(float)), 0) << what << ": the state";
                     if (from_other) EXPECT_EQ(std::memcmp(src.data(), applied.data(), src.size() * sizeof(float)), 0) << what << ": from";
                     EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << what << ": y";

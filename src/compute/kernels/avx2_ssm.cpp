@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "compute/kernels/x86.h"
 #include "compute/ssm.h"
@@ -112,11 +113,15 @@ KILN_TARGET_AVX2 void ssm_delta_apply(float* state, const float* k, const float*
 
 KILN_TARGET_AVX2 void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,
                                 float* y, int d, int n_k_heads, int h0, int h1, float* deltas, float* from,
-                                const ssm::DeltaRows* pending) {
+                                const ssm::DeltaRows* pending, bool stream) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     const int full = d / 8 * 8;
     const __m256i tail = lanes_below(d - full);
     const int n_pend = pending ? pending->n_rows : 0;
+    // Streaming: each new row is built in `line` (L1) and then written whole with
+    // non-temporal stores, so the state's lines are never fetched to be overwritten.
+    alignas(32) float line[ssm::k_delta_stream_max];
+    const bool nt = stream && d == full && d <= ssm::k_delta_stream_max && reinterpret_cast<uintptr_t>(state) % 32 == 0;
     for (int h = h0; h < h1; ++h) {
         const __m256 decay = _mm256_set1_ps(std::exp(g[h]));
         const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
@@ -137,7 +142,7 @@ KILN_TARGET_AVX2 void ssm_delta(float* state, const float* q, const float* k, co
             pdl = pending->deltas + static_cast<int64_t>(h) * d;
         }
         for (int j = 0; j < d; ++j) {
-            float* row = m + static_cast<int64_t>(j) * d;
+            float* row = nt ? line : m + static_cast<int64_t>(j) * d;
             float* old = src + static_cast<int64_t>(j) * d;
             if (pk) apply_row(old, pk, pdl + j, pdecay, n_pend, pending->stride, d, full, tail);
             int i = 0;
@@ -152,8 +157,11 @@ KILN_TARGET_AVX2 void ssm_delta(float* state, const float* q, const float* k, co
                                     _mm256_add_ps(_mm256_maskload_ps(row + i, tail), _mm256_mul_ps(_mm256_maskload_ps(kh + i, tail), dv)));
             y[static_cast<int64_t>(h) * d + j] = dot16(row, qh, d) * scale;
             if (deltas) deltas[static_cast<int64_t>(h) * d + j] = delta;
+            if (nt)
+                for (i = 0; i < d; i += 8) _mm256_stream_ps(m + static_cast<int64_t>(j) * d + i, _mm256_load_ps(line + i));
         }
     }
+    if (nt) _mm_sfence();  // the streamed lines visible before whatever follows the call
 }
 
 KILN_TARGET_AVX2 void ssm_scan2(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C,

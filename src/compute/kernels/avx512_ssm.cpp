@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "compute/kernels/x86.h"
 #include "compute/ssm.h"
@@ -90,11 +91,15 @@ KILN_TARGET_AVX512 void ssm_delta_apply(float* state, const float* k, const floa
 
 KILN_TARGET_AVX512 void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,
                                   float* y, int d, int n_k_heads, int h0, int h1, float* deltas, float* from,
-                                  const ssm::DeltaRows* pending) {
+                                  const ssm::DeltaRows* pending, bool stream) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     const int full = d / 16 * 16;
     const __mmask16 tail = static_cast<__mmask16>((1u << (d - full)) - 1);
     const int n_pend = pending ? pending->n_rows : 0;
+    // Streaming: each new row is built in `line` (L1) and then written whole with
+    // non-temporal stores, so the state's lines are never fetched to be overwritten.
+    alignas(64) float line[ssm::k_delta_stream_max];
+    const bool nt = stream && d == full && d <= ssm::k_delta_stream_max && reinterpret_cast<uintptr_t>(state) % 64 == 0;
     for (int h = h0; h < h1; ++h) {
         const __m512 decay = _mm512_set1_ps(std::exp(g[h]));
         const float* kh = k + static_cast<int64_t>(h % n_k_heads) * d;
@@ -115,7 +120,7 @@ KILN_TARGET_AVX512 void ssm_delta(float* state, const float* q, const float* k, 
             pdl = pending->deltas + static_cast<int64_t>(h) * d;
         }
         for (int j = 0; j < d; ++j) {
-            float* row = m + static_cast<int64_t>(j) * d;
+            float* row = nt ? line : m + static_cast<int64_t>(j) * d;
             float* old = src + static_cast<int64_t>(j) * d;
             if (pk) apply_row(old, pk, pdl + j, pdecay, n_pend, pending->stride, d, full, tail);
             int i = 0;
@@ -130,8 +135,11 @@ KILN_TARGET_AVX512 void ssm_delta(float* state, const float* q, const float* k, 
                                       _mm512_add_ps(_mm512_maskz_loadu_ps(tail, row + i), _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, kh + i), dv)));
             y[static_cast<int64_t>(h) * d + j] = dot16(row, qh, d) * scale;
             if (deltas) deltas[static_cast<int64_t>(h) * d + j] = delta;
+            if (nt)
+                for (i = 0; i < d; i += 16) _mm512_stream_ps(m + static_cast<int64_t>(j) * d + i, _mm512_load_ps(line + i));
         }
     }
+    if (nt) _mm_sfence();  // the streamed lines visible before whatever follows the call
 }
 
 KILN_TARGET_AVX512 void ssm_scan2(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C,

@@ -98,9 +98,11 @@ struct KernelTable {
     void (*ssm_scan2)(float* state, const float* x, const float* dt, const float* A, const float* B, const float* C, float* y,
                       int d_state, int head_dim, int n_head, int n_group, int h0, int h1) = nullptr;
     // The gated delta rule of one position over value heads [h0, h1), bit-identical to ssm::delta_step
-    // (deltas, from, pending may be null), and its state update redone from the recorded δ (ssm::delta_apply).
+    // (deltas, from, pending may be null; stream: non-temporal stores of the new state where they fit),
+    // and its state update redone from the recorded δ (ssm::delta_apply).
     void (*ssm_delta)(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta, float* y,
-                      int d, int n_k_heads, int h0, int h1, float* deltas, float* from, const ssm::DeltaRows* pending) = nullptr;
+                      int d, int n_k_heads, int h0, int h1, float* deltas, float* from, const ssm::DeltaRows* pending,
+                      bool stream) = nullptr;
     void (*ssm_delta_apply)(float* state, const float* k, const float* g, const float* deltas, int64_t stride, int n_rows, int d,
                             int n_k_heads, int h0, int h1) = nullptr;
     // RWKV-6's WKV and RWKV6Qwen2's gated linear attention of one position over

@@ -52,7 +52,7 @@ namespace kiln {
                    float* y, int d_state, int head_dim, int n_head, int n_group, int h0, int h1);               \
     void ssm_delta(float* state, const float* q, const float* k, const float* v, const float* g, const float* beta,   \
                    float* y, int d, int n_k_heads, int h0, int h1, float* deltas, float* from,                      \
-                   const ssm::DeltaRows* pending);                                                                   \
+                   const ssm::DeltaRows* pending, bool stream);                                                      \
     void ssm_delta_apply(float* state, const float* k, const float* g, const float* deltas, int64_t stride,          \
                          int n_rows, int d, int n_k_heads, int h0, int h1);                                          \
     void rwkv_wkv6(float* state, const float* k, const float* v, const float* r, const float* u, const float* w,       \
