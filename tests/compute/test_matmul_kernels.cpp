@@ -137,17 +137,23 @@ std::vector<float> make_activations(const Case& c, std::mt19937& rng) {
     return x;
 }
 
-// Every level's product of these weights and activations equals the reference's,
-// bit for bit; returns the reference's result.
-std::vector<float> check_data(const Case& c, const std::vector<uint8_t>& bytes, const std::vector<float>& x) {
-    SCOPED_TRACE(std::string(ggml_type_name(c.type)) + " n_in " + std::to_string(c.n_in) + " n_out " + std::to_string(c.n_out) +
-                 " tokens " + std::to_string(c.n_tokens) + (c.raw ? " raw" : ""));
+// The case's weights as an unpacked matrix over bytes.
+Matrix raw_matrix(const Case& c, const std::vector<uint8_t>& bytes) {
     Matrix m;
     m.type = c.type;
     m.data = bytes.data();
     m.n_in = c.n_in;
     m.n_out = c.n_out;
     m.row_bytes = ggml_row_bytes(c.type, static_cast<uint64_t>(c.n_in));
+    return m;
+}
+
+// Every level's product of these weights and activations equals the reference's,
+// bit for bit; returns the reference's result.
+std::vector<float> check_data(const Case& c, const std::vector<uint8_t>& bytes, const std::vector<float>& x) {
+    SCOPED_TRACE(std::string(ggml_type_name(c.type)) + " n_in " + std::to_string(c.n_in) + " n_out " + std::to_string(c.n_out) +
+                 " tokens " + std::to_string(c.n_tokens) + (c.raw ? " raw" : ""));
+    Matrix m = raw_matrix(c, bytes);
     ThreadPool one(1);
     MatmulScratch scratch;
     std::vector<float> expected(static_cast<size_t>(c.n_out * c.n_tokens));
@@ -289,12 +295,7 @@ TEST(MatmulKernels, PackedLayoutMustBeTheTables) {
     const Case c{GgmlType::Q5_K, 512, 40, 3, true};
     const std::vector<uint8_t> bytes = make_weights(c, rng);
     const std::vector<float> x = make_activations(c, rng);
-    Matrix m;
-    m.type = c.type;
-    m.data = bytes.data();
-    m.n_in = c.n_in;
-    m.n_out = c.n_out;
-    m.row_bytes = ggml_row_bytes(c.type, static_cast<uint64_t>(c.n_in));
+    Matrix m = raw_matrix(c, bytes);
     ThreadPool pool(1);
     MatmulScratch scratch;
     std::vector<float> y(static_cast<size_t>(c.n_out * c.n_tokens));

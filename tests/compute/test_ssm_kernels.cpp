@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "compute/huge_pages.h"
 #include "compute/kernels/kernels.h"
 #include "compute/ssm.h"
 
@@ -17,18 +18,9 @@ namespace {
 
 using namespace kiln;
 
-// 64-byte aligned floats: the SIMD levels stream a state so aligned (ssm_delta's `stream`).
-template <class T>
-struct Aligned64 {
-    using value_type = T;
-    Aligned64() = default;
-    template <class U>
-    Aligned64(const Aligned64<U>&) {}
-    T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
-    void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{64}); }
-    bool operator==(const Aligned64&) const { return true; }
-};
-using AlignedFloats = std::vector<float, Aligned64<float>>;
+// 64-byte aligned floats (allocate_huge's alignment at the least): the SIMD levels
+// stream a state so aligned (ssm_delta's `stream`).
+using AlignedFloats = HugeFloats;
 
 std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo, float hi) {
     std::uniform_real_distribution<float> d(lo, hi);
