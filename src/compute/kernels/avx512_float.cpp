@@ -122,6 +122,12 @@ KILN_TARGET_AVX512 void panel_tile_n(int nt, const uint8_t* w, const float* a, i
     }
 }
 
+// How far ahead one token's decode asks for each panel's lines (bytes), as the
+// AVX2 kernels (k_float_decode_ahead there): with the hardware prefetcher alone
+// F16 read memory at about 80% of the bound on an Intel Xeon (docs/perf.md,
+// 2026-12-06).
+constexpr int64_t k_float_decode_ahead = 4096;
+
 // One token (x[k * stride]) against NP panels at once (2 NP independent sums).
 template <Wt W, int NP>
 KILN_TARGET_AVX512 void decode_panels(const PackedMatrix& m, const int64_t* panels, const float* x, int64_t stride, float* y) {
@@ -137,6 +143,7 @@ KILN_TARGET_AVX512 void decode_panels(const PackedMatrix& m, const int64_t* pane
 #pragma GCC unroll 4
         for (int j = 0; j < NP; ++j) {
             const uint8_t* line = w[j] + k * line_bytes<W>;
+            for (int l = 0; l < line_bytes<W>; l += 64) prefetch_l1(line + l + k_float_decode_ahead);
             sum[2 * j] = mac<W>(sum[2 * j], load16<W>(line), xv);
             sum[2 * j + 1] = mac<W>(sum[2 * j + 1], load16<W>(line + 16 * value_bytes<W>), xv);
         }
