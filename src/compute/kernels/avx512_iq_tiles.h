@@ -172,28 +172,37 @@ constexpr DecodedTileFn k_decoded_tiles[9] = {nullptr,
                                               decoded_tile<Offset, Per16, 7>,
                                               decoded_tile<Offset, Per16, 8>};
 
-// Several token groups: per panel, IqDecoded::k_blocks blocks decoded at a time,
-// then every group's tile over them. (A batch of one group reads each block once:
-// run_tiles' direct path, which streams the panel from memory.)
-template <typename F>
-KILN_IQ_TARGET void iq_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    constexpr int parts = F::k_per16 ? 2 : 1;
-    constexpr uint64_t bytes = IqDecoded::bytes(parts);
-    alignas(64) uint8_t decoded[IqDecoded::k_blocks * bytes];  // [k_blocks] IqDecoded blocks
+// Several token groups: per panel, IqDecoded::k_blocks blocks put in IqDecoded's
+// form at a time by decode (a panel block at w into out, 64-byte aligned), then
+// every group's decoded_tile over them. (A batch of one group reads each block
+// once: run_tiles' direct path, which streams the panel from memory.) Shared by
+// the grid i-quants, TQ1_0 (avx512_lowbit.cpp) and Q6_K (avx512_kquant.cpp, its
+// own form and tiles).
+// Bytes: one decoded block's size; tiles: the decoded tile per group size.
+template <uint64_t Bytes>
+KILN_IQ_TARGET void decoded_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy, float factor,
+                                    void (*decode)(const uint8_t* w, uint8_t* out), const DecodedTileFn (&tiles)[9]) {
+    constexpr uint64_t bytes = Bytes;
+    alignas(64) uint8_t decoded[IqDecoded::k_blocks * bytes];  // [k_blocks] decoded blocks
     const uint64_t a_stride = a.format.block_stride;
     for (int64_t p = p0; p < p1; ++p) {
         const __mmask16 rows = panel_rows(w, p);
         for (int64_t b0 = 0; b0 < w.n_blocks; b0 += IqDecoded::k_blocks) {
             const int64_t nb = std::min<int64_t>(IqDecoded::k_blocks, w.n_blocks - b0);
-            for (int64_t b = 0; b < nb; ++b) decode_block<F>(w.panel(p) + static_cast<uint64_t>(b0 + b) * w.block_bytes, decoded + b * bytes);
+            for (int64_t b = 0; b < nb; ++b) decode(w.panel(p) + static_cast<uint64_t>(b0 + b) * w.block_bytes, decoded + b * bytes);
             for (int64_t g = 0; g < a.n_groups(); ++g) {
                 const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
-                k_decoded_tiles<F::k_offset, F::k_per16>[n](decoded, a.group(g) + static_cast<uint64_t>(b0) * a_stride, nb, a_stride,
-                                                            y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows, b0 == 0,
-                                                            b0 + nb == w.n_blocks, iq_grid_factor(F::k_type));
+                tiles[n](decoded, a.group(g) + static_cast<uint64_t>(b0) * a_stride, nb, a_stride,
+                         y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows, b0 == 0, b0 + nb == w.n_blocks, factor);
             }
         }
     }
+}
+
+template <typename F>
+KILN_IQ_TARGET void iq_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    decoded_prefill<IqDecoded::bytes(F::k_per16 ? 2 : 1)>(w, a, p0, p1, y, ldy, iq_grid_factor(F::k_type), decode_block<F>,
+                                                        k_decoded_tiles<F::k_offset, F::k_per16>);
 }
 
 template <typename F>

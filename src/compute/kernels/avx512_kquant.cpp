@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "compute/kernels/avx512_common.h"
+#include "compute/kernels/iq_grid_layout.h"
 #include "compute/kernels/x86.h"
 
 namespace kiln::avx512 {
@@ -126,14 +127,22 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const ui
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * y_step, rows[p], acc[p * T + t]);
 }
 
+// Chunk k (elements 16 half + 4k .. + 3 of each row) of one half of a Q6_K
+// sub-block pair (layout.h) at pair, h its half's high-bit chunk: the unsigned
+// 6-bit levels q + 32.
+KILN_TARGET_AVX512 inline __m512i q6k_levels(const uint8_t* pair, __m512i h, int half, int k) {
+    __m512i nib = _mm512_loadu_si512(pair + 64 * k);
+    if (half) nib = _mm512_srli_epi16(nib, 4);
+    const __m512i hs = _mm512_and_si512(k < 3 ? _mm512_slli_epi16(h, 4 - 2 * k) : _mm512_srli_epi16(h, 2), _mm512_set1_epi8(0x30));
+    return _mm512_ternarylogic_epi32(nib, hs, _mm512_set1_epi8(0x0F), 0xE4);  // (nib & 0x0F) | hs: bit-select by the low-nibble mask
+}
+
 // Q6_K: 16 sub-blocks of 16, processed as 8 pairs (layout.h). Levels are stored
 // unsigned (q + 32): isum = sum sc (dot_u - 32 asum) = sum sc dot_u + sum (-32 sc) asum,
 // the second part by a 16-bit dot product of the scale pairs with the activation sums.
 template <int P, int T>
 KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int64_t nb, uint64_t w_stride,
                                  uint64_t a_stride, float* y, int64_t ldy, const __mmask16* rows, int64_t y_step, bool stream) {
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const __m512i two_bits = _mm512_set1_epi8(0x30);
     __m512 acc[P * T];
     for (int k = 0; k < P * T; ++k) acc[k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b, w += w_stride, a += a_stride) {
@@ -161,16 +170,7 @@ KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const u
                     const uint8_t* pair = w + p * panel_bytes + 288 + 384 * s;
                     const __m512i h = _mm512_loadu_si512(pair + 256 + 64 * half);
                     for (int k = 0; k < 4; ++k) {
-                        __m512i nib = _mm512_loadu_si512(pair + 64 * k);
-                        if (half) nib = _mm512_srli_epi16(nib, 4);
-                        __m512i hs;
-                        if (k < 3)
-                            hs = _mm512_slli_epi16(h, 4 - 2 * k);
-                        else
-                            hs = _mm512_srli_epi16(h, 2);
-                        hs = _mm512_and_si512(hs, two_bits);
-                        // (nib & 0x0F) | hs: bit-select with the low-nibble mask.
-                        const __m512i q = _mm512_ternarylogic_epi32(nib, hs, low4, 0xE4);
+                        const __m512i q = q6k_levels(pair, h, half, k);
                         for (int t = 0; t < T; ++t)
                             dot[p * T + t] = _mm512_dpbusd_epi32(dot[p * T + t], q, bcast_i32(a + 256 * t + 32 * s + 16 * half + 4 * k));
                     }
@@ -194,6 +194,87 @@ KILN_TARGET_AVX512 void q6k_tile(const uint8_t* w, uint64_t panel_bytes, const u
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * y_step, rows[p], acc[p * T + t]);
 }
 
+#define KILN_IQ_TARGET KILN_TARGET_AVX512
+#include "compute/kernels/avx512_iq_tiles.h"
+#undef KILN_IQ_TARGET
+
+// Prefill of several token groups: a panel's Q6_K blocks unpacked once, 8 at a
+// time, into Q6kDecoded (below), then every group's q6k_decoded_tile over them:
+// q6k_tile took the levels apart again for every group of 8 tokens.
+// A decoded block: the levels q + 32 and the int32 scales of each half sub-block
+// in IqDecoded's places, d at IqDecoded::d(2), then per pair s the (-32 sc) int16
+// pairs of its two halves for the activation sums (q6k_tile's sc_bias).
+struct Q6kDecoded {
+    static constexpr int bias(int s) { return IqDecoded::bytes(2) + 64 * s; }
+    static constexpr uint64_t bytes = IqDecoded::bytes(2) + 512;
+};
+
+KILN_TARGET_AVX512 void q6k_decode_block(const uint8_t* w, uint8_t* out) {
+    for (int s = 0; s < 8; ++s) {
+        const uint8_t* pair = w + 288 + 384 * s;
+        const __m512i sc_pair = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32 + 32 * s)));
+        _mm512_store_si512(out + IqDecoded::scales(s, 0, 2), _mm512_srai_epi32(_mm512_slli_epi32(sc_pair, 16), 16));
+        _mm512_store_si512(out + IqDecoded::scales(s, 1, 2), _mm512_srai_epi32(sc_pair, 16));
+        _mm512_store_si512(out + Q6kDecoded::bias(s), _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc_pair, 5)));
+        for (int half = 0; half < 2; ++half) {
+            const __m512i h = _mm512_loadu_si512(pair + 256 + 64 * half);
+            for (int k = 0; k < 4; ++k)  // elements 32 s + 16 half + 4 k: group 2 half + k / 2, its chunk k % 2
+                _mm512_store_si512(out + IqDecoded::levels(s, 2 * half + k / 2) + 64 * (k % 2), q6k_levels(pair, h, half, k));
+        }
+    }
+    std::memcpy(out + IqDecoded::d(2), w, 32);
+}
+
+// nb decoded Q6_K blocks at dw x T tokens of one group: q6k_tile's integer sums and
+// float steps with the levels, scales and bias pairs loaded, so the same bits. The
+// row sums continue those left in y by the blocks before (first: none).
+template <int T>
+KILN_TARGET_AVX512 void q6k_decoded_tile(const uint8_t* dw, const uint8_t* a, int64_t nb, uint64_t a_stride, float* y, int64_t ldy,
+                                         __mmask16 rows, bool first, bool /*last*/, float /*factor: 1*/) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(rows, y + t * ldy);
+    for (int64_t b = 0; b < nb; ++b, dw += Q6kDecoded::bytes, a += a_stride) {
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; ++s) {
+            const __m512i sc_bias = _mm512_load_si512(dw + Q6kDecoded::bias(s));
+            for (int t = 0; t < T; ++t)
+                isum[t] = _mm512_dpwssd_epi32(isum[t], sc_bias, bcast_i32(a + act_aux_offset(256) + 32 * t + 4 * s));
+            for (int half = 0; half < 2; ++half) {
+                __m512i dot[T];
+                for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
+                for (int l = 2 * half; l < 2 * half + 2; ++l) {
+                    const __m512i lo = _mm512_load_si512(dw + IqDecoded::levels(s, l));
+                    const __m512i hi = _mm512_load_si512(dw + IqDecoded::levels(s, l) + 64);
+                    for (int t = 0; t < T; ++t) {
+                        const uint8_t* at = a + 256 * t + 32 * s + 8 * l;
+                        dot[t] = _mm512_dpbusd_epi32(dot[t], lo, bcast_i32(at));
+                        dot[t] = _mm512_dpbusd_epi32(dot[t], hi, bcast_i32(at + 4));
+                    }
+                }
+                const __m512i sc = _mm512_load_si512(dw + IqDecoded::scales(s, half, 2));
+                for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
+            }
+        }
+        const __m512 dwf = load_f16x16(dw + IqDecoded::d(2));
+        for (int t = 0; t < T; ++t) {
+            const __m512 d = _mm512_mul_ps(bcast_f32(a + act_d_offset(256) + 4 * t), dwf);
+            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t])));
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
+}
+
+constexpr DecodedTileFn q6k_decoded_tiles[9] = {nullptr,
+                                                q6k_decoded_tile<1>,
+                                                q6k_decoded_tile<2>,
+                                                q6k_decoded_tile<3>,
+                                                q6k_decoded_tile<4>,
+                                                q6k_decoded_tile<5>,
+                                                q6k_decoded_tile<6>,
+                                                q6k_decoded_tile<7>,
+                                                q6k_decoded_tile<8>};
+
 template <bool fifth_bit>
 constexpr TileFn k4_tiles[9] = {k4_tile<fifth_bit, 2, 1>, k4_tile<fifth_bit, 1, 1>, k4_tile<fifth_bit, 1, 2>,
                                 k4_tile<fifth_bit, 1, 3>, k4_tile<fifth_bit, 1, 4>, k4_tile<fifth_bit, 1, 5>,
@@ -211,6 +292,7 @@ void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, 
     run_tiles(k4_tiles<true>, w, a, p0, p1, y, ldy);
 }
 void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_groups() > 1) return decoded_prefill<Q6kDecoded::bytes>(w, a, p0, p1, y, ldy, 1.0f, q6k_decode_block, q6k_decoded_tiles);
     run_tiles(q6k_tiles, w, a, p0, p1, y, ldy);
 }
 

@@ -277,21 +277,7 @@ KILN_TARGET_AVX512 void tq1_decode_block(const uint8_t* w, uint8_t* out) {
 }
 
 KILN_TARGET_AVX512 void tq1_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    constexpr uint64_t bytes = IqDecoded::bytes(2);
-    alignas(64) uint8_t decoded[IqDecoded::k_blocks * bytes];
-    const uint64_t a_stride = a.format.block_stride;
-    for (int64_t p = p0; p < p1; ++p) {
-        const __mmask16 rows = panel_rows(w, p);
-        for (int64_t b0 = 0; b0 < w.n_blocks; b0 += IqDecoded::k_blocks) {
-            const int64_t nb = std::min<int64_t>(IqDecoded::k_blocks, w.n_blocks - b0);
-            for (int64_t b = 0; b < nb; ++b) tq1_decode_block(w.panel(p) + static_cast<uint64_t>(b0 + b) * w.block_bytes, decoded + b * bytes);
-            for (int64_t g = 0; g < a.n_groups(); ++g) {
-                const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
-                k_decoded_tiles<1, true>[n](decoded, a.group(g) + static_cast<uint64_t>(b0) * a_stride, nb, a_stride,
-                                            y + g * k_act_group * ldy + p * k_panel_rows, ldy, rows, b0 == 0, b0 + nb == w.n_blocks, 1.0f);
-            }
-        }
-    }
+    decoded_prefill<IqDecoded::bytes(2)>(w, a, p0, p1, y, ldy, 1.0f, tq1_decode_block, k_decoded_tiles<1, true>);
 }
 
 // IQ4_XS's level table plus 128 (unsigned for vpdpbusd; the activation sums remove
