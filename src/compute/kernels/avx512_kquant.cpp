@@ -23,16 +23,40 @@ namespace {
 
 // Chunk c of sub-block sb (Q4_K / Q5_K, several tokens): its levels times each
 // token's activations, added to dot[p T + t].
-template <bool fifth_bit, int P, int T>
-KILN_TARGET_AVX512 inline void k4_chunk(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int sb, int c, __m512i* dot) {
+// The levels of chunk c (elements 4c .. 4c + 3 of each row) of sub-block sb of
+// the Q4_K / Q5_K panel block at wp, fifth bits included.
+template <bool fifth_bit>
+KILN_TARGET_AVX512 inline __m512i k4_levels(const uint8_t* wp, int sb, int c) {
     constexpr int qs_off = fifth_bit ? 832 : 320;
     const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i raw = _mm512_loadu_si512(wp + qs_off + 512 * (sb / 2) + 64 * c);
+    __m512i q = (sb % 2) ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4) : _mm512_and_si512(raw, low4);
+    if constexpr (fifth_bit) q = _mm512_mask_add_epi8(q, load_mask64(wp + 320 + 8 * (8 * sb + c)), q, _mm512_set1_epi8(0x10));
+    return q;
+}
+
+template <bool fifth_bit, int P, int T>
+KILN_TARGET_AVX512 inline void k4_chunk(const uint8_t* w, uint64_t panel_bytes, const uint8_t* a, int sb, int c, __m512i* dot) {
     for (int p = 0; p < P; ++p) {
-        const uint8_t* wp = w + p * panel_bytes;
-        const __m512i raw = _mm512_loadu_si512(wp + qs_off + 512 * (sb / 2) + 64 * c);
-        __m512i q = (sb % 2) ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4) : _mm512_and_si512(raw, low4);
-        if constexpr (fifth_bit) q = _mm512_mask_add_epi8(q, load_mask64(wp + 320 + 8 * (8 * sb + c)), q, _mm512_set1_epi8(0x10));
+        const __m512i q = k4_levels<fifth_bit>(w + p * panel_bytes, sb, c);
         for (int t = 0; t < T; ++t) dot[p * T + t] = _mm512_dpbusd_epi32(dot[p * T + t], q, bcast_i32(a + 256 * t + 32 * sb + 4 * c));
+    }
+}
+
+// A Q4_K / Q5_K block's float terms for T tokens, added to acc[t]: with the mins
+// m (int16, 4 x 16 rows x 2 sub-blocks), d and dmin of its rows, each token's
+// integer sum isum[t] and mins' sum, the scalar reference's steps lane by lane.
+template <int T>
+KILN_TARGET_AVX512 inline void k4_block_terms(const __m512i (&m)[4], __m512 dw, __m512 dmw, const uint8_t* a, const __m512i* isum, __m512* acc) {
+    for (int t = 0; t < T; ++t) {
+        __m512i msum = _mm512_setzero_si512();
+        for (int q = 0; q < 4; ++q) msum = _mm512_dpwssd_epi32(msum, m[q], bcast_i32(a + act_aux_offset(256) + 16 * t + 4 * q));
+        const __m512 da = bcast_f32(a + act_d_offset(256) + 4 * t);
+        const __m512 dall = _mm512_mul_ps(da, dw);
+        const __m512 dmin = _mm512_mul_ps(da, dmw);
+        const __m512 scaled = _mm512_mul_ps(dall, _mm512_cvtepi32_ps(isum[t]));
+        const __m512 mins = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(msum));
+        acc[t] = _mm512_add_ps(acc[t], _mm512_sub_ps(scaled, mins));
     }
 }
 
@@ -109,18 +133,7 @@ KILN_TARGET_AVX512 void k4_tile(const uint8_t* w, uint64_t panel_bytes, const ui
             __m512i m[4];
             for (int q = 0; q < 4; ++q)
                 m[q] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 192 + 32 * q)));
-            const __m512 dw = load_f16x16(wp);
-            const __m512 dmw = load_f16x16(wp + 32);
-            for (int t = 0; t < T; ++t) {
-                __m512i msum = _mm512_setzero_si512();
-                for (int q = 0; q < 4; ++q) msum = _mm512_dpwssd_epi32(msum, m[q], bcast_i32(a + act_aux_offset(256) + 16 * t + 4 * q));
-                const __m512 da = bcast_f32(a + act_d_offset(256) + 4 * t);
-                const __m512 dall = _mm512_mul_ps(da, dw);
-                const __m512 dmin = _mm512_mul_ps(da, dmw);
-                const __m512 scaled = _mm512_mul_ps(dall, _mm512_cvtepi32_ps(isum[p * T + t]));
-                const __m512 mins = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(msum));
-                acc[p * T + t] = _mm512_add_ps(acc[p * T + t], _mm512_sub_ps(scaled, mins));
-            }
+            k4_block_terms<T>(m, load_f16x16(wp), load_f16x16(wp + 32), a, isum + p * T, acc + p * T);
         }
     }
     for (int p = 0; p < P; ++p)
@@ -275,6 +288,68 @@ constexpr DecodedTileFn q6k_decoded_tiles[9] = {nullptr,
                                                 q6k_decoded_tile<7>,
                                                 q6k_decoded_tile<8>};
 
+// Q4_K / Q5_K the same way: a decoded block holds the levels (fifth bits
+// included) and each sub-block's int32 scale in IqDecoded's places, then the
+// mins widened to int16 and d, dmin: k4_tile's operands, so its bits.
+struct K4Decoded {
+    static constexpr int mins(int q) { return IqDecoded::d(1) + 64 * q; }  // where IqDecoded's d would be, and on
+    static constexpr int d = IqDecoded::d(1) + 256;                        // d[16] and dmin[16], f16
+    static constexpr uint64_t bytes = IqDecoded::d(1) + 320;
+};
+
+template <bool fifth_bit>
+KILN_TARGET_AVX512 void k4_decode_block(const uint8_t* w, uint8_t* out) {
+    for (int sb = 0; sb < 8; ++sb) {
+        _mm512_store_si512(out + IqDecoded::scales(sb, 0, 1),
+                           _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 64 + 16 * sb))));
+        for (int c = 0; c < 8; ++c)  // elements 32 sb + 4 c: group c / 2, its chunk c % 2
+            _mm512_store_si512(out + IqDecoded::levels(sb, c / 2) + 64 * (c % 2), k4_levels<fifth_bit>(w, sb, c));
+    }
+    for (int q = 0; q < 4; ++q)
+        _mm512_store_si512(out + K4Decoded::mins(q), _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 192 + 32 * q))));
+    std::memcpy(out + K4Decoded::d, w, 64);
+}
+
+template <int T>
+KILN_TARGET_AVX512 void k4_decoded_tile(const uint8_t* dw, const uint8_t* a, int64_t nb, uint64_t a_stride, float* y, int64_t ldy,
+                                        __mmask16 rows, bool first, bool /*last*/, float /*factor: 1*/) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(rows, y + t * ldy);
+    for (int64_t b = 0; b < nb; ++b, dw += K4Decoded::bytes, a += a_stride) {
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        for (int sb = 0; sb < 8; ++sb) {
+            __m512i dot[T];
+            for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
+            for (int l = 0; l < 4; ++l) {
+                const __m512i lo = _mm512_load_si512(dw + IqDecoded::levels(sb, l));
+                const __m512i hi = _mm512_load_si512(dw + IqDecoded::levels(sb, l) + 64);
+                for (int t = 0; t < T; ++t) {
+                    const uint8_t* at = a + 256 * t + 32 * sb + 8 * l;
+                    dot[t] = _mm512_dpbusd_epi32(dot[t], lo, bcast_i32(at));
+                    dot[t] = _mm512_dpbusd_epi32(dot[t], hi, bcast_i32(at + 4));
+                }
+            }
+            const __m512i sc = _mm512_load_si512(dw + IqDecoded::scales(sb, 0, 1));
+            for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
+        }
+        __m512i m[4];
+        for (int q = 0; q < 4; ++q) m[q] = _mm512_load_si512(dw + K4Decoded::mins(q));
+        k4_block_terms<T>(m, load_f16x16(dw + K4Decoded::d), load_f16x16(dw + K4Decoded::d + 32), a, isum, acc);
+    }
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
+}
+
+constexpr DecodedTileFn k4_decoded_tiles[9] = {nullptr,
+                                               k4_decoded_tile<1>,
+                                               k4_decoded_tile<2>,
+                                               k4_decoded_tile<3>,
+                                               k4_decoded_tile<4>,
+                                               k4_decoded_tile<5>,
+                                               k4_decoded_tile<6>,
+                                               k4_decoded_tile<7>,
+                                               k4_decoded_tile<8>};
+
 template <bool fifth_bit>
 constexpr TileFn k4_tiles[9] = {k4_tile<fifth_bit, 2, 1>, k4_tile<fifth_bit, 1, 1>, k4_tile<fifth_bit, 1, 2>,
                                 k4_tile<fifth_bit, 1, 3>, k4_tile<fifth_bit, 1, 4>, k4_tile<fifth_bit, 1, 5>,
@@ -286,9 +361,11 @@ constexpr TileFn q6k_tiles[9] = {q6k_tile<2, 1>, q6k_tile<1, 1>, q6k_tile<1, 2>,
 }  // namespace
 
 void gemm_q4_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_groups() > 1) return decoded_prefill<K4Decoded::bytes>(w, a, p0, p1, y, ldy, 1.0f, k4_decode_block<false>, k4_decoded_tiles);
     run_tiles(k4_tiles<false>, w, a, p0, p1, y, ldy);
 }
 void gemm_q5_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_groups() > 1) return decoded_prefill<K4Decoded::bytes>(w, a, p0, p1, y, ldy, 1.0f, k4_decode_block<true>, k4_decoded_tiles);
     run_tiles(k4_tiles<true>, w, a, p0, p1, y, ldy);
 }
 void gemm_q6_K(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
