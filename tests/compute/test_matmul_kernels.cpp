@@ -241,6 +241,19 @@ TEST(MatmulKernels, GridIQuantPrefillChunks) {
         for (int64_t n_tokens : {int64_t{5}, int64_t{27}}) check_case({type, 17 * 256, 37, n_tokens, true}, rng);
 }
 
+// The k-quants' AVX2 prefill decodes a panel's blocks 8 at a time (KqDecoded in
+// avx2_kquant.cpp) and carries each row's sums in y between chunks: rows of 17
+// blocks (two whole chunks and one of a single block), a partial last panel whose
+// second half is empty, and token counts whose last group holds 1, 2, 3, 4 or 8
+// tokens (5: one group, the direct tiles); quantized and raw weights.
+TEST(MatmulKernels, KQuantPrefillChunks) {
+    if (simd_levels().empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+    std::mt19937 rng(2626);
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+        for (int64_t n_tokens : {int64_t{5}, int64_t{9}, int64_t{10}, int64_t{19}, int64_t{28}, int64_t{32}})
+            for (bool raw : {false, true}) check_case({type, 17 * 256, 37, n_tokens, raw}, rng);
+}
+
 // BF16 near the bottom of f32's range: subnormal weights and activations (read as
 // zero) and sums that cross the smallest normal (flushed to zero at every step),
 // as the BF16 dot-product instruction does; on CPUs that have it, the AVX-512

@@ -10,7 +10,9 @@
 // per sub-block costs more than vpdpbusd saves (docs/perf.md). Q5_K panels are in
 // the bit-plane layout (layout.h, PanelLayout::BitPlanes): a chunk's fifth bits
 // are one shift and one AND of a plane, where u64 masks took a broadcast, a
-// shuffle, an AND, a compare and an AND.
+// shuffle, an AND, a compare and an AND. A prefill of several token groups first
+// unpacks each panel block's levels into bytes (KqDecoded, below), once for all
+// the groups, as the grid i-quants do.
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -366,6 +368,194 @@ struct Q6kPanel {
     }
 };
 
+// ---- prefill: each panel block's levels unpacked once for every token group ----
+
+// Prefill's decoded form of one Q4_K / Q5_K (Six false) or Q6_K (Six true) panel
+// block, as IqDecoded is for the grid i-quants: made once per panel block in a
+// per-thread scratch, then read by every token group of the batch, whose tiles
+// then do no nibble, plane or high-bit work (the direct tiles repeat it for every
+// group: docs/perf.md). Never stored in a panel. Per 8-row half h, from
+// h x half_bytes:
+//   levels  u8 chunks [sub-block][chunk][8 rows][4]: the unsigned levels (Q5_K
+//           with its fifth bit, Q6_K's 6 bits) of elements 4 chunk .. + 3 of the
+//           sub-block of each row: the operand of vpdpbusd / vpmaddubsw
+//   scales  [sub-block][8 rows]: the sub-block's scale as the tile multiplies it,
+//           int32 (vpmulld, with AVX-VNNI) or an (s, s) int16 pair (vpmaddwd)
+//   pairs   int16 [pair][8 rows][2]: Q4_K / Q5_K the mins of sub-blocks 2p, 2p + 1
+//           (zero-extended); Q6_K -32 x the scales of sub-blocks 2p, 2p + 1
+//   d       f32 [8] (the panel's f16 d); Q4_K / Q5_K then dmin f32 [8]
+template <bool Six>
+struct KqDecoded {
+    static constexpr int k_sub = Six ? 16 : 8;    // sub-blocks of a block
+    static constexpr int k_chunks = Six ? 4 : 8;  // chunks of 4 levels per sub-block
+    static constexpr int k_pairs = Six ? 8 : 4;
+    // vpdpbusd chains per token and sub-block in the AVX-VNNI tiles: two (even and
+    // odd chunks) for the 8 chunks of Q4_K / Q5_K, one for Q6_K's 4 (measured:
+    // docs/perf.md).
+    static constexpr int k_chains = Six ? 1 : 2;
+    static constexpr int levels(int s, int c) { return 32 * (k_chunks * s + c); }
+    static constexpr int scales(int s) { return 2048 + 32 * s; }
+    static constexpr int pairs(int p) { return 2048 + 32 * k_sub + 32 * p; }
+    static constexpr int d = 2048 + 32 * k_sub + 32 * k_pairs;
+    static constexpr int half_bytes = d + (Six ? 32 : 64);
+    static constexpr uint64_t bytes = 2 * half_bytes;
+    // Blocks decoded at a time (40-45 KB of stack), as IqDecoded::k_blocks.
+    static constexpr int k_blocks = 8;
+};
+
+KILN_TARGET_AVX2 inline void store256(uint8_t* p, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
+
+// One Q4_K / Q5_K panel block at w in KqDecoded<false>'s form at out (32-byte aligned).
+template <bool fifth_bit, bool Vnni>
+KILN_TARGET_AVX2 void k4_decode(const uint8_t* w, uint8_t* out) {
+    using D = KqDecoded<false>;
+    for (int h = 0; h < 2; ++h) {
+        uint8_t* o = out + h * D::half_bytes;
+        for (int pr = 0; pr < 4; ++pr)
+            for (int c = 0; c < 8; ++c) {
+                __m256i qe, qo;
+                k4_pair_levels<fifth_bit>(w, h, pr, c, qe, qo);
+                store256(o + D::levels(2 * pr, c), qe);
+                store256(o + D::levels(2 * pr + 1, c), qo);
+            }
+        for (int sb = 0; sb < 8; ++sb) {
+            const uint8_t* sc = w + 64 + 16 * sb + 8 * h;
+            store256(o + D::scales(sb), Vnni ? scales_u8(sc) : scale_pairs_u8(sc));
+        }
+        for (int p = 0; p < 4; ++p)
+            store256(o + D::pairs(p), _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192 + 32 * p + 16 * h))));
+        _mm256_store_ps(reinterpret_cast<float*>(o + D::d), load_f16x8(w + 16 * h));
+        _mm256_store_ps(reinterpret_cast<float*>(o + D::d + 32), load_f16x8(w + 32 + 16 * h));
+    }
+}
+
+// One Q6_K panel block at w in KqDecoded<true>'s form at out (32-byte aligned).
+template <bool Vnni>
+KILN_TARGET_AVX2 void q6k_decode(const uint8_t* w, uint8_t* out) {
+    using D = KqDecoded<true>;
+    const __m256i dup_even = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8,
+                                              9, 12, 13, 12, 13);
+    const __m256i dup_odd = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7, 6, 7, 10,
+                                             11, 10, 11, 14, 15, 14, 15);
+    for (int h = 0; h < 2; ++h) {
+        uint8_t* o = out + h * D::half_bytes;
+        for (int s = 0; s < 8; ++s) {
+            const uint8_t* pair = w + 288 + 384 * s;
+            const __m256i sc_pair = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 32 + 32 * s + 16 * h)));
+            store256(o + D::pairs(s), _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc_pair, 5)));
+            for (int half = 0; half < 2; ++half) {
+                const __m256i hb = load256(pair + 256 + 64 * half + 32 * h);
+                for (int k = 0; k < 4; ++k) store256(o + D::levels(2 * s + half, k), q6k_levels(pair, hb, h, half, k));
+                // As q6k_block: the half's scale sign-extended to int32, or duplicated into an int16 pair.
+                const __m256i sc = Vnni ? (half ? _mm256_srai_epi32(sc_pair, 16) : _mm256_srai_epi32(_mm256_slli_epi32(sc_pair, 16), 16))
+                                        : _mm256_shuffle_epi8(sc_pair, half ? dup_odd : dup_even);
+                store256(o + D::scales(2 * s + half), sc);
+            }
+        }
+        _mm256_store_ps(reinterpret_cast<float*>(o + D::d), load_f16x8(w + 16 * h));
+    }
+}
+
+// nb decoded blocks at dw, rows 8h.., x T tokens of one group (t0 ..; a: the
+// group's activations of the first block): the integer sums of k4_tile /
+// q6k_block (exact, in another order) and their float steps in their order. The
+// row sums continue those left in y by the blocks before (first: none): the bits
+// of the direct tiles' single pass. per_sum: the chunks one int16 sum holds
+// without AVX-VNNI (4-bit levels 8, 5-bit 4, 6-bit 2; see the top). With AVX-VNNI
+// each token has KqDecoded::k_chains vpdpbusd chains per sub-block, summed before
+// the scale multiply.
+template <bool Six, int per_sum, int T, bool Vnni>
+KILN_TARGET_AVX2 void kq_decoded_tile(const uint8_t* dw, int h, const uint8_t* a, int t0, int64_t nb, uint64_t a_stride, float* y,
+                                      int64_t ldy, int n_rows, bool first, bool /*last*/) {
+    using D = KqDecoded<Six>;
+    constexpr int aux_bytes = Six ? 32 : 16;  // per token: KSums16 / KPairs (layout.h)
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : load_rows(y + t * ldy, n_rows);
+    dw += h * D::half_bytes;
+    for (int64_t b = 0; b < nb; ++b, dw += D::bytes, a += a_stride) {
+        const uint8_t* aq = a + 256 * t0;
+        const uint8_t* ad = a + act_d_offset(256) + 4 * t0;
+        const uint8_t* ax = a + act_aux_offset(256) + aux_bytes * t0;
+        __m256i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+        if constexpr (Six)
+            for (int s = 0; s < 8; ++s) {
+                const __m256i bias = load256(dw + D::pairs(s));
+                for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(bias, bcast_i32(ax + aux_bytes * t + 4 * s)));
+            }
+#pragma GCC unroll 1
+        for (int sb = 0; sb < D::k_sub; ++sb) {
+            const uint8_t* lv = dw + D::levels(sb, 0);
+            const uint8_t* as = aq + 4 * D::k_chunks * sb;
+            const __m256i sc = load256(dw + D::scales(sb));
+            if constexpr (Vnni) {
+                __m256i d0[T], d1[T];
+                for (int t = 0; t < T; ++t) d0[t] = d1[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int c = 0; c < D::k_chunks; ++c) {
+                    const __m256i q = load256(lv + 32 * c);
+                    for (int t = 0; t < T; ++t) {
+                        if (c % D::k_chains == 0) d0[t] = dpbusd(d0[t], q, bcast_i32(as + 256 * t + 4 * c));
+                        else d1[t] = dpbusd(d1[t], q, bcast_i32(as + 256 * t + 4 * c));
+                    }
+                }
+                for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(D::k_chains == 1 ? d0[t] : _mm256_add_epi32(d0[t], d1[t]), sc));
+            } else {
+                __m256i s16[T] = {};  // (set at c = 0; initialized for GCC 12's -Wmaybe-uninitialized)
+#pragma GCC unroll 8
+                for (int c = 0; c < D::k_chunks; ++c) {
+                    const __m256i q = load256(lv + 32 * c);
+                    for (int t = 0; t < T; ++t) {
+                        const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(as + 256 * t + 4 * c));
+                        s16[t] = pinned(c % per_sum == 0 ? p : _mm256_add_epi16(s16[t], p));
+                        if (c % per_sum == per_sum - 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], sc));
+                    }
+                }
+            }
+        }
+        const __m256 dwf = _mm256_load_ps(reinterpret_cast<const float*>(dw + D::d));
+        if constexpr (Six) {
+            for (int t = 0; t < T; ++t) {
+                const __m256 d = _mm256_mul_ps(bcast_f32(ad + 4 * t), dwf);
+                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
+            }
+        } else {
+            // k4_term's steps, the mins' pairs and dmin from the decoded block.
+            const __m256 dmw = _mm256_load_ps(reinterpret_cast<const float*>(dw + D::d + 32));
+            for (int t = 0; t < T; ++t) {
+                __m256i msum = _mm256_setzero_si256();
+                for (int p = 0; p < 4; ++p)
+                    msum = _mm256_add_epi32(msum, _mm256_madd_epi16(load256(dw + D::pairs(p)), bcast_i32(ax + aux_bytes * t + 4 * p)));
+                const __m256 da = bcast_f32(ad + 4 * t);
+                const __m256 dall = _mm256_mul_ps(da, dwf);
+                const __m256 dmin = _mm256_mul_ps(da, dmw);
+                const __m256 scaled = _mm256_mul_ps(dall, _mm256_cvtepi32_ps(isum[t]));
+                const __m256 mins = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(msum));
+                acc[t] = _mm256_add_ps(acc[t], _mm256_sub_ps(scaled, mins));
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
+}
+
+using KqDecodedTileFn = void (*)(const uint8_t*, int, const uint8_t*, int, int64_t, uint64_t, float*, int64_t, int, bool, bool);
+
+template <bool Six, int per_sum, bool Vnni>
+constexpr KqDecodedTileFn k_kq_decoded_tiles[5] = {nullptr, kq_decoded_tile<Six, per_sum, 1, Vnni>, kq_decoded_tile<Six, per_sum, 2, Vnni>,
+                                                   kq_decoded_tile<Six, per_sum, 3, Vnni>, kq_decoded_tile<Six, per_sum, 4, Vnni>};
+
+// Several token groups: per panel, KqDecoded::k_blocks blocks decoded at a time,
+// then every half, group and 4-token tile over them (a batch of one group keeps
+// run_tiles' direct path, which streams the panel from memory once).
+template <bool Six, int per_sum, bool Vnni, typename Decode>
+KILN_TARGET_AVX2 void kq_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy, Decode decode) {
+    run_decoded_prefill<KqDecoded<Six>::k_blocks, KqDecoded<Six>::bytes>(
+        w, a, p0, p1, y, ldy, decode,
+        [&](int n, const uint8_t* dw, int h, const uint8_t* ag, int t0, int64_t nb, float* yt, int rows, bool first, bool last) {
+            k_kq_decoded_tiles<Six, per_sum, Vnni>[n](dw, h, ag, t0, nb, a.format.block_stride, yt, ldy, rows, first, last);
+        });
+}
+
 template <bool fifth_bit, bool Vnni>
 constexpr TileFn k_k4_tiles[5] = {nullptr, k4_tile<fifth_bit, 1, Vnni>, k4_tile<fifth_bit, 2, Vnni>, k4_tile<fifth_bit, 3, Vnni>,
                                   k4_tile<fifth_bit, 4, Vnni>};
@@ -374,15 +564,15 @@ constexpr TileFn k_q6k_tiles[5] = {nullptr, q6k_tile<1, Vnni>, q6k_tile<2, Vnni>
 
 template <bool fifth_bit, bool Vnni>
 void k4_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) {
-        return run_decode<K4Panel<fifth_bit>>(w, a, p0, p1, y);
-    }
+    if (a.n_tokens == 1) return run_decode<K4Panel<fifth_bit>>(w, a, p0, p1, y);
+    if (a.n_groups() > 1) return kq_prefill<false, fifth_bit ? 4 : 8, Vnni>(w, a, p0, p1, y, ldy, k4_decode<fifth_bit, Vnni>);
     run_tiles(k_k4_tiles<fifth_bit, Vnni>, w, a, p0, p1, y, ldy);
 }
 
 template <bool Vnni>
 void q6k_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     if (a.n_tokens == 1) return run_decode<Q6kPanel>(w, a, p0, p1, y);
+    if (a.n_groups() > 1) return kq_prefill<true, 2, Vnni>(w, a, p0, p1, y, ldy, q6k_decode<Vnni>);
     run_tiles(k_q6k_tiles<Vnni>, w, a, p0, p1, y, ldy);
 }
 
