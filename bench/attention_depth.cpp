@@ -10,6 +10,11 @@
 //
 //   attention_depth [--depth 8192] [--type f16|q8_0] [--threads 2] [--rounds 5]
 //                   [--layers 16] [--kv-heads 8] [--group 4] [--head-dim 64]
+//                   [--variants thread,thread-stream,...]
+//
+// --variants picks some of: head (exact, one task per KV head), thread (exact, a
+// run of KV heads per thread: the forward pass's split), head-stream,
+// thread-stream (streaming), keys (keys split over the threads); default all.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -34,6 +39,7 @@ struct Options {
     int64_t depth = 8192;
     GgmlType type = GgmlType::F16;
     int threads = 2, rounds = 5, layers = 16, kv_heads = 8, group = 4, head_dim = 64;
+    std::string variants = "head,thread,head-stream,thread-stream,keys";
 };
 
 struct Layer {
@@ -65,6 +71,7 @@ int main(int argc, char** argv) {
         else if (a == "--kv-heads") o.kv_heads = std::stoi(v);
         else if (a == "--group") o.group = std::stoi(v);
         else if (a == "--head-dim") o.head_dim = std::stoi(v);
+        else if (a == "--variants") o.variants = v;
         else {
             std::fprintf(stderr, "attention_depth: unknown option %s\n", a.c_str());
             return 2;
@@ -154,14 +161,23 @@ int main(int argc, char** argv) {
         }
     };
     struct Variant {
+        const char* key;
         const char* name;
         std::function<void()> fn;
         std::vector<double> ms, cpu_ms;
     };
-    std::vector<Variant> variants = {{"exact, per KV head", per_head, {}, {}}, {"exact, per thread", per_thread, {}, {}},
-                                     {"streaming, per KV head", per_head_stream, {}, {}},
-                                     {"streaming, per thread", per_thread_stream, {}, {}},
-                                     {"keys split (no merge)", split_keys, {}, {}}};
+    std::vector<Variant> every = {{"head", "exact, per KV head", per_head, {}, {}},
+                                  {"thread", "exact, per thread", per_thread, {}, {}},
+                                  {"head-stream", "streaming, per KV head", per_head_stream, {}, {}},
+                                  {"thread-stream", "streaming, per thread", per_thread_stream, {}, {}},
+                                  {"keys", "keys split (no merge)", split_keys, {}, {}}};
+    std::vector<Variant> variants;
+    for (Variant& v : every)
+        if (("," + o.variants + ",").find("," + std::string(v.key) + ",") != std::string::npos) variants.push_back(v);
+    if (variants.empty()) {
+        std::fprintf(stderr, "attention_depth: --variants names none of head, thread, head-stream, thread-stream, keys\n");
+        return 2;
+    }
     for (Variant& v : variants) v.fn();  // warm-up
     for (int r = 0; r < o.rounds; ++r)
         for (size_t i = 0; i < variants.size(); ++i) {
