@@ -58,18 +58,22 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) double int8_vnni_512(int6
     return static_cast<double>(_mm512_reduce_add_epi32(s));
 }
 
-// AVX-VNNI's vpdpbusd on ymm, through the kernels' own helper.
+// AVX-VNNI's vpdpbusd on ymm, through the kernels' own helper. Twelve chains
+// (with the two operands, 14 of the 16 ymm registers): an Intel core issues two
+// a cycle at a latency of 5, and 8 chains measured about half its rate there
+// (docs/perf.md, 2026-12-06).
+constexpr int k_avx_vnni_chains = 12;
 KILN_TARGET_AVX2 double int8_avx_vnni(int64_t iters) {
-    __m256i acc[8];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) acc[k] = _mm256_set1_epi32(k);
+    __m256i acc[k_avx_vnni_chains];
+#pragma GCC unroll 12
+    for (int k = 0; k < k_avx_vnni_chains; ++k) acc[k] = _mm256_set1_epi32(k);
     const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(5);
     for (int64_t i = 0; i < iters; ++i)
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) acc[k] = avx2::dpbusd(acc[k], a, b);
+#pragma GCC unroll 12
+        for (int k = 0; k < k_avx_vnni_chains; ++k) acc[k] = avx2::dpbusd(acc[k], a, b);
     __m256i s = acc[0];
-#pragma GCC unroll 8
-    for (int k = 1; k < 8; ++k) s = _mm256_add_epi32(s, acc[k]);
+#pragma GCC unroll 12
+    for (int k = 1; k < k_avx_vnni_chains; ++k) s = _mm256_add_epi32(s, acc[k]);
     return static_cast<double>(_mm256_extract_epi32(s, 0));
 }
 
@@ -180,12 +184,12 @@ MachineProbe probe_machine(int n_threads) {
     // The rates of the instruction set the kernels run at (KILN_ISA may lower it).
     const bool level512 = kernels().isa == Isa::Avx512;
     const bool vnni = level512 && cpu_features().avx512vnni && cpu_features().avx512bw;
-    // vpdpbusd: 64 multiply-adds per instruction (ymm: 32); vpmaddubsw + vpaddw: 32; 8 per iteration.
+    // vpdpbusd: 64 multiply-adds per instruction (ymm: 32); vpmaddubsw + vpaddw: 32; 8 per iteration (AVX-VNNI: 12).
     if (vnni) {
         p.int8_ops = rate(pool, int8_vnni_512, 2.0 * 64 * 8);
         p.int8_kind = "avx512-vnni";
     } else if (kernels().avx_vnni) {
-        p.int8_ops = rate(pool, int8_avx_vnni, 2.0 * 32 * 8);
+        p.int8_ops = rate(pool, int8_avx_vnni, 2.0 * 32 * k_avx_vnni_chains);
         p.int8_kind = "avx-vnni";
     } else {
         p.int8_ops = rate(pool, int8_avx2, 2.0 * 32 * 8);
