@@ -116,6 +116,25 @@ KILN_IQ_TARGET void decode_block(const uint8_t* w, uint8_t* out) {
     std::memcpy(out + IqDecoded::d(parts), w, 32);
 }
 
+// Groups [l0, l1) of sub-block ib of the decoded block at dw against T tokens'
+// activations (a: the group's), added to dot[t], then isum[t] += dot[t] x the
+// part's int32 scales: every decoded tile's inner step.
+template <int T>
+KILN_IQ_TARGET inline void add_decoded_part(const uint8_t* dw, const uint8_t* a, int ib, int l0, int l1, const uint8_t* scales, __m512i* dot,
+                                            __m512i* isum) {
+    for (int l = l0; l < l1; ++l) {
+        const __m512i lo = _mm512_load_si512(dw + IqDecoded::levels(ib, l));
+        const __m512i hi = _mm512_load_si512(dw + IqDecoded::levels(ib, l) + 64);
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* at = a + 256 * t + 32 * ib + 8 * l;
+            dot[t] = _mm512_dpbusd_epi32(dot[t], lo, bcast_i32(at));
+            dot[t] = _mm512_dpbusd_epi32(dot[t], hi, bcast_i32(at + 4));
+        }
+    }
+    const __m512i sc = _mm512_load_si512(scales);
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
+}
+
 // nb decoded blocks at dw x T tokens of one group (a: the group's activations of
 // the first of them): iq_tile's operations in its order, with the levels and
 // scales loaded. The row sums continue those left in y by the blocks before
@@ -136,17 +155,7 @@ KILN_IQ_TARGET void decoded_tile(const uint8_t* dw, const uint8_t* a, int64_t nb
             for (int h = 0; h < parts; ++h) {
                 __m512i dot[T];
                 for (int t = 0; t < T; ++t) dot[t] = sum_start<Offset, Per16>(a, t, ib, h);
-                for (int l = groups * h; l < groups * (h + 1); ++l) {
-                    const __m512i lo = _mm512_load_si512(dw + IqDecoded::levels(ib, l));
-                    const __m512i hi = _mm512_load_si512(dw + IqDecoded::levels(ib, l) + 64);
-                    for (int t = 0; t < T; ++t) {
-                        const uint8_t* at = a + 256 * t + 32 * ib + 8 * l;
-                        dot[t] = _mm512_dpbusd_epi32(dot[t], lo, bcast_i32(at));
-                        dot[t] = _mm512_dpbusd_epi32(dot[t], hi, bcast_i32(at + 4));
-                    }
-                }
-                const __m512i ls = _mm512_load_si512(dw + IqDecoded::scales(ib, h, parts));
-                for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], ls));
+                add_decoded_part<T>(dw, a, ib, groups * h, groups * (h + 1), dw + IqDecoded::scales(ib, h, parts), dot, isum);
             }
         const __m512 dwf = load_f16x16(dw + IqDecoded::d(parts));
         for (int t = 0; t < T; ++t) {

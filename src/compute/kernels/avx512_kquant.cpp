@@ -256,17 +256,7 @@ KILN_TARGET_AVX512 void q6k_decoded_tile(const uint8_t* dw, const uint8_t* a, in
             for (int half = 0; half < 2; ++half) {
                 __m512i dot[T];
                 for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
-                for (int l = 2 * half; l < 2 * half + 2; ++l) {
-                    const __m512i lo = _mm512_load_si512(dw + IqDecoded::levels(s, l));
-                    const __m512i hi = _mm512_load_si512(dw + IqDecoded::levels(s, l) + 64);
-                    for (int t = 0; t < T; ++t) {
-                        const uint8_t* at = a + 256 * t + 32 * s + 8 * l;
-                        dot[t] = _mm512_dpbusd_epi32(dot[t], lo, bcast_i32(at));
-                        dot[t] = _mm512_dpbusd_epi32(dot[t], hi, bcast_i32(at + 4));
-                    }
-                }
-                const __m512i sc = _mm512_load_si512(dw + IqDecoded::scales(s, half, 2));
-                for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
+                add_decoded_part<T>(dw, a, s, 2 * half, 2 * half + 2, dw + IqDecoded::scales(s, half, 2), dot, isum);
             }
         }
         const __m512 dwf = load_f16x16(dw + IqDecoded::d(2));
@@ -321,17 +311,7 @@ KILN_TARGET_AVX512 void k4_decoded_tile(const uint8_t* dw, const uint8_t* a, int
         for (int sb = 0; sb < 8; ++sb) {
             __m512i dot[T];
             for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
-            for (int l = 0; l < 4; ++l) {
-                const __m512i lo = _mm512_load_si512(dw + IqDecoded::levels(sb, l));
-                const __m512i hi = _mm512_load_si512(dw + IqDecoded::levels(sb, l) + 64);
-                for (int t = 0; t < T; ++t) {
-                    const uint8_t* at = a + 256 * t + 32 * sb + 8 * l;
-                    dot[t] = _mm512_dpbusd_epi32(dot[t], lo, bcast_i32(at));
-                    dot[t] = _mm512_dpbusd_epi32(dot[t], hi, bcast_i32(at + 4));
-                }
-            }
-            const __m512i sc = _mm512_load_si512(dw + IqDecoded::scales(sb, 0, 1));
-            for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], sc));
+            add_decoded_part<T>(dw, a, sb, 0, 4, dw + IqDecoded::scales(sb, 0, 1), dot, isum);
         }
         __m512i m[4];
         for (int q = 0; q < 4; ++q) m[q] = _mm512_load_si512(dw + K4Decoded::mins(q));
