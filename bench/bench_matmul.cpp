@@ -128,13 +128,14 @@ void register_all() {
                               GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
                               GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::TQ1_0, GgmlType::TQ2_0};
     // Every level this CPU runs; on CPUs with AVX-VNNI also the AVX2 table without it,
-    // with AVX512_VBMI the AVX-512 one without it.
+    // with AVX512_VBMI the AVX-512 one without it, with AMX the AVX-512 one without it.
     std::vector<const KernelTable*> tables;
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
         if (const KernelTable* k = kernel_table(isa)) tables.push_back(k);
 #if defined(__x86_64__)
     if (kernel_table(Isa::Avx2) && kernel_table(Isa::Avx2)->avx_vnni) tables.insert(tables.begin() + 1, &avx2_kernels_without_vnni());
     if (kernel_table(Isa::Avx512) && kernel_table(Isa::Avx512)->avx512_vbmi) tables.insert(tables.end() - 1, &avx512_kernels_without_vbmi());
+    if (kernel_table(Isa::Avx512) && kernel_table(Isa::Avx512)->amx) tables.insert(tables.end() - 1, &avx512_kernels_without_amx());
 #endif
     for (const KernelTable* k : tables) {
         for (GgmlType t : types)

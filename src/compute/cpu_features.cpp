@@ -5,12 +5,28 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace kiln {
 
 namespace {
 
 #if defined(__x86_64__) || defined(__i386__)
+// Linux hands the AMX tile data state (8 KB per thread) only to a process that
+// asks for it (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, 18);
+// without it the first tile instruction faults.
+bool amx_permitted() {
+#if defined(__linux__) && defined(__x86_64__)
+    constexpr long k_req_xcomp_perm = 0x1023, k_xfeature_xtiledata = 18;
+    return syscall(SYS_arch_prctl, k_req_xcomp_perm, k_xfeature_xtiledata) == 0;
+#else
+    return false;
+#endif
+}
+
 // CPUID and XGETBV directly (compilers disagree on which names
 // __builtin_cpu_supports knows). A feature counts only if the OS also saves the
 // registers it uses (XCR0).
@@ -28,10 +44,11 @@ CpuFeatures detect() {
     }
     const bool ymm = avx && (xcr0 & 0x6) == 0x6;      // SSE + AVX state
     const bool zmm = ymm && (xcr0 & 0xE0) == 0xE0;    // opmask + upper ZMM state
-    unsigned b7 = 0, c7 = 0, a71 = 0;
+    unsigned b7 = 0, c7 = 0, d7 = 0, a71 = 0;
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         b7 = b;
         c7 = c;
+        d7 = d;
         if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) a71 = a;
     }
     f.fma = ymm && fma;
@@ -46,6 +63,8 @@ CpuFeatures detect() {
     f.avx512vbmi = zmm && ((c7 >> 1) & 1);
     f.avx512vnni = zmm && ((c7 >> 11) & 1);
     f.avx512bf16 = zmm && ((a71 >> 5) & 1);
+    const bool tiles = (xcr0 & 0x60000) == 0x60000;  // XTILECFG + XTILEDATA state
+    f.amx_int8 = zmm && tiles && ((d7 >> 24) & 1) && ((d7 >> 25) & 1) && amx_permitted();
     return f;
 }
 #else

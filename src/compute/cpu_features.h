@@ -11,6 +11,9 @@ struct CpuFeatures {
     bool avx2 = false, fma = false, f16c = false, bmi2 = false;
     bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
     bool avx512vnni = false, avx512bf16 = false, avx512vbmi = false, avx_vnni = false;
+    // AMX tiles with the int8 dot products, saved by the OS (XCR0) and granted to this
+    // process (Linux asks each process to request the tile data state first).
+    bool amx_int8 = false;
 };
 
 const CpuFeatures& cpu_features();

@@ -32,7 +32,8 @@ std::vector<Isa> simd_levels() {
 // on CPUs with AVX-VNNI also the AVX2 table as CPUs without it get it (vpmaddubsw
 // products); and for BF16 on CPUs with AVX512_BF16 also the AVX-512 table as CPUs
 // without that extension get it (BF16 by the emulation); on CPUs with AVX512_VBMI
-// also the AVX-512 table without it (the grid i-quants by gathers).
+// also the AVX-512 table without it (the grid i-quants by gathers); on CPUs with
+// AMX also the AVX-512 table without it (prefill by vpdpbusd).
 std::vector<std::pair<std::string, const KernelTable*>> simd_tables(GgmlType type) {
     std::vector<std::pair<std::string, const KernelTable*>> out;
     for (Isa isa : simd_levels())
@@ -41,6 +42,7 @@ std::vector<std::pair<std::string, const KernelTable*>> simd_tables(GgmlType typ
     if (kernel_table(Isa::Avx2) && kernel_table(Isa::Avx2)->avx_vnni) out.push_back({"avx2 without AVX-VNNI", &avx2_kernels_without_vnni()});
     const KernelTable* t512 = kernel_table(Isa::Avx512);
     if (t512 && t512->avx512_vbmi) out.push_back({"avx512 without AVX512_VBMI", &avx512_kernels_without_vbmi()});
+    if (t512 && t512->amx) out.push_back({"avx512 without AMX", &avx512_kernels_without_amx()});
     if (type == GgmlType::BF16 && t512 && t512->bf16_pair_acts) {
         static const KernelTable emulated = [t512] {
             KernelTable k = *t512;

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "compute/kernels/avx512_amx.h"
 #include "compute/kernels/avx512_common.h"
 #include "compute/kernels/x86.h"
 #include "quant/quant_tables.h"
@@ -330,6 +331,192 @@ KILN_TARGET_AVX512 void legacy_gemm(const PackedMatrix& w, const ActPack& a, int
     }
 }
 
+
+// ---- AMX prefill (CPUs with AMX-INT8) --------------------------------------------------
+//
+// A panel's blocks are decoded once into signed levels (q - offset, or a table's
+// signed values; Q8_0's chunks are read where they are), each block the B tile of
+// 8 rows x 64 bytes (row c = chunk c: elements 4c .. 4c + 3 of the 16 rows). Per
+// group of 8 tokens and block, A = the tokens' 32 activation bytes, C = A x B: row
+// t holds the 16 integer sums that legacy_tile's vpdpbusd chains reach from the
+// activation's bias (sum a (q - offset) = sum a q - offset sum a, exactly), and
+// legacy_tile's float steps follow, so the bits are the same.
+
+// Signed levels of a table format (IQ4_NL, MXFP4), for the byte shuffle.
+template <Legacy F>
+KILN_TARGET_AVX512 inline __m512i signed_level_lut() {
+    if constexpr (!table_levels(F)) return _mm512_setzero_si512();
+    const int8_t* levels = F == Legacy::MXFP4 ? quant::k_values_e2m1x2 : quant::k_values_iq4nl;
+    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(levels)));
+}
+
+// The panel block at w (not Q8_0) as 8 chunks of signed levels at out (64-byte aligned).
+template <Legacy F>
+KILN_TARGET_AVX512 void legacy_signed_levels(const uint8_t* w, uint8_t* out) {
+    constexpr LegacyLayout L = legacy_layout(F);
+    constexpr int offset = F == Legacy::Q4_0 ? 8 : F == Legacy::Q5_0 ? 16 : 0;
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i lut = signed_level_lut<F>();
+    for (int c = 0; c < 4; ++c) {
+        const __m512i raw = _mm512_loadu_si512(w + L.qs + 64 * c);
+        __m512i lo = _mm512_and_si512(raw, low4);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+        if constexpr (L.fifth_bit) {
+            const uint8_t* masks = w + (L.has_min ? 64 : 32);
+            const __m512i bit = _mm512_set1_epi8(0x10);
+            lo = _mm512_mask_add_epi8(lo, load_mask64(masks + 16 * c), lo, bit);
+            hi = _mm512_mask_add_epi8(hi, load_mask64(masks + 16 * c + 8), hi, bit);
+        }
+        if constexpr (table_levels(F)) {
+            lo = _mm512_shuffle_epi8(lut, lo);
+            hi = _mm512_shuffle_epi8(lut, hi);
+        } else if constexpr (offset != 0) {
+            lo = _mm512_sub_epi8(lo, _mm512_set1_epi8(offset));
+            hi = _mm512_sub_epi8(hi, _mm512_set1_epi8(offset));
+        }
+        _mm512_store_si512(out + 64 * c, lo);
+        _mm512_store_si512(out + 64 * (4 + c), hi);
+    }
+}
+
+// One block's float steps for T tokens: isums (rows of the C tile stored at c), the
+// panel block's scales at w, the activation block at a. legacy_tile's operations.
+template <Legacy F, int T>
+KILN_TARGET_AVX512 inline void legacy_block_terms(const int32_t* c, const uint8_t* w, const uint8_t* a, __m512* acc) {
+    constexpr LegacyLayout L = legacy_layout(F);
+    const __m512 dw = load_scales<F>(w);
+    [[maybe_unused]] __m512 mw;
+    if constexpr (L.has_min) mw = load_f16x16(w + 32);
+    for (int t = 0; t < T; ++t) {
+        const __m512 d = _mm512_mul_ps(dw, bcast_f32(a + act_d_offset(32) + 4 * t));
+        const __m512 scaled = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * t)));
+        if constexpr (L.has_min) {
+            const __m512 min_term = _mm512_mul_ps(mw, bcast_f32(a + act_aux_offset(32) + 4 * t));
+            acc[t] = _mm512_add_ps(acc[t], _mm512_add_ps(scaled, min_term));
+        } else {
+            acc[t] = _mm512_add_ps(acc[t], scaled);
+        }
+    }
+}
+
+// Tiles: B of set S in tile S, A in 2 + S, C in 4 + S. Two sets: the products of
+// block b + 1 run while block b's float steps do.
+constexpr amx_tiles::TileConfig legacy_amx_config() {
+    amx_tiles::TileConfig c;
+    for (int s = 0; s < 2; ++s) c.tile(s, 8, 64).tile(2 + s, 8, 32).tile(4 + s, 8, 64);
+    return c;
+}
+
+// The integer sums of block b (B at levels, A at act) into the C tile of set S,
+// stored at out.
+template <int S>
+KILN_TARGET_AVX512 inline void legacy_amx_block(const uint8_t* levels, const uint8_t* act, int32_t* out) {
+    amx_tiles::load<S>(levels, 64);
+    amx_tiles::load<2 + S>(act, 32);
+    amx_tiles::zero<4 + S>();
+    amx_tiles::dot_signed<4 + S, 2 + S, S>();
+    amx_tiles::store<4 + S>(out, 64);
+}
+
+// One panel's decoded blocks (levels: block b at levels + b l_stride; scales of block
+// b at wp + b w_stride) x the T tokens of one group at ag.
+template <Legacy F, int T>
+KILN_TARGET_AVX512 void legacy_amx_tile(const uint8_t* levels, uint64_t l_stride, const uint8_t* wp, uint64_t w_stride,
+                                           const uint8_t* ag, uint64_t a_stride, int64_t nb, float* y, int64_t ldy, __mmask16 rows) {
+    alignas(64) int32_t c[2][8 * 16];
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    legacy_amx_block<0>(levels, ag, c[0]);
+    for (int64_t b = 0; b < nb; b += 2) {
+        const bool odd = b + 1 < nb;
+        if (odd) legacy_amx_block<1>(levels + (b + 1) * l_stride, ag + (b + 1) * a_stride, c[1]);
+        legacy_block_terms<F, T>(c[0], wp + b * w_stride, ag + b * a_stride, acc);
+        if (odd) {
+            if (b + 2 < nb) legacy_amx_block<0>(levels + (b + 2) * l_stride, ag + (b + 2) * a_stride, c[0]);
+            legacy_block_terms<F, T>(c[1], wp + (b + 1) * w_stride, ag + (b + 1) * a_stride, acc);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
+}
+
+// Two full groups (16 tokens: ag0, ag1; outputs y, y + 8 ldy) at once: one B tile
+// load serves both (tiles B 0, A 2 and 3, C 4 and 5), and the float steps of block
+// b - 1 run while block b's products do (its sums go to the other half of c).
+template <Legacy F>
+KILN_TARGET_AVX512 void legacy_amx_pair(const uint8_t* levels, uint64_t l_stride, const uint8_t* wp, uint64_t w_stride,
+                                        const uint8_t* ag0, const uint8_t* ag1, uint64_t a_stride, int64_t nb, float* y, int64_t ldy,
+                                        __mmask16 rows) {
+    alignas(64) int32_t c[2][2][8 * 16];
+    __m512 acc[2 * k_act_group];
+    for (__m512& v : acc) v = _mm512_setzero_ps();
+    auto issue = [&](int64_t b) KILN_TARGET_AVX512 {
+        int32_t(*out)[8 * 16] = c[b & 1];
+        amx_tiles::load<0>(levels + b * l_stride, 64);
+        amx_tiles::load<2>(ag0 + b * a_stride, 32);
+        amx_tiles::load<3>(ag1 + b * a_stride, 32);
+        amx_tiles::zero<4>();
+        amx_tiles::zero<5>();
+        amx_tiles::dot_signed<4, 2, 0>();
+        amx_tiles::dot_signed<5, 3, 0>();
+        amx_tiles::store<4>(out[0], 64);
+        amx_tiles::store<5>(out[1], 64);
+    };
+    issue(0);
+    for (int64_t b = 0; b < nb; ++b) {
+        if (b + 1 < nb) issue(b + 1);
+        legacy_block_terms<F, 8>(c[b & 1][0], wp + b * w_stride, ag0 + b * a_stride, acc);
+        legacy_block_terms<F, 8>(c[b & 1][1], wp + b * w_stride, ag1 + b * a_stride, acc + k_act_group);
+    }
+    for (int t = 0; t < 2 * k_act_group; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
+}
+
+template <Legacy F>
+KILN_TARGET_AVX512 void legacy_amx_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    static constexpr amx_tiles::TileConfig config = legacy_amx_config();
+    amx_tiles::configure(config);
+    const uint64_t a_stride = a.format.block_stride;
+    uint8_t* decoded = F == Legacy::Q8_0 ? nullptr : amx_tiles::scratch(static_cast<uint64_t>(w.n_blocks) * 512);
+    for (int64_t p = p0; p < p1; ++p) {
+        const uint8_t* wp = w.panel(p);
+        const uint8_t* levels = wp + legacy_layout(F).qs;
+        uint64_t l_stride = w.block_bytes;
+        if constexpr (F != Legacy::Q8_0) {
+            for (int64_t b = 0; b < w.n_blocks; ++b) legacy_signed_levels<F>(wp + b * w.block_bytes, decoded + 512 * b);
+            levels = decoded;
+            l_stride = 512;
+        }
+        const __mmask16 rows = panel_rows(w, p);
+        // Full groups in pairs, then the rest one by one.
+        const int64_t pairs = a.n_tokens / (2 * k_act_group);
+        for (int64_t q = 0; q < pairs; ++q)
+            legacy_amx_pair<F>(levels, l_stride, wp, w.block_bytes, a.group(2 * q), a.group(2 * q + 1), a_stride, w.n_blocks,
+                               y + 2 * q * k_act_group * ldy + p * k_panel_rows, ldy, rows);
+        for (int64_t g = 2 * pairs; g < a.n_groups(); ++g) {
+            const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
+            float* yt = y + g * k_act_group * ldy + p * k_panel_rows;
+            const uint8_t* ag = a.group(g);
+            switch (n) {
+                case 8: legacy_amx_tile<F, 8>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 7: legacy_amx_tile<F, 7>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 6: legacy_amx_tile<F, 6>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 5: legacy_amx_tile<F, 5>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 4: legacy_amx_tile<F, 4>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 3: legacy_amx_tile<F, 3>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 2: legacy_amx_tile<F, 2>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                default: legacy_amx_tile<F, 1>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+            }
+        }
+    }
+    amx_tiles::release();
+}
+
+// Several token groups by AMX; one group (decode, a small batch) by legacy_gemm.
+template <Legacy F>
+KILN_TARGET_AVX512 void legacy_amx_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    if (a.n_groups() > 1) return legacy_amx_prefill<F>(w, a, p0, p1, y, ldy);
+    legacy_gemm<F>(w, a, p0, p1, y, ldy);
+}
+
 }  // namespace
 
 KILN_TARGET_AVX512 void prep_act(const float* x, int64_t n_in, int64_t g0, int64_t g1, ActPack& a) {
@@ -372,6 +559,30 @@ void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1
 void gemm_mxfp4(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     legacy_gemm<Legacy::MXFP4>(w, a, p0, p1, y, ldy);
 }
+
+namespace amx {
+void gemm_q4_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_amx_gemm<Legacy::Q4_0>(w, a, p0, p1, y, ldy);
+}
+void gemm_q4_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_amx_gemm<Legacy::Q4_1>(w, a, p0, p1, y, ldy);
+}
+void gemm_q5_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_amx_gemm<Legacy::Q5_0>(w, a, p0, p1, y, ldy);
+}
+void gemm_q5_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_amx_gemm<Legacy::Q5_1>(w, a, p0, p1, y, ldy);
+}
+void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_amx_gemm<Legacy::Q8_0>(w, a, p0, p1, y, ldy);
+}
+void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_amx_gemm<Legacy::IQ4_NL>(w, a, p0, p1, y, ldy);
+}
+void gemm_mxfp4(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
+    legacy_amx_gemm<Legacy::MXFP4>(w, a, p0, p1, y, ldy);
+}
+}  // namespace amx
 
 }  // namespace kiln::avx512
 

@@ -110,11 +110,12 @@ const KernelTable& avx2_kernels_without_vnni() {
 }
 
 namespace {
-// The AVX-512 products with the grid i-quants by VBMI permutes.
-const std::vector<QuantKernel>& avx512_vbmi_quant() {
-    static const std::vector<QuantKernel> v = [] {
-        std::vector<QuantKernel> out(std::begin(k_avx512_quant), std::end(k_avx512_quant));
-        for (QuantKernel& k : out) switch (k.type) {
+// The AVX-512 products: the grid i-quants by VBMI permutes (vbmi), the prefill of
+// the types that have AMX kernels by AMX tiles (amx).
+std::vector<QuantKernel> avx512_quant(bool vbmi, bool amx) {
+    std::vector<QuantKernel> out(std::begin(k_avx512_quant), std::end(k_avx512_quant));
+    for (QuantKernel& k : out) {
+        if (vbmi) switch (k.type) {
                 case GgmlType::IQ2_XXS: k.gemm = avx512::vbmi::gemm_iq2_xxs; break;
                 case GgmlType::IQ2_XS: k.gemm = avx512::vbmi::gemm_iq2_xs; break;
                 case GgmlType::IQ2_S: k.gemm = avx512::vbmi::gemm_iq2_s; break;
@@ -124,16 +125,29 @@ const std::vector<QuantKernel>& avx512_vbmi_quant() {
                 case GgmlType::IQ1_M: k.gemm = avx512::vbmi::gemm_iq1_m; break;
                 default: break;
             }
-        return out;
-    }();
-    return v;
+        if (amx) switch (k.type) {
+                case GgmlType::Q4_0: k.gemm = avx512::amx::gemm_q4_0; break;
+                case GgmlType::Q4_1: k.gemm = avx512::amx::gemm_q4_1; break;
+                case GgmlType::Q5_0: k.gemm = avx512::amx::gemm_q5_0; break;
+                case GgmlType::Q5_1: k.gemm = avx512::amx::gemm_q5_1; break;
+                case GgmlType::Q8_0: k.gemm = avx512::amx::gemm_q8_0; break;
+                case GgmlType::IQ4_NL: k.gemm = avx512::amx::gemm_iq4_nl; break;
+                case GgmlType::MXFP4: k.gemm = avx512::amx::gemm_mxfp4; break;
+                default: break;
+            }
+    }
+    return out;
 }
 
-KernelTable make_avx512_table(bool vbmi) {
+KernelTable make_avx512_table(bool vbmi, bool amx) {
+    // One list per variant, alive as long as the program (the tables are static).
+    static const std::vector<QuantKernel> lists[2][2] = {{avx512_quant(false, false), avx512_quant(false, true)},
+                                                         {avx512_quant(true, false), avx512_quant(true, true)}};
     KernelTable k = scalar_kernels();
     k.isa = Isa::Avx512;
     k.avx512_vbmi = vbmi;
-    k.quant = vbmi ? std::span<const QuantKernel>(avx512_vbmi_quant()) : std::span<const QuantKernel>(k_avx512_quant);
+    k.amx = amx;
+    k.quant = lists[vbmi][amx];
     k.prep_act = avx512::prep_act;
     k.bf16_pair_acts = cpu_features().avx512bf16;
     k.gemm_float = k.bf16_pair_acts ? avx512::gemm_float : avx512::gemm_float_bf16_emulated;
@@ -161,12 +175,17 @@ KernelTable make_avx512_table(bool vbmi) {
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-    static const KernelTable t = make_avx512_table(cpu_features().avx512vbmi);
+    static const KernelTable t = make_avx512_table(cpu_features().avx512vbmi, cpu_features().amx_int8);
     return t;
 }
 
 const KernelTable& avx512_kernels_without_vbmi() {
-    static const KernelTable t = make_avx512_table(false);
+    static const KernelTable t = make_avx512_table(false, cpu_features().amx_int8);
+    return t;
+}
+
+const KernelTable& avx512_kernels_without_amx() {
+    static const KernelTable t = make_avx512_table(cpu_features().avx512vbmi, false);
     return t;
 }
 
@@ -191,24 +210,28 @@ const KernelTable* compiled_table(Isa isa) {
 
 // KILN_ISA=scalar|avx2|avx512 lowers the level (never raises it past the CPU's);
 // avx2-novnni is the AVX2 level without AVX-VNNI (as on CPUs that lack it),
-// avx512-novbmi the AVX-512 level without AVX512_VBMI (Skylake-X, Cascade Lake).
+// avx512-novbmi the AVX-512 level without AVX512_VBMI (Skylake-X, Cascade Lake),
+// avx512-noamx the AVX-512 level without AMX tiles (every AVX-512 CPU before
+// Sapphire Rapids, and AMD's).
 const KernelTable* initial_table() {
     Isa isa = best_isa();
-    bool without_vnni = false, without_vbmi = false;
+    bool without_vnni = false, without_vbmi = false, without_amx = false;
     if (const char* env = std::getenv("KILN_ISA")) {
         const std::string v = env;
         Isa want = isa;
         if (v == "scalar") want = Isa::Scalar;
         if (v == "avx2" || v == "avx2-novnni") want = Isa::Avx2;
-        if (v == "avx512" || v == "avx512-novbmi") want = Isa::Avx512;
+        if (v == "avx512" || v == "avx512-novbmi" || v == "avx512-noamx") want = Isa::Avx512;
         if (static_cast<int>(want) < static_cast<int>(isa)) isa = want;
         without_vnni = v == "avx2-novnni";
         without_vbmi = v == "avx512-novbmi";
+        without_amx = v == "avx512-noamx";
     }
     while (!compiled_table(isa) || !isa_supported(isa)) isa = static_cast<Isa>(static_cast<int>(isa) - 1);
 #if KILN_HAVE_X86_KERNELS
     if (isa == Isa::Avx2 && without_vnni) return &avx2_kernels_without_vnni();
     if (isa == Isa::Avx512 && without_vbmi) return &avx512_kernels_without_vbmi();
+    if (isa == Isa::Avx512 && without_amx) return &avx512_kernels_without_amx();
 #endif
     return compiled_table(isa);
 }
@@ -223,7 +246,7 @@ std::atomic<const KernelTable*>& active() {
 const KernelTable& kernels() { return *active().load(std::memory_order_relaxed); }
 
 std::string kernels_name(const KernelTable& k) {
-    return std::string(isa_name(k.isa)) + (k.avx_vnni ? "+avx-vnni" : "") + (k.avx512_vbmi ? "+vbmi" : "");
+    return std::string(isa_name(k.isa)) + (k.avx_vnni ? "+avx-vnni" : "") + (k.avx512_vbmi ? "+vbmi" : "") + (k.amx ? "+amx" : "");
 }
 
 const KernelTable* kernel_table(Isa isa) { return isa_supported(isa) ? compiled_table(isa) : nullptr; }

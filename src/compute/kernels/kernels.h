@@ -58,6 +58,8 @@ struct KernelTable {
     bool avx_vnni = false;
     // The AVX-512 grid i-quant products use AVX512_VBMI's byte permutes (CPUs that have it).
     bool avx512_vbmi = false;
+    // The AVX-512 prefill products use AMX tiles (CPUs with AMX-INT8).
+    bool amx = false;
 
     // Element-wise kernels over n floats; each element's result depends on its
     // value only (tails are handled as full vectors), so any split of a row is
@@ -140,7 +142,8 @@ struct KernelTable {
 // The active table.
 const KernelTable& kernels();
 // A table's name as tools print it: its level, "avx2+avx-vnni" for the AVX2 table
-// with AVX-VNNI, "avx512+vbmi" for the AVX-512 one with AVX512_VBMI.
+// with AVX-VNNI, "avx512+vbmi" for the AVX-512 one with AVX512_VBMI (and "+amx"
+// with AMX tiles).
 std::string kernels_name(const KernelTable& k);
 // The table of a level if it is compiled in and this CPU runs it, else nullptr.
 const KernelTable* kernel_table(Isa isa);
@@ -153,8 +156,9 @@ const KernelTable& scalar_kernels();
 #if defined(__x86_64__)
 const KernelTable& avx2_kernels();  // with AVX-VNNI where the CPU has it
 const KernelTable& avx2_kernels_without_vnni();
-const KernelTable& avx512_kernels();  // with AVX512_VBMI where the CPU has it
+const KernelTable& avx512_kernels();  // with AVX512_VBMI and AMX where the CPU has them
 const KernelTable& avx512_kernels_without_vbmi();
+const KernelTable& avx512_kernels_without_amx();  // VBMI where the CPU has it
 #endif
 
 }  // namespace kiln
