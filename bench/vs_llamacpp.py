@@ -3,7 +3,8 @@
 
     bench/vs_llamacpp.py [--models all|lowbit|smollm2,gemma3,q4_0,q8_0,q4_k,q5_k,q6_k,f16,bf16,q2_k,...,tq2_0 (LOWBIT),qwen35_q8_0,qwen35_q4_0,qwen3moe_q4_k,deepseek2_q4_k,gpt_oss_mxfp4] [-t 2]
                          [-p 512] [-n 128] [-d 0[,2048,8192]] [--rounds 3] [--kiln build/kiln]
-                         [--isa avx512|avx2|avx2-novnni|scalar] [--flash-attn on|off] [--llama-python PY]
+                         [--isa avx512|avx512-noamx|avx2|avx2-novnni|scalar] [--flash-attn on|off] [--llama-python PY]
+                         [--llama-no-amx]
 
 Runs with the oracle virtual environment's python (llama-cpp-python built from
 source with native CPU flags: tools/setup_oracle.sh). For every model and round,
@@ -17,7 +18,8 @@ attention setting and an f16 cache, as kiln); a list of depths gives one row per
 model and depth. --isa runs kiln at that kernel level (KILN_ISA) and llama.cpp
 from the build for it: tools/setup_oracle.sh --avx2 makes .venv-avx2 (AVX2, FMA,
 F16C; used for avx2-novnni) and --avx-vnni .venv-avxvnni (used for avx2);
---llama-python overrides. The machine is shared, so only ratios from interleaved rounds mean much;
+--llama-python overrides; --llama-no-amx keeps llama.cpp off its AMX path (a preloaded
+shim refuses its AMX permission request: bench/no_amx_preload.c). The machine is shared, so only ratios from interleaved rounds mean much;
 the table gives the median over rounds of each figure and of the per-round
 ratios kiln / llama.cpp.
 
@@ -173,11 +175,16 @@ def run_kiln(kiln, path, threads, n_prompt, n_gen, depth, isa, flash_attn="off")
     return json.loads(out)
 
 
-def run_llama(python, path, threads, n_prompt, n_gen, depth):
+def run_llama(python, path, threads, n_prompt, n_gen, depth, preload=None):
     cmd = [python, os.path.abspath(__file__), "--llama-worker", path, "-t", str(threads), "-p", str(n_prompt),
            "-n", str(n_gen), "-d", str(depth)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    env = dict(os.environ, **({"LD_PRELOAD": preload} if preload else {}))
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def kiln_build_dir(kiln):
+    return os.path.dirname(os.path.abspath(kiln))
 
 
 def median(xs):
@@ -195,6 +202,8 @@ def main():
     ap.add_argument("--flash-attn", choices=["on", "off"], default="off",
                     help="kiln's attention: off (the default order) or on (streaming); llama.cpp keeps its default")
     ap.add_argument("--llama-python", help="the python whose llama_cpp runs llama.cpp (default: by --isa)")
+    ap.add_argument("--llama-no-amx", action="store_true",
+                    help="llama.cpp without its AMX path (bench/no_amx_preload.c refuses its AMX permission request)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
     ap.add_argument("--json", help="also write the raw results to this file")
@@ -213,15 +222,20 @@ def main():
                                  "print(llama_cpp.llama_print_system_info().decode())"], check=True, capture_output=True,
                                 text=True).stdout.split("\n", 1)
     version, info = probe_info[0].strip(), probe_info[1]
+    preload = None
+    if a.llama_no_amx:
+        preload = os.path.join(kiln_build_dir(a.kiln), "no_amx_preload.so")
+        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", preload, os.path.join(ROOT, "bench", "no_amx_preload.c"), "-ldl"],
+                       check=True)
     if a.models == "all":
         keys = list(REAL) + [k for k in SYNTHETIC if k not in LOWBIT]
     elif a.models == "lowbit":
         keys = LOWBIT
     else:
         keys = a.models.split(",")
-    kiln_build = os.path.dirname(os.path.abspath(a.kiln))
+    kiln_build = kiln_build_dir(a.kiln)
     print(f"llama.cpp (llama-cpp-python {version}, {os.path.relpath(python, ROOT)}): {info.strip()}")
-    print(f"kiln: KILN_ISA={a.isa or '(best)'}, --flash-attn {a.flash_attn}")
+    print(f"kiln: KILN_ISA={a.isa or '(best)'}, --flash-attn {a.flash_attn}" + ("; llama.cpp without AMX" if preload else ""))
     print(f"threads {a.threads}, pp{a.n_prompt}, tg{a.n_gen}, depths {','.join(map(str, depths))}, {a.rounds} interleaved rounds\n")
     # Every file is written (or found missing) before the first timed run: a model
     # that cannot be made stops the run before it has spent time on the others.
@@ -253,7 +267,7 @@ def main():
                 if who == "kiln":
                     kiln_runs.append(run_kiln(a.kiln, path, a.threads, a.n_prompt, a.n_gen, depth, a.isa, a.flash_attn))
                 else:
-                    llama_runs.append(run_llama(python, path, a.threads, a.n_prompt, a.n_gen, depth))
+                    llama_runs.append(run_llama(python, path, a.threads, a.n_prompt, a.n_gen, depth, preload))
         probes.extend(kiln_runs)
         row = {"key": key, "name": name, "path": path, "depth": depth, "kiln": kiln_runs, "llama": llama_runs,
                "pp_bound": max(x.get("pp_bound_tokens_per_s", 0) for x in kiln_runs),
