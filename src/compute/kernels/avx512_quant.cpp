@@ -439,18 +439,25 @@ KILN_TARGET_AVX512 void legacy_amx_tile(const uint8_t* levels, uint64_t l_stride
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
 }
 
+// Blocks whose products are issued before a block's float steps read its sums
+// (from memory: the loads wait for the tile store). 2 and 3 measured no faster
+// than 1 (bench_matmul 2048 x 2048 x 512, docs/perf.md).
+constexpr int64_t k_amx_ahead = 1;
+
 // Two full groups (16 tokens: ag0, ag1; outputs y, y + 8 ldy) at once: one B tile
 // load serves both (tiles B 0, A 2 and 3, C 4 and 5), and the float steps of block
-// b - 1 run while block b's products do (its sums go to the other half of c).
+// b run while the products of the k_amx_ahead blocks after it do (their sums go to
+// other slots of c).
 template <Legacy F>
 KILN_TARGET_AVX512 void legacy_amx_pair(const uint8_t* levels, uint64_t l_stride, const uint8_t* wp, uint64_t w_stride,
                                         const uint8_t* ag0, const uint8_t* ag1, uint64_t a_stride, int64_t nb, float* y, int64_t ldy,
                                         __mmask16 rows) {
-    alignas(64) int32_t c[2][2][8 * 16];
+    constexpr int64_t slots = k_amx_ahead + 1;
+    alignas(64) int32_t c[slots][2][8 * 16];
     __m512 acc[2 * k_act_group];
     for (__m512& v : acc) v = _mm512_setzero_ps();
     auto issue = [&](int64_t b) KILN_TARGET_AVX512 {
-        int32_t(*out)[8 * 16] = c[b & 1];
+        int32_t(*out)[8 * 16] = c[b % slots];
         amx_tiles::load<0>(levels + b * l_stride, 64);
         amx_tiles::load<2>(ag0 + b * a_stride, 32);
         amx_tiles::load<3>(ag1 + b * a_stride, 32);
@@ -461,11 +468,11 @@ KILN_TARGET_AVX512 void legacy_amx_pair(const uint8_t* levels, uint64_t l_stride
         amx_tiles::store<4>(out[0], 64);
         amx_tiles::store<5>(out[1], 64);
     };
-    issue(0);
+    for (int64_t b = 0; b < std::min(k_amx_ahead, nb); ++b) issue(b);
     for (int64_t b = 0; b < nb; ++b) {
-        if (b + 1 < nb) issue(b + 1);
-        legacy_block_terms<F, 8>(c[b & 1][0], wp + b * w_stride, ag0 + b * a_stride, acc);
-        legacy_block_terms<F, 8>(c[b & 1][1], wp + b * w_stride, ag1 + b * a_stride, acc + k_act_group);
+        if (b + k_amx_ahead < nb) issue(b + k_amx_ahead);
+        legacy_block_terms<F, 8>(c[b % slots][0], wp + b * w_stride, ag0 + b * a_stride, acc);
+        legacy_block_terms<F, 8>(c[b % slots][1], wp + b * w_stride, ag1 + b * a_stride, acc + k_act_group);
     }
     for (int t = 0; t < 2 * k_act_group; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
 }
