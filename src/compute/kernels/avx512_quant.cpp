@@ -160,6 +160,29 @@ KILN_TARGET_AVX512 inline __m512 load_scales(const uint8_t* w) {
     }
 }
 
+// Chunk c of the 4-bit formats' panel block at w: lo = the levels of elements
+// 4c .. 4c + 3 of each row, hi = those of 16 + 4c .. (fifth bits added; table
+// formats: looked up in lut). ViaGpr: the fifth-bit masks through a general
+// register (load_mask64_via_gpr, the decode kernels').
+template <Legacy F, bool ViaGpr = false>
+KILN_TARGET_AVX512 inline void legacy_levels(const uint8_t* w, int c, __m512i lut, __m512i& lo, __m512i& hi) {
+    constexpr LegacyLayout L = legacy_layout(F);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i raw = _mm512_loadu_si512(w + L.qs + 64 * c);
+    lo = _mm512_and_si512(raw, low4);
+    hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+    if constexpr (L.fifth_bit) {
+        const uint8_t* masks = w + (L.has_min ? 64 : 32);
+        const __m512i bit = _mm512_set1_epi8(0x10);
+        lo = _mm512_mask_add_epi8(lo, ViaGpr ? load_mask64_via_gpr(masks + 16 * c) : load_mask64(masks + 16 * c), lo, bit);
+        hi = _mm512_mask_add_epi8(hi, ViaGpr ? load_mask64_via_gpr(masks + 16 * c + 8) : load_mask64(masks + 16 * c + 8), hi, bit);
+    }
+    if constexpr (table_levels(F)) {
+        lo = _mm512_shuffle_epi8(lut, lo);
+        hi = _mm512_shuffle_epi8(lut, hi);
+    }
+}
+
 // Blocks ahead whose weight lines a streaming tile requests (k_stream_ahead).
 constexpr int64_t k_stream_ahead = 16;
 
@@ -172,7 +195,6 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
                                     float* y, int64_t ldy, __mmask16 rows, bool stream = false) {
     constexpr LegacyLayout L = legacy_layout(F);
     constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i lut = level_lut<F>();
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
@@ -198,19 +220,8 @@ KILN_TARGET_AVX512 void legacy_tile(const uint8_t* w, const uint8_t* a, int64_t 
             }
         } else {
             for (int c = 0; c < 4; ++c) {
-                const __m512i raw = _mm512_loadu_si512(w + L.qs + 64 * c);
-                __m512i lo = _mm512_and_si512(raw, low4);
-                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
-                if constexpr (L.fifth_bit) {
-                    const uint8_t* masks = w + (L.has_min ? 64 : 32);
-                    const __m512i bit = _mm512_set1_epi8(0x10);
-                    lo = _mm512_mask_add_epi8(lo, load_mask64(masks + 16 * c), lo, bit);
-                    hi = _mm512_mask_add_epi8(hi, load_mask64(masks + 16 * c + 8), hi, bit);
-                }
-                if constexpr (table_levels(F)) {
-                    lo = _mm512_shuffle_epi8(lut, lo);
-                    hi = _mm512_shuffle_epi8(lut, hi);
-                }
+                __m512i lo, hi;
+                legacy_levels<F>(w, c, lut, lo, hi);
                 for (int t = 0; t < T; ++t) {
                     isum[t] = _mm512_dpbusd_epi32(isum[t], lo, bcast_i32(a + 32 * t + 4 * c));
                     isum2[t] = _mm512_dpbusd_epi32(isum2[t], hi, bcast_i32(a + 32 * t + 16 + 4 * c));
@@ -251,7 +262,6 @@ KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, co
                                       uint64_t a_stride, float* y, const __mmask16* rows, int64_t y_step = k_panel_rows) {
     constexpr LegacyLayout L = legacy_layout(F);
     constexpr bool unsigned_levels = F == Legacy::Q4_1 || F == Legacy::Q5_1;
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i lut = level_lut<F>();
     __m512 acc[P];
     for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
@@ -268,19 +278,8 @@ KILN_TARGET_AVX512 void legacy_decode(const uint8_t* w, uint64_t panel_bytes, co
                     isum = _mm512_dpbusd_epi32(isum, _mm512_xor_si512(_mm512_loadu_si512(wp + L.qs + 64 * c), flip), bcast_i32(a + 4 * c));
             } else {
                 for (int c = 0; c < 4; ++c) {
-                    const __m512i raw = _mm512_loadu_si512(wp + L.qs + 64 * c);
-                    __m512i lo = _mm512_and_si512(raw, low4);
-                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
-                    if constexpr (L.fifth_bit) {
-                        const uint8_t* masks = wp + (L.has_min ? 64 : 32);
-                        const __m512i bit = _mm512_set1_epi8(0x10);
-                        lo = _mm512_mask_add_epi8(lo, load_mask64_via_gpr(masks + 16 * c), lo, bit);
-                        hi = _mm512_mask_add_epi8(hi, load_mask64_via_gpr(masks + 16 * c + 8), hi, bit);
-                    }
-                    if constexpr (table_levels(F)) {
-                        lo = _mm512_shuffle_epi8(lut, lo);
-                        hi = _mm512_shuffle_epi8(lut, hi);
-                    }
+                    __m512i lo, hi;
+                    legacy_levels<F, true>(wp, c, lut, lo, hi);
                     isum = _mm512_dpbusd_epi32(isum, lo, bcast_i32(a + 4 * c));
                     isum = _mm512_dpbusd_epi32(isum, hi, bcast_i32(a + 16 + 4 * c));
                 }
@@ -353,24 +352,12 @@ KILN_TARGET_AVX512 inline __m512i signed_level_lut() {
 // The panel block at w (not Q8_0) as 8 chunks of signed levels at out (64-byte aligned).
 template <Legacy F>
 KILN_TARGET_AVX512 void legacy_signed_levels(const uint8_t* w, uint8_t* out) {
-    constexpr LegacyLayout L = legacy_layout(F);
     constexpr int offset = F == Legacy::Q4_0 ? 8 : F == Legacy::Q5_0 ? 16 : 0;
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i lut = signed_level_lut<F>();
     for (int c = 0; c < 4; ++c) {
-        const __m512i raw = _mm512_loadu_si512(w + L.qs + 64 * c);
-        __m512i lo = _mm512_and_si512(raw, low4);
-        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
-        if constexpr (L.fifth_bit) {
-            const uint8_t* masks = w + (L.has_min ? 64 : 32);
-            const __m512i bit = _mm512_set1_epi8(0x10);
-            lo = _mm512_mask_add_epi8(lo, load_mask64(masks + 16 * c), lo, bit);
-            hi = _mm512_mask_add_epi8(hi, load_mask64(masks + 16 * c + 8), hi, bit);
-        }
-        if constexpr (table_levels(F)) {
-            lo = _mm512_shuffle_epi8(lut, lo);
-            hi = _mm512_shuffle_epi8(lut, hi);
-        } else if constexpr (offset != 0) {
+        __m512i lo, hi;
+        legacy_levels<F>(w, c, lut, lo, hi);
+        if constexpr (offset != 0) {
             lo = _mm512_sub_epi8(lo, _mm512_set1_epi8(offset));
             hi = _mm512_sub_epi8(hi, _mm512_set1_epi8(offset));
         }
