@@ -555,27 +555,10 @@ void gemm_mxfp4(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1,
 }
 
 namespace amx {
-void gemm_q4_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_amx_gemm<Legacy::Q4_0>(w, a, p0, p1, y, ldy);
-}
-void gemm_q4_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_amx_gemm<Legacy::Q4_1>(w, a, p0, p1, y, ldy);
-}
-void gemm_q5_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_amx_gemm<Legacy::Q5_0>(w, a, p0, p1, y, ldy);
-}
-void gemm_q5_1(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_amx_gemm<Legacy::Q5_1>(w, a, p0, p1, y, ldy);
-}
-void gemm_q8_0(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_amx_gemm<Legacy::Q8_0>(w, a, p0, p1, y, ldy);
-}
-void gemm_iq4_nl(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_amx_gemm<Legacy::IQ4_NL>(w, a, p0, p1, y, ldy);
-}
-void gemm_mxfp4(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    legacy_amx_gemm<Legacy::MXFP4>(w, a, p0, p1, y, ldy);
-}
+const PackedGemmFn gemm_q4_0 = legacy_amx_gemm<Legacy::Q4_0>, gemm_q4_1 = legacy_amx_gemm<Legacy::Q4_1>,
+                   gemm_q5_0 = legacy_amx_gemm<Legacy::Q5_0>, gemm_q5_1 = legacy_amx_gemm<Legacy::Q5_1>,
+                   gemm_q8_0 = legacy_amx_gemm<Legacy::Q8_0>, gemm_iq4_nl = legacy_amx_gemm<Legacy::IQ4_NL>,
+                   gemm_mxfp4 = legacy_amx_gemm<Legacy::MXFP4>;
 }  // namespace amx
 
 }  // namespace kiln::avx512
