@@ -1,7 +1,7 @@
 // AMX tiles for the AVX-512 prefill kernels on CPUs with AMX-INT8 (Sapphire
 // Rapids and later): eight tile registers of up to 16 rows x 64 bytes, shaped by a
 // tile configuration, and a matrix-multiply unit that adds int8 x int8 dot products
-// of 4 bytes into int32 cells (tdpbssd / tdpbsud). A panel block's chunks (layout.h:
+// of 4 bytes into int32 cells (tdpbssd). A panel block's chunks (layout.h:
 // chunk c, lane i = elements 4c .. 4c + 3 of row i) are exactly the B operand of a
 // tile product, so C = A (tokens x elements) x B (elements x 16 rows) gives, row t
 // of C, the 16 integer sums the vpdpbusd kernels build in one register for token t:
@@ -57,14 +57,10 @@ template <int Tile>
 inline void zero() {
     __asm__ volatile("tilezero %%tmm%c0" ::"i"(Tile));
 }
-// C += A x B, A's bytes signed, B's signed (tdpbssd) or unsigned (tdpbsud).
+// C += A x B, the bytes of both signed (tdpbssd).
 template <int C, int A, int B>
-inline void dot_signed(){
+inline void dot_signed() {
     __asm__ volatile("tdpbssd %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(C), "i"(A), "i"(B));
-}
-template <int C, int A, int B>
-inline void dot_unsigned() {
-    __asm__ volatile("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(C), "i"(A), "i"(B));
 }
 
 // This thread's scratch of at least n bytes, 64-byte aligned (a panel's decoded

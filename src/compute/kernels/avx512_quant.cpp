@@ -386,44 +386,10 @@ KILN_TARGET_AVX512 inline void legacy_block_terms(const int32_t* c, const uint8_
     }
 }
 
-// Tiles: B of set S in tile S, A in 2 + S, C in 4 + S. Two sets: the products of
-// block b + 1 run while block b's float steps do.
+// Tiles: B in 0; group g's A in 2 + g and C in 4 + g (8 tokens x 32 bytes, 8 x 16 sums).
 constexpr amx_tiles::TileConfig legacy_amx_config() {
     amx_tiles::TileConfig c;
-    for (int s = 0; s < 2; ++s) c.tile(s, 8, 64).tile(2 + s, 8, 32).tile(4 + s, 8, 64);
-    return c;
-}
-
-// The integer sums of block b (B at levels, A at act) into the C tile of set S,
-// stored at out.
-template <int S>
-KILN_TARGET_AVX512 inline void legacy_amx_block(const uint8_t* levels, const uint8_t* act, int32_t* out) {
-    amx_tiles::load<S>(levels, 64);
-    amx_tiles::load<2 + S>(act, 32);
-    amx_tiles::zero<4 + S>();
-    amx_tiles::dot_signed<4 + S, 2 + S, S>();
-    amx_tiles::store<4 + S>(out, 64);
-}
-
-// One panel's decoded blocks (levels: block b at levels + b l_stride; scales of block
-// b at wp + b w_stride) x the T tokens of one group at ag.
-template <Legacy F, int T>
-KILN_TARGET_AVX512 void legacy_amx_tile(const uint8_t* levels, uint64_t l_stride, const uint8_t* wp, uint64_t w_stride,
-                                           const uint8_t* ag, uint64_t a_stride, int64_t nb, float* y, int64_t ldy, __mmask16 rows) {
-    alignas(64) int32_t c[2][8 * 16];
-    __m512 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-    legacy_amx_block<0>(levels, ag, c[0]);
-    for (int64_t b = 0; b < nb; b += 2) {
-        const bool odd = b + 1 < nb;
-        if (odd) legacy_amx_block<1>(levels + (b + 1) * l_stride, ag + (b + 1) * a_stride, c[1]);
-        legacy_block_terms<F, T>(c[0], wp + b * w_stride, ag + b * a_stride, acc);
-        if (odd) {
-            if (b + 2 < nb) legacy_amx_block<0>(levels + (b + 2) * l_stride, ag + (b + 2) * a_stride, c[0]);
-            legacy_block_terms<F, T>(c[1], wp + (b + 1) * w_stride, ag + (b + 1) * a_stride, acc);
-        }
-    }
-    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
+    return c.tile(0, 8, 64).tile(2, 8, 32).tile(3, 8, 32).tile(4, 8, 64).tile(5, 8, 64);
 }
 
 // Blocks whose products are issued before a block's float steps read its sums
@@ -431,37 +397,42 @@ KILN_TARGET_AVX512 void legacy_amx_tile(const uint8_t* levels, uint64_t l_stride
 // than 1 (bench_matmul 2048 x 2048 x 512, docs/perf.md).
 constexpr int64_t k_amx_ahead = 1;
 
-// Two full groups (16 tokens: ag0, ag1; outputs y, y + 8 ldy) at once: one B tile
-// load serves both (tiles B 0, A 2 and 3, C 4 and 5), and the float steps of block
-// b run while the products of the k_amx_ahead blocks after it do (their sums go to
-// other slots of c).
-template <Legacy F>
-KILN_TARGET_AVX512 void legacy_amx_pair(const uint8_t* levels, uint64_t l_stride, const uint8_t* wp, uint64_t w_stride,
-                                        const uint8_t* ag0, const uint8_t* ag1, uint64_t a_stride, int64_t nb, float* y, int64_t ldy,
-                                        __mmask16 rows) {
+// One panel's decoded blocks (levels: block b at levels + b l_stride; scales of block
+// b at wp + b w_stride) x G token groups (1 or 2) at ag[g], all full but the last,
+// which holds T tokens; outputs of group g at y + 8 g ldy. One B load serves every
+// group, and the float steps of block b run while the products of the k_amx_ahead
+// blocks after it do (their sums go to other slots of c).
+template <Legacy F, int G, int T>
+KILN_TARGET_AVX512 void legacy_amx_groups(const uint8_t* levels, uint64_t l_stride, const uint8_t* wp, uint64_t w_stride,
+                                          const uint8_t* const (&ag)[G], uint64_t a_stride, int64_t nb, float* y, int64_t ldy,
+                                          __mmask16 rows) {
+    static_assert(G == 1 || G == 2);
     constexpr int64_t slots = k_amx_ahead + 1;
-    alignas(64) int32_t c[slots][2][8 * 16];
-    __m512 acc[2 * k_act_group];
+    constexpr int n_tokens = (G - 1) * k_act_group + T;
+    alignas(64) int32_t c[slots][G][8 * 16];
+    __m512 acc[n_tokens];
     for (__m512& v : acc) v = _mm512_setzero_ps();
     auto issue = [&](int64_t b) KILN_TARGET_AVX512 {
         int32_t(*out)[8 * 16] = c[b % slots];
         amx_tiles::load<0>(levels + b * l_stride, 64);
-        amx_tiles::load<2>(ag0 + b * a_stride, 32);
-        amx_tiles::load<3>(ag1 + b * a_stride, 32);
+        amx_tiles::load<2>(ag[0] + b * a_stride, 32);
         amx_tiles::zero<4>();
-        amx_tiles::zero<5>();
         amx_tiles::dot_signed<4, 2, 0>();
-        amx_tiles::dot_signed<5, 3, 0>();
         amx_tiles::store<4>(out[0], 64);
-        amx_tiles::store<5>(out[1], 64);
+        if constexpr (G == 2) {
+            amx_tiles::load<3>(ag[1] + b * a_stride, 32);
+            amx_tiles::zero<5>();
+            amx_tiles::dot_signed<5, 3, 0>();
+            amx_tiles::store<5>(out[1], 64);
+        }
     };
     for (int64_t b = 0; b < std::min(k_amx_ahead, nb); ++b) issue(b);
     for (int64_t b = 0; b < nb; ++b) {
         if (b + k_amx_ahead < nb) issue(b + k_amx_ahead);
-        legacy_block_terms<F, 8>(c[b % slots][0], wp + b * w_stride, ag0 + b * a_stride, acc);
-        legacy_block_terms<F, 8>(c[b % slots][1], wp + b * w_stride, ag1 + b * a_stride, acc + k_act_group);
+        if constexpr (G == 2) legacy_block_terms<F, k_act_group>(c[b % slots][0], wp + b * w_stride, ag[0] + b * a_stride, acc);
+        legacy_block_terms<F, T>(c[b % slots][G - 1], wp + b * w_stride, ag[G - 1] + b * a_stride, acc + (G - 1) * k_act_group);
     }
-    for (int t = 0; t < 2 * k_act_group; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
+    for (int t = 0; t < n_tokens; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, acc[t]);
 }
 
 template <Legacy F>
@@ -482,22 +453,24 @@ KILN_TARGET_AVX512 void legacy_amx_prefill(const PackedMatrix& w, const ActPack&
         const __mmask16 rows = panel_rows(w, p);
         // Full groups in pairs, then the rest one by one.
         const int64_t pairs = a.n_tokens / (2 * k_act_group);
-        for (int64_t q = 0; q < pairs; ++q)
-            legacy_amx_pair<F>(levels, l_stride, wp, w.block_bytes, a.group(2 * q), a.group(2 * q + 1), a_stride, w.n_blocks,
-                               y + 2 * q * k_act_group * ldy + p * k_panel_rows, ldy, rows);
+        for (int64_t q = 0; q < pairs; ++q) {
+            const uint8_t* const ag[2] = {a.group(2 * q), a.group(2 * q + 1)};
+            legacy_amx_groups<F, 2, 8>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks,
+                                       y + 2 * q * k_act_group * ldy + p * k_panel_rows, ldy, rows);
+        }
         for (int64_t g = 2 * pairs; g < a.n_groups(); ++g) {
             const int n = static_cast<int>(std::min<int64_t>(k_act_group, a.n_tokens - g * k_act_group));
             float* yt = y + g * k_act_group * ldy + p * k_panel_rows;
-            const uint8_t* ag = a.group(g);
+            const uint8_t* const ag[1] = {a.group(g)};
             switch (n) {
-                case 8: legacy_amx_tile<F, 8>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
-                case 7: legacy_amx_tile<F, 7>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
-                case 6: legacy_amx_tile<F, 6>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
-                case 5: legacy_amx_tile<F, 5>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
-                case 4: legacy_amx_tile<F, 4>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
-                case 3: legacy_amx_tile<F, 3>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
-                case 2: legacy_amx_tile<F, 2>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
-                default: legacy_amx_tile<F, 1>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 8: legacy_amx_groups<F, 1, 8>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 7: legacy_amx_groups<F, 1, 7>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 6: legacy_amx_groups<F, 1, 6>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 5: legacy_amx_groups<F, 1, 5>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 4: legacy_amx_groups<F, 1, 4>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 3: legacy_amx_groups<F, 1, 3>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                case 2: legacy_amx_groups<F, 1, 2>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
+                default: legacy_amx_groups<F, 1, 1>(levels, l_stride, wp, w.block_bytes, ag, a_stride, w.n_blocks, yt, ldy, rows); break;
             }
         }
     }
