@@ -3,13 +3,16 @@
 // for every kernel level this CPU runs. Figures only; not a test.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "compute/kernels/kernels.h"
 #include "compute/kernels/packing.h"
 #include "compute/matmul.h"
+#include "compute/probe.h"
 #include "kiln/quant.h"
 
 namespace {
@@ -120,6 +123,20 @@ void bm_decode_model(benchmark::State& state, GgmlType type, const KernelTable* 
     state.counters["GB/s"] = benchmark::Counter(bytes * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
+// A plain read of 512 MiB with the machine probe's loop: the bandwidth the
+// decode rows above are measured against. On a shared machine the bound moves
+// from minute to minute, so a round of rows with this one beside them gives
+// each row's share of the bandwidth at that moment.
+void bm_read(benchmark::State& state, int threads) {
+    constexpr size_t k_bytes = size_t{512} << 20;
+    std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t*>(std::aligned_alloc(64, k_bytes)), &std::free);
+    std::memset(buf.get(), 1, k_bytes);
+    ThreadPool pool(threads);
+    double seconds = 0;
+    for (auto _ : state) seconds += static_cast<double>(k_bytes) / read_pass(pool, buf.get(), k_bytes);
+    state.counters["GB/s"] = benchmark::Counter(static_cast<double>(k_bytes) * static_cast<double>(state.iterations()) / 1e9 / seconds);
+}
+
 void register_all() {
     const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16, GgmlType::BF16,
@@ -137,6 +154,8 @@ void register_all() {
     if (kernel_table(Isa::Avx512) && kernel_table(Isa::Avx512)->avx512_vbmi) tables.insert(tables.end() - 1, &avx512_kernels_without_vbmi());
     if (kernel_table(Isa::Avx512) && kernel_table(Isa::Avx512)->amx) tables.insert(tables.end() - 1, &avx512_kernels_without_amx());
 #endif
+    if (kernel_table(Isa::Avx2))
+        for (int threads : {1, 2}) benchmark::RegisterBenchmark(("membw/read/512MiB/threads:" + std::to_string(threads)).c_str(), bm_read, threads);
     for (const KernelTable* k : tables) {
         for (GgmlType t : types)
             for (int64_t n_tokens : {1, 64, 512}) {

@@ -32,7 +32,9 @@ bytes read per token / bandwidth) and the prefill bound (2 x layer weights per
 token / int8 or f32 rate), with the fraction of each that both engines reach.
 Every kiln run probes after its timed tests, and a model's bounds are the highest
 of its rounds: the bandwidth the neighbours leave changes from minute to minute,
-and a bound taken at a poor moment would be beaten by a later round.
+and a bound taken at a poor moment would be beaten by a later round. The last two
+columns set each round against the bound probed in that round instead (medians):
+on a machine whose bandwidth moves that much, the share of what it gave then.
 """
 import argparse
 import json
@@ -282,6 +284,12 @@ def main():
             # round of each engine is the closest to what it does on a quiet one.
             row[f"kiln_{test}_best"] = max(x[f] for x in kiln_runs)
             row[f"llama_{test}_best"] = max(x[f] for x in llama_runs)
+            # Each round against the bound probed in that round's kiln run: where the
+            # bandwidth moves from minute to minute, the share of what the machine gave
+            # at that moment (the best-of columns set a best round against the best probe).
+            b = f"{test}_bound_tokens_per_s"
+            row[f"kiln_{test}_of_round"] = median([k[f] / k[b] for k in kiln_runs if k.get(b, 0) > 0] or [0])
+            row[f"llama_{test}_of_round"] = median([l[f] / k[b] for k, l in zip(kiln_runs, llama_runs) if k.get(b, 0) > 0] or [0])
         row["kiln_load"] = median([x["load_seconds"] for x in kiln_runs])
         row["llama_load"] = median([x["load_seconds"] for x in llama_runs])
         row["kiln_rss"] = median([x["peak_rss_bytes"] for x in kiln_runs])
@@ -310,8 +318,8 @@ def main():
 
     print("\nmedian over rounds (t/s), median of the per-round ratios, and the best round of each engine:")
     print("\n| model | depth | test | kiln | llama.cpp | kiln / llama.cpp | best kiln | best llama.cpp | best ratio | bound | "
-          "kiln best of bound | llama.cpp best of bound |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "kiln best of bound | llama.cpp best of bound | kiln of round's bound | llama.cpp of round's bound |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in results:
         for test in ("pp", "tg"):
             n = a.n_prompt if test == "pp" else a.n_gen
@@ -320,7 +328,7 @@ def main():
             kb, lb = row[f"kiln_{test}_best"], row[f"llama_{test}_best"]
             print(f"| {row['name']} | {row['depth']} | {test}{n} | {row[f'kiln_{test}']:.1f} | {row[f'llama_{test}']:.1f} | "
                   f"{row[f'ratio_{test}']:.2f} | {kb:.1f} | {lb:.1f} | {kb / lb if lb else 0:.2f} | {b:.0f} ({kind}) | "
-                  f"{pct(kb, b)} | {pct(lb, b)} |")
+                  f"{pct(kb, b)} | {pct(lb, b)} | {pct(row[f'kiln_{test}_of_round'], 1)} | {pct(row[f'llama_{test}_of_round'], 1)} |")
     # The issue's test for long contexts: the extra time of a decode step at depth
     # D over one at depth 0, against the time to read the cache it adds once.
     extra = [(r0, r) for r0 in results if r0["depth"] == 0 for r in results if r["key"] == r0["key"] and r["depth"] > 0]

@@ -1,5 +1,7 @@
 #include "kiln/system.h"
 
+#include "compute/probe.h"
+
 #include "compute/cpu_features.h"
 #include "compute/kernels/avx2_common.h"
 #include "compute/kernels/avx512_intrinsics.h"
@@ -160,6 +162,15 @@ double rate(ThreadPool& pool, Fn fn, double per_iter) {
 
 }  // namespace
 
+double read_pass(ThreadPool& pool, const uint8_t* buf, size_t n) {
+    std::atomic<uint64_t> sink{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    const size_t per = n / static_cast<size_t>(pool.size()) / 256 * 256;
+    pool.run(pool.size(), [&](int64_t t, int) { sink ^= read_slice_avx2(buf + static_cast<size_t>(t) * per, per); });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return static_cast<double>(per * static_cast<size_t>(pool.size())) / s;
+}
+
 MachineProbe probe_machine(int n_threads) {
     MachineProbe p;
     ThreadPool pool(n_threads);
@@ -170,14 +181,7 @@ MachineProbe probe_machine(int n_threads) {
     // The best of 5 reads of the whole buffer: the other jobs on a shared machine
     // only ever slow a read down.
     double best = 0;
-    std::atomic<uint64_t> sink{0};
-    for (int rep = 0; rep < 5; ++rep) {
-        auto t0 = std::chrono::steady_clock::now();
-        const size_t per = k_bytes / static_cast<size_t>(pool.size()) / 256 * 256;
-        pool.run(pool.size(), [&](int64_t t, int) { sink ^= read_slice_avx2(buf.get() + static_cast<size_t>(t) * per, per); });
-        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        best = std::max(best, static_cast<double>(per * static_cast<size_t>(pool.size())) / s);
-    }
+    for (int rep = 0; rep < 5; ++rep) best = std::max(best, read_pass(pool, buf.get(), k_bytes));
     buf.reset();
     p.read_bandwidth = best;
 
