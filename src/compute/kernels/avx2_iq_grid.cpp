@@ -60,6 +60,53 @@ KILN_TARGET_AVX2 inline __m256i bits_of(__m256i v, int shift, int mask) {
     return _mm256_and_si256(_mm256_srli_epi32(v, shift), _mm256_set1_epi32(mask));
 }
 
+inline uint32_t u16_at(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+}
+
+// Grid lookups by scalar loads, not vpgatherdd: gathers are microcoded and slow
+// on AMD before Zen 4. Measured on a Zen 3 (docs/perf.md), one-token products in
+// cache: 1.4-1.8x faster where the indices are read straight from the weights into
+// scalar registers (IQ2_XXS, IQ2_XS, IQ3_XXS) or come from a vector through memory
+// (IQ2_S, IQ1_S, IQ1_M: cheaper than scalar bit-gluing there). IQ3_S keeps its
+// gathers: both scalar forms measured slower.
+
+// The 8-byte grid entries at lane r's index(r): lane r's bytes 0-3 in lo, 4-7 in hi.
+template <typename Index>
+KILN_TARGET_AVX2 inline void lookup8(const uint8_t* grid, Index index, __m256i& lo, __m256i& hi) {
+    const auto entry = [&](int r) {
+        int64_t v;
+        std::memcpy(&v, grid + 8 * static_cast<size_t>(index(r)), 8);
+        return v;
+    };
+    // 128-bit lanes [e0 e1 | e4 e5] and [e2 e3 | e6 e7]; the even dwords of both
+    // are the entries' bytes 0-3 in row order, the odd ones bytes 4-7.
+    const __m256 a = _mm256_castsi256_ps(_mm256_setr_epi64x(entry(0), entry(1), entry(4), entry(5)));
+    const __m256 b = _mm256_castsi256_ps(_mm256_setr_epi64x(entry(2), entry(3), entry(6), entry(7)));
+    lo = _mm256_castps_si256(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    hi = _mm256_castps_si256(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// The 4-byte grid entries at lane r's index(r).
+template <typename Index>
+KILN_TARGET_AVX2 inline __m256i lookup4(const uint8_t* grid, Index index) {
+    const auto entry = [&](int r) {
+        int v;
+        std::memcpy(&v, grid + 4 * static_cast<size_t>(index(r)), 4);
+        return v;
+    };
+    return _mm256_setr_epi32(entry(0), entry(1), entry(2), entry(3), entry(4), entry(5), entry(6), entry(7));
+}
+
+// As above, the indices in a vector's lanes.
+KILN_TARGET_AVX2 inline void lookup8(const uint8_t* grid, __m256i idx, __m256i& lo, __m256i& hi) {
+    alignas(32) uint32_t i[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(i), idx);
+    lookup8(grid, [&](int r) { return i[r]; }, lo, hi);
+}
+
 using L = IqGridLayout;
 
 // As avx512_iq_grid.cpp: group(w, h, ib, l, lo, hi) and scale(w, h, ib, half).
@@ -69,11 +116,11 @@ struct Iq2xxs {
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq2xxs_aux(ib) + 32 * h), 28, 4); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
-        const __m256i idx = u8x8(w + L::iq2xxs_idx(ib, l), h);
-        const auto* grid = reinterpret_cast<const int*>(quant::k_iq2xxs_grid);
+        const uint8_t* q = w + L::iq2xxs_idx(ib, l) + 8 * h;
         const __m256i aux = load256(w + L::iq2xxs_aux(ib) + 32 * h);
-        apply_signs(signs_of_index(bits_of(aux, 7 * l, 127)), _mm256_i32gather_epi32(grid, idx, 8), _mm256_i32gather_epi32(grid + 1, idx, 8),
-                    k_offset, lo, hi);
+        __m256i glo, ghi;
+        lookup8(quant::k_iq2xxs_grid[0], [&](int r) { return uint32_t{q[r]}; }, glo, ghi);
+        apply_signs(signs_of_index(bits_of(aux, 7 * l, 127)), glo, ghi, k_offset, lo, hi);
     }
 };
 
@@ -83,11 +130,11 @@ struct Iq2xs {
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2xs_scales(ib), h), 4 * half, 4); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+        const uint8_t* qp = w + L::iq2xs_q(ib, l) + 16 * h;
         const __m256i q = u16x8(w + L::iq2xs_q(ib, l), h);
-        const __m256i idx = _mm256_and_si256(q, _mm256_set1_epi32(511));
-        const auto* grid = reinterpret_cast<const int*>(quant::k_iq2xs_grid);
-        apply_signs(signs_of_index(_mm256_srli_epi32(q, 9)), _mm256_i32gather_epi32(grid, idx, 8), _mm256_i32gather_epi32(grid + 1, idx, 8),
-                    k_offset, lo, hi);
+        __m256i glo, ghi;
+        lookup8(quant::k_iq2xs_grid[0], [&](int r) { return u16_at(qp + 2 * r) & 511; }, glo, ghi);
+        apply_signs(signs_of_index(_mm256_srli_epi32(q, 9)), glo, ghi, k_offset, lo, hi);
     }
 };
 
@@ -98,9 +145,9 @@ struct Iq2s {
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2s_scales(ib), h), 4 * half, 4); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
         const __m256i idx = _mm256_or_si256(u8x8(w + L::iq2s_qs(ib, l), h), _mm256_slli_epi32(bits_of(u8x8(w + L::iq2s_qh(ib), h), 2 * l, 3), 8));
-        const auto* grid = reinterpret_cast<const int*>(quant::k_iq2s_grid);
-        apply_signs(u8x8(w + L::iq2s_signs(ib, l), h), _mm256_i32gather_epi32(grid, idx, 8), _mm256_i32gather_epi32(grid + 1, idx, 8), k_offset,
-                    lo, hi);
+        __m256i glo, ghi;
+        lookup8(quant::k_iq2s_grid[0], idx, glo, ghi);
+        apply_signs(u8x8(w + L::iq2s_signs(ib, l), h), glo, ghi, k_offset, lo, hi);
     }
 };
 
@@ -110,10 +157,11 @@ struct Iq3xxs {
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq3xxs_aux(ib) + 32 * h), 28, 4); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
-        const auto* grid = reinterpret_cast<const int*>(quant::k_iq3xxs_grid);
+        const uint8_t* q0 = w + L::iq3xxs_qs(ib, 2 * l) + 8 * h;
+        const uint8_t* q1 = w + L::iq3xxs_qs(ib, 2 * l + 1) + 8 * h;
         const __m256i aux = load256(w + L::iq3xxs_aux(ib) + 32 * h);
-        apply_signs(signs_of_index(bits_of(aux, 7 * l, 127)), _mm256_i32gather_epi32(grid, u8x8(w + L::iq3xxs_qs(ib, 2 * l), h), 4),
-                    _mm256_i32gather_epi32(grid, u8x8(w + L::iq3xxs_qs(ib, 2 * l + 1), h), 4), k_offset, lo, hi);
+        apply_signs(signs_of_index(bits_of(aux, 7 * l, 127)), lookup4(quant::k_iq3xxs_grid[0], [&](int r) { return q0[r]; }),
+                    lookup4(quant::k_iq3xxs_grid[0], [&](int r) { return q1[r]; }), k_offset, lo, hi);
     }
 };
 
@@ -124,20 +172,21 @@ struct Iq3s {
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u8x8(w + L::iq3s_scales(ib / 2), h), 4 * (ib % 2), 4); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
         const __m256i qh = u8x8(w + L::iq3s_qh(ib), h);
-        const auto* grid = reinterpret_cast<const int*>(quant::k_iq3s_grid);
         const __m256i i0 = _mm256_or_si256(u8x8(w + L::iq3s_qs(ib, 2 * l), h), _mm256_slli_epi32(bits_of(qh, 2 * l, 1), 8));
         const __m256i i1 = _mm256_or_si256(u8x8(w + L::iq3s_qs(ib, 2 * l + 1), h), _mm256_slli_epi32(bits_of(qh, 2 * l + 1, 1), 8));
+        const auto* grid = reinterpret_cast<const int*>(quant::k_iq3s_grid);
         apply_signs(u8x8(w + L::iq3s_signs(ib, l), h), _mm256_i32gather_epi32(grid, i0, 4), _mm256_i32gather_epi32(grid, i1, 4), k_offset, lo, hi);
     }
 };
 
 // IQ1: 8 (g + 2) + delta, the level 8 g + delta plus 16.
 KILN_TARGET_AVX2 inline void iq1_levels(__m256i idx, __m256i minus, __m256i& lo, __m256i& hi) {
-    const auto* grid = reinterpret_cast<const int*>(quant::k_iq1s_grid);
     const __m256i two = _mm256_set1_epi8(2);
     const __m256i delta = _mm256_blendv_epi8(_mm256_set1_epi8(1), _mm256_set1_epi8(-1), minus);
-    lo = _mm256_add_epi8(_mm256_slli_epi16(_mm256_add_epi8(_mm256_i32gather_epi32(grid, idx, 8), two), 3), delta);
-    hi = _mm256_add_epi8(_mm256_slli_epi16(_mm256_add_epi8(_mm256_i32gather_epi32(grid + 1, idx, 8), two), 3), delta);
+    __m256i glo, ghi;
+    lookup8(reinterpret_cast<const uint8_t*>(quant::k_iq1s_grid[0]), idx, glo, ghi);
+    lo = _mm256_add_epi8(_mm256_slli_epi16(_mm256_add_epi8(glo, two), 3), delta);
+    hi = _mm256_add_epi8(_mm256_slli_epi16(_mm256_add_epi8(ghi, two), 3), delta);
 }
 
 struct Iq1s {
