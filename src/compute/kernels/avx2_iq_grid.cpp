@@ -4,7 +4,9 @@
 // AVX-VNNI each chunk's products go through vpmaddubsw (at most 2 x 126 x 127 per
 // int16 pair: exact) and vpmaddwd to int32 at once; the `vnni` variants take
 // vpdpbusd. Decode (one token) takes the vpmaddubsw path on every CPU, as the
-// k-quants do.
+// k-quants do; for the types with sign bits it puts the signs on the activations
+// instead (iq_block_signed). Grid entries come from scalar loads (lookup8,
+// lookup4), except IQ3_S's, which are gathered.
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -30,14 +32,20 @@ KILN_TARGET_AVX2 inline __m256i u16x8(const uint8_t* p, int h) {
     return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
 }
 
-// offset + (sign bit set ? -g : g) for the two chunks of each lane's group of 8
+// The negation masks (0 / -1 bytes) of the two chunks of each lane's group of 8
 // (sign bits 0-3: the low chunk's bytes, 4-7: the high one's).
-KILN_TARGET_AVX2 inline void apply_signs(__m256i signs, __m256i glo, __m256i ghi, int offset, __m256i& lo, __m256i& hi) {
+KILN_TARGET_AVX2 inline void sign_masks(__m256i signs, __m256i& neg_lo, __m256i& neg_hi) {
     const __m256i spread = _mm256_shuffle_epi8(signs, _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4,
                                                                        4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12));
     const __m256i bits_lo = _mm256_set1_epi32(0x08040201), bits_hi = _mm256_set1_epi32(static_cast<int>(0x80402010u));
-    const __m256i neg_lo = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bits_lo), bits_lo);
-    const __m256i neg_hi = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bits_hi), bits_hi);
+    neg_lo = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bits_lo), bits_lo);
+    neg_hi = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bits_hi), bits_hi);
+}
+
+// offset + (sign bit set ? -g : g) for the two chunks of each lane's group of 8.
+KILN_TARGET_AVX2 inline void apply_signs(__m256i signs, __m256i glo, __m256i ghi, int offset, __m256i& lo, __m256i& hi) {
+    __m256i neg_lo, neg_hi;
+    sign_masks(signs, neg_lo, neg_hi);
     const __m256i off = _mm256_set1_epi8(static_cast<char>(offset));
     lo = _mm256_blendv_epi8(_mm256_add_epi8(off, glo), _mm256_sub_epi8(off, glo), neg_lo);
     hi = _mm256_blendv_epi8(_mm256_add_epi8(off, ghi), _mm256_sub_epi8(off, ghi), neg_hi);
@@ -100,7 +108,8 @@ KILN_TARGET_AVX2 inline __m256i lookup4(const uint8_t* grid, Index index) {
     return _mm256_setr_epi32(entry(0), entry(1), entry(2), entry(3), entry(4), entry(5), entry(6), entry(7));
 }
 
-// As above, the indices in a vector's lanes.
+// As above, the indices in a vector's lanes (GCC reads them with vpextrd: forcing
+// the reads through memory measured slower).
 KILN_TARGET_AVX2 inline void lookup8(const uint8_t* grid, __m256i idx, __m256i& lo, __m256i& hi) {
     alignas(32) uint32_t i[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(i), idx);
@@ -110,17 +119,26 @@ KILN_TARGET_AVX2 inline void lookup8(const uint8_t* grid, __m256i idx, __m256i& 
 using L = IqGridLayout;
 
 // As avx512_iq_grid.cpp: group(w, h, ib, l, lo, hi) and scale(w, h, ib, half).
+// The types with sign bits (k_sign_bits) build group from parts(w, h, ib, l,
+// glo, ghi): the unsigned grid entries, and the sign bytes returned.
+template <typename F>
+KILN_TARGET_AVX2 inline void signed_group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+    __m256i glo, ghi;
+    const __m256i signs = F::parts(w, h, ib, l, glo, ghi);
+    apply_signs(signs, glo, ghi, F::k_offset, lo, hi);
+}
 struct Iq2xxs {
     static constexpr GgmlType k_type = GgmlType::IQ2_XXS;
     static constexpr int k_offset = 64;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq2xxs_aux(ib) + 32 * h), 28, 4); }
-    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+    static constexpr bool k_sign_bits = true;
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq2xxs>(w, h, ib, l, lo, hi); }
+    static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
         const uint8_t* q = w + L::iq2xxs_idx(ib, l) + 8 * h;
         const __m256i aux = load256(w + L::iq2xxs_aux(ib) + 32 * h);
-        __m256i glo, ghi;
         lookup8(quant::k_iq2xxs_grid[0], [&](int r) { return uint32_t{q[r]}; }, glo, ghi);
-        apply_signs(signs_of_index(bits_of(aux, 7 * l, 127)), glo, ghi, k_offset, lo, hi);
+        return signs_of_index(bits_of(aux, 7 * l, 127));
     }
 };
 
@@ -129,12 +147,12 @@ struct Iq2xs {
     static constexpr int k_offset = 64;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2xs_scales(ib), h), 4 * half, 4); }
-    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+    static constexpr bool k_sign_bits = true;
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq2xs>(w, h, ib, l, lo, hi); }
+    static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
         const uint8_t* qp = w + L::iq2xs_q(ib, l) + 16 * h;
-        const __m256i q = u16x8(w + L::iq2xs_q(ib, l), h);
-        __m256i glo, ghi;
         lookup8(quant::k_iq2xs_grid[0], [&](int r) { return u16_at(qp + 2 * r) & 511; }, glo, ghi);
-        apply_signs(signs_of_index(_mm256_srli_epi32(q, 9)), glo, ghi, k_offset, lo, hi);
+        return signs_of_index(_mm256_srli_epi32(u16x8(w + L::iq2xs_q(ib, l), h), 9));
     }
 };
 
@@ -143,11 +161,12 @@ struct Iq2s {
     static constexpr int k_offset = 64;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2s_scales(ib), h), 4 * half, 4); }
-    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+    static constexpr bool k_sign_bits = true;
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq2s>(w, h, ib, l, lo, hi); }
+    static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
         const __m256i idx = _mm256_or_si256(u8x8(w + L::iq2s_qs(ib, l), h), _mm256_slli_epi32(bits_of(u8x8(w + L::iq2s_qh(ib), h), 2 * l, 3), 8));
-        __m256i glo, ghi;
         lookup8(quant::k_iq2s_grid[0], idx, glo, ghi);
-        apply_signs(u8x8(w + L::iq2s_signs(ib, l), h), glo, ghi, k_offset, lo, hi);
+        return u8x8(w + L::iq2s_signs(ib, l), h);
     }
 };
 
@@ -156,12 +175,14 @@ struct Iq3xxs {
     static constexpr int k_offset = 64;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq3xxs_aux(ib) + 32 * h), 28, 4); }
-    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+    static constexpr bool k_sign_bits = true;
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq3xxs>(w, h, ib, l, lo, hi); }
+    static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
         const uint8_t* q0 = w + L::iq3xxs_qs(ib, 2 * l) + 8 * h;
         const uint8_t* q1 = w + L::iq3xxs_qs(ib, 2 * l + 1) + 8 * h;
-        const __m256i aux = load256(w + L::iq3xxs_aux(ib) + 32 * h);
-        apply_signs(signs_of_index(bits_of(aux, 7 * l, 127)), lookup4(quant::k_iq3xxs_grid[0], [&](int r) { return q0[r]; }),
-                    lookup4(quant::k_iq3xxs_grid[0], [&](int r) { return q1[r]; }), k_offset, lo, hi);
+        glo = lookup4(quant::k_iq3xxs_grid[0], [&](int r) { return q0[r]; });
+        ghi = lookup4(quant::k_iq3xxs_grid[0], [&](int r) { return q1[r]; });
+        return signs_of_index(bits_of(load256(w + L::iq3xxs_aux(ib) + 32 * h), 7 * l, 127));
     }
 };
 
@@ -170,12 +191,16 @@ struct Iq3s {
     static constexpr int k_offset = 64;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u8x8(w + L::iq3s_scales(ib / 2), h), 4 * (ib % 2), 4); }
-    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+    static constexpr bool k_sign_bits = true;
+    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq3s>(w, h, ib, l, lo, hi); }
+    static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
         const __m256i qh = u8x8(w + L::iq3s_qh(ib), h);
         const __m256i i0 = _mm256_or_si256(u8x8(w + L::iq3s_qs(ib, 2 * l), h), _mm256_slli_epi32(bits_of(qh, 2 * l, 1), 8));
         const __m256i i1 = _mm256_or_si256(u8x8(w + L::iq3s_qs(ib, 2 * l + 1), h), _mm256_slli_epi32(bits_of(qh, 2 * l + 1, 1), 8));
         const auto* grid = reinterpret_cast<const int*>(quant::k_iq3s_grid);
-        apply_signs(u8x8(w + L::iq3s_signs(ib, l), h), _mm256_i32gather_epi32(grid, i0, 4), _mm256_i32gather_epi32(grid, i1, 4), k_offset, lo, hi);
+        glo = _mm256_i32gather_epi32(grid, i0, 4);
+        ghi = _mm256_i32gather_epi32(grid, i1, 4);
+        return u8x8(w + L::iq3s_signs(ib, l), h);
     }
 };
 
@@ -192,6 +217,7 @@ KILN_TARGET_AVX2 inline void iq1_levels(__m256i idx, __m256i minus, __m256i& lo,
 struct Iq1s {
     static constexpr GgmlType k_type = GgmlType::IQ1_S;
     static constexpr int k_offset = 16;
+    static constexpr bool k_sign_bits = false;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u16x8(w + L::iq1s_qh(ib), h), 12, 3); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
@@ -204,6 +230,7 @@ struct Iq1s {
 struct Iq1m {
     static constexpr GgmlType k_type = GgmlType::IQ1_M;
     static constexpr int k_offset = 16;
+    static constexpr bool k_sign_bits = false;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) {
         return odd_scale(u16x8(w + L::iq1m_scales(ib / 2), h), 6 * (ib % 2) + 3 * half, 3);
@@ -269,6 +296,39 @@ KILN_TARGET_AVX2 inline void iq_block(const uint8_t* w, int h, const uint8_t* a,
     }
 }
 
+// One token, both 8-row halves of a panel block, for the types with sign bits:
+// the signs go on the activations ((a ^ m) - m, m the negation mask; Q8_K
+// activations are within +-127, so none overflows) and the unsigned grid entries
+// (<= 62) multiply them directly: no offset, and one vpmaddwd per chunk pair (4
+// products <= 4 x 62 x 127 < 2^15). The same integer sums as iq_block's.
+template <typename F>
+KILN_TARGET_AVX2 inline void iq_block_signed(const uint8_t* w, const uint8_t* a, __m256* acc) {
+    constexpr int halves = F::k_per16 ? 2 : 1;
+    constexpr int groups = 4 / halves;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int ib = 0; ib < 8; ++ib)
+        for (int half = 0; half < halves; ++half) {
+            __m256i dot[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (int l = groups * half; l < groups * (half + 1); ++l) {
+                const __m256i a_lo = bcast_i32(a + 32 * ib + 8 * l), a_hi = bcast_i32(a + 32 * ib + 8 * l + 4);
+                for (int h = 0; h < 2; ++h) {
+                    __m256i glo, ghi, neg_lo, neg_hi;
+                    sign_masks(F::parts(w, h, ib, l, glo, ghi), neg_lo, neg_hi);
+                    const __m256i slo = _mm256_sub_epi8(_mm256_xor_si256(a_lo, neg_lo), neg_lo);
+                    const __m256i shi = _mm256_sub_epi8(_mm256_xor_si256(a_hi, neg_hi), neg_hi);
+                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(glo, slo), _mm256_maddubs_epi16(ghi, shi));
+                    dot[h] = _mm256_add_epi32(dot[h], _mm256_madd_epi16(p, ones));
+                }
+            }
+            for (int h = 0; h < 2; ++h) isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(dot[h], F::scale(w, h, ib, half)));
+        }
+    for (int h = 0; h < 2; ++h) {
+        const __m256 d = _mm256_mul_ps(load_f16x8(w + 16 * h), bcast_f32(a + act_d_offset(256)));
+        acc[h] = _mm256_add_ps(acc[h], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[h])));
+    }
+}
+
 // The row's sums times the format's power of two (iq_grid_layout.h), stored.
 KILN_TARGET_AVX2 inline void store_scaled(float* y, __m256 acc, int n, GgmlType type) {
     store_rows(y, _mm256_mul_ps(_mm256_set1_ps(iq_grid_factor(type)), acc), n);
@@ -298,8 +358,12 @@ KILN_TARGET_AVX2 void iq_decode(const PackedMatrix& w, const ActPack& a, int64_t
         __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int64_t b = 0; b < w.n_blocks; ++b, wb += w.block_bytes, ab += a.format.block_stride) {
             prefetch_block(wb + w.block_bytes, w.block_bytes);
-            iq_block<F, 1, false>(wb, 0, ab, 0, &acc[0]);
-            iq_block<F, 1, false>(wb, 1, ab, 0, &acc[1]);
+            if constexpr (F::k_sign_bits) {
+                iq_block_signed<F>(wb, ab, acc);
+            } else {
+                iq_block<F, 1, false>(wb, 0, ab, 0, &acc[0]);
+                iq_block<F, 1, false>(wb, 1, ab, 0, &acc[1]);
+            }
         }
         const int rows = static_cast<int>(std::min<int64_t>(k_panel_rows, w.n_out - p * k_panel_rows));
         store_scaled(y + p * k_panel_rows, acc[0], std::min(rows, 8), F::k_type);
