@@ -28,6 +28,14 @@ namespace {
 KILN_TARGET_AVX2 inline __m256i u8x8(const uint8_t* p, int h) {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h)));
 }
+KILN_TARGET_AVX2 inline __m128i u8x8_16(const uint8_t* p, int h) {
+    return _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h)));
+}
+KILN_TARGET_AVX2 inline __m128i u16x8_16(const uint8_t* p, int h) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)); }
+// low | (field >> shift & mask) << 8 in 16-bit lanes: a 9-11-bit grid index.
+KILN_TARGET_AVX2 inline __m128i index16(__m128i low, __m128i field, int shift, int mask) {
+    return _mm_or_si128(low, _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(field, shift), _mm_set1_epi16(static_cast<int16_t>(mask))), 8));
+}
 KILN_TARGET_AVX2 inline __m256i u16x8(const uint8_t* p, int h) {
     return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
 }
@@ -76,10 +84,10 @@ inline uint32_t u16_at(const uint8_t* p) {
 
 // Grid lookups by scalar loads, not vpgatherdd: gathers are microcoded and slow
 // on AMD before Zen 4. Measured on a Zen 3 (docs/perf.md), one-token products in
-// cache: 1.4-1.8x faster where the indices are read straight from the weights into
-// scalar registers (IQ2_XXS, IQ2_XS, IQ3_XXS) or come from a vector through memory
-// (IQ2_S, IQ1_S, IQ1_M: cheaper than scalar bit-gluing there). IQ3_S keeps its
-// gathers: both scalar forms measured slower.
+// cache: 1.3-1.9x faster. The indices are read straight from the weights into
+// scalar registers (IQ2_XXS, IQ2_XS, IQ3_XXS), or built in 16-bit vector lanes and
+// taken out 4 at a time (IQ2_S, IQ1_S, IQ1_M: cheaper than gluing their high bits
+// on in scalar registers). IQ3_S keeps its gathers: every scalar form measured slower.
 
 // The 8-byte grid entries at lane r's index(r): lane r's bytes 0-3 in lo, 4-7 in hi.
 template <typename Index>
@@ -108,12 +116,11 @@ KILN_TARGET_AVX2 inline __m256i lookup4(const uint8_t* grid, Index index) {
     return _mm256_setr_epi32(entry(0), entry(1), entry(2), entry(3), entry(4), entry(5), entry(6), entry(7));
 }
 
-// As above, the indices in a vector's lanes (GCC reads them with vpextrd: forcing
-// the reads through memory measured slower).
-KILN_TARGET_AVX2 inline void lookup8(const uint8_t* grid, __m256i idx, __m256i& lo, __m256i& hi) {
-    alignas(32) uint32_t i[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(i), idx);
-    lookup8(grid, [&](int r) { return i[r]; }, lo, hi);
+// As above, the indices in a vector's 16-bit lanes, taken out as two 64-bit
+// scalars (cheaper than vpextrd per lane or a store and reloads, measured).
+KILN_TARGET_AVX2 inline void lookup8(const uint8_t* grid, __m128i idx, __m256i& lo, __m256i& hi) {
+    const auto i03 = static_cast<uint64_t>(_mm_cvtsi128_si64(idx)), i47 = static_cast<uint64_t>(_mm_extract_epi64(idx, 1));
+    lookup8(grid, [&](int r) { return static_cast<uint32_t>((r < 4 ? i03 : i47) >> (16 * (r & 3)) & 0xFFFF); }, lo, hi);
 }
 
 using L = IqGridLayout;
@@ -164,8 +171,7 @@ struct Iq2s {
     static constexpr bool k_sign_bits = true;
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq2s>(w, h, ib, l, lo, hi); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
-        const __m256i idx = _mm256_or_si256(u8x8(w + L::iq2s_qs(ib, l), h), _mm256_slli_epi32(bits_of(u8x8(w + L::iq2s_qh(ib), h), 2 * l, 3), 8));
-        lookup8(quant::k_iq2s_grid[0], idx, glo, ghi);
+        lookup8(quant::k_iq2s_grid[0], index16(u8x8_16(w + L::iq2s_qs(ib, l), h), u8x8_16(w + L::iq2s_qh(ib), h), 2 * l, 3), glo, ghi);
         return u8x8(w + L::iq2s_signs(ib, l), h);
     }
 };
@@ -205,7 +211,7 @@ struct Iq3s {
 };
 
 // IQ1: 8 (g + 2) + delta, the level 8 g + delta plus 16.
-KILN_TARGET_AVX2 inline void iq1_levels(__m256i idx, __m256i minus, __m256i& lo, __m256i& hi) {
+KILN_TARGET_AVX2 inline void iq1_levels(__m128i idx, __m256i minus, __m256i& lo, __m256i& hi) {
     const __m256i two = _mm256_set1_epi8(2);
     const __m256i delta = _mm256_blendv_epi8(_mm256_set1_epi8(1), _mm256_set1_epi8(-1), minus);
     __m256i glo, ghi;
@@ -222,8 +228,7 @@ struct Iq1s {
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u16x8(w + L::iq1s_qh(ib), h), 12, 3); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
         const __m256i qh = u16x8(w + L::iq1s_qh(ib), h);
-        const __m256i idx = _mm256_or_si256(u8x8(w + L::iq1s_qs(ib, l), h), _mm256_slli_epi32(bits_of(qh, 3 * l, 7), 8));
-        iq1_levels(idx, _mm256_cmpeq_epi32(bits_of(qh, 15, 1), _mm256_set1_epi32(1)), lo, hi);
+        iq1_levels(index16(u8x8_16(w + L::iq1s_qs(ib, l), h), u16x8_16(w + L::iq1s_qh(ib), h), 3 * l, 7), _mm256_cmpeq_epi32(bits_of(qh, 15, 1), _mm256_set1_epi32(1)), lo, hi);
     }
 };
 
@@ -237,8 +242,7 @@ struct Iq1m {
     }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
         const __m256i nibble = bits_of(u8x8(w + L::iq1m_qh(ib, l / 2), h), 4 * (l % 2), 0xF);
-        const __m256i idx = _mm256_or_si256(u8x8(w + L::iq1m_qs(ib, l), h), _mm256_slli_epi32(_mm256_and_si256(nibble, _mm256_set1_epi32(7)), 8));
-        iq1_levels(idx, _mm256_cmpeq_epi32(bits_of(nibble, 3, 1), _mm256_set1_epi32(1)), lo, hi);
+        iq1_levels(index16(u8x8_16(w + L::iq1m_qs(ib, l), h), u8x8_16(w + L::iq1m_qh(ib, l / 2), h), 4 * (l % 2), 7), _mm256_cmpeq_epi32(bits_of(nibble, 3, 1), _mm256_set1_epi32(1)), lo, hi);
     }
 };
 
