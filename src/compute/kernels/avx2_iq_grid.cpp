@@ -6,7 +6,7 @@
 // vpdpbusd. Decode (one token) takes the vpmaddubsw path on every CPU, as the
 // k-quants do; for the types with sign bits it puts the signs on the activations
 // instead (iq_block_signed). Grid entries come from scalar loads (lookup8,
-// lookup4), except IQ3_S's, which are gathered.
+// lookup4), not gathers.
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -86,8 +86,8 @@ inline uint32_t u16_at(const uint8_t* p) {
 // on AMD before Zen 4. Measured on a Zen 3 (docs/perf.md), one-token products in
 // cache: 1.3-1.9x faster. The indices are read straight from the weights into
 // scalar registers (IQ2_XXS, IQ2_XS, IQ3_XXS), or built in 16-bit vector lanes and
-// taken out 4 at a time (IQ2_S, IQ1_S, IQ1_M: cheaper than gluing their high bits
-// on in scalar registers). IQ3_S keeps its gathers: every scalar form measured slower.
+// taken out 4 at a time (IQ2_S, IQ3_S, IQ1_S, IQ1_M: cheaper than gluing their
+// high bits on in scalar registers).
 
 // The 8-byte grid entries at lane r's index(r): lane r's bytes 0-3 in lo, 4-7 in hi.
 template <typename Index>
@@ -114,6 +114,12 @@ KILN_TARGET_AVX2 inline __m256i lookup4(const uint8_t* grid, Index index) {
         return v;
     };
     return _mm256_setr_epi32(entry(0), entry(1), entry(2), entry(3), entry(4), entry(5), entry(6), entry(7));
+}
+
+// The 4-byte entries at the indices in a vector's 16-bit lanes (as lookup8 below).
+KILN_TARGET_AVX2 inline __m256i lookup4(const uint8_t* grid, __m128i idx) {
+    const auto i03 = static_cast<uint64_t>(_mm_cvtsi128_si64(idx)), i47 = static_cast<uint64_t>(_mm_extract_epi64(idx, 1));
+    return lookup4(grid, [&](int r) { return static_cast<uint32_t>((r < 4 ? i03 : i47) >> (16 * (r & 3)) & 0xFFFF); });
 }
 
 // As above, the indices in a vector's 16-bit lanes, taken out as two 64-bit
@@ -200,12 +206,9 @@ struct Iq3s {
     static constexpr bool k_sign_bits = true;
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq3s>(w, h, ib, l, lo, hi); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
-        const __m256i qh = u8x8(w + L::iq3s_qh(ib), h);
-        const __m256i i0 = _mm256_or_si256(u8x8(w + L::iq3s_qs(ib, 2 * l), h), _mm256_slli_epi32(bits_of(qh, 2 * l, 1), 8));
-        const __m256i i1 = _mm256_or_si256(u8x8(w + L::iq3s_qs(ib, 2 * l + 1), h), _mm256_slli_epi32(bits_of(qh, 2 * l + 1, 1), 8));
-        const auto* grid = reinterpret_cast<const int*>(quant::k_iq3s_grid);
-        glo = _mm256_i32gather_epi32(grid, i0, 4);
-        ghi = _mm256_i32gather_epi32(grid, i1, 4);
+        const __m128i qh = u8x8_16(w + L::iq3s_qh(ib), h);
+        glo = lookup4(quant::k_iq3s_grid[0], index16(u8x8_16(w + L::iq3s_qs(ib, 2 * l), h), qh, 2 * l, 1));
+        ghi = lookup4(quant::k_iq3s_grid[0], index16(u8x8_16(w + L::iq3s_qs(ib, 2 * l + 1), h), qh, 2 * l + 1, 1));
         return u8x8(w + L::iq3s_signs(ib, l), h);
     }
 };
