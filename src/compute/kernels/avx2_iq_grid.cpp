@@ -116,37 +116,41 @@ KILN_TARGET_AVX2 inline __m256i lookup4(const uint8_t* grid, Index index) {
     return _mm256_setr_epi32(entry(0), entry(1), entry(2), entry(3), entry(4), entry(5), entry(6), entry(7));
 }
 
-// The 4-byte entries at the indices in a vector's 16-bit lanes (as lookup8 below).
-KILN_TARGET_AVX2 inline __m256i lookup4(const uint8_t* grid, __m128i idx) {
-    const auto i03 = static_cast<uint64_t>(_mm_cvtsi128_si64(idx)), i47 = static_cast<uint64_t>(_mm_extract_epi64(idx, 1));
-    return lookup4(grid, [&](int r) { return static_cast<uint32_t>((r < 4 ? i03 : i47) >> (16 * (r & 3)) & 0xFFFF); });
-}
-
-// As above, the indices in a vector's 16-bit lanes, taken out as two 64-bit
-// scalars (cheaper than vpextrd per lane or a store and reloads, measured).
-KILN_TARGET_AVX2 inline void lookup8(const uint8_t* grid, __m128i idx, __m256i& lo, __m256i& hi) {
-    const auto i03 = static_cast<uint64_t>(_mm_cvtsi128_si64(idx)), i47 = static_cast<uint64_t>(_mm_extract_epi64(idx, 1));
-    lookup8(grid, [&](int r) { return static_cast<uint32_t>((r < 4 ? i03 : i47) >> (16 * (r & 3)) & 0xFFFF); }, lo, hi);
-}
+// The indices in a vector's 16-bit lanes, taken out as two 64-bit scalars
+// (cheaper than vpextrd per lane or a store and reloads, measured): lane r's index
+// is (*this)(r), for lookup8 / lookup4.
+struct Lanes16 {
+    uint64_t i03, i47;
+    KILN_TARGET_AVX2 explicit Lanes16(__m128i idx)
+        : i03(static_cast<uint64_t>(_mm_cvtsi128_si64(idx))), i47(static_cast<uint64_t>(_mm_extract_epi64(idx, 1))) {}
+    uint32_t operator()(int r) const { return static_cast<uint32_t>((r < 4 ? i03 : i47) >> (16 * (r & 3)) & 0xFFFF); }
+};
 
 using L = IqGridLayout;
 
-// As avx512_iq_grid.cpp: group(w, h, ib, l, lo, hi) and scale(w, h, ib, half).
-// The types with sign bits (k_sign_bits) build group from parts(w, h, ib, l,
-// glo, ghi): the unsigned grid entries, and the sign bytes returned.
+// As avx512_iq_grid.cpp, each type gives scale(w, h, ib, half) and its levels:
+// the types with sign bits (SignedGrid) by parts(w, h, ib, l, glo, ghi), the
+// unsigned grid entries and the sign bytes returned; the others (IQ1) by
+// group(w, h, ib, l, lo, hi). levels<F> gives every type's offset levels.
 template <typename F>
-KILN_TARGET_AVX2 inline void signed_group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
-    __m256i glo, ghi;
-    const __m256i signs = F::parts(w, h, ib, l, glo, ghi);
-    apply_signs(signs, glo, ghi, F::k_offset, lo, hi);
+concept SignedGrid = requires(const uint8_t* w, __m256i& g) { F::parts(w, 0, 0, 0, g, g); };
+
+template <typename F>
+KILN_TARGET_AVX2 inline void levels(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
+    if constexpr (SignedGrid<F>) {
+        __m256i glo, ghi;
+        const __m256i signs = F::parts(w, h, ib, l, glo, ghi);
+        apply_signs(signs, glo, ghi, F::k_offset, lo, hi);
+    } else {
+        F::group(w, h, ib, l, lo, hi);
+    }
 }
+
 struct Iq2xxs {
     static constexpr GgmlType k_type = GgmlType::IQ2_XXS;
     static constexpr int k_offset = 64;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq2xxs_aux(ib) + 32 * h), 28, 4); }
-    static constexpr bool k_sign_bits = true;
-    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq2xxs>(w, h, ib, l, lo, hi); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
         const uint8_t* q = w + L::iq2xxs_idx(ib, l) + 8 * h;
         const __m256i aux = load256(w + L::iq2xxs_aux(ib) + 32 * h);
@@ -160,8 +164,6 @@ struct Iq2xs {
     static constexpr int k_offset = 64;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2xs_scales(ib), h), 4 * half, 4); }
-    static constexpr bool k_sign_bits = true;
-    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq2xs>(w, h, ib, l, lo, hi); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
         const uint8_t* qp = w + L::iq2xs_q(ib, l) + 16 * h;
         lookup8(quant::k_iq2xs_grid[0], [&](int r) { return u16_at(qp + 2 * r) & 511; }, glo, ghi);
@@ -174,10 +176,8 @@ struct Iq2s {
     static constexpr int k_offset = 64;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2s_scales(ib), h), 4 * half, 4); }
-    static constexpr bool k_sign_bits = true;
-    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq2s>(w, h, ib, l, lo, hi); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
-        lookup8(quant::k_iq2s_grid[0], index16(u8x8_16(w + L::iq2s_qs(ib, l), h), u8x8_16(w + L::iq2s_qh(ib), h), 2 * l, 3), glo, ghi);
+        lookup8(quant::k_iq2s_grid[0], Lanes16(index16(u8x8_16(w + L::iq2s_qs(ib, l), h), u8x8_16(w + L::iq2s_qh(ib), h), 2 * l, 3)), glo, ghi);
         return u8x8(w + L::iq2s_signs(ib, l), h);
     }
 };
@@ -187,8 +187,6 @@ struct Iq3xxs {
     static constexpr int k_offset = 64;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq3xxs_aux(ib) + 32 * h), 28, 4); }
-    static constexpr bool k_sign_bits = true;
-    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq3xxs>(w, h, ib, l, lo, hi); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
         const uint8_t* q0 = w + L::iq3xxs_qs(ib, 2 * l) + 8 * h;
         const uint8_t* q1 = w + L::iq3xxs_qs(ib, 2 * l + 1) + 8 * h;
@@ -203,12 +201,10 @@ struct Iq3s {
     static constexpr int k_offset = 64;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u8x8(w + L::iq3s_scales(ib / 2), h), 4 * (ib % 2), 4); }
-    static constexpr bool k_sign_bits = true;
-    static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) { signed_group<Iq3s>(w, h, ib, l, lo, hi); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
         const __m128i qh = u8x8_16(w + L::iq3s_qh(ib), h);
-        glo = lookup4(quant::k_iq3s_grid[0], index16(u8x8_16(w + L::iq3s_qs(ib, 2 * l), h), qh, 2 * l, 1));
-        ghi = lookup4(quant::k_iq3s_grid[0], index16(u8x8_16(w + L::iq3s_qs(ib, 2 * l + 1), h), qh, 2 * l + 1, 1));
+        glo = lookup4(quant::k_iq3s_grid[0], Lanes16(index16(u8x8_16(w + L::iq3s_qs(ib, 2 * l), h), qh, 2 * l, 1)));
+        ghi = lookup4(quant::k_iq3s_grid[0], Lanes16(index16(u8x8_16(w + L::iq3s_qs(ib, 2 * l + 1), h), qh, 2 * l + 1, 1)));
         return u8x8(w + L::iq3s_signs(ib, l), h);
     }
 };
@@ -218,7 +214,7 @@ KILN_TARGET_AVX2 inline void iq1_levels(__m128i idx, __m256i minus, __m256i& lo,
     const __m256i two = _mm256_set1_epi8(2);
     const __m256i delta = _mm256_blendv_epi8(_mm256_set1_epi8(1), _mm256_set1_epi8(-1), minus);
     __m256i glo, ghi;
-    lookup8(reinterpret_cast<const uint8_t*>(quant::k_iq1s_grid[0]), idx, glo, ghi);
+    lookup8(reinterpret_cast<const uint8_t*>(quant::k_iq1s_grid[0]), Lanes16(idx), glo, ghi);
     lo = _mm256_add_epi8(_mm256_slli_epi16(_mm256_add_epi8(glo, two), 3), delta);
     hi = _mm256_add_epi8(_mm256_slli_epi16(_mm256_add_epi8(ghi, two), 3), delta);
 }
@@ -226,7 +222,6 @@ KILN_TARGET_AVX2 inline void iq1_levels(__m128i idx, __m256i minus, __m256i& lo,
 struct Iq1s {
     static constexpr GgmlType k_type = GgmlType::IQ1_S;
     static constexpr int k_offset = 16;
-    static constexpr bool k_sign_bits = false;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u16x8(w + L::iq1s_qh(ib), h), 12, 3); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
@@ -238,7 +233,6 @@ struct Iq1s {
 struct Iq1m {
     static constexpr GgmlType k_type = GgmlType::IQ1_M;
     static constexpr int k_offset = 16;
-    static constexpr bool k_sign_bits = false;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) {
         return odd_scale(u16x8(w + L::iq1m_scales(ib / 2), h), 6 * (ib % 2) + 3 * half, 3);
@@ -286,7 +280,7 @@ KILN_TARGET_AVX2 inline void iq_block(const uint8_t* w, int h, const uint8_t* a,
             for (int t = 0; t < T; ++t) dot[t] = sum_start<F>(a, t0 + t, ib, half);
             for (int l = groups * half; l < groups * (half + 1); ++l) {
                 __m256i lo, hi;
-                F::group(w, h, ib, l, lo, hi);
+                levels<F>(w, h, ib, l, lo, hi);
                 for (int t = 0; t < T; ++t) {
                     const uint8_t* at = a + 256 * (t0 + t) + 32 * ib + 8 * l;
                     dot[t] = chunk_dot<Vnni>(dot[t], lo, at);
@@ -365,7 +359,7 @@ KILN_TARGET_AVX2 void iq_decode(const PackedMatrix& w, const ActPack& a, int64_t
         __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int64_t b = 0; b < w.n_blocks; ++b, wb += w.block_bytes, ab += a.format.block_stride) {
             prefetch_block(wb + w.block_bytes, w.block_bytes);
-            if constexpr (F::k_sign_bits) {
+            if constexpr (SignedGrid<F>) {
                 iq_block_signed<F>(wb, ab, acc);
             } else {
                 iq_block<F, 1, false>(wb, 0, ab, 0, &acc[0]);
@@ -392,7 +386,7 @@ KILN_TARGET_AVX2 void decode_block(const uint8_t* w, uint8_t* out) {
         for (int ib = 0; ib < 8; ++ib) {
             for (int l = 0; l < 4; ++l) {
                 __m256i lo, hi;
-                F::group(w, h, ib, l, lo, hi);
+                levels<F>(w, h, ib, l, lo, hi);
                 _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::levels(ib, l) + 32 * h), lo);
                 _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::levels(ib, l) + 64 + 32 * h), hi);
             }
