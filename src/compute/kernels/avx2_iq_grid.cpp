@@ -13,6 +13,7 @@
 
 #include <immintrin.h>
 
+#include <array>
 #include <cstring>
 
 #include "compute/kernels/avx2_common.h"
@@ -209,24 +210,33 @@ struct Iq3s {
     }
 };
 
-// IQ1: 8 (g + 2) + delta, the level 8 g + delta plus 16.
+// IQ1: 8 (g + 2) + delta, the level 8 g + delta plus 16. The grid is kept here
+// as the unsigned 8 (g + 2) (the same 16 KB as the grid), so a lookup leaves
+// only the delta (+-1: 1 | the minus mask) to add.
+const auto k_iq1_levels = [] {
+    std::array<std::array<uint8_t, 8>, 2048> t{};
+    for (size_t i = 0; i < t.size(); ++i)
+        for (size_t j = 0; j < 8; ++j) t[i][j] = static_cast<uint8_t>(8 * (quant::k_iq1s_grid[i][j] + 2));
+    return t;
+}();
+
 KILN_TARGET_AVX2 inline void iq1_levels(__m128i idx, __m256i minus, __m256i& lo, __m256i& hi) {
-    const __m256i two = _mm256_set1_epi8(2);
-    const __m256i delta = _mm256_blendv_epi8(_mm256_set1_epi8(1), _mm256_set1_epi8(-1), minus);
-    __m256i glo, ghi;
-    lookup8(reinterpret_cast<const uint8_t*>(quant::k_iq1s_grid[0]), Lanes16(idx), glo, ghi);
-    lo = _mm256_add_epi8(_mm256_slli_epi16(_mm256_add_epi8(glo, two), 3), delta);
-    hi = _mm256_add_epi8(_mm256_slli_epi16(_mm256_add_epi8(ghi, two), 3), delta);
+    const __m256i delta = _mm256_or_si256(minus, _mm256_set1_epi8(1));
+    lookup8(k_iq1_levels[0].data(), Lanes16(idx), lo, hi);
+    lo = _mm256_add_epi8(lo, delta);
+    hi = _mm256_add_epi8(hi, delta);
 }
 
+// The minus masks (0 / -1 per row) come from sign-extending loads: bit 15 of
+// IQ1_S's qh, bit 3 or 7 of IQ1_M's qh byte.
 struct Iq1s {
     static constexpr GgmlType k_type = GgmlType::IQ1_S;
     static constexpr int k_offset = 16;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u16x8(w + L::iq1s_qh(ib), h), 12, 3); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
-        const __m256i qh = u16x8(w + L::iq1s_qh(ib), h);
-        iq1_levels(index16(u8x8_16(w + L::iq1s_qs(ib, l), h), u16x8_16(w + L::iq1s_qh(ib), h), 3 * l, 7), _mm256_cmpeq_epi32(bits_of(qh, 15, 1), _mm256_set1_epi32(1)), lo, hi);
+        const __m128i qh = u16x8_16(w + L::iq1s_qh(ib), h);
+        iq1_levels(index16(u8x8_16(w + L::iq1s_qs(ib, l), h), qh, 3 * l, 7), _mm256_srai_epi32(_mm256_cvtepi16_epi32(qh), 31), lo, hi);
     }
 };
 
@@ -238,8 +248,10 @@ struct Iq1m {
         return odd_scale(u16x8(w + L::iq1m_scales(ib / 2), h), 6 * (ib % 2) + 3 * half, 3);
     }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
-        const __m256i nibble = bits_of(u8x8(w + L::iq1m_qh(ib, l / 2), h), 4 * (l % 2), 0xF);
-        iq1_levels(index16(u8x8_16(w + L::iq1m_qs(ib, l), h), u8x8_16(w + L::iq1m_qh(ib, l / 2), h), 4 * (l % 2), 7), _mm256_cmpeq_epi32(bits_of(nibble, 3, 1), _mm256_set1_epi32(1)), lo, hi);
+        const uint8_t* qh = w + L::iq1m_qh(ib, l / 2) + 8 * h;
+        const __m256i qh32 = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qh)));
+        const __m256i minus = _mm256_srai_epi32(l % 2 ? qh32 : _mm256_slli_epi32(qh32, 28), 31);
+        iq1_levels(index16(u8x8_16(w + L::iq1m_qs(ib, l), h), u8x8_16(w + L::iq1m_qh(ib, l / 2), h), 4 * (l % 2), 7), minus, lo, hi);
     }
 };
 
@@ -330,6 +342,50 @@ KILN_TARGET_AVX2 inline void iq_block_signed(const uint8_t* w, const uint8_t* a,
     }
 }
 
+// One token, both 8-row halves of a panel block, for IQ1_S / IQ1_M: each
+// activation broadcast serves both halves, and the vpmaddubsw pairs (levels <=
+// 25, so a pair <= 2 x 25 x 128) are summed in int16 over two groups (8 pairs
+// <= 51200 would not fit, 4 do) before one vpmaddwd. Loops unrolled so every
+// field offset and shift is a constant. The same integer sums as iq_block's.
+template <typename F>
+KILN_TARGET_AVX2 inline void iq1_block_decode(const uint8_t* w, const uint8_t* a, __m256* acc) {
+    constexpr int halves = F::k_per16 ? 2 : 1;
+    constexpr int groups = 4 / halves;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 1
+    for (int ib2 = 0; ib2 < 8; ib2 += 2)
+#pragma GCC unroll 2
+        for (int odd = 0; odd < 2; ++odd)
+#pragma GCC unroll 2
+        for (int half = 0; half < halves; ++half) {
+            const int ib = ib2 + odd;
+            const __m256i start = sum_start<F>(a, 0, ib, half);
+            __m256i dot[2] = {start, start};
+#pragma GCC unroll 2
+            for (int pair = 0; pair < groups / 2; ++pair) {
+                __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 2
+                for (int g = 0; g < 2; ++g) {
+                    const int l = groups * half + 2 * pair + g;
+                    const __m256i a_lo = bcast_i32(a + 32 * ib + 8 * l), a_hi = bcast_i32(a + 32 * ib + 8 * l + 4);
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; ++h) {
+                        __m256i lo, hi;
+                        F::group(w, h, ib, l, lo, hi);
+                        p[h] = _mm256_add_epi16(p[h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_maddubs_epi16(hi, a_hi)));
+                    }
+                }
+                for (int h = 0; h < 2; ++h) dot[h] = _mm256_add_epi32(dot[h], _mm256_madd_epi16(p[h], ones));
+            }
+            for (int h = 0; h < 2; ++h) isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(dot[h], F::scale(w, h, ib, half)));
+        }
+    for (int h = 0; h < 2; ++h) {
+        const __m256 d = _mm256_mul_ps(load_f16x8(w + 16 * h), bcast_f32(a + act_d_offset(256)));
+        acc[h] = _mm256_add_ps(acc[h], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[h])));
+    }
+}
+
 // The row's sums times the format's power of two (iq_grid_layout.h), stored.
 KILN_TARGET_AVX2 inline void store_scaled(float* y, __m256 acc, int n, GgmlType type) {
     store_rows(y, _mm256_mul_ps(_mm256_set1_ps(iq_grid_factor(type)), acc), n);
@@ -362,8 +418,7 @@ KILN_TARGET_AVX2 void iq_decode(const PackedMatrix& w, const ActPack& a, int64_t
             if constexpr (SignedGrid<F>) {
                 iq_block_signed<F>(wb, ab, acc);
             } else {
-                iq_block<F, 1, false>(wb, 0, ab, 0, &acc[0]);
-                iq_block<F, 1, false>(wb, 1, ab, 0, &acc[1]);
+                iq1_block_decode<F>(wb, ab, acc);
             }
         }
         const int rows = static_cast<int>(std::min<int64_t>(k_panel_rows, w.n_out - p * k_panel_rows));
