@@ -320,9 +320,15 @@ KILN_TARGET_AVX2 inline void iq_block_signed(const uint8_t* w, const uint8_t* a,
     constexpr int groups = 4 / halves;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-    for (int ib = 0; ib < 8; ++ib)
+#pragma GCC unroll 1
+    for (int ib2 = 0; ib2 < 8; ib2 += 2)
+#pragma GCC unroll 2
+        for (int odd = 0; odd < 2; ++odd)
+#pragma GCC unroll 2
         for (int half = 0; half < halves; ++half) {
+            const int ib = ib2 + odd;
             __m256i dot[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
             for (int l = groups * half; l < groups * (half + 1); ++l) {
                 const __m256i a_lo = bcast_i32(a + 32 * ib + 8 * l), a_hi = bcast_i32(a + 32 * ib + 8 * l + 4);
                 for (int h = 0; h < 2; ++h) {
