@@ -150,6 +150,7 @@ KILN_TARGET_AVX2 inline void levels(const uint8_t* w, int h, int ib, int l, __m2
 struct Iq2xxs {
     static constexpr GgmlType k_type = GgmlType::IQ2_XXS;
     static constexpr int k_offset = 64;
+    static constexpr int k_max_level = 64 + 62;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq2xxs_aux(ib) + 32 * h), 28, 4); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
@@ -163,6 +164,7 @@ struct Iq2xxs {
 struct Iq2xs {
     static constexpr GgmlType k_type = GgmlType::IQ2_XS;
     static constexpr int k_offset = 64;
+    static constexpr int k_max_level = 64 + 62;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2xs_scales(ib), h), 4 * half, 4); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
@@ -175,6 +177,7 @@ struct Iq2xs {
 struct Iq2s {
     static constexpr GgmlType k_type = GgmlType::IQ2_S;
     static constexpr int k_offset = 64;
+    static constexpr int k_max_level = 64 + 62;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2s_scales(ib), h), 4 * half, 4); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
@@ -186,6 +189,7 @@ struct Iq2s {
 struct Iq3xxs {
     static constexpr GgmlType k_type = GgmlType::IQ3_XXS;
     static constexpr int k_offset = 64;
+    static constexpr int k_max_level = 64 + 62;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq3xxs_aux(ib) + 32 * h), 28, 4); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
@@ -199,7 +203,8 @@ struct Iq3xxs {
 
 struct Iq3s {
     static constexpr GgmlType k_type = GgmlType::IQ3_S;
-    static constexpr int k_offset = 64;
+    static constexpr int k_offset = 16;  // its grid values are 1 .. 15
+    static constexpr int k_max_level = 16 + 15;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u8x8(w + L::iq3s_scales(ib / 2), h), 4 * (ib % 2), 4); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
@@ -232,6 +237,7 @@ KILN_TARGET_AVX2 inline void iq1_levels(__m128i idx, __m256i minus, __m256i& lo,
 struct Iq1s {
     static constexpr GgmlType k_type = GgmlType::IQ1_S;
     static constexpr int k_offset = 16;
+    static constexpr int k_max_level = 16 + 9;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u16x8(w + L::iq1s_qh(ib), h), 12, 3); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
@@ -243,6 +249,7 @@ struct Iq1s {
 struct Iq1m {
     static constexpr GgmlType k_type = GgmlType::IQ1_M;
     static constexpr int k_offset = 16;
+    static constexpr int k_max_level = 16 + 9;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) {
         return odd_scale(u16x8(w + L::iq1m_scales(ib / 2), h), 6 * (ib % 2) + 3 * half, 3);
@@ -462,33 +469,57 @@ KILN_TARGET_AVX2 void decode_block(const uint8_t* w, uint8_t* out) {
 // with the levels and scales loaded. The row sums continue those left in y by the
 // blocks before (first: none), and the last chunk of a row stores them scaled:
 // the bits of iq_tile's single pass.
-template <int Offset, bool Per16, int T, bool Vnni>
+// Without AVX-VNNI, the vpmaddubsw pairs of SumGroups groups (levels <= max:
+// 4 x 127 x max per group and lane) are summed in int16 before one vpmaddwd:
+// vpmaddubsw and vpmaddwd share the multiply ports, which bound these tiles.
+constexpr int int16_groups(int max_level) { return 32767 / (4 * 127 * max_level); }
+
+template <int Offset, bool Per16, int SumGroups, int T, bool Vnni>
 KILN_TARGET_AVX2 void decoded_tile(const uint8_t* dw, int h, const uint8_t* a, int t0, int64_t nb, uint64_t a_stride, float* y,
                                    int64_t ldy, int n_rows, bool first, bool last, float factor) {
     constexpr int parts = Per16 ? 2 : 1;
     constexpr int groups = 4 / parts;
+    constexpr bool sum16 = !Vnni && SumGroups > 0;
+    constexpr int step = sum16 ? SumGroups : 1;  // groups per vpmaddwd
+    static_assert(groups % step == 0);
     constexpr uint64_t bytes = IqDecoded::bytes(parts);
+    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : load_rows(y + t * ldy, n_rows);
     for (int64_t b = 0; b < nb; ++b, dw += bytes, a += a_stride) {
+        const uint8_t* at0 = a + 256 * t0;
         __m256i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+        // Unrolled but for ib, so every offset is a constant or linear in ib.
+#pragma GCC unroll 1
         for (int ib = 0; ib < 8; ++ib)
-            for (int part = 0; part < parts; ++part) {
-                __m256i dot[T];
-                for (int t = 0; t < T; ++t) dot[t] = sum_start<Offset, Per16>(a, t0 + t, ib, part);
-                for (int l = groups * part; l < groups * (part + 1); ++l) {
-                    const __m256i lo = load256(dw + IqDecoded::levels(ib, l) + 32 * h);
-                    const __m256i hi = load256(dw + IqDecoded::levels(ib, l) + 64 + 32 * h);
-                    for (int t = 0; t < T; ++t) {
-                        const uint8_t* at = a + 256 * (t0 + t) + 32 * ib + 8 * l;
-                        dot[t] = chunk_dot<Vnni>(dot[t], lo, at);
-                        dot[t] = chunk_dot<Vnni>(dot[t], hi, at + 4);
+#pragma GCC unroll 2
+                for (int part = 0; part < parts; ++part) {
+                    __m256i dot[T];
+                    for (int t = 0; t < T; ++t) dot[t] = sum_start<Offset, Per16>(a, t0 + t, ib, part);
+#pragma GCC unroll 4
+                    for (int l0 = groups * part; l0 < groups * (part + 1); l0 += step) {
+                        __m256i p[T];
+                        for (int t = 0; t < T; ++t) p[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+                        for (int l = l0; l < l0 + step; ++l) {
+                            const __m256i lo = load256(dw + IqDecoded::levels(ib, l) + 32 * h);
+                            const __m256i hi = load256(dw + IqDecoded::levels(ib, l) + 64 + 32 * h);
+                            for (int t = 0; t < T; ++t) {
+                                const uint8_t* at = at0 + 256 * t + 32 * ib + 8 * l;
+                                if constexpr (sum16)
+                                    p[t] = _mm256_add_epi16(p[t], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_i32(at)),
+                                                                                   _mm256_maddubs_epi16(hi, bcast_i32(at + 4))));
+                                else
+                                    dot[t] = chunk_dot<Vnni>(chunk_dot<Vnni>(dot[t], lo, at), hi, at + 4);
+                            }
+                        }
+                        if constexpr (sum16)
+                            for (int t = 0; t < T; ++t) dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(p[t], ones));
                     }
+                    const __m256i ls = load256(dw + IqDecoded::scales(ib, part, parts) + 32 * h);
+                    for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], ls));
                 }
-                const __m256i ls = load256(dw + IqDecoded::scales(ib, part, parts) + 32 * h);
-                for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], ls));
-            }
         const __m256 dwf = load_f16x8(dw + IqDecoded::d(parts) + 16 * h);
         for (int t = 0; t < T; ++t) {
             const __m256 d = _mm256_mul_ps(dwf, bcast_f32(a + act_d_offset(256) + 4 * (t0 + t)));
@@ -501,9 +532,11 @@ KILN_TARGET_AVX2 void decoded_tile(const uint8_t* dw, int h, const uint8_t* a, i
 
 using DecodedTileFn = void (*)(const uint8_t*, int, const uint8_t*, int, int64_t, uint64_t, float*, int64_t, int, bool, bool, float);
 
-template <int Offset, bool Per16, bool Vnni>
-constexpr DecodedTileFn k_decoded_tiles[5] = {nullptr, decoded_tile<Offset, Per16, 1, Vnni>, decoded_tile<Offset, Per16, 2, Vnni>,
-                                              decoded_tile<Offset, Per16, 3, Vnni>, decoded_tile<Offset, Per16, 4, Vnni>};
+template <int Offset, bool Per16, int SumGroups, bool Vnni>
+constexpr DecodedTileFn k_decoded_tiles[5] = {nullptr, decoded_tile<Offset, Per16, SumGroups, 1, Vnni>,
+                                              decoded_tile<Offset, Per16, SumGroups, 2, Vnni>,
+                                              decoded_tile<Offset, Per16, SumGroups, 3, Vnni>,
+                                              decoded_tile<Offset, Per16, SumGroups, 4, Vnni>};
 
 // Several token groups: per panel, IqDecoded::k_blocks blocks decoded at a time,
 // then every half, group and 4-token tile over them (a batch of one group:
@@ -514,7 +547,7 @@ KILN_TARGET_AVX2 void iq_prefill(const PackedMatrix& w, const ActPack& a, int64_
     run_decoded_prefill<IqDecoded::k_blocks, bytes>(
         w, a, p0, p1, y, ldy, decode_block<F>,
         [&](int n, const uint8_t* dw, int h, const uint8_t* ag, int t0, int64_t nb, float* yt, int rows, bool first, bool last) {
-            k_decoded_tiles<F::k_offset, F::k_per16, Vnni>[n](dw, h, ag, t0, nb, a.format.block_stride, yt, ldy, rows, first, last,
+            k_decoded_tiles<F::k_offset, F::k_per16, Vnni ? 0 : int16_groups(F::k_max_level), Vnni>[n](dw, h, ag, t0, nb, a.format.block_stride, yt, ldy, rows, first, last,
                                                              iq_grid_factor(F::k_type));
         });
 }
