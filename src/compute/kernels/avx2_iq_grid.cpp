@@ -13,6 +13,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -150,7 +151,8 @@ KILN_TARGET_AVX2 inline void levels(const uint8_t* w, int h, int ib, int l, __m2
 struct Iq2xxs {
     static constexpr GgmlType k_type = GgmlType::IQ2_XXS;
     static constexpr int k_offset = 64;
-    static constexpr int k_max_level = 64 + 62;
+    static constexpr int k_grid_max = 43;  // grid values 8, 25, 43
+    static constexpr int k_max_level = k_offset + k_grid_max;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq2xxs_aux(ib) + 32 * h), 28, 4); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
@@ -164,7 +166,8 @@ struct Iq2xxs {
 struct Iq2xs {
     static constexpr GgmlType k_type = GgmlType::IQ2_XS;
     static constexpr int k_offset = 64;
-    static constexpr int k_max_level = 64 + 62;
+    static constexpr int k_grid_max = 43;  // grid values 8, 25, 43
+    static constexpr int k_max_level = k_offset + k_grid_max;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2xs_scales(ib), h), 4 * half, 4); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
@@ -177,7 +180,8 @@ struct Iq2xs {
 struct Iq2s {
     static constexpr GgmlType k_type = GgmlType::IQ2_S;
     static constexpr int k_offset = 64;
-    static constexpr int k_max_level = 64 + 62;
+    static constexpr int k_grid_max = 43;  // grid values 8, 25, 43
+    static constexpr int k_max_level = k_offset + k_grid_max;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) { return odd_scale(u8x8(w + L::iq2s_scales(ib), h), 4 * half, 4); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
@@ -186,25 +190,39 @@ struct Iq2s {
     }
 };
 
+// IQ3_XXS's grid halved (its values are all even): levels 32 +- g / 2 <= 63
+// let the prefill tiles and decode sum two groups' products in int16; its
+// scales are doubled to match.
+const auto k_iq3xxs_half = [] {
+    std::array<std::array<uint8_t, 4>, 256> t{};
+    for (size_t i = 0; i < t.size(); ++i)
+        for (size_t j = 0; j < 4; ++j) t[i][j] = static_cast<uint8_t>(quant::k_iq3xxs_grid[i][j] / 2);
+    return t;
+}();
+
 struct Iq3xxs {
     static constexpr GgmlType k_type = GgmlType::IQ3_XXS;
-    static constexpr int k_offset = 64;
-    static constexpr int k_max_level = 64 + 62;
+    static constexpr int k_offset = 32;
+    static constexpr int k_grid_max = 31;  // the grid's 4, 12, .., 62 halved; the scales doubled
+    static constexpr int k_max_level = k_offset + k_grid_max;
     static constexpr bool k_per16 = false;
-    static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(load256(w + L::iq3xxs_aux(ib) + 32 * h), 28, 4); }
+    static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) {
+        return _mm256_slli_epi32(odd_scale(load256(w + L::iq3xxs_aux(ib) + 32 * h), 28, 4), 1);
+    }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
         const uint8_t* q0 = w + L::iq3xxs_qs(ib, 2 * l) + 8 * h;
         const uint8_t* q1 = w + L::iq3xxs_qs(ib, 2 * l + 1) + 8 * h;
-        glo = lookup4(quant::k_iq3xxs_grid[0], [&](int r) { return q0[r]; });
-        ghi = lookup4(quant::k_iq3xxs_grid[0], [&](int r) { return q1[r]; });
+        glo = lookup4(k_iq3xxs_half[0].data(), [&](int r) { return q0[r]; });
+        ghi = lookup4(k_iq3xxs_half[0].data(), [&](int r) { return q1[r]; });
         return signs_of_index(bits_of(load256(w + L::iq3xxs_aux(ib) + 32 * h), 7 * l, 127));
     }
 };
 
 struct Iq3s {
     static constexpr GgmlType k_type = GgmlType::IQ3_S;
-    static constexpr int k_offset = 16;  // its grid values are 1 .. 15
-    static constexpr int k_max_level = 16 + 15;
+    static constexpr int k_offset = 16;
+    static constexpr int k_grid_max = 15;  // grid values 1, 3, .., 15
+    static constexpr int k_max_level = k_offset + k_grid_max;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u8x8(w + L::iq3s_scales(ib / 2), h), 4 * (ib % 2), 4); }
     static KILN_TARGET_AVX2 __m256i parts(const uint8_t* w, int h, int ib, int l, __m256i& glo, __m256i& ghi) {
@@ -319,12 +337,15 @@ KILN_TARGET_AVX2 inline void iq_block(const uint8_t* w, int h, const uint8_t* a,
 // One token, both 8-row halves of a panel block, for the types with sign bits:
 // the signs go on the activations ((a ^ m) - m, m the negation mask; Q8_K
 // activations are within +-127, so none overflows) and the unsigned grid entries
-// (<= 62) multiply them directly: no offset, and one vpmaddwd per chunk pair (4
-// products <= 4 x 62 x 127 < 2^15). The same integer sums as iq_block's.
+// (<= k_grid_max) multiply them directly: no offset, and a group's products (4
+// x 127 x k_grid_max at most per int16 lane) summed in int16 over as many groups
+// as fit before one vpmaddwd. The same integer sums as iq_block's.
 template <typename F>
 KILN_TARGET_AVX2 inline void iq_block_signed(const uint8_t* w, const uint8_t* a, __m256* acc) {
     constexpr int halves = F::k_per16 ? 2 : 1;
     constexpr int groups = 4 / halves;
+    constexpr int step = std::min(groups, 32767 / (4 * 127 * F::k_grid_max));  // groups per vpmaddwd
+    static_assert(step >= 1 && groups % step == 0);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 1
@@ -336,16 +357,20 @@ KILN_TARGET_AVX2 inline void iq_block_signed(const uint8_t* w, const uint8_t* a,
             const int ib = ib2 + odd;
             __m256i dot[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 4
-            for (int l = groups * half; l < groups * (half + 1); ++l) {
-                const __m256i a_lo = bcast_i32(a + 32 * ib + 8 * l), a_hi = bcast_i32(a + 32 * ib + 8 * l + 4);
-                for (int h = 0; h < 2; ++h) {
-                    __m256i glo, ghi, neg_lo, neg_hi;
-                    sign_masks(F::parts(w, h, ib, l, glo, ghi), neg_lo, neg_hi);
-                    const __m256i slo = _mm256_sub_epi8(_mm256_xor_si256(a_lo, neg_lo), neg_lo);
-                    const __m256i shi = _mm256_sub_epi8(_mm256_xor_si256(a_hi, neg_hi), neg_hi);
-                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(glo, slo), _mm256_maddubs_epi16(ghi, shi));
-                    dot[h] = _mm256_add_epi32(dot[h], _mm256_madd_epi16(p, ones));
+            for (int l0 = groups * half; l0 < groups * (half + 1); l0 += step) {
+                __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+                for (int l = l0; l < l0 + step; ++l) {
+                    const __m256i a_lo = bcast_i32(a + 32 * ib + 8 * l), a_hi = bcast_i32(a + 32 * ib + 8 * l + 4);
+                    for (int h = 0; h < 2; ++h) {
+                        __m256i glo, ghi, neg_lo, neg_hi;
+                        sign_masks(F::parts(w, h, ib, l, glo, ghi), neg_lo, neg_hi);
+                        const __m256i slo = _mm256_sub_epi8(_mm256_xor_si256(a_lo, neg_lo), neg_lo);
+                        const __m256i shi = _mm256_sub_epi8(_mm256_xor_si256(a_hi, neg_hi), neg_hi);
+                        p[h] = _mm256_add_epi16(p[h], _mm256_add_epi16(_mm256_maddubs_epi16(glo, slo), _mm256_maddubs_epi16(ghi, shi)));
+                    }
                 }
+                for (int h = 0; h < 2; ++h) dot[h] = _mm256_add_epi32(dot[h], _mm256_madd_epi16(p[h], ones));
             }
             for (int h = 0; h < 2; ++h) isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(dot[h], F::scale(w, h, ib, half)));
         }
