@@ -470,12 +470,29 @@ constexpr TileFn k_iq_tiles[5] = {nullptr, iq_tile<F, 1, Vnni>, iq_tile<F, 2, Vn
 
 // ---- prefill: each panel block's grid lookups once for every token group ----
 
-// One panel block at w in IqDecoded's form at out (32-byte aligned): both 8-row
-// halves of every chunk.
+// At AVX2 a decoded block is IqDecoded's levels and d, its scales stored as (s,
+// s) int16 pairs, the vpmaddwd operand that applies them to the tiles' int16
+// sums, and after them the offset terms: per word j of the activations' int16
+// sums (two parts, or two sub-blocks for formats of one part) the pairs (-offset
+// s) that one vpmaddwd against that word turns into the offset's share of the
+// row sum. So no part costs a token a vpmulld or a broadcast offset.
+constexpr int offset_words(int parts) { return parts == 2 ? 8 : 4; }
+constexpr int offset_terms(int parts, int j) { return static_cast<int>(IqDecoded::bytes(parts)) + 64 * j; }
+constexpr uint64_t decoded_bytes(int parts) { return IqDecoded::bytes(parts) + 64 * static_cast<uint64_t>(offset_words(parts)); }
+
+// Lanes lo (low half) and hi (high half) as int16 pairs.
+KILN_TARGET_AVX2 inline __m256i int16_pairs(__m256i lo, __m256i hi) {
+    return _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(hi, 16));
+}
+
+// One panel block at w in the AVX2 decoded form at out (32-byte aligned): both
+// 8-row halves of every chunk.
 template <typename F>
 KILN_TARGET_AVX2 void decode_block(const uint8_t* w, uint8_t* out) {
     constexpr int parts = F::k_per16 ? 2 : 1;
-    for (int h = 0; h < 2; ++h)
+    const __m256i minus_offset = _mm256_set1_epi32(-F::k_offset);
+    for (int h = 0; h < 2; ++h) {
+        __m256i sc[8][parts];
         for (int ib = 0; ib < 8; ++ib) {
             for (int l = 0; l < 4; ++l) {
                 __m256i lo, hi;
@@ -483,45 +500,73 @@ KILN_TARGET_AVX2 void decode_block(const uint8_t* w, uint8_t* out) {
                 _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::levels(ib, l) + 32 * h), lo);
                 _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::levels(ib, l) + 64 + 32 * h), hi);
             }
-            for (int part = 0; part < parts; ++part)
-                _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::scales(ib, part, parts) + 32 * h), F::scale(w, h, ib, part));
+            for (int part = 0; part < parts; ++part) {
+                sc[ib][part] = F::scale(w, h, ib, part);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::scales(ib, part, parts) + 32 * h),
+                                   int16_pairs(sc[ib][part], sc[ib][part]));
+            }
         }
+        for (int j = 0; j < offset_words(parts); ++j) {
+            const __m256i s0 = parts == 2 ? sc[j][0] : sc[2 * j][0], s1 = parts == 2 ? sc[j][parts - 1] : sc[2 * j + 1][0];
+            _mm256_store_si256(reinterpret_cast<__m256i*>(out + offset_terms(parts, j) + 32 * h),
+                               int16_pairs(_mm256_mullo_epi32(s0, minus_offset), _mm256_mullo_epi32(s1, minus_offset)));
+        }
+    }
     std::memcpy(out + IqDecoded::d(parts), w, 32);
 }
 
 // nb decoded blocks at dw, rows 8h.., x T tokens of one group (t0 ..; a: the
-// group's activations of the first block): iq_block's operations in its order,
-// with the levels and scales loaded. The row sums continue those left in y by the
-// blocks before (first: none), and the last chunk of a row stores them scaled:
-// the bits of iq_tile's single pass.
-// Without AVX-VNNI, the vpmaddubsw pairs of SumGroups groups (levels <= max:
-// 4 x 127 x max per group and lane) are summed in int16 before one vpmaddwd:
-// vpmaddubsw and vpmaddwd share the multiply ports, which bound these tiles.
+// group's activations of the first block): the same integer row sums as
+// iq_block's. The row sums continue those left in y by the blocks before (first:
+// none), and the last chunk of a row stores them scaled: the bits of iq_tile's
+// single pass. Without AVX-VNNI, the vpmaddubsw pairs of SumGroups groups (levels
+// <= max: 4 x 127 x max per group and lane) are summed in int16 before the
+// vpmaddwd that scales them (vpmaddubsw and vpmaddwd share the multiply ports,
+// which bound these tiles); with it, vpdpbusd sums a part in int32 and vpmulld
+// scales it.
 constexpr int int16_groups(int max_level) { return 32767 / (4 * 127 * max_level); }
 
-template <int Offset, bool Per16, int SumGroups, int T, bool Vnni>
+template <bool Per16, int SumGroups, int T, bool Vnni>
 KILN_TARGET_AVX2 void decoded_tile(const uint8_t* dw, int h, const uint8_t* a, int t0, int64_t nb, uint64_t a_stride, float* y,
                                    int64_t ldy, int n_rows, bool first, bool last, float factor) {
     constexpr int parts = Per16 ? 2 : 1;
     constexpr int groups = 4 / parts;
-    constexpr bool sum16 = !Vnni && SumGroups > 0;
-    constexpr int step = sum16 ? SumGroups : 1;  // groups per vpmaddwd
+    constexpr int step = SumGroups > 0 ? SumGroups : 1;  // groups per vpmaddwd (SumGroups 0: per chunk)
     static_assert(groups % step == 0);
-    constexpr uint64_t bytes = IqDecoded::bytes(parts);
-    const __m256i ones = _mm256_set1_epi16(1);
+    constexpr uint64_t bytes = decoded_bytes(parts);
+    constexpr int aux_stride = 2 * 8 * parts;  // bytes of a token's int16 sums
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : load_rows(y + t * ldy, n_rows);
     for (int64_t b = 0; b < nb; ++b, dw += bytes, a += a_stride) {
         const uint8_t* at0 = a + 256 * t0;
+        const uint8_t* ax0 = a + act_aux_offset(256) + aux_stride * t0;
         __m256i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+        for (int j = 0; j < offset_words(parts); ++j) {
+            const __m256i m = load256(dw + offset_terms(parts, j) + 32 * h);
+            for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(bcast_i32(ax0 + aux_stride * t + 4 * j), m));
+        }
         // Unrolled but for ib, so every offset is a constant or linear in ib.
 #pragma GCC unroll 1
         for (int ib = 0; ib < 8; ++ib)
 #pragma GCC unroll 2
-                for (int part = 0; part < parts; ++part) {
+            for (int part = 0; part < parts; ++part) {
+                const __m256i sc = load256(dw + IqDecoded::scales(ib, part, parts) + 32 * h);
+                if constexpr (Vnni) {
                     __m256i dot[T];
-                    for (int t = 0; t < T; ++t) dot[t] = sum_start<Offset, Per16>(a, t0 + t, ib, part);
+                    for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+                    for (int l = groups * part; l < groups * (part + 1); ++l) {
+                        const __m256i lo = load256(dw + IqDecoded::levels(ib, l) + 32 * h);
+                        const __m256i hi = load256(dw + IqDecoded::levels(ib, l) + 64 + 32 * h);
+                        for (int t = 0; t < T; ++t) {
+                            const uint8_t* at = at0 + 256 * t + 32 * ib + 8 * l;
+                            dot[t] = dpbusd(dpbusd(dot[t], lo, bcast_i32(at)), hi, bcast_i32(at + 4));
+                        }
+                    }
+                    const __m256i s = _mm256_srli_epi32(sc, 16);
+                    for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], s));
+                } else {
 #pragma GCC unroll 4
                     for (int l0 = groups * part; l0 < groups * (part + 1); l0 += step) {
                         __m256i p[T];
@@ -532,19 +577,18 @@ KILN_TARGET_AVX2 void decoded_tile(const uint8_t* dw, int h, const uint8_t* a, i
                             const __m256i hi = load256(dw + IqDecoded::levels(ib, l) + 64 + 32 * h);
                             for (int t = 0; t < T; ++t) {
                                 const uint8_t* at = at0 + 256 * t + 32 * ib + 8 * l;
-                                if constexpr (sum16)
-                                    p[t] = _mm256_add_epi16(p[t], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast_i32(at)),
-                                                                                   _mm256_maddubs_epi16(hi, bcast_i32(at + 4))));
-                                else
-                                    dot[t] = chunk_dot<Vnni>(chunk_dot<Vnni>(dot[t], lo, at), hi, at + 4);
+                                const __m256i plo = _mm256_maddubs_epi16(lo, bcast_i32(at)), phi = _mm256_maddubs_epi16(hi, bcast_i32(at + 4));
+                                if constexpr (SumGroups > 0)
+                                    p[t] = _mm256_add_epi16(p[t], _mm256_add_epi16(plo, phi));
+                                else  // a pair of chunks may not fit int16
+                                    isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(plo, sc), _mm256_madd_epi16(phi, sc)));
                             }
                         }
-                        if constexpr (sum16)
-                            for (int t = 0; t < T; ++t) dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(p[t], ones));
+                        if constexpr (SumGroups > 0)
+                            for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[t], sc));
                     }
-                    const __m256i ls = load256(dw + IqDecoded::scales(ib, part, parts) + 32 * h);
-                    for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], ls));
                 }
+            }
         const __m256 dwf = load_f16x8(dw + IqDecoded::d(parts) + 16 * h);
         for (int t = 0; t < T; ++t) {
             const __m256 d = _mm256_mul_ps(dwf, bcast_f32(a + act_d_offset(256) + 4 * (t0 + t)));
@@ -557,22 +601,20 @@ KILN_TARGET_AVX2 void decoded_tile(const uint8_t* dw, int h, const uint8_t* a, i
 
 using DecodedTileFn = void (*)(const uint8_t*, int, const uint8_t*, int, int64_t, uint64_t, float*, int64_t, int, bool, bool, float);
 
-template <int Offset, bool Per16, int SumGroups, bool Vnni>
-constexpr DecodedTileFn k_decoded_tiles[5] = {nullptr, decoded_tile<Offset, Per16, SumGroups, 1, Vnni>,
-                                              decoded_tile<Offset, Per16, SumGroups, 2, Vnni>,
-                                              decoded_tile<Offset, Per16, SumGroups, 3, Vnni>,
-                                              decoded_tile<Offset, Per16, SumGroups, 4, Vnni>};
+template <bool Per16, int SumGroups, bool Vnni>
+constexpr DecodedTileFn k_decoded_tiles[5] = {nullptr, decoded_tile<Per16, SumGroups, 1, Vnni>, decoded_tile<Per16, SumGroups, 2, Vnni>,
+                                              decoded_tile<Per16, SumGroups, 3, Vnni>, decoded_tile<Per16, SumGroups, 4, Vnni>};
 
 // Several token groups: per panel, IqDecoded::k_blocks blocks decoded at a time,
 // then every half, group and 4-token tile over them (a batch of one group:
 // run_tiles' direct path).
 template <typename F, bool Vnni>
 KILN_TARGET_AVX2 void iq_prefill(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    constexpr uint64_t bytes = IqDecoded::bytes(F::k_per16 ? 2 : 1);
+    constexpr uint64_t bytes = decoded_bytes(F::k_per16 ? 2 : 1);
     run_decoded_prefill<IqDecoded::k_blocks, bytes>(
         w, a, p0, p1, y, ldy, decode_block<F>,
         [&](int n, const uint8_t* dw, int h, const uint8_t* ag, int t0, int64_t nb, float* yt, int rows, bool first, bool last) {
-            k_decoded_tiles<F::k_offset, F::k_per16, Vnni ? 0 : int16_groups(F::k_max_level), Vnni>[n](dw, h, ag, t0, nb, a.format.block_stride, yt, ldy, rows, first, last,
+            k_decoded_tiles<F::k_per16, Vnni ? 0 : int16_groups(F::k_max_level), Vnni>[n](dw, h, ag, t0, nb, a.format.block_stride, yt, ldy, rows, first, last,
                                                              iq_grid_factor(F::k_type));
         });
 }

@@ -58,6 +58,8 @@ struct IqGridLayout {
 //   scales  i32 [8 ib][parts][16]: each row's integer scale of sub-block ib (parts
 //           2: of its halves of 16 elements, IQ2_XS, IQ2_S, IQ1_M)
 //   d       f16 [16], as in the panel (and 32 bytes of padding)
+// (AVX2 stores the scales as (s, s) int16 pairs and appends the offset terms:
+// decode_block in avx2_iq_grid.cpp.)
 struct IqDecoded {
     static constexpr int levels(int ib, int l) { return 128 * (4 * ib + l); }
     static constexpr int scales(int ib, int part, int parts) { return 4096 + 64 * (parts * ib + part); }
