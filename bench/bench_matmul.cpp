@@ -171,6 +171,12 @@ void register_all() {
                         name = "matmul/" + kernels_name(*k) + "/" + std::string(ggml_type_name(t)) + "/2048x2048/tokens:1/in-cache/threads:" +
                                std::to_string(threads);
                         benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, k, 2048, 2048, 1, threads)->UseRealTime();
+                        // A batch of one activation group (a speculative verification,
+                        // a short prompt): the direct tiles, not the decoded prefill.
+                        if (threads == 1 && k->isa != Isa::Scalar) {
+                            name = "matmul/" + kernels_name(*k) + "/" + std::string(ggml_type_name(t)) + "/2048x2048/tokens:8/threads:1";
+                            benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, k, 2048, 2048, 8, 1)->UseRealTime();
+                        }
                     }
                 }
             }

@@ -311,10 +311,17 @@ KILN_TARGET_AVX2 inline void iq_block(const uint8_t* w, int h, const uint8_t* a,
     constexpr int groups = 4 / halves;
     __m256i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
-    for (int ib = 0; ib < 8; ++ib)
+    // Unrolled but for the ib pairs, so every field offset and shift is a constant.
+#pragma GCC unroll 1
+    for (int ib2 = 0; ib2 < 8; ib2 += 2)
+#pragma GCC unroll 2
+        for (int odd = 0; odd < 2; ++odd)
+#pragma GCC unroll 2
         for (int half = 0; half < halves; ++half) {
+            const int ib = ib2 + odd;
             __m256i dot[T];
             for (int t = 0; t < T; ++t) dot[t] = sum_start<F>(a, t0 + t, ib, half);
+#pragma GCC unroll 4
             for (int l = groups * half; l < groups * (half + 1); ++l) {
                 __m256i lo, hi;
                 levels<F>(w, h, ib, l, lo, hi);
@@ -622,7 +629,9 @@ KILN_TARGET_AVX2 void iq_prefill(const PackedMatrix& w, const ActPack& a, int64_
 template <typename F, bool Vnni>
 KILN_TARGET_AVX2 void iq_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
     if (a.n_tokens == 1) return iq_decode<F>(w, a, p0, p1, y);
-    if (a.n_groups() > 1) return iq_prefill<F, Vnni>(w, a, p0, p1, y, ldy);
+    // Past one 4-token tile the lookups are worth doing once (8 tokens: 1.3-2x,
+    // docs/perf.md); up to 4 the direct tiles are as fast.
+    if (a.n_groups() > 1 || a.n_tokens > 4) return iq_prefill<F, Vnni>(w, a, p0, p1, y, ldy);
     run_tiles(k_iq_tiles<F, Vnni>, w, a, p0, p1, y, ldy);
 }
 
