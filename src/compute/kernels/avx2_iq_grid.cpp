@@ -1,12 +1,13 @@
 // AVX2 products of the grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
 // IQ1_S, IQ1_M) with Q8_K activations over packed panels, as avx512_iq_grid.cpp
 // but on 8-row tiles (rows 8h ..). Sign masks by compare and blend; without
-// AVX-VNNI each chunk's products go through vpmaddubsw (at most 2 x 126 x 127 per
-// int16 pair: exact) and vpmaddwd to int32 at once; the `vnni` variants take
-// vpdpbusd. Decode (one token) takes the vpmaddubsw path on every CPU, as the
-// k-quants do; for the types with sign bits it puts the signs on the activations
-// instead (iq_block_signed). Grid entries come from scalar loads (lookup8,
-// lookup4), not gathers.
+// AVX-VNNI the products go through vpmaddubsw (at most 2 x 126 x 127 per int16
+// pair: exact), summed in int16 over as many chunks as the levels allow, then
+// vpmaddwd to int32; the `vnni` variants take vpdpbusd. Decode (one token) takes
+// the vpmaddubsw path on every CPU, both halves of a panel at once
+// (iq_block_decode; the types with sign bits put the signs on the activations);
+// prefill looks each panel block up once (decode_block, decoded_tile). Grid
+// entries come from scalar loads (lookup8, lookup4), not gathers.
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -341,17 +342,43 @@ KILN_TARGET_AVX2 inline void iq_block(const uint8_t* w, int h, const uint8_t* a,
     }
 }
 
-// One token, both 8-row halves of a panel block, for the types with sign bits:
-// the signs go on the activations ((a ^ m) - m, m the negation mask; Q8_K
-// activations are within +-127, so none overflows) and the unsigned grid entries
-// (<= k_grid_max) multiply them directly: no offset, and a group's products (4
-// x 127 x k_grid_max at most per int16 lane) summed in int16 over as many groups
-// as fit before one vpmaddwd. The same integer sums as iq_block's.
+// A group's products for rows 8h .., as int16 pairs (vpmaddubsw) of its two
+// chunks summed: the types with sign bits put the signs on the activations
+// ((a ^ m) - m, m the negation mask; Q8_K activations are within +-127, so none
+// overflows) and multiply the unsigned grid entries (<= k_grid_max) directly,
+// with no offset; IQ1 multiplies its offset levels (<= k_max_level).
 template <typename F>
-KILN_TARGET_AVX2 inline void iq_block_signed(const uint8_t* w, const uint8_t* a, __m256* acc) {
+KILN_TARGET_AVX2 inline __m256i group_products(const uint8_t* w, int h, int ib, int l, __m256i a_lo, __m256i a_hi) {
+    __m256i lo, hi;
+    if constexpr (SignedGrid<F>) {
+        __m256i neg_lo, neg_hi;
+        sign_masks(F::parts(w, h, ib, l, lo, hi), neg_lo, neg_hi);
+        a_lo = _mm256_sub_epi8(_mm256_xor_si256(a_lo, neg_lo), neg_lo);
+        a_hi = _mm256_sub_epi8(_mm256_xor_si256(a_hi, neg_hi), neg_hi);
+    } else {
+        F::group(w, h, ib, l, lo, hi);
+    }
+    return _mm256_add_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_maddubs_epi16(hi, a_hi));
+}
+
+template <typename F>
+constexpr int largest_multiplier() {
+    if constexpr (SignedGrid<F>)
+        return F::k_grid_max;
+    else
+        return F::k_max_level;
+}
+
+// One token, both 8-row halves of a panel block: each activation broadcast
+// serves both halves, and the groups' products are summed in int16 over as many
+// groups as fit (4 x 127 x the largest multiplier per group and lane) before one
+// vpmaddwd. Unrolled but for the ib pairs, so every field offset and shift is a
+// constant. The same integer sums as iq_block's.
+template <typename F>
+KILN_TARGET_AVX2 inline void iq_block_decode(const uint8_t* w, const uint8_t* a, __m256* acc) {
     constexpr int halves = F::k_per16 ? 2 : 1;
     constexpr int groups = 4 / halves;
-    constexpr int step = std::min(groups, 32767 / (4 * 127 * F::k_grid_max));  // groups per vpmaddwd
+    constexpr int step = std::min(groups, 32767 / (4 * 127 * largest_multiplier<F>()));  // groups per vpmaddwd
     static_assert(step >= 1 && groups % step == 0);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
@@ -360,71 +387,23 @@ KILN_TARGET_AVX2 inline void iq_block_signed(const uint8_t* w, const uint8_t* a,
 #pragma GCC unroll 2
         for (int odd = 0; odd < 2; ++odd)
 #pragma GCC unroll 2
-        for (int half = 0; half < halves; ++half) {
-            const int ib = ib2 + odd;
-            __m256i dot[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (int half = 0; half < halves; ++half) {
+                const int ib = ib2 + odd;
+                const __m256i start = SignedGrid<F> ? _mm256_setzero_si256() : sum_start<F>(a, 0, ib, half);
+                __m256i dot[2] = {start, start};
 #pragma GCC unroll 4
-            for (int l0 = groups * half; l0 < groups * (half + 1); l0 += step) {
-                __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+                for (int l0 = groups * half; l0 < groups * (half + 1); l0 += step) {
+                    __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 4
-                for (int l = l0; l < l0 + step; ++l) {
-                    const __m256i a_lo = bcast_i32(a + 32 * ib + 8 * l), a_hi = bcast_i32(a + 32 * ib + 8 * l + 4);
-                    for (int h = 0; h < 2; ++h) {
-                        __m256i glo, ghi, neg_lo, neg_hi;
-                        sign_masks(F::parts(w, h, ib, l, glo, ghi), neg_lo, neg_hi);
-                        const __m256i slo = _mm256_sub_epi8(_mm256_xor_si256(a_lo, neg_lo), neg_lo);
-                        const __m256i shi = _mm256_sub_epi8(_mm256_xor_si256(a_hi, neg_hi), neg_hi);
-                        p[h] = _mm256_add_epi16(p[h], _mm256_add_epi16(_mm256_maddubs_epi16(glo, slo), _mm256_maddubs_epi16(ghi, shi)));
+                    for (int l = l0; l < l0 + step; ++l) {
+                        const __m256i a_lo = bcast_i32(a + 32 * ib + 8 * l), a_hi = bcast_i32(a + 32 * ib + 8 * l + 4);
+#pragma GCC unroll 2
+                        for (int h = 0; h < 2; ++h) p[h] = _mm256_add_epi16(p[h], group_products<F>(w, h, ib, l, a_lo, a_hi));
                     }
+                    for (int h = 0; h < 2; ++h) dot[h] = _mm256_add_epi32(dot[h], _mm256_madd_epi16(p[h], ones));
                 }
-                for (int h = 0; h < 2; ++h) dot[h] = _mm256_add_epi32(dot[h], _mm256_madd_epi16(p[h], ones));
+                for (int h = 0; h < 2; ++h) isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(dot[h], F::scale(w, h, ib, half)));
             }
-            for (int h = 0; h < 2; ++h) isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(dot[h], F::scale(w, h, ib, half)));
-        }
-    for (int h = 0; h < 2; ++h) {
-        const __m256 d = _mm256_mul_ps(load_f16x8(w + 16 * h), bcast_f32(a + act_d_offset(256)));
-        acc[h] = _mm256_add_ps(acc[h], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[h])));
-    }
-}
-
-// One token, both 8-row halves of a panel block, for IQ1_S / IQ1_M: each
-// activation broadcast serves both halves, and the vpmaddubsw pairs (levels <=
-// 25, so a pair <= 2 x 25 x 128) are summed in int16 over two groups (8 pairs
-// <= 51200 would not fit, 4 do) before one vpmaddwd. Loops unrolled so every
-// field offset and shift is a constant. The same integer sums as iq_block's.
-template <typename F>
-KILN_TARGET_AVX2 inline void iq1_block_decode(const uint8_t* w, const uint8_t* a, __m256* acc) {
-    constexpr int halves = F::k_per16 ? 2 : 1;
-    constexpr int groups = 4 / halves;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-#pragma GCC unroll 1
-    for (int ib2 = 0; ib2 < 8; ib2 += 2)
-#pragma GCC unroll 2
-        for (int odd = 0; odd < 2; ++odd)
-#pragma GCC unroll 2
-        for (int half = 0; half < halves; ++half) {
-            const int ib = ib2 + odd;
-            const __m256i start = sum_start<F>(a, 0, ib, half);
-            __m256i dot[2] = {start, start};
-#pragma GCC unroll 2
-            for (int pair = 0; pair < groups / 2; ++pair) {
-                __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-#pragma GCC unroll 2
-                for (int g = 0; g < 2; ++g) {
-                    const int l = groups * half + 2 * pair + g;
-                    const __m256i a_lo = bcast_i32(a + 32 * ib + 8 * l), a_hi = bcast_i32(a + 32 * ib + 8 * l + 4);
-#pragma GCC unroll 2
-                    for (int h = 0; h < 2; ++h) {
-                        __m256i lo, hi;
-                        F::group(w, h, ib, l, lo, hi);
-                        p[h] = _mm256_add_epi16(p[h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_maddubs_epi16(hi, a_hi)));
-                    }
-                }
-                for (int h = 0; h < 2; ++h) dot[h] = _mm256_add_epi32(dot[h], _mm256_madd_epi16(p[h], ones));
-            }
-            for (int h = 0; h < 2; ++h) isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(dot[h], F::scale(w, h, ib, half)));
-        }
     for (int h = 0; h < 2; ++h) {
         const __m256 d = _mm256_mul_ps(load_f16x8(w + 16 * h), bcast_f32(a + act_d_offset(256)));
         acc[h] = _mm256_add_ps(acc[h], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[h])));
@@ -460,11 +439,7 @@ KILN_TARGET_AVX2 void iq_decode(const PackedMatrix& w, const ActPack& a, int64_t
         __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int64_t b = 0; b < w.n_blocks; ++b, wb += w.block_bytes, ab += a.format.block_stride) {
             prefetch_block(wb + w.block_bytes, w.block_bytes);
-            if constexpr (SignedGrid<F>) {
-                iq_block_signed<F>(wb, ab, acc);
-            } else {
-                iq1_block_decode<F>(wb, ab, acc);
-            }
+            iq_block_decode<F>(wb, ab, acc);
         }
         const int rows = static_cast<int>(std::min<int64_t>(k_panel_rows, w.n_out - p * k_panel_rows));
         store_scaled(y + p * k_panel_rows, acc[0], std::min(rows, 8), F::k_type);
