@@ -256,7 +256,8 @@ KILN_TARGET_AVX2 inline void iq1_levels(__m128i idx, __m256i minus, __m256i& lo,
 struct Iq1s {
     static constexpr GgmlType k_type = GgmlType::IQ1_S;
     static constexpr int k_offset = 16;
-    static constexpr int k_max_level = 16 + 9;
+    static constexpr int k_grid_max = 9;  // |8 g + delta|
+    static constexpr int k_max_level = k_offset + k_grid_max;
     static constexpr bool k_per16 = false;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int) { return odd_scale(u16x8(w + L::iq1s_qh(ib), h), 12, 3); }
     static KILN_TARGET_AVX2 void group(const uint8_t* w, int h, int ib, int l, __m256i& lo, __m256i& hi) {
@@ -268,7 +269,8 @@ struct Iq1s {
 struct Iq1m {
     static constexpr GgmlType k_type = GgmlType::IQ1_M;
     static constexpr int k_offset = 16;
-    static constexpr int k_max_level = 16 + 9;
+    static constexpr int k_grid_max = 9;  // |8 g + delta|
+    static constexpr int k_max_level = k_offset + k_grid_max;
     static constexpr bool k_per16 = true;
     static KILN_TARGET_AVX2 __m256i scale(const uint8_t* w, int h, int ib, int half) {
         return odd_scale(u16x8(w + L::iq1m_scales(ib / 2), h), 6 * (ib % 2) + 3 * half, 3);
@@ -281,18 +283,18 @@ struct Iq1m {
     }
 };
 
-template <int Offset, bool Per16>
-KILN_TARGET_AVX2 inline __m256i sum_start(const uint8_t* a, int t, int ib, int half) {
-    int16_t s;
-    if constexpr (Per16)
-        std::memcpy(&s, a + act_aux_offset(256) + 32 * t + 2 * (2 * ib + half), 2);
-    else
-        std::memcpy(&s, a + act_aux_offset(256) + 16 * t + 2 * ib, 2);
-    return _mm256_set1_epi32(-Offset * static_cast<int32_t>(s));
-}
+// Bytes of a token's int16 activation sums: one per sub-block part (8 parts,
+// or 16 for the formats with per-16 scales).
+constexpr int act_sums_stride(int parts) { return 2 * 8 * parts; }
+
+// -offset x token t's activation sum of sub-block ib's part: where a part's
+// products of the offset levels start.
 template <typename F>
 KILN_TARGET_AVX2 inline __m256i sum_start(const uint8_t* a, int t, int ib, int half) {
-    return sum_start<F::k_offset, F::k_per16>(a, t, ib, half);
+    constexpr int parts = F::k_per16 ? 2 : 1;
+    int16_t s;
+    std::memcpy(&s, a + act_aux_offset(256) + act_sums_stride(parts) * t + 2 * (parts * ib + half), 2);
+    return _mm256_set1_epi32(-F::k_offset * static_cast<int32_t>(s));
 }
 
 // dot + the products of one chunk of unsigned levels with the 4 broadcast
@@ -361,6 +363,12 @@ KILN_TARGET_AVX2 inline __m256i group_products(const uint8_t* w, int h, int ib, 
     return _mm256_add_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_maddubs_epi16(hi, a_hi));
 }
 
+// The groups whose vpmaddubsw pairs fit int16 together when the unsigned
+// operand is at most max_multiplier (4 x 127 x max_multiplier per group and lane).
+constexpr int int16_groups(int max_multiplier) { return 32767 / (4 * 127 * max_multiplier); }
+
+// The unsigned operand's largest value in decode: the grid entries of the types
+// with sign bits, IQ1's offset levels.
 template <typename F>
 constexpr int largest_multiplier() {
     if constexpr (SignedGrid<F>)
@@ -378,7 +386,7 @@ template <typename F>
 KILN_TARGET_AVX2 inline void iq_block_decode(const uint8_t* w, const uint8_t* a, __m256* acc) {
     constexpr int halves = F::k_per16 ? 2 : 1;
     constexpr int groups = 4 / halves;
-    constexpr int step = std::min(groups, 32767 / (4 * 127 * largest_multiplier<F>()));  // groups per vpmaddwd
+    constexpr int step = std::min(groups, int16_groups(largest_multiplier<F>()));  // groups per vpmaddwd
     static_assert(step >= 1 && groups % step == 0);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
@@ -458,7 +466,7 @@ constexpr TileFn k_iq_tiles[5] = {nullptr, iq_tile<F, 1, Vnni>, iq_tile<F, 2, Vn
 // sums (two parts, or two sub-blocks for formats of one part) the pairs (-offset
 // s) that one vpmaddwd against that word turns into the offset's share of the
 // row sum. So no part costs a token a vpmulld or a broadcast offset.
-constexpr int offset_words(int parts) { return parts == 2 ? 8 : 4; }
+constexpr int offset_words(int parts) { return 8 * parts / 2; }  // two parts a word
 constexpr int offset_terms(int parts, int j) { return static_cast<int>(IqDecoded::bytes(parts)) + 64 * j; }
 constexpr uint64_t decoded_bytes(int parts) { return IqDecoded::bytes(parts) + 64 * static_cast<uint64_t>(offset_words(parts)); }
 
@@ -474,7 +482,7 @@ KILN_TARGET_AVX2 void decode_block(const uint8_t* w, uint8_t* out) {
     constexpr int parts = F::k_per16 ? 2 : 1;
     const __m256i minus_offset = _mm256_set1_epi32(-F::k_offset);
     for (int h = 0; h < 2; ++h) {
-        __m256i sc[8][parts];
+        __m256i sc[8 * parts];  // every part's scale; sub-block ib's from parts * ib
         for (int ib = 0; ib < 8; ++ib) {
             for (int l = 0; l < 4; ++l) {
                 __m256i lo, hi;
@@ -483,16 +491,13 @@ KILN_TARGET_AVX2 void decode_block(const uint8_t* w, uint8_t* out) {
                 _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::levels(ib, l) + 64 + 32 * h), hi);
             }
             for (int part = 0; part < parts; ++part) {
-                sc[ib][part] = F::scale(w, h, ib, part);
-                _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::scales(ib, part, parts) + 32 * h),
-                                   int16_pairs(sc[ib][part], sc[ib][part]));
+                const __m256i s = sc[parts * ib + part] = F::scale(w, h, ib, part);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(out + IqDecoded::scales(ib, part, parts) + 32 * h), int16_pairs(s, s));
             }
         }
-        for (int j = 0; j < offset_words(parts); ++j) {
-            const __m256i s0 = parts == 2 ? sc[j][0] : sc[2 * j][0], s1 = parts == 2 ? sc[j][parts - 1] : sc[2 * j + 1][0];
+        for (int j = 0; j < offset_words(parts); ++j)  // word j: the sums of parts 2j, 2j + 1
             _mm256_store_si256(reinterpret_cast<__m256i*>(out + offset_terms(parts, j) + 32 * h),
-                               int16_pairs(_mm256_mullo_epi32(s0, minus_offset), _mm256_mullo_epi32(s1, minus_offset)));
-        }
+                               int16_pairs(_mm256_mullo_epi32(sc[2 * j], minus_offset), _mm256_mullo_epi32(sc[2 * j + 1], minus_offset)));
     }
     std::memcpy(out + IqDecoded::d(parts), w, 32);
 }
@@ -506,7 +511,6 @@ KILN_TARGET_AVX2 void decode_block(const uint8_t* w, uint8_t* out) {
 // vpmaddwd that scales them (vpmaddubsw and vpmaddwd share the multiply ports,
 // which bound these tiles); with it, vpdpbusd sums a part in int32 and vpmulld
 // scales it.
-constexpr int int16_groups(int max_level) { return 32767 / (4 * 127 * max_level); }
 
 template <bool Per16, int SumGroups, int T, bool Vnni>
 KILN_TARGET_AVX2 void decoded_tile(const uint8_t* dw, int h, const uint8_t* a, int t0, int64_t nb, uint64_t a_stride, float* y,
@@ -516,7 +520,7 @@ KILN_TARGET_AVX2 void decoded_tile(const uint8_t* dw, int h, const uint8_t* a, i
     constexpr int step = SumGroups > 0 ? SumGroups : 1;  // groups per vpmaddwd (SumGroups 0: per chunk)
     static_assert(groups % step == 0);
     constexpr uint64_t bytes = decoded_bytes(parts);
-    constexpr int aux_stride = 2 * 8 * parts;  // bytes of a token's int16 sums
+    constexpr int aux_stride = act_sums_stride(parts);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : load_rows(y + t * ldy, n_rows);
     for (int64_t b = 0; b < nb; ++b, dw += bytes, a += a_stride) {
