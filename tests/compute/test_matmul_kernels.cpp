@@ -89,29 +89,35 @@ struct Case {
     bool raw;  // random block bytes (every bit pattern of the levels and sub-scales)
 };
 
+// Sane block scales over raw block bytes: small f16 d's, MXFP4's E8M0 exponents.
+void set_block_scales(const Case& c, std::vector<uint8_t>& w, std::mt19937& rng) {
+    const GgmlTypeInfo& info = ggml_type_info(c.type);
+    if (c.type == GgmlType::MXFP4)  // E8M0 scales 2^-18 .. 2^-1, and the subnormal ones (0, 1) now and then
+        for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk)
+            w[blk * info.block_bytes] = static_cast<uint8_t>(blk % 11 == 3 ? rng() % 3 : 110 + rng() % 17);
+    std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+    if (c.type == GgmlType::IQ1_M)  // its f16 d is the top nibbles of the four scale words (bytes 48..55)
+        for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk) {
+            const uint16_t h = quant::fp32_to_fp16(scale(rng));
+            for (int k = 0; k < 4; ++k) {
+                uint8_t& top = w[blk * info.block_bytes + 48 + 2 * k + 1];
+                top = static_cast<uint8_t>((top & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
+            }
+        }
+    for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk)
+        for (int off : f16_fields(c.type)) {
+            const uint16_t h = quant::fp32_to_fp16(scale(rng));
+            std::memcpy(w.data() + blk * info.block_bytes + off, &h, 2);
+        }
+}
+
 std::vector<uint8_t> make_weights(const Case& c, std::mt19937& rng) {
     const uint64_t row_bytes = ggml_row_bytes(c.type, static_cast<uint64_t>(c.n_in));
     std::vector<uint8_t> w(row_bytes * static_cast<uint64_t>(c.n_out));
     const GgmlTypeInfo& info = ggml_type_info(c.type);
     if (c.raw && info.quantized) {
         for (auto& b : w) b = static_cast<uint8_t>(rng());
-        if (c.type == GgmlType::MXFP4)  // E8M0 scales 2^-18 .. 2^-1, and the subnormal ones (0, 1) now and then
-            for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk)
-                w[blk * info.block_bytes] = static_cast<uint8_t>(blk % 11 == 3 ? rng() % 3 : 110 + rng() % 17);
-        std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
-        if (c.type == GgmlType::IQ1_M)  // its f16 d is the top nibbles of the four scale words (bytes 48..55)
-            for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk) {
-                const uint16_t h = quant::fp32_to_fp16(scale(rng));
-                for (int k = 0; k < 4; ++k) {
-                    uint8_t& top = w[blk * info.block_bytes + 48 + 2 * k + 1];
-                    top = static_cast<uint8_t>((top & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
-                }
-            }
-        for (uint64_t blk = 0; blk < w.size() / info.block_bytes; ++blk)
-            for (int off : f16_fields(c.type)) {
-                const uint16_t h = quant::fp32_to_fp16(scale(rng));
-                std::memcpy(w.data() + blk * info.block_bytes + off, &h, 2);
-            }
+        set_block_scales(c, w, rng);
         return w;
     }
     std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -213,6 +219,30 @@ TEST_P(MatmulKernels, BitIdenticalToReference) {
                 if (quant::can_quantize(type)) check_case({type, n_in, n_out, n_tokens, false}, rng);
                 if (ggml_type_info(type).quantized) check_case({type, n_in, n_out, n_tokens, true}, rng);
             }
+}
+
+// Every byte of the levels one pattern (all the largest levels of one sign, of
+// the other, alternating, ...) against activations all at full scale, of one sign
+// or alternating: the largest integer sums a kernel's int16 steps must hold. Bit
+// identity with the reference finds a sum that saturated or wrapped.
+TEST_P(MatmulKernels, ExtremeLevelsAndActivations) {
+    if (simd_levels().empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+    const GgmlType type = GetParam();
+    if (!ggml_type_info(type).quantized) GTEST_SKIP() << "float type";
+    const int64_t n_in = 4 * ggml_type_info(type).block_size, n_out = 32;
+    std::mt19937 rng(99);
+    for (int pattern : {0x00, 0xFF, 0x77, 0x88, 0x55, 0xAA, 0x0F, 0xF0})
+        for (int sign : {1, -1, 0}) {  // 0: alternating
+            SCOPED_TRACE("byte pattern " + std::to_string(pattern) + " activation sign " + std::to_string(sign));
+            for (int64_t n_tokens : {1, 8, 17}) {
+                const Case c{type, n_in, n_out, n_tokens, true};
+                std::vector<uint8_t> w(ggml_row_bytes(type, static_cast<uint64_t>(n_in)) * n_out, static_cast<uint8_t>(pattern));
+                set_block_scales(c, w, rng);
+                std::vector<float> x(static_cast<size_t>(n_in * n_tokens));
+                for (size_t i = 0; i < x.size(); ++i) x[i] = sign != 0 ? static_cast<float>(sign) : (i % 2 ? -1.0f : 1.0f);
+                check_data(c, w, x);
+            }
+        }
 }
 
 // Float weights: rows wider than one element slice of the prefill tiles (1024)

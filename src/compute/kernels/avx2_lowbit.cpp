@@ -3,10 +3,12 @@
 // 8-row tiles (a ymm is one half of a 64-byte chunk). Without AVX-VNNI a
 // sub-block's products are summed by vpmaddubsw into int16 pairs (at most 4 chunks
 // of 3-bit levels: 4 x 2 x 7 x 127 fits) and scaled by vpmaddwd against (scale,
-// scale) pairs, exactly; IQ4_XS takes signed levels by the sign trick. The `vnni`
-// variants sum each sub-block with vpdpbusd in int32, as the AVX-512 kernels do.
-// Decode (one token) takes the vpmaddubsw path on every CPU, as the k-quants do,
-// except TQ1_0's, which with AVX-VNNI sums whole base-3 bytes (Tq1PanelVnni).
+// scale) pairs, exactly (TQ2_0's unscaled levels over 8 sub-blocks in the
+// tiles); IQ4_XS takes signed levels by the sign trick. The `vnni` variants sum
+// each sub-block with vpdpbusd in int32, as the AVX-512 kernels do. Decode (one
+// token) takes the vpmaddubsw path on every CPU, as the k-quants do, both 8-row
+// halves of a panel at once, except TQ1_0's, which with AVX-VNNI sums whole
+// base-3 bytes (Tq1PanelVnni).
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -63,87 +65,114 @@ KILN_TARGET_AVX2 inline __m256i dup_scale(__m256i pairs, bool odd) {
     return _mm256_shuffle_epi8(pairs, odd ? dup_odd : dup_even);
 }
 
-// One block of a 2-bit format, rows 8h .. x T tokens of one group (t0 ..): its
-// terms added to acc[t].
-template <K2 F, int T, bool Vnni>
+// One block of a 2-bit format, rows 8h .. (NH = 2: both halves, h = 0) x T
+// tokens of one group (t0 ..): its terms added to acc[NH x T] (half-major). Each
+// activation broadcast serves the NH halves, each level vector the T tokens.
+template <K2 F, int T, bool Vnni, int NH = 1>
 KILN_TARGET_AVX2 inline void k2_block(const uint8_t* w, int h, const uint8_t* a, int t0, __m256* acc) {
     constexpr K2Layout L = k2_layout(F);
     const uint8_t* aq = a + 256 * t0;
     const uint8_t* ad = a + act_d_offset(256) + 4 * t0;
     const uint8_t* ax = a + act_aux_offset(256) + 32 * t0;
-    __m256i isum[T], msum[T];
-    for (int t = 0; t < T; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
+    __m256i isum[NH][T], msum[NH][T], s16[NH][T];  // s16: the int16 sums (without AVX-VNNI)
+    for (int n = 0; n < NH; ++n)
+        for (int t = 0; t < T; ++t) isum[n][t] = msum[n][t] = _mm256_setzero_si256();
     for (int s = 0; s < 8; ++s) {
         // Scale pairs of sub-blocks 2s, 2s + 1 (int16 per lane); the level offset
         // of Q3_K / TQ2 and Q2_K's mins through the activation sums.
-        __m256i sc = _mm256_setzero_si256();
-        if constexpr (F == K2::Q2_K) {
-            const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + L.sc + 32 * s + 16 * h)));
-            sc = _mm256_and_si256(raw, _mm256_set1_epi16(0x0F));
-            const __m256i m = _mm256_srli_epi16(raw, 4);
-            for (int t = 0; t < T; ++t) msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, bcast_i32(ax + 32 * t + 4 * s)));
-        } else {
-            __m256i bias = _mm256_set1_epi16(-1);
-            if constexpr (F == K2::Q3_K) {
-                sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + L.sc + 32 * s + 16 * h)));
-                bias = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 2));
+        __m256i sc[NH], hb[NH];
+        for (int n = 0; n < NH; ++n) {
+            const int hn = h + n;
+            sc[n] = _mm256_setzero_si256();
+            if constexpr (F == K2::Q2_K) {
+                const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + L.sc + 32 * s + 16 * hn)));
+                sc[n] = _mm256_and_si256(raw, _mm256_set1_epi16(0x0F));
+                const __m256i m = _mm256_srli_epi16(raw, 4);
+                for (int t = 0; t < T; ++t)
+                    msum[n][t] = _mm256_add_epi32(msum[n][t], _mm256_madd_epi16(m, bcast_i32(ax + 32 * t + 4 * s)));
+            } else {
+                __m256i bias = _mm256_set1_epi16(-1);
+                if constexpr (F == K2::Q3_K) {
+                    sc[n] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + L.sc + 32 * s + 16 * hn)));
+                    bias = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc[n], 2));
+                }
+                for (int t = 0; t < T; ++t)
+                    isum[n][t] = _mm256_add_epi32(isum[n][t], _mm256_madd_epi16(bias, bcast_i32(ax + 32 * t + 4 * s)));
             }
-            for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(bias, bcast_i32(ax + 32 * t + 4 * s)));
+            hb[n] = F == K2::Q3_K ? load256(w + L.high + 64 * s + 32 * hn) : _mm256_setzero_si256();
         }
-        const __m256i hb = F == K2::Q3_K ? load256(w + L.high + 64 * s + 32 * h) : _mm256_setzero_si256();
         if constexpr (Vnni) {
-            __m256i de[T], dodd[T];
-            for (int t = 0; t < T; ++t) de[t] = dodd[t] = _mm256_setzero_si256();
+            __m256i de[NH][T], dodd[NH][T];
+            for (int n = 0; n < NH; ++n)
+                for (int t = 0; t < T; ++t) de[n][t] = dodd[n][t] = _mm256_setzero_si256();
             for (int half = 0; half < 2; ++half) {
                 const int sb = 2 * s + half;
-                const __m256i raw = load256(w + L.qs + 64 * sb + 32 * h);
-                for (int k = 0; k < 4; ++k) {
-                    const __m256i q = k2_levels<F>(raw, hb, half, k);
-                    for (int t = 0; t < T; ++t) {
-                        __m256i& d = half ? dodd[t] : de[t];
-                        d = dpbusd(d, q, bcast_i32(aq + 256 * t + 16 * sb + 4 * k));
+                __m256i raw[NH];
+                for (int n = 0; n < NH; ++n) raw[n] = load256(w + L.qs + 64 * sb + 32 * (h + n));
+                for (int k = 0; k < 4; ++k)
+                    for (int n = 0; n < NH; ++n) {
+                        const __m256i q = k2_levels<F>(raw[n], hb[n], half, k);
+                        for (int t = 0; t < T; ++t) {
+                            __m256i& d = half ? dodd[n][t] : de[n][t];
+                            d = dpbusd(d, q, bcast_i32(aq + 256 * t + 16 * sb + 4 * k));
+                        }
+                    }
+            }
+            for (int n = 0; n < NH; ++n)
+                for (int t = 0; t < T; ++t) {
+                    if constexpr (F == K2::TQ2) {
+                        isum[n][t] = _mm256_add_epi32(isum[n][t], _mm256_add_epi32(de[n][t], dodd[n][t]));
+                    } else {
+                        // Both sums fit int16 (|sum| <= 16 x 7 x 128): one vpmaddwd
+                        // against the scale pairs applies both scales.
+                        const __m256i both = _mm256_blend_epi16(de[n][t], _mm256_slli_epi32(dodd[n][t], 16), 0xAA);
+                        isum[n][t] = _mm256_add_epi32(isum[n][t], _mm256_madd_epi16(both, sc[n]));
                     }
                 }
-            }
-            for (int t = 0; t < T; ++t) {
-                if constexpr (F == K2::TQ2) {
-                    isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(de[t], dodd[t]));
-                } else {
-                    // Both sums fit int16 (|sum| <= 16 x 7 x 128): one vpmaddwd
-                    // against the scale pairs applies both scales.
-                    const __m256i both = _mm256_blend_epi16(de[t], _mm256_slli_epi32(dodd[t], 16), 0xAA);
-                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(both, sc));
-                }
-            }
         } else {
             for (int half = 0; half < 2; ++half) {
                 const int sb = 2 * s + half;
-                const __m256i scd = F == K2::TQ2 ? _mm256_set1_epi16(1) : dup_scale(sc, half == 1);
-                const __m256i raw = load256(w + L.qs + 64 * sb + 32 * h);
-                __m256i s16[T];
+                // An int16 run: one sub-block (scaled on widening), or in the
+                // tiles TQ2_0's unscaled 2-bit levels over 8 (pairs <= 2 x 3 x
+                // 127: 32 x 762 fits; in decode they measured slower).
+                constexpr bool long_runs = F == K2::TQ2 && NH == 1;
+                const bool run_start = long_runs ? sb % 8 == 0 : true, run_end = long_runs ? sb % 8 == 7 : true;
+                __m256i raw[NH];
+                for (int n = 0; n < NH; ++n) raw[n] = load256(w + L.qs + 64 * sb + 32 * (h + n));
                 for (int k = 0; k < 4; ++k) {
-                    const __m256i q = k2_levels<F>(raw, hb, half, k);
+                    __m256i q[NH];
+                    for (int n = 0; n < NH; ++n) q[n] = k2_levels<F>(raw[n], hb[n], half, k);
                     for (int t = 0; t < T; ++t) {
-                        const __m256i p = _mm256_maddubs_epi16(q, bcast_i32(aq + 256 * t + 16 * sb + 4 * k));
-                        s16[t] = k == 0 ? p : _mm256_add_epi16(s16[t], p);
+                        const __m256i av = bcast_i32(aq + 256 * t + 16 * sb + 4 * k);
+                        for (int n = 0; n < NH; ++n) {
+                            const __m256i p = _mm256_maddubs_epi16(q[n], av);
+                            s16[n][t] = run_start && k == 0 ? p : _mm256_add_epi16(s16[n][t], p);
+                        }
                     }
                 }
-                for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16[t], scd));
+                if (run_end)
+                    for (int n = 0; n < NH; ++n) {
+                        const __m256i scd = F == K2::TQ2 ? _mm256_set1_epi16(1) : dup_scale(sc[n], half == 1);
+                        for (int t = 0; t < T; ++t) isum[n][t] = _mm256_add_epi32(isum[n][t], _mm256_madd_epi16(s16[n][t], scd));
+                    }
             }
         }
     }
-    const __m256 dw = load_f16x8(w + 16 * h);
-    for (int t = 0; t < T; ++t) {
-        const __m256 da = bcast_f32(ad + 4 * t);
-        if constexpr (F == K2::Q2_K) {
-            const __m256 dall = _mm256_mul_ps(da, dw);
-            const __m256 dmin = _mm256_mul_ps(da, load_f16x8(w + 32 + 16 * h));
-            const __m256 scaled = _mm256_mul_ps(dall, _mm256_cvtepi32_ps(isum[t]));
-            const __m256 mins = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(msum[t]));
-            acc[t] = _mm256_add_ps(acc[t], _mm256_sub_ps(scaled, mins));
-        } else {
-            const __m256 d = F == K2::Q3_K ? _mm256_mul_ps(da, dw) : _mm256_mul_ps(dw, da);
-            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t])));
+    for (int n = 0; n < NH; ++n) {
+        const __m256 dw = load_f16x8(w + 16 * (h + n));
+        for (int t = 0; t < T; ++t) {
+            __m256& out = acc[n * T + t];
+            const __m256 da = bcast_f32(ad + 4 * t);
+            if constexpr (F == K2::Q2_K) {
+                const __m256 dall = _mm256_mul_ps(da, dw);
+                const __m256 dmin = _mm256_mul_ps(da, load_f16x8(w + 32 + 16 * (h + n)));
+                const __m256 scaled = _mm256_mul_ps(dall, _mm256_cvtepi32_ps(isum[n][t]));
+                const __m256 mins = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(msum[n][t]));
+                out = _mm256_add_ps(out, _mm256_sub_ps(scaled, mins));
+            } else {
+                const __m256 d = F == K2::Q3_K ? _mm256_mul_ps(da, dw) : _mm256_mul_ps(dw, da);
+                out = _mm256_add_ps(out, _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[n][t])));
+            }
         }
     }
 }
@@ -355,11 +384,17 @@ KILN_TARGET_AVX2 void iq4xs_tile(const uint8_t* w, int h, const uint8_t* a, int 
     for (int t = 0; t < T; ++t) store_rows(y + t * ldy, acc[t], n_rows);
 }
 
-// One block's terms for decode (run_decode).
+// Decode (run_decode's add_panel): k2_block for both halves at once, the next
+// block requested a line at a time before this one is summed.
 template <K2 F>
-struct K2Block {
-    static constexpr bool k_prefetch_next = true;
-    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { k2_block<F, 1, false>(w, h, a, 0, &acc); }
+struct K2Panel {
+    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+        prefetch_block(w + next, next);
+        __m256 acc[2] = {acc0, acc1};
+        k2_block<F, 1, false, 2>(w, 0, a, 0, acc);
+        acc0 = acc[0];
+        acc1 = acc[1];
+    }
 };
 
 // Decode without AVX-VNNI (run_decode's add_panel): tq1_block's sums for both
@@ -518,9 +553,51 @@ void tq1_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, f
     tq1_prefill<Vnni>(w, a, p0, p1, y, ldy);
 }
 
-struct Iq4xsBlock {
-    static constexpr bool k_prefetch_next = true;
-    static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) { iq4xs_block<1, false>(w, h, a, 0, &acc); }
+// IQ4_XS decode (run_decode's add_panel): iq4xs_block's sums without AVX-VNNI
+// for both 8-row halves at once, each activation broadcast serving 16 rows and
+// one 32-byte load the scale pairs of both; four int32 chains (low / high nibbles
+// x half); the next block (34 lines) requested a line per chunk. On every CPU, as
+// the k-quants' decode.
+struct Iq4xsPanel {
+    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+        const __m256i low4 = _mm256_set1_epi8(0x0F);
+        const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::k_values_iq4nl)));
+        for (int l = 0; l < 160; l += 64) prefetch_l1(w + next + l);
+        __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+        for (int q = 0; q < 4; ++q) {
+            const __m256i sc_raw = load256(w + 32 + 32 * q);
+            const __m256i sc0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(sc_raw));
+            const __m256i sc1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(sc_raw, 1));
+#pragma GCC unroll 2
+            for (int half = 0; half < 2; ++half) {
+                const int sb = 2 * q + half;
+                const uint8_t* qs = w + 160 + 256 * sb;
+                const __m256i scd0 = dup_scale(sc0, half == 1), scd1 = dup_scale(sc1, half == 1);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) {
+                    prefetch_l1(w + next + 160 + 256 * sb + 64 * c);
+                    const __m256i r0 = load256(qs + 64 * c), r1 = load256(qs + 64 * c + 32);
+                    const __m256i bl = bcast_i32(a + 32 * sb + 4 * c), bh = bcast_i32(a + 32 * sb + 16 + 4 * c);
+                    const __m256i l0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(r0, low4));
+                    const __m256i h0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(r0, 4), low4));
+                    const __m256i l1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(r1, low4));
+                    const __m256i h1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(r1, 4), low4));
+                    // |level x activation| pairs <= 2 x 127 x 127: each chunk widened by its scale.
+                    const __m256i pl0 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(l0), _mm256_sign_epi8(bl, l0)), scd0);
+                    const __m256i ph0 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(h0), _mm256_sign_epi8(bh, h0)), scd0);
+                    const __m256i pl1 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(l1), _mm256_sign_epi8(bl, l1)), scd1);
+                    const __m256i ph1 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(h1), _mm256_sign_epi8(bh, h1)), scd1);
+                    lo0 = pinned(_mm256_add_epi32(lo0, pl0));
+                    hi0 = pinned(_mm256_add_epi32(hi0, ph0));
+                    lo1 = pinned(_mm256_add_epi32(lo1, pl1));
+                    hi1 = pinned(_mm256_add_epi32(hi1, ph1));
+                }
+            }
+        }
+        const __m256 da = bcast_f32(a + act_d_offset(256));
+        acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(da, load_f16x8(w)), _mm256_cvtepi32_ps(_mm256_add_epi32(lo0, hi0))));
+        acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(da, load_f16x8(w + 16)), _mm256_cvtepi32_ps(_mm256_add_epi32(lo1, hi1))));
+    }
 };
 
 template <K2 F, bool Vnni>
@@ -530,13 +607,13 @@ constexpr TileFn k_iq4xs_tiles[5] = {nullptr, iq4xs_tile<1, Vnni>, iq4xs_tile<2,
 
 template <K2 F, bool Vnni>
 void k2_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<K2Block<F>>(w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<K2Panel<F>>(w, a, p0, p1, y);
     run_tiles(k_k2_tiles<F, Vnni>, w, a, p0, p1, y, ldy);
 }
 
 template <bool Vnni>
 void iq4xs_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1, float* y, int64_t ldy) {
-    if (a.n_tokens == 1) return run_decode<Iq4xsBlock>(w, a, p0, p1, y);
+    if (a.n_tokens == 1) return run_decode<Iq4xsPanel>(w, a, p0, p1, y);
     run_tiles(k_iq4xs_tiles<Vnni>, w, a, p0, p1, y, ldy);
 }
 

@@ -6,11 +6,12 @@
 // sums use vpmaddubsw (unsigned weight level x signed activation, pairs summed to
 // int16) and vpmaddwd (to int32). vpmaddubsw saturates, so int16 partial sums
 // are only accumulated as far as they provably fit: 8 chunks of 4-bit levels, 4
-// of 5-bit ones; 8-bit weights (Q8_0, IQ4_NL, MXFP4) use the sign trick (|w| x sign(a, w))
-// one chunk at a time. On CPUs with AVX-VNNI the `vnni` variants take one
-// vpdpbusd per chunk instead, as the AVX-512 kernels do (8-bit weights flipped to
-// unsigned, the activations' bias removing the offset). The sums are exact either
-// way, and the float steps are the scalar reference's, lane by lane (kiln/quant.h).
+// of 5-bit ones; 8-bit weights (Q8_0, IQ4_NL) use the sign trick (|w| x sign(a, w))
+// one chunk at a time; MXFP4's levels plus 12 (0 .. 24) are unsigned and need
+// none. On CPUs with AVX-VNNI the `vnni` variants take one vpdpbusd per chunk
+// instead, as the AVX-512 kernels do (8-bit weights flipped to unsigned, the
+// activations' bias removing the offset). The sums are exact either way, and the
+// float steps are the scalar reference's, lane by lane (kiln/quant.h).
 #include "compute/kernels/target.h"
 
 #if KILN_HAVE_X86_KERNELS
@@ -139,6 +140,34 @@ KILN_TARGET_AVX2 inline __m256i level_lut() {
     return Vnni ? _mm256_xor_si256(lut, _mm256_set1_epi8(static_cast<char>(0x80))) : lut;
 }
 
+// MXFP4 without AVX-VNNI: the E2M1 levels plus 12 (0 .. 24), unsigned for
+// vpmaddubsw with no sign trick; chunk `raw`'s low-nibble (lo) and high-nibble
+// (hi) levels.
+KILN_TARGET_AVX2 inline __m256i mxfp4_offset_lut() { return _mm256_add_epi8(level_lut<Legacy::MXFP4, false>(), _mm256_set1_epi8(12)); }
+
+KILN_TARGET_AVX2 inline void mxfp4_offset_levels(const uint8_t* raw_at, __m256i lut, __m256i& lo, __m256i& hi) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i raw = load256(raw_at);
+    lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(raw, low4));
+    hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
+}
+
+// The table legacy_block takes for format F.
+template <Legacy F, bool Vnni>
+KILN_TARGET_AVX2 inline __m256i block_lut() {
+    if constexpr (F == Legacy::MXFP4 && !Vnni) return mxfp4_offset_lut();
+    else return level_lut<F, Vnni>();
+}
+
+// A block's integer sum from the offset levels' int16 sums: the activations'
+// bias is -128 sum(a) (act_format: offset 128, for the vpdpbusd path), so the
+// offset's -12 sum(a) is 3 bias / 32, exactly (bias is a multiple of 128).
+KILN_TARGET_AVX2 inline __m256i mxfp4_isum(__m256i bias, __m256i slo, __m256i shi) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i offset = _mm256_srai_epi32(_mm256_add_epi32(bias, _mm256_add_epi32(bias, bias)), 5);
+    return _mm256_add_epi32(offset, _mm256_add_epi32(_mm256_madd_epi16(slo, ones), _mm256_madd_epi16(shi, ones)));
+}
+
 // Rows 8h ..'s weight scales: f16, or MXFP4's E8M0 bytes halved (2^(e - 128);
 // e = 0 and 1 give the subnormals 0x00200000 << e), as quant's e8m0_to_fp32_half.
 template <Legacy F>
@@ -225,6 +254,23 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(absq, s), ones));
             }
         }
+    } else if constexpr (F == Legacy::MXFP4) {
+        // Levels + 12 (0 .. 24: unsigned, no sign trick); the offset through the
+        // bias. A vpmaddubsw pair <= 2 x 24 x 127 = 6096: the low and the high
+        // nibbles' 4 chunks each fit an int16 sum (<= 24384), widened once.
+        __m256i slo[T], shi[T];
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+            __m256i lo, hi;
+            mxfp4_offset_levels(w + L.qs + 64 * c + 32 * h, lut, lo, hi);
+            for (int t = 0; t < T; ++t) {
+                const __m256i pl = _mm256_maddubs_epi16(lo, bcast_i32(aq + 32 * t + 4 * c));
+                const __m256i ph = _mm256_maddubs_epi16(hi, bcast_i32(aq + 32 * t + 16 + 4 * c));
+                slo[t] = c == 0 ? pl : _mm256_add_epi16(slo[t], pl);
+                shi[t] = c == 0 ? ph : _mm256_add_epi16(shi[t], ph);
+            }
+        }
+        for (int t = 0; t < T; ++t) isum[t] = mxfp4_isum(bcast_i32(ax + 4 * t), slo[t], shi[t]);
     } else if constexpr (table_levels(F)) {
         for (int c = 0; c < 4; ++c) {
             const __m256i raw = load256(w + L.qs + 64 * c + 32 * h);
@@ -276,7 +322,7 @@ KILN_TARGET_AVX2 inline void legacy_block(const uint8_t* w, int h, const uint8_t
 template <Legacy F, int T, bool Vnni>
 KILN_TARGET_AVX2 void legacy_tile(const uint8_t* w, int h, const uint8_t* a, int t0, int64_t nb, uint64_t w_stride,
                                   uint64_t a_stride, float* y, int64_t ldy, int n_rows, bool stream) {
-    const __m256i lut = level_lut<F, Vnni>();
+    const __m256i lut = block_lut<F, Vnni>();
     const uint64_t ahead = stream_ahead(w_stride);
     __m256 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
@@ -291,7 +337,7 @@ KILN_TARGET_AVX2 void legacy_tile(const uint8_t* w, int h, const uint8_t* a, int
 template <Legacy F, bool Vnni>
 struct LegacyBlock {
     static KILN_TARGET_AVX2 void add(const uint8_t* w, int h, const uint8_t* a, __m256& acc) {
-        legacy_block<F, 1, Vnni>(w, h, a, 0, level_lut<F, Vnni>(), &acc);
+        legacy_block<F, 1, Vnni>(w, h, a, 0, block_lut<F, Vnni>(), &acc);
     }
 };
 
@@ -411,6 +457,43 @@ struct Q8_0Panel {
     }
 };
 
+// Both 8-row halves of one MXFP4 block against one token (decode) without
+// AVX-VNNI, as q4_0_panel1: legacy_block's offset levels and int16 sums for h =
+// 0 and 1 at once, each activation broadcast serving 16 rows, four int16 chains
+// (low / high nibbles x half), a line of the block k_q4_0_ahead_blocks on
+// requested per chunk (a block is 272 bytes). Then legacy_block's float steps.
+KILN_TARGET_AVX2 inline void mxfp4_panel1(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+    const __m256i lut = mxfp4_offset_lut();
+    const uint8_t* ahead = w + k_q4_0_ahead_blocks * next;
+    const uint8_t* qs = w + legacy_layout(Legacy::MXFP4).qs;
+    __m256i lo0 = _mm256_setzero_si256(), lo1 = lo0, hi0 = lo0, hi1 = lo0;
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+        prefetch_l1(ahead + 64 * c);
+        const __m256i bl = bcast_i32(a + 4 * c), bh = bcast_i32(a + 16 + 4 * c);
+        __m256i l0, h0, l1, h1;
+        mxfp4_offset_levels(qs + 64 * c, lut, l0, h0);
+        mxfp4_offset_levels(qs + 64 * c + 32, lut, l1, h1);
+        const __m256i pl0 = _mm256_maddubs_epi16(l0, bl), ph0 = _mm256_maddubs_epi16(h0, bh);
+        const __m256i pl1 = _mm256_maddubs_epi16(l1, bl), ph1 = _mm256_maddubs_epi16(h1, bh);
+        lo0 = pinned(c == 0 ? pl0 : _mm256_add_epi16(lo0, pl0));
+        hi0 = pinned(c == 0 ? ph0 : _mm256_add_epi16(hi0, ph0));
+        lo1 = pinned(c == 0 ? pl1 : _mm256_add_epi16(lo1, pl1));
+        hi1 = pinned(c == 0 ? ph1 : _mm256_add_epi16(hi1, ph1));
+    }
+    const __m256i bias = bcast_i32(a + act_aux_offset(32));
+    const __m256i isum0 = mxfp4_isum(bias, lo0, hi0), isum1 = mxfp4_isum(bias, lo1, hi1);
+    const __m256 da = bcast_f32(a + act_d_offset(32));
+    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(load_scales<Legacy::MXFP4>(w, 0), da), _mm256_cvtepi32_ps(isum0)));
+    acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(load_scales<Legacy::MXFP4>(w, 1), da), _mm256_cvtepi32_ps(isum1)));
+}
+
+struct Mxfp4Panel {
+    static KILN_TARGET_AVX2 void add_panel(const uint8_t* w, uint64_t next, const uint8_t* a, __m256& acc0, __m256& acc1) {
+        mxfp4_panel1(w, next, a, acc0, acc1);
+    }
+};
+
 template <Legacy F, bool Vnni>
 constexpr TileFn k_legacy_tiles[5] = {nullptr, legacy_tile<F, 1, Vnni>, legacy_tile<F, 2, Vnni>, legacy_tile<F, 3, Vnni>,
                                       legacy_tile<F, 4, Vnni>};
@@ -420,6 +503,7 @@ void legacy_gemm(const PackedMatrix& w, const ActPack& a, int64_t p0, int64_t p1
     if (a.n_tokens == 1) {
         if constexpr (F == Legacy::Q4_0) return run_decode<Q4_0Panel<Vnni>>(w, a, p0, p1, y);
         else if constexpr (F == Legacy::Q8_0) return run_decode<Q8_0Panel<Vnni>>(w, a, p0, p1, y);
+        else if constexpr (F == Legacy::MXFP4 && !Vnni) return run_decode<Mxfp4Panel>(w, a, p0, p1, y);
         else return run_decode<LegacyBlock<F, Vnni>>(w, a, p0, p1, y);
     }
     run_tiles(k_legacy_tiles<F, Vnni>, w, a, p0, p1, y, ldy);
