@@ -76,7 +76,7 @@ KILN_TARGET_AVX2 inline void k2_block(const uint8_t* w, int h, const uint8_t* a,
     const uint8_t* ax = a + act_aux_offset(256) + 32 * t0;
     __m256i isum[NH][T], msum[NH][T], s16[NH][T];  // s16: the int16 sums (without AVX-VNNI)
     for (int n = 0; n < NH; ++n)
-        for (int t = 0; t < T; ++t) isum[n][t] = msum[n][t] = _mm256_setzero_si256();
+        for (int t = 0; t < T; ++t) isum[n][t] = msum[n][t] = s16[n][t] = _mm256_setzero_si256();
     for (int s = 0; s < 8; ++s) {
         // Scale pairs of sub-blocks 2s, 2s + 1 (int16 per lane); the level offset
         // of Q3_K / TQ2 and Q2_K's mins through the activation sums.

@@ -178,19 +178,25 @@ void pack_q6_K(const uint8_t* const* rows, uint8_t* dst) {
     }
 }
 
-// The 2-bit level of element e of a 256-element block whose 64 qs bytes pack
-// elements l, l+32, l+64, l+96 of each 128-element half in byte l (Q2_K, Q3_K, TQ2_0).
-int k2_level(const uint8_t* qs, int e) { return (qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
+// 256-element blocks whose 64 qs bytes pack elements l, l+32, l+64, l+96 of each
+// 128-element half in byte l, 2 bits each (Q2_K, Q3_K, TQ2_0): sub-block sb's 16
+// elements are qs bytes 32 (sb / 8) + 16 (sb % 2) + 0..15, bits 2 ((sb % 8) / 2).
+constexpr int k2_qs_byte(int sb) { return 32 * (sb / 8) + 16 * (sb % 2); }
+constexpr int k2_qs_shift(int sb) { return 2 * ((sb % 8) / 2); }
 
-// 16 sub-block chunks of 2-bit levels: sub-block sb at dst + 64 sb, lane i byte j
-// bits 2k..2k+1 = level(i, 16 sb + 4k + j).
-template <typename Level>
-void put_k2_chunks(const uint8_t* const* rows, uint8_t* dst, Level&& level) {
+// 16 sub-block chunks of 2-bit levels from the qs at byte qs_offset of each row:
+// sub-block sb at dst + 64 sb, lane i byte j bits 2k..2k+1 = the level of element
+// 16 sb + 4k + j; a lane's four bytes at once (u32 shifts: the mask keeps each
+// byte's own bits).
+void put_k2_chunks(const uint8_t* const* rows, int qs_offset, uint8_t* dst) {
     for (int i = 0; i < k_panel_rows; ++i) {
         if (!rows[i]) continue;
-        for (int sb = 0; sb < 16; ++sb)
-            for (int k = 0; k < 4; ++k)
-                for (int j = 0; j < 4; ++j) dst[64 * sb + 4 * i + j] |= static_cast<uint8_t>((level(rows[i], 16 * sb + 4 * k + j) & 3) << (2 * k));
+        const uint8_t* qs = rows[i] + qs_offset;
+        for (int sb = 0; sb < 16; ++sb) {
+            uint32_t lane = 0;
+            for (int k = 0; k < 4; ++k) lane |= ((load_u32(qs + k2_qs_byte(sb) + 4 * k) >> k2_qs_shift(sb)) & 0x03030303u) << (2 * k);
+            std::memcpy(dst + 64 * sb + 4 * i, &lane, 4);
+        }
     }
 }
 
@@ -201,7 +207,7 @@ void pack_q2_K(const uint8_t* const* rows, uint8_t* dst) {
     for (int i = 0; i < k_panel_rows; ++i)
         if (rows[i])
             for (int sb = 0; sb < 16; ++sb) dst[64 + 32 * (sb / 2) + 2 * i + (sb % 2)] = rows[i][sb];
-    put_k2_chunks(rows, dst + 320, [](const uint8_t* b, int e) { return k2_level(b + 16, e); });
+    put_k2_chunks(rows, 16, dst + 320);
 }
 
 // Q3_K's signed 6-bit scale of sub-block j (12 packed bytes), as the reference reads it.
@@ -211,32 +217,33 @@ int q3_scale(const uint8_t* scales, int j) {
     return (low | (high << 4)) - 32;
 }
 
-// Q3_K's unsigned 3-bit level (q2 + 4 high = value + 4) of element e (file: hmask 0, qs 32).
-int q3_level(const uint8_t* b, int e) {
-    const int high = (b[e % 32] >> (4 * (e / 128) + (e % 128) / 32)) & 1;
-    return k2_level(b + 32, e) | (high << 2);
-}
-
-// Q3_K (file: hmask 0, qs 32, scales 96, d 108).
+// Q3_K (file: hmask 0, qs 32, scales 96, d 108): the low 2 bits of the unsigned
+// 3-bit levels (q2 + 4 high = value + 4) as put_k2_chunks, the high bits of
+// sub-blocks 2s, 2s + 1 at 1312 + 64 s, lane i byte j bit k + 4 (sb % 2) = that of
+// element 16 sb + 4k + j: hmask byte e % 32, bit 4 (e / 128) + (e % 128) / 32.
 void pack_q3_K(const uint8_t* const* rows, uint8_t* dst) {
     put_f16_lanes(rows, 108, dst);
     for (int i = 0; i < k_panel_rows; ++i) {
         if (!rows[i]) continue;
         for (int sb = 0; sb < 16; ++sb)
             dst[32 + 32 * (sb / 2) + 2 * i + (sb % 2)] = static_cast<uint8_t>(static_cast<int8_t>(q3_scale(rows[i] + 96, sb)));
-        for (int sb = 0; sb < 16; ++sb)
-            for (int k = 0; k < 4; ++k)
-                for (int j = 0; j < 4; ++j)
-                    dst[1312 + 64 * (sb / 2) + 4 * i + j] |=
-                        static_cast<uint8_t>((q3_level(rows[i], 16 * sb + 4 * k + j) >> 2) << (k + 4 * (sb % 2)));
+        for (int s = 0; s < 8; ++s) {
+            uint32_t lane = 0;
+            for (int odd = 0; odd < 2; ++odd) {
+                const int sb = 2 * s + odd, shift = 4 * (sb / 8) + (sb % 8) / 2;
+                for (int k = 0; k < 4; ++k)
+                    lane |= ((load_u32(rows[i] + 16 * odd + 4 * k) >> shift) & 0x01010101u) << (k + 4 * odd);
+            }
+            std::memcpy(dst + 1312 + 64 * s + 4 * i, &lane, 4);
+        }
     }
-    put_k2_chunks(rows, dst + 288, q3_level);
+    put_k2_chunks(rows, 32, dst + 288);
 }
 
 // TQ2_0 (file: qs 0, d 64).
 void pack_tq2_0(const uint8_t* const* rows, uint8_t* dst) {
     put_f16_lanes(rows, 64, dst);
-    put_k2_chunks(rows, dst + 32, [](const uint8_t* b, int e) { return k2_level(b, e); });
+    put_k2_chunks(rows, 0, dst + 32);
 }
 
 // TQ1_0 (file: qs 0..47, qh 48..51, d 52): d[16] | 13 chunks (lane i = bytes
