@@ -151,29 +151,35 @@ void pack_q5_K(const uint8_t* const* rows, uint8_t* dst) {
     put_k4_chunks(rows, 48, dst + 832);
 }
 
-// The unsigned 6-bit level of element e of a Q6_K block (ql at 0, qh at 128).
-int q6_level(const uint8_t* b, int e) {
-    const int h = e / 128, k = (e % 128) / 32, l = e % 32;
-    const int low = (b[64 * h + l + 32 * (k % 2)] >> (4 * (k / 2))) & 0xF;
-    const int high = (b[128 + 32 * h + l] >> (2 * k)) & 3;
-    return low | (high << 4);
-}
-
+// Q6_K (file: ql 0, qh 128, scales 192, d 208). Element e's 6-bit level is the
+// nibble 4 (k / 2) of ql byte 64 h + 32 (k % 2) + l and bits 2k of qh byte 128 +
+// 32 h + l (h = e / 128, k = (e % 128) / 32, l = e % 32). Per pair s of
+// sub-blocks (elements 32 s ..), lane i byte j: chunk k's low nibbles (element
+// 32 s + 4k + j) and high ones (+16) at 288 + 384 s + 64 k, the fifth and sixth
+// bits at + 256 (low) and + 320 (high), bits 2k. A lane's four bytes at once:
+// l runs over 4k + j, so a u32 load gives j = 0..3.
 void pack_q6_K(const uint8_t* const* rows, uint8_t* dst) {
     put_f16_lanes(rows, 208, dst);
     for (int i = 0; i < k_panel_rows; ++i) {
         if (!rows[i]) continue;
-        for (int sb = 0; sb < 16; ++sb) dst[32 + 32 * (sb / 2) + 2 * i + (sb % 2)] = rows[i][192 + sb];
+        const uint8_t* b = rows[i];
+        for (int sb = 0; sb < 16; ++sb) dst[32 + 32 * (sb / 2) + 2 * i + (sb % 2)] = b[192 + sb];
         for (int s = 0; s < 8; ++s) {
+            const int h = s / 4, k = s % 4;
+            const uint8_t* ql = b + 64 * h + 32 * (k % 2);
+            const uint8_t* qh = b + 128 + 32 * h;
             uint8_t* pair = dst + 288 + 384 * s;
-            for (int k = 0; k < 4; ++k)
-                for (int j = 0; j < 4; ++j) {
-                    const int lo = q6_level(rows[i], 32 * s + 4 * k + j);
-                    const int hi = q6_level(rows[i], 32 * s + 16 + 4 * k + j);
-                    pair[64 * k + 4 * i + j] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
-                    pair[256 + 4 * i + j] |= static_cast<uint8_t>((lo >> 4) << (2 * k));
-                    pair[320 + 4 * i + j] |= static_cast<uint8_t>((hi >> 4) << (2 * k));
-                }
+            uint32_t top_lo = 0, top_hi = 0;
+            for (int c = 0; c < 4; ++c) {
+                const uint32_t lo = (load_u32(ql + 4 * c) >> (4 * (k / 2))) & 0x0F0F0F0Fu;
+                const uint32_t hi = (load_u32(ql + 16 + 4 * c) >> (4 * (k / 2))) & 0x0F0F0F0Fu;
+                const uint32_t nibbles = lo | (hi << 4);
+                std::memcpy(pair + 64 * c + 4 * i, &nibbles, 4);
+                top_lo |= ((load_u32(qh + 4 * c) >> (2 * k)) & 0x03030303u) << (2 * c);
+                top_hi |= ((load_u32(qh + 16 + 4 * c) >> (2 * k)) & 0x03030303u) << (2 * c);
+            }
+            std::memcpy(pair + 256 + 4 * i, &top_lo, 4);
+            std::memcpy(pair + 320 + 4 * i, &top_hi, 4);
         }
     }
 }
