@@ -56,6 +56,9 @@ CpuFeatures detect() {
     f.avx2 = ymm && ((b7 >> 5) & 1);
     f.bmi2 = (b7 >> 8) & 1;
     f.avx_vnni = ymm && ((a71 >> 4) & 1);
+#if defined(KILN_EMULATE_AVX_VNNI)
+    f.avx_vnni = f.avx2;  // a test build: vpdpbusd emulated (avx2_common.h)
+#endif
     f.avx512f = zmm && ((b7 >> 16) & 1);
     f.avx512dq = zmm && ((b7 >> 17) & 1);
     f.avx512bw = zmm && ((b7 >> 30) & 1);

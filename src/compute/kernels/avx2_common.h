@@ -34,9 +34,22 @@ KILN_TARGET_AVX2 inline __m256 bcast_f32(const uint8_t* p) {
 // so that only the kernels that execute it need the extension (the dispatch table
 // takes them only on CPUs with AVX-VNNI), and so that GCC never turns an AVX2
 // kernel's vpmaddwd + vpaddd into it.
+//
+// A build with KILN_EMULATE_AVX_VNNI (a test build: CMake's option of that name)
+// computes the same sums with AVX2 instructions instead, the even and the odd
+// bytes widened to int16 and summed by vpmaddwd (u8 x s8 fits, each pair's sum
+// exact in int32), and reports every AVX2 CPU as having AVX-VNNI, so that the
+// kernels' AVX-VNNI paths are tested bit for bit on CPUs without it.
 KILN_TARGET_AVX2 inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
+#if defined(KILN_EMULATE_AVX_VNNI)
+    const __m256i u_even = _mm256_and_si256(u8, _mm256_set1_epi16(0x00FF)), u_odd = _mm256_srli_epi16(u8, 8);
+    const __m256i s_even = _mm256_srai_epi16(_mm256_slli_epi16(s8, 8), 8), s_odd = _mm256_srai_epi16(s8, 8);
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(u_even, s_even));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(u_odd, s_odd));
+#else
     __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
     return acc;
+#endif
 }
 
 // Keeps GCC from regrouping a chain of int16 adds into a tree: with the tree it
