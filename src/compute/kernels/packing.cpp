@@ -234,9 +234,11 @@ void pack_q3_K(const uint8_t* const* rows, uint8_t* dst) {
         for (int sb = 0; sb < 16; ++sb)
             dst[32 + 32 * (sb / 2) + 2 * i + (sb % 2)] = static_cast<uint8_t>(static_cast<int8_t>(q3_scale(rows[i] + 96, sb)));
         for (int s = 0; s < 8; ++s) {
+            // Both sub-blocks of the pair take the same hmask bit (sb / 8 = s / 4,
+            // (sb % 8) / 2 = s % 4); the odd one reads the bytes 16 on.
+            const int shift = 4 * (s / 4) + s % 4;
             uint32_t lane = 0;
             for (int odd = 0; odd < 2; ++odd) {
-                const int sb = 2 * s + odd, shift = 4 * (sb / 8) + (sb % 8) / 2;
                 for (int k = 0; k < 4; ++k)
                     lane |= ((load_u32(rows[i] + 16 * odd + 4 * k) >> shift) & 0x01010101u) << (k + 4 * odd);
             }
