@@ -10,7 +10,12 @@
 //
 //   attention_depth [--depth 8192] [--type f16|q8_0] [--threads 2] [--rounds 5]
 //                   [--layers 16] [--kv-heads 8] [--group 4] [--head-dim 64]
-//                   [--variants thread,thread-stream,...]
+//                   [--variants thread,thread-stream,...] [--rows N]
+//
+// --rows N: a prefill chunk instead of a decode step: N query rows at the last N
+// positions (causal), split as the forward pass splits a chunk (16 rows of one
+// KV head a task); the variants are then exact and stream, and the rate is the
+// multiply-adds' GFLOP/s against the probed f32 FMA rate.
 //
 // --variants picks some of: head (exact, one task per KV head), thread (exact, a
 // run of KV heads per thread: the forward pass's split), head-stream,
@@ -39,6 +44,7 @@ struct Options {
     int64_t depth = 8192;
     GgmlType type = GgmlType::F16;
     int threads = 2, rounds = 5, layers = 16, kv_heads = 8, group = 4, head_dim = 64;
+    int64_t rows = 0;  // > 0: a prefill chunk of this many rows
     std::string variants = "head,thread,head-stream,thread-stream,keys";
 };
 
@@ -72,6 +78,7 @@ int main(int argc, char** argv) {
         else if (a == "--group") o.group = std::stoi(v);
         else if (a == "--head-dim") o.head_dim = std::stoi(v);
         else if (a == "--variants") o.variants = v;
+        else if (a == "--rows") o.rows = std::stoll(v);
         else {
             std::fprintf(stderr, "attention_depth: unknown option %s\n", a.c_str());
             return 2;
@@ -93,7 +100,12 @@ int main(int argc, char** argv) {
             quant::quantize_row(o.type, row.data(), l.v.data() + p * row_bytes, static_cast<int64_t>(row.size()));
         }
     }
-    std::vector<float> q(static_cast<size_t>(n_head * dk)), out(static_cast<size_t>(n_head * dk));
+    if (o.rows < 0 || o.rows > o.depth) {
+        std::fprintf(stderr, "attention_depth: --rows must be in [0, --depth]\n");
+        return 2;
+    }
+    const int64_t n_q = std::max<int64_t>(1, o.rows);
+    std::vector<float> q(static_cast<size_t>(n_q * n_head * dk)), out(static_cast<size_t>(n_q * n_head * dk));
     for (auto& x : q) x = nd(rng);
 
     ThreadPool pool(o.threads);
@@ -160,6 +172,38 @@ int main(int argc, char** argv) {
             });
         }
     };
+    // A prefill chunk of o.rows rows at the last positions, as Forward splits it:
+    // a task is 16 rows of one KV head (its group of query heads).
+    std::vector<int64_t> row_pos(static_cast<size_t>(n_q));
+    for (int64_t r = 0; r < n_q; ++r) row_pos[static_cast<size_t>(r)] = o.depth - n_q + r;
+    auto prefill = [&](bool stream) {
+        constexpr int64_t per = 16;
+        const int64_t blocks = (n_q + per - 1) / per;
+        const int64_t q_stride = static_cast<int64_t>(n_head) * dk;
+        for (const Layer& l : layers) {
+            const KvRows all = rows_of(l);
+            pool.run(blocks * o.kv_heads, [&](int64_t task, int t) {
+                const double c0 = thread_cpu_ms();
+                const int64_t r0 = task / o.kv_heads * per;
+                const int g = static_cast<int>(task % o.kv_heads);
+                const int nr = static_cast<int>(std::min(per, n_q - r0));
+                AttentionShape part = as;
+                part.n_head = o.group;
+                part.n_head_kv = 1;
+                KvRows head = all;
+                head.k += kv_row_offset(o.type, static_cast<uint64_t>(g * dk));
+                head.v += kv_row_offset(o.type, static_cast<uint64_t>(g * dk));
+                const float* qr = q.data() + r0 * q_stride + g * o.group * dk;
+                float* orow = out.data() + r0 * q_stride + g * o.group * dk;
+                const int64_t* pos = row_pos.data() + r0;
+                if (stream)
+                    attend_rows_stream(part, qr, q_stride, 0, pos, pos, nr, head, orow, q_stride, scratch[static_cast<size_t>(t)]);
+                else
+                    attend_rows_block(part, qr, q_stride, 0, pos, pos, nr, head, orow, q_stride, scratch[static_cast<size_t>(t)]);
+                cpu[static_cast<size_t>(t)] += thread_cpu_ms() - c0;
+            });
+        }
+    };
     struct Variant {
         const char* key;
         const char* name;
@@ -171,11 +215,17 @@ int main(int argc, char** argv) {
                                   {"head-stream", "streaming, per KV head", per_head_stream, {}, {}},
                                   {"thread-stream", "streaming, per thread", per_thread_stream, {}, {}},
                                   {"keys", "keys split (no merge)", split_keys, {}, {}}};
+    if (o.rows > 0) {
+        every = {{"exact", "prefill, exact", [&] { prefill(false); }, {}, {}},
+                 {"stream", "prefill, streaming", [&] { prefill(true); }, {}, {}}};
+        if (o.variants.find("thread") != std::string::npos) o.variants = "exact,stream";  // the decode default
+    }
     std::vector<Variant> variants;
     for (Variant& v : every)
         if (("," + o.variants + ",").find("," + std::string(v.key) + ",") != std::string::npos) variants.push_back(v);
     if (variants.empty()) {
-        std::fprintf(stderr, "attention_depth: --variants names none of head, thread, head-stream, thread-stream, keys\n");
+        std::fprintf(stderr, "attention_depth: --variants names none of %s\n",
+                     o.rows > 0 ? "exact, stream" : "head, thread, head-stream, thread-stream, keys");
         return 2;
     }
     for (Variant& v : variants) v.fn();  // warm-up
@@ -190,6 +240,29 @@ int main(int argc, char** argv) {
         }
     const double bytes = 2.0 * static_cast<double>(row_bytes) * static_cast<double>(o.depth) * o.layers;
     const MachineProbe probe = probe_machine(o.threads);
+    if (o.rows > 0) {
+        // q.k and p.v: 2 x head_dim multiply-adds per query head and key seen.
+        double keys = 0;
+        for (int64_t p : row_pos) keys += static_cast<double>(p + 1);
+        const double flop = keys * n_head * 2.0 * dk * 2.0 * o.layers;
+        std::printf("kernels %s, %d threads, %lld rows at depth %lld, %s cache, %d layers x %d KV heads of %d (%d query heads)\n",
+                    kernels_name(kernels()).c_str(), o.threads, static_cast<long long>(o.rows), static_cast<long long>(o.depth - o.rows),
+                    std::string(ggml_type_name(o.type)).c_str(), o.layers, o.kv_heads, dk, n_head);
+        std::printf("%.1f GFLOP per chunk; probed f32 FMA %.1f GFLOP/s\n", flop / 1e9, probe.f32_flops / 1e9);
+        // The output's bits per variant (FNV-1a over the last layer's result), so that
+        // two builds of a kernel can be checked to compute the same thing.
+        std::printf("%-24s %10s %10s %8s %14s %10s %18s\n", "variant", "wall ms", "GFLOP/s", "of FMA", "busiest cpu ms", "best ms", "output hash");
+        for (Variant& v : variants) {
+            const double ms = median(v.ms), c = median(v.cpu_ms);
+            v.fn();
+            uint64_t hash = 1469598103934665603ull;
+            const auto* bytes = reinterpret_cast<const unsigned char*>(out.data());
+            for (size_t i = 0; i < out.size() * sizeof(float); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+            std::printf("%-24s %10.1f %10.1f %7.0f%% %14.1f %10.1f %18llx\n", v.name, ms, flop / ms / 1e6, 100.0 * flop / ms / 1e6 / (probe.f32_flops / 1e9), c,
+                        *std::min_element(v.ms.begin(), v.ms.end()), static_cast<unsigned long long>(hash));
+        }
+        return 0;
+    }
     std::printf("kernels %s, %d threads, depth %lld, %s cache, %d layers x %d KV heads of %d (%d query heads)\n",
                 kernels_name(kernels()).c_str(), o.threads, static_cast<long long>(o.depth), std::string(ggml_type_name(o.type)).c_str(), o.layers,
                 o.kv_heads, dk, n_head);

@@ -81,12 +81,20 @@ KILN_TARGET_AVX2 inline double hsum_pd(__m256d v) {
 }
 
 // sink: a logit in the normalisation without a value (-inf: none), as ops::softmax_with_sink.
+// The low and high halves of e added to s0 and s1 in double.
+KILN_TARGET_AVX2 inline void add_pd_halves(__m256d& s0, __m256d& s1, __m256 e) {
+    s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+}
+
+// Whole vectors with plain loads and stores, then the partial one (a masked load
+// or store takes longer on some CPUs); the same values as masking every vector.
 KILN_TARGET_AVX2 void softmax_row(float* x, int64_t n, bool f16, float sink = -INFINITY) {
+    const int64_t whole = n & ~int64_t{7};
+    const __m256i tail = tail_mask(n - whole);
     __m256 mx = _mm256_set1_ps(-INFINITY);
-    for (int64_t i = 0; i < n; i += 8) {
-        const __m256i m = tail_mask(n - i);
-        mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), load_m(x + i, m), _mm256_castsi256_ps(m)));
-    }
+    for (int64_t i = 0; i < whole; i += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + i));
+    if (whole < n) mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), load_m(x + whole, tail), _mm256_castsi256_ps(tail)));
     const float top = std::max(hmax_ps(mx), sink);
     if (top == -INFINITY) {
         for (int64_t i = 0; i < n; i += 8) store_m(x + i, tail_mask(n - i), _mm256_setzero_ps());
@@ -94,20 +102,27 @@ KILN_TARGET_AVX2 void softmax_row(float* x, int64_t n, bool f16, float sink = -I
     }
     const __m256 vm = _mm256_set1_ps(top);
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    for (int64_t i = 0; i < n; i += 8) {
-        const __m256i m = tail_mask(n - i);
-        const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(load_m(x + i, m), vm)), _mm256_castsi256_ps(m));
-        store_m(x + i, m, e);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    for (int64_t i = 0; i < whole; i += 8) {
+        const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        _mm256_storeu_ps(x + i, e);
+        add_pd_halves(s0, s1, e);
+    }
+    if (whole < n) {
+        const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(load_m(x + whole, tail), vm)), _mm256_castsi256_ps(tail));
+        store_m(x + whole, tail, e);
+        add_pd_halves(s0, s1, e);
     }
     const double sum = hsum_pd(_mm256_add_pd(s0, s1)) + (sink == -INFINITY ? 0.0 : static_cast<double>(std::exp(sink - top)));
     const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
-    for (int64_t i = 0; i < n; i += 8) {
-        const __m256i m = tail_mask(n - i);
-        __m256 v = _mm256_mul_ps(load_m(x + i, m), inv);
+    for (int64_t i = 0; i < whole; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), inv);
         if (f16) v = round_f16_ps(v);
-        store_m(x + i, m, v);
+        _mm256_storeu_ps(x + i, v);
+    }
+    if (whole < n) {
+        __m256 v = _mm256_mul_ps(load_m(x + whole, tail), inv);
+        if (f16) v = round_f16_ps(v);
+        store_m(x + whole, tail, v);
     }
 }
 
@@ -126,6 +141,7 @@ KILN_TARGET_AVX2 inline __m256 load_row8(const uint8_t* row, int i, __m256i m, i
         std::memcpy(tmp, row + 2 * i, static_cast<size_t>(std::max(0, left)) * 2);
         return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
     } else if constexpr (F == Fmt::F32) {
+        if (left >= 8) return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
         return _mm256_maskload_ps(reinterpret_cast<const float*>(row) + i, m);
     } else {
         (void)m, (void)left;
@@ -171,23 +187,23 @@ KILN_TARGET_AVX2 __attribute__((always_inline)) inline void value_key(__m256 (&a
     const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(w.ahead) * kv.v_row_bytes + w.col_bytes);
     if (++w.ahead == kv.capacity) w.ahead = 0;
     for (uint64_t b = 0; b < w.width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
-    __m256 wt[NH];
-#pragma GCC unroll 6
-    for (int h = 0; h < NH; ++h) wt[h] = _mm256_set1_ps(every || j < nk[h] ? p[h * p_stride + j - w.p0] : 0.0f);
+    __m256 v[C];
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
-        __m256 v;
         if constexpr (full && F == Fmt::F16)
-            v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + 16 * c)));
+            v[c] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + 16 * c)));
         else if constexpr (full && F == Fmt::F32)
-            v = _mm256_loadu_ps(reinterpret_cast<const float*>(vr) + 8 * c);
+            v[c] = _mm256_loadu_ps(reinterpret_cast<const float*>(vr) + 8 * c);
         else
-            v = load_row8<F>(vr, w.col_off + 8 * c, masks[c], width - 8 * c);
+            v[c] = load_row8<F>(vr, w.col_off + 8 * c, masks[c], width - 8 * c);
+    }
 #pragma GCC unroll 6
-        for (int h = 0; h < NH; ++h) {
-            if (!every && j >= nk[h]) continue;
-            acc[C * h + c] = fused ? _mm256_fmadd_ps(wt[h], v, acc[C * h + c]) : _mm256_add_ps(acc[C * h + c], _mm256_mul_ps(wt[h], v));
-        }
+    for (int h = 0; h < NH; ++h) {
+        if (!every && j >= nk[h]) continue;
+        const __m256 wt = _mm256_set1_ps(p[h * p_stride + j - w.p0]);
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c)
+            acc[C * h + c] = fused ? _mm256_fmadd_ps(wt, v[c], acc[C * h + c]) : _mm256_add_ps(acc[C * h + c], _mm256_mul_ps(wt, v[c]));
     }
 }
 
@@ -270,13 +286,27 @@ KILN_TARGET_AVX2 void score_block(const float* q, int dk, const uint8_t* const* 
             __m256 a0[NH], a1[NH];
 #pragma GCC unroll 8
             for (int h = 0; h < NH; ++h) a0[h] = a1[h] = _mm256_setzero_ps();
-            for (int i = 0; i < dk; i += 8) {
-                const __m256i m = tail_mask(dk - i);
-                const __m256 k0 = load_row8<F>(r0, i, m, dk - i);
-                const __m256 k1 = load_row8<F>(r1, i, m, dk - i);
+            // Whole vectors with plain loads (a masked load takes longer on some
+            // CPUs, AMD's among them), then the partial one; the same products.
+            const int whole = dk & ~7;
+            for (int i = 0; i < whole; i += 8) {
+                const __m256i m = _mm256_set1_epi32(-1);
+                const __m256 k0 = load_row8<F>(r0, i, m, 8);
+                const __m256 k1 = load_row8<F>(r1, i, m, 8);
 #pragma GCC unroll 8
                 for (int h = 0; h < NH; ++h) {
-                    const __m256 qv = load_m(q + h * dk + i, m);
+                    const __m256 qv = _mm256_loadu_ps(q + h * dk + i);
+                    a0[h] = _mm256_fmadd_ps(qv, k0, a0[h]);
+                    a1[h] = _mm256_fmadd_ps(qv, k1, a1[h]);
+                }
+            }
+            if (whole < dk) {
+                const __m256i m = tail_mask(dk - whole);
+                const __m256 k0 = load_row8<F>(r0, whole, m, dk - whole);
+                const __m256 k1 = load_row8<F>(r1, whole, m, dk - whole);
+#pragma GCC unroll 8
+                for (int h = 0; h < NH; ++h) {
+                    const __m256 qv = load_m(q + h * dk + whole, m);
                     a0[h] = _mm256_fmadd_ps(qv, k0, a0[h]);
                     a1[h] = _mm256_fmadd_ps(qv, k1, a1[h]);
                 }
@@ -369,8 +399,8 @@ KILN_TARGET_AVX2 void attend_impl(const AttentionShape& s, const float* q, int64
                 const char* pf = reinterpret_cast<const char*>(kv.k + static_cast<uint64_t>(aheads[jj]) * kv.k_row_bytes + k_col);
                 for (uint64_t b = 0; b < k_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
             }
-            for (int h0 = full; h0 < nq; h0 += 8)  // queries [full, nq) take the whole block
-                k_score_blocks<F>[std::min(8, nq - h0)](qb + static_cast<size_t>(h0) * dk, dk, rows, vscale, scores + h0 * stride + j, stride);
+            for (int h0 = full; h0 < nq; h0 += 6)  // queries [full, nq) take the whole block
+                k_score_blocks<F>[std::min(6, nq - h0)](qb + static_cast<size_t>(h0) * dk, dk, rows, vscale, scores + h0 * stride + j, stride);
             for (int i = 0; i < full; ++i)  // queries whose last keys are in this block: one key at a time
                 for (int64_t jj = j; jj < nk[i]; ++jj)
                     scores[i * stride + jj] = hsum_ps(dot_lanes<F>(qb + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
@@ -458,8 +488,8 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
                 }
                 int full = 0;  // queries [full, nq) take all 8 keys (nk ascends)
                 while (full < nq && nk[full] < j + 8) ++full;
-                for (int h0 = full; h0 < nq; h0 += 8)
-                    k_score_blocks<F>[std::min(8, nq - h0)](qb + static_cast<size_t>(h0) * dk, dk, rows, vscale, scores + h0 * B + (j - j0), B);
+                for (int h0 = full; h0 < nq; h0 += 6)
+                    k_score_blocks<F>[std::min(6, nq - h0)](qb + static_cast<size_t>(h0) * dk, dk, rows, vscale, scores + h0 * B + (j - j0), B);
                 for (int i = 0; i < full; ++i)  // queries whose last keys are in these 8
                     for (int64_t jj = j; jj < nk[i]; ++jj)
                         scores[i * B + (jj - j0)] = hsum_ps(dot_lanes<F>(qb + static_cast<size_t>(i) * dk, rows[jj - j], dk)) * score_scale;
@@ -472,9 +502,11 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
                     for (int jj = 0; jj < n; ++jj) sp[jj] = std::tanh(sp[jj] / s.softcap) * s.softcap;
                 if (s.alibi) alibi_bias(sp, n, first + j0, q_pos[i / group], s.alibi[g * group + i % group]);
                 __m256 mx = _mm256_set1_ps(-INFINITY);
-                for (int c = 0; c < n; c += 8)
-                    mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), load_m(sp + c, tail_mask(n - c)),
-                                                            _mm256_castsi256_ps(tail_mask(n - c))));
+                const int whole = n & ~7;  // plain loads, then the partial vector
+                for (int c = 0; c < whole; c += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(sp + c));
+                if (whole < n)
+                    mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), load_m(sp + whole, tail_mask(n - whole)),
+                                                            _mm256_castsi256_ps(tail_mask(n - whole))));
                 __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
                 m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
                 m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
@@ -486,10 +518,15 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
                 }
                 const __m256 vm = _mm256_set1_ps(m_new);
                 __m256 sum = _mm256_setzero_ps();
-                for (int c = 0; c < n; c += 8) {
-                    const __m256i k = tail_mask(n - c);
-                    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(load_m(sp + c, k), vm)), _mm256_castsi256_ps(k));
-                    store_m(sp + c, k, e);
+                for (int c = 0; c < whole; c += 8) {
+                    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(sp + c), vm));
+                    _mm256_storeu_ps(sp + c, e);
+                    sum = _mm256_add_ps(sum, e);
+                }
+                if (whole < n) {
+                    const __m256i k = tail_mask(n - whole);
+                    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(load_m(sp + whole, k), vm)), _mm256_castsi256_ps(k));
+                    store_m(sp + whole, k, e);
                     sum = _mm256_add_ps(sum, e);
                 }
                 const float rescale = m_old == -INFINITY ? 0.0f : _mm256_cvtss_f32(exp_ps(_mm256_set1_ps(m_old - m_new)));
