@@ -32,6 +32,18 @@ KILN_TARGET_AVX2 inline __m256i tail_mask(int64_t left) {
 
 KILN_TARGET_AVX2 inline __m256 load_m(const float* p, __m256i m) { return _mm256_maskload_ps(p, m); }
 KILN_TARGET_AVX2 inline void store_m(float* p, __m256i m, __m256 v) { _mm256_maskstore_ps(p, m, v); }
+// The first min(left, 8) floats at p, the rest zero: a plain load or store for a
+// whole vector, masked only for the last, partial one (a masked load, and above
+// all a masked store, takes many times longer on AMD's cores).
+KILN_TARGET_AVX2 inline __m256 load_n(const float* p, int64_t left) {
+    return left >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, tail_mask(left));
+}
+KILN_TARGET_AVX2 inline void store_n(float* p, int64_t left, __m256 v) {
+    if (left >= 8)
+        _mm256_storeu_ps(p, v);
+    else
+        _mm256_maskstore_ps(p, tail_mask(left), v);
+}
 
 // 2^n for integral n in [-75, 64] as a float.
 KILN_TARGET_AVX2 inline __m256 pow2i(__m256i n) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23)); }
@@ -97,7 +109,7 @@ KILN_TARGET_AVX2 void softmax_row(float* x, int64_t n, bool f16, float sink = -I
     if (whole < n) mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), load_m(x + whole, tail), _mm256_castsi256_ps(tail)));
     const float top = std::max(hmax_ps(mx), sink);
     if (top == -INFINITY) {
-        for (int64_t i = 0; i < n; i += 8) store_m(x + i, tail_mask(n - i), _mm256_setzero_ps());
+        for (int64_t i = 0; i < n; i += 8) store_n(x + i, n - i, _mm256_setzero_ps());
         return;
     }
     const __m256 vm = _mm256_set1_ps(top);
@@ -222,7 +234,7 @@ KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, int64_t 
 #pragma GCC unroll 6
     for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) acc[C * h + c] = j0 == 0 ? _mm256_setzero_ps() : load_m(out[h] + 8 * c, masks[c]);
+        for (int c = 0; c < C; ++c) acc[C * h + c] = j0 == 0 ? _mm256_setzero_ps() : load_n(out[h] + 8 * c, width - 8 * c);
     // A Q8 tile may start halfway into a 34-byte block: its rows start at the block.
     const int col_off = F == Fmt::Q8 ? static_cast<int>(col % 32) : 0;
     const uint64_t width_bytes = F == Fmt::Q8 ? row_bytes_of<F>(static_cast<uint64_t>((col_off + width + 31) / 32 * 32))
@@ -235,7 +247,7 @@ KILN_TARGET_AVX2 void value_tile_impl(const float* p, int64_t p_stride, int64_t 
 #pragma GCC unroll 6
     for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) store_m(out[h] + 8 * c, masks[c], acc[C * h + c]);
+        for (int c = 0; c < C; ++c) store_n(out[h] + 8 * c, width - 8 * c, acc[C * h + c]);
 }
 // `fused`: see avx512_ops.cpp (F16, and the streaming form).
 template <int NH, Fmt F, int C, bool fused>
@@ -342,11 +354,10 @@ KILN_TARGET_AVX2 void load_queries(const AttentionShape& s, const float* q, int6
         const float* qh = q + (i / group) * q_stride + static_cast<int64_t>(g * group + i % group) * dk;
         float* qi = qb + static_cast<size_t>(i) * dk;
         for (int e = 0; e < dk; e += 8) {
-            const __m256i m = tail_mask(dk - e);
-            __m256 v = load_m(qh + e, m);
+            __m256 v = load_n(qh + e, dk - e);
             if (s.prescale_q) v = _mm256_mul_ps(v, _mm256_set1_ps(s.scale));
             if (round) v = round_f16_ps(v);
-            store_m(qi + e, m, v);
+            store_n(qi + e, dk - e, v);
         }
     }
 }
@@ -534,10 +545,7 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
                 run_max[i] = m_new;
                 if (rescale != 1.0f) {
                     float* a = acc + static_cast<size_t>(i) * dv;
-                    for (int d = 0; d < dv; d += 8) {
-                        const __m256i k = tail_mask(dv - d);
-                        store_m(a + d, k, _mm256_mul_ps(load_m(a + d, k), _mm256_set1_ps(rescale)));
-                    }
+                    for (int d = 0; d < dv; d += 8) store_n(a + d, dv - d, _mm256_mul_ps(load_n(a + d, dv - d), _mm256_set1_ps(rescale)));
                 }
             }
             float** rows = sc.outs.data();  // each query's accumulator row, then the tiles' pointers
@@ -551,10 +559,7 @@ KILN_TARGET_AVX2 void stream_impl(const AttentionShape& s, const float* q, int64
             const float* a = sc.acc.data() + x * dv;
             float* o = out + (i / group) * out_stride + static_cast<int64_t>(g * group + i % group) * dv;
             const __m256 inv = _mm256_set1_ps(sc.run_sum[x] > 0.0f ? 1.0f / sc.run_sum[x] : 0.0f);
-            for (int d = 0; d < dv; d += 8) {
-                const __m256i k = tail_mask(dv - d);
-                store_m(o + d, k, _mm256_mul_ps(load_m(a + d, k), inv));
-            }
+            for (int d = 0; d < dv; d += 8) store_n(o + d, dv - d, _mm256_mul_ps(load_n(a + d, dv - d), inv));
         }
 }
 
@@ -631,12 +636,11 @@ KILN_TARGET_AVX2 void rope_apply(const ops::RopeParams& p, const float* cache, f
         float* v = x + h * head_dim;
         if (p.layout == ops::RopeLayout::Norm) {
             for (int i = 0; i < n_dims; i += 8) {
-                const __m256i m = tail_mask(n_dims - i);
-                const __m256 xv = load_m(v + i, m);
-                const __m256 cs = load_m(cache + i, m);
+                const __m256 xv = load_n(v + i, n_dims - i);
+                const __m256 cs = load_n(cache + i, n_dims - i);
                 const __m256 t1 = _mm256_mul_ps(xv, _mm256_moveldup_ps(cs));
                 const __m256 t2 = _mm256_mul_ps(_mm256_permute_ps(xv, 0xB1), _mm256_movehdup_ps(cs));
-                store_m(v + i, m, _mm256_addsub_ps(t1, t2));
+                store_n(v + i, n_dims - i, _mm256_addsub_ps(t1, t2));
             }
         } else {
             const int half = n_dims / 2;
@@ -653,10 +657,9 @@ KILN_TARGET_AVX2 void rope_apply(const ops::RopeParams& p, const float* cache, f
 KILN_TARGET_AVX2 void silu_mul(float* gate, const float* up, int64_t n) {
     const __m256 one = _mm256_set1_ps(1.0f);
     for (int64_t i = 0; i < n; i += 8) {
-        const __m256i m = tail_mask(n - i);
-        const __m256 x = load_m(gate + i, m);
+        const __m256 x = load_n(gate + i, n - i);
         const __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-        store_m(gate + i, m, _mm256_mul_ps(s, load_m(up + i, m)));
+        store_n(gate + i, n - i, _mm256_mul_ps(s, load_n(up + i, n - i)));
     }
 }
 
@@ -665,21 +668,20 @@ KILN_TARGET_AVX2 void gelu_mul(float* gate, const float* up, int64_t n) {
     const int* table = reinterpret_cast<const int*>(ops::gelu_f16_table());
     const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
     for (int64_t i = 0; i < n; i += 8) {
-        const __m256i m = tail_mask(n - i);
-        const __m256 x = load_m(gate + i, m);
+        const __m256 x = load_n(gate + i, n - i);
         const __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
         const __m256i g = _mm256_and_si256(_mm256_i32gather_epi32(table, h, 2), _mm256_set1_epi32(0xFFFF));
         __m256 v = _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
         v = _mm256_blendv_ps(v, x, _mm256_cmp_ps(x, hi, _CMP_GE_OQ));
         v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LE_OQ));
-        store_m(gate + i, m, _mm256_mul_ps(v, load_m(up + i, m)));
+        store_n(gate + i, n - i, _mm256_mul_ps(v, load_n(up + i, n - i)));
     }
 }
 
 KILN_TARGET_AVX2 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
     for (int64_t i = 0; i < n; i += 8) {
-        const __m256 v = load_m(x + i, tail_mask(n - i));
+        const __m256 v = load_n(x + i, n - i);
         const __m256 sq = _mm256_mul_ps(v, v);
         s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
@@ -688,10 +690,9 @@ KILN_TARGET_AVX2 void rms_norm(const float* x, const float* w, float* y, int64_t
     const float mean = static_cast<float>(sum / static_cast<double>(n));
     const __m256 s = _mm256_set1_ps(1.0f / std::sqrt(mean + eps));
     for (int64_t i = 0; i < n; i += 8) {
-        const __m256i m = tail_mask(n - i);
-        __m256 v = _mm256_mul_ps(load_m(x + i, m), s);
-        if (w) v = _mm256_mul_ps(v, load_m(w + i, m));
-        store_m(y + i, m, v);
+        __m256 v = _mm256_mul_ps(load_n(x + i, n - i), s);
+        if (w) v = _mm256_mul_ps(v, load_n(w + i, n - i));
+        store_n(y + i, n - i, v);
     }
 }
 
