@@ -102,6 +102,19 @@ KILN_TARGET_AVX2 inline __m256i fifth_bits(uint32_t bits) {
     return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
+// 8 floats at p, or only the lanes of mask when not `full` (the others read as
+// zero, left alone when stored): a plain load or store for a whole vector, since
+// a masked one (above all a masked store) takes many times longer on AMD's cores.
+KILN_TARGET_AVX2 inline __m256 load_ps_masked(const float* p, __m256i mask, bool full) {
+    return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask);
+}
+KILN_TARGET_AVX2 inline void store_ps_masked(float* p, __m256i mask, bool full, __m256 v) {
+    if (full)
+        _mm256_storeu_ps(p, v);
+    else
+        _mm256_maskstore_ps(p, mask, v);
+}
+
 // Stores the first n (1..8) lanes.
 KILN_TARGET_AVX2 inline void store_rows(float* y, __m256 v, int n) {
     if (n >= 8) {

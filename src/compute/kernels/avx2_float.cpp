@@ -92,16 +92,8 @@ struct RowMasks {
 
 KILN_TARGET_AVX2 inline RowMasks row_masks(int64_t valid) { return {rows_mask(valid), rows_mask(valid - 8), valid >= 16}; }
 
-KILN_TARGET_AVX2 inline __m256 load_sum(const float* y, __m256i mask, bool full) {
-    return full ? _mm256_loadu_ps(y) : _mm256_maskload_ps(y, mask);
-}
-
-KILN_TARGET_AVX2 inline void store_sum(float* y, __m256i mask, bool full, __m256 v) {
-    if (full)
-        _mm256_storeu_ps(y, v);
-    else
-        _mm256_maskstore_ps(y, mask, v);
-}
+KILN_TARGET_AVX2 inline __m256 load_sum(const float* y, __m256i mask, bool full) { return load_ps_masked(y, mask, full); }
+KILN_TARGET_AVX2 inline void store_sum(float* y, __m256i mask, bool full, __m256 v) { store_ps_masked(y, mask, full, v); }
 
 // Elements [0, nk) of one half panel (w at the slice's first element, 16 rows) x
 // NT tokens (a: element-major, `stride` floats per element); sums from zero when

@@ -32,18 +32,10 @@ KILN_TARGET_AVX2 inline __m256i tail_mask(int64_t left) {
 
 KILN_TARGET_AVX2 inline __m256 load_m(const float* p, __m256i m) { return _mm256_maskload_ps(p, m); }
 KILN_TARGET_AVX2 inline void store_m(float* p, __m256i m, __m256 v) { _mm256_maskstore_ps(p, m, v); }
-// The first min(left, 8) floats at p, the rest zero: a plain load or store for a
-// whole vector, masked only for the last, partial one (a masked load, and above
-// all a masked store, takes many times longer on AMD's cores).
-KILN_TARGET_AVX2 inline __m256 load_n(const float* p, int64_t left) {
-    return left >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, tail_mask(left));
-}
-KILN_TARGET_AVX2 inline void store_n(float* p, int64_t left, __m256 v) {
-    if (left >= 8)
-        _mm256_storeu_ps(p, v);
-    else
-        _mm256_maskstore_ps(p, tail_mask(left), v);
-}
+// The first min(left, 8) floats at p, the rest zero (load_ps_masked: masked
+// only for the last, partial vector).
+KILN_TARGET_AVX2 inline __m256 load_n(const float* p, int64_t left) { return load_ps_masked(p, tail_mask(left), left >= 8); }
+KILN_TARGET_AVX2 inline void store_n(float* p, int64_t left, __m256 v) { store_ps_masked(p, tail_mask(left), left >= 8, v); }
 
 // 2^n for integral n in [-75, 64] as a float.
 KILN_TARGET_AVX2 inline __m256 pow2i(__m256i n) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23)); }

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "compute/kernels/avx2_common.h"
 #include "compute/kernels/x86.h"
 #include "compute/ssm.h"
 
@@ -206,19 +207,6 @@ KILN_TARGET_AVX2 void ssm_scan2(float* state, const float* x, const float* dt, c
     }
 }
 
-// 8 floats at p in the lanes of m (all of them when `whole`): a plain load or store
-// for a whole vector, masked only for a partial one (a masked store takes many
-// times longer on AMD's cores); the same values either way.
-KILN_TARGET_AVX2 inline __m256 load_lanes(const float* p, __m256i m, bool whole) {
-    return whole ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
-}
-KILN_TARGET_AVX2 inline void store_lanes(float* p, __m256i m, bool whole, __m256 v) {
-    if (whole)
-        _mm256_storeu_ps(p, v);
-    else
-        _mm256_maskstore_ps(p, m, v);
-}
-
 // RWKV-6's WKV (ssm::wkv6_step): 8 columns of the state at a time, the rows in
 // order, each column's output summed in its own lane as the reference sums it.
 KILN_TARGET_AVX2 void rwkv_wkv6(float* state, const float* k, const float* v, const float* r, const float* u, const float* w,
@@ -229,16 +217,16 @@ KILN_TARGET_AVX2 void rwkv_wkv6(float* state, const float* k, const float* v, co
         for (int j = 0; j < d; j += 8) {
             const __m256i m = lanes_below(d - j);
             const bool whole = d - j >= 8;
-            const __m256 vj = load_lanes(v + o + j, m, whole);
+            const __m256 vj = load_ps_masked(v + o + j, m, whole);
             __m256 acc = _mm256_setzero_ps();
             for (int i = 0; i < d; ++i) {
                 float* si = s + static_cast<int64_t>(i) * d + j;
                 const __m256 kv = _mm256_mul_ps(vj, _mm256_set1_ps(k[o + i]));
-                const __m256 prev = load_lanes(si, m, whole);
+                const __m256 prev = load_ps_masked(si, m, whole);
                 acc = _mm256_fmadd_ps(_mm256_fmadd_ps(kv, _mm256_set1_ps(u[o + i]), prev), _mm256_set1_ps(r[o + i]), acc);
-                store_lanes(si, m, whole, _mm256_fmadd_ps(prev, _mm256_set1_ps(w[o + i]), kv));
+                store_ps_masked(si, m, whole, _mm256_fmadd_ps(prev, _mm256_set1_ps(w[o + i]), kv));
             }
-            store_lanes(y + o + j, m, whole, acc);
+            store_ps_masked(y + o + j, m, whole, acc);
         }
     }
 }
@@ -252,16 +240,16 @@ KILN_TARGET_AVX2 void rwkv_gla(float* state, const float* k, const float* v, con
         for (int j = 0; j < d; j += 8) {
             const __m256i m = lanes_below(d - j);
             const bool whole = d - j >= 8;
-            const __m256 vj = load_lanes(v + o + j, m, whole);
+            const __m256 vj = load_ps_masked(v + o + j, m, whole);
             __m256 acc = _mm256_setzero_ps();
             for (int i = 0; i < d; ++i) {
                 float* si = s + static_cast<int64_t>(i) * d + j;
                 const __m256 st =
-                    _mm256_fmadd_ps(load_lanes(si, m, whole), _mm256_set1_ps(g[o + i]), _mm256_mul_ps(vj, _mm256_set1_ps(k[o + i])));
-                store_lanes(si, m, whole, st);
+                    _mm256_fmadd_ps(load_ps_masked(si, m, whole), _mm256_set1_ps(g[o + i]), _mm256_mul_ps(vj, _mm256_set1_ps(k[o + i])));
+                store_ps_masked(si, m, whole, st);
                 acc = _mm256_fmadd_ps(st, _mm256_set1_ps(q[o + i] * scale), acc);
             }
-            store_lanes(y + o + j, m, whole, acc);
+            store_ps_masked(y + o + j, m, whole, acc);
         }
     }
 }
@@ -278,18 +266,18 @@ KILN_TARGET_AVX2 void rwkv_wkv7(float* state, const float* r, const float* w, co
             const bool whole = d - i >= 8;
             __m256 sa = _mm256_setzero_ps();
             for (int j = 0; j < d; ++j)
-                sa = _mm256_fmadd_ps(_mm256_set1_ps(a[o + j]), load_lanes(s + static_cast<int64_t>(j) * d + i, m, whole), sa);
-            const __m256 vi = load_lanes(v + o + i, m, whole);
+                sa = _mm256_fmadd_ps(_mm256_set1_ps(a[o + j]), load_ps_masked(s + static_cast<int64_t>(j) * d + i, m, whole), sa);
+            const __m256 vi = load_ps_masked(v + o + i, m, whole);
             __m256 out = _mm256_setzero_ps();
             for (int j = 0; j < d; ++j) {
                 float* sj = s + static_cast<int64_t>(j) * d + i;
                 const __m256 inner =
-                    _mm256_fmadd_ps(load_lanes(sj, m, whole), _mm256_set1_ps(w[o + j]), _mm256_mul_ps(vi, _mm256_set1_ps(k[o + j])));
+                    _mm256_fmadd_ps(load_ps_masked(sj, m, whole), _mm256_set1_ps(w[o + j]), _mm256_mul_ps(vi, _mm256_set1_ps(k[o + j])));
                 const __m256 st = _mm256_fmadd_ps(sa, _mm256_set1_ps(b[o + j]), inner);
-                store_lanes(sj, m, whole, st);
+                store_ps_masked(sj, m, whole, st);
                 out = _mm256_fmadd_ps(st, _mm256_set1_ps(r[o + j]), out);
             }
-            store_lanes(y + o + i, m, whole, out);
+            store_ps_masked(y + o + i, m, whole, out);
         }
     }
 }
