@@ -84,13 +84,13 @@ KILN_TARGET_AVX2 inline double hsum_pd(__m256d v) {
     return _mm_cvtsd_f64(s);
 }
 
-// sink: a logit in the normalisation without a value (-inf: none), as ops::softmax_with_sink.
 // The low and high halves of e added to s0 and s1 in double.
 KILN_TARGET_AVX2 inline void add_pd_halves(__m256d& s0, __m256d& s1, __m256 e) {
     s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
     s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
 }
 
+// sink: a logit in the normalisation without a value (-inf: none), as ops::softmax_with_sink.
 // Whole vectors with plain loads and stores, then the partial one (a masked load
 // or store takes longer on some CPUs); the same values as masking every vector.
 KILN_TARGET_AVX2 void softmax_row(float* x, int64_t n, bool f16, float sink = -INFINITY) {
