@@ -45,7 +45,7 @@ struct Options {
     GgmlType type = GgmlType::F16;
     int threads = 2, rounds = 5, layers = 16, kv_heads = 8, group = 4, head_dim = 64;
     int64_t rows = 0;  // > 0: a prefill chunk of this many rows
-    std::string variants = "head,thread,head-stream,thread-stream,keys";
+    std::string variants;  // empty: every variant of the mode
 };
 
 struct Layer {
@@ -218,8 +218,8 @@ int main(int argc, char** argv) {
     if (o.rows > 0) {
         every = {{"exact", "prefill, exact", [&] { prefill(false); }, {}, {}},
                  {"stream", "prefill, streaming", [&] { prefill(true); }, {}, {}}};
-        if (o.variants.find("thread") != std::string::npos) o.variants = "exact,stream";  // the decode default
     }
+    if (o.variants.empty()) o.variants = o.rows > 0 ? "exact,stream" : "head,thread,head-stream,thread-stream,keys";
     std::vector<Variant> variants;
     for (Variant& v : every)
         if (("," + o.variants + ",").find("," + std::string(v.key) + ",") != std::string::npos) variants.push_back(v);
