@@ -58,6 +58,13 @@ KILN_TARGET_AVX2 inline __m256i pinned(__m256i v) {
     __asm__("" : "+x"(v));
     return v;
 }
+// A value GCC must hold in a register: a vector used by several FMAs is loaded
+// once, not folded into each of them as a memory operand (a load per FMA, which
+// made the loads, not the FMAs, the limit of the attention's score loop).
+KILN_TARGET_AVX2 inline __m256 pinned(__m256 v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
 
 KILN_TARGET_AVX2 inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 

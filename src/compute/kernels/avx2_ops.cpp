@@ -134,6 +134,12 @@ using kv_rows::Fmt;
 using kv_rows::q8_scale;
 using kv_rows::row_bytes_of;
 
+// Elements 8c..8c+7 of a Q8 block as f32: the quants times the block's scale d.
+KILN_TARGET_AVX2 inline __m256 q8_part(const uint8_t* block, int c, __m256 d) {
+    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + 8 * c)));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);
+}
+
 // 8 elements of a cached row from element i as f32. Q8 rows are read whole
 // (head sizes that are multiples of 32): a quarter of a 34-byte block, its
 // quants times its f16 scale as q8_0_to_f32 computes them.
@@ -150,8 +156,7 @@ KILN_TARGET_AVX2 inline __m256 load_row8(const uint8_t* row, int i, __m256i m, i
     } else {
         (void)m, (void)left;
         const uint8_t* b = row + static_cast<uint64_t>(i / 32) * 34;
-        const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + i % 32)));
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(q8_scale(b)));
+        return q8_part(b, i % 32 / 8, _mm256_set1_ps(q8_scale(b)));
     }
 }
 
@@ -191,14 +196,19 @@ KILN_TARGET_AVX2 __attribute__((always_inline)) inline void value_key(__m256 (&a
     const char* pf = reinterpret_cast<const char*>(kv.v + static_cast<uint64_t>(w.ahead) * kv.v_row_bytes + w.col_bytes);
     if (++w.ahead == kv.capacity) w.ahead = 0;
     for (uint64_t b = 0; b < w.width_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
-    __m256 v[C];
+    __m256 v[C], d8;
+    if constexpr (F == Fmt::Q8) d8 = _mm256_set1_ps(q8_scale(vr));
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
         if constexpr (full && F == Fmt::F16)
             v[c] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + 16 * c)));
         else if constexpr (full && F == Fmt::F32)
             v[c] = _mm256_loadu_ps(reinterpret_cast<const float*>(vr) + 8 * c);
-        else
+        else if constexpr (F == Fmt::Q8) {
+            // The tile's 16 elements lie in the one block vr starts (at 0 or 16): its scale once.
+            static_assert(C <= 2);
+            v[c] = q8_part(vr, w.col_off / 8 + c, d8);
+        } else
             v[c] = load_row8<F>(vr, w.col_off + 8 * c, masks[c], width - 8 * c);
     }
 #pragma GCC unroll 6
@@ -279,6 +289,21 @@ KILN_TARGET_AVX2 inline __m256 hadd_ps(__m256 a, __m256 b) {
     return _mm256_add_ps(_mm256_shuffle_ps(a, b, 0x88), _mm256_shuffle_ps(a, b, 0xDD));
 }
 
+// 8 elements of two keys (k0, k1) against NH heads' queries (q: the heads'
+// elements at the same index, dk apart) into their sums. Each query vector is
+// loaded once for both keys (pinned: GCC would fold it into both FMAs as a
+// memory operand, two loads).
+template <int NH>
+KILN_TARGET_AVX2 __attribute__((always_inline)) inline void two_keys8(const float* q, int dk, __m256 k0, __m256 k1, __m256 (&a0)[NH],
+                                                                      __m256 (&a1)[NH]) {
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) {
+        const __m256 qv = pinned(_mm256_loadu_ps(q + h * dk));
+        a0[h] = _mm256_fmadd_ps(qv, k0, a0[h]);
+        a1[h] = _mm256_fmadd_ps(qv, k1, a1[h]);
+    }
+}
+
 // Scores of 8 keys for NH heads of a group: each key row is loaded and converted
 // once for all NH heads (q from L1). Each (head, key) product runs dot_lanes'
 // operations in its order. Keys go two at a time, and each pair's partial sums
@@ -299,15 +324,19 @@ KILN_TARGET_AVX2 void score_block(const float* q, int dk, const uint8_t* const* 
             // Whole vectors with plain loads (a masked load takes longer on some
             // CPUs, AMD's among them), then the partial one; the same products.
             const int whole = dk & ~7;
-            for (int i = 0; i < whole; i += 8) {
-                const __m256i m = _mm256_set1_epi32(-1);
-                const __m256 k0 = load_row8<F>(r0, i, m, 8);
-                const __m256 k1 = load_row8<F>(r1, i, m, 8);
-#pragma GCC unroll 8
-                for (int h = 0; h < NH; ++h) {
-                    const __m256 qv = _mm256_loadu_ps(q + h * dk + i);
-                    a0[h] = _mm256_fmadd_ps(qv, k0, a0[h]);
-                    a1[h] = _mm256_fmadd_ps(qv, k1, a1[h]);
+            if constexpr (F == Fmt::Q8) {
+                // A block's scale once for its 4 vectors (load_row8 converts it for each).
+                for (int i = 0; i < dk; i += 32) {
+                    const uint8_t* b0 = r0 + static_cast<uint64_t>(i / 32) * 34;
+                    const uint8_t* b1 = r1 + static_cast<uint64_t>(i / 32) * 34;
+                    const __m256 d0 = _mm256_set1_ps(q8_scale(b0)), d1 = _mm256_set1_ps(q8_scale(b1));
+#pragma GCC unroll 4
+                    for (int c = 0; c < 4; ++c) two_keys8<NH>(q + i + 8 * c, dk, q8_part(b0, c, d0), q8_part(b1, c, d1), a0, a1);
+                }
+            } else {
+                for (int i = 0; i < whole; i += 8) {
+                    const __m256i m = _mm256_set1_epi32(-1);
+                    two_keys8<NH>(q + i, dk, load_row8<F>(r0, i, m, 8), load_row8<F>(r1, i, m, 8), a0, a1);
                 }
             }
             if (whole < dk) {
