@@ -240,6 +240,15 @@ int main(int argc, char** argv) {
         }
     const double bytes = 2.0 * static_cast<double>(row_bytes) * static_cast<double>(o.depth) * o.layers;
     const MachineProbe probe = probe_machine(o.threads);
+    // The output's bits per variant (FNV-1a over the last layer's result), so that
+    // two builds of a kernel can be checked to compute the same thing.
+    auto output_hash = [&](Variant& v) {
+        v.fn();
+        uint64_t hash = 1469598103934665603ull;
+        const auto* bytes = reinterpret_cast<const unsigned char*>(out.data());
+        for (size_t i = 0; i < out.size() * sizeof(float); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+        return static_cast<unsigned long long>(hash);
+    };
     if (o.rows > 0) {
         // q.k and p.v: 2 x head_dim multiply-adds per query head and key seen.
         double keys = 0;
@@ -249,17 +258,12 @@ int main(int argc, char** argv) {
                     kernels_name(kernels()).c_str(), o.threads, static_cast<long long>(o.rows), static_cast<long long>(o.depth - o.rows),
                     std::string(ggml_type_name(o.type)).c_str(), o.layers, o.kv_heads, dk, n_head);
         std::printf("%.1f GFLOP per chunk; probed f32 FMA %.1f GFLOP/s\n", flop / 1e9, probe.f32_flops / 1e9);
-        // The output's bits per variant (FNV-1a over the last layer's result), so that
-        // two builds of a kernel can be checked to compute the same thing.
         std::printf("%-24s %10s %10s %8s %14s %10s %18s\n", "variant", "wall ms", "GFLOP/s", "of FMA", "busiest cpu ms", "best ms", "output hash");
         for (Variant& v : variants) {
             const double ms = median(v.ms), c = median(v.cpu_ms);
-            v.fn();
-            uint64_t hash = 1469598103934665603ull;
-            const auto* bytes = reinterpret_cast<const unsigned char*>(out.data());
-            for (size_t i = 0; i < out.size() * sizeof(float); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+            const unsigned long long hash = output_hash(v);
             std::printf("%-24s %10.1f %10.1f %7.0f%% %14.1f %10.1f %18llx\n", v.name, ms, flop / ms / 1e6, 100.0 * flop / ms / 1e6 / (probe.f32_flops / 1e9), c,
-                        *std::min_element(v.ms.begin(), v.ms.end()), static_cast<unsigned long long>(hash));
+                        *std::min_element(v.ms.begin(), v.ms.end()), hash);
         }
         return 0;
     }
@@ -269,10 +273,11 @@ int main(int argc, char** argv) {
     std::printf("cache bytes read per step %.1f MiB; probed read bandwidth %.1f GB/s -> bound %.2f ms\n", bytes / (1 << 20),
                 probe.read_bandwidth / 1e9, bytes / probe.read_bandwidth * 1e3);
     const double bound_ms = bytes / probe.read_bandwidth * 1e3;
-    std::printf("%-24s %10s %10s %8s %14s %8s\n", "variant", "wall ms", "GB/s", "x bound", "busiest cpu ms", "x bound");
-    for (const Variant& v : variants) {
+    std::printf("%-24s %10s %10s %8s %14s %8s %18s\n", "variant", "wall ms", "GB/s", "x bound", "busiest cpu ms", "x bound", "output hash");
+    for (Variant& v : variants) {
         const double ms = median(v.ms), c = median(v.cpu_ms);
-        std::printf("%-24s %10.3f %10.1f %8.2f %14.3f %8.2f\n", v.name, ms, bytes / ms / 1e6, ms / bound_ms, c, c / bound_ms);
+        std::printf("%-24s %10.3f %10.1f %8.2f %14.3f %8.2f %18llx\n", v.name, ms, bytes / ms / 1e6, ms / bound_ms, c, c / bound_ms,
+                    output_hash(v));
     }
     return 0;
 }
