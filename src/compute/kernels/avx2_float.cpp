@@ -92,9 +92,6 @@ struct RowMasks {
 
 KILN_TARGET_AVX2 inline RowMasks row_masks(int64_t valid) { return {rows_mask(valid), rows_mask(valid - 8), valid >= 16}; }
 
-KILN_TARGET_AVX2 inline __m256 load_sum(const float* y, __m256i mask, bool full) { return load_ps_masked(y, mask, full); }
-KILN_TARGET_AVX2 inline void store_sum(float* y, __m256i mask, bool full, __m256 v) { store_ps_masked(y, mask, full, v); }
-
 // Elements [0, nk) of one half panel (w at the slice's first element, 16 rows) x
 // NT tokens (a: element-major, `stride` floats per element); sums from zero when
 // `first`, else continued from y.
@@ -104,8 +101,8 @@ KILN_TARGET_AVX2 void half_tile(const uint8_t* w, const float* a, int64_t stride
     __m256 sum[2 * NT];
 #pragma GCC unroll 6
     for (int t = 0; t < NT; ++t) {
-        sum[2 * t] = first ? _mm256_setzero_ps() : load_sum(y + t * ldy, m.lo, m.full);
-        sum[2 * t + 1] = first ? _mm256_setzero_ps() : load_sum(y + t * ldy + 8, m.hi, m.full);
+        sum[2 * t] = first ? _mm256_setzero_ps() : load_ps_masked(y + t * ldy, m.lo, m.full);
+        sum[2 * t + 1] = first ? _mm256_setzero_ps() : load_ps_masked(y + t * ldy + 8, m.hi, m.full);
     }
     // Both row halves' sums of every token advanced by one weight vector each (a
     // value's broadcast at ak + t * act_floats).
@@ -130,8 +127,8 @@ KILN_TARGET_AVX2 void half_tile(const uint8_t* w, const float* a, int64_t stride
     }
 #pragma GCC unroll 6
     for (int t = 0; t < NT; ++t) {
-        store_sum(y + t * ldy, m.lo, m.full, sum[2 * t]);
-        store_sum(y + t * ldy + 8, m.hi, m.full, sum[2 * t + 1]);
+        store_ps_masked(y + t * ldy, m.lo, m.full, sum[2 * t]);
+        store_ps_masked(y + t * ldy + 8, m.hi, m.full, sum[2 * t + 1]);
     }
 }
 
@@ -184,7 +181,7 @@ KILN_TARGET_AVX2 void decode_panels(const PackedMatrix& m, const int64_t* panels
         const int64_t valid = m.n_out - panels[j] * k_float_panel_rows;
         float* yp = y + panels[j] * k_float_panel_rows;
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) store_sum(yp + 8 * q, rows_mask(valid - 8 * q), valid >= 8 * (q + 1), sum[4 * j + q]);
+        for (int q = 0; q < 4; ++q) store_ps_masked(yp + 8 * q, rows_mask(valid - 8 * q), valid >= 8 * (q + 1), sum[4 * j + q]);
     }
 }
 
